@@ -1,0 +1,1 @@
+//! artifact (in progress)

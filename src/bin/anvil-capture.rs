@@ -1,0 +1,2 @@
+//! `anvil-capture`: record one manifest cell against one or more endpoints.
+fn main() {}

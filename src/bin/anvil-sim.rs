@@ -1,0 +1,2 @@
+//! `anvil-sim`: OpenAI-compatible simulator with a known timing model.
+fn main() {}

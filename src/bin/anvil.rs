@@ -1,0 +1,2 @@
+//! `anvil`: validate, query, compare, check and report on benchmark artifacts.
+fn main() {}

@@ -1,0 +1,9 @@
+//! anvil: evidence toolkit for LLM-serving benchmark campaigns.
+//!
+//! Layers, data flowing one way: [`manifest`] (what to run) → capture (hot path) →
+//! [`artifact`] (the Parquet contract) → query → rules → report. [`sim`] is the
+//! OpenAI-compatible simulator with a known timing model used as ground truth.
+
+pub mod artifact;
+pub mod manifest;
+pub mod sim;

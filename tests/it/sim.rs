@@ -1,0 +1,1 @@
+//! sim integration tests
