@@ -5,5 +5,7 @@
 //! OpenAI-compatible simulator with a known timing model used as ground truth.
 
 pub mod artifact;
+pub mod clock;
+pub mod exit;
 pub mod manifest;
 pub mod sim;

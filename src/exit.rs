@@ -1,0 +1,12 @@
+//! Process exit codes shared by every anvil binary (documented in each `--help` and the README).
+
+/// Everything held: valid input, rules passed.
+pub const OK: u8 = 0;
+/// A stop rule fired (`anvil check`) or figures disagree (`anvil verify`).
+pub const RULE_FAILED: u8 = 1;
+/// Bad input: a malformed manifest, plan, artifact, flag or request.
+pub const BAD_INPUT: u8 = 2;
+/// A comparison the campaign's rules forbid was refused.
+pub const REFUSED: u8 = 3;
+/// Advance rules incomplete: evidence is missing.
+pub const INCOMPLETE: u8 = 4;
