@@ -58,12 +58,18 @@ mod tests {
 
     #[test]
     fn monotonic_clock_agrees_with_instant() {
+        // a <= i <= (i + d) <= b: the Instant interval lies inside the monotonic one.
         let a = monotonic_ns();
         let i = std::time::Instant::now();
         std::thread::sleep(std::time::Duration::from_millis(5));
-        let b = monotonic_ns();
         let d = i.elapsed().as_nanos() as i64;
-        assert!(b - a >= d, "monotonic_ns advanced {} ns, Instant {} ns", b - a, d);
+        let b = monotonic_ns();
+        assert!(
+            b - a >= d,
+            "monotonic_ns advanced {} ns, Instant {} ns",
+            b - a,
+            d
+        );
         assert!(b - a < d + 2_000_000);
     }
 }
