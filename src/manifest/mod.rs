@@ -60,21 +60,29 @@ impl DocumentKind {
         }
     }
 
+    /// Both kinds.
+    pub const ALL: [DocumentKind; 2] = [DocumentKind::WorkloadManifest, DocumentKind::RunPlan];
+
+    /// The schema without its version: `anvil-serving.benchmark-run-plan`.
+    pub fn schema_family(self) -> &'static str {
+        match self {
+            DocumentKind::WorkloadManifest => "anvil-serving.benchmark-workload-manifest",
+            DocumentKind::RunPlan => "anvil-serving.benchmark-run-plan",
+        }
+    }
+
     /// The kind whose supported schema is exactly `schema`.
     pub fn from_schema(schema: &str) -> Option<Self> {
-        [DocumentKind::WorkloadManifest, DocumentKind::RunPlan]
-            .into_iter()
-            .find(|kind| kind.schema() == schema)
+        Self::ALL.into_iter().find(|kind| kind.schema() == schema)
     }
 
     /// The kind whose schema family `schema` belongs to, whatever its version
     /// (`anvil-serving.benchmark-run-plan/v7` is a run plan anvil cannot read).
     pub fn from_schema_family(schema: &str) -> Option<Self> {
-        let family = |schema: &str| schema.rsplit_once('/').map(|(family, _)| family.to_owned());
-        let wanted = family(schema)?;
-        [DocumentKind::WorkloadManifest, DocumentKind::RunPlan]
+        let (family, _version) = schema.rsplit_once('/')?;
+        Self::ALL
             .into_iter()
-            .find(|kind| family(kind.schema()).as_deref() == Some(wanted.as_str()))
+            .find(|kind| kind.schema_family() == family)
     }
 }
 
@@ -205,11 +213,14 @@ fn schema_kind(
     expected: Option<DocumentKind>,
     file: &Path,
 ) -> Result<DocumentKind, ManifestError> {
-    let supported = match expected {
-        Some(kind) => format!("\"{}\"", kind.schema()),
-        None => SUPPORTED_SCHEMAS
-            .map(|schema| format!("\"{schema}\""))
-            .join(", "),
+    let reads = |kind: Option<DocumentKind>| match kind {
+        Some(kind) => format!("anvil reads \"{}\"", kind.schema()),
+        None => format!(
+            "anvil reads {}",
+            SUPPORTED_SCHEMAS
+                .map(|schema| format!("\"{schema}\""))
+                .join(" or ")
+        ),
     };
     let Value::Object(fields) = value else {
         return Err(ManifestError::field(
@@ -223,7 +234,7 @@ fn schema_kind(
             return Err(ManifestError::field(
                 file,
                 "schema",
-                format!("missing required field; anvil reads {supported}"),
+                format!("missing required field; {}", reads(expected)),
             ));
         }
         Some(Value::String(schema)) => schema,
@@ -249,10 +260,14 @@ fn schema_kind(
         )),
         (None, _) => {
             let message = match DocumentKind::from_schema_family(schema) {
-                Some(kind) => {
-                    format!("unsupported {kind} version \"{schema}\"; anvil reads {supported}")
+                Some(kind) if expected.is_some_and(|expected| expected != kind) => {
+                    format!("unknown schema \"{schema}\"; {}", reads(expected))
                 }
-                None => format!("unknown schema \"{schema}\"; anvil reads {supported}"),
+                Some(kind) => format!(
+                    "unsupported {kind} version \"{schema}\"; {}",
+                    reads(Some(kind))
+                ),
+                None => format!("unknown schema \"{schema}\"; {}", reads(expected)),
             };
             Err(ManifestError::field(file, "schema", message))
         }
@@ -518,6 +533,13 @@ mod tests {
             error.to_string(),
             "m.json: invalid JSON at line 3, column 1: expected value"
         );
+    }
+
+    #[test]
+    fn schema_is_family_and_version() {
+        for kind in DocumentKind::ALL {
+            assert_eq!(kind.schema(), format!("{}/v1", kind.schema_family()));
+        }
     }
 
     #[test]
