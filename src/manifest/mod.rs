@@ -92,11 +92,12 @@ impl fmt::Display for DocumentKind {
     }
 }
 
-/// Either campaign input document, chosen by its `schema` field.
+/// Either campaign input document, chosen by its `schema` field (boxed: the manifest is
+/// several hundred bytes).
 #[derive(Debug, Clone, PartialEq)]
 pub enum Document {
-    WorkloadManifest(WorkloadManifest),
-    RunPlan(RunPlan),
+    WorkloadManifest(Box<WorkloadManifest>),
+    RunPlan(Box<RunPlan>),
 }
 
 impl Document {
@@ -116,10 +117,11 @@ impl Document {
     pub fn from_value(value: Value, file: impl AsRef<Path>) -> Result<Self, ManifestError> {
         let file = file.as_ref();
         match schema_kind(&value, None, file)? {
-            DocumentKind::WorkloadManifest => {
-                WorkloadManifest::from_value(value, file).map(Document::WorkloadManifest)
+            DocumentKind::WorkloadManifest => WorkloadManifest::from_value(value, file)
+                .map(|manifest| Document::WorkloadManifest(Box::new(manifest))),
+            DocumentKind::RunPlan => {
+                RunPlan::from_value(value, file).map(|plan| Document::RunPlan(Box::new(plan)))
             }
-            DocumentKind::RunPlan => RunPlan::from_value(value, file).map(Document::RunPlan),
         }
     }
 
