@@ -537,6 +537,58 @@ mod tests {
         );
     }
 
+    /// Every field of `value` with its JSON pointer and its path as messages write it.
+    fn fields(value: &Value, pointer: &str, path: &str, out: &mut Vec<(String, String)>) {
+        match value {
+            Value::Object(map) => {
+                for (key, child) in map {
+                    let child_path = if path.is_empty() {
+                        key.clone()
+                    } else {
+                        format!("{path}.{key}")
+                    };
+                    let child_pointer = format!("{pointer}/{key}");
+                    out.push((child_pointer.clone(), child_path.clone()));
+                    fields(child, &child_pointer, &child_path, out);
+                }
+            }
+            Value::Array(items) => {
+                for (index, child) in items.iter().enumerate() {
+                    let child_path = format!("{path}[{index}]");
+                    let child_pointer = format!("{pointer}/{index}");
+                    out.push((child_pointer.clone(), child_path.clone()));
+                    fields(child, &child_pointer, &child_path, out);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    #[test]
+    fn every_field_of_the_seeds_refuses_wrong_values_at_its_own_path() {
+        // No field of either document may be null or -1, so each replacement must be refused
+        // and the first problem must be at (or, for a replaced object, inside) that field.
+        for seed in [MANIFEST_PATH, PLAN_PATH] {
+            let original = seed_value(seed);
+            let mut all = Vec::new();
+            fields(&original, "", "", &mut all);
+            assert!(all.len() > 60, "{seed}: only {} fields", all.len());
+            for (pointer, path) in &all {
+                for wrong in [Value::Null, Value::from(-1), serde_json::json!({})] {
+                    let mut value = original.clone();
+                    *value.pointer_mut(pointer).unwrap() = wrong.clone();
+                    let error = Document::from_value(value, "seed.json")
+                        .expect_err(&format!("{pointer} = {wrong} accepted"));
+                    let problem = &error.problems()[0];
+                    assert!(
+                        problem.field.starts_with(path.as_str()),
+                        "{pointer} = {wrong}: reported at {problem}"
+                    );
+                }
+            }
+        }
+    }
+
     #[test]
     fn schema_is_family_and_version() {
         for kind in DocumentKind::ALL {

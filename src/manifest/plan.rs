@@ -38,19 +38,45 @@ pub struct Stage {
     pub order: Positive,
     pub stage: String,
     /// The arms run in this stage; absent for a stage that runs none (e.g. `restore`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "present",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub arms: Option<Vec<String>>,
     /// The stage's state in the campaign's words (e.g. `complete`).
     pub status: String,
     /// What the stage selected, in the campaign's words.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "present",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub selected: Option<String>,
     /// What the stage rejected, in the campaign's words.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "present",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub rejected: Option<String>,
     /// A file holding the stage's evidence (e.g. `restoration.json`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "present",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub evidence: Option<String>,
+}
+
+/// An optional field that, when written, must hold a value: `null` is refused rather than
+/// read as absent, so a loaded plan serializes back to what was written.
+fn present<'de, D, T>(deserializer: D) -> Result<Option<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    T::deserialize(deserializer).map(Some)
 }
 
 impl Stage {
