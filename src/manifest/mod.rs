@@ -276,8 +276,9 @@ fn schema_kind(
     }
 }
 
-/// A deserialization error as a field problem. serde reports a missing or unknown field at
-/// the enclosing object; the field's own name is moved into the path.
+/// A deserialization error as a field problem. serde reports a missing field at the
+/// enclosing object; its own name is moved into the path. (An unknown field's path already
+/// ends with its key: serde_path_to_error captures keys as they are read.)
 fn serde_problem(error: &serde_path_to_error::Error<serde_json::Error>) -> Problem {
     let at = error.path().to_string();
     let message = without_position(error.inner());
@@ -296,16 +297,11 @@ fn serde_problem(error: &serde_path_to_error::Error<serde_json::Error>) -> Probl
         return Problem::new(join(name), "missing required field");
     }
     // serde's wording: "unknown field `x`, expected one of `a`, `b`" (or "expected `a`").
-    if let Some((name, expected)) = message
+    if let Some((_name, expected)) = message
         .strip_prefix("unknown field `")
         .and_then(|rest| rest.split_once("`, "))
     {
-        let field = if at.rsplit('.').next() == Some(name) {
-            at.clone()
-        } else {
-            join(name)
-        };
-        return Problem::new(field, format!("unknown field; {expected}"));
+        return Problem::new(at, format!("unknown field; {expected}"));
     }
     let field = if at == "." { "document".to_owned() } else { at };
     Problem::new(field, message)
