@@ -18,8 +18,5 @@ pub struct ArtifactSummary {
 
 /// Check an artifact folder (run.json + the three Parquet tables) and summarise it.
 pub fn validate_dir(dir: &Path) -> Result<ArtifactSummary, String> {
-    Err(format!(
-        "{}: artifact validation is not built yet",
-        dir.display()
-    ))
+    Err(format!("{}: artifact validation is not built yet", dir.display()))
 }
