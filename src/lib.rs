@@ -5,7 +5,9 @@
 //! OpenAI-compatible simulator with a known timing model used as ground truth.
 
 pub mod artifact;
+pub mod cli;
 pub mod clock;
 pub mod exit;
 pub mod manifest;
 pub mod sim;
+pub mod validate;

@@ -1,2 +1,16 @@
 //! `anvil`: validate, query, compare, check and report on benchmark artifacts.
-fn main() {}
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+fn main() -> ExitCode {
+    let cli = anvil::cli::Cli::parse();
+    match anvil::cli::run(cli) {
+        Ok(code) => ExitCode::from(code),
+        Err(error) => {
+            eprintln!("anvil: {error:#}");
+            ExitCode::from(anvil::exit::BAD_INPUT)
+        }
+    }
+}

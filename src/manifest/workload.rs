@@ -1,0 +1,245 @@
+//! The workload manifest (`anvil-serving.benchmark-workload-manifest/v1`): what a campaign
+//! runs (contexts, concurrency, request counts, response words, token ceiling, prompt cache
+//! mode, canaries, seed, thinking), its workload classes, controls, metrics, timing
+//! definitions and statistics.
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use super::check::Checks;
+use super::error::{ManifestError, Problem};
+use super::types::{Metric, PercentileMethod, Positive, PromptCacheMode, Statistic, Thinking};
+use super::{DocumentKind, parse_document, read_document};
+
+/// A validated workload manifest. Values returned by [`WorkloadManifest::load`] and
+/// [`WorkloadManifest::from_str`] have passed [`WorkloadManifest::problems`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkloadManifest {
+    /// Always [`super::WORKLOAD_MANIFEST_SCHEMA`] for a loaded manifest.
+    pub schema: String,
+    pub campaign_id: String,
+    pub selection: Selection,
+    pub workload_classes: Vec<WorkloadClass>,
+    /// One-variable controls, in the campaign's words.
+    pub controls: Vec<String>,
+    pub metrics: Vec<Metric>,
+    pub timing_definitions: TimingDefinitions,
+    pub statistics: Statistics,
+}
+
+/// The cells a campaign may run and the headline workload's settings.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Selection {
+    /// Prompt token targets (the actual prompt length, not the model's context window).
+    pub contexts_actual_prompt_token_targets: Vec<Positive>,
+    /// Concurrency levels, per replica.
+    pub concurrency: Vec<Positive>,
+    /// Request counts used by natural-completion screens.
+    pub natural_completion_screen_requests: Vec<Positive>,
+    /// Total requests of a headline run.
+    pub headline_requests: Positive,
+    /// Words each headline request asks the model to write.
+    pub headline_response_words: Positive,
+    /// `max_tokens` ceiling of each headline request.
+    pub headline_max_tokens: Positive,
+    pub headline_prompt_cache_mode: PromptCacheMode,
+    /// Whether each headline request carries its own canary marker.
+    pub headline_request_canaries: bool,
+    /// Seed of the random prompt prefixes.
+    pub random_prefix_seed: u64,
+    pub thinking: Thinking,
+}
+
+/// A named class of workload (e.g. `headline-sustained-output`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkloadClass {
+    pub id: String,
+    pub description: String,
+}
+
+/// The exact words defining each timing metric; the SQL in `queries/` implements them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TimingDefinitions {
+    pub ttft: String,
+    pub effective_prefill: String,
+    pub decode: String,
+    pub tpot: String,
+    pub mean_inter_token_latency: String,
+    pub end_to_end: String,
+    pub aggregate_throughput: String,
+}
+
+impl TimingDefinitions {
+    /// `(name, definition)` pairs in the manifest's order.
+    pub fn iter(&self) -> impl Iterator<Item = (&'static str, &str)> {
+        [
+            ("ttft", self.ttft.as_str()),
+            ("effective_prefill", self.effective_prefill.as_str()),
+            ("decode", self.decode.as_str()),
+            ("tpot", self.tpot.as_str()),
+            (
+                "mean_inter_token_latency",
+                self.mean_inter_token_latency.as_str(),
+            ),
+            ("end_to_end", self.end_to_end.as_str()),
+            ("aggregate_throughput", self.aggregate_throughput.as_str()),
+        ]
+        .into_iter()
+    }
+}
+
+/// Which statistics are reported for each metric, and how percentiles are computed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Statistics {
+    pub distribution: Vec<Statistic>,
+    pub percentile_method: PercentileMethod,
+}
+
+/// The settings of a headline run, as the manifest's `selection` states them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HeadlineWorkload {
+    pub requests: u64,
+    pub response_words: u64,
+    pub max_tokens: u64,
+    pub prompt_cache_mode: PromptCacheMode,
+    pub request_canaries: bool,
+    pub random_prefix_seed: u64,
+    pub thinking: Thinking,
+}
+
+impl WorkloadManifest {
+    /// Read, parse and validate a workload manifest file.
+    pub fn load(path: impl AsRef<Path>) -> Result<Self, ManifestError> {
+        let path = path.as_ref();
+        Self::from_str(&read_document(path)?, path)
+    }
+
+    /// Parse and validate manifest text; `file` is only used in messages.
+    pub fn from_str(text: &str, file: impl AsRef<Path>) -> Result<Self, ManifestError> {
+        let file = file.as_ref();
+        let value = parse_document(text, file)?;
+        Self::from_value(value, file)
+    }
+
+    /// Validate an already parsed JSON document; `file` is only used in messages.
+    pub fn from_value(
+        value: serde_json::Value,
+        file: impl AsRef<Path>,
+    ) -> Result<Self, ManifestError> {
+        super::typed_document(DocumentKind::WorkloadManifest, value, file.as_ref())
+    }
+
+    /// Every rule the manifest breaks beyond its types, with JSON paths; empty when valid.
+    pub fn problems(&self) -> Vec<Problem> {
+        let mut checks = Checks::default();
+        if self.schema != super::WORKLOAD_MANIFEST_SCHEMA {
+            checks.push(
+                "schema",
+                format!(
+                    "expected \"{}\", found \"{}\"",
+                    super::WORKLOAD_MANIFEST_SCHEMA,
+                    self.schema
+                ),
+            );
+        }
+        checks.text("campaign_id", &self.campaign_id);
+
+        let selection = &self.selection;
+        for (field, values) in [
+            (
+                "selection.contexts_actual_prompt_token_targets",
+                &selection.contexts_actual_prompt_token_targets,
+            ),
+            ("selection.concurrency", &selection.concurrency),
+            (
+                "selection.natural_completion_screen_requests",
+                &selection.natural_completion_screen_requests,
+            ),
+        ] {
+            checks.non_empty(field, values);
+            checks.distinct(field, values);
+        }
+
+        checks.non_empty("workload_classes", &self.workload_classes);
+        for (index, class) in self.workload_classes.iter().enumerate() {
+            checks.text(format!("workload_classes[{index}].id"), &class.id);
+            checks.text(
+                format!("workload_classes[{index}].description"),
+                &class.description,
+            );
+        }
+        let ids: Vec<&str> = self.workload_class_ids().collect();
+        for (index, id) in ids.iter().enumerate() {
+            if let Some(first) = ids[..index].iter().position(|earlier| earlier == id) {
+                checks.push(
+                    format!("workload_classes[{index}].id"),
+                    format!("duplicate workload class id \"{id}\" (already at workload_classes[{first}])"),
+                );
+            }
+        }
+
+        checks.texts("controls", &self.controls);
+        checks.distinct("controls", &self.controls);
+
+        checks.non_empty("metrics", &self.metrics);
+        checks.distinct("metrics", &self.metrics);
+
+        for (name, definition) in self.timing_definitions.iter() {
+            checks.text(format!("timing_definitions.{name}"), definition);
+        }
+
+        checks.non_empty("statistics.distribution", &self.statistics.distribution);
+        checks.distinct("statistics.distribution", &self.statistics.distribution);
+
+        checks.into_problems()
+    }
+
+    /// The headline run's settings.
+    pub fn headline_workload(&self) -> HeadlineWorkload {
+        let selection = &self.selection;
+        HeadlineWorkload {
+            requests: selection.headline_requests.get(),
+            response_words: selection.headline_response_words.get(),
+            max_tokens: selection.headline_max_tokens.get(),
+            prompt_cache_mode: selection.headline_prompt_cache_mode,
+            request_canaries: selection.headline_request_canaries,
+            random_prefix_seed: selection.random_prefix_seed,
+            thinking: selection.thinking,
+        }
+    }
+
+    /// Prompt token targets, in the manifest's order.
+    pub fn contexts(&self) -> impl Iterator<Item = u64> + '_ {
+        self.selection
+            .contexts_actual_prompt_token_targets
+            .iter()
+            .map(|tokens| tokens.get())
+    }
+
+    /// Concurrency levels per replica, in the manifest's order.
+    pub fn concurrency(&self) -> impl Iterator<Item = u64> + '_ {
+        self.selection.concurrency.iter().map(|level| level.get())
+    }
+
+    /// Request counts of natural-completion screens, in the manifest's order.
+    pub fn natural_completion_screen_requests(&self) -> impl Iterator<Item = u64> + '_ {
+        self.selection
+            .natural_completion_screen_requests
+            .iter()
+            .map(|requests| requests.get())
+    }
+
+    pub fn workload_class_ids(&self) -> impl Iterator<Item = &str> {
+        self.workload_classes.iter().map(|class| class.id.as_str())
+    }
+
+    pub fn workload_class(&self, id: &str) -> Option<&WorkloadClass> {
+        self.workload_classes.iter().find(|class| class.id == id)
+    }
+}
