@@ -139,11 +139,9 @@ fn parse_responses_event(ty: &str, value: &Value, out: &mut ParsedEvent) {
                 out.stream_error = Some(error_text(err));
             }
         }
-        "error" => {
-            if out.stream_error.is_none() {
-                out.stream_error =
-                    Some(string_at(value, "message").unwrap_or_else(|| value.to_string()));
-            }
+        "error" if out.stream_error.is_none() => {
+            out.stream_error =
+                Some(string_at(value, "message").unwrap_or_else(|| value.to_string()));
         }
         _ => {}
     }

@@ -844,7 +844,8 @@ pub(crate) mod tests {
     fn workload_fingerprint_changes_with_every_workload_value() {
         let base = sample_workload();
         let f0 = base.fingerprint();
-        let variants: Vec<(&str, Box<dyn Fn(&mut Workload)>)> = vec![
+        type Change = Box<dyn Fn(&mut Workload)>;
+        let variants: Vec<(&str, Change)> = vec![
             ("class", Box::new(|w| w.class = "context-curve".into())),
             (
                 "prompt_tokens_target",
