@@ -6,6 +6,10 @@
 //! ignored (they stay in the raw `data` column); anything unparseable sets `parse_error`
 //! and never panics.
 
+use std::borrow::Cow;
+
+use serde::Deserialize;
+use serde::de::IgnoredAny;
 use serde_json::Value;
 
 /// The parsed columns of one event. All `None` / `false` means "nothing of interest".
@@ -53,6 +57,87 @@ pub fn parse_event(event_name: Option<&str>, data: &[u8]) -> ParsedEvent {
         out.parse_error = Some("empty data".to_owned());
         return out;
     }
+    fast_path(event_name, trimmed).unwrap_or_else(|| general_path(event_name, trimmed))
+}
+
+/// The common chunk shapes, borrowing strings from the payload. Any field of an unexpected
+/// type makes deserialisation fail, and the event takes the general path instead.
+#[derive(Deserialize)]
+struct FastChunk<'a> {
+    #[serde(rename = "type", borrow)]
+    ty: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    choices: Option<Vec<FastChoice<'a>>>,
+    #[serde(borrow)]
+    delta: Option<Cow<'a, str>>,
+    usage: Option<IgnoredAny>,
+    error: Option<IgnoredAny>,
+}
+
+#[derive(Deserialize)]
+struct FastChoice<'a> {
+    #[serde(borrow)]
+    delta: Option<FastDelta<'a>>,
+    #[serde(borrow)]
+    text: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    finish_reason: Option<Cow<'a, str>>,
+}
+
+#[derive(Deserialize)]
+struct FastDelta<'a> {
+    #[serde(borrow)]
+    content: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    reasoning_content: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    reasoning: Option<Cow<'a, str>>,
+    tool_calls: Option<IgnoredAny>,
+}
+
+/// Content and reasoning chunks (nearly every event of a stream) without building a JSON
+/// tree. Measured on a realistic chat chunk at opt-level 1: 0.6 µs/event against 3.3 µs for
+/// [`general_path`]. Returns `None` for anything else (usage, errors, tool calls, other
+/// Responses events, odd types), which the general path handles.
+fn fast_path(event_name: Option<&str>, text: &str) -> Option<ParsedEvent> {
+    let chunk: FastChunk = serde_json::from_str(text).ok()?;
+    if chunk.usage.is_some() || chunk.error.is_some() {
+        return None;
+    }
+    let mut out = ParsedEvent::default();
+    let ty = chunk.ty.as_deref().or(event_name).unwrap_or("");
+    if ty.starts_with("response.") || ty == "error" {
+        let delta = chunk.delta.map(Cow::into_owned);
+        match ty {
+            "response.output_text.delta" | "response.refusal.delta" => out.content_delta = delta,
+            "response.reasoning_text.delta"
+            | "response.reasoning_summary_text.delta"
+            | "response.reasoning.delta" => out.reasoning_delta = delta,
+            _ => return None,
+        }
+        return Some(out);
+    }
+    if let Some(choice) = chunk.choices.and_then(|c| c.into_iter().next()) {
+        if let Some(delta) = choice.delta {
+            if delta.tool_calls.is_some() {
+                return None;
+            }
+            out.content_delta = delta.content.map(Cow::into_owned);
+            out.reasoning_delta = delta
+                .reasoning_content
+                .or(delta.reasoning)
+                .map(Cow::into_owned);
+        } else {
+            out.content_delta = choice.text.map(Cow::into_owned);
+        }
+        out.finish_reason = choice.finish_reason.map(Cow::into_owned);
+    }
+    Some(out)
+}
+
+/// Any payload, through a `serde_json::Value` tree; fields of unexpected types are ignored.
+fn general_path(event_name: Option<&str>, trimmed: &str) -> ParsedEvent {
+    let mut out = ParsedEvent::default();
     let value: Value = match serde_json::from_str(trimmed) {
         Ok(v) => v,
         Err(e) => {
@@ -317,6 +402,59 @@ mod tests {
         );
         assert_eq!(odd.content_delta, None);
         assert_eq!(odd.usage_prompt_tokens, None);
+    }
+
+    #[test]
+    fn fast_path_agrees_with_the_general_path() {
+        let cases: &[(Option<&str>, &str)] = &[
+            (
+                None,
+                r#"{"choices":[{"index":0,"delta":{"role":"assistant","content":null},"finish_reason":null}]}"#,
+            ),
+            (
+                None,
+                r#"{"choices":[{"delta":{"content":"a\"b\u00e9"},"finish_reason":null}]}"#,
+            ),
+            (None, r#"{"choices":[{"delta":{"reasoning_content":"r"}}]}"#),
+            (
+                None,
+                r#"{"choices":[{"delta":{"reasoning":"r","content":""}}]}"#,
+            ),
+            (
+                None,
+                r#"{"choices":[{"text":" x","finish_reason":"stop"}],"timings":{"a":1}}"#,
+            ),
+            (None, r#"{"choices":[]}"#),
+            (None, r#"{"id":"x"}"#),
+            (
+                Some("message"),
+                r#"{"choices":[{"delta":{"content":"m"}}]}"#,
+            ),
+            (
+                None,
+                r#"{"type":"response.output_text.delta","delta":"Hi"}"#,
+            ),
+            (
+                Some("response.reasoning_text.delta"),
+                r#"{"delta":"think"}"#,
+            ),
+        ];
+        for (name, data) in cases {
+            let fast = fast_path(*name, data).unwrap_or_else(|| panic!("fast path skipped {data}"));
+            assert_eq!(fast, general_path(*name, data), "{data}");
+        }
+        for data in [
+            r#"{"choices":[],"usage":{"prompt_tokens":1}}"#,
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":0}]}}]}"#,
+            r#"{"error":{"message":"x"}}"#,
+            r#"{"type":"response.completed","response":{}}"#,
+            r#"{"choices":[{"delta":{"content":5}}]}"#,
+        ] {
+            assert!(
+                fast_path(None, data).is_none(),
+                "{data} must take the general path"
+            );
+        }
     }
 
     #[test]

@@ -461,9 +461,9 @@ pub fn validate(dir: &Path) -> Result<ArtifactSummary> {
         rows.get("scrapes").copied().unwrap_or(0),
         &scrapes_path,
     )?;
-    // A run that ended normally has every event accounted to its request; a recovered one
-    // may hold events of requests that were in flight at the kill.
-    if run.status != Status::Interrupted && tally.events != event_rows {
+    // A complete run has every event accounted to its request; an interrupted or failed one
+    // may hold events of requests that were in flight when it stopped.
+    if run.status == Status::Complete && tally.events != event_rows {
         return Err(ArtifactError::Inconsistent {
             path: events_path,
             problem: format!(

@@ -431,6 +431,15 @@ impl ArtifactWriter {
                 ),
             ));
         }
+        if final_run.workload != self.run.workload
+            || final_run.workload_fingerprint != self.run.workload_fingerprint
+        {
+            return Err(ArtifactError::run_json(
+                &run_path,
+                "workload",
+                "finish got a different workload (or fingerprint) than the run started with; the workload of a run cannot change",
+            ));
+        }
         self.flush()?;
         let mut counts = Counts {
             channel_full: final_run.counts.channel_full,
@@ -449,7 +458,6 @@ impl ArtifactWriter {
         if final_run.ended_utc.is_none() {
             final_run.ended_utc = Some(utc_now());
         }
-        final_run.workload_fingerprint = final_run.workload.fingerprint();
         write_run_json(&self.dir, &final_run)?;
         Ok(ArtifactPaths::new(&self.dir))
     }
@@ -837,6 +845,44 @@ mod tests {
         let mut running = sample_run();
         running.status = Status::Running;
         assert!(w.finish(running).is_err());
+    }
+
+    #[test]
+    fn recover_completes_a_finish_that_was_killed_halfway() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
+        let mut w = ArtifactWriter::create(dir, sample_run()).unwrap();
+        for i in 0..5 {
+            w.push_event(EventRow::from_raw(0, i, i64::from(i), None, b"[DONE]"))
+                .unwrap();
+        }
+        w.push_request(request(0, Outcome::Ok, 5)).unwrap();
+        w.flush().unwrap();
+        w.push_event(EventRow::from_raw(1, 0, 9, None, b"[DONE]"))
+            .unwrap();
+        w.flush().unwrap();
+        drop(w);
+        // finish merged `requests` and `events`, then the process died.
+        merge_parts(dir, Table::Requests, "run-0001", false).unwrap();
+        merge_parts(dir, Table::Events, "run-0001", false).unwrap();
+        assert!(!dir.join("events.parts").exists());
+        let report = recover(dir).unwrap();
+        assert_eq!(report.rows(Table::Events), 6);
+        assert_eq!(report.rows(Table::Scrapes), 0);
+        let summary = crate::artifact::validate(dir).unwrap();
+        assert_eq!(summary.status, "interrupted");
+        assert_eq!(
+            (summary.events, summary.requests, summary.scrapes),
+            (6, 1, 0)
+        );
+        let run = RunJson::read(&dir.join(RUN_JSON)).unwrap();
+        let end = crate::artifact::run::parse_utc(run.ended_utc.as_deref().unwrap()).unwrap();
+        let origin = crate::artifact::run::parse_utc(&run.clock.utc_origin).unwrap();
+        assert_eq!(
+            end - origin,
+            30,
+            "ended_utc is the last recorded time (t_done_ns 30)"
+        );
     }
 
     #[test]
