@@ -118,6 +118,13 @@ pub enum ArtifactError {
         source: arrow::error::ArrowError,
     },
 
+    /// Another live process holds the artifact's writer lock.
+    #[error(
+        "{}: a recorder is still writing this artifact ({holder}); stop it first, or wait for it to finish",
+        path.display()
+    )]
+    Locked { path: PathBuf, holder: String },
+
     /// `recover` found nothing it could turn into an artifact.
     #[error("{}: cannot recover: {problem}", path.display())]
     Unrecoverable { path: PathBuf, problem: String },

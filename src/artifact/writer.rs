@@ -136,6 +136,33 @@ fn write_run_json(dir: &Path, run: &RunJson) -> Result<PathBuf> {
     Ok(path)
 }
 
+/// Lock file held (with `flock`) by a live writer; the kernel releases it when the process
+/// dies, even by SIGKILL, so [`recover`] can tell a killed run from a running one.
+pub const LOCK_FILE: &str = ".anvil-writer.lock";
+
+/// Take the writer lock of `dir`, or say who holds it.
+fn take_lock(dir: &Path) -> Result<File> {
+    let path = dir.join(LOCK_FILE);
+    let file = fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .read(true)
+        .write(true)
+        .open(&path)
+        .map_err(|e| ArtifactError::io(&path, "cannot open lock file", e))?;
+    match file.try_lock() {
+        Ok(()) => Ok(file),
+        Err(fs::TryLockError::WouldBlock) => Err(ArtifactError::Locked {
+            holder: fs::read_to_string(&path)
+                .unwrap_or_default()
+                .trim()
+                .to_owned(),
+            path,
+        }),
+        Err(fs::TryLockError::Error(e)) => Err(ArtifactError::io(&path, "cannot lock", e)),
+    }
+}
+
 /// Per-table state of the writer.
 #[derive(Debug)]
 struct TableState {
@@ -172,6 +199,8 @@ pub struct ArtifactWriter {
     states: [TableState; 3],
     tally: RequestTally,
     last_roll: Instant,
+    /// Held for the writer's lifetime (see [`LOCK_FILE`]).
+    lock: File,
 }
 
 impl ArtifactWriter {
@@ -200,6 +229,7 @@ impl ArtifactWriter {
         }
         fs::create_dir_all(dir)
             .map_err(|e| ArtifactError::io(dir, "cannot create directory", e))?;
+        let mut lock = take_lock(dir)?;
         let run_path = dir.join(RUN_JSON);
         if run_path.exists() {
             return Err(ArtifactError::run_json(
@@ -213,6 +243,10 @@ impl ArtifactWriter {
             fs::create_dir_all(&parts)
                 .map_err(|e| ArtifactError::io(&parts, "cannot create directory", e))?;
         }
+        // Who holds the lock, for the message a concurrent `recover` prints.
+        lock.set_len(0)
+            .and_then(|()| writeln!(lock, "pid {}", std::process::id()))
+            .map_err(|e| ArtifactError::io(dir.join(LOCK_FILE), "cannot write", e))?;
         run.status = Status::Running;
         run.ended_utc = None;
         write_run_json(dir, &run)?;
@@ -226,6 +260,7 @@ impl ArtifactWriter {
             states: [TableState::new(), TableState::new(), TableState::new()],
             tally: RequestTally::default(),
             last_roll: Instant::now(),
+            lock,
         })
     }
 
@@ -459,8 +494,21 @@ impl ArtifactWriter {
             final_run.ended_utc = Some(utc_now());
         }
         write_run_json(&self.dir, &final_run)?;
+        release_lock(&self.dir, self.lock)?;
         Ok(ArtifactPaths::new(&self.dir))
     }
+}
+
+/// Remove the lock file, then release the lock (closing the file).
+fn release_lock(dir: &Path, lock: File) -> Result<()> {
+    let path = dir.join(LOCK_FILE);
+    match fs::remove_file(&path) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(ArtifactError::io(&path, "cannot remove", e)),
+    }
+    drop(lock);
+    Ok(())
 }
 
 fn part_file_name(index: u32) -> String {
@@ -662,6 +710,7 @@ pub fn recover(dir: &Path) -> Result<RecoverReport> {
         },
         other => other,
     })?;
+    let lock = take_lock(dir)?;
     let status_before = run.status;
     let mut report = RecoverReport {
         dir: dir.to_owned(),
@@ -684,6 +733,7 @@ pub fn recover(dir: &Path) -> Result<RecoverReport> {
             "run.json already has status `{}`: left unchanged",
             status_before.as_str()
         ));
+        release_lock(dir, lock)?;
         return Ok(report);
     }
 
@@ -709,6 +759,7 @@ pub fn recover(dir: &Path) -> Result<RecoverReport> {
             .unwrap_or_else(|| run.started_utc.clone()),
     );
     write_run_json(dir, &run)?;
+    release_lock(dir, lock)?;
     report.status_after = Status::Interrupted;
     Ok(report)
 }
@@ -825,11 +876,12 @@ mod tests {
     #[test]
     fn a_second_run_in_the_same_folder_is_refused() {
         let tmp = tempfile::tempdir().unwrap();
-        let _w = ArtifactWriter::create(tmp.path(), sample_run()).unwrap();
-        let err = ArtifactWriter::create(tmp.path(), sample_run())
-            .unwrap_err()
-            .to_string();
-        assert!(err.contains("already exists"), "{err}");
+        let w = ArtifactWriter::create(tmp.path(), sample_run()).unwrap();
+        let err = ArtifactWriter::create(tmp.path(), sample_run()).unwrap_err();
+        assert!(err.to_string().contains("still writing"), "{err}");
+        drop(w);
+        let err = ArtifactWriter::create(tmp.path(), sample_run()).unwrap_err();
+        assert!(err.to_string().contains("already exists"), "{err}");
     }
 
     #[test]
@@ -883,6 +935,18 @@ mod tests {
             30,
             "ended_utc is the last recorded time (t_done_ns 30)"
         );
+    }
+
+    #[test]
+    fn recover_refuses_while_the_writer_is_alive() {
+        let tmp = tempfile::tempdir().unwrap();
+        let w = ArtifactWriter::create(tmp.path(), sample_run()).unwrap();
+        let err = recover(tmp.path()).unwrap_err().to_string();
+        let pid = format!("pid {}", std::process::id());
+        assert!(err.contains("still writing") && err.contains(&pid), "{err}");
+        drop(w);
+        recover(tmp.path()).unwrap();
+        assert!(!tmp.path().join(LOCK_FILE).exists());
     }
 
     #[test]
