@@ -25,7 +25,7 @@ use std::path::{Path, PathBuf};
 pub use error::ArtifactError;
 pub use event::{ParsedEvent, parse_event};
 pub use reader::{OpenedTable, open_table, validate};
-pub use rows::{EventRow, RequestRow, ScrapePhase, ScrapeRow};
+pub use rows::{EventRow, RequestRow, ScrapePhase, ScrapeRow, prompt_sha256};
 pub use run::{
     Api, Arm, ArmConfig, Clock, Counts, Endpoint, Outcome, RequestKind, RunJson, SCHEMA, Status,
     Tool, Topology, Workload, redact_args, redact_url,

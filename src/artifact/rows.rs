@@ -212,6 +212,12 @@ pub fn scrapes_batch(run_id: &str, rows: &[ScrapeRow]) -> Result<RecordBatch, Ar
     RecordBatch::try_new(scrapes_schema(), columns)
 }
 
+/// The `prompt_sha256` column value of a prompt: lowercase hex SHA-256 of its UTF-8 text.
+pub fn prompt_sha256(prompt: &str) -> String {
+    use sha2::{Digest, Sha256};
+    hex::encode(Sha256::digest(prompt.as_bytes()))
+}
+
 /// Saturating `u64` → `i64` (counts never approach 2^63).
 fn to_i64(v: u64) -> i64 {
     i64::try_from(v).unwrap_or(i64::MAX)
@@ -254,6 +260,14 @@ mod tests {
             .unwrap()
             .as_primitive::<Int64Type>();
         assert_eq!(t.values(), &[100, 200, 300]);
+    }
+
+    #[test]
+    fn prompt_hash_is_lowercase_hex_sha256() {
+        assert_eq!(
+            prompt_sha256("abc"),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
     }
 
     #[test]

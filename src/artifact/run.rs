@@ -957,6 +957,56 @@ pub(crate) mod tests {
         assert!(!out.join(" ").contains("sk-"));
     }
 
+    /// Pins the run.json layout: changing it means a new `SCHEMA`.
+    #[test]
+    fn run_json_layout_is_pinned_and_documented() {
+        assert_eq!(SCHEMA, "anvil-serving.capture-run/v1");
+        let v = serde_json::to_value(sample_run()).unwrap();
+        let keys = |v: &serde_json::Value| -> Vec<String> {
+            v.as_object().unwrap().keys().cloned().collect()
+        };
+        assert_eq!(
+            keys(&v).join(" "),
+            "schema campaign_id arm cell_id run_id workload workload_fingerprint topology \
+             prompt_salt clock started_utc ended_utc tool command_line status status_reason counts"
+        );
+        assert_eq!(
+            keys(&v["workload"]).join(" "),
+            "class prompt_tokens_target concurrency_per_replica total_requests response_words \
+             max_tokens prompt_cache_mode canaries seed thinking api off_manifest"
+        );
+        assert_eq!(keys(&v["arm"]).join(" "), "name stage runtime config");
+        assert_eq!(
+            keys(&v["clock"]).join(" "),
+            "monotonic_origin_ns utc_origin"
+        );
+        assert_eq!(
+            keys(&v["topology"]["endpoints"][0]).join(" "),
+            "replica url model server_info metrics_url"
+        );
+        assert_eq!(
+            keys(&v["counts"]).join(" "),
+            "requests_measured requests_warmup requests_calibration succeeded failed events \
+             scrapes channel_full"
+        );
+        let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/artifact.md"))
+            .unwrap();
+        for section in [
+            &v,
+            &v["workload"],
+            &v["counts"],
+            &v["clock"],
+            &v["topology"]["endpoints"][0],
+        ] {
+            for key in keys(section) {
+                assert!(
+                    doc.contains(&format!("`{key}`")),
+                    "docs/artifact.md lacks `{key}`"
+                );
+            }
+        }
+    }
+
     #[test]
     fn utc_format_has_nanoseconds_and_parses_back() {
         let s = format_utc_ns(1_700_000_000_123_456_789);

@@ -482,7 +482,13 @@ impl ArtifactWriter {
         };
         self.tally.apply_to(&mut counts);
         for table in Table::ALL {
-            let merged = merge_parts(&self.dir, table, &self.run.run_id, false)?;
+            let merged = merge_parts(
+                &self.dir,
+                table,
+                &self.run.run_id,
+                self.opts.compression,
+                false,
+            )?;
             match table {
                 Table::Events => counts.events = merged.rows,
                 Table::Scrapes => counts.scrapes = merged.rows,
@@ -513,6 +519,41 @@ fn release_lock(dir: &Path, lock: File) -> Result<()> {
 
 fn part_file_name(index: u32) -> String {
     format!("{index:06}.parquet")
+}
+
+/// Check that `part` is a complete part of `table` of run `run_id`; with `decode`, also read
+/// every row (recovery cannot afford to fail halfway through a merge on a damaged page).
+fn check_part(part: &Path, table: Table, run_id: &str, decode: bool) -> Result<()> {
+    let opened = open_table(part)?;
+    let problem = if opened.table != table {
+        Some(format!(
+            "holds table `{}`, not `{}`",
+            opened.table.name(),
+            table.name()
+        ))
+    } else if opened.run_id.as_deref().is_some_and(|id| id != run_id) {
+        Some(format!(
+            "belongs to run `{}`, not `{run_id}`",
+            opened.run_id.as_deref().unwrap_or_default()
+        ))
+    } else {
+        None
+    };
+    if let Some(problem) = problem {
+        return Err(ArtifactError::Inconsistent {
+            path: part.to_owned(),
+            problem,
+        });
+    }
+    if decode {
+        for batch in opened.reader()? {
+            batch.map_err(|source| ArtifactError::Arrow {
+                path: part.to_owned(),
+                source,
+            })?;
+        }
+    }
+    Ok(())
 }
 
 /// What merging one table's parts did.
@@ -561,7 +602,13 @@ fn list_parts(dir: &Path, table: Table) -> Result<(Vec<PathBuf>, Vec<PathBuf>)> 
 /// With `lenient` (recovery), unreadable parts are skipped and reported; otherwise they are
 /// an error. If the final file already exists (a merge completed before a kill), the parts
 /// are simply removed. If there are no parts and no final file, an empty table is written.
-fn merge_parts(dir: &Path, table: Table, run_id: &str, lenient: bool) -> Result<MergeOutcome> {
+fn merge_parts(
+    dir: &Path,
+    table: Table,
+    run_id: &str,
+    compression: Compression,
+    lenient: bool,
+) -> Result<MergeOutcome> {
     let final_path = dir.join(table.file_name());
     let parts_dir = dir.join(table.parts_dir_name());
     let mut outcome = MergeOutcome::default();
@@ -582,23 +629,8 @@ fn merge_parts(dir: &Path, table: Table, run_id: &str, lenient: bool) -> Result<
     }
     let mut readable = Vec::new();
     for part in parts {
-        match open_table(&part) {
-            Ok(o) if o.table == table => readable.push(part),
-            Ok(o) => {
-                let msg = format!(
-                    "{}: holds table `{}`, not `{}`, skipped",
-                    part.display(),
-                    o.table.name(),
-                    table.name()
-                );
-                if !lenient {
-                    return Err(ArtifactError::Unrecoverable {
-                        path: part,
-                        problem: msg,
-                    });
-                }
-                outcome.skipped.push(msg);
-            }
+        match check_part(&part, table, run_id, lenient) {
+            Ok(()) => readable.push(part),
             Err(e) if lenient => outcome.skipped.push(format!("{e}; skipped")),
             Err(e) => return Err(e),
         }
@@ -632,7 +664,7 @@ fn merge_parts(dir: &Path, table: Table, run_id: &str, lenient: bool) -> Result<
     let props = writer_properties(
         table,
         run_id,
-        default_compression(),
+        compression,
         Some(FINAL_ROW_GROUP_ROWS),
         Some(FINAL_ROW_GROUP_BYTES),
     );
@@ -721,7 +753,7 @@ pub fn recover(dir: &Path) -> Result<RecoverReport> {
     };
     let mut max_t: Option<i64> = None;
     for table in Table::ALL {
-        let merged = merge_parts(dir, table, &run.run_id, true)?;
+        let merged = merge_parts(dir, table, &run.run_id, default_compression(), true)?;
         report.notes.extend(merged.skipped.iter().cloned());
         if let Some(m) = merged.max_t_ns {
             max_t = Some(max_t.map_or(m, |x| x.max(m)));
@@ -915,8 +947,15 @@ mod tests {
         w.flush().unwrap();
         drop(w);
         // finish merged `requests` and `events`, then the process died.
-        merge_parts(dir, Table::Requests, "run-0001", false).unwrap();
-        merge_parts(dir, Table::Events, "run-0001", false).unwrap();
+        merge_parts(
+            dir,
+            Table::Requests,
+            "run-0001",
+            default_compression(),
+            false,
+        )
+        .unwrap();
+        merge_parts(dir, Table::Events, "run-0001", default_compression(), false).unwrap();
         assert!(!dir.join("events.parts").exists());
         let report = recover(dir).unwrap();
         assert_eq!(report.rows(Table::Events), 6);
