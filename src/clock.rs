@@ -63,7 +63,12 @@ mod tests {
         std::thread::sleep(std::time::Duration::from_millis(5));
         let b = monotonic_ns();
         let d = i.elapsed().as_nanos() as i64;
-        assert!(b - a >= d, "monotonic_ns advanced {} ns, Instant {} ns", b - a, d);
+        assert!(
+            b - a >= d,
+            "monotonic_ns advanced {} ns, Instant {} ns",
+            b - a,
+            d
+        );
         assert!(b - a < d + 2_000_000);
     }
 }

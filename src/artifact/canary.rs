@@ -82,7 +82,8 @@ mod tests {
 
     #[test]
     fn finds_canaries_in_text_and_rejects_near_misses() {
-        let t = "ANV-0123456789ab then ANV-ffffffffffff. XANV-0123456789ab ANV-0123456789abc ANV-01234";
+        let t =
+            "ANV-0123456789ab then ANV-ffffffffffff. XANV-0123456789ab ANV-0123456789abc ANV-01234";
         assert_eq!(find_all(t), vec!["ANV-0123456789ab", "ANV-ffffffffffff"]);
         assert_eq!(find_first("no marker"), None);
         assert_eq!(find_all("ANV-ANV-0123456789ab"), vec!["ANV-0123456789ab"]);
