@@ -9,6 +9,27 @@
 //!
 //! This module depends on arrow and parquet only (no DataFusion, no polars): the recorder
 //! links it.
+//!
+//! How a recorder uses it (the hot path only timestamps bytes and sends them through a
+//! channel; this runs on the writer thread):
+//!
+//! ```no_run
+//! use anvil::artifact::{ArtifactWriter, EventRow, RunJson, Status};
+//! # fn header() -> RunJson { unimplemented!() }
+//! # fn received() -> Vec<(u32, u32, i64, Option<String>, Vec<u8>)> { Vec::new() }
+//! # fn main() -> Result<(), anvil::artifact::ArtifactError> {
+//! let run: RunJson = header(); // status is set to `running` by create
+//! let dir = std::path::Path::new("out/campaign/K12/headline-4k-c8");
+//! let mut writer = ArtifactWriter::create(dir, run.clone())?;
+//! for (request_index, seq, t_ns, event_name, data) in received() {
+//!     writer.push_event(EventRow::from_raw(request_index, seq, t_ns, event_name.as_deref(), &data))?;
+//!     writer.flush_if_due()?; // also call it on channel receive timeouts
+//! }
+//! let mut done = run;
+//! done.status = Status::Complete;
+//! writer.finish(done)?; // merges parts, writes the final run.json
+//! # Ok(()) }
+//! ```
 
 pub mod canary;
 pub mod error;

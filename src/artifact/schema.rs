@@ -298,7 +298,7 @@ pub static EVENTS_COLUMNS: &[Column] = &[
         Utf8,
         false,
         "-",
-        "The raw SSE `data:` payload exactly as received (multi-line data joined with `\\n`); re-parse it to derive new columns.",
+        "The raw SSE `data:` payload exactly as received (multi-line data joined with `\\n`; invalid UTF-8 replaced by U+FFFD and flagged in `parse_error`); re-parse it to derive new columns.",
     ),
     col(
         "content_delta",
