@@ -1,0 +1,503 @@
+//! Opening artifact tables and validating a whole artifact folder.
+//!
+//! [`open_table`] tells a truncated file (writer killed), a file that is not Parquet, a
+//! Parquet file not written by anvil, and one of another schema version apart, and says what
+//! to do in each case. [`validate`] checks `run.json` (schema, fields, fingerprint), each
+//! table's metadata and columns, and that the tables agree with the counts in `run.json`.
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+
+use arrow::array::{Array, AsArray, RecordBatch};
+use arrow::datatypes::Int64Type;
+use parquet::arrow::ProjectionMask;
+use parquet::arrow::arrow_reader::{ParquetRecordBatchReader, ParquetRecordBatchReaderBuilder};
+
+use super::error::{ArtifactError, Result};
+use super::run::{Counts, Outcome, RequestKind, RunJson, Status};
+use super::schema::{META_RUN_ID, META_SCHEMA_VERSION, META_TABLE, SCHEMA_VERSION, Table};
+use super::{ArtifactSummary, RUN_JSON};
+
+const PARQUET_MAGIC: &[u8; 4] = b"PAR1";
+
+/// An opened, checked artifact table.
+pub struct OpenedTable {
+    /// The file.
+    pub path: PathBuf,
+    /// Which table it holds (from its `anvil.table` metadata).
+    pub table: Table,
+    /// Row count from the footer.
+    pub num_rows: u64,
+    /// The `anvil.run_id` metadata, if present.
+    pub run_id: Option<String>,
+    builder: ParquetRecordBatchReaderBuilder<File>,
+}
+
+impl std::fmt::Debug for OpenedTable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OpenedTable")
+            .field("path", &self.path)
+            .field("table", &self.table)
+            .field("num_rows", &self.num_rows)
+            .field("run_id", &self.run_id)
+            .finish()
+    }
+}
+
+impl OpenedTable {
+    /// A reader over all columns.
+    pub fn reader(self) -> Result<ParquetRecordBatchReader> {
+        let path = self.path;
+        self.builder
+            .build()
+            .map_err(|source| ArtifactError::Parquet { path, source })
+    }
+
+    /// A reader over the named columns only (in the file's column order).
+    pub fn reader_with_columns(self, columns: &[&str]) -> Result<ParquetRecordBatchReader> {
+        let mut indices = Vec::with_capacity(columns.len());
+        for name in columns {
+            let idx = self
+                .builder
+                .schema()
+                .index_of(name)
+                .map_err(|_| ArtifactError::Column {
+                    path: self.path.clone(),
+                    column: (*name).to_owned(),
+                    problem: "not in this table".to_owned(),
+                })?;
+            indices.push(idx);
+        }
+        let mask = ProjectionMask::roots(self.builder.parquet_schema(), indices);
+        let path = self.path;
+        self.builder
+            .with_projection(mask)
+            .build()
+            .map_err(|source| ArtifactError::Parquet { path, source })
+    }
+}
+
+/// The artifact folder a table file belongs to (the parent of a `*.parts` folder for parts).
+fn artifact_dir_of(path: &Path) -> PathBuf {
+    let parent = path.parent().unwrap_or(Path::new("."));
+    if parent.extension().is_some_and(|e| e == "parts") {
+        parent.parent().unwrap_or(parent).to_owned()
+    } else {
+        parent.to_owned()
+    }
+}
+
+/// Open an artifact table (a final `*.parquet` or a part file) and check that it is a
+/// complete Parquet file written by anvil with [`SCHEMA_VERSION`] and the expected columns.
+pub fn open_table(path: &Path) -> Result<OpenedTable> {
+    let mut file = File::open(path).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => ArtifactError::Missing {
+            path: path.to_owned(),
+            hint: "an artifact table written by anvil-capture was expected here".to_owned(),
+        },
+        _ => ArtifactError::io(path, "cannot open", e),
+    })?;
+    check_magic(&mut file, path)?;
+    let builder = ParquetRecordBatchReaderBuilder::try_new(file).map_err(|e| {
+        ArtifactError::TruncatedParquet {
+            path: path.to_owned(),
+            dir: artifact_dir_of(path),
+            detail: e.to_string(),
+        }
+    })?;
+    let kv: BTreeMap<String, Option<String>> = builder
+        .metadata()
+        .file_metadata()
+        .key_value_metadata()
+        .map(|kvs| {
+            kvs.iter()
+                .map(|kv| (kv.key.clone(), kv.value.clone()))
+                .collect()
+        })
+        .unwrap_or_default();
+    let version = kv.get(META_SCHEMA_VERSION).cloned().flatten();
+    match version.as_deref() {
+        None => {
+            return Err(ArtifactError::NotAnvilTable {
+                path: path.to_owned(),
+                key: META_SCHEMA_VERSION,
+                expected: SCHEMA_VERSION,
+            });
+        }
+        Some(v) if v != SCHEMA_VERSION => {
+            return Err(ArtifactError::TableMetadata {
+                path: path.to_owned(),
+                key: META_SCHEMA_VERSION,
+                found: v.to_owned(),
+                expected: SCHEMA_VERSION.to_owned(),
+                hint: "read it with the anvil version that wrote it, or re-record the run",
+            });
+        }
+        Some(_) => {}
+    }
+    let table_name = kv.get(META_TABLE).cloned().flatten().unwrap_or_default();
+    let Some(table) = Table::ALL.into_iter().find(|t| t.name() == table_name) else {
+        return Err(ArtifactError::TableMetadata {
+            path: path.to_owned(),
+            key: META_TABLE,
+            found: table_name,
+            expected: "requests, events or scrapes".to_owned(),
+            hint: "the file was not written by anvil-capture",
+        });
+    };
+    let file_name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    if let Some(by_name) = Table::ALL.into_iter().find(|t| t.file_name() == file_name)
+        && by_name != table
+    {
+        return Err(ArtifactError::TableMetadata {
+            path: path.to_owned(),
+            key: META_TABLE,
+            found: table.name().to_owned(),
+            expected: by_name.name().to_owned(),
+            hint: "the file was renamed or copied into the wrong place",
+        });
+    }
+    check_columns(path, table, builder.schema())?;
+    let num_rows = u64::try_from(builder.metadata().file_metadata().num_rows()).unwrap_or(0);
+    Ok(OpenedTable {
+        path: path.to_owned(),
+        table,
+        num_rows,
+        run_id: kv.get(META_RUN_ID).cloned().flatten(),
+        builder,
+    })
+}
+
+fn check_magic(file: &mut File, path: &Path) -> Result<()> {
+    let len = file
+        .metadata()
+        .map_err(|e| ArtifactError::io(path, "cannot stat", e))?
+        .len();
+    let mut head = [0u8; 4];
+    let read_head = file
+        .read(&mut head)
+        .map_err(|e| ArtifactError::io(path, "cannot read", e))?;
+    if read_head == 0 {
+        return Err(ArtifactError::TruncatedParquet {
+            path: path.to_owned(),
+            dir: artifact_dir_of(path),
+            detail: "the file is empty".to_owned(),
+        });
+    }
+    if read_head < 4 || &head != PARQUET_MAGIC {
+        return Err(ArtifactError::NotParquet {
+            path: path.to_owned(),
+            detail: "it does not start with the `PAR1` magic bytes".to_owned(),
+        });
+    }
+    let mut tail = [0u8; 4];
+    let tail_ok = len >= 12
+        && file.seek(SeekFrom::End(-4)).is_ok()
+        && file.read_exact(&mut tail).is_ok()
+        && &tail == PARQUET_MAGIC;
+    if !tail_ok {
+        return Err(ArtifactError::TruncatedParquet {
+            path: path.to_owned(),
+            dir: artifact_dir_of(path),
+            detail: format!("{len} bytes, no closing `PAR1` magic"),
+        });
+    }
+    file.seek(SeekFrom::Start(0))
+        .map_err(|e| ArtifactError::io(path, "cannot seek", e))?;
+    Ok(())
+}
+
+fn check_columns(path: &Path, table: Table, found: &arrow::datatypes::SchemaRef) -> Result<()> {
+    for c in table.columns() {
+        match found.field_with_name(c.name) {
+            Err(_) => {
+                return Err(ArtifactError::Column {
+                    path: path.to_owned(),
+                    column: c.name.to_owned(),
+                    problem: format!(
+                        "missing; {SCHEMA_VERSION} requires it ({}, {})",
+                        c.data_type, c.doc
+                    ),
+                });
+            }
+            Ok(f) if f.data_type() != &c.data_type => {
+                return Err(ArtifactError::Column {
+                    path: path.to_owned(),
+                    column: c.name.to_owned(),
+                    problem: format!(
+                        "has type {}, {SCHEMA_VERSION} requires {}",
+                        f.data_type(),
+                        c.data_type
+                    ),
+                });
+            }
+            Ok(_) => {}
+        }
+    }
+    for f in found.fields() {
+        if !table.columns().iter().any(|c| c.name == f.name()) {
+            return Err(ArtifactError::Column {
+                path: path.to_owned(),
+                column: f.name().clone(),
+                problem: format!(
+                    "not part of {SCHEMA_VERSION} table `{}`; the file was modified after recording",
+                    table.name()
+                ),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Request counts as `run.json` states them, computed from `requests` batches.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RequestTally {
+    pub measured: u64,
+    pub warmup: u64,
+    pub calibration: u64,
+    /// Measured requests with outcome `ok`.
+    pub succeeded: u64,
+    /// Measured requests by non-ok outcome.
+    pub failed: BTreeMap<Outcome, u64>,
+    /// Sum of the `events` column.
+    pub events: u64,
+    /// Distinct run ids seen.
+    pub run_ids: std::collections::BTreeSet<String>,
+    /// Largest `t_done_ns`.
+    pub max_t_done_ns: Option<i64>,
+}
+
+impl RequestTally {
+    /// Add one `requests` batch; `path` names the file in messages.
+    pub fn add(&mut self, batch: &RecordBatch, path: &Path) -> Result<()> {
+        let col = |name: &str| {
+            batch
+                .column_by_name(name)
+                .ok_or_else(|| ArtifactError::Column {
+                    path: path.to_owned(),
+                    column: name.to_owned(),
+                    problem: "missing".to_owned(),
+                })
+        };
+        let kind = col("kind")?.as_string::<i32>();
+        let outcome = col("outcome")?.as_string::<i32>();
+        let events = col("events")?.as_primitive::<Int64Type>();
+        let run_id = col("run_id")?.as_string::<i32>();
+        let t_done = col("t_done_ns")?.as_primitive::<Int64Type>();
+        for i in 0..batch.num_rows() {
+            let k = RequestKind::parse(kind.value(i)).ok_or_else(|| ArtifactError::Column {
+                path: path.to_owned(),
+                column: "kind".to_owned(),
+                problem: format!("unknown value `{}` in row {i}", kind.value(i)),
+            })?;
+            let o = Outcome::parse(outcome.value(i)).ok_or_else(|| ArtifactError::Column {
+                path: path.to_owned(),
+                column: "outcome".to_owned(),
+                problem: format!("unknown value `{}` in row {i}", outcome.value(i)),
+            })?;
+            match k {
+                RequestKind::Measured => {
+                    self.measured += 1;
+                    if o == Outcome::Ok {
+                        self.succeeded += 1;
+                    } else {
+                        *self.failed.entry(o).or_default() += 1;
+                    }
+                }
+                RequestKind::Warmup => self.warmup += 1,
+                RequestKind::Calibration => self.calibration += 1,
+            }
+            if !events.is_null(i) {
+                self.events += u64::try_from(events.value(i)).unwrap_or(0);
+            }
+            if !t_done.is_null(i) {
+                let t = t_done.value(i);
+                self.max_t_done_ns = Some(self.max_t_done_ns.map_or(t, |m| m.max(t)));
+            }
+            if !self.run_ids.contains(run_id.value(i)) {
+                self.run_ids.insert(run_id.value(i).to_owned());
+            }
+        }
+        Ok(())
+    }
+
+    /// Copy the request counts into `counts` (events, scrapes and channel_full untouched).
+    pub fn apply_to(&self, counts: &mut Counts) {
+        counts.requests_measured = self.measured;
+        counts.requests_warmup = self.warmup;
+        counts.requests_calibration = self.calibration;
+        counts.succeeded = self.succeeded;
+        counts.failed = self.failed.clone();
+    }
+}
+
+/// Tally a whole `requests` file.
+pub fn tally_requests(path: &Path) -> Result<RequestTally> {
+    let reader = open_table(path)?.reader_with_columns(&[
+        "run_id",
+        "kind",
+        "outcome",
+        "events",
+        "t_done_ns",
+    ])?;
+    let mut tally = RequestTally::default();
+    for batch in reader {
+        let batch = batch.map_err(|source| ArtifactError::Arrow {
+            path: path.to_owned(),
+            source,
+        })?;
+        tally.add(&batch, path)?;
+    }
+    Ok(tally)
+}
+
+/// Validate an artifact folder: `run.json` (schema, fields, fingerprint, final status), the
+/// three tables (complete Parquet, schema version, columns, run id), and the counts.
+pub fn validate(dir: &Path) -> Result<ArtifactSummary> {
+    let run_path = dir.join(RUN_JSON);
+    let run = RunJson::read(&run_path)?;
+    run.check(&run_path)?;
+
+    let mut rows = BTreeMap::new();
+    for table in Table::ALL {
+        let path = dir.join(table.file_name());
+        if !path.exists() {
+            let parts = dir.join(table.parts_dir_name());
+            let hint = if parts.exists() {
+                format!(
+                    "its parts are still in {}: run `anvil-capture recover {}`",
+                    parts.display(),
+                    dir.display()
+                )
+            } else {
+                "every artifact has requests.parquet, events.parquet and scrapes.parquet".to_owned()
+            };
+            return Err(ArtifactError::Missing { path, hint });
+        }
+        let opened = open_table(&path)?;
+        if let Some(id) = &opened.run_id
+            && *id != run.run_id
+        {
+            return Err(ArtifactError::Inconsistent {
+                path,
+                problem: format!(
+                    "metadata `{META_RUN_ID}` is `{id}` but run.json `run_id` is `{}`: files of different runs were mixed",
+                    run.run_id
+                ),
+            });
+        }
+        rows.insert(table.name(), opened.num_rows);
+    }
+
+    let requests_path = dir.join(Table::Requests.file_name());
+    let tally = tally_requests(&requests_path)?;
+    if let Some(other) = tally.run_ids.iter().find(|id| **id != run.run_id) {
+        return Err(ArtifactError::Inconsistent {
+            path: requests_path,
+            problem: format!(
+                "column `run_id` holds `{other}` but run.json `run_id` is `{}`",
+                run.run_id
+            ),
+        });
+    }
+    let c = &run.counts;
+    let expect = |what: &str, stated: u64, found: u64, path: &Path| {
+        if stated == found {
+            Ok(())
+        } else {
+            Err(ArtifactError::Inconsistent {
+                path: path.to_owned(),
+                problem: format!(
+                    "run.json counts.{what} is {stated} but the table has {found}; the artifact is damaged or was edited: re-record or re-run recover"
+                ),
+            })
+        }
+    };
+    expect(
+        "requests_measured",
+        c.requests_measured,
+        tally.measured,
+        &requests_path,
+    )?;
+    expect(
+        "requests_warmup",
+        c.requests_warmup,
+        tally.warmup,
+        &requests_path,
+    )?;
+    expect(
+        "requests_calibration",
+        c.requests_calibration,
+        tally.calibration,
+        &requests_path,
+    )?;
+    expect("succeeded", c.succeeded, tally.succeeded, &requests_path)?;
+    for o in Outcome::ALL.into_iter().filter(|o| *o != Outcome::Ok) {
+        let stated = c.failed.get(&o).copied().unwrap_or(0);
+        let found = tally.failed.get(&o).copied().unwrap_or(0);
+        expect(
+            &format!("failed.{}", o.as_str()),
+            stated,
+            found,
+            &requests_path,
+        )?;
+    }
+    if c.failed.contains_key(&Outcome::Ok) {
+        return Err(ArtifactError::run_json(
+            &run_path,
+            "counts.failed.ok",
+            "`ok` is not a failure outcome",
+        ));
+    }
+    let events_path = dir.join(Table::Events.file_name());
+    let event_rows = rows.get("events").copied().unwrap_or(0);
+    expect("events", c.events, event_rows, &events_path)?;
+    let scrapes_path = dir.join(Table::Scrapes.file_name());
+    expect(
+        "scrapes",
+        c.scrapes,
+        rows.get("scrapes").copied().unwrap_or(0),
+        &scrapes_path,
+    )?;
+    // A complete run has every event accounted to its request; an interrupted or failed one
+    // may hold events of requests that were in flight when it stopped.
+    if run.status == Status::Complete && tally.events != event_rows {
+        return Err(ArtifactError::Inconsistent {
+            path: events_path,
+            problem: format!(
+                "has {event_rows} rows but the `events` column of requests.parquet sums to {}; the artifact is damaged",
+                tally.events
+            ),
+        });
+    }
+
+    Ok(ArtifactSummary {
+        campaign_id: run.campaign_id,
+        arm: run.arm.name,
+        cell_id: run.cell_id,
+        status: run.status.as_str().to_owned(),
+        requests: rows.get("requests").copied().unwrap_or(0),
+        events: event_rows,
+        scrapes: rows.get("scrapes").copied().unwrap_or(0),
+        run_id: run.run_id,
+        workload_fingerprint: run.workload_fingerprint,
+        status_reason: run.status_reason,
+        requests_measured: tally.measured,
+        succeeded: tally.succeeded,
+    })
+}
+
+/// Read every row of a table into memory (small tables and tests only).
+pub fn read_all(path: &Path) -> Result<Vec<RecordBatch>> {
+    open_table(path)?
+        .reader()?
+        .map(|b| {
+            b.map_err(|source| ArtifactError::Arrow {
+                path: path.to_owned(),
+                source,
+            })
+        })
+        .collect()
+}

@@ -1,0 +1,279 @@
+//! Typed rows of the three tables and their conversion to Arrow record batches.
+//!
+//! The recorder fills these plain structs on its writer thread; [`ArtifactWriter`] buffers
+//! them and turns each buffer into one `RecordBatch` per part file. The `run_id` column is
+//! not in the rows: the writer fills it from `run.json`.
+//!
+//! [`ArtifactWriter`]: super::ArtifactWriter
+
+use std::sync::Arc;
+
+use arrow::array::{ArrayRef, BooleanArray, Float64Array, Int64Array, StringArray};
+use arrow::error::ArrowError;
+use arrow::record_batch::RecordBatch;
+
+use super::event::{ParsedEvent, parse_event};
+use super::run::{Api, Outcome, RequestKind};
+use super::schema::{events_schema, requests_schema, scrapes_schema};
+
+/// One request, written when it ends. Times are ns since the run origin.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RequestRow {
+    pub request_index: u32,
+    pub kind: RequestKind,
+    /// Functional check name, `None` for performance requests.
+    pub check: Option<String>,
+    pub replica: u32,
+    pub endpoint: String,
+    pub api: Api,
+    pub model: String,
+    pub canary: Option<String>,
+    /// Lowercase hex SHA-256 of the prompt text.
+    pub prompt_sha256: String,
+    pub prompt_chars: u64,
+    pub prompt_tokens_target: u64,
+    pub prompt_tokens_calibrated: Option<u64>,
+    pub max_tokens: Option<u32>,
+    /// The exact JSON body sent.
+    pub request_body: Option<String>,
+    pub t_intended_ns: i64,
+    pub t_sent_ns: Option<i64>,
+    pub t_first_byte_ns: Option<i64>,
+    pub t_done_ns: i64,
+    pub http_status: Option<u16>,
+    pub outcome: Outcome,
+    pub error: Option<String>,
+    /// Rows this request has in `events`.
+    pub events: u32,
+}
+
+/// One streamed SSE event: the raw payload plus the columns parsed from it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EventRow {
+    pub request_index: u32,
+    /// 0-based position within its response.
+    pub seq: u32,
+    /// Receive time, ns since the run origin.
+    pub t_ns: i64,
+    /// SSE `event:` name.
+    pub event: Option<String>,
+    /// Raw `data:` payload (invalid UTF-8 is replaced by U+FFFD and flagged in `parse_error`).
+    pub data: String,
+    pub parsed: ParsedEvent,
+}
+
+impl EventRow {
+    /// Build a row from what the hot path captured, parsing `data` (writer-thread work).
+    pub fn from_raw(
+        request_index: u32,
+        seq: u32,
+        t_ns: i64,
+        event: Option<&str>,
+        data: &[u8],
+    ) -> Self {
+        let parsed = parse_event(event, data);
+        let data = match std::str::from_utf8(data) {
+            Ok(s) => s.to_owned(),
+            Err(_) => String::from_utf8_lossy(data).into_owned(),
+        };
+        Self {
+            request_index,
+            seq,
+            t_ns,
+            event: event.map(str::to_owned),
+            data,
+            parsed,
+        }
+    }
+}
+
+/// Phase of a scrape relative to the measured requests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ScrapePhase {
+    /// Before the first request was sent.
+    Before,
+    /// While requests were in flight.
+    During,
+    /// After the last request ended.
+    After,
+}
+
+impl ScrapePhase {
+    /// The value of the `phase` column.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ScrapePhase::Before => "before",
+            ScrapePhase::During => "during",
+            ScrapePhase::After => "after",
+        }
+    }
+}
+
+/// One Prometheus sample from one replica's `/metrics`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ScrapeRow {
+    pub replica: u32,
+    pub t_ns: i64,
+    pub phase: ScrapePhase,
+    pub metric: String,
+    /// Canonical label text (see [`super::schema::canonical_labels`]).
+    pub labels: String,
+    pub value: f64,
+}
+
+fn run_id_column(run_id: &str, len: usize) -> ArrayRef {
+    Arc::new(StringArray::from_iter_values(std::iter::repeat_n(
+        run_id, len,
+    )))
+}
+
+fn strings<'a>(it: impl Iterator<Item = &'a str>) -> ArrayRef {
+    Arc::new(StringArray::from_iter_values(it))
+}
+
+fn opt_strings<'a>(it: impl Iterator<Item = Option<&'a str>>) -> ArrayRef {
+    Arc::new(it.collect::<StringArray>())
+}
+
+fn ints(it: impl Iterator<Item = i64>) -> ArrayRef {
+    Arc::new(Int64Array::from_iter_values(it))
+}
+
+fn opt_ints(it: impl Iterator<Item = Option<i64>>) -> ArrayRef {
+    Arc::new(it.collect::<Int64Array>())
+}
+
+/// `requests` rows as one batch with the [`requests_schema`].
+pub fn requests_batch(run_id: &str, rows: &[RequestRow]) -> Result<RecordBatch, ArrowError> {
+    let columns: Vec<ArrayRef> = vec![
+        run_id_column(run_id, rows.len()),
+        ints(rows.iter().map(|r| i64::from(r.request_index))),
+        strings(rows.iter().map(|r| r.kind.as_str())),
+        opt_strings(rows.iter().map(|r| r.check.as_deref())),
+        ints(rows.iter().map(|r| i64::from(r.replica))),
+        strings(rows.iter().map(|r| r.endpoint.as_str())),
+        strings(rows.iter().map(|r| r.api.as_str())),
+        strings(rows.iter().map(|r| r.model.as_str())),
+        opt_strings(rows.iter().map(|r| r.canary.as_deref())),
+        strings(rows.iter().map(|r| r.prompt_sha256.as_str())),
+        ints(rows.iter().map(|r| to_i64(r.prompt_chars))),
+        ints(rows.iter().map(|r| to_i64(r.prompt_tokens_target))),
+        opt_ints(rows.iter().map(|r| r.prompt_tokens_calibrated.map(to_i64))),
+        opt_ints(rows.iter().map(|r| r.max_tokens.map(i64::from))),
+        opt_strings(rows.iter().map(|r| r.request_body.as_deref())),
+        ints(rows.iter().map(|r| r.t_intended_ns)),
+        opt_ints(rows.iter().map(|r| r.t_sent_ns)),
+        opt_ints(rows.iter().map(|r| r.t_first_byte_ns)),
+        ints(rows.iter().map(|r| r.t_done_ns)),
+        opt_ints(rows.iter().map(|r| r.http_status.map(i64::from))),
+        strings(rows.iter().map(|r| r.outcome.as_str())),
+        opt_strings(rows.iter().map(|r| r.error.as_deref())),
+        ints(rows.iter().map(|r| i64::from(r.events))),
+    ];
+    RecordBatch::try_new(requests_schema(), columns)
+}
+
+/// `events` rows as one batch with the [`events_schema`].
+pub fn events_batch(run_id: &str, rows: &[EventRow]) -> Result<RecordBatch, ArrowError> {
+    let columns: Vec<ArrayRef> = vec![
+        run_id_column(run_id, rows.len()),
+        ints(rows.iter().map(|r| i64::from(r.request_index))),
+        ints(rows.iter().map(|r| i64::from(r.seq))),
+        ints(rows.iter().map(|r| r.t_ns)),
+        opt_strings(rows.iter().map(|r| r.event.as_deref())),
+        strings(rows.iter().map(|r| r.data.as_str())),
+        opt_strings(rows.iter().map(|r| r.parsed.content_delta.as_deref())),
+        opt_strings(rows.iter().map(|r| r.parsed.reasoning_delta.as_deref())),
+        opt_strings(rows.iter().map(|r| r.parsed.tool_call_delta.as_deref())),
+        opt_strings(rows.iter().map(|r| r.parsed.finish_reason.as_deref())),
+        opt_ints(rows.iter().map(|r| r.parsed.usage_prompt_tokens)),
+        opt_ints(rows.iter().map(|r| r.parsed.usage_completion_tokens)),
+        opt_ints(rows.iter().map(|r| r.parsed.usage_cached_tokens)),
+        opt_strings(rows.iter().map(|r| r.parsed.stream_error.as_deref())),
+        Arc::new(BooleanArray::from_iter(
+            rows.iter().map(|r| Some(r.parsed.done)),
+        )),
+        opt_strings(rows.iter().map(|r| r.parsed.parse_error.as_deref())),
+    ];
+    RecordBatch::try_new(events_schema(), columns)
+}
+
+/// `scrapes` rows as one batch with the [`scrapes_schema`].
+pub fn scrapes_batch(run_id: &str, rows: &[ScrapeRow]) -> Result<RecordBatch, ArrowError> {
+    let columns: Vec<ArrayRef> = vec![
+        run_id_column(run_id, rows.len()),
+        ints(rows.iter().map(|r| i64::from(r.replica))),
+        ints(rows.iter().map(|r| r.t_ns)),
+        strings(rows.iter().map(|r| r.phase.as_str())),
+        strings(rows.iter().map(|r| r.metric.as_str())),
+        strings(rows.iter().map(|r| r.labels.as_str())),
+        Arc::new(Float64Array::from_iter_values(rows.iter().map(|r| r.value))),
+    ];
+    RecordBatch::try_new(scrapes_schema(), columns)
+}
+
+/// The `prompt_sha256` column value of a prompt: lowercase hex SHA-256 of its UTF-8 text.
+pub fn prompt_sha256(prompt: &str) -> String {
+    use sha2::{Digest, Sha256};
+    hex::encode(Sha256::digest(prompt.as_bytes()))
+}
+
+/// Saturating `u64` → `i64` (counts never approach 2^63).
+fn to_i64(v: u64) -> i64 {
+    i64::try_from(v).unwrap_or(i64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow::array::{Array, AsArray};
+    use arrow::datatypes::Int64Type;
+
+    #[test]
+    fn event_rows_become_a_batch_with_parsed_columns() {
+        let rows = vec![
+            EventRow::from_raw(
+                3,
+                0,
+                100,
+                None,
+                br#"{"choices":[{"delta":{"content":"a"}}]}"#,
+            ),
+            EventRow::from_raw(3, 1, 200, None, b"[DONE]"),
+            EventRow::from_raw(3, 2, 300, Some("x"), &[0xff]),
+        ];
+        let b = events_batch("r", &rows).unwrap();
+        assert_eq!(b.num_rows(), 3);
+        let content = b
+            .column_by_name("content_delta")
+            .unwrap()
+            .as_string::<i32>();
+        assert_eq!(content.value(0), "a");
+        assert!(content.is_null(1));
+        let done = b.column_by_name("done").unwrap().as_boolean();
+        assert!(!done.value(0) && done.value(1));
+        let data = b.column_by_name("data").unwrap().as_string::<i32>();
+        assert_eq!(data.value(2), "\u{fffd}");
+        assert!(!b.column_by_name("parse_error").unwrap().is_null(2));
+        let t = b
+            .column_by_name("t_ns")
+            .unwrap()
+            .as_primitive::<Int64Type>();
+        assert_eq!(t.values(), &[100, 200, 300]);
+    }
+
+    #[test]
+    fn prompt_hash_is_lowercase_hex_sha256() {
+        assert_eq!(
+            prompt_sha256("abc"),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
+    }
+
+    #[test]
+    fn empty_row_buffers_make_empty_batches() {
+        assert_eq!(requests_batch("r", &[]).unwrap().num_rows(), 0);
+        assert_eq!(events_batch("r", &[]).unwrap().num_rows(), 0);
+        assert_eq!(scrapes_batch("r", &[]).unwrap().num_rows(), 0);
+    }
+}

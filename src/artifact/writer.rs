@@ -1,0 +1,1048 @@
+//! The streaming artifact writer and the recovery of killed runs.
+//!
+//! Parquet is only readable once its footer is written, so a table is written while the run
+//! goes as a sequence of small, complete Parquet *part files* (`events.parts/000001.parquet`,
+//! …). Rows are buffered in memory and rolled into a new part every `roll_interval` (1 s by
+//! default) or `max_rows_per_part` rows, whichever comes first. A part is written under a
+//! temporary name (`_000001.parquet.tmp`) and renamed once its footer is on disk, so every
+//! `*.parquet` in a parts folder is complete and readable by another process at any time.
+//! A SIGKILL therefore loses only the rows buffered since the last roll (≤ `roll_interval`
+//! plus the time to encode one part).
+//!
+//! [`ArtifactWriter::finish`] rolls the last rows, merges each table's parts into its final
+//! file (streaming part by part, so memory stays bounded by one row group), removes the parts
+//! and writes the final `run.json`. [`recover`] does the same for a killed run with whatever
+//! complete parts are on disk and marks it `interrupted`. `run.json` is written with status
+//! `running` at [`ArtifactWriter::create`], so recovery always has the run's metadata.
+
+use std::fs::{self, File};
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use arrow::array::{AsArray, RecordBatch};
+use arrow::datatypes::Int64Type;
+use parquet::arrow::ArrowWriter;
+use parquet::basic::{Compression, ZstdLevel};
+use parquet::file::metadata::KeyValue;
+use parquet::file::properties::WriterProperties;
+
+use super::error::{ArtifactError, Result};
+use super::reader::{RequestTally, open_table};
+use super::rows::{EventRow, RequestRow, ScrapeRow, events_batch, requests_batch, scrapes_batch};
+use super::run::{Counts, RunJson, SCHEMA, Status, format_utc_ns, utc_now};
+use super::schema::{META_RUN_ID, META_SCHEMA_VERSION, META_TABLE, SCHEMA_VERSION, Table};
+use super::{ArtifactPaths, RUN_JSON};
+
+/// Compression of part and final files: zstd level 1. Measured on this machine with
+/// 20,000 chat chunks (`measure_part_encode_cost`; pyarrow's optimised writer on the same
+/// rows): zstd(1) costs about 0.06 µs/event more than snappy (0.38 vs 0.32 µs) and writes
+/// 3.4× fewer bytes (8.7 vs 29.3 bytes/event). See `docs/artifact.md`.
+pub fn default_compression() -> Compression {
+    Compression::ZSTD(ZstdLevel::default())
+}
+
+/// Largest row group of a merged final file, in rows.
+const FINAL_ROW_GROUP_ROWS: usize = 128 * 1024;
+/// Largest row group of a merged final file, in bytes (bounds memory while merging).
+const FINAL_ROW_GROUP_BYTES: usize = 64 * 1024 * 1024;
+
+/// Tunables of [`ArtifactWriter`].
+#[derive(Debug, Clone)]
+pub struct WriterOptions {
+    /// Longest time rows stay buffered before they are written as a part file.
+    pub roll_interval: Duration,
+    /// Rows that force a roll of a table before `roll_interval` has passed.
+    pub max_rows_per_part: usize,
+    /// Parquet compression codec.
+    pub compression: Compression,
+}
+
+impl Default for WriterOptions {
+    fn default() -> Self {
+        Self {
+            roll_interval: Duration::from_secs(1),
+            max_rows_per_part: 50_000,
+            compression: default_compression(),
+        }
+    }
+}
+
+fn writer_properties(
+    table: Table,
+    run_id: &str,
+    compression: Compression,
+    row_group_rows: Option<usize>,
+    row_group_bytes: Option<usize>,
+) -> WriterProperties {
+    WriterProperties::builder()
+        .set_compression(compression)
+        .set_max_row_group_row_count(row_group_rows)
+        .set_max_row_group_bytes(row_group_bytes)
+        .set_key_value_metadata(Some(vec![
+            KeyValue::new(META_SCHEMA_VERSION.to_owned(), SCHEMA_VERSION.to_owned()),
+            KeyValue::new(META_TABLE.to_owned(), table.name().to_owned()),
+            KeyValue::new(META_RUN_ID.to_owned(), run_id.to_owned()),
+        ]))
+        .build()
+}
+
+/// Write `batches` as one complete Parquet file at `path`, via a temporary name and a rename,
+/// so `path` never exists half-written. Returns the rows written.
+fn write_parquet_atomically(
+    path: &Path,
+    table: Table,
+    props: WriterProperties,
+    batches: impl IntoIterator<Item = Result<RecordBatch>>,
+    sync: bool,
+) -> Result<u64> {
+    let file_name = path.file_name().and_then(|n| n.to_str()).unwrap_or("table");
+    let tmp = path.with_file_name(format!("_{file_name}.tmp"));
+    let file = File::create(&tmp).map_err(|e| ArtifactError::io(&tmp, "cannot create", e))?;
+    let perr = |source| ArtifactError::Parquet {
+        path: tmp.clone(),
+        source,
+    };
+    let mut writer =
+        ArrowWriter::try_new(BufWriter::new(file), table.schema(), Some(props)).map_err(perr)?;
+    let mut rows = 0u64;
+    for batch in batches {
+        let batch = batch?;
+        rows += batch.num_rows() as u64;
+        writer.write(&batch).map_err(perr)?;
+    }
+    let mut buf = writer.into_inner().map_err(perr)?;
+    buf.flush()
+        .map_err(|e| ArtifactError::io(&tmp, "cannot write", e))?;
+    let file = buf
+        .into_inner()
+        .map_err(|e| ArtifactError::io(&tmp, "cannot write", e.into_error()))?;
+    if sync {
+        file.sync_all()
+            .map_err(|e| ArtifactError::io(&tmp, "cannot sync", e))?;
+    }
+    drop(file);
+    fs::rename(&tmp, path).map_err(|e| ArtifactError::io(path, "cannot rename into place", e))?;
+    Ok(rows)
+}
+
+/// Write `run.json` atomically (temporary file, then rename).
+fn write_run_json(dir: &Path, run: &RunJson) -> Result<PathBuf> {
+    let path = dir.join(RUN_JSON);
+    let tmp = dir.join("_run.json.tmp");
+    fs::write(&tmp, run.to_json_pretty())
+        .map_err(|e| ArtifactError::io(&tmp, "cannot write", e))?;
+    fs::rename(&tmp, &path).map_err(|e| ArtifactError::io(&path, "cannot rename into place", e))?;
+    Ok(path)
+}
+
+/// Lock file held (with `flock`) by a live writer; the kernel releases it when the process
+/// dies, even by SIGKILL, so [`recover`] can tell a killed run from a running one.
+pub const LOCK_FILE: &str = ".anvil-writer.lock";
+
+/// Take the writer lock of `dir`, or say who holds it.
+fn take_lock(dir: &Path) -> Result<File> {
+    let path = dir.join(LOCK_FILE);
+    let file = fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .read(true)
+        .write(true)
+        .open(&path)
+        .map_err(|e| ArtifactError::io(&path, "cannot open lock file", e))?;
+    match file.try_lock() {
+        Ok(()) => Ok(file),
+        Err(fs::TryLockError::WouldBlock) => Err(ArtifactError::Locked {
+            holder: fs::read_to_string(&path)
+                .unwrap_or_default()
+                .trim()
+                .to_owned(),
+            path,
+        }),
+        Err(fs::TryLockError::Error(e)) => Err(ArtifactError::io(&path, "cannot lock", e)),
+    }
+}
+
+/// Per-table state of the writer.
+#[derive(Debug)]
+struct TableState {
+    /// Batches appended directly or converted from row buffers, not yet in a part.
+    pending: Vec<RecordBatch>,
+    pending_rows: usize,
+    next_part: u32,
+    rows_written: u64,
+}
+
+impl TableState {
+    fn new() -> Self {
+        Self {
+            pending: Vec::new(),
+            pending_rows: 0,
+            next_part: 1,
+            rows_written: 0,
+        }
+    }
+}
+
+/// Writes one artifact while the run goes. Not thread-safe by design: it lives on the
+/// recorder's writer thread, which parses events ([`EventRow::from_raw`]) and pushes rows.
+/// Call [`flush_if_due`](Self::flush_if_due) at least every ~100 ms (e.g. on a channel
+/// receive timeout) so rows reach disk within `roll_interval` even when the run goes quiet.
+#[derive(Debug)]
+pub struct ArtifactWriter {
+    dir: PathBuf,
+    run: RunJson,
+    opts: WriterOptions,
+    requests: Vec<RequestRow>,
+    events: Vec<EventRow>,
+    scrapes: Vec<ScrapeRow>,
+    states: [TableState; 3],
+    tally: RequestTally,
+    last_roll: Instant,
+    /// Held for the writer's lifetime (see [`LOCK_FILE`]).
+    lock: File,
+}
+
+impl ArtifactWriter {
+    /// Create the artifact folder (and parents) and write `run.json` with status `running`.
+    /// Refuses a folder that already holds a `run.json`.
+    pub fn create(dir: &Path, run: RunJson) -> Result<Self> {
+        Self::with_options(dir, run, WriterOptions::default())
+    }
+
+    /// [`create`](Self::create) with explicit options.
+    pub fn with_options(dir: &Path, mut run: RunJson, opts: WriterOptions) -> Result<Self> {
+        if run.schema != SCHEMA {
+            return Err(ArtifactError::run_json(
+                dir.join(RUN_JSON),
+                "schema",
+                format!("must be `{SCHEMA}`, got `{}`", run.schema),
+            ));
+        }
+        let computed = run.workload.fingerprint();
+        if run.workload_fingerprint != computed {
+            return Err(ArtifactError::Fingerprint {
+                path: dir.join(RUN_JSON),
+                stored: run.workload_fingerprint.clone(),
+                computed,
+            });
+        }
+        fs::create_dir_all(dir)
+            .map_err(|e| ArtifactError::io(dir, "cannot create directory", e))?;
+        let mut lock = take_lock(dir)?;
+        let run_path = dir.join(RUN_JSON);
+        if run_path.exists() {
+            return Err(ArtifactError::run_json(
+                &run_path,
+                "(file)",
+                "already exists: each run needs its own artifact folder (pick a new cell or run id, or move the old run away)",
+            ));
+        }
+        for table in Table::ALL {
+            let parts = dir.join(table.parts_dir_name());
+            fs::create_dir_all(&parts)
+                .map_err(|e| ArtifactError::io(&parts, "cannot create directory", e))?;
+        }
+        // Who holds the lock, for the message a concurrent `recover` prints.
+        lock.set_len(0)
+            .and_then(|()| writeln!(lock, "pid {}", std::process::id()))
+            .map_err(|e| ArtifactError::io(dir.join(LOCK_FILE), "cannot write", e))?;
+        run.status = Status::Running;
+        run.ended_utc = None;
+        write_run_json(dir, &run)?;
+        Ok(Self {
+            dir: dir.to_owned(),
+            run,
+            opts,
+            requests: Vec::new(),
+            events: Vec::new(),
+            scrapes: Vec::new(),
+            states: [TableState::new(), TableState::new(), TableState::new()],
+            tally: RequestTally::default(),
+            last_roll: Instant::now(),
+            lock,
+        })
+    }
+
+    /// The artifact folder.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The `run.json` written at start.
+    pub fn run(&self) -> &RunJson {
+        &self.run
+    }
+
+    /// Rows of `table` already written to part files.
+    pub fn rows_written(&self, table: Table) -> u64 {
+        self.state(table).rows_written
+    }
+
+    fn state(&self, table: Table) -> &TableState {
+        &self.states[table as usize]
+    }
+
+    /// Buffer one request row.
+    pub fn push_request(&mut self, row: RequestRow) -> Result<()> {
+        self.requests.push(row);
+        if self.requests.len() >= self.opts.max_rows_per_part {
+            self.roll(Table::Requests)?;
+        }
+        Ok(())
+    }
+
+    /// Buffer one event row.
+    pub fn push_event(&mut self, row: EventRow) -> Result<()> {
+        self.events.push(row);
+        if self.events.len() >= self.opts.max_rows_per_part {
+            self.roll(Table::Events)?;
+        }
+        Ok(())
+    }
+
+    /// Buffer one scrape row.
+    pub fn push_scrape(&mut self, row: ScrapeRow) -> Result<()> {
+        self.scrapes.push(row);
+        if self.scrapes.len() >= self.opts.max_rows_per_part {
+            self.roll(Table::Scrapes)?;
+        }
+        Ok(())
+    }
+
+    /// Buffer a ready-made batch for `table`; it must have exactly the table's schema
+    /// (including `run_id`, which must equal this run's).
+    pub fn append_batch(&mut self, table: Table, batch: RecordBatch) -> Result<()> {
+        let expected = table.schema();
+        let found = batch.schema();
+        let same = expected.fields().len() == found.fields().len()
+            && expected
+                .fields()
+                .iter()
+                .zip(found.fields())
+                .all(|(a, b)| a.name() == b.name() && a.data_type() == b.data_type());
+        if !same {
+            return Err(ArtifactError::BatchSchema {
+                table: table.name(),
+                problem: format!("expected {expected:?}, got {found:?}"),
+            });
+        }
+        let batch = batch
+            .with_schema(expected)
+            .map_err(|e| ArtifactError::BatchSchema {
+                table: table.name(),
+                problem: e.to_string(),
+            })?;
+        if let Some(other) = batch
+            .column(0)
+            .as_string::<i32>()
+            .iter()
+            .flatten()
+            .find(|id| *id != self.run.run_id)
+        {
+            return Err(ArtifactError::BatchSchema {
+                table: table.name(),
+                problem: format!("run_id `{other}` is not this run's `{}`", self.run.run_id),
+            });
+        }
+        let state = &mut self.states[table as usize];
+        state.pending_rows += batch.num_rows();
+        state.pending.push(batch);
+        if state.pending_rows >= self.opts.max_rows_per_part {
+            self.roll(table)?;
+        }
+        Ok(())
+    }
+
+    /// [`append_batch`](Self::append_batch) for `requests`.
+    pub fn append_requests(&mut self, batch: RecordBatch) -> Result<()> {
+        self.append_batch(Table::Requests, batch)
+    }
+
+    /// [`append_batch`](Self::append_batch) for `events`.
+    pub fn append_events(&mut self, batch: RecordBatch) -> Result<()> {
+        self.append_batch(Table::Events, batch)
+    }
+
+    /// [`append_batch`](Self::append_batch) for `scrapes`.
+    pub fn append_scrapes(&mut self, batch: RecordBatch) -> Result<()> {
+        self.append_batch(Table::Scrapes, batch)
+    }
+
+    /// Write buffered rows as part files if `roll_interval` has passed since the last roll.
+    /// Returns whether it rolled. Cheap when not due.
+    pub fn flush_if_due(&mut self) -> Result<bool> {
+        if self.last_roll.elapsed() < self.opts.roll_interval {
+            return Ok(false);
+        }
+        self.flush()?;
+        Ok(true)
+    }
+
+    /// Write every buffered row as part files now.
+    pub fn flush(&mut self) -> Result<()> {
+        for table in Table::ALL {
+            self.roll(table)?;
+        }
+        self.last_roll = Instant::now();
+        Ok(())
+    }
+
+    /// Move the typed row buffer of `table` into a batch in its pending list.
+    fn seal_rows(&mut self, table: Table) -> Result<()> {
+        let run_id = self.run.run_id.as_str();
+        let batch = match table {
+            Table::Requests if !self.requests.is_empty() => {
+                Some(requests_batch(run_id, &std::mem::take(&mut self.requests)))
+            }
+            Table::Events if !self.events.is_empty() => {
+                Some(events_batch(run_id, &std::mem::take(&mut self.events)))
+            }
+            Table::Scrapes if !self.scrapes.is_empty() => {
+                Some(scrapes_batch(run_id, &std::mem::take(&mut self.scrapes)))
+            }
+            _ => None,
+        };
+        if let Some(batch) = batch {
+            let batch = batch.map_err(|e| ArtifactError::BatchSchema {
+                table: table.name(),
+                problem: e.to_string(),
+            })?;
+            let state = &mut self.states[table as usize];
+            state.pending_rows += batch.num_rows();
+            state.pending.push(batch);
+        }
+        Ok(())
+    }
+
+    /// Write `table`'s buffered rows as the next part file.
+    fn roll(&mut self, table: Table) -> Result<()> {
+        self.seal_rows(table)?;
+        let state = &mut self.states[table as usize];
+        if state.pending_rows == 0 {
+            return Ok(());
+        }
+        let batches = std::mem::take(&mut state.pending);
+        state.pending_rows = 0;
+        if table == Table::Requests {
+            let path = self.dir.join(table.parts_dir_name());
+            for b in &batches {
+                self.tally.add(b, &path)?;
+            }
+        }
+        let state = &mut self.states[table as usize];
+        let path = self
+            .dir
+            .join(table.parts_dir_name())
+            .join(part_file_name(state.next_part));
+        let props = writer_properties(table, &self.run.run_id, self.opts.compression, None, None);
+        let rows =
+            write_parquet_atomically(&path, table, props, batches.into_iter().map(Ok), false)?;
+        state.next_part += 1;
+        state.rows_written += rows;
+        Ok(())
+    }
+
+    /// Finish the run: write the remaining rows, merge the parts of each table into its final
+    /// file, remove the parts and write the final `run.json`. `final_run` supplies the final
+    /// status, reason, end time and `counts.channel_full`; the row and outcome counts are
+    /// set from what was written. `final_run.status` must not be `running`.
+    pub fn finish(mut self, mut final_run: RunJson) -> Result<ArtifactPaths> {
+        let run_path = self.dir.join(RUN_JSON);
+        if final_run.status == Status::Running {
+            return Err(ArtifactError::run_json(
+                &run_path,
+                "status",
+                "finish needs a final status (complete, interrupted or failed), not `running`",
+            ));
+        }
+        if final_run.run_id != self.run.run_id {
+            return Err(ArtifactError::run_json(
+                &run_path,
+                "run_id",
+                format!(
+                    "finish got run `{}` but this writer records run `{}`",
+                    final_run.run_id, self.run.run_id
+                ),
+            ));
+        }
+        if final_run.workload != self.run.workload
+            || final_run.workload_fingerprint != self.run.workload_fingerprint
+        {
+            return Err(ArtifactError::run_json(
+                &run_path,
+                "workload",
+                "finish got a different workload (or fingerprint) than the run started with; the workload of a run cannot change",
+            ));
+        }
+        self.flush()?;
+        let mut counts = Counts {
+            channel_full: final_run.counts.channel_full,
+            ..Counts::default()
+        };
+        self.tally.apply_to(&mut counts);
+        for table in Table::ALL {
+            let merged = merge_parts(
+                &self.dir,
+                table,
+                &self.run.run_id,
+                self.opts.compression,
+                false,
+            )?;
+            match table {
+                Table::Events => counts.events = merged.rows,
+                Table::Scrapes => counts.scrapes = merged.rows,
+                Table::Requests => {}
+            }
+        }
+        final_run.counts = counts;
+        if final_run.ended_utc.is_none() {
+            final_run.ended_utc = Some(utc_now());
+        }
+        write_run_json(&self.dir, &final_run)?;
+        release_lock(&self.dir, self.lock)?;
+        Ok(ArtifactPaths::new(&self.dir))
+    }
+}
+
+/// Remove the lock file, then release the lock (closing the file).
+fn release_lock(dir: &Path, lock: File) -> Result<()> {
+    let path = dir.join(LOCK_FILE);
+    match fs::remove_file(&path) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(ArtifactError::io(&path, "cannot remove", e)),
+    }
+    drop(lock);
+    Ok(())
+}
+
+fn part_file_name(index: u32) -> String {
+    format!("{index:06}.parquet")
+}
+
+/// Check that `part` is a complete part of `table` of run `run_id`; with `decode`, also read
+/// every row (recovery cannot afford to fail halfway through a merge on a damaged page).
+fn check_part(part: &Path, table: Table, run_id: &str, decode: bool) -> Result<()> {
+    let opened = open_table(part)?;
+    let problem = if opened.table != table {
+        Some(format!(
+            "holds table `{}`, not `{}`",
+            opened.table.name(),
+            table.name()
+        ))
+    } else if opened.run_id.as_deref().is_some_and(|id| id != run_id) {
+        Some(format!(
+            "belongs to run `{}`, not `{run_id}`",
+            opened.run_id.as_deref().unwrap_or_default()
+        ))
+    } else {
+        None
+    };
+    if let Some(problem) = problem {
+        return Err(ArtifactError::Inconsistent {
+            path: part.to_owned(),
+            problem,
+        });
+    }
+    if decode {
+        for batch in opened.reader()? {
+            batch.map_err(|source| ArtifactError::Arrow {
+                path: part.to_owned(),
+                source,
+            })?;
+        }
+    }
+    Ok(())
+}
+
+/// What merging one table's parts did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct MergeOutcome {
+    /// Part files merged.
+    pub parts: usize,
+    /// Rows in the final file.
+    pub rows: u64,
+    /// Part files skipped (unreadable), with why.
+    pub skipped: Vec<String>,
+    /// Largest time column value seen (`t_ns` or `t_done_ns`).
+    pub max_t_ns: Option<i64>,
+}
+
+/// Sorted complete part files of `table`, and leftover temporary files.
+fn list_parts(dir: &Path, table: Table) -> Result<(Vec<PathBuf>, Vec<PathBuf>)> {
+    let parts_dir = dir.join(table.parts_dir_name());
+    let mut parts = Vec::new();
+    let mut temps = Vec::new();
+    let entries = match fs::read_dir(&parts_dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((parts, temps)),
+        Err(e) => return Err(ArtifactError::io(&parts_dir, "cannot list", e)),
+    };
+    for entry in entries {
+        let entry = entry.map_err(|e| ArtifactError::io(&parts_dir, "cannot list", e))?;
+        let path = entry.path();
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let is_part = name.len() == "000000.parquet".len()
+            && name.ends_with(".parquet")
+            && name[..6].bytes().all(|b| b.is_ascii_digit());
+        if is_part {
+            parts.push(path);
+        } else {
+            temps.push(path);
+        }
+    }
+    parts.sort();
+    temps.sort();
+    Ok((parts, temps))
+}
+
+/// Merge the parts of `table` into its final file and remove the parts folder.
+///
+/// With `lenient` (recovery), unreadable parts are skipped and reported; otherwise they are
+/// an error. If the final file already exists (a merge completed before a kill), the parts
+/// are simply removed. If there are no parts and no final file, an empty table is written.
+fn merge_parts(
+    dir: &Path,
+    table: Table,
+    run_id: &str,
+    compression: Compression,
+    lenient: bool,
+) -> Result<MergeOutcome> {
+    let final_path = dir.join(table.file_name());
+    let parts_dir = dir.join(table.parts_dir_name());
+    let mut outcome = MergeOutcome::default();
+    let (parts, temps) = list_parts(dir, table)?;
+    if final_path.exists() {
+        // The rename into place happens before parts are removed: the final file is whole.
+        let opened = open_table(&final_path)?;
+        outcome.rows = opened.num_rows;
+        outcome.max_t_ns = max_time(&final_path, table)?;
+        remove_dir_if_exists(&parts_dir)?;
+        return Ok(outcome);
+    }
+    for t in &temps {
+        outcome.skipped.push(format!(
+            "{}: incomplete part (the writer was killed while writing it), skipped",
+            t.display()
+        ));
+    }
+    let mut readable = Vec::new();
+    for part in parts {
+        match check_part(&part, table, run_id, lenient) {
+            Ok(()) => readable.push(part),
+            Err(e) if lenient => outcome.skipped.push(format!("{e}; skipped")),
+            Err(e) => return Err(e),
+        }
+    }
+    outcome.parts = readable.len();
+    let time_col = time_column(table);
+    let mut max_t: Option<i64> = None;
+    let batches = readable.iter().flat_map(|part| {
+        let reader = open_table(part).and_then(|o| o.reader());
+        let iter: Box<dyn Iterator<Item = Result<RecordBatch>>> = match reader {
+            Ok(r) => Box::new(r.map(move |b| {
+                b.map_err(|source| ArtifactError::Arrow {
+                    path: part.clone(),
+                    source,
+                })
+            })),
+            Err(e) => Box::new(std::iter::once(Err(e))),
+        };
+        iter
+    });
+    let batches = batches.inspect(|b| {
+        if let Ok(b) = b
+            && let Some(col) = b.column_by_name(time_col)
+        {
+            let arr = col.as_primitive::<Int64Type>();
+            if let Some(m) = arrow::compute::max(arr) {
+                max_t = Some(max_t.map_or(m, |x| x.max(m)));
+            }
+        }
+    });
+    let props = writer_properties(
+        table,
+        run_id,
+        compression,
+        Some(FINAL_ROW_GROUP_ROWS),
+        Some(FINAL_ROW_GROUP_BYTES),
+    );
+    outcome.rows = write_parquet_atomically(&final_path, table, props, batches, true)?;
+    outcome.max_t_ns = max_t;
+    remove_dir_if_exists(&parts_dir)?;
+    Ok(outcome)
+}
+
+fn time_column(table: Table) -> &'static str {
+    match table {
+        Table::Requests => "t_done_ns",
+        Table::Events | Table::Scrapes => "t_ns",
+    }
+}
+
+fn max_time(path: &Path, table: Table) -> Result<Option<i64>> {
+    let reader = open_table(path)?.reader_with_columns(&[time_column(table)])?;
+    let mut max_t: Option<i64> = None;
+    for b in reader {
+        let b = b.map_err(|source| ArtifactError::Arrow {
+            path: path.to_owned(),
+            source,
+        })?;
+        if let Some(m) = arrow::compute::max(b.column(0).as_primitive::<Int64Type>()) {
+            max_t = Some(max_t.map_or(m, |x| x.max(m)));
+        }
+    }
+    Ok(max_t)
+}
+
+fn remove_dir_if_exists(path: &Path) -> Result<()> {
+    match fs::remove_dir_all(path) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(ArtifactError::io(path, "cannot remove", e)),
+    }
+}
+
+/// What [`recover`] did.
+#[derive(Debug, Clone)]
+pub struct RecoverReport {
+    /// The artifact folder.
+    pub dir: PathBuf,
+    /// Status found in `run.json` before recovery.
+    pub status_before: Status,
+    /// Status after recovery (`interrupted` unless the run had already finished).
+    pub status_after: Status,
+    /// Per table: parts merged, rows, skipped parts.
+    pub tables: Vec<(Table, MergeOutcome)>,
+    /// Human-readable notes (skipped parts, what was left alone).
+    pub notes: Vec<String>,
+}
+
+impl RecoverReport {
+    /// Rows recovered in `table`.
+    pub fn rows(&self, table: Table) -> u64 {
+        self.tables
+            .iter()
+            .find(|(t, _)| *t == table)
+            .map_or(0, |(_, m)| m.rows)
+    }
+}
+
+/// Turn what a killed recorder left in `dir` into a valid artifact marked `interrupted`:
+/// merge every complete part of each table (skipping incomplete ones with a note), recompute
+/// the counts from the tables, and rewrite `run.json`. A run that already finished is left
+/// as it is (only stray parts are cleaned up).
+pub fn recover(dir: &Path) -> Result<RecoverReport> {
+    let run_path = dir.join(RUN_JSON);
+    let mut run = RunJson::read(&run_path).map_err(|e| match e {
+        ArtifactError::Missing { path, .. } => ArtifactError::Unrecoverable {
+            path,
+            problem: "no run.json: this folder was not started by anvil-capture, or the run died before writing anything".to_owned(),
+        },
+        other => other,
+    })?;
+    let lock = take_lock(dir)?;
+    let status_before = run.status;
+    let mut report = RecoverReport {
+        dir: dir.to_owned(),
+        status_before,
+        status_after: status_before,
+        tables: Vec::new(),
+        notes: Vec::new(),
+    };
+    let mut max_t: Option<i64> = None;
+    for table in Table::ALL {
+        let merged = merge_parts(dir, table, &run.run_id, default_compression(), true)?;
+        report.notes.extend(merged.skipped.iter().cloned());
+        if let Some(m) = merged.max_t_ns {
+            max_t = Some(max_t.map_or(m, |x| x.max(m)));
+        }
+        report.tables.push((table, merged));
+    }
+    if status_before != Status::Running {
+        report.notes.push(format!(
+            "run.json already has status `{}`: left unchanged",
+            status_before.as_str()
+        ));
+        release_lock(dir, lock)?;
+        return Ok(report);
+    }
+
+    let requests_path = dir.join(Table::Requests.file_name());
+    let tally = super::reader::tally_requests(&requests_path)?;
+    let mut counts = Counts {
+        channel_full: run.counts.channel_full,
+        ..Counts::default()
+    };
+    tally.apply_to(&mut counts);
+    counts.events = report.rows(Table::Events);
+    counts.scrapes = report.rows(Table::Scrapes);
+    run.counts = counts;
+    run.status = Status::Interrupted;
+    run.status_reason = Some(
+        "the recorder stopped without finishing (killed or crashed); recovered by `anvil-capture recover`: rows of the last ~1 s before the stop may be missing, and requests in flight have events but no requests row"
+            .to_owned(),
+    );
+    run.ended_utc = Some(
+        max_t
+            .and_then(|t| run.clock.utc_unix_ns_at(t))
+            .map(format_utc_ns)
+            .unwrap_or_else(|| run.started_utc.clone()),
+    );
+    write_run_json(dir, &run)?;
+    release_lock(dir, lock)?;
+    report.status_after = Status::Interrupted;
+    Ok(report)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::artifact::run::tests::sample_run;
+    use crate::artifact::{Api, Outcome, RequestKind, ScrapePhase};
+
+    fn request(i: u32, outcome: Outcome, events: u32) -> RequestRow {
+        RequestRow {
+            request_index: i,
+            kind: RequestKind::Measured,
+            check: None,
+            replica: 0,
+            endpoint: "http://127.0.0.1:8000".into(),
+            api: Api::Chat,
+            model: "m".into(),
+            canary: Some(crate::artifact::canary::make(1, "s", u64::from(i))),
+            prompt_sha256: "00".repeat(32),
+            prompt_chars: 100,
+            prompt_tokens_target: 4096,
+            prompt_tokens_calibrated: Some(4090),
+            max_tokens: Some(512),
+            request_body: Some("{}".into()),
+            t_intended_ns: 0,
+            t_sent_ns: Some(10),
+            t_first_byte_ns: Some(20),
+            t_done_ns: 30 + i64::from(i),
+            http_status: Some(200),
+            outcome,
+            error: None,
+            events,
+        }
+    }
+
+    /// A realistic chat chunk of the kind vLLM / SGLang stream.
+    pub(crate) fn chat_chunk(i: usize) -> String {
+        format!(
+            r#"{{"id":"chatcmpl-8f3a9c2b4d","object":"chat.completion.chunk","created":1764455760,"model":"qwen3.8-27b","choices":[{{"index":0,"delta":{{"content":" token{i}"}},"logprobs":null,"finish_reason":null}}]}}"#
+        )
+    }
+
+    #[test]
+    fn rows_roll_into_parts_by_count_and_finish_merges_them() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("c/a/cell");
+        let opts = WriterOptions {
+            max_rows_per_part: 10,
+            ..WriterOptions::default()
+        };
+        let mut w = ArtifactWriter::with_options(&dir, sample_run(), opts).unwrap();
+        let on_disk = RunJson::read(&dir.join(RUN_JSON)).unwrap();
+        assert_eq!(on_disk.status, Status::Running);
+        for i in 0..25 {
+            w.push_event(EventRow::from_raw(
+                0,
+                i,
+                i64::from(i),
+                None,
+                chat_chunk(i as usize).as_bytes(),
+            ))
+            .unwrap();
+        }
+        assert_eq!(
+            w.rows_written(Table::Events),
+            20,
+            "two parts of 10 rolled by count"
+        );
+        let (parts, _) = list_parts(&dir, Table::Events).unwrap();
+        assert_eq!(parts.len(), 2);
+        w.push_request(request(0, Outcome::Ok, 25)).unwrap();
+        w.push_scrape(ScrapeRow {
+            replica: 0,
+            t_ns: 5,
+            phase: ScrapePhase::Before,
+            metric: "process_start_time_seconds".into(),
+            labels: String::new(),
+            value: 1.0,
+        })
+        .unwrap();
+        let mut fin = sample_run();
+        fin.counts.channel_full = 3;
+        let paths = w.finish(fin).unwrap();
+        assert!(!dir.join("events.parts").exists());
+        let run = RunJson::read(&paths.run_json).unwrap();
+        assert_eq!(run.status, Status::Complete);
+        assert_eq!(run.counts.events, 25);
+        assert_eq!(run.counts.requests_measured, 1);
+        assert_eq!(run.counts.succeeded, 1);
+        assert_eq!(run.counts.scrapes, 1);
+        assert_eq!(run.counts.channel_full, 3);
+        let summary = crate::artifact::validate(&dir).unwrap();
+        assert_eq!(summary.events, 25);
+    }
+
+    #[test]
+    fn flush_if_due_waits_for_the_interval() {
+        let tmp = tempfile::tempdir().unwrap();
+        let opts = WriterOptions {
+            roll_interval: Duration::from_millis(50),
+            ..WriterOptions::default()
+        };
+        let mut w = ArtifactWriter::with_options(tmp.path(), sample_run(), opts).unwrap();
+        w.push_event(EventRow::from_raw(0, 0, 1, None, b"[DONE]"))
+            .unwrap();
+        w.flush_if_due().unwrap();
+        std::thread::sleep(Duration::from_millis(60));
+        assert!(w.flush_if_due().unwrap());
+        assert_eq!(w.rows_written(Table::Events), 1);
+    }
+
+    #[test]
+    fn a_second_run_in_the_same_folder_is_refused() {
+        let tmp = tempfile::tempdir().unwrap();
+        let w = ArtifactWriter::create(tmp.path(), sample_run()).unwrap();
+        let err = ArtifactWriter::create(tmp.path(), sample_run()).unwrap_err();
+        assert!(err.to_string().contains("still writing"), "{err}");
+        drop(w);
+        let err = ArtifactWriter::create(tmp.path(), sample_run()).unwrap_err();
+        assert!(err.to_string().contains("already exists"), "{err}");
+    }
+
+    #[test]
+    fn finish_refuses_running_status_and_a_stale_fingerprint_is_refused_at_create() {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut bad = sample_run();
+        bad.workload.seed += 1;
+        let err = ArtifactWriter::create(&tmp.path().join("x"), bad)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("workload_fingerprint"), "{err}");
+        let w = ArtifactWriter::create(&tmp.path().join("y"), sample_run()).unwrap();
+        let mut running = sample_run();
+        running.status = Status::Running;
+        assert!(w.finish(running).is_err());
+    }
+
+    #[test]
+    fn recover_completes_a_finish_that_was_killed_halfway() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
+        let mut w = ArtifactWriter::create(dir, sample_run()).unwrap();
+        for i in 0..5 {
+            w.push_event(EventRow::from_raw(0, i, i64::from(i), None, b"[DONE]"))
+                .unwrap();
+        }
+        w.push_request(request(0, Outcome::Ok, 5)).unwrap();
+        w.flush().unwrap();
+        w.push_event(EventRow::from_raw(1, 0, 9, None, b"[DONE]"))
+            .unwrap();
+        w.flush().unwrap();
+        drop(w);
+        // finish merged `requests` and `events`, then the process died.
+        merge_parts(
+            dir,
+            Table::Requests,
+            "run-0001",
+            default_compression(),
+            false,
+        )
+        .unwrap();
+        merge_parts(dir, Table::Events, "run-0001", default_compression(), false).unwrap();
+        assert!(!dir.join("events.parts").exists());
+        let report = recover(dir).unwrap();
+        assert_eq!(report.rows(Table::Events), 6);
+        assert_eq!(report.rows(Table::Scrapes), 0);
+        let summary = crate::artifact::validate(dir).unwrap();
+        assert_eq!(summary.status, "interrupted");
+        assert_eq!(
+            (summary.events, summary.requests, summary.scrapes),
+            (6, 1, 0)
+        );
+        let run = RunJson::read(&dir.join(RUN_JSON)).unwrap();
+        let end = crate::artifact::run::parse_utc(run.ended_utc.as_deref().unwrap()).unwrap();
+        let origin = crate::artifact::run::parse_utc(&run.clock.utc_origin).unwrap();
+        assert_eq!(
+            end - origin,
+            30,
+            "ended_utc is the last recorded time (t_done_ns 30)"
+        );
+    }
+
+    #[test]
+    fn recover_refuses_while_the_writer_is_alive() {
+        let tmp = tempfile::tempdir().unwrap();
+        let w = ArtifactWriter::create(tmp.path(), sample_run()).unwrap();
+        let err = recover(tmp.path()).unwrap_err().to_string();
+        let pid = format!("pid {}", std::process::id());
+        assert!(err.contains("still writing") && err.contains(&pid), "{err}");
+        drop(w);
+        recover(tmp.path()).unwrap();
+        assert!(!tmp.path().join(LOCK_FILE).exists());
+    }
+
+    #[test]
+    fn writer_is_send() {
+        fn is_send<T: Send>() {}
+        is_send::<ArtifactWriter>();
+    }
+
+    /// Encode cost per event of one part file, per codec. Run with
+    /// `cargo test --no-default-features --lib measure_part_encode_cost -- --ignored --nocapture`.
+    #[test]
+    #[ignore = "measurement, prints figures"]
+    fn measure_part_encode_cost() {
+        let tmp = tempfile::tempdir().unwrap();
+        let n = 20_000usize;
+        let rows: Vec<EventRow> = (0..n)
+            .map(|i| {
+                EventRow::from_raw(
+                    (i / 300) as u32,
+                    (i % 300) as u32,
+                    i as i64 * 20_000,
+                    None,
+                    chat_chunk(i).as_bytes(),
+                )
+            })
+            .collect();
+        let parse_start = Instant::now();
+        for i in 0..n {
+            std::hint::black_box(crate::artifact::parse_event(None, chat_chunk(i).as_bytes()));
+        }
+        let parse_us = parse_start.elapsed().as_secs_f64() * 1e6 / n as f64;
+        println!("parse_event: {parse_us:.2} us/event");
+        let codecs = [
+            ("uncompressed", Compression::UNCOMPRESSED),
+            ("snappy", Compression::SNAPPY),
+            (
+                "zstd(1)",
+                Compression::ZSTD(parquet::basic::ZstdLevel::try_new(1).unwrap()),
+            ),
+        ];
+        for (name, codec) in codecs {
+            let mut best = f64::MAX;
+            let mut bytes = 0;
+            for rep in 0..3 {
+                let path = tmp.path().join(format!("{name}-{rep}.parquet"));
+                let start = Instant::now();
+                let batch = events_batch("run", &rows).unwrap();
+                let props = writer_properties(Table::Events, "run", codec, None, None);
+                write_parquet_atomically(&path, Table::Events, props, [Ok(batch)], false).unwrap();
+                best = best.min(start.elapsed().as_secs_f64());
+                bytes = fs::metadata(&path).unwrap().len();
+            }
+            println!(
+                "{name}: {:.2} us/event to build + encode + write, {:.1} bytes/event",
+                best * 1e6 / n as f64,
+                bytes as f64 / n as f64
+            );
+        }
+    }
+}
