@@ -684,3 +684,151 @@ fn worker_debug_redacts_the_api_key() {
     let s = format!("{w:?}");
     assert!(!s.contains("sk-secret") && s.contains("<redacted>"), "{s}");
 }
+
+/// CPU the hot path spends per event (run with `--ignored --nocapture`).
+///
+/// A blocking server thread streams chat chunks, one HTTP chunk per event, to `streams`
+/// connections: every `interval` it writes one event to each stream, in 16 staggered groups
+/// (a batched server's decode steps, spread over the interval). The client's workers run on a
+/// current-thread runtime on this thread, whose CPU time is measured: socket reads, hyper's
+/// chunked decoding, SSE framing, the clock and the channel send. A writer thread drains the
+/// channel either by blocking per event or by polling every 2 ms.
+fn hot_path_bench(
+    streams: usize,
+    events: usize,
+    interval: Duration,
+    polling: bool,
+) -> (f64, f64, u64) {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let server = std::thread::Builder::new().name("bench-server".into()).spawn(move || {
+        let event = "data: {\"id\":\"chatcmpl-5f0c\",\"object\":\"chat.completion.chunk\",\"created\":1764460800,\"model\":\"qwen3.8-27b\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\" the\"},\"logprobs\":null,\"finish_reason\":null}]}\n\n";
+        let c = chunk(event);
+        let mut socks = Vec::new();
+        let mut buf = [0u8; 4096];
+        for _ in 0..streams {
+            let (mut s, _) = listener.accept().unwrap();
+            s.set_nodelay(true).unwrap();
+            let _ = s.read(&mut buf).unwrap();
+            s.write_all(SSE_HEAD.as_bytes()).unwrap();
+            socks.push(s);
+        }
+        let groups = 16.min(streams);
+        let per_group = streams.div_ceil(groups);
+        let start = std::time::Instant::now();
+        for tick in 0..events {
+            for (g, group) in socks.chunks_mut(per_group).enumerate() {
+                let at = interval * tick as u32 + interval * g as u32 / groups as u32;
+                if let Some(wait) = at.checked_sub(start.elapsed()) {
+                    std::thread::sleep(wait);
+                }
+                for s in group.iter_mut() {
+                    s.write_all(&c).unwrap();
+                }
+            }
+        }
+        for s in &mut socks {
+            s.write_all(&chunk(E_DONE)).unwrap();
+            s.write_all(LAST_CHUNK.as_bytes()).unwrap();
+        }
+        for s in &mut socks {
+            let _ = s.read(&mut buf);
+        }
+    }).unwrap();
+    let (sink, mut rx) = event_channel(64 * 1024);
+    let drain = std::thread::Builder::new()
+        .name("bench-writer".into())
+        .spawn(move || {
+            let mut n = 0usize;
+            if polling {
+                let mut buf = Vec::with_capacity(8192);
+                loop {
+                    buf.clear();
+                    match rx.drain_into(&mut buf, 8192) {
+                        Drained::Open(k) => {
+                            n += k;
+                            if k < 8192 {
+                                std::thread::sleep(Duration::from_millis(2));
+                            }
+                        }
+                        Drained::Closed(k) => {
+                            n += k;
+                            break;
+                        }
+                    }
+                }
+            } else {
+                while rx.blocking_recv().is_some() {
+                    n += 1;
+                }
+            }
+            (n, rx.channel_full_count())
+        })
+        .unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let ep = Arc::new(Endpoint::parse(0, &format!("http://{addr}")).unwrap());
+    let cpu0 = crate::capture::sse::tests::thread_cpu_ns();
+    let wall0 = monotonic_ns();
+    let outcomes = rt.block_on(async {
+        let mut set = tokio::task::JoinSet::new();
+        for i in 0..streams {
+            let mut worker = Worker::new(ep.clone(), quick_timeouts(), None, sink.clone()).unwrap();
+            set.spawn(async move {
+                worker
+                    .execute(
+                        &prepared(Api::Chat, i as u32, "{}"),
+                        monotonic_ns(),
+                        &Cancel::new(),
+                    )
+                    .await
+                    .unwrap()
+            });
+        }
+        set.join_all().await
+    });
+    let cpu = crate::capture::sse::tests::thread_cpu_ns() - cpu0;
+    let wall = monotonic_ns() - wall0;
+    drop(sink);
+    let (received, full) = drain.join().unwrap();
+    server.join().unwrap();
+    assert!(outcomes.iter().all(|o| o.outcome == Outcome::Ok));
+    let total = streams * (events + 1);
+    assert_eq!(received, total);
+    (
+        cpu as f64 / total as f64,
+        total as f64 / (wall as f64 / 1e9),
+        full,
+    )
+}
+
+#[test]
+#[ignore = "measurement, prints its figures"]
+fn hot_path_cpu_per_event() {
+    let only = std::env::var("ANVIL_BENCH_ONLY").ok();
+    for (streams, events, interval) in [
+        (1, 10_000, Duration::from_micros(100)),
+        (256, 100, Duration::from_millis(20)),
+    ] {
+        for polling in [false, true] {
+            if only
+                .as_deref()
+                .is_some_and(|o| o != format!("{streams}-{polling}"))
+            {
+                continue;
+            }
+            let (ns, rate, full) = hot_path_bench(streams, events, interval, polling);
+            println!(
+                "hot path, {streams} stream(s) at {rate:.0} events/s, writer {}: {ns:.0} ns CPU/event; channel full {full} times",
+                if polling {
+                    "polling every 2 ms"
+                } else {
+                    "blocking per event"
+                }
+            );
+        }
+    }
+}
