@@ -500,18 +500,70 @@ impl Connection {
     }
 }
 
-/// Run `fut` while driving the connection in the same task. Each wake polls the connection
-/// (socket I/O) then the request, twice, so a request handed to the connection is written, and
-/// bytes the connection read are consumed, within the same wake.
-async fn drive<F: Future>(driver: &mut Driver, fut: F) -> F::Output {
-    let mut fut = std::pin::pin!(fut);
-    std::future::poll_fn(|cx| {
-        for _ in 0..2 {
-            driver.poll_once(cx);
-            if let Poll::Ready(v) = fut.as_mut().poll(cx) {
-                return Poll::Ready(v);
+/// Most consecutive polls of the connection and the request within one wake before yielding to
+/// other tasks.
+const MAX_ROUNDS: u32 = 8;
+
+/// The waker handed to the connection and the request inside [`drive`]. A wake that arrives
+/// while they are being polled (the request handing a request to the connection, the connection
+/// handing body bytes to the request) only marks another round as needed; other wakes go to the
+/// task. This keeps a whole exchange of wakes inside one task poll, with no reschedule.
+#[derive(Default)]
+struct Relay {
+    woken: AtomicBool,
+    polling: AtomicBool,
+    task: std::sync::Mutex<Option<std::task::Waker>>,
+}
+
+impl std::task::Wake for Relay {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        // Paired with the poller's store of `polling` then load of `woken` (both SeqCst): at
+        // least one side sees the other, so a wake is never lost.
+        self.woken.store(true, Ordering::SeqCst);
+        if !self.polling.load(Ordering::SeqCst) {
+            let task = self.task.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(w) = task.as_ref() {
+                w.wake_by_ref();
             }
         }
+    }
+}
+
+/// Run `fut` while driving the connection in the same task: on each wake, poll the connection
+/// (socket I/O) then the request, again while either woke the other, so a request handed to the
+/// connection is written, and bytes the connection read are framed and timestamped, within the
+/// same wake.
+async fn drive<F: Future>(driver: &mut Driver, fut: F) -> F::Output {
+    let mut fut = std::pin::pin!(fut);
+    let relay = Arc::new(Relay::default());
+    let waker = std::task::Waker::from(relay.clone());
+    std::future::poll_fn(|cx| {
+        {
+            let mut task = relay.task.lock().unwrap_or_else(|e| e.into_inner());
+            if !task.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
+                *task = Some(cx.waker().clone());
+            }
+        }
+        let mut inner = Context::from_waker(&waker);
+        for _ in 0..MAX_ROUNDS {
+            relay.polling.store(true, Ordering::SeqCst);
+            relay.woken.store(false, Ordering::SeqCst);
+            driver.poll_once(&mut inner);
+            let r = fut.as_mut().poll(&mut inner);
+            relay.polling.store(false, Ordering::SeqCst);
+            if r.is_ready() {
+                return r;
+            }
+            if !relay.woken.load(Ordering::SeqCst) {
+                return Poll::Pending;
+            }
+        }
+        // Still busy (or out of tokio's cooperative budget): let other tasks run, then resume.
+        cx.waker().wake_by_ref();
         Poll::Pending
     })
     .await
@@ -555,7 +607,7 @@ enum Exchange {
         reusable: bool,
     },
     /// hyper did not write the request (the kept connection had just closed).
-    NotSent(Request<Body>, String),
+    NotSent(Box<Request<Body>>, String),
 }
 
 fn done(outcome: Outcome, error: Option<String>, reusable: bool) -> Exchange {
@@ -733,7 +785,7 @@ impl Worker {
                     // The kept connection closed under us before a byte was written: the
                     // server never saw the request, so send it on a fresh connection.
                     resent = true;
-                    request = r;
+                    request = *r;
                 }
             }
         }
@@ -813,7 +865,7 @@ async fn exchange(
         Err(mut e) => {
             let text = error_chain(e.error());
             return Ok(match e.take_message() {
-                Some(req) => Exchange::NotSent(req, text),
+                Some(req) => Exchange::NotSent(Box::new(req), text),
                 None => done(classify_hyper(e.error()), Some(text), false),
             });
         }

@@ -14,12 +14,19 @@
 //!          with CLOCK_MONOTONIC as it is framed; no JSON parsing, no encoding, no blocking I/O
 //!                               │  RawEvent (plain struct), try_send; a full channel is
 //!                               ▼  counted, then waited on: no event is ever dropped
-//!                       bounded channel (EventSink)
+//!                       bounded channel (EventSink → EventReceiver)
 //!                               │
-//!          writer thread (next step): parses the `data:` JSON into content / reasoning /
-//!          tool-call deltas, finish reason and usage, and appends rows to events.parquet;
-//!          request outcomes go to requests.parquet
+//!          writer thread (next step): drains the channel in batches (`drain_into`, then a
+//!          short sleep, so no send ever has to wake it), parses the `data:` JSON into content /
+//!          reasoning / tool-call deltas, finish reason and usage, and appends rows to
+//!          events.parquet; request outcomes go to requests.parquet
 //! ```
+//!
+//! Budget: at most 8 µs of CPU per event for the whole recording thread. Measured at
+//! opt-level 1 on this 2-core machine while other builds shared it (ignored test
+//! `hot_path_cpu_per_event`): 256 streams at about 8,500 events/s cost 6–8 µs per event with a
+//! polling writer and 8–12.5 µs with a writer that blocks per event; about half of it is kernel
+//! time (socket reads and wakes). SSE framing is about 0.25 µs of that.
 //!
 //! - [`prompt`]: deterministic prompts (same request index → same body in every arm and at
 //!   every concurrency), unique cache-busting prefixes, canaries, and calibration of the filler

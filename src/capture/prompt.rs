@@ -360,7 +360,7 @@ const TEMPLATES: &[&[Slot]] = &[
     &[Adv, Lit("the"), Noun, Verb, Lit("every"), Adj, Noun],
     &[Lit("In"), Lit("the"), Adj, Noun, Lit("each"), Noun, Verb, Lit("the"), Noun, Lit("and"), Lit("the"), Noun],
     &[Lit("Nobody"), Lit("expected"), Lit("that"), Lit("the"), Noun, Prep, Lit("the"), Noun, Lit("would"), Lit("keep"), Num, Adj, Plural],
-    &[Lit("Every"), Lit("morning"), Lit("a"), Adj, Noun, Adv, Verb, Lit("the"), Noun],
+    &[Lit("Every"), Lit("morning"), Lit("the"), Adj, Noun, Adv, Verb, Lit("the"), Noun],
     &[Lit("According"), Lit("to"), Lit("the"), Noun, Lit("the"), Noun, Verb, Num, Plural, Prep, Lit("the"), Noun],
 ];
 
@@ -702,6 +702,19 @@ mod tests {
         assert_ne!(PromptBuilder::new(other_class).body(0, 500), a.body(0, 500));
     }
 
+    /// Bodies are a contract across releases: arms recorded months apart must get the same
+    /// text for the same index. Changing the word lists, templates or generator breaks this.
+    #[test]
+    fn prompt_body_text_is_pinned_across_releases() {
+        let b = PromptBuilder::new(spec(PromptCacheMode::Unique, PromptForm::Messages));
+        let body = b.body(0, 300);
+        assert_eq!(
+            hex::encode(Sha256::digest(body.as_bytes())),
+            "42c278ace3f3cc381c0868fd1b0c9184f6821b381e64282881bc3fcb41832f5a"
+        );
+        assert_eq!(&body[..40], "According to the castle the clock collec");
+    }
+
     #[test]
     fn body_grows_one_word_per_unit() {
         let b = PromptBuilder::new(spec(PromptCacheMode::Unique, PromptForm::Messages));
@@ -853,7 +866,7 @@ mod tests {
         let mut n = 0u64;
         let noisy = async |_: &PromptContent| {
             n += 1;
-            Ok(if n % 2 == 0 { 9000 } else { 50 })
+            Ok(if n.is_multiple_of(2) { 9000 } else { 50 })
         };
         let err = calibrate(&b, 0, 4096, noisy).await.unwrap_err();
         assert!(

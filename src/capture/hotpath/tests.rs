@@ -693,12 +693,7 @@ fn worker_debug_redacts_the_api_key() {
 /// current-thread runtime on this thread, whose CPU time is measured: socket reads, hyper's
 /// chunked decoding, SSE framing, the clock and the channel send. A writer thread drains the
 /// channel either by blocking per event or by polling every 2 ms.
-fn hot_path_bench(
-    streams: usize,
-    events: usize,
-    interval: Duration,
-    polling: bool,
-) -> (f64, f64, u64) {
+fn hot_path_bench(streams: usize, events: usize, interval: Duration, polling: bool) -> Bench {
     use std::io::{Read, Write};
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
@@ -771,6 +766,15 @@ fn hot_path_bench(
         .build()
         .unwrap();
     let ep = Arc::new(Endpoint::parse(0, &format!("http://{addr}")).unwrap());
+    let usage = || {
+        // SAFETY: a zeroed rusage is a valid out-parameter.
+        let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+        // SAFETY: `ru` is valid and writable; RUSAGE_THREAD is supported on Linux.
+        unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) };
+        let us = |t: libc::timeval| t.tv_sec as f64 * 1e6 + t.tv_usec as f64;
+        (us(ru.ru_utime), us(ru.ru_stime))
+    };
+    let (user0, sys0) = usage();
     let cpu0 = crate::capture::sse::tests::thread_cpu_ns();
     let wall0 = monotonic_ns();
     let outcomes = rt.block_on(async {
@@ -792,17 +796,28 @@ fn hot_path_bench(
     });
     let cpu = crate::capture::sse::tests::thread_cpu_ns() - cpu0;
     let wall = monotonic_ns() - wall0;
+    let (user1, sys1) = usage();
     drop(sink);
     let (received, full) = drain.join().unwrap();
     server.join().unwrap();
     assert!(outcomes.iter().all(|o| o.outcome == Outcome::Ok));
     let total = streams * (events + 1);
     assert_eq!(received, total);
-    (
-        cpu as f64 / total as f64,
-        total as f64 / (wall as f64 / 1e9),
+    Bench {
+        cpu_ns: cpu as f64 / total as f64,
+        user_ns: (user1 - user0) * 1e3 / total as f64,
+        sys_ns: (sys1 - sys0) * 1e3 / total as f64,
+        rate: total as f64 / (wall as f64 / 1e9),
         full,
-    )
+    }
+}
+
+struct Bench {
+    cpu_ns: f64,
+    user_ns: f64,
+    sys_ns: f64,
+    rate: f64,
+    full: u64,
 }
 
 #[test]
@@ -820,14 +835,20 @@ fn hot_path_cpu_per_event() {
             {
                 continue;
             }
-            let (ns, rate, full) = hot_path_bench(streams, events, interval, polling);
+            let b = hot_path_bench(streams, events, interval, polling);
             println!(
-                "hot path, {streams} stream(s) at {rate:.0} events/s, writer {}: {ns:.0} ns CPU/event; channel full {full} times",
+                "hot path, {streams} stream(s) at {:.0} events/s, writer {}: {:.0} ns CPU/event \
+                 (user {:.0}, kernel {:.0}); channel full {} times",
+                b.rate,
                 if polling {
                     "polling every 2 ms"
                 } else {
                     "blocking per event"
-                }
+                },
+                b.cpu_ns,
+                b.user_ns,
+                b.sys_ns,
+                b.full
             );
         }
     }
