@@ -853,3 +853,16 @@ fn hot_path_cpu_per_event() {
         }
     }
 }
+
+/// The driver spawns workers on a multi-thread runtime: their futures must be `Send`.
+#[test]
+fn worker_futures_are_send() {
+    fn assert_send<T: Send>(_: &T) {}
+    let (sink, _rx) = event_channel(1);
+    let ep = Arc::new(Endpoint::parse(0, "http://127.0.0.1:9").unwrap());
+    let mut w = Worker::new(ep, Timeouts::default(), None, sink).unwrap();
+    let req = prepared(Api::Chat, 0, "{}");
+    let cancel = Cancel::new();
+    let fut = w.execute(&req, 0, &cancel);
+    assert_send(&fut);
+}
