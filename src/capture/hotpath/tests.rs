@@ -766,15 +766,6 @@ fn hot_path_bench(streams: usize, events: usize, interval: Duration, polling: bo
         .build()
         .unwrap();
     let ep = Arc::new(Endpoint::parse(0, &format!("http://{addr}")).unwrap());
-    let usage = || {
-        // SAFETY: a zeroed rusage is a valid out-parameter.
-        let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-        // SAFETY: `ru` is valid and writable; RUSAGE_THREAD is supported on Linux.
-        unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) };
-        let us = |t: libc::timeval| t.tv_sec as f64 * 1e6 + t.tv_usec as f64;
-        (us(ru.ru_utime), us(ru.ru_stime))
-    };
-    let (user0, sys0) = usage();
     let cpu0 = crate::capture::sse::tests::thread_cpu_ns();
     let wall0 = monotonic_ns();
     let outcomes = rt.block_on(async {
@@ -796,7 +787,6 @@ fn hot_path_bench(streams: usize, events: usize, interval: Duration, polling: bo
     });
     let cpu = crate::capture::sse::tests::thread_cpu_ns() - cpu0;
     let wall = monotonic_ns() - wall0;
-    let (user1, sys1) = usage();
     drop(sink);
     let (received, full) = drain.join().unwrap();
     server.join().unwrap();
@@ -805,8 +795,6 @@ fn hot_path_bench(streams: usize, events: usize, interval: Duration, polling: bo
     assert_eq!(received, total);
     Bench {
         cpu_ns: cpu as f64 / total as f64,
-        user_ns: (user1 - user0) * 1e3 / total as f64,
-        sys_ns: (sys1 - sys0) * 1e3 / total as f64,
         rate: total as f64 / (wall as f64 / 1e9),
         full,
     }
@@ -814,8 +802,6 @@ fn hot_path_bench(streams: usize, events: usize, interval: Duration, polling: bo
 
 struct Bench {
     cpu_ns: f64,
-    user_ns: f64,
-    sys_ns: f64,
     rate: f64,
     full: u64,
 }
@@ -837,8 +823,8 @@ fn hot_path_cpu_per_event() {
             }
             let b = hot_path_bench(streams, events, interval, polling);
             println!(
-                "hot path, {streams} stream(s) at {:.0} events/s, writer {}: {:.0} ns CPU/event \
-                 (user {:.0}, kernel {:.0}); channel full {} times",
+                "hot path, {streams} stream(s) at {:.0} events/s, writer {}: {:.0} ns CPU/event; \
+                 channel full {} times",
                 b.rate,
                 if polling {
                     "polling every 2 ms"
@@ -846,8 +832,6 @@ fn hot_path_cpu_per_event() {
                     "blocking per event"
                 },
                 b.cpu_ns,
-                b.user_ns,
-                b.sys_ns,
                 b.full
             );
         }
