@@ -1,10 +1,11 @@
 //! anvil: evidence toolkit for LLM-serving benchmark campaigns.
 //!
-//! Layers, data flowing one way: [`manifest`] (what to run) → capture (hot path) →
+//! Layers, data flowing one way: [`manifest`] (what to run) → [`capture`] (hot path) →
 //! [`artifact`] (the Parquet contract) → query → rules → report. [`sim`] is the
 //! OpenAI-compatible simulator with a known timing model used as ground truth.
 
 pub mod artifact;
+pub mod capture;
 pub mod cli;
 pub mod clock;
 pub mod exit;

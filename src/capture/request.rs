@@ -1,0 +1,412 @@
+//! Request bodies for the three OpenAI-compatible streaming APIs, serialised to `Bytes` before
+//! the run so the hot path only writes them.
+//!
+//! | api | path | prompt field | length field |
+//! |---|---|---|---|
+//! | `chat` | `/v1/chat/completions` | `messages` | `max_tokens` |
+//! | `completions` | `/v1/completions` | `prompt` | `max_tokens` |
+//! | `responses` | `/v1/responses` | `input` | `max_output_tokens` |
+//!
+//! Chat and completions ask for `stream_options.include_usage` so the final chunk carries the
+//! usage token counts every metric is computed from. Sampling is greedy (`temperature: 0`).
+
+use std::fmt;
+
+use bytes::Bytes;
+use hyper::header::HeaderValue;
+use serde::Serialize;
+
+use super::prompt::{ChatMessage, Prompt, PromptContent, PromptForm};
+
+/// Which API a cell drives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Api {
+    Chat,
+    Completions,
+    Responses,
+}
+
+impl Api {
+    /// Parse the manifest / command-line spelling (`chat`, `completions`, `responses`).
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "chat" => Some(Self::Chat),
+            "completions" => Some(Self::Completions),
+            "responses" => Some(Self::Responses),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Chat => "chat",
+            Self::Completions => "completions",
+            Self::Responses => "responses",
+        }
+    }
+
+    /// The request path below the server root.
+    pub fn path(self) -> &'static str {
+        match self {
+            Self::Chat => "/v1/chat/completions",
+            Self::Completions => "/v1/completions",
+            Self::Responses => "/v1/responses",
+        }
+    }
+
+    /// How prompts for this API are shaped.
+    pub fn prompt_form(self) -> PromptForm {
+        match self {
+            Self::Chat => PromptForm::Messages,
+            Self::Completions | Self::Responses => PromptForm::Text,
+        }
+    }
+
+    /// The SSE event that ends a complete stream: `data: [DONE]` for chat and completions,
+    /// an `event: response.completed` for the Responses API.
+    pub fn is_terminal(self, event: Option<&str>, data: &str) -> bool {
+        match self {
+            Self::Chat | Self::Completions => data == "[DONE]",
+            Self::Responses => event == Some("response.completed"),
+        }
+    }
+}
+
+/// What every request of a cell shares.
+#[derive(Debug, Clone)]
+pub struct RequestOptions {
+    pub api: Api,
+    /// The served model name.
+    pub model: String,
+    /// Token ceiling (`max_tokens`, or `max_output_tokens` for Responses); `None` leaves the
+    /// server's default.
+    pub max_tokens: Option<u32>,
+    /// The manifest's `thinking: disabled`.
+    pub thinking_disabled: bool,
+    /// Leave out `chat_template_kwargs.enable_thinking` (for servers that reject unknown fields
+    /// or models without the switch).
+    pub omit_thinking_kwarg: bool,
+}
+
+/// An API key. Its `Debug` and `Display` never show the key; it is sent only as a sensitive
+/// `Authorization: Bearer` header.
+#[derive(Clone)]
+pub struct ApiKey(String);
+
+impl ApiKey {
+    pub fn new(key: impl Into<String>) -> Self {
+        Self(key.into())
+    }
+
+    /// The `Authorization` header value, marked sensitive (hyper and any header dump skip it).
+    pub fn header_value(&self) -> Result<HeaderValue, RequestError> {
+        let mut v = HeaderValue::from_str(&format!("Bearer {}", self.0))
+            .map_err(|_| RequestError::BadApiKey)?;
+        v.set_sensitive(true);
+        Ok(v)
+    }
+}
+
+impl fmt::Debug for ApiKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("ApiKey(<redacted>)")
+    }
+}
+
+impl fmt::Display for ApiKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("<redacted>")
+    }
+}
+
+/// Why a request could not be prepared.
+#[derive(Debug, thiserror::Error)]
+pub enum RequestError {
+    #[error(
+        "request {request_index}: the {api} API takes a {expected:?} prompt, the prompt was built as {got:?}"
+    )]
+    FormMismatch {
+        request_index: u32,
+        api: &'static str,
+        expected: PromptForm,
+        got: PromptForm,
+    },
+    #[error("run id `{run_id}` cannot be used in an x-request-id header (use visible ASCII)")]
+    BadRunId { run_id: String },
+    #[error("the API key contains characters that cannot go in an HTTP header")]
+    BadApiKey,
+    #[error("request {request_index}: serialising the body failed: {source}")]
+    Serialise {
+        request_index: u32,
+        #[source]
+        source: serde_json::Error,
+    },
+}
+
+/// One request, ready for the hot path.
+#[derive(Debug, Clone)]
+pub struct PreparedRequest {
+    pub request_index: u32,
+    pub api: Api,
+    /// The JSON body, serialised.
+    pub body: Bytes,
+    /// `x-request-id: <run_id>-<request_index>`.
+    pub request_id: HeaderValue,
+    pub canary: Option<String>,
+    pub prompt_sha256: String,
+    pub prompt_chars: u64,
+    pub filler_units: u32,
+}
+
+#[derive(Serialize)]
+struct StreamOptions {
+    include_usage: bool,
+}
+
+#[derive(Serialize)]
+struct ThinkingKwargs {
+    enable_thinking: bool,
+}
+
+#[derive(Serialize)]
+struct ChatBody<'a> {
+    model: &'a str,
+    messages: &'a [ChatMessage],
+    stream: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stream_options: Option<StreamOptions>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_tokens: Option<u32>,
+    temperature: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    chat_template_kwargs: Option<ThinkingKwargs>,
+}
+
+#[derive(Serialize)]
+struct CompletionsBody<'a> {
+    model: &'a str,
+    prompt: &'a str,
+    stream: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stream_options: Option<StreamOptions>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_tokens: Option<u32>,
+    temperature: f64,
+}
+
+#[derive(Serialize)]
+struct ResponsesBody<'a> {
+    model: &'a str,
+    input: &'a str,
+    stream: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_output_tokens: Option<u32>,
+    temperature: f64,
+}
+
+/// Serialise a body for `content`. `stream: false` with `max_tokens` overridden is the
+/// calibration probe (see [`super::oracle::ProbeOracle`]).
+pub fn body_json(
+    opts: &RequestOptions,
+    request_index: u32,
+    content: &PromptContent,
+    stream: bool,
+    max_tokens: Option<u32>,
+) -> Result<Vec<u8>, RequestError> {
+    let expected = opts.api.prompt_form();
+    let got = match content {
+        PromptContent::Messages(_) => PromptForm::Messages,
+        PromptContent::Text(_) => PromptForm::Text,
+    };
+    let mismatch = || RequestError::FormMismatch {
+        request_index,
+        api: opts.api.as_str(),
+        expected,
+        got,
+    };
+    let stream_options = stream.then_some(StreamOptions {
+        include_usage: true,
+    });
+    let ser = |r: serde_json::Result<Vec<u8>>| {
+        r.map_err(|source| RequestError::Serialise {
+            request_index,
+            source,
+        })
+    };
+    match (opts.api, content) {
+        (Api::Chat, PromptContent::Messages(messages)) => ser(serde_json::to_vec(&ChatBody {
+            model: &opts.model,
+            messages,
+            stream,
+            stream_options,
+            max_tokens,
+            temperature: 0.0,
+            chat_template_kwargs: (opts.thinking_disabled && !opts.omit_thinking_kwarg).then_some(
+                ThinkingKwargs {
+                    enable_thinking: false,
+                },
+            ),
+        })),
+        (Api::Completions, PromptContent::Text(prompt)) => {
+            ser(serde_json::to_vec(&CompletionsBody {
+                model: &opts.model,
+                prompt,
+                stream,
+                stream_options,
+                max_tokens,
+                temperature: 0.0,
+            }))
+        }
+        (Api::Responses, PromptContent::Text(input)) => ser(serde_json::to_vec(&ResponsesBody {
+            model: &opts.model,
+            input,
+            stream,
+            max_output_tokens: max_tokens,
+            temperature: 0.0,
+        })),
+        _ => Err(mismatch()),
+    }
+}
+
+/// Prepare the streaming request of `prompt` for run `run_id`.
+pub fn prepare(
+    opts: &RequestOptions,
+    run_id: &str,
+    prompt: &Prompt,
+) -> Result<PreparedRequest, RequestError> {
+    let body = body_json(
+        opts,
+        prompt.request_index,
+        &prompt.content,
+        true,
+        opts.max_tokens,
+    )?;
+    let request_id =
+        HeaderValue::from_str(&format!("{run_id}-{}", prompt.request_index)).map_err(|_| {
+            RequestError::BadRunId {
+                run_id: run_id.to_owned(),
+            }
+        })?;
+    Ok(PreparedRequest {
+        request_index: prompt.request_index,
+        api: opts.api,
+        body: Bytes::from(body),
+        request_id,
+        canary: prompt.canary.clone(),
+        prompt_sha256: prompt.sha256.clone(),
+        prompt_chars: prompt.chars,
+        filler_units: prompt.filler_units,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::capture::prompt::{PromptBuilder, PromptCacheMode, PromptSpec, ResponseLength};
+    use serde_json::{Value, json};
+
+    fn prompt(api: Api) -> Prompt {
+        PromptBuilder::new(PromptSpec {
+            seed: 38027,
+            run_salt: "r1".into(),
+            workload_class: "headline-sustained-output".into(),
+            context_target: 4096,
+            cache_mode: PromptCacheMode::Unique,
+            response_length: ResponseLength::AboutWords(256),
+            canaries: true,
+            form: api.prompt_form(),
+        })
+        .build(12, 40)
+    }
+
+    fn opts(api: Api) -> RequestOptions {
+        RequestOptions {
+            api,
+            model: "qwen3.8-27b".into(),
+            max_tokens: Some(512),
+            thinking_disabled: true,
+            omit_thinking_kwarg: false,
+        }
+    }
+
+    #[test]
+    fn chat_body() {
+        let p = prompt(Api::Chat);
+        let r = prepare(&opts(Api::Chat), "run7", &p).unwrap();
+        let v: Value = serde_json::from_slice(&r.body).unwrap();
+        assert_eq!(v["model"], "qwen3.8-27b");
+        assert_eq!(v["stream"], true);
+        assert_eq!(v["stream_options"], json!({"include_usage": true}));
+        assert_eq!(v["max_tokens"], 512);
+        assert_eq!(v["temperature"], 0.0);
+        assert_eq!(v["chat_template_kwargs"], json!({"enable_thinking": false}));
+        assert_eq!(v["messages"][0]["role"], "system");
+        assert_eq!(r.request_id, "run7-12");
+        // The prompt hash covers the exact `messages` bytes in the body.
+        let body = std::str::from_utf8(&r.body).unwrap();
+        let sent = String::from_utf8(p.content.sent_bytes()).unwrap();
+        assert!(body.contains(&format!("\"messages\":{sent},")));
+        assert_eq!(r.prompt_sha256, p.sha256);
+        assert_eq!(r.canary, p.canary);
+
+        let mut o = opts(Api::Chat);
+        o.omit_thinking_kwarg = true;
+        let v: Value = serde_json::from_slice(&prepare(&o, "run7", &p).unwrap().body).unwrap();
+        assert!(v.get("chat_template_kwargs").is_none());
+        o.omit_thinking_kwarg = false;
+        o.thinking_disabled = false;
+        let v: Value = serde_json::from_slice(&prepare(&o, "run7", &p).unwrap().body).unwrap();
+        assert!(v.get("chat_template_kwargs").is_none());
+    }
+
+    #[test]
+    fn completions_and_responses_bodies() {
+        let p = prompt(Api::Completions);
+        let PromptContent::Text(text) = &p.content else {
+            panic!()
+        };
+        let v: Value =
+            serde_json::from_slice(&prepare(&opts(Api::Completions), "r", &p).unwrap().body)
+                .unwrap();
+        assert_eq!(v["prompt"], text.as_str());
+        assert_eq!(v["stream"], true);
+        assert_eq!(v["stream_options"]["include_usage"], true);
+        assert_eq!(v["max_tokens"], 512);
+        assert!(v.get("chat_template_kwargs").is_none());
+
+        let v: Value =
+            serde_json::from_slice(&prepare(&opts(Api::Responses), "r", &p).unwrap().body).unwrap();
+        assert_eq!(v["input"], text.as_str());
+        assert_eq!(v["stream"], true);
+        assert_eq!(v["max_output_tokens"], 512);
+        assert!(v.get("max_tokens").is_none());
+        assert!(v.get("stream_options").is_none());
+    }
+
+    #[test]
+    fn mismatched_prompt_and_bad_run_id_are_errors() {
+        let err = prepare(&opts(Api::Completions), "r", &prompt(Api::Chat)).unwrap_err();
+        assert!(matches!(err, RequestError::FormMismatch { .. }), "{err}");
+        let err = prepare(&opts(Api::Chat), "run\nid", &prompt(Api::Chat)).unwrap_err();
+        assert!(matches!(err, RequestError::BadRunId { .. }), "{err}");
+    }
+
+    #[test]
+    fn api_key_is_never_shown() {
+        let k = ApiKey::new("sk-secret-123");
+        assert!(!format!("{k:?}").contains("secret"));
+        assert!(!format!("{k}").contains("secret"));
+        let h = k.header_value().unwrap();
+        assert!(h.is_sensitive());
+        assert!(!format!("{h:?}").contains("secret"));
+        assert!(ApiKey::new("bad\nkey").header_value().is_err());
+    }
+
+    #[test]
+    fn terminal_events() {
+        assert!(Api::Chat.is_terminal(None, "[DONE]"));
+        assert!(!Api::Chat.is_terminal(None, "{\"choices\":[]}"));
+        assert!(Api::Responses.is_terminal(Some("response.completed"), "{}"));
+        assert!(!Api::Responses.is_terminal(None, "[DONE]"));
+    }
+}
