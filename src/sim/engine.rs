@@ -12,9 +12,9 @@
 //!
 //! - at most `max_batch` running sequences; the rest wait FIFO and are admitted as running
 //!   ones finish;
-//! - prefill is one FIFO lane at `prefill_tps` over uncached tokens, plus one scheduler step
-//!   per prefill chunk (`chunked_prefill`; 0 = one chunk); the first token is written at the
-//!   end of prefill;
+//! - prefill is one FIFO lane at `prefill_tps` over uncached tokens; a sequence's first
+//!   token is written when its prefill compute is done plus one scheduler step per prefill
+//!   chunk (`chunked_prefill`; 0 = the whole prompt in one chunk);
 //! - each sequence then steps on its own phase (processor sharing, so writes spread in
 //!   time): a step costs `(1 - batch_cost + batch_cost * running) / decode_tps` seconds,
 //!   times `1 + 0.03 * spec_depth`, with ±3 % seeded jitter; while a prefill is in flight a
@@ -97,7 +97,8 @@ pub enum Push {
 #[derive(Debug)]
 pub struct Job {
     pub replica: usize,
-    /// When the request body was fully read (CLOCK_MONOTONIC ns).
+    /// When the request reaches the engine, parsed and planned (CLOCK_MONOTONIC ns): the
+    /// deadline of its first events and the earliest start of its prefill.
     pub t_arrival_ns: i64,
     /// Uncached prompt tokens.
     pub prefill_tokens: u32,
@@ -281,7 +282,13 @@ pub fn step_ns(t: &Timing, running: usize) -> f64 {
         * (1.0 + 0.03 * t.spec_depth as f64)
 }
 
-/// Prefill cost in ns of `tokens` uncached tokens.
+/// Prefill compute in ns of `tokens` uncached tokens (what occupies the prefill lane).
+pub fn prefill_compute_ns(t: &Timing, tokens: u32) -> f64 {
+    tokens as f64 / t.prefill_tps * 1e9
+}
+
+/// Time in ns from prefill start to the first token: compute plus one scheduler step per
+/// prefill chunk.
 pub fn prefill_ns(t: &Timing, tokens: u32) -> f64 {
     let chunks = if t.chunked_prefill == 0 {
         1
@@ -289,7 +296,7 @@ pub fn prefill_ns(t: &Timing, tokens: u32) -> f64 {
         tokens.div_ceil(t.chunked_prefill).max(1)
     };
     let step_overhead = 1e9 / t.decode_tps * (1.0 - t.batch_cost);
-    tokens as f64 / t.prefill_tps * 1e9 + chunks as f64 * step_overhead
+    prefill_compute_ns(t, tokens) + chunks as f64 * step_overhead
 }
 
 impl Sched {
@@ -410,9 +417,12 @@ impl Sched {
         let delay = seq.events.get(seq.next).map_or(0, |e| e.delay_ns);
         let r = &mut self.reps[seq.replica];
         r.running += 1;
+        // The lane is busy for the prefill compute only; the per-chunk step overhead delays
+        // this sequence's first token but is shared with other sequences' steps.
         let start = t.max(r.prefill_free_at);
+        let compute = prefill_compute_ns(&self.timing, seq.prefill_tokens) as i64;
+        r.prefill_free_at = start + compute;
         let end = start + prefill_ns(&self.timing, seq.prefill_tokens) as i64;
-        r.prefill_free_at = end;
         self.heap.push(Reverse((end + delay, id)));
         let rep = seq.replica;
         self.update_gauges(rep);

@@ -398,7 +398,7 @@ async fn generate_handler(
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
     st.engine.submit(Job {
         replica: ctx.rep.index,
-        t_arrival_ns: t_read,
+        t_arrival_ns: monotonic_ns(),
         prefill_tokens: prompt_tokens - cached,
         events,
         tx,
