@@ -126,11 +126,12 @@ fn level(streams: usize, secs: u64, extra: &[String]) -> String {
         .find(|l| l.contains("lag: events"))
         .unwrap_or("no lag report")
         .to_string();
-    let sched = if err.contains("SCHED_FIFO not permitted") {
-        "ordinary"
-    } else {
-        "fifo"
-    };
+    let sched =
+        if err.contains("SCHED_FIFO not permitted") || extra.iter().any(|a| a == "--no-realtime") {
+            "ordinary"
+        } else {
+            "fifo"
+        };
     format!(
         "streams {streams:>4}  requests {ok:>5}  {:>6.1} MB in {wall:>5.1} s  sched {sched}  {report}",
         bytes as f64 / 1e6

@@ -34,7 +34,7 @@ pub struct Profile {
 /// The single-GPU target-only baseline the other profiles vary.
 const BASE: Profile = Profile {
     name: "default",
-    what: "target-only, one GPU, chunked prefill 2048",
+    what: "target-only baseline, one GPU",
     prefill_tps: 8000.0,
     decode_tps: 60.0,
     max_batch: 64,
@@ -106,7 +106,7 @@ pub const PROFILES: &[Profile] = &[
     chunked("chunked-8192", "chunked prefill 8192", 8192),
     Profile {
         name: "tp2",
-        what: "tensor-parallel 2: faster per replica",
+        what: "TP2: faster per replica",
         prefill_tps: 14000.0,
         decode_tps: 95.0,
         max_batch: 128,
@@ -156,7 +156,7 @@ pub fn long_help() -> String {
     }
     s.push_str("\nFault kinds (--fault KIND=RATE, RATE in [0,1], drawn per request, seeded):\n");
     for k in FaultKind::ALL {
-        s.push_str(&format!("  {:<17} {}\n", k.name(), k.wire_behaviour()));
+        s.push_str(&format!("  {:<20} {}\n", k.name(), k.wire_behaviour()));
     }
     s.push_str(
         "\nTokenizer: each maximal run of letters/digits is split into pieces of at most 4\n\
@@ -169,7 +169,10 @@ pub fn long_help() -> String {
          Timing: one timer thread holds every stream's absolute deadlines; prefill runs FIFO at\n\
          --prefill-tps over uncached tokens; each sequence then steps on its own phase, a step\n\
          costing (1 - bcost + bcost * running) / decode-tps seconds (x (1 + 0.03 * spec-depth)),\n\
-         with small seeded jitter. --truth writes one CSV row per SSE event written.\n\
+         with small seeded jitter; while a prefill runs, a step also pays one prefill chunk\n\
+         (--chunked-prefill; 0 = waits for the whole prefill). --truth FILE: CSV\n\
+         request_id,replica,seq,tokens,kind,t_deadline_ns,t_write_ns, one row per SSE event\n\
+         written plus one `request_read` row per request (CLOCK_MONOTONIC ns).\n\
          \n\
          Exit codes: 0 clean shutdown (SIGINT/SIGTERM), 1 runtime error, 2 bad flag.\n",
     );

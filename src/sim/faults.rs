@@ -77,7 +77,7 @@ impl FaultKind {
     pub fn wire_behaviour(self) -> &'static str {
         match self {
             FaultKind::Contaminate => {
-                "reply carries another in-flight request's canary (fabricated if none) after its own"
+                "reply carries another in-flight request's canary (or a made-up one)"
             }
             FaultKind::Disconnect => {
                 "connection closed mid-stream: no terminating chunk, no [DONE]"
@@ -91,8 +91,7 @@ impl FaultKind {
             FaultKind::NoUsage => "no usage chunk / no usage field",
             FaultKind::BadJson => "under response_format json_schema, content is invalid JSON",
             FaultKind::Restart => {
-                "replica drops all in-flight streams, clears its cache, resets counters, \
-                 new process_start_time_seconds"
+                "replica drops its streams, cache, counters; new process_start_time"
             }
             FaultKind::WrongTool => "tool call names a function that was not offered",
             FaultKind::ToolContaminate => "tool arguments carry another request's canary",

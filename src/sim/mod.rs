@@ -48,13 +48,11 @@ use truth::Truth;
 /// Run the simulator until SIGINT or SIGTERM; then flush the truth file and print the lag
 /// report to stderr.
 pub fn run(cfg: Config) -> anyhow::Result<()> {
-    if cfg.realtime {
-        realtime::tight_timer_slack();
-        if let Err(e) = realtime::fifo(realtime::FIFO_PRIORITY) {
-            eprintln!(
-                "anvil-sim: SCHED_FIFO not permitted ({e}); running with ordinary scheduling"
-            );
-        }
+    realtime::tight_timer_slack();
+    if cfg.realtime
+        && let Err(e) = realtime::fifo(realtime::FIFO_PRIORITY)
+    {
+        eprintln!("anvil-sim: SCHED_FIFO not permitted ({e}); running with ordinary scheduling");
     }
     let truth = Truth::start(cfg.truth.as_deref())?;
     let replicas: Vec<Arc<ReplicaShared>> = (0..cfg.replicas)

@@ -10,7 +10,10 @@
 //! `seq` is the 0-based index of the SSE event within its response (every event counts:
 //! role chunk, usage chunk, `[DONE]`, injected malformed lines); times are absolute
 //! `CLOCK_MONOTONIC` nanoseconds. A `request_read` row has an empty `seq` and deadline,
-//! `tokens` 0, and `t_write_ns` = when the request body was fully read.
+//! `tokens` 0, and `t_write_ns` = when the request body was fully read. A response's first
+//! events (role chunk, `response.created`) are due when the request reaches the engine,
+//! parsed and planned, so their deadline minus the `request_read` time is the simulator's
+//! own processing time; later deadlines follow the timing model (see `engine`).
 
 use std::fs::File;
 use std::io::{BufWriter, Write};

@@ -659,6 +659,29 @@ fn completions_and_responses_stream() {
         done["response"]["output"][0]["content"][0]["text"],
         deltas.as_str()
     );
+
+    // Non-streaming forms of both.
+    let r: Value = serde_json::from_str(
+        &post(
+            &sim.url(0, "/v1/completions"),
+            &json!({"prompt": "about 4 words"}),
+        )
+        .body,
+    )
+    .unwrap();
+    assert_eq!(r["object"], "text_completion");
+    assert_eq!(r["usage"]["completion_tokens"], 4);
+    let r: Value = serde_json::from_str(
+        &post(
+            &sim.url(0, "/v1/responses"),
+            &json!({"input": "about 4 words"}),
+        )
+        .body,
+    )
+    .unwrap();
+    assert_eq!(r["object"], "response");
+    assert_eq!(r["status"], "completed");
+    assert_eq!(r["usage"]["output_tokens"], 4);
 }
 
 #[test]
@@ -1000,5 +1023,99 @@ fn fault_tool_kinds_and_responses_malformed() {
     assert_eq!(
         ev.last().unwrap().event.as_deref(),
         Some("response.completed")
+    );
+}
+
+/// Truth rows of one request id: (kind, tokens, deadline ns), in seq order.
+fn truth_rows(text: &str, id: &str) -> Vec<(String, u64, i64)> {
+    text.lines()
+        .skip(1)
+        .map(|l| l.split(',').collect::<Vec<_>>())
+        .filter(|r| r[0] == id && r[4] != "request_read")
+        .map(|r| {
+            (
+                r[4].to_string(),
+                r[3].parse().unwrap(),
+                r[5].parse().unwrap(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn deadlines_follow_the_timing_model() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("truth.csv");
+    let sim = Sim::start(&[
+        "--decode-tps",
+        "100",
+        "--prefill-tps",
+        "10000",
+        "--batch-cost",
+        "0",
+        "--max-batch",
+        "1",
+        "--truth",
+        path.to_str().unwrap(),
+    ]);
+    let url = sim.url(0, "/v1/chat/completions");
+    let prompt = "word ".repeat(500);
+    let prompt_tokens = {
+        let t: Value = serde_json::from_str(
+            &post(
+                &sim.url(0, "/tokenize"),
+                &json!({"messages": [{"role": "user", "content": format!("{prompt} about 10 words")}]}),
+            )
+            .body,
+        )
+        .unwrap();
+        t["count"].as_u64().unwrap()
+    };
+    // Two concurrent requests on one batch slot: the second waits for the first.
+    let handles: Vec<_> = ["a", "b"]
+        .into_iter()
+        .enumerate()
+        .map(|(i, id)| {
+            let (url, prompt) = (url.clone(), prompt.clone());
+            std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(30 * i as u64));
+                stream(
+                    &url,
+                    &chat(&format!("{prompt} about 10 words"), json!({})),
+                    Some(id),
+                )
+                .unwrap()
+            })
+        })
+        .collect();
+    for h in handles {
+        h.join().unwrap();
+    }
+    let (code, err) = sim.terminate();
+    assert_eq!(code, 0, "{err}");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let a = truth_rows(&text, "a");
+    let b = truth_rows(&text, "b");
+    let content = |rows: &[(String, u64, i64)]| {
+        rows.iter()
+            .filter(|r| r.0 == "content")
+            .map(|r| r.2)
+            .collect::<Vec<_>>()
+    };
+    let (ca, cb) = (content(&a), content(&b));
+    assert_eq!(ca.len(), 10);
+    // Prefill: prompt / 10000 tok/s + one 10 ms scheduler step.
+    let ttft = (ca[0] - a[0].2) as f64 / 1e6;
+    let want = prompt_tokens as f64 / 10.0 + 10.0;
+    assert!((ttft - want).abs() < 0.5, "ttft {ttft} ms, model {want} ms");
+    // Decode: one step per 10 ms at one running sequence, ±3 % jitter.
+    for w in ca.windows(2) {
+        let gap = (w[1] - w[0]) as f64 / 1e6;
+        assert!((9.69..=10.31).contains(&gap), "step {gap} ms");
+    }
+    // b waited for a's batch slot: its first token comes after a's last event.
+    assert!(
+        cb[0] > a.last().unwrap().2,
+        "b was admitted only when a finished"
     );
 }
