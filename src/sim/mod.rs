@@ -67,6 +67,7 @@ pub fn run(cfg: Config) -> anyhow::Result<()> {
     .context("starting the timer thread")?;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
+        .max_blocking_threads(4)
         .thread_name("anvil-sim-http")
         .enable_all()
         .build()

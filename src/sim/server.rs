@@ -256,21 +256,19 @@ fn foreign_canary(inflight: &Inflight, own: Option<&str>, rng: &mut StdRng) -> S
 }
 
 async fn generate_handler(
-    ctx: &ReplicaCtx,
+    ctx: &Arc<ReplicaCtx>,
     api: Api,
     req: Request<Incoming>,
     id: &str,
 ) -> Response<SimBody> {
     let n = ctx.generations.fetch_add(1, Ordering::Relaxed);
-    let st = &ctx.server;
-    let cfg = &st.cfg;
     let body = match read_body(req).await {
         Ok(b) => b,
         Err(e) => return error_response(&e),
     };
     let t_read = monotonic_ns();
     let request_id: Arc<str> = Arc::from(id);
-    st.truth.send(Record {
+    ctx.server.truth.send(Record {
         request_id: request_id.clone(),
         replica: ctx.rep.index as u16,
         seq: None,
@@ -279,7 +277,36 @@ async fn generate_handler(
         t_deadline_ns: None,
         t_write_ns: t_read,
     });
-    let g = match api::parse_gen(api, &body) {
+    // Parsing, generation and rendering run off the HTTP workers, at ordinary priority,
+    // so they never delay another stream's write.
+    let ctx = ctx.clone();
+    tokio::task::spawn_blocking(move || {
+        super::realtime::ordinary_priority();
+        plan(&ctx, api, &body, request_id, n)
+    })
+    .await
+    .unwrap_or_else(|e| {
+        error_response(&ApiError::new(
+            500,
+            "internal_server_error",
+            None,
+            format!("planning the reply failed: {e}"),
+        ))
+    })
+}
+
+/// Parse, draw faults, generate and pre-render one reply, and hand it to the engine.
+fn plan(
+    ctx: &ReplicaCtx,
+    api: Api,
+    body: &[u8],
+    request_id: Arc<str>,
+    n: u64,
+) -> Response<SimBody> {
+    let st = &ctx.server;
+    let cfg = &st.cfg;
+    let id: &str = &request_id;
+    let g = match api::parse_gen(api, body) {
         Ok(g) => g,
         Err(e) => return error_response(&e),
     };
@@ -327,7 +354,7 @@ async fn generate_handler(
         return r;
     }
 
-    let mut rng = StdRng::seed_from_u64(body_seed(cfg.seed, &body));
+    let mut rng = StdRng::seed_from_u64(body_seed(cfg.seed, body));
     let own = canary::find_first(&g.prompt_text).map(str::to_string);
     let mut fault_rng = StdRng::seed_from_u64(body_seed(cfg.seed ^ n, id.as_bytes()));
     let foreign = faults
