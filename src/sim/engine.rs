@@ -247,6 +247,8 @@ struct Seq {
     prefill_tokens: u32,
     rng: u64,
     admitted: bool,
+    /// When the request reached the engine (admission never precedes it).
+    arrival: i64,
 }
 
 struct Rep {
@@ -366,6 +368,7 @@ impl Sched {
                 prefill_tokens: job.prefill_tokens,
                 rng: job.jitter_seed,
                 admitted: false,
+                arrival: t,
             },
         );
         self.schedule_next(id, t);
@@ -414,6 +417,7 @@ impl Sched {
             return;
         };
         seq.admitted = true;
+        let t = t.max(seq.arrival);
         let delay = seq.events.get(seq.next).map_or(0, |e| e.delay_ns);
         let r = &mut self.reps[seq.replica];
         r.running += 1;
