@@ -252,6 +252,9 @@ pub struct Args {
     /// Timer thread: stop sleeping this many microseconds before a deadline and spin.
     #[arg(long, default_value_t = 50, hide = true)]
     pub spin_us: u32,
+    /// HTTP worker threads.
+    #[arg(long, default_value_t = 2, hide = true)]
+    pub http_threads: usize,
 }
 
 /// Timing parameters of one replica.
@@ -286,6 +289,7 @@ pub struct Config {
     pub mean_words: u32,
     pub realtime: bool,
     pub spin_us: u32,
+    pub http_threads: usize,
 }
 
 /// A flag that does not hold.
@@ -445,6 +449,7 @@ impl Config {
             mean_words: a.mean_words,
             realtime: !a.no_realtime,
             spin_us: a.spin_us.min(10_000),
+            http_threads: a.http_threads.clamp(1, 64),
         })
     }
 }

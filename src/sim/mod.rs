@@ -66,7 +66,7 @@ pub fn run(cfg: Config) -> anyhow::Result<()> {
     )
     .context("starting the timer thread")?;
     let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
+        .worker_threads(cfg.http_threads)
         .max_blocking_threads(4)
         .thread_name("anvil-sim-http")
         .enable_all()
@@ -81,8 +81,9 @@ pub fn run(cfg: Config) -> anyhow::Result<()> {
     });
     let result = rt.block_on(serve(state, replicas));
     rt.shutdown_timeout(Duration::from_millis(200));
-    engine.shutdown();
+    let timer = engine.shutdown();
     let hist = truth.finish().context("finishing the truth file")?;
+    eprintln!("{}", timer.report_as("timer lag"));
     eprintln!("{}", hist.report());
     result
 }
