@@ -517,8 +517,13 @@ impl Sched {
             let Some(w) = self.reps[rep].waiting.pop_front() else {
                 break;
             };
-            if self.seqs.contains_key(&w) {
-                self.admit(w, d);
+            match self.seqs.get(&w) {
+                // Its client left while it waited: drop it without running it.
+                Some(s) if s.tx.is_closed() => {
+                    self.seqs.remove(&w);
+                }
+                Some(_) => self.admit(w, d),
+                None => {}
             }
         }
         self.update_gauges(rep);

@@ -16,6 +16,17 @@
 //!
 //! The tokenizer, the chat template, the timing model and every fault's wire behaviour are
 //! documented in their modules and in `anvil-sim --help`.
+//!
+//! ```text
+//! anvil-sim --port 0 --profile fast                      # tests: free ports, fast timing
+//! anvil-sim --replicas 2 --profile spec-k8 --truth t.csv # a DP2 speculative arm with ground truth
+//! anvil-sim --fault disconnect=0.05 --fault stall=0.01 --stall-ms 3000
+//! ```
+//!
+//! Precision: the timer thread, SCHED_FIFO (timer 60 > HTTP workers 50 > reply planners
+//! 10 > everything else) and pre-rendered bytes keep write lag (actual write − deadline)
+//! p99 in the low hundreds of microseconds at 256 streams × 50 tok/s on two cores;
+//! `benches/sim_lag.rs` measures it, and every run prints it on exit.
 
 pub mod api;
 pub mod body;
