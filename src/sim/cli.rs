@@ -105,6 +105,11 @@ pub const PROFILES: &[Profile] = &[
     chunked("chunked-2048", "chunked prefill 2048", 2048),
     chunked("chunked-8192", "chunked prefill 8192", 8192),
     Profile {
+        name: "tp1",
+        what: "TP1 (the default numbers)",
+        ..BASE
+    },
+    Profile {
         name: "tp2",
         what: "TP2: faster per replica",
         prefill_tps: 14000.0,
@@ -462,6 +467,20 @@ mod tests {
         let mut v = vec!["anvil-sim"];
         v.extend_from_slice(args);
         Config::from_args(Args::try_parse_from(v).unwrap())
+    }
+
+    #[test]
+    fn every_profile_is_valid_and_named_once() {
+        let mut names = std::collections::HashSet::new();
+        for p in PROFILES {
+            assert!(names.insert(p.name), "{} twice", p.name);
+            assert!(parse(&["--profile", p.name]).is_ok(), "{}", p.name);
+        }
+        for required in [
+            "default", "fast", "slow", "no-spec", "spec-k4", "spec-k8", "spec-k12", "spec-k16",
+        ] {
+            assert!(find_profile(required).is_some(), "{required}");
+        }
     }
 
     #[test]
