@@ -416,6 +416,16 @@ impl Config {
             "at most 600000",
         )?;
 
+        if let Some(t) = &a.truth {
+            let dir = t.parent().filter(|d| !d.as_os_str().is_empty());
+            check(
+                dir.is_none_or(|d| d.is_dir()),
+                "--truth",
+                t.display(),
+                "a file in an existing directory",
+            )?;
+        }
+
         let mut faults = FaultRates::default();
         for f in &a.faults {
             let (kind, rate) = f
@@ -499,6 +509,11 @@ mod tests {
         let e = parse(&["--fault", "stall=1.5"]).unwrap_err().to_string();
         assert!(e.contains("[0,1]"), "{e}");
         assert!(parse(&["--spec-accept", "2"]).is_err());
+        let e = parse(&["--truth", "/no/such/dir/t.csv"])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("--truth"), "{e}");
+        assert!(parse(&["--truth", "t.csv"]).is_ok());
         assert!(parse(&["--no-realtime"]).is_ok_and(|c| !c.realtime));
     }
 }
