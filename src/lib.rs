@@ -10,5 +10,7 @@ pub mod cli;
 pub mod clock;
 pub mod exit;
 pub mod manifest;
+#[cfg(feature = "analysis")]
+pub mod rules;
 pub mod sim;
 pub mod validate;

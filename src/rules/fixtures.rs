@@ -1,0 +1,139 @@
+//! Test inputs: the campaign seeds loaded through the manifest module, and artifacts built
+//! on the headline workload with figures that satisfy every rule, for tests to break one
+//! field at a time.
+
+use std::collections::BTreeMap;
+
+use crate::artifact::run::{Api, ArmConfig, Status, Workload};
+use crate::manifest::{RunPlan, WorkloadManifest};
+
+use super::headline::HeadlineSelection;
+use super::input::{
+    Artifact, ArtifactFacts, ArtifactFigures, CanaryResult, FunctionalResult, MetricId,
+    RequestCounts, Stats,
+};
+
+pub fn manifest() -> WorkloadManifest {
+    WorkloadManifest::load(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/sample-data/workload-manifest.json"
+    ))
+    .unwrap()
+}
+
+pub fn plan() -> RunPlan {
+    RunPlan::load(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/sample-data/run-plan.json"
+    ))
+    .unwrap()
+}
+
+pub fn selection() -> HeadlineSelection {
+    HeadlineSelection::from_manifest(&manifest()).unwrap()
+}
+
+/// The headline workload of the seeds.
+pub fn headline_workload() -> Workload {
+    Workload {
+        class: "headline-sustained-output".to_owned(),
+        prompt_tokens_target: 4096,
+        concurrency_per_replica: 8,
+        total_requests: 100,
+        response_words: Some(256),
+        max_tokens: 512,
+        prompt_cache_mode: "unique".to_owned(),
+        canaries: true,
+        seed: 38027,
+        thinking: "disabled".to_owned(),
+        api: Api::Chat,
+        off_manifest: false,
+    }
+}
+
+/// A screen workload (natural completion, 4K C4, 8 requests).
+pub fn screen_workload() -> Workload {
+    Workload {
+        class: "optimization-screen".to_owned(),
+        concurrency_per_replica: 4,
+        total_requests: 8,
+        response_words: None,
+        canaries: false,
+        ..headline_workload()
+    }
+}
+
+/// Stats whose every field is set, centred on `mean`.
+pub fn full_stats(n: u64, mean: f64, sd: f64) -> Stats {
+    Stats {
+        n,
+        mean: Some(mean),
+        sd: Some(sd),
+        ci95_low: Some(mean - sd / 5.0),
+        ci95_high: Some(mean + sd / 5.0),
+        min: Some(mean - 2.0 * sd),
+        p25: Some(mean - sd),
+        p50: Some(mean),
+        p75: Some(mean + sd),
+        p90: Some(mean + 1.5 * sd),
+        p95: Some(mean + 1.8 * sd),
+        p99: Some(mean + 2.0 * sd),
+        max: Some(mean + 2.0 * sd),
+    }
+}
+
+/// A complete headline artifact of `arm` with `config`, 100 requests all ok, own canaries,
+/// full statistics, all functional checks passed, throughput `tps`.
+pub fn artifact(run_id: &str, arm: &str, config: &[(&str, &str)], tps: f64) -> Artifact {
+    let workload = headline_workload();
+    let fingerprint = workload.fingerprint();
+    let facts = ArtifactFacts {
+        run_id: run_id.to_owned(),
+        campaign_id: "2026-09-04-qwen38-27b-pro6000-possibility".to_owned(),
+        arm: arm.to_owned(),
+        stage: "matched topology".to_owned(),
+        config: config.iter().copied().collect::<ArmConfig>(),
+        runtime: "sglang 0.6.1".to_owned(),
+        workload,
+        fingerprint,
+        status: Status::Complete,
+        replica_count: 1,
+    };
+    let metrics: BTreeMap<MetricId, Stats> = MetricId::ALL
+        .into_iter()
+        .map(|metric| (metric, full_stats(100, 100.0, 10.0)))
+        .collect();
+    let figures = ArtifactFigures {
+        metrics,
+        per_request: BTreeMap::new(),
+        aggregate_output_tps: Some(tps),
+        aggregate_output_tps_per_replica: Vec::new(),
+        completion_tokens_p50: Some(340.0),
+        finish_reasons: [("stop".to_owned(), 100)].into_iter().collect(),
+        requests: RequestCounts {
+            measured: 100,
+            ok: 100,
+            failed: BTreeMap::new(),
+        },
+        canaries: (0..100)
+            .map(|request_index| CanaryResult {
+                request_index,
+                own_present: true,
+                ..CanaryResult::default()
+            })
+            .collect(),
+        restarts: Vec::new(),
+        server_errors: Vec::new(),
+        spec_decode: Vec::new(),
+        functional: ["structured_json", "tools", "responses"]
+            .into_iter()
+            .map(|check| FunctionalResult {
+                check: check.to_owned(),
+                request_index: None,
+                passed: true,
+                reason: None,
+            })
+            .collect(),
+    };
+    Artifact { facts, figures }
+}

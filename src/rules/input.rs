@@ -1,0 +1,366 @@
+//! The plain inputs of the rules: [`ArtifactFacts`] (what `run.json` says) and
+//! [`ArtifactFigures`] (what the query layer computed from the Parquet tables).
+//!
+//! Both are plain structs with public fields so the query layer can fill them without
+//! going through the rules; nothing here is computed, only carried.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use serde::Serialize;
+
+use crate::artifact::run::{Api, ArmConfig, Outcome, RunJson, Status, Workload};
+
+/// The configuration key naming an arm's serving topology (`TP1`, `TP2`, `DP2`, …).
+pub const TOPOLOGY_KEY: &str = "topology";
+
+/// What an artifact's `run.json` says about the run (no figures).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ArtifactFacts {
+    /// Unique id of the run (`run.json` `run_id`).
+    pub run_id: String,
+    /// The campaign the run belongs to (`campaign_id`).
+    pub campaign_id: String,
+    /// Arm name as the run plan spells it (`arm.name`), e.g. `TP2`.
+    pub arm: String,
+    /// Run-plan stage of the arm (`arm.stage`), e.g. `matched topology`.
+    pub stage: String,
+    /// The arm's configuration as ordered `key = value` pairs (`arm.config`).
+    pub config: ArmConfig,
+    /// Serving runtime (`arm.runtime`), e.g. `sglang 0.6.1`.
+    pub runtime: String,
+    /// The cell's workload section; its `api` field is the API the run drove.
+    pub workload: Workload,
+    /// The recorded workload fingerprint (`sha256:` + 64 hex digits).
+    pub fingerprint: String,
+    /// How the run ended.
+    pub status: Status,
+    /// Number of replicas the requests were spread over (`topology.replica_count`).
+    pub replica_count: u32,
+}
+
+impl ArtifactFacts {
+    /// The facts of a parsed `run.json`.
+    pub fn from_run_json(run: &RunJson) -> Self {
+        Self {
+            run_id: run.run_id.clone(),
+            campaign_id: run.campaign_id.clone(),
+            arm: run.arm.name.clone(),
+            stage: run.arm.stage.clone(),
+            config: run.arm.config.clone(),
+            runtime: run.arm.runtime.clone(),
+            workload: run.workload.clone(),
+            fingerprint: run.workload_fingerprint.clone(),
+            status: run.status,
+            replica_count: run.topology.replica_count,
+        }
+    }
+
+    /// The API the run drove (part of the workload).
+    pub fn api(&self) -> Api {
+        self.workload.api
+    }
+
+    /// The arm's topology from its `topology` configuration key: `None` when the key is
+    /// absent, an error naming the value when it is not `TPn` or `DPn`.
+    pub fn topology(&self) -> Option<Result<Topology, String>> {
+        self.config.get(TOPOLOGY_KEY).map(Topology::parse)
+    }
+}
+
+/// A serving topology: tensor parallel over n GPUs in one replica, or n data-parallel
+/// replicas of one GPU each.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+pub enum Topology {
+    /// `TPn`: one replica sharded over n GPUs.
+    Tp(u32),
+    /// `DPn`: n independent single-GPU replicas.
+    Dp(u32),
+}
+
+impl Topology {
+    /// Parse `TPn` or `DPn` (n ≥ 1; letters in either case).
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let bad = || format!("topology `{text}` is not TPn or DPn");
+        let trimmed = text.trim();
+        if !trimmed.is_ascii() || trimmed.len() < 3 {
+            return Err(bad());
+        }
+        let (kind, digits) = trimmed.split_at(2);
+        let n: u32 = digits.parse().map_err(|_| bad())?;
+        if n == 0 || !digits.bytes().all(|b| b.is_ascii_digit()) {
+            return Err(bad());
+        }
+        match kind.to_ascii_uppercase().as_str() {
+            "TP" => Ok(Topology::Tp(n)),
+            "DP" => Ok(Topology::Dp(n)),
+            _ => Err(bad()),
+        }
+    }
+
+    /// GPUs the topology uses: n for both `TPn` and `DPn`.
+    pub fn gpus(self) -> u32 {
+        match self {
+            Topology::Tp(n) | Topology::Dp(n) => n,
+        }
+    }
+
+    /// Replicas the topology implies: 1 for `TPn`, n for `DPn`.
+    pub fn replicas(self) -> u32 {
+        match self {
+            Topology::Tp(_) => 1,
+            Topology::Dp(n) => n,
+        }
+    }
+}
+
+impl fmt::Display for Topology {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Topology::Tp(n) => write!(f, "TP{n}"),
+            Topology::Dp(n) => write!(f, "DP{n}"),
+        }
+    }
+}
+
+/// The per-request metrics the rules read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+pub enum MetricId {
+    /// Time to first content delta, milliseconds.
+    TtftMs,
+    /// Usage prompt tokens / TTFT, tokens per second.
+    EffectivePrefillTps,
+    /// (Usage completion tokens − 1) / generation time, tokens per second.
+    DecodeTps,
+    /// Generation time / (usage completion tokens − 1), milliseconds.
+    TpotMs,
+    /// Mean inter-token latency (the same per-request aggregate as TPOT), milliseconds.
+    ItlMs,
+    /// Request start to stream completion, milliseconds.
+    E2eMs,
+}
+
+impl MetricId {
+    /// Every metric, in report order.
+    pub const ALL: [MetricId; 6] = [
+        MetricId::TtftMs,
+        MetricId::EffectivePrefillTps,
+        MetricId::DecodeTps,
+        MetricId::TpotMs,
+        MetricId::ItlMs,
+        MetricId::E2eMs,
+    ];
+
+    /// The column name the query layer uses.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MetricId::TtftMs => "ttft_ms",
+            MetricId::EffectivePrefillTps => "effective_prefill_tps",
+            MetricId::DecodeTps => "decode_tps",
+            MetricId::TpotMs => "tpot_ms",
+            MetricId::ItlMs => "itl_ms",
+            MetricId::E2eMs => "e2e_ms",
+        }
+    }
+
+    /// Whether a larger value is better (throughputs) or worse (latencies).
+    pub fn higher_is_better(self) -> bool {
+        matches!(self, MetricId::EffectivePrefillTps | MetricId::DecodeTps)
+    }
+}
+
+impl fmt::Display for MetricId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One metric's distribution over a run's measured, successful requests, in the metric's
+/// unit (see [`MetricId`]). A statistic is `None` when n is too small for it (sd and CI
+/// need n ≥ 2) or the query layer did not compute it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct Stats {
+    /// Requests the statistics are over.
+    pub n: u64,
+    pub mean: Option<f64>,
+    /// Sample standard deviation (n − 1).
+    pub sd: Option<f64>,
+    /// Lower end of the Student t 95% confidence interval of the mean.
+    pub ci95_low: Option<f64>,
+    /// Upper end of the Student t 95% confidence interval of the mean.
+    pub ci95_high: Option<f64>,
+    pub min: Option<f64>,
+    /// Nearest-rank percentiles.
+    pub p25: Option<f64>,
+    pub p50: Option<f64>,
+    pub p75: Option<f64>,
+    pub p90: Option<f64>,
+    pub p95: Option<f64>,
+    pub p99: Option<f64>,
+    pub max: Option<f64>,
+}
+
+/// One request's value of a metric.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct RequestValue {
+    /// `request_index` of the request in its run.
+    pub request_index: i64,
+    /// The value, in the metric's unit.
+    pub value: f64,
+}
+
+/// Aggregate output throughput of one replica.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct ReplicaThroughput {
+    /// Replica index.
+    pub replica: u32,
+    /// Sum of usage completion tokens / wall-clock span of that replica's requests, tokens
+    /// per second.
+    pub output_tps: f64,
+}
+
+/// Measured requests by how they ended.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct RequestCounts {
+    /// Rows of `requests` with `kind = 'measured'`.
+    pub measured: u64,
+    /// Measured requests with outcome `ok`.
+    pub ok: u64,
+    /// Measured requests that did not succeed, by outcome.
+    pub failed: BTreeMap<Outcome, u64>,
+}
+
+impl RequestCounts {
+    pub fn failed_total(&self) -> u64 {
+        self.failed.values().sum()
+    }
+}
+
+/// The canary check of one measured request.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct CanaryResult {
+    /// `request_index` of the request.
+    pub request_index: i64,
+    /// Whether the reply contained the request's own canary.
+    pub own_present: bool,
+    /// Other requests' canaries found in the reply's content.
+    pub foreign: Vec<String>,
+    /// Other requests' canaries found in the reply's tool-call arguments.
+    pub foreign_in_tool_arguments: Vec<String>,
+}
+
+/// A replica whose `process_start_time_seconds` changed during the run.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Restart {
+    /// Replica index.
+    pub replica: u32,
+    /// Process start time before the run, seconds since the Unix epoch.
+    pub start_time_before_s: f64,
+    /// Process start time after (or during) the run, seconds since the Unix epoch.
+    pub start_time_after_s: f64,
+}
+
+/// A failed measured request with the error the server (or the client) gave.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ServerError {
+    /// `request_index` of the request.
+    pub request_index: i64,
+    /// How it ended.
+    pub outcome: Outcome,
+    /// The `error` column: error text, including the server's error body.
+    pub body: String,
+}
+
+/// Speculative-decoding figures of one replica, from its `/metrics` scrapes.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct SpecDecode {
+    /// Replica index.
+    pub replica: u32,
+    /// Accepted draft tokens / proposed draft tokens, 0 to 1.
+    pub acceptance_rate: Option<f64>,
+    /// Mean tokens accepted per verification step, tokens.
+    pub mean_accepted_length: Option<f64>,
+}
+
+/// One functional check's result (e.g. `structured_json`, `tools`, `responses`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FunctionalResult {
+    /// The check's name, the `check` column of `requests`.
+    pub check: String,
+    /// The request the result is about, when it is about one.
+    pub request_index: Option<i64>,
+    pub passed: bool,
+    /// Why it failed (or a note when it passed).
+    pub reason: Option<String>,
+}
+
+/// Functional check names the third advance rule needs.
+pub const REQUIRED_FUNCTIONAL_CHECKS: [&str; 3] = ["structured_json", "tools", "responses"];
+
+/// The functional check whose failures count as structured-output corruption.
+pub const STRUCTURED_OUTPUT_CHECK: &str = "structured_json";
+
+/// What the query layer computed from one artifact's tables.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct ArtifactFigures {
+    /// Per-metric statistics; a metric the query layer did not compute is absent.
+    pub metrics: BTreeMap<MetricId, Stats>,
+    /// Per-request values by metric, for paired differences.
+    pub per_request: BTreeMap<MetricId, Vec<RequestValue>>,
+    /// Sum of usage completion tokens / wall-clock span of the whole run (all replicas
+    /// together), tokens per second.
+    pub aggregate_output_tps: Option<f64>,
+    /// The same per replica.
+    pub aggregate_output_tps_per_replica: Vec<ReplicaThroughput>,
+    /// Median usage completion tokens per successful request, tokens.
+    pub completion_tokens_p50: Option<f64>,
+    /// Successful requests by finish reason (`stop`, `length`, …).
+    pub finish_reasons: BTreeMap<String, u64>,
+    /// Measured requests by outcome.
+    pub requests: RequestCounts,
+    /// Canary results of measured requests; empty when the cell has no canaries.
+    pub canaries: Vec<CanaryResult>,
+    /// Replicas that restarted during the run.
+    pub restarts: Vec<Restart>,
+    /// Failed measured requests with their error text.
+    pub server_errors: Vec<ServerError>,
+    /// Speculative-decoding figures per replica; empty without speculative decoding.
+    pub spec_decode: Vec<SpecDecode>,
+    /// Functional results; empty when the run had none.
+    pub functional: Vec<FunctionalResult>,
+}
+
+/// One artifact as the rules see it: its facts and its figures.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Artifact {
+    pub facts: ArtifactFacts,
+    pub figures: ArtifactFigures,
+}
+
+/// The values of a config or workload field as messages print them: strings bare, `null`
+/// for absent values.
+pub(crate) fn show(value: &serde_json::Value) -> String {
+    match value {
+        serde_json::Value::String(text) => text.clone(),
+        other => other.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn topology_parses_tp_and_dp_only() {
+        assert_eq!(Topology::parse("TP2"), Ok(Topology::Tp(2)));
+        assert_eq!(Topology::parse("dp2"), Ok(Topology::Dp(2)));
+        assert_eq!(Topology::Dp(2).gpus(), 2);
+        assert_eq!(Topology::Tp(2).replicas(), 1);
+        for bad in ["TP0", "TP", "EP2", "TP+2", "TP2x", "ТP2"] {
+            assert_eq!(
+                Topology::parse(bad),
+                Err(format!("topology `{bad}` is not TPn or DPn"))
+            );
+        }
+    }
+}

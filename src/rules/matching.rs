@@ -1,0 +1,243 @@
+//! Matching: two or more artifacts may be compared head to head only when their workload
+//! fingerprints are equal, every run is `complete`, and they drove the same API.
+//!
+//! [`MatchedSet`] has private fields and no public constructor: the only way to obtain one
+//! is [`match_artifacts`], so holding a `MatchedSet` proves the check passed.
+//!
+//! ```compile_fail
+//! // A matched set cannot be built by hand outside this module.
+//! let set = anvil::rules::MatchedSet { members: Vec::new(), fingerprint: String::new() };
+//! ```
+
+use crate::artifact::run::{Api, Status};
+
+use super::input::{Artifact, show};
+use super::refusal::{FieldDifference, Refusal, RefusalKind};
+
+/// Artifacts that passed the matching check: equal fingerprints, all complete, one API.
+#[derive(Debug, Clone)]
+pub struct MatchedSet<'a> {
+    members: Vec<&'a Artifact>,
+    fingerprint: String,
+}
+
+impl<'a> MatchedSet<'a> {
+    /// The matched artifacts, in the order given.
+    pub fn members(&self) -> &[&'a Artifact] {
+        &self.members
+    }
+
+    /// The fingerprint they share.
+    pub fn fingerprint(&self) -> &str {
+        &self.fingerprint
+    }
+
+    /// The API they all drove.
+    pub fn api(&self) -> Api {
+        // A matched set has at least two members (checked by `match_artifacts`).
+        self.members[0].facts.api()
+    }
+
+    /// Names of the arms in the set, in first-seen order, without duplicates.
+    pub fn arms(&self) -> Vec<&'a str> {
+        let mut arms: Vec<&str> = Vec::new();
+        for member in &self.members {
+            if !arms.contains(&member.facts.arm.as_str()) {
+                arms.push(member.facts.arm.as_str());
+            }
+        }
+        arms
+    }
+
+    /// The members of one arm (several when the arm was repeated).
+    pub fn arm(&self, name: &str) -> Vec<&'a Artifact> {
+        self.members
+            .iter()
+            .copied()
+            .filter(|member| member.facts.arm == name)
+            .collect()
+    }
+}
+
+/// The matching check. Refuses fewer than two artifacts, and otherwise lists every
+/// difference from the first artifact: each workload field with both values, the
+/// fingerprint when the fields agree but the recorded fingerprints do not, and every run
+/// whose status is not `complete`.
+pub fn match_artifacts(artifacts: &[Artifact]) -> Result<MatchedSet<'_>, Refusal> {
+    let refuse = |reason: String, differences: Vec<FieldDifference>| Refusal {
+        kind: RefusalKind::NotMatched,
+        reason,
+        differences,
+        rule: None,
+    };
+    let [first, rest @ ..] = artifacts else {
+        return Err(refuse(
+            "matching needs two or more artifacts, found none".to_owned(),
+            Vec::new(),
+        ));
+    };
+    if rest.is_empty() {
+        return Err(refuse(
+            format!(
+                "matching needs two or more artifacts, found one ({})",
+                first.facts.run_id
+            ),
+            Vec::new(),
+        ));
+    }
+    let mut differences = Vec::new();
+    let first_workload = serde_json::to_value(&first.facts.workload).unwrap_or_default();
+    for other in rest {
+        let workload = serde_json::to_value(&other.facts.workload).unwrap_or_default();
+        let before = differences.len();
+        if let (Some(a), Some(b)) = (first_workload.as_object(), workload.as_object()) {
+            for (field, a_value) in a {
+                let b_value = b.get(field).cloned().unwrap_or(serde_json::Value::Null);
+                if *a_value != b_value {
+                    differences.push(FieldDifference {
+                        run_id: other.facts.run_id.clone(),
+                        field: field.clone(),
+                        first: show(a_value),
+                        other: show(&b_value),
+                    });
+                }
+            }
+        }
+        if differences.len() == before && other.facts.fingerprint != first.facts.fingerprint {
+            differences.push(FieldDifference {
+                run_id: other.facts.run_id.clone(),
+                field: "workload_fingerprint".to_owned(),
+                first: first.facts.fingerprint.clone(),
+                other: other.facts.fingerprint.clone(),
+            });
+        }
+    }
+    for artifact in artifacts {
+        if artifact.facts.status != Status::Complete {
+            differences.push(FieldDifference {
+                run_id: artifact.facts.run_id.clone(),
+                field: "status".to_owned(),
+                first: Status::Complete.as_str().to_owned(),
+                other: artifact.facts.status.as_str().to_owned(),
+            });
+        }
+    }
+    if differences.is_empty() {
+        return Ok(MatchedSet {
+            members: artifacts.iter().collect(),
+            fingerprint: first.facts.fingerprint.clone(),
+        });
+    }
+    let mut parts = Vec::new();
+    let mut runs: Vec<&str> = Vec::new();
+    for difference in &differences {
+        if !runs.contains(&difference.run_id.as_str()) {
+            runs.push(difference.run_id.as_str());
+        }
+    }
+    for run in runs {
+        let listed: Vec<String> = differences
+            .iter()
+            .filter(|d| d.run_id == run)
+            .map(|d| {
+                if d.field == "status" {
+                    format!("status: {} (must be complete)", d.other)
+                } else {
+                    d.to_string()
+                }
+            })
+            .collect();
+        parts.push(format!("{run}: {}", listed.join("; ")));
+    }
+    Err(refuse(
+        format!(
+            "artifacts are not matched (compared with {}): {}",
+            first.facts.run_id,
+            parts.join(" | ")
+        ),
+        differences,
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::fixtures::{artifact, screen_workload};
+    use super::*;
+    use crate::artifact::run::Api;
+
+    #[test]
+    fn equal_fingerprints_complete_and_same_api_are_matched() {
+        let artifacts = [
+            artifact("r-tp1", "TP1", &[("topology", "TP1")], 1000.0),
+            artifact("r-tp2", "TP2", &[("topology", "TP2")], 1500.0),
+        ];
+        let set = match_artifacts(&artifacts).unwrap();
+        assert_eq!(set.arms(), ["TP1", "TP2"]);
+        assert_eq!(set.api(), Api::Chat);
+        assert_eq!(set.fingerprint(), artifacts[0].facts.fingerprint);
+        assert_eq!(set.arm("TP2").len(), 1);
+    }
+
+    #[test]
+    fn unmatched_fingerprints_are_refused_listing_every_differing_field() {
+        let mut screen = artifact("r-screen", "K12", &[], 900.0);
+        screen.facts.workload = screen_workload();
+        screen.facts.fingerprint = screen.facts.workload.fingerprint();
+        let artifacts = [artifact("r-head", "TP1", &[], 1000.0), screen];
+        let refusal = match_artifacts(&artifacts).unwrap_err();
+        assert_eq!(refusal.kind, RefusalKind::NotMatched);
+        assert_eq!(refusal.exit_code(), crate::exit::REFUSED);
+        assert_eq!(
+            refusal.reason,
+            "artifacts are not matched (compared with r-head): r-screen: \
+             class: headline-sustained-output vs optimization-screen; \
+             concurrency_per_replica: 8 vs 4; total_requests: 100 vs 8; \
+             response_words: 256 vs null; canaries: true vs false"
+        );
+        assert_eq!(refusal.differences.len(), 5);
+    }
+
+    #[test]
+    fn status_and_api_differences_are_refused() {
+        let mut interrupted = artifact("r-b", "TP2", &[], 1000.0);
+        interrupted.facts.status = Status::Interrupted;
+        interrupted.facts.workload.api = Api::Responses;
+        interrupted.facts.fingerprint = interrupted.facts.workload.fingerprint();
+        let artifacts = [artifact("r-a", "TP1", &[], 1000.0), interrupted];
+        let refusal = match_artifacts(&artifacts).unwrap_err();
+        assert_eq!(
+            refusal.reason,
+            "artifacts are not matched (compared with r-a): r-b: api: chat vs responses; \
+             status: interrupted (must be complete)"
+        );
+    }
+
+    #[test]
+    fn edited_fingerprint_with_equal_fields_is_refused() {
+        let mut edited = artifact("r-b", "TP2", &[], 1000.0);
+        edited.facts.fingerprint = "sha256:00".to_owned();
+        let artifacts = [artifact("r-a", "TP1", &[], 1000.0), edited];
+        let refusal = match_artifacts(&artifacts).unwrap_err();
+        assert_eq!(
+            refusal.reason,
+            format!(
+                "artifacts are not matched (compared with r-a): r-b: workload_fingerprint: {} vs sha256:00",
+                artifacts[0].facts.fingerprint
+            )
+        );
+    }
+
+    #[test]
+    fn fewer_than_two_artifacts_are_refused() {
+        assert_eq!(
+            match_artifacts(&[]).unwrap_err().reason,
+            "matching needs two or more artifacts, found none"
+        );
+        assert_eq!(
+            match_artifacts(&[artifact("r-a", "TP1", &[], 1.0)])
+                .unwrap_err()
+                .reason,
+            "matching needs two or more artifacts, found one (r-a)"
+        );
+    }
+}
