@@ -10,7 +10,7 @@ use crate::manifest::{RunPlan, WorkloadManifest};
 use super::headline::HeadlineSelection;
 use super::input::{
     Artifact, ArtifactFacts, ArtifactFigures, CanaryResult, FunctionalResult, MetricId,
-    RequestCounts, Stats,
+    RequestCounts, RequestValue, Stats,
 };
 
 pub fn manifest() -> WorkloadManifest {
@@ -136,4 +136,13 @@ pub fn artifact(run_id: &str, arm: &str, config: &[(&str, &str)], tps: f64) -> A
             .collect(),
     };
     Artifact { facts, figures }
+}
+/// Per-request values `index → f(index)` for indices 0..n.
+pub fn per_request(n: i64, f: impl Fn(i64) -> f64) -> Vec<RequestValue> {
+    (0..n)
+        .map(|request_index| RequestValue {
+            request_index,
+            value: f(request_index),
+        })
+        .collect()
 }

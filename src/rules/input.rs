@@ -346,6 +346,16 @@ pub(crate) fn show(value: &serde_json::Value) -> String {
     }
 }
 
+/// Format a number for a reason text: integers bare, others with up to 3 decimals.
+pub(crate) fn num(value: f64) -> String {
+    if value.fract() == 0.0 && value.abs() < 1e15 {
+        format!("{value:.0}")
+    } else {
+        let text = format!("{value:.3}");
+        text.trim_end_matches('0').trim_end_matches('.').to_owned()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -362,5 +372,12 @@ mod tests {
                 Err(format!("topology `{bad}` is not TPn or DPn"))
             );
         }
+    }
+
+    #[test]
+    fn numbers_print_short() {
+        assert_eq!(num(1500.0), "1500");
+        assert_eq!(num(0.75), "0.75");
+        assert_eq!(num(2.0 / 3.0), "0.667");
     }
 }

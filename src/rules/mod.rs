@@ -14,10 +14,14 @@ pub use input::{
     ReplicaThroughput, RequestCounts, RequestValue, Restart, ServerError, SpecDecode, Stats,
     Topology,
 };
+pub mod compare;
+pub mod control;
 pub mod headline;
 pub mod matching;
 pub mod refusal;
 
+pub use compare::{Comparison, OutputLength, Paired, ThroughputEstimate, compare};
+pub use control::{Control, control};
 pub use headline::{Comparand, HeadlineSelection, Scope, classify, gate};
 pub use matching::{MatchedSet, match_artifacts};
 pub use refusal::{FieldDifference, Refusal, RefusalKind};
