@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::artifact::run::{Api, ArmConfig, Status, Workload};
+use crate::artifact::run::{Api, ArmConfig, Outcome, Status, Workload};
 use crate::manifest::{RunPlan, WorkloadManifest};
 
 use super::headline::HeadlineSelection;
@@ -145,4 +145,10 @@ pub fn per_request(n: i64, f: impl Fn(i64) -> f64) -> Vec<RequestValue> {
             value: f(request_index),
         })
         .collect()
+}
+/// Mark `count` requests failed with `outcome` (no server error bodies).
+pub fn fail_requests(artifact: &mut Artifact, outcome: Outcome, count: u64) {
+    let requests = &mut artifact.figures.requests;
+    requests.ok -= count;
+    *requests.failed.entry(outcome).or_default() += count;
 }

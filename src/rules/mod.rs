@@ -14,17 +14,21 @@ pub use input::{
     ReplicaThroughput, RequestCounts, RequestValue, Restart, ServerError, SpecDecode, Stats,
     Topology,
 };
+pub mod advance;
 pub mod compare;
 pub mod control;
 pub mod headline;
 pub mod matching;
 pub mod refusal;
+pub mod stop;
 
+pub use advance::{AdvanceRule, TopologyAssessment, Verdict};
 pub use compare::{Comparison, OutputLength, Paired, ThroughputEstimate, compare};
 pub use control::{Control, control};
 pub use headline::{Comparand, HeadlineSelection, Scope, classify, gate};
 pub use matching::{MatchedSet, match_artifacts};
 pub use refusal::{FieldDifference, Refusal, RefusalKind};
+pub use stop::{StopFinding, StopKind, stop_rules};
 
 #[cfg(test)]
 mod fixtures;

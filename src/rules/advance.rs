@@ -1,0 +1,609 @@
+//! The run plan's five advance rules, evaluated per arm over all of the arm's artifacts.
+//!
+//! Each rule is a small function returning a [`Verdict`]: `Pass`, `Fail(reason)` when the
+//! evidence contradicts the rule, or `NotRun(reason)` when the evidence the rule needs was
+//! not recorded. Missing evidence is never a pass.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::artifact::run::Status;
+
+use super::headline::FUNCTIONAL_CLASS;
+use super::input::{Artifact, MetricId, REQUIRED_FUNCTIONAL_CHECKS, Stats, Topology, num};
+
+/// The verdict of one advance rule.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub enum Verdict {
+    Pass,
+    /// The evidence contradicts the rule.
+    Fail(String),
+    /// The evidence the rule needs was not recorded.
+    NotRun(String),
+}
+
+/// The five advance rules, in the run plan's order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+pub enum AdvanceRule {
+    /// All requests complete without restart or unexplained loss.
+    Completion,
+    /// Every request returns its own canary and no other.
+    Canaries,
+    /// Structured JSON, tools and Responses pass.
+    Functional,
+    /// The performance claim shows mean, p50, p95, p99 of every metric.
+    PerformanceClaim,
+    /// A topology winner accounts for throughput and communication overhead.
+    Topology,
+}
+
+impl AdvanceRule {
+    pub const ALL: [AdvanceRule; 5] = [
+        AdvanceRule::Completion,
+        AdvanceRule::Canaries,
+        AdvanceRule::Functional,
+        AdvanceRule::PerformanceClaim,
+        AdvanceRule::Topology,
+    ];
+
+    /// Position in the run plan's `advance_rules` list (0-based).
+    pub fn index(self) -> usize {
+        match self {
+            AdvanceRule::Completion => 0,
+            AdvanceRule::Canaries => 1,
+            AdvanceRule::Functional => 2,
+            AdvanceRule::PerformanceClaim => 3,
+            AdvanceRule::Topology => 4,
+        }
+    }
+}
+
+/// Rule 1: every run complete, every planned request measured and `ok`, no restart.
+pub fn completion(runs: &[&Artifact]) -> Verdict {
+    if runs.is_empty() {
+        return Verdict::NotRun("no artifacts for this arm".to_owned());
+    }
+    let mut problems = Vec::new();
+    for run in runs {
+        let id = &run.facts.run_id;
+        let figures = &run.figures;
+        if run.facts.status != Status::Complete {
+            problems.push(format!("run {id}: status {}", run.facts.status.as_str()));
+        }
+        let planned = run.facts.workload.total_requests;
+        let measured = figures.requests.measured;
+        if measured < planned {
+            problems.push(format!(
+                "run {id}: {} of {planned} requests lost ({measured} recorded)",
+                planned - measured
+            ));
+        }
+        let failed = figures.requests.failed_total();
+        if failed > 0 || figures.requests.ok + failed < measured {
+            problems.push(format!(
+                "run {id}: {} of {measured} measured requests did not complete ({})",
+                measured.saturating_sub(figures.requests.ok),
+                outcomes(&figures.requests.failed)
+            ));
+        }
+        for restart in &figures.restarts {
+            problems.push(format!(
+                "run {id}: replica {} restarted (process start {} → {})",
+                restart.replica,
+                num(restart.start_time_before_s),
+                num(restart.start_time_after_s)
+            ));
+        }
+    }
+    verdict(problems, Vec::new())
+}
+
+/// Failed outcomes as `timeout_idle 2, http_error 1`.
+pub(crate) fn outcomes(failed: &BTreeMap<crate::artifact::run::Outcome, u64>) -> String {
+    if failed.is_empty() {
+        return "no outcome recorded".to_owned();
+    }
+    failed
+        .iter()
+        .map(|(outcome, count)| format!("{} {count}", outcome.as_str()))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Request indices as `3, 7, 12`.
+pub(crate) fn indices(list: impl IntoIterator<Item = i64>) -> String {
+    list.into_iter()
+        .map(|index| index.to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn verdict(failures: Vec<String>, missing: Vec<String>) -> Verdict {
+    if !failures.is_empty() {
+        Verdict::Fail(failures.join("; "))
+    } else if !missing.is_empty() {
+        Verdict::NotRun(missing.join("; "))
+    } else {
+        Verdict::Pass
+    }
+}
+
+/// Rule 2: in every run with canaries, each successful request returned its own canary and
+/// no other (in content or tool-call arguments).
+pub fn canaries(runs: &[&Artifact]) -> Verdict {
+    let with_canaries: Vec<&&Artifact> =
+        runs.iter().filter(|r| r.facts.workload.canaries).collect();
+    if with_canaries.is_empty() {
+        return Verdict::NotRun("no run of this arm carries canaries".to_owned());
+    }
+    let (mut failures, mut missing) = (Vec::new(), Vec::new());
+    for run in with_canaries {
+        let id = &run.facts.run_id;
+        let results = &run.figures.canaries;
+        let ok = run.figures.requests.ok;
+        if (results.len() as u64) < ok {
+            missing.push(format!(
+                "run {id}: canary results for {} of {ok} successful requests",
+                results.len()
+            ));
+        }
+        let lacking: Vec<i64> = results
+            .iter()
+            .filter(|r| !r.own_present)
+            .map(|r| r.request_index)
+            .collect();
+        if !lacking.is_empty() {
+            failures.push(format!(
+                "run {id}: requests {} did not return their own canary",
+                indices(lacking)
+            ));
+        }
+        for result in results {
+            let foreign: Vec<&str> = result
+                .foreign
+                .iter()
+                .chain(&result.foreign_in_tool_arguments)
+                .map(String::as_str)
+                .collect();
+            if !foreign.is_empty() {
+                failures.push(format!(
+                    "run {id}: request {} returned other requests' canaries {}",
+                    result.request_index,
+                    foreign.join(", ")
+                ));
+            }
+        }
+    }
+    verdict(failures, missing)
+}
+
+/// Rule 3: structured JSON, tools and Responses all have results and all passed. An arm
+/// without functional results is "not run", never a pass.
+pub fn functional(runs: &[&Artifact]) -> Verdict {
+    let results: Vec<_> = runs.iter().flat_map(|r| &r.figures.functional).collect();
+    if results.is_empty() {
+        return Verdict::NotRun("no functional results for this arm".to_owned());
+    }
+    let failures: Vec<String> = results
+        .iter()
+        .filter(|r| !r.passed)
+        .map(|r| {
+            let at = r
+                .request_index
+                .map_or_else(String::new, |index| format!(" (request {index})"));
+            let why = r.reason.as_deref().unwrap_or("no reason recorded");
+            format!("{} failed{at}: {why}", r.check)
+        })
+        .collect();
+    let absent: Vec<&str> = REQUIRED_FUNCTIONAL_CHECKS
+        .into_iter()
+        .filter(|check| !results.iter().any(|r| r.check == *check))
+        .collect();
+    let missing = if absent.is_empty() {
+        Vec::new()
+    } else {
+        vec![format!("no result for {}", absent.join(", "))]
+    };
+    verdict(failures, missing)
+}
+
+/// The statistics a performance claim must show for each metric.
+fn claim_gaps(metric: MetricId, stats: Option<&Stats>) -> Option<String> {
+    let Some(stats) = stats else {
+        return Some(format!("{metric} (all)"));
+    };
+    let absent: Vec<&str> = [
+        ("mean", stats.mean),
+        ("p50", stats.p50),
+        ("p95", stats.p95),
+        ("p99", stats.p99),
+    ]
+    .into_iter()
+    .filter(|(_, value)| !value.is_some_and(f64::is_finite))
+    .map(|(name, _)| name)
+    .collect();
+    (!absent.is_empty()).then(|| format!("{metric} {}", absent.join(", ")))
+}
+
+/// Rule 4: every performance run of the arm shows mean, p50, p95 and p99 for TTFT,
+/// effective prefill, decode, TPOT, ITL and E2E; a claim missing any fails, naming it.
+pub fn performance_claim(runs: &[&Artifact]) -> Verdict {
+    let performance: Vec<&&Artifact> = runs
+        .iter()
+        .filter(|r| r.facts.workload.class != FUNCTIONAL_CLASS)
+        .collect();
+    if performance.is_empty() {
+        return Verdict::NotRun("no performance run for this arm".to_owned());
+    }
+    let failures: Vec<String> = performance
+        .iter()
+        .filter_map(|run| {
+            let gaps: Vec<String> = MetricId::ALL
+                .into_iter()
+                .filter_map(|metric| claim_gaps(metric, run.figures.metrics.get(&metric)))
+                .collect();
+            (!gaps.is_empty())
+                .then(|| format!("run {}: claim lacks {}", run.facts.run_id, gaps.join("; ")))
+        })
+        .collect();
+    verdict(failures, Vec::new())
+}
+
+/// One arm's row of a topology comparison.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TopologyRow {
+    pub arm: String,
+    pub topology: Option<Topology>,
+    /// GPUs the topology uses.
+    pub gpus: Option<u32>,
+    /// Aggregate output throughput (mean over the arm's runs), tokens per second.
+    pub output_tps: Option<f64>,
+    /// Aggregate throughput / GPUs, tokens per second per GPU.
+    pub output_tps_per_gpu: Option<f64>,
+    /// throughput / (GPUs × TP1 throughput): 1 is perfect scaling, the shortfall is the
+    /// communication and coordination overhead.
+    pub scaling_efficiency: Option<f64>,
+    pub verdict: Verdict,
+}
+
+/// A comparison of arms that differ in topology.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TopologyAssessment {
+    pub rows: Vec<TopologyRow>,
+    /// The arm with the highest aggregate throughput, declared only when every row shows
+    /// both throughput per GPU and scaling efficiency.
+    pub winner: Option<String>,
+    pub reason: String,
+}
+
+/// Rule 5 over arms running one matched workload: when their topologies differ, each arm
+/// needs a parseable `topology` key agreeing with its recorded replica count (`TPn` → 1,
+/// `DPn` → n), an aggregate throughput, and a TP1 arm to compute scaling efficiency against.
+/// `None` when the arms do not differ in topology.
+pub fn topology(arms: &[(&str, Vec<&Artifact>)]) -> Option<TopologyAssessment> {
+    let parsed: Vec<(&str, Option<Result<Topology, String>>)> = arms
+        .iter()
+        .map(|(arm, runs)| (*arm, runs.first().and_then(|r| r.facts.topology())))
+        .collect();
+    let mut distinct: Vec<Option<Topology>> = Vec::new();
+    for (_, topology) in &parsed {
+        let value = topology.as_ref().and_then(|t| t.as_ref().ok().copied());
+        if !distinct.contains(&value) {
+            distinct.push(value);
+        }
+    }
+    let any_key = parsed.iter().any(|(_, t)| t.is_some());
+    if distinct.len() < 2 || !any_key {
+        return None;
+    }
+    let throughput = |runs: &[&Artifact]| -> Option<f64> {
+        let values: Vec<f64> = runs
+            .iter()
+            .filter_map(|r| r.figures.aggregate_output_tps)
+            .filter(|v| v.is_finite())
+            .collect();
+        (!values.is_empty() && values.len() == runs.len())
+            .then(|| values.iter().sum::<f64>() / values.len() as f64)
+    };
+    let tp1 = arms.iter().zip(&parsed).find_map(|((_, runs), (_, t))| {
+        matches!(t, Some(Ok(Topology::Tp(1))))
+            .then(|| throughput(runs))
+            .flatten()
+    });
+    let rows: Vec<TopologyRow> = arms
+        .iter()
+        .zip(&parsed)
+        .map(|((arm, runs), (_, topology))| {
+            let mut row = TopologyRow {
+                arm: (*arm).to_owned(),
+                topology: None,
+                gpus: None,
+                output_tps: throughput(runs),
+                output_tps_per_gpu: None,
+                scaling_efficiency: None,
+                verdict: Verdict::Pass,
+            };
+            let topology = match topology {
+                None => {
+                    row.verdict = Verdict::Fail("no `topology` key in the arm's config".to_owned());
+                    return row;
+                }
+                Some(Err(reason)) => {
+                    row.verdict = Verdict::Fail(reason.clone());
+                    return row;
+                }
+                Some(Ok(topology)) => *topology,
+            };
+            row.topology = Some(topology);
+            row.gpus = Some(topology.gpus());
+            let disagreeing: Vec<String> = runs
+                .iter()
+                .filter(|r| r.facts.replica_count != topology.replicas())
+                .map(|r| {
+                    format!(
+                        "config says {topology} ({} replica(s)) but run {} recorded {} replica(s)",
+                        topology.replicas(),
+                        r.facts.run_id,
+                        r.facts.replica_count
+                    )
+                })
+                .collect();
+            if !disagreeing.is_empty() {
+                row.verdict = Verdict::Fail(disagreeing.join("; "));
+                return row;
+            }
+            let gpus = f64::from(topology.gpus());
+            row.output_tps_per_gpu = row.output_tps.map(|tps| tps / gpus);
+            row.scaling_efficiency = row
+                .output_tps
+                .zip(tp1)
+                .filter(|(_, base)| *base > 0.0)
+                .map(|(tps, base)| tps / (gpus * base));
+            row.verdict = match (row.output_tps, tp1) {
+                (None, _) => Verdict::NotRun("no aggregate throughput recorded".to_owned()),
+                (Some(_), None) => Verdict::NotRun(
+                    "no TP1 arm with a throughput to compute scaling efficiency against".to_owned(),
+                ),
+                _ => Verdict::Pass,
+            };
+            row
+        })
+        .collect();
+    let complete = rows
+        .iter()
+        .all(|r| r.output_tps_per_gpu.is_some() && r.scaling_efficiency.is_some());
+    let (winner, reason) = if complete {
+        let best = rows
+            .iter()
+            .filter_map(|r| r.output_tps.map(|tps| (r, tps)))
+            .max_by(|a, b| a.1.total_cmp(&b.1));
+        match best {
+            Some((row, tps)) => (
+                Some(row.arm.clone()),
+                format!(
+                    "{} has the highest aggregate throughput ({} tok/s; {} tok/s per GPU, scaling efficiency {} vs TP1)",
+                    row.arm,
+                    num(tps),
+                    num(row.output_tps_per_gpu.unwrap_or(tps)),
+                    num(row.scaling_efficiency.unwrap_or(0.0))
+                ),
+            ),
+            None => (None, "no arm recorded a throughput".to_owned()),
+        }
+    } else {
+        (
+            None,
+            "no topology winner: throughput per GPU and scaling efficiency are not known for every arm"
+                .to_owned(),
+        )
+    };
+    Some(TopologyAssessment {
+        rows,
+        winner,
+        reason,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::fixtures::{artifact, fail_requests, full_stats};
+    use super::super::input::{CanaryResult, FunctionalResult, Restart};
+    use super::*;
+    use crate::artifact::run::Outcome;
+
+    #[test]
+    fn a_clean_arm_passes_rules_one_to_four() {
+        let a = artifact("r-a", "A", &[], 1000.0);
+        let runs = [&a];
+        assert_eq!(completion(&runs), Verdict::Pass);
+        assert_eq!(canaries(&runs), Verdict::Pass);
+        assert_eq!(functional(&runs), Verdict::Pass);
+        assert_eq!(performance_claim(&runs), Verdict::Pass);
+    }
+
+    #[test]
+    fn restart_and_loss_fail_completion() {
+        let mut a = artifact("r-a", "A", &[], 1000.0);
+        a.figures.requests.measured = 97;
+        a.figures.requests.ok = 97;
+        fail_requests(&mut a, Outcome::TimeoutIdle, 2);
+        a.figures.restarts.push(Restart {
+            replica: 1,
+            start_time_before_s: 1_790_000_000.0,
+            start_time_after_s: 1_790_000_420.0,
+        });
+        assert_eq!(
+            completion(&[&a]),
+            Verdict::Fail(
+                "run r-a: 3 of 100 requests lost (97 recorded); \
+                 run r-a: 2 of 97 measured requests did not complete (timeout_idle 2); \
+                 run r-a: replica 1 restarted (process start 1790000000 → 1790000420)"
+                    .to_owned()
+            )
+        );
+    }
+
+    #[test]
+    fn interrupted_run_fails_completion() {
+        let mut a = artifact("r-a", "A", &[], 1000.0);
+        a.facts.status = Status::Interrupted;
+        assert_eq!(
+            completion(&[&a]),
+            Verdict::Fail("run r-a: status interrupted".to_owned())
+        );
+    }
+
+    #[test]
+    fn missing_or_foreign_canaries_fail_and_missing_results_are_not_run() {
+        let mut a = artifact("r-a", "A", &[], 1000.0);
+        a.figures.canaries[3].own_present = false;
+        a.figures.canaries[7].foreign = vec!["ANV-0000000000aa".to_owned()];
+        assert_eq!(
+            canaries(&[&a]),
+            Verdict::Fail(
+                "run r-a: requests 3 did not return their own canary; \
+                 run r-a: request 7 returned other requests' canaries ANV-0000000000aa"
+                    .to_owned()
+            )
+        );
+        let mut b = artifact("r-b", "B", &[], 1000.0);
+        b.figures.canaries.truncate(98);
+        assert_eq!(
+            canaries(&[&b]),
+            Verdict::NotRun("run r-b: canary results for 98 of 100 successful requests".to_owned())
+        );
+        b.facts.workload.canaries = false;
+        assert_eq!(
+            canaries(&[&b]),
+            Verdict::NotRun("no run of this arm carries canaries".to_owned())
+        );
+    }
+
+    #[test]
+    fn functional_is_not_run_without_results_and_fails_on_a_failed_check() {
+        let mut a = artifact("r-a", "A", &[], 1000.0);
+        a.figures.functional.clear();
+        assert_eq!(
+            functional(&[&a]),
+            Verdict::NotRun("no functional results for this arm".to_owned())
+        );
+        a.figures.functional.push(FunctionalResult {
+            check: "structured_json".to_owned(),
+            request_index: Some(4),
+            passed: true,
+            reason: None,
+        });
+        assert_eq!(
+            functional(&[&a]),
+            Verdict::NotRun("no result for tools, responses".to_owned())
+        );
+        a.figures.functional.push(FunctionalResult {
+            check: "tools".to_owned(),
+            request_index: Some(5),
+            passed: false,
+            reason: Some("arguments are not valid JSON".to_owned()),
+        });
+        assert_eq!(
+            functional(&[&a]),
+            Verdict::Fail("tools failed (request 5): arguments are not valid JSON".to_owned())
+        );
+    }
+
+    #[test]
+    fn a_claim_missing_statistics_fails_naming_them() {
+        let mut a = artifact("r-a", "A", &[], 1000.0);
+        a.figures.metrics.remove(&MetricId::DecodeTps);
+        let mut ttft = full_stats(100, 1.0, 0.1);
+        ttft.p99 = None;
+        ttft.p95 = Some(f64::NAN);
+        a.figures.metrics.insert(MetricId::TtftMs, ttft);
+        assert_eq!(
+            performance_claim(&[&a]),
+            Verdict::Fail("run r-a: claim lacks ttft_ms p95, p99; decode_tps (all)".to_owned())
+        );
+    }
+
+    #[test]
+    fn canary_result_default_is_a_miss() {
+        assert!(!CanaryResult::default().own_present);
+    }
+
+    fn topo(run: &str, arm: &str, topology: &str, replicas: u32, tps: f64) -> Artifact {
+        let mut a = artifact(run, arm, &[("topology", topology)], tps);
+        a.facts.replica_count = replicas;
+        a
+    }
+
+    #[test]
+    fn topology_efficiency_and_winner_by_hand() {
+        // TP1 1000 tok/s on 1 GPU. TP2 1500 tok/s on 2 GPUs: 750 per GPU,
+        // 1500 / (2 × 1000) = 0.75. DP2 1900 tok/s on 2 GPUs: 950 per GPU,
+        // 1900 / (2 × 1000) = 0.95. Highest throughput: DP2.
+        let tp1 = topo("r1", "TP1", "TP1", 1, 1000.0);
+        let tp2 = topo("r2", "TP2", "TP2", 1, 1500.0);
+        let dp2 = topo("r3", "two independent TP1 replicas", "DP2", 2, 1900.0);
+        let assessment = topology(&[
+            ("TP1", vec![&tp1]),
+            ("TP2", vec![&tp2]),
+            ("two independent TP1 replicas", vec![&dp2]),
+        ])
+        .unwrap();
+        let figures: Vec<_> = assessment
+            .rows
+            .iter()
+            .map(|r| (r.gpus, r.output_tps_per_gpu, r.scaling_efficiency))
+            .collect();
+        assert_eq!(
+            figures,
+            [
+                (Some(1), Some(1000.0), Some(1.0)),
+                (Some(2), Some(750.0), Some(0.75)),
+                (Some(2), Some(950.0), Some(0.95)),
+            ]
+        );
+        assert_eq!(
+            assessment.winner.as_deref(),
+            Some("two independent TP1 replicas")
+        );
+        assert_eq!(
+            assessment.reason,
+            "two independent TP1 replicas has the highest aggregate throughput (1900 tok/s; \
+             950 tok/s per GPU, scaling efficiency 0.95 vs TP1)"
+        );
+        assert!(assessment.rows.iter().all(|r| r.verdict == Verdict::Pass));
+    }
+
+    #[test]
+    fn replica_count_disagreeing_with_dp_fails_and_no_winner_is_declared() {
+        let tp1 = topo("r1", "TP1", "TP1", 1, 1000.0);
+        let dp2 = topo("r3", "DP2", "DP2", 1, 1900.0);
+        let assessment = topology(&[("TP1", vec![&tp1]), ("DP2", vec![&dp2])]).unwrap();
+        assert_eq!(
+            assessment.rows[1].verdict,
+            Verdict::Fail(
+                "config says DP2 (2 replica(s)) but run r3 recorded 1 replica(s)".to_owned()
+            )
+        );
+        assert_eq!(assessment.winner, None);
+    }
+
+    #[test]
+    fn without_a_tp1_arm_efficiency_is_not_run() {
+        let tp2 = topo("r2", "TP2", "TP2", 1, 1500.0);
+        let dp2 = topo("r3", "DP2", "DP2", 2, 1900.0);
+        let assessment = topology(&[("TP2", vec![&tp2]), ("DP2", vec![&dp2])]).unwrap();
+        assert_eq!(
+            assessment.rows[0].verdict,
+            Verdict::NotRun(
+                "no TP1 arm with a throughput to compute scaling efficiency against".to_owned()
+            )
+        );
+        assert_eq!(assessment.winner, None);
+        let same = topo("r4", "TP2b", "TP2", 1, 1400.0);
+        assert_eq!(
+            topology(&[("TP2", vec![&tp2]), ("TP2b", vec![&same])]),
+            None
+        );
+    }
+}

@@ -1,0 +1,405 @@
+//! The run plan's stop rules: findings that halt the campaign whatever the figures say.
+//!
+//! Each rule is a pure function of one artifact (or of the plan and the list of files in
+//! the data folder) returning the findings it fired, each naming the run, the requests and
+//! what was found.
+
+use std::collections::BTreeSet;
+
+use serde::Serialize;
+
+use crate::manifest::RunPlan;
+
+use super::advance::{indices, outcomes};
+use super::input::{Artifact, STRUCTURED_OUTPUT_CHECK, num};
+
+/// Plan stage whose evidence shows the starting service was restored.
+pub const RESTORE_STAGE: &str = "restore";
+
+/// Structured-output failures at or above which corruption is repeatable.
+pub const CORRUPTION_THRESHOLD: usize = 2;
+
+/// What kind of server error a body describes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+pub enum ErrorKind {
+    /// Out of memory (`out of memory`, `OOM`, `OutOfMemoryError`).
+    OutOfMemory,
+    /// A CUDA error (`CUDA error`, `cudaErrorIllegalAddress`, …).
+    Cuda,
+}
+
+impl ErrorKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorKind::OutOfMemory => "out-of-memory",
+            ErrorKind::Cuda => "CUDA",
+        }
+    }
+}
+
+/// The kinds a server error body mentions (a CUDA out-of-memory error is both).
+pub fn classify_error(body: &str) -> Vec<ErrorKind> {
+    let lower = body.to_lowercase();
+    let words: Vec<&str> = lower
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .collect();
+    let mut kinds = Vec::new();
+    if lower.contains("out of memory") || lower.contains("outofmemory") || words.contains(&"oom") {
+        kinds.push(ErrorKind::OutOfMemory);
+    }
+    if words.iter().any(|w| w.starts_with("cuda")) {
+        kinds.push(ErrorKind::Cuda);
+    }
+    kinds
+}
+
+/// Which stop rule fired.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum StopKind {
+    /// Cross-request canary or tool-argument contamination.
+    Contamination,
+    /// Structured-output corruption in two or more requests.
+    StructuredOutputCorruption,
+    /// Requests lost or failed without a recorded reason.
+    UnexplainedLoss,
+    /// A replica's process restarted during the run.
+    Restart,
+    /// A server error body mentions out-of-memory or a CUDA error.
+    ServerError(ErrorKind),
+    /// The restore stage's evidence is missing.
+    NotRestored,
+}
+
+/// A stop rule that fired.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct StopFinding {
+    pub kind: StopKind,
+    /// The run it fired on; `None` for plan-level findings.
+    pub run_id: Option<String>,
+    pub reason: String,
+}
+
+/// Cross-request contamination: a reply carrying another request's canary in its content or
+/// in its tool-call arguments. Names each request and the foreign canaries.
+pub fn contamination(artifact: &Artifact) -> Option<StopFinding> {
+    let mut parts = Vec::new();
+    for result in &artifact.figures.canaries {
+        if !result.foreign.is_empty() {
+            parts.push(format!(
+                "request {} returned {}",
+                result.request_index,
+                result.foreign.join(", ")
+            ));
+        }
+        if !result.foreign_in_tool_arguments.is_empty() {
+            parts.push(format!(
+                "request {} tool arguments carried {}",
+                result.request_index,
+                result.foreign_in_tool_arguments.join(", ")
+            ));
+        }
+    }
+    (!parts.is_empty()).then(|| StopFinding {
+        kind: StopKind::Contamination,
+        run_id: Some(artifact.facts.run_id.clone()),
+        reason: format!(
+            "run {}: cross-request contamination: {}",
+            artifact.facts.run_id,
+            parts.join("; ")
+        ),
+    })
+}
+
+/// Repeatable structured-output corruption: the structured JSON check failed for at least
+/// [`CORRUPTION_THRESHOLD`] requests (results without a request index count once each).
+pub fn structured_output_corruption(artifact: &Artifact) -> Option<StopFinding> {
+    let failed: Vec<_> = artifact
+        .figures
+        .functional
+        .iter()
+        .filter(|r| r.check == STRUCTURED_OUTPUT_CHECK && !r.passed)
+        .collect();
+    let indexed: BTreeSet<i64> = failed.iter().filter_map(|r| r.request_index).collect();
+    let unindexed = failed.iter().filter(|r| r.request_index.is_none()).count();
+    let count = indexed.len() + unindexed;
+    (count >= CORRUPTION_THRESHOLD).then(|| {
+        let at = if indexed.is_empty() {
+            String::new()
+        } else {
+            format!(" (requests {})", indices(indexed.iter().copied()))
+        };
+        StopFinding {
+            kind: StopKind::StructuredOutputCorruption,
+            run_id: Some(artifact.facts.run_id.clone()),
+            reason: format!(
+                "run {}: structured-output corruption in {count} requests{at}",
+                artifact.facts.run_id
+            ),
+        }
+    })
+}
+
+/// Unexplained loss: planned requests with no row, and failed requests without an error
+/// text (a failed request whose `error` column holds the server's or client's reason is
+/// explained; it still fails advance rule 1).
+pub fn unexplained_loss(artifact: &Artifact) -> Option<StopFinding> {
+    let figures = &artifact.figures;
+    let planned = artifact.facts.workload.total_requests;
+    let measured = figures.requests.measured;
+    let explained = figures
+        .server_errors
+        .iter()
+        .filter(|e| !e.body.trim().is_empty())
+        .map(|e| e.request_index)
+        .collect::<BTreeSet<_>>()
+        .len() as u64;
+    let unexplained = figures.requests.failed_total().saturating_sub(explained);
+    let mut parts = Vec::new();
+    if measured < planned {
+        parts.push(format!(
+            "{} of {planned} planned requests have no record",
+            planned - measured
+        ));
+    }
+    if unexplained > 0 {
+        parts.push(format!(
+            "{unexplained} failed requests without an error text (failed: {})",
+            outcomes(&figures.requests.failed)
+        ));
+    }
+    (!parts.is_empty()).then(|| StopFinding {
+        kind: StopKind::UnexplainedLoss,
+        run_id: Some(artifact.facts.run_id.clone()),
+        reason: format!(
+            "run {}: unexplained loss: {}",
+            artifact.facts.run_id,
+            parts.join("; ")
+        ),
+    })
+}
+
+/// A replica whose `process_start_time_seconds` changed during the run.
+pub fn restarts(artifact: &Artifact) -> Vec<StopFinding> {
+    artifact
+        .figures
+        .restarts
+        .iter()
+        .map(|restart| StopFinding {
+            kind: StopKind::Restart,
+            run_id: Some(artifact.facts.run_id.clone()),
+            reason: format!(
+                "run {}: replica {} restarted (process_start_time_seconds {} → {})",
+                artifact.facts.run_id,
+                restart.replica,
+                num(restart.start_time_before_s),
+                num(restart.start_time_after_s)
+            ),
+        })
+        .collect()
+}
+
+/// Server errors whose body mentions out-of-memory or CUDA errors, one finding per kind
+/// naming the requests.
+pub fn server_errors(artifact: &Artifact) -> Vec<StopFinding> {
+    let mut findings = Vec::new();
+    for kind in [ErrorKind::OutOfMemory, ErrorKind::Cuda] {
+        let requests: Vec<i64> = artifact
+            .figures
+            .server_errors
+            .iter()
+            .filter(|e| classify_error(&e.body).contains(&kind))
+            .map(|e| e.request_index)
+            .collect();
+        if !requests.is_empty() {
+            findings.push(StopFinding {
+                kind: StopKind::ServerError(kind),
+                run_id: Some(artifact.facts.run_id.clone()),
+                reason: format!(
+                    "run {}: {} server errors in requests {}",
+                    artifact.facts.run_id,
+                    kind.as_str(),
+                    indices(requests)
+                ),
+            });
+        }
+    }
+    findings
+}
+
+/// The restore stage's evidence: every plan stage named [`RESTORE_STAGE`] must name an
+/// evidence file, and that file must be among `files_present` (names in the data folder).
+pub fn restoration(plan: &RunPlan, files_present: &[&str]) -> Vec<StopFinding> {
+    plan.stages_in_order()
+        .into_iter()
+        .filter(|stage| stage.stage == RESTORE_STAGE)
+        .filter_map(|stage| {
+            let reason = match stage.evidence.as_deref() {
+                None => format!(
+                    "stage {} {}: the plan names no evidence file; the service cannot be shown restored",
+                    stage.order, stage.stage
+                ),
+                Some(file) if !files_present.contains(&file) => format!(
+                    "stage {} {}: evidence file {file} is missing from the data folder",
+                    stage.order, stage.stage
+                ),
+                Some(_) => return None,
+            };
+            Some(StopFinding {
+                kind: StopKind::NotRestored,
+                run_id: None,
+                reason,
+            })
+        })
+        .collect()
+}
+
+/// Every stop rule over every artifact and the plan.
+pub fn stop_rules(
+    artifacts: &[Artifact],
+    plan: &RunPlan,
+    files_present: &[&str],
+) -> Vec<StopFinding> {
+    let mut findings = Vec::new();
+    for artifact in artifacts {
+        findings.extend(contamination(artifact));
+        findings.extend(structured_output_corruption(artifact));
+        findings.extend(unexplained_loss(artifact));
+        findings.extend(restarts(artifact));
+        findings.extend(server_errors(artifact));
+    }
+    findings.extend(restoration(plan, files_present));
+    findings
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::fixtures::{artifact, fail_requests, plan};
+    use super::super::input::{FunctionalResult, Restart, ServerError};
+    use super::*;
+    use crate::artifact::run::Outcome;
+
+    #[test]
+    fn a_clean_artifact_fires_nothing() {
+        let a = artifact("r-a", "A", &[], 1000.0);
+        assert_eq!(
+            stop_rules(&[a], &plan(), &["restoration.json", "run.json"]),
+            []
+        );
+    }
+
+    #[test]
+    fn contamination_names_requests_and_foreign_canaries() {
+        let mut a = artifact("r-a", "A", &[], 1000.0);
+        a.figures.canaries[3].foreign =
+            vec!["ANV-00000000000a".to_owned(), "ANV-00000000000b".to_owned()];
+        a.figures.canaries[9].foreign_in_tool_arguments = vec!["ANV-00000000000c".to_owned()];
+        assert_eq!(
+            contamination(&a).unwrap().reason,
+            "run r-a: cross-request contamination: request 3 returned ANV-00000000000a, \
+             ANV-00000000000b; request 9 tool arguments carried ANV-00000000000c"
+        );
+    }
+
+    #[test]
+    fn structured_corruption_fires_from_two_requests() {
+        let mut a = artifact("r-a", "A", &[], 1000.0);
+        let corrupt = |index| FunctionalResult {
+            check: "structured_json".to_owned(),
+            request_index: Some(index),
+            passed: false,
+            reason: Some("truncated object".to_owned()),
+        };
+        a.figures.functional.push(corrupt(4));
+        assert_eq!(structured_output_corruption(&a), None);
+        a.figures.functional.push(corrupt(9));
+        assert_eq!(
+            structured_output_corruption(&a).unwrap().reason,
+            "run r-a: structured-output corruption in 2 requests (requests 4, 9)"
+        );
+    }
+
+    #[test]
+    fn loss_without_an_error_text_is_unexplained() {
+        let mut a = artifact("r-a", "A", &[], 1000.0);
+        a.figures.requests.measured = 99;
+        a.figures.requests.ok = 99;
+        fail_requests(&mut a, Outcome::Disconnected, 2);
+        a.figures.server_errors.push(ServerError {
+            request_index: 5,
+            outcome: Outcome::Disconnected,
+            body: "connection reset by peer".to_owned(),
+        });
+        assert_eq!(
+            unexplained_loss(&a).unwrap().reason,
+            "run r-a: unexplained loss: 1 of 100 planned requests have no record; \
+             1 failed requests without an error text (failed: disconnected 2)"
+        );
+        let b = artifact("r-b", "B", &[], 1000.0);
+        assert_eq!(unexplained_loss(&b), None);
+    }
+
+    #[test]
+    fn restart_fires() {
+        let mut a = artifact("r-a", "A", &[], 1000.0);
+        a.figures.restarts.push(Restart {
+            replica: 0,
+            start_time_before_s: 100.0,
+            start_time_after_s: 250.5,
+        });
+        assert_eq!(
+            restarts(&a)[0].reason,
+            "run r-a: replica 0 restarted (process_start_time_seconds 100 → 250.5)"
+        );
+    }
+
+    #[test]
+    fn server_errors_are_classified_by_kind() {
+        assert_eq!(
+            classify_error("torch.OutOfMemoryError: CUDA out of memory"),
+            [ErrorKind::OutOfMemory, ErrorKind::Cuda]
+        );
+        assert_eq!(
+            classify_error("engine OOM-killed"),
+            [ErrorKind::OutOfMemory]
+        );
+        assert_eq!(
+            classify_error("RuntimeError: cudaErrorIllegalAddress"),
+            [ErrorKind::Cuda]
+        );
+        assert_eq!(classify_error("rate limited; room for 0 more"), []);
+        let mut a = artifact("r-a", "A", &[], 1000.0);
+        for (index, body) in [
+            (2, "CUDA error: an illegal memory access"),
+            (6, "400 bad request"),
+        ] {
+            a.figures.server_errors.push(ServerError {
+                request_index: index,
+                outcome: Outcome::HttpError,
+                body: body.to_owned(),
+            });
+        }
+        let findings = server_errors(&a);
+        assert_eq!(findings.len(), 1);
+        assert_eq!(findings[0].kind, StopKind::ServerError(ErrorKind::Cuda));
+        assert_eq!(
+            findings[0].reason,
+            "run r-a: CUDA server errors in requests 2"
+        );
+    }
+
+    #[test]
+    fn missing_restore_evidence_fires() {
+        let plan = plan();
+        assert_eq!(restoration(&plan, &["restoration.json"]), []);
+        assert_eq!(
+            restoration(&plan, &["run.json", "requests.parquet"]),
+            [StopFinding {
+                kind: StopKind::NotRestored,
+                run_id: None,
+                reason: "stage 6 restore: evidence file restoration.json is missing from the data folder"
+                    .to_owned(),
+            }]
+        );
+    }
+}
