@@ -152,3 +152,20 @@ pub fn fail_requests(artifact: &mut Artifact, outcome: Outcome, count: u64) {
     requests.ok -= count;
     *requests.failed.entry(outcome).or_default() += count;
 }
+
+/// The three arms of the seed plan's `matched topology` stage, throughputs TP1 1000,
+/// TP2 1500 and DP2 (two TP1 replicas) `dp2_tps`.
+pub fn topology_stage(dp2_tps: f64) -> Vec<Artifact> {
+    let mut dp2 = artifact(
+        "r-dp2",
+        "two independent TP1 replicas",
+        &[("topology", "DP2")],
+        dp2_tps,
+    );
+    dp2.facts.replica_count = 2;
+    vec![
+        artifact("r-tp1", "TP1", &[("topology", "TP1")], 1000.0),
+        artifact("r-tp2", "TP2", &[("topology", "TP2")], 1500.0),
+        dp2,
+    ]
+}

@@ -15,16 +15,20 @@ pub use input::{
     Topology,
 };
 pub mod advance;
+pub mod check;
 pub mod compare;
 pub mod control;
+pub mod coverage;
 pub mod headline;
 pub mod matching;
 pub mod refusal;
 pub mod stop;
 
 pub use advance::{AdvanceRule, TopologyAssessment, Verdict};
+pub use check::{ArmAdvance, CheckReport, Outcome, check};
 pub use compare::{Comparison, OutputLength, Paired, ThroughputEstimate, compare};
 pub use control::{Control, control};
+pub use coverage::{ClaimCheck, ClaimVerdict, PlanCoverage, plan_coverage};
 pub use headline::{Comparand, HeadlineSelection, Scope, classify, gate};
 pub use matching::{MatchedSet, match_artifacts};
 pub use refusal::{FieldDifference, Refusal, RefusalKind};

@@ -1,0 +1,320 @@
+//! The overall verdict of `anvil check`: every advance rule per arm, every stop rule, plan
+//! coverage, and the exit code.
+//!
+//! Exit codes ([`crate::exit`]): 0 every advance rule holds, every claim is supported and
+//! no stop rule fired; 1 a stop rule fired, or recorded evidence contradicts an advance rule
+//! or a stage's claim; 4 nothing fired or failed but evidence is missing (an advance rule
+//! not run, a plan arm without artifacts, a claim that could not be matched to recorded
+//! arms). Bad input (2) is the caller's to report before the rules run.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::artifact::run::Status;
+use crate::manifest::RunPlan;
+
+use super::advance::{
+    self, AdvanceRule, TopologyAssessment, Verdict, canaries, completion, functional,
+    performance_claim,
+};
+use super::coverage::{ClaimVerdict, PlanCoverage, plan_coverage};
+use super::input::Artifact;
+use super::stop::{StopFinding, stop_rules};
+
+/// One arm's advance-rule verdicts, in the plan's order.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ArmAdvance {
+    pub arm: String,
+    pub rules: Vec<(AdvanceRule, Verdict)>,
+}
+
+/// The campaign's state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum Outcome {
+    /// Every advance rule holds and no stop rule fired.
+    Holds,
+    /// At least one stop rule fired.
+    StopRuleFired,
+    /// No stop rule fired, but the evidence contradicts an advance rule or a claim.
+    RuleFailed,
+    /// Nothing failed, but evidence is missing.
+    Incomplete,
+}
+
+impl Outcome {
+    /// The process exit code for this outcome.
+    pub fn exit_code(self) -> u8 {
+        match self {
+            Outcome::Holds => crate::exit::OK,
+            Outcome::StopRuleFired | Outcome::RuleFailed => crate::exit::RULE_FAILED,
+            Outcome::Incomplete => crate::exit::INCOMPLETE,
+        }
+    }
+}
+
+/// Everything `anvil check` reports.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CheckReport {
+    pub arms: Vec<ArmAdvance>,
+    /// Topology comparisons, one per matched workload whose arms differ in topology.
+    pub topology: Vec<TopologyAssessment>,
+    pub stops: Vec<StopFinding>,
+    pub coverage: PlanCoverage,
+    pub outcome: Outcome,
+    /// Why, one line per cause.
+    pub reasons: Vec<String>,
+}
+
+impl CheckReport {
+    pub fn exit_code(&self) -> u8 {
+        self.outcome.exit_code()
+    }
+}
+
+/// Evaluate every rule. `files_present` lists the file names in the data folder (for the
+/// restore stage's evidence).
+pub fn check(plan: &RunPlan, artifacts: &[Artifact], files_present: &[&str]) -> CheckReport {
+    // Arms in first-seen order.
+    let mut by_arm: Vec<(&str, Vec<&Artifact>)> = Vec::new();
+    for artifact in artifacts {
+        match by_arm
+            .iter_mut()
+            .find(|(arm, _)| *arm == artifact.facts.arm)
+        {
+            Some((_, runs)) => runs.push(artifact),
+            None => by_arm.push((artifact.facts.arm.as_str(), vec![artifact])),
+        }
+    }
+
+    // Rule 5 per matched workload (complete runs sharing a fingerprint).
+    let mut workloads: BTreeMap<&str, Vec<(&str, Vec<&Artifact>)>> = BTreeMap::new();
+    for artifact in artifacts
+        .iter()
+        .filter(|a| a.facts.status == Status::Complete)
+    {
+        let arms = workloads
+            .entry(artifact.facts.fingerprint.as_str())
+            .or_default();
+        match arms.iter_mut().find(|(arm, _)| *arm == artifact.facts.arm) {
+            Some((_, runs)) => runs.push(artifact),
+            None => arms.push((artifact.facts.arm.as_str(), vec![artifact])),
+        }
+    }
+    let topology: Vec<TopologyAssessment> = workloads
+        .values()
+        .filter_map(|arms| advance::topology(arms))
+        .collect();
+
+    let arms: Vec<ArmAdvance> = by_arm
+        .iter()
+        .map(|(arm, runs)| {
+            let topology_verdict = topology
+                .iter()
+                .flat_map(|t| &t.rows)
+                .filter(|row| row.arm == *arm)
+                .map(|row| row.verdict.clone())
+                .fold(Verdict::Pass, worst);
+            ArmAdvance {
+                arm: (*arm).to_owned(),
+                rules: vec![
+                    (AdvanceRule::Completion, completion(runs)),
+                    (AdvanceRule::Canaries, canaries(runs)),
+                    (AdvanceRule::Functional, functional(runs)),
+                    (AdvanceRule::PerformanceClaim, performance_claim(runs)),
+                    (AdvanceRule::Topology, topology_verdict),
+                ],
+            }
+        })
+        .collect();
+
+    let stops = stop_rules(artifacts, plan, files_present);
+    let coverage = plan_coverage(plan, artifacts);
+
+    let mut failed = Vec::new();
+    let mut missing = Vec::new();
+    if artifacts.is_empty() {
+        missing.push("no artifacts".to_owned());
+    }
+    for arm in &arms {
+        for (rule, verdict) in &arm.rules {
+            let text = plan
+                .advance_rules
+                .get(rule.index())
+                .map_or("advance rule", String::as_str);
+            match verdict {
+                Verdict::Pass => {}
+                Verdict::Fail(reason) => {
+                    failed.push(format!("{}: \"{text}\" failed: {reason}", arm.arm))
+                }
+                Verdict::NotRun(reason) => {
+                    missing.push(format!("{}: \"{text}\" not run: {reason}", arm.arm))
+                }
+            }
+        }
+    }
+    for stage in &coverage.stages {
+        if !stage.without_evidence.is_empty() {
+            missing.push(format!(
+                "stage {} {}: no artifacts for {}",
+                stage.order,
+                stage.stage,
+                stage.without_evidence.join(", ")
+            ));
+        }
+        for claim in stage.selected.iter().chain(&stage.rejected) {
+            let line = format!("stage {} {}: {}", stage.order, stage.stage, claim.reason);
+            match claim.verdict {
+                ClaimVerdict::Supported => {}
+                ClaimVerdict::NotSupported => failed.push(line),
+                ClaimVerdict::Unmatched | ClaimVerdict::MissingEvidence => missing.push(line),
+            }
+        }
+    }
+    let (outcome, reasons) = if !stops.is_empty() {
+        let mut reasons: Vec<String> = stops.iter().map(|s| s.reason.clone()).collect();
+        reasons.extend(failed);
+        reasons.extend(missing);
+        (Outcome::StopRuleFired, reasons)
+    } else if !failed.is_empty() {
+        failed.extend(missing);
+        (Outcome::RuleFailed, failed)
+    } else if !missing.is_empty() {
+        (Outcome::Incomplete, missing)
+    } else {
+        (
+            Outcome::Holds,
+            vec!["every advance rule holds and no stop rule fired".to_owned()],
+        )
+    };
+    CheckReport {
+        arms,
+        topology,
+        stops,
+        coverage,
+        outcome,
+        reasons,
+    }
+}
+
+/// The worse of two verdicts: a failure over missing evidence over a pass.
+fn worst(a: Verdict, b: Verdict) -> Verdict {
+    match (a, b) {
+        (Verdict::Fail(x), _) | (_, Verdict::Fail(x)) => Verdict::Fail(x),
+        (Verdict::NotRun(x), _) | (_, Verdict::NotRun(x)) => Verdict::NotRun(x),
+        _ => Verdict::Pass,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::fixtures::{plan, topology_stage};
+    use super::super::stop::StopKind;
+    use super::*;
+
+    /// The seed plan reduced to its `matched topology` and `restore` stages.
+    fn topology_plan() -> RunPlan {
+        let mut plan = plan();
+        plan.execution_order
+            .retain(|s| s.stage == "matched topology" || s.stage == "restore");
+        plan
+    }
+
+    #[test]
+    fn clean_evidence_holds_with_exit_zero() {
+        let report = check(
+            &topology_plan(),
+            &topology_stage(1900.0),
+            &["restoration.json"],
+        );
+        assert_eq!(
+            report.reasons,
+            ["every advance rule holds and no stop rule fired"]
+        );
+        assert_eq!(report.outcome, Outcome::Holds);
+        assert_eq!(report.exit_code(), 0);
+        assert_eq!(
+            report.topology[0].winner.as_deref(),
+            Some("two independent TP1 replicas")
+        );
+        assert!(report.arms.iter().all(|arm| arm.rules.len() == 5));
+    }
+
+    #[test]
+    fn contamination_is_a_stop_with_exit_one() {
+        let mut artifacts = topology_stage(1900.0);
+        artifacts[1].figures.canaries[12].foreign = vec!["ANV-00000000abcd".to_owned()];
+        let report = check(&topology_plan(), &artifacts, &["restoration.json"]);
+        assert_eq!(report.outcome, Outcome::StopRuleFired);
+        assert_eq!(report.exit_code(), crate::exit::RULE_FAILED);
+        assert_eq!(report.stops[0].kind, StopKind::Contamination);
+        assert_eq!(
+            report.reasons,
+            [
+                "run r-tp2: cross-request contamination: request 12 returned ANV-00000000abcd",
+                "TP2: \"every unique request returns its own canary and no other canary\" \
+                 failed: run r-tp2: request 12 returned other requests' canaries ANV-00000000abcd",
+            ]
+        );
+    }
+
+    #[test]
+    fn missing_restore_evidence_is_a_stop() {
+        let report = check(&topology_plan(), &topology_stage(1900.0), &["run.json"]);
+        assert_eq!(report.exit_code(), 1);
+        assert_eq!(
+            report.reasons,
+            ["stage 6 restore: evidence file restoration.json is missing from the data folder"]
+        );
+    }
+
+    #[test]
+    fn functional_not_run_is_incomplete_with_exit_four() {
+        let mut artifacts = topology_stage(1900.0);
+        artifacts[0].figures.functional.clear();
+        let report = check(&topology_plan(), &artifacts, &["restoration.json"]);
+        assert_eq!(report.outcome, Outcome::Incomplete);
+        assert_eq!(report.exit_code(), crate::exit::INCOMPLETE);
+        assert_eq!(
+            report.reasons,
+            [
+                "TP1: \"strict structured JSON, tools, and Responses pass\" not run: \
+              no functional results for this arm"
+            ]
+        );
+    }
+
+    #[test]
+    fn unsupported_selection_fails_with_exit_one() {
+        let report = check(
+            &topology_plan(),
+            &topology_stage(1400.0),
+            &["restoration.json"],
+        );
+        assert_eq!(report.outcome, Outcome::RuleFailed);
+        assert_eq!(report.exit_code(), 1);
+        assert_eq!(report.reasons.len(), 2, "{:?}", report.reasons);
+        assert!(
+            report.reasons[0].starts_with(
+                "stage 3 matched topology: selection not supported by the recorded evidence"
+            ),
+            "{:?}",
+            report.reasons
+        );
+    }
+
+    #[test]
+    fn the_seed_plan_with_only_topology_evidence_is_incomplete() {
+        let report = check(&plan(), &topology_stage(1900.0), &["restoration.json"]);
+        assert_eq!(report.exit_code(), 4);
+        assert!(
+            report.reasons.contains(
+                &"stage 1 baseline: no artifacts for Inferact target-only, Inferact DFlash2 K8"
+                    .to_owned()
+            ),
+            "{:?}",
+            report.reasons
+        );
+        assert_eq!(check(&plan(), &[], &[]).exit_code(), 1);
+    }
+}
