@@ -80,7 +80,7 @@ pub fn completion(runs: &[&Artifact]) -> Verdict {
             ));
         }
         let failed = figures.requests.failed_total();
-        if failed > 0 || figures.requests.ok + failed < measured {
+        if failed > 0 || figures.requests.ok.saturating_add(failed) < measured {
             problems.push(format!(
                 "run {id}: {} of {measured} measured requests did not complete ({})",
                 measured.saturating_sub(figures.requests.ok),

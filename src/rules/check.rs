@@ -317,4 +317,50 @@ mod tests {
         );
         assert_eq!(check(&plan(), &[], &[]).exit_code(), 1);
     }
+
+    #[test]
+    fn hostile_figures_do_not_panic() {
+        use super::super::compare::compare;
+        use super::super::headline::Scope;
+        use super::super::input::{MetricId, RequestValue, Stats};
+        use super::super::matching::match_artifacts;
+        use crate::artifact::run::Outcome as RequestOutcome;
+
+        let mut artifacts = topology_stage(f64::NAN);
+        let hostile = Stats {
+            n: u64::MAX,
+            mean: Some(f64::NAN),
+            sd: Some(f64::INFINITY),
+            p50: Some(f64::MAX),
+            ..Stats::default()
+        };
+        for artifact in &mut artifacts {
+            let figures = &mut artifact.figures;
+            figures.metrics.insert(MetricId::TtftMs, hostile);
+            figures.per_request.insert(
+                MetricId::TtftMs,
+                vec![RequestValue {
+                    request_index: 0,
+                    value: f64::NAN,
+                }],
+            );
+            figures.requests.measured = u64::MAX;
+            figures
+                .requests
+                .failed
+                .insert(RequestOutcome::Cancelled, u64::MAX);
+            figures
+                .requests
+                .failed
+                .insert(RequestOutcome::HttpError, u64::MAX);
+            figures.finish_reasons.insert("length".to_owned(), u64::MAX);
+            figures.completion_tokens_p50 = Some(f64::INFINITY);
+        }
+        artifacts[0].facts.config = [("topology", "TP99999999999")].into_iter().collect();
+        let report = check(&plan(), &artifacts, &[]);
+        assert_eq!(report.exit_code(), 1);
+        let set = match_artifacts(&artifacts).unwrap();
+        let comparison = compare(&set, "TP1", Scope::Headline).unwrap();
+        assert_eq!(comparison.metrics[0].differences[0].welch, None);
+    }
 }

@@ -403,14 +403,15 @@ fn output_profile(runs: &[&Artifact]) -> (Option<f64>, BTreeMap<String, u64>) {
     let mut reasons = BTreeMap::new();
     for run in runs {
         for (reason, count) in &run.figures.finish_reasons {
-            *reasons.entry(reason.clone()).or_insert(0) += count;
+            let total = reasons.entry(reason.clone()).or_insert(0u64);
+            *total = total.saturating_add(*count);
         }
     }
     (median, reasons)
 }
 
 fn shares(counts: &BTreeMap<String, u64>) -> BTreeMap<&str, f64> {
-    let total: u64 = counts.values().sum();
+    let total: u64 = counts.values().fold(0, |sum, n| sum.saturating_add(*n));
     counts
         .iter()
         .map(|(reason, count)| {

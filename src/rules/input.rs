@@ -231,8 +231,11 @@ pub struct RequestCounts {
 }
 
 impl RequestCounts {
+    /// Measured requests that did not succeed (saturating: hostile counts cannot overflow).
     pub fn failed_total(&self) -> u64 {
-        self.failed.values().sum()
+        self.failed
+            .values()
+            .fold(0, |sum, n| sum.saturating_add(*n))
     }
 }
 
@@ -372,6 +375,32 @@ mod tests {
                 Err(format!("topology `{bad}` is not TPn or DPn"))
             );
         }
+    }
+
+    #[test]
+    fn facts_come_from_run_json_and_a_sample_headline_run_is_headline() {
+        let run = crate::artifact::run::tests::sample_run();
+        let facts = ArtifactFacts::from_run_json(&run);
+        assert_eq!(
+            (
+                facts.run_id.as_str(),
+                facts.arm.as_str(),
+                facts.stage.as_str()
+            ),
+            ("run-0001", "K12", "SGLang optimization")
+        );
+        assert_eq!(facts.config.get("speculative_num_steps"), Some("12"));
+        assert_eq!(facts.fingerprint, run.workload.fingerprint());
+        assert_eq!(
+            (facts.api(), facts.status, facts.replica_count),
+            (Api::Chat, Status::Complete, 1)
+        );
+        assert_eq!(facts.topology(), None);
+        let selection = super::super::fixtures::selection();
+        assert_eq!(
+            super::super::headline::classify(&facts, &selection).kind,
+            super::super::headline::ClassKind::Headline
+        );
     }
 
     #[test]

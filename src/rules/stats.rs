@@ -72,13 +72,10 @@ impl Sample {
         Some((ss / (n - 1) as f64).sqrt())
     }
 
-    /// Count, mean and standard deviation; `None` for a single value.
+    /// Count, mean and standard deviation; `None` for a single value (or values so large
+    /// that their mean or spread is not finite).
     pub fn moments(&self) -> Option<Moments> {
-        Some(Moments {
-            n: self.0.len() as u64,
-            mean: self.mean(),
-            sd: self.sd()?,
-        })
+        Moments::new(self.0.len() as u64, self.mean(), self.sd()?).ok()
     }
 }
 
@@ -125,7 +122,7 @@ impl Moments {
     /// (the exact decomposition of the total sum of squares into within- and between-sample
     /// parts). `None` for an empty list.
     pub fn pooled(parts: &[Moments]) -> Option<Moments> {
-        let n: u64 = parts.iter().map(|p| p.n).sum();
+        let n: u64 = parts.iter().fold(0, |n, p| n.saturating_add(p.n));
         if parts.is_empty() || n < 2 {
             return None;
         }
@@ -193,7 +190,7 @@ pub fn welch_interval(a: Moments, b: Moments) -> Option<Interval> {
             estimate,
             low: estimate,
             high: estimate,
-            df: (a.n + b.n - 2) as f64,
+            df: (a.n as f64) + (b.n as f64) - 2.0,
         });
     }
     let df = se2 * se2 / (va * va / (a.n - 1) as f64 + vb * vb / (b.n - 1) as f64);
