@@ -19,6 +19,7 @@ use super::advance::{
     performance_claim,
 };
 use super::coverage::{ClaimVerdict, PlanCoverage, plan_coverage};
+use super::headline::FUNCTIONAL_CLASS;
 use super::input::Artifact;
 use super::stop::{StopFinding, stop_rules};
 
@@ -87,12 +88,12 @@ pub fn check(plan: &RunPlan, artifacts: &[Artifact], files_present: &[&str]) -> 
         }
     }
 
-    // Rule 5 per matched workload (complete runs sharing a fingerprint).
+    // Rule 5 per matched performance workload (complete runs sharing a fingerprint;
+    // functional checks carry no throughput claim).
     let mut workloads: BTreeMap<&str, Vec<(&str, Vec<&Artifact>)>> = BTreeMap::new();
-    for artifact in artifacts
-        .iter()
-        .filter(|a| a.facts.status == Status::Complete)
-    {
+    for artifact in artifacts.iter().filter(|a| {
+        a.facts.status == Status::Complete && a.facts.workload.class != FUNCTIONAL_CLASS
+    }) {
         let arms = workloads
             .entry(artifact.facts.fingerprint.as_str())
             .or_default();
@@ -238,6 +239,23 @@ mod tests {
             Some("two independent TP1 replicas")
         );
         assert!(report.arms.iter().all(|arm| arm.rules.len() == 5));
+    }
+
+    #[test]
+    fn functional_runs_do_not_enter_the_topology_comparison() {
+        let mut artifacts = topology_stage(1900.0);
+        for index in 0..3 {
+            let mut functional = artifacts[index].clone();
+            functional.facts.run_id = format!("{}-functional", functional.facts.run_id);
+            functional.facts.workload.class = "functional".to_owned();
+            functional.facts.workload.canaries = false;
+            functional.facts.fingerprint = functional.facts.workload.fingerprint();
+            functional.figures.aggregate_output_tps = None;
+            artifacts.push(functional);
+        }
+        let report = check(&topology_plan(), &artifacts, &["restoration.json"]);
+        assert_eq!(report.topology.len(), 1);
+        assert_eq!(report.exit_code(), 0, "{:?}", report.reasons);
     }
 
     #[test]

@@ -8,10 +8,12 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 
+use crate::manifest::RunPlan;
+
 use super::control::{Control, control};
-use super::headline::Scope;
+use super::headline::{Comparand, HeadlineSelection, Scope, gate};
 use super::input::{Artifact, MetricId, ReplicaThroughput, SpecDecode, num};
-use super::matching::MatchedSet;
+use super::matching::{MatchedSet, match_artifacts};
 use super::refusal::{Refusal, RefusalKind};
 use super::stats::{Interval, Moments, Sample, mean_interval, paired_interval, welch_interval};
 
@@ -222,6 +224,20 @@ pub fn compare(set: &MatchedSet<'_>, baseline: &str, scope: Scope) -> Result<Com
         .collect();
 
     let mut warnings = Vec::new();
+    for arm in &arms {
+        let runs = set.arm(arm);
+        if let Some(odd) = runs
+            .iter()
+            .find(|run| run.facts.config != runs[0].facts.config)
+        {
+            warnings.push(format!(
+                "{arm}: runs {} and {} record different configurations ({})",
+                runs[0].facts.run_id,
+                odd.facts.run_id,
+                control(&runs[0].facts.config, &odd.facts.config).reason()
+            ));
+        }
+    }
     let mut controls = Vec::new();
     let mut output_length = Vec::new();
     for arm in &others {
@@ -250,6 +266,30 @@ pub fn compare(set: &MatchedSet<'_>, baseline: &str, scope: Scope) -> Result<Com
         output_length,
         warnings,
     })
+}
+
+/// What `anvil compare` runs: the headline comparison rule over the artifacts and any
+/// external figures, then the matching check, then the comparison with `baseline`. Every
+/// refusal carries its reason (exit code [`crate::exit::REFUSED`]).
+pub fn compare_artifacts(
+    artifacts: &[Artifact],
+    external_sources: &[&str],
+    baseline: &str,
+    selection: &HeadlineSelection,
+    plan: &RunPlan,
+) -> Result<Comparison, Refusal> {
+    let comparands: Vec<Comparand<'_>> = artifacts
+        .iter()
+        .map(|artifact| Comparand::Artifact(&artifact.facts))
+        .chain(
+            external_sources
+                .iter()
+                .map(|source| Comparand::External { source }),
+        )
+        .collect();
+    let scope = gate(&comparands, selection, plan)?;
+    let set = match_artifacts(artifacts)?;
+    compare(&set, baseline, scope)
 }
 
 fn arm_metric(arm: &str, runs: &[&Artifact], metric: MetricId) -> ArmMetric {
@@ -498,7 +538,9 @@ pub fn output_length_realization(
 
 #[cfg(test)]
 mod tests {
-    use super::super::fixtures::{artifact, full_stats, per_request};
+    use super::super::fixtures::{
+        artifact, full_stats, per_request, plan, screen_workload, selection,
+    };
     use super::super::matching::match_artifacts;
     use super::*;
 
@@ -658,6 +700,49 @@ mod tests {
         let comparison =
             compare(&match_artifacts(&artifacts).unwrap(), "A", Scope::Headline).unwrap();
         assert_eq!(comparison.output_length[0].1, OutputLength::Comparable);
+    }
+
+    #[test]
+    fn compare_artifacts_gates_then_matches_then_compares() {
+        let plan = plan();
+        let selection = selection();
+        let artifacts = [
+            artifact("r-a", "A", &[("k", "1")], 1000.0),
+            artifact("r-b", "B", &[("k", "2")], 1100.0),
+        ];
+        let comparison = compare_artifacts(&artifacts, &[], "A", &selection, &plan).unwrap();
+        assert_eq!(
+            comparison.label,
+            "headline: matched sustained-output artifacts"
+        );
+        let refusal =
+            compare_artifacts(&artifacts, &["vendor blog"], "A", &selection, &plan).unwrap_err();
+        assert_eq!(
+            refusal.rule.as_deref(),
+            Some(plan.headline_comparison_rule.as_str())
+        );
+        let mut screens = artifacts.clone();
+        for screen in &mut screens {
+            screen.facts.workload = screen_workload();
+            screen.facts.fingerprint = screen.facts.workload.fingerprint();
+        }
+        let comparison = compare_artifacts(&screens, &[], "A", &selection, &plan).unwrap();
+        assert_eq!(comparison.label, "within-screen selection only");
+    }
+
+    #[test]
+    fn repeats_with_different_configs_are_warned() {
+        let artifacts = [
+            artifact("r-a1", "A", &[("k", "1")], 1000.0),
+            artifact("r-a2", "A", &[("k", "3")], 1000.0),
+            artifact("r-b", "B", &[("k", "2")], 1000.0),
+        ];
+        let comparison =
+            compare(&match_artifacts(&artifacts).unwrap(), "A", Scope::Headline).unwrap();
+        assert_eq!(
+            comparison.warnings,
+            ["A: runs r-a1 and r-a2 record different configurations (one variable: k = 1 vs 3)"]
+        );
     }
 
     #[test]

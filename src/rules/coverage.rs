@@ -8,7 +8,7 @@
 //! arm whose config says `topology=DP2`). It names a metric by its words: `TTFT` (lower is
 //! better: mean TTFT), `throughput` or `output` (higher is better: aggregate output
 //! throughput). A clause naming exactly one arm and one metric is checked against the
-//! stage's arms on every workload they all ran; anything else is reported as "claim could
+//! stage's arms on every performance workload (functional checks excluded) they all ran; anything else is reported as "claim could
 //! not be matched to recorded arms" rather than guessed.
 
 use std::collections::BTreeSet;
@@ -18,6 +18,7 @@ use serde::Serialize;
 use crate::artifact::run::Status;
 use crate::manifest::{RunPlan, Stage};
 
+use super::headline::FUNCTIONAL_CLASS;
 use super::input::{Artifact, MetricId, num};
 
 /// The figure a claim is about.
@@ -312,7 +313,11 @@ fn check_clause(
     let complete = |name: &str| -> Vec<&Artifact> {
         artifacts
             .iter()
-            .filter(|a| a.facts.arm == name && a.facts.status == Status::Complete)
+            .filter(|a| {
+                a.facts.arm == name
+                    && a.facts.status == Status::Complete
+                    && a.facts.workload.class != FUNCTIONAL_CLASS
+            })
             .collect()
     };
     let missing: Vec<&str> = arms
@@ -321,7 +326,10 @@ fn check_clause(
         .map(String::as_str)
         .collect();
     if !missing.is_empty() {
-        return no_evidence(format!("no complete artifact for {}", missing.join(", ")));
+        return no_evidence(format!(
+            "no complete performance artifact for {}",
+            missing.join(", ")
+        ));
     }
     // Workloads every arm of the stage ran.
     let mut common: Option<BTreeSet<&str>> = None;
@@ -452,7 +460,7 @@ mod tests {
         assert_eq!(topology.selected[0].verdict, ClaimVerdict::MissingEvidence);
         assert_eq!(
             topology.selected[0].reason,
-            "selection not supported by the recorded evidence: no complete artifact for TP1"
+            "selection not supported by the recorded evidence: no complete performance artifact for TP1"
         );
     }
 

@@ -26,7 +26,9 @@ pub mod stop;
 
 pub use advance::{AdvanceRule, TopologyAssessment, Verdict};
 pub use check::{ArmAdvance, CheckReport, Outcome, check};
-pub use compare::{Comparison, OutputLength, Paired, ThroughputEstimate, compare};
+pub use compare::{
+    Comparison, OutputLength, Paired, ThroughputEstimate, compare, compare_artifacts,
+};
 pub use control::{Control, control};
 pub use coverage::{ClaimCheck, ClaimVerdict, PlanCoverage, plan_coverage};
 pub use headline::{Comparand, HeadlineSelection, Scope, classify, gate};
