@@ -2,36 +2,48 @@
 //! gating, comparison, advance and stop rules, one-variable controls, plan coverage and the
 //! overall verdict of `anvil check`.
 //!
-//! The query layer fills [`ArtifactFacts`] (from `run.json`) and [`ArtifactFigures`] (from
-//! the SQL); nothing here reads files or computes a figure the query layer owns. Every rule
+//! The query layer fills [`ArtifactFacts`] (from `run.json`, see
+//! [`ArtifactFacts::from_run_json`]) and [`ArtifactFigures`] (from the SQL) for each
+//! artifact; nothing here reads files or computes a figure the query layer owns. Every rule
 //! returns a typed result with a reason written for a reviewer.
+//!
+//! Entry points:
+//! - `anvil compare`: [`HeadlineSelection::from_manifest`] (exit 2 on a bad manifest), then
+//!   [`compare_artifacts`] (headline gate → [`match_artifacts`] → [`compare()`]); a
+//!   [`Refusal`] exits 3.
+//! - `anvil check`: [`check()`] with the plan, the artifacts and the names of the files in
+//!   the data folder; [`CheckReport::exit_code`] is 0, 1 or 4.
+//!
+//! Data flows one way: manifest and artifact types in, plain serde structs out for the
+//! report layer.
 
-pub mod input;
-pub mod stats;
-
-pub use input::{
-    Artifact, ArtifactFacts, ArtifactFigures, CanaryResult, FunctionalResult, MetricId,
-    ReplicaThroughput, RequestCounts, RequestValue, Restart, ServerError, SpecDecode, Stats,
-    Topology,
-};
 pub mod advance;
 pub mod check;
 pub mod compare;
 pub mod control;
 pub mod coverage;
 pub mod headline;
+pub mod input;
 pub mod matching;
 pub mod refusal;
+pub mod stats;
 pub mod stop;
 
-pub use advance::{AdvanceRule, TopologyAssessment, Verdict};
+pub use advance::{AdvanceRule, TopologyAssessment, TopologyRow, Verdict};
 pub use check::{ArmAdvance, CheckReport, Outcome, check};
 pub use compare::{
     Comparison, OutputLength, Paired, ThroughputEstimate, compare, compare_artifacts,
 };
 pub use control::{Control, control};
-pub use coverage::{ClaimCheck, ClaimVerdict, PlanCoverage, plan_coverage};
-pub use headline::{Comparand, HeadlineSelection, Scope, classify, gate};
+pub use coverage::{ClaimCheck, ClaimVerdict, PlanCoverage, StageCoverage, plan_coverage};
+pub use headline::{
+    ClassKind, Classification, Comparand, HeadlineSelection, Scope, classify, gate,
+};
+pub use input::{
+    Artifact, ArtifactFacts, ArtifactFigures, CanaryResult, FunctionalResult, MetricId,
+    ReplicaThroughput, RequestCounts, RequestValue, Restart, ServerError, SpecDecode, Stats,
+    Topology,
+};
 pub use matching::{MatchedSet, match_artifacts};
 pub use refusal::{FieldDifference, Refusal, RefusalKind};
 pub use stop::{StopFinding, StopKind, stop_rules};
