@@ -8,6 +8,7 @@ use std::collections::BTreeSet;
 
 use serde::Serialize;
 
+use crate::artifact::run::Outcome;
 use crate::manifest::RunPlan;
 
 use super::advance::{indices, outcomes};
@@ -67,6 +68,8 @@ pub enum StopKind {
     Restart,
     /// A server error body mentions out-of-memory or a CUDA error.
     ServerError(ErrorKind),
+    /// Responses whose stream could not be parsed (`protocol_error` outcomes).
+    ParserCorruption,
     /// The restore stage's evidence is missing.
     NotRestored,
 }
@@ -227,6 +230,40 @@ pub fn server_errors(artifact: &Artifact) -> Vec<StopFinding> {
     findings
 }
 
+/// Parser corruption: measured requests whose response was not a valid stream (outcome
+/// `protocol_error`), whether or not an error text explains them.
+pub fn parser_corruption(artifact: &Artifact) -> Option<StopFinding> {
+    let count = artifact
+        .figures
+        .requests
+        .failed
+        .get(&Outcome::ProtocolError)
+        .copied()
+        .unwrap_or(0);
+    (count > 0).then(|| {
+        let requests: Vec<i64> = artifact
+            .figures
+            .server_errors
+            .iter()
+            .filter(|e| e.outcome == Outcome::ProtocolError)
+            .map(|e| e.request_index)
+            .collect();
+        let at = if requests.is_empty() {
+            String::new()
+        } else {
+            format!(" (requests {})", indices(requests))
+        };
+        StopFinding {
+            kind: StopKind::ParserCorruption,
+            run_id: Some(artifact.facts.run_id.clone()),
+            reason: format!(
+                "run {}: {count} responses could not be parsed as a stream{at}",
+                artifact.facts.run_id
+            ),
+        }
+    })
+}
+
 /// The restore stage's evidence: every plan stage named [`RESTORE_STAGE`] must name an
 /// evidence file, and that file must be among `files_present` (names in the data folder).
 pub fn restoration(plan: &RunPlan, files_present: &[&str]) -> Vec<StopFinding> {
@@ -267,6 +304,7 @@ pub fn stop_rules(
         findings.extend(unexplained_loss(artifact));
         findings.extend(restarts(artifact));
         findings.extend(server_errors(artifact));
+        findings.extend(parser_corruption(artifact));
     }
     findings.extend(restoration(plan, files_present));
     findings
@@ -385,6 +423,22 @@ mod tests {
         assert_eq!(
             findings[0].reason,
             "run r-a: CUDA server errors in requests 2"
+        );
+    }
+
+    #[test]
+    fn unparseable_streams_are_parser_corruption() {
+        let mut a = artifact("r-a", "A", &[], 1000.0);
+        assert_eq!(parser_corruption(&a), None);
+        fail_requests(&mut a, Outcome::ProtocolError, 1);
+        a.figures.server_errors.push(ServerError {
+            request_index: 41,
+            outcome: Outcome::ProtocolError,
+            body: "expected `data:` line, found `<html>`".to_owned(),
+        });
+        assert_eq!(
+            parser_corruption(&a).unwrap().reason,
+            "run r-a: 1 responses could not be parsed as a stream (requests 41)"
         );
     }
 
