@@ -121,6 +121,8 @@ impl ThroughputEstimate {
 pub struct ArmThroughput {
     pub arm: String,
     pub estimate: ThroughputEstimate,
+    /// This arm's throughput / the baseline's (1 for the baseline itself).
+    pub ratio_to_baseline: Option<f64>,
     /// Per-replica throughput of each run, by run id.
     pub per_replica: Vec<(String, Vec<ReplicaThroughput>)>,
 }
@@ -208,10 +210,18 @@ pub fn compare(set: &MatchedSet<'_>, baseline: &str, scope: Scope) -> Result<Com
         })
         .collect();
 
-    let throughput = arms
+    let mut throughput: Vec<ArmThroughput> = arms
         .iter()
         .map(|arm| arm_throughput(arm, &set.arm(arm)))
         .collect();
+    let base_tps = throughput
+        .iter()
+        .find(|t| t.arm == baseline)
+        .and_then(|t| t.estimate.value())
+        .filter(|tps| *tps != 0.0);
+    for arm in &mut throughput {
+        arm.ratio_to_baseline = arm.estimate.value().zip(base_tps).map(|(a, b)| a / b);
+    }
     let spec_decode = set
         .members()
         .iter()
@@ -413,6 +423,7 @@ fn arm_throughput(arm: &str, runs: &[&Artifact]) -> ArmThroughput {
     ArmThroughput {
         arm: arm.to_owned(),
         estimate,
+        ratio_to_baseline: None,
         per_replica: runs
             .iter()
             .map(|run| {
