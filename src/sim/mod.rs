@@ -1,1 +1,128 @@
-//! sim (in progress)
+//! `anvil-sim`: an OpenAI-compatible LLM server with a known timing model and fault
+//! injection — the ground truth for anvil's tests, sample data, demo and benchmarks.
+//!
+//! Endpoints (per replica): `POST /v1/chat/completions`, `/v1/completions`, `/v1/responses`
+//! (streaming SSE or one JSON body), `POST /tokenize`, `GET /v1/models`, `/metrics`
+//! (vLLM metric names), `/health`. Each replica has its own scheduler, prefix cache and
+//! metrics, and listens on its own port.
+//!
+//! Modules, by job, data flowing one way per request:
+//! [`cli`] (flags → [`Config`]) · [`server`] (HTTP, routing) → [`api`] (request bodies) →
+//! [`faults`] (per-request draw) → [`reply`] (what is said, over [`tokenizer`]) →
+//! [`render`] (pre-rendered SSE bytes, spec-decode steps) → [`engine`] (timing model on
+//! one timer thread) → [`body`] (write timestamps) → [`truth`] (CSV + lag report).
+//! [`cache`] is the per-replica prefix cache, [`metrics`] the Prometheus set,
+//! [`realtime`] the scheduling knobs.
+//!
+//! The tokenizer, the chat template, the timing model and every fault's wire behaviour are
+//! documented in their modules and in `anvil-sim --help`.
+
+pub mod api;
+pub mod body;
+pub mod cache;
+pub mod cli;
+pub mod engine;
+pub mod faults;
+pub mod metrics;
+pub mod realtime;
+pub mod render;
+pub mod reply;
+pub mod server;
+pub mod tokenizer;
+pub mod truth;
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::sync::atomic::AtomicU64;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use anyhow::Context;
+
+pub use cli::{Args, Config, ConfigError};
+
+use engine::{Engine, ReplicaShared};
+use server::{ReplicaCtx, ServerState};
+use truth::Truth;
+
+/// Run the simulator until SIGINT or SIGTERM; then flush the truth file and print the lag
+/// report to stderr.
+pub fn run(cfg: Config) -> anyhow::Result<()> {
+    realtime::tight_timer_slack();
+    if cfg.realtime
+        && let Err(e) = realtime::fifo(realtime::FIFO_PRIORITY)
+    {
+        eprintln!("anvil-sim: SCHED_FIFO not permitted ({e}); running with ordinary scheduling");
+    }
+    let truth = Truth::start(cfg.truth.as_deref())?;
+    let replicas: Vec<Arc<ReplicaShared>> = (0..cfg.replicas)
+        .map(|i| Arc::new(ReplicaShared::new(i, &cfg.model)))
+        .collect();
+    let engine = Engine::start(
+        cfg.timing,
+        replicas.clone(),
+        cfg.spin_us as i64 * 1000,
+        cfg.realtime && realtime::is_fifo(),
+    )
+    .context("starting the timer thread")?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .max_blocking_threads(4)
+        .thread_name("anvil-sim-http")
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    let state = Arc::new(ServerState {
+        cfg: cfg.clone(),
+        engine: engine.handle(),
+        truth: truth.sink(),
+        inflight: Arc::new(Mutex::new(HashMap::new())),
+        next_key: AtomicU64::new(0),
+    });
+    let result = rt.block_on(serve(state, replicas));
+    rt.shutdown_timeout(Duration::from_millis(200));
+    engine.shutdown();
+    let hist = truth.finish().context("finishing the truth file")?;
+    eprintln!("{}", hist.report());
+    result
+}
+
+async fn serve(state: Arc<ServerState>, replicas: Vec<Arc<ReplicaShared>>) -> anyhow::Result<()> {
+    let listeners = server::bind(&state.cfg).await?;
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .context("installing the SIGTERM handler")?;
+    {
+        let mut out = std::io::stdout().lock();
+        for (i, l) in listeners.iter().enumerate() {
+            let addr = l.local_addr().context("reading a listener's address")?;
+            writeln!(out, "anvil-sim replica {i} listening on http://{addr}")?;
+        }
+        out.flush()?;
+    }
+    let c = &state.cfg;
+    eprintln!(
+        "anvil-sim: profile {}, prefill {} tok/s, decode {} tok/s, batch {}, spec {}@{}, chunk {}, seed {}",
+        c.profile,
+        c.timing.prefill_tps,
+        c.timing.decode_tps,
+        c.timing.max_batch,
+        c.timing.spec_depth,
+        c.timing.spec_accept,
+        c.timing.chunked_prefill,
+        c.seed
+    );
+    for (l, rep) in listeners.into_iter().zip(replicas) {
+        let ctx = Arc::new(ReplicaCtx {
+            server: state.clone(),
+            rep,
+            requests: AtomicU64::new(0),
+            generations: AtomicU64::new(0),
+        });
+        tokio::spawn(server::serve_replica(l, ctx));
+    }
+    tokio::select! {
+        r = tokio::signal::ctrl_c() => r.context("waiting for SIGINT")?,
+        _ = term.recv() => {}
+    }
+    Ok(())
+}

@@ -1,0 +1,480 @@
+//! Command line of `anvil-sim`: raw clap arguments, the profile table, and the validated
+//! [`Config`] the server runs with.
+//!
+//! Explicit flags override the chosen profile's values; every check names the flag at fault
+//! and, for enumerations (profiles, fault kinds), lists the valid values.
+
+use std::path::PathBuf;
+
+use clap::Parser;
+
+use super::faults::{FaultKind, FaultRates};
+
+/// A named timing preset. Explicit flags override any of its values.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Profile {
+    pub name: &'static str,
+    pub what: &'static str,
+    /// Prefill throughput (uncached prompt tokens per second).
+    pub prefill_tps: f64,
+    /// Decode rate of one sequence running alone (steps per second).
+    pub decode_tps: f64,
+    /// Maximum running sequences; more wait in a FIFO queue.
+    pub max_batch: usize,
+    /// Extra step cost per running sequence, as a fraction of the single-sequence step.
+    pub batch_cost: f64,
+    /// Speculative drafts proposed per step (0 = off).
+    pub spec_depth: u32,
+    /// Probability that each draft is accepted (until the first rejection).
+    pub spec_accept: f64,
+    /// Chunked-prefill chunk size in tokens (0 = whole prompt in one step).
+    pub chunked_prefill: u32,
+}
+
+/// The single-GPU target-only baseline the other profiles vary.
+const BASE: Profile = Profile {
+    name: "default",
+    what: "target-only baseline, one GPU",
+    prefill_tps: 8000.0,
+    decode_tps: 60.0,
+    max_batch: 64,
+    batch_cost: 0.02,
+    spec_depth: 0,
+    spec_accept: 0.0,
+    chunked_prefill: 2048,
+};
+
+const fn spec(name: &'static str, what: &'static str, k: u32, p: f64) -> Profile {
+    Profile {
+        name,
+        what,
+        spec_depth: k,
+        spec_accept: p,
+        ..BASE
+    }
+}
+
+const fn chunked(name: &'static str, what: &'static str, chunk: u32) -> Profile {
+    Profile {
+        name,
+        what,
+        chunked_prefill: chunk,
+        ..BASE
+    }
+}
+
+/// A second runtime (different kernels, MTP heads instead of a draft model).
+const MTP: Profile = Profile {
+    prefill_tps: 7000.0,
+    decode_tps: 55.0,
+    ..BASE
+};
+
+/// Every profile, in the order `--help` lists them.
+pub const PROFILES: &[Profile] = &[
+    BASE,
+    Profile {
+        name: "fast",
+        what: "for tests: fast timing",
+        prefill_tps: 400_000.0,
+        decode_tps: 2000.0,
+        max_batch: 256,
+        batch_cost: 0.001,
+        chunked_prefill: 0,
+        ..BASE
+    },
+    Profile {
+        name: "slow",
+        what: "a small, slow server",
+        prefill_tps: 1000.0,
+        decode_tps: 15.0,
+        max_batch: 8,
+        chunked_prefill: 0,
+        ..BASE
+    },
+    Profile {
+        name: "no-spec",
+        what: "target-only arm",
+        ..BASE
+    },
+    spec("spec-k4", "speculative, 4 drafts", 4, 0.75),
+    spec("spec-k8", "speculative, 8 drafts", 8, 0.7),
+    spec("spec-k12", "speculative, 12 drafts", 12, 0.65),
+    spec("spec-k16", "speculative, 16 drafts", 16, 0.6),
+    chunked("chunked-1024", "chunked prefill 1024", 1024),
+    chunked("chunked-2048", "chunked prefill 2048", 2048),
+    chunked("chunked-8192", "chunked prefill 8192", 8192),
+    Profile {
+        name: "tp2",
+        what: "TP2: faster per replica",
+        prefill_tps: 14000.0,
+        decode_tps: 95.0,
+        max_batch: 128,
+        ..BASE
+    },
+    Profile {
+        name: "mtp1",
+        what: "second runtime, 1 MTP draft",
+        spec_depth: 1,
+        spec_accept: 0.9,
+        ..MTP
+    },
+    Profile {
+        name: "mtp2",
+        what: "second runtime, 2 MTP drafts",
+        spec_depth: 2,
+        spec_accept: 0.85,
+        ..MTP
+    },
+];
+
+/// Look up a profile by name.
+pub fn find_profile(name: &str) -> Option<&'static Profile> {
+    PROFILES.iter().find(|p| p.name == name)
+}
+
+/// The profile and fault tables and the wire rules, shown after `--help`.
+pub fn long_help() -> String {
+    let mut s = String::from("Profiles (explicit flags override their values):\n");
+    s.push_str(&format!(
+        "  {:<13} {:>9} {:>7} {:>6} {:>6} {:>5} {:>6} {:>8}  {}\n",
+        "name", "prefill/s", "decode", "batch", "bcost", "spec", "accept", "chunk", "what"
+    ));
+    for p in PROFILES {
+        s.push_str(&format!(
+            "  {:<13} {:>9} {:>7} {:>6} {:>6} {:>5} {:>6} {:>8}  {}\n",
+            p.name,
+            p.prefill_tps,
+            p.decode_tps,
+            p.max_batch,
+            p.batch_cost,
+            p.spec_depth,
+            p.spec_accept,
+            p.chunked_prefill,
+            p.what
+        ));
+    }
+    s.push_str("\nFault kinds (--fault KIND=RATE, RATE in [0,1], drawn per request, seeded):\n");
+    for k in FaultKind::ALL {
+        s.push_str(&format!("  {:<20} {}\n", k.name(), k.wire_behaviour()));
+    }
+    s.push_str(
+        "\nTokenizer: each maximal run of letters/digits is split into pieces of at most 4\n\
+         characters, every other non-space character is one token, and whitespace attaches to\n\
+         the following token (trailing whitespace is one token). Chat template: 3 tokens per\n\
+         message + the role's tokens + the content's tokens (+ the JSON of `tools`), then 3\n\
+         tokens of assistant prime. `/tokenize` applies the same rule, so its count equals\n\
+         usage.prompt_tokens exactly. Generated words are one token each.\n\
+         \n\
+         Timing: one timer thread holds every stream's absolute deadlines; prefill runs FIFO at\n\
+         --prefill-tps over uncached tokens; each sequence then steps on its own phase, a step\n\
+         costing (1 - bcost + bcost * running) / decode-tps seconds (x (1 + 0.03 * spec-depth)),\n\
+         with small seeded jitter; while a prefill runs, a step also pays one prefill chunk\n\
+         (--chunked-prefill; 0 = waits for the whole prefill). --truth FILE: CSV\n\
+         request_id,replica,seq,tokens,kind,t_deadline_ns,t_write_ns, one row per SSE event\n\
+         written plus one `request_read` row per request (CLOCK_MONOTONIC ns).\n\
+         \n\
+         Exit codes: 0 clean shutdown (SIGINT/SIGTERM), 1 runtime error, 2 bad flag.\n",
+    );
+    s
+}
+
+/// What was typed on the command line.
+#[derive(Debug, Clone, Parser)]
+#[command(
+    name = "anvil-sim",
+    version,
+    about = "OpenAI-compatible LLM server simulator with a known timing model and fault injection",
+    after_long_help = long_help(),
+    after_help = "Run with --help for the profile table, fault kinds, tokenizer and timing model."
+)]
+pub struct Args {
+    /// Address to listen on.
+    #[arg(long, default_value = "127.0.0.1")]
+    pub host: String,
+    /// First replica's port; replica i listens on PORT+i (0 = pick free ports).
+    #[arg(long, default_value_t = 8000)]
+    pub port: u16,
+    /// Number of independent replicas (each with its own scheduler, cache, metrics).
+    #[arg(long, default_value_t = 1)]
+    pub replicas: usize,
+    /// Timing preset (see the table below).
+    #[arg(long, default_value = "default")]
+    pub profile: String,
+    /// Seed for replies, faults and jitter.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Prefill throughput, uncached prompt tokens per second.
+    #[arg(long)]
+    pub prefill_tps: Option<f64>,
+    /// Decode steps per second of one sequence running alone.
+    #[arg(long)]
+    pub decode_tps: Option<f64>,
+    /// Maximum running sequences per replica; the rest wait FIFO.
+    #[arg(long)]
+    pub max_batch: Option<usize>,
+    /// Extra step cost per running sequence, fraction of the single-sequence step (0..=1).
+    #[arg(long)]
+    pub batch_cost: Option<f64>,
+    /// Speculative drafts proposed per decode step (0 = off).
+    #[arg(long)]
+    pub spec_depth: Option<u32>,
+    /// Probability each draft is accepted, in turn, until the first rejection.
+    #[arg(long)]
+    pub spec_accept: Option<f64>,
+    /// Chunked-prefill chunk size in tokens (0 = off).
+    #[arg(long)]
+    pub chunked_prefill: Option<u32>,
+    /// Inject a fault: KIND=RATE (repeatable).
+    #[arg(long = "fault", value_name = "KIND=RATE")]
+    pub faults: Vec<String>,
+    /// How long the `stall` fault holds a stream silent, in milliseconds.
+    #[arg(long, default_value_t = 5000)]
+    pub stall_ms: u64,
+    /// Write one CSV row per SSE event written (and per request read) to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub truth: Option<PathBuf>,
+    /// Served model name; when given, requests naming another model get HTTP 400.
+    #[arg(long)]
+    pub model: Option<String>,
+    /// Context length: prompt + max_tokens beyond it get HTTP 400.
+    #[arg(long, default_value_t = 32768)]
+    pub max_model_len: u32,
+    /// Mean reply length in words when the prompt asks for no count.
+    #[arg(long, default_value_t = 120)]
+    pub mean_words: u32,
+    /// Run SCHED_FIFO when permitted (best effort; the default).
+    #[arg(long, overrides_with = "no_realtime")]
+    pub realtime: bool,
+    /// Keep ordinary scheduling.
+    #[arg(long)]
+    pub no_realtime: bool,
+    /// Timer thread: stop sleeping this many microseconds before a deadline and spin.
+    #[arg(long, default_value_t = 50, hide = true)]
+    pub spin_us: u32,
+}
+
+/// Timing parameters of one replica.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Timing {
+    pub prefill_tps: f64,
+    pub decode_tps: f64,
+    pub max_batch: usize,
+    pub batch_cost: f64,
+    pub spec_depth: u32,
+    pub spec_accept: f64,
+    pub chunked_prefill: u32,
+}
+
+/// Validated configuration.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub host: String,
+    pub port: u16,
+    pub replicas: usize,
+    pub profile: &'static str,
+    pub seed: u64,
+    pub timing: Timing,
+    pub faults: FaultRates,
+    pub stall_ms: u64,
+    pub truth: Option<PathBuf>,
+    /// Served model name.
+    pub model: String,
+    /// Whether unknown model names are refused.
+    pub strict_model: bool,
+    pub max_model_len: u32,
+    pub mean_words: u32,
+    pub realtime: bool,
+    pub spin_us: u32,
+}
+
+/// A flag that does not hold.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("unknown profile `{0}`; valid profiles: {1}")]
+    UnknownProfile(String, String),
+    #[error("--fault `{0}`: expected KIND=RATE, e.g. disconnect=0.1")]
+    FaultSyntax(String),
+    #[error("--fault `{0}`: unknown fault kind; valid kinds: {1}")]
+    UnknownFault(String, String),
+    #[error("{flag} = {value}: must be {rule}")]
+    OutOfRange {
+        flag: &'static str,
+        value: String,
+        rule: &'static str,
+    },
+}
+
+fn check(
+    ok: bool,
+    flag: &'static str,
+    value: impl ToString,
+    rule: &'static str,
+) -> Result<(), ConfigError> {
+    if ok {
+        Ok(())
+    } else {
+        Err(ConfigError::OutOfRange {
+            flag,
+            value: value.to_string(),
+            rule,
+        })
+    }
+}
+
+impl Config {
+    /// Turn raw arguments into a checked configuration.
+    pub fn from_args(a: Args) -> Result<Self, ConfigError> {
+        let p = find_profile(&a.profile).ok_or_else(|| {
+            ConfigError::UnknownProfile(
+                a.profile.clone(),
+                PROFILES
+                    .iter()
+                    .map(|p| p.name)
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            )
+        })?;
+        let timing = Timing {
+            prefill_tps: a.prefill_tps.unwrap_or(p.prefill_tps),
+            decode_tps: a.decode_tps.unwrap_or(p.decode_tps),
+            max_batch: a.max_batch.unwrap_or(p.max_batch),
+            batch_cost: a.batch_cost.unwrap_or(p.batch_cost),
+            spec_depth: a.spec_depth.unwrap_or(p.spec_depth),
+            spec_accept: a.spec_accept.unwrap_or(p.spec_accept),
+            chunked_prefill: a.chunked_prefill.unwrap_or(p.chunked_prefill),
+        };
+        let t = &timing;
+        check(
+            t.prefill_tps.is_finite() && t.prefill_tps > 0.0,
+            "--prefill-tps",
+            t.prefill_tps,
+            "a positive number",
+        )?;
+        check(
+            t.decode_tps.is_finite() && t.decode_tps > 0.0,
+            "--decode-tps",
+            t.decode_tps,
+            "a positive number",
+        )?;
+        check(t.max_batch >= 1, "--max-batch", t.max_batch, "at least 1")?;
+        check(
+            (0.0..=1.0).contains(&t.batch_cost),
+            "--batch-cost",
+            t.batch_cost,
+            "in [0,1]",
+        )?;
+        check(
+            t.spec_depth <= 64,
+            "--spec-depth",
+            t.spec_depth,
+            "in 0..=64",
+        )?;
+        check(
+            (0.0..=1.0).contains(&t.spec_accept),
+            "--spec-accept",
+            t.spec_accept,
+            "in [0,1]",
+        )?;
+        check(
+            a.replicas >= 1 && a.replicas <= 64,
+            "--replicas",
+            a.replicas,
+            "in 1..=64",
+        )?;
+        check(
+            a.port == 0 || (a.port as usize) + a.replicas - 1 <= u16::MAX as usize,
+            "--port",
+            a.port,
+            "such that PORT + replicas - 1 <= 65535",
+        )?;
+        check(
+            a.max_model_len >= 16,
+            "--max-model-len",
+            a.max_model_len,
+            "at least 16",
+        )?;
+        check(
+            a.mean_words >= 1,
+            "--mean-words",
+            a.mean_words,
+            "at least 1",
+        )?;
+        check(
+            a.stall_ms <= 600_000,
+            "--stall-ms",
+            a.stall_ms,
+            "at most 600000",
+        )?;
+
+        let mut faults = FaultRates::default();
+        for f in &a.faults {
+            let (kind, rate) = f
+                .split_once('=')
+                .ok_or_else(|| ConfigError::FaultSyntax(f.clone()))?;
+            let kind = FaultKind::parse(kind.trim()).ok_or_else(|| {
+                ConfigError::UnknownFault(
+                    f.clone(),
+                    FaultKind::ALL
+                        .iter()
+                        .map(|k| k.name())
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                )
+            })?;
+            let rate: f64 = rate
+                .trim()
+                .parse()
+                .map_err(|_| ConfigError::FaultSyntax(f.clone()))?;
+            check((0.0..=1.0).contains(&rate), "--fault rate", f, "in [0,1]")?;
+            faults.set(kind, rate);
+        }
+        Ok(Config {
+            host: a.host,
+            port: a.port,
+            replicas: a.replicas,
+            profile: p.name,
+            seed: a.seed,
+            timing,
+            faults,
+            stall_ms: a.stall_ms,
+            truth: a.truth,
+            strict_model: a.model.is_some(),
+            model: a.model.unwrap_or_else(|| "anvil-sim".to_string()),
+            max_model_len: a.max_model_len,
+            mean_words: a.mean_words,
+            realtime: !a.no_realtime,
+            spin_us: a.spin_us.min(10_000),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Result<Config, ConfigError> {
+        let mut v = vec!["anvil-sim"];
+        v.extend_from_slice(args);
+        Config::from_args(Args::try_parse_from(v).unwrap())
+    }
+
+    #[test]
+    fn flags_override_profile() {
+        let c = parse(&["--profile", "spec-k8", "--spec-accept", "0.5"]).unwrap();
+        assert_eq!(c.timing.spec_depth, 8);
+        assert_eq!(c.timing.spec_accept, 0.5);
+    }
+
+    #[test]
+    fn bad_values_name_the_flag_and_list_valid_ones() {
+        let e = parse(&["--profile", "nope"]).unwrap_err().to_string();
+        assert!(e.contains("spec-k16") && e.contains("nope"), "{e}");
+        let e = parse(&["--fault", "boom=0.1"]).unwrap_err().to_string();
+        assert!(e.contains("contaminate") && e.contains("restart"), "{e}");
+        let e = parse(&["--fault", "stall=1.5"]).unwrap_err().to_string();
+        assert!(e.contains("[0,1]"), "{e}");
+        assert!(parse(&["--spec-accept", "2"]).is_err());
+        assert!(parse(&["--no-realtime"]).is_ok_and(|c| !c.realtime));
+    }
+}

@@ -1,0 +1,47 @@
+//! Scheduling knobs for precise timing: 1 ns timer slack and SCHED_FIFO, best effort.
+//!
+//! Called on the main thread before any other thread starts, so every thread inherits
+//! them; background threads that must not compete (the truth writer) drop back to
+//! ordinary scheduling with [`ordinary_priority`].
+
+/// FIFO priority of the server's threads.
+pub const FIFO_PRIORITY: i32 = 50;
+/// FIFO priority of the timer thread (above the HTTP workers).
+pub const TIMER_PRIORITY: i32 = 60;
+
+/// Set 1 ns timer slack for the calling thread (inherited by threads it creates).
+pub fn tight_timer_slack() {
+    // SAFETY: PR_SET_TIMERSLACK takes an unsigned long value; no pointers are involved.
+    unsafe {
+        libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0);
+    }
+}
+
+/// Try SCHED_FIFO at `priority` for the calling thread; Err with the OS error otherwise.
+pub fn fifo(priority: i32) -> std::io::Result<()> {
+    let param = libc::sched_param {
+        sched_priority: priority,
+    };
+    // SAFETY: `param` is a valid sched_param; pid 0 means the calling thread.
+    let rc = unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
+/// Put the calling thread back on ordinary (SCHED_OTHER) scheduling.
+pub fn ordinary_priority() {
+    let param = libc::sched_param { sched_priority: 0 };
+    // SAFETY: as in `fifo`.
+    unsafe {
+        libc::sched_setscheduler(0, libc::SCHED_OTHER, &param);
+    }
+}
+
+/// Whether the calling thread runs SCHED_FIFO.
+pub fn is_fifo() -> bool {
+    // SAFETY: pid 0 means the calling thread.
+    unsafe { libc::sched_getscheduler(0) == libc::SCHED_FIFO }
+}

@@ -1,0 +1,277 @@
+//! Ground truth: what the simulator wrote and when, and its own lag.
+//!
+//! The response body sends one [`Record`] per SSE event as hyper takes it for the socket
+//! write (and the handler one per request body read) through a channel to a background
+//! thread, which keeps the lag histogram (actual write − scheduled deadline) and, with
+//! `--truth FILE`, writes buffered CSV:
+//!
+//! `request_id,replica,seq,tokens,kind,t_deadline_ns,t_write_ns`
+//!
+//! `seq` is the 0-based index of the SSE event within its response (every event counts:
+//! role chunk, usage chunk, `[DONE]`, injected malformed lines); times are absolute
+//! `CLOCK_MONOTONIC` nanoseconds. A `request_read` row has an empty `seq` and deadline,
+//! `tokens` 0, and `t_write_ns` = when the request body was fully read. A response's first
+//! events (role chunk, `response.created`) are due when the request reaches the engine,
+//! parsed and planned, so their deadline minus the `request_read` time is the simulator's
+//! own processing time; later deadlines follow the timing model (see `engine`).
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::mpsc::{Receiver, Sender, channel};
+use std::thread::JoinHandle;
+
+use anyhow::Context;
+
+/// CSV header of the truth file.
+pub const HEADER: &str = "request_id,replica,seq,tokens,kind,t_deadline_ns,t_write_ns";
+
+/// One truth row.
+#[derive(Debug, Clone)]
+pub struct Record {
+    pub request_id: Arc<str>,
+    pub replica: u16,
+    /// `None` for `request_read`.
+    pub seq: Option<u32>,
+    pub tokens: u32,
+    pub kind: &'static str,
+    /// `None` for `request_read`.
+    pub t_deadline_ns: Option<i64>,
+    pub t_write_ns: i64,
+}
+
+enum Msg {
+    Row(Record),
+    Finish,
+}
+
+/// Lag histogram at 1 µs resolution up to 100 ms.
+#[derive(Debug, Clone)]
+pub struct LagHistogram {
+    buckets: Vec<u64>,
+    count: u64,
+    max_ns: i64,
+}
+
+const BUCKETS: usize = 100_000;
+
+impl Default for LagHistogram {
+    fn default() -> Self {
+        LagHistogram {
+            buckets: vec![0; BUCKETS + 1],
+            count: 0,
+            max_ns: 0,
+        }
+    }
+}
+
+impl LagHistogram {
+    pub fn record(&mut self, lag_ns: i64) {
+        let us = (lag_ns.max(0) / 1000) as usize;
+        self.buckets[us.min(BUCKETS)] += 1;
+        self.count += 1;
+        self.max_ns = self.max_ns.max(lag_ns);
+    }
+
+    pub fn count(&self) -> u64 {
+        self.count
+    }
+
+    /// Nearest-rank percentile in µs (upper edge of the bucket; `p` in (0, 1]).
+    pub fn percentile_us(&self, p: f64) -> f64 {
+        if self.count == 0 {
+            return 0.0;
+        }
+        let rank = ((p * self.count as f64).ceil() as u64).clamp(1, self.count);
+        let mut seen = 0;
+        for (i, n) in self.buckets.iter().enumerate() {
+            seen += n;
+            if seen >= rank {
+                return if i == BUCKETS {
+                    self.max_us()
+                } else {
+                    (i + 1) as f64
+                };
+            }
+        }
+        self.max_us()
+    }
+
+    pub fn max_us(&self) -> f64 {
+        self.max_ns as f64 / 1000.0
+    }
+
+    /// The one-line report printed at exit.
+    pub fn report(&self) -> String {
+        format!(
+            "anvil-sim lag: events {}, p50 {:.0} us, p99 {:.0} us, max {:.0} us",
+            self.count,
+            self.percentile_us(0.5),
+            self.percentile_us(0.99),
+            self.max_us()
+        )
+    }
+}
+
+/// Handle to the truth thread.
+pub struct Truth {
+    tx: Sender<Msg>,
+    thread: Option<JoinHandle<anyhow::Result<LagHistogram>>>,
+}
+
+/// A cloneable sender for rows.
+#[derive(Clone)]
+pub struct TruthSink {
+    tx: Sender<Msg>,
+}
+
+impl TruthSink {
+    #[inline]
+    pub fn send(&self, r: Record) {
+        // The thread outlives every sender until `finish`; a send after it is dropped.
+        let _ = self.tx.send(Msg::Row(r));
+    }
+}
+
+impl Truth {
+    /// Start the thread; with `path`, rows go to that CSV file.
+    pub fn start(path: Option<&Path>) -> anyhow::Result<Self> {
+        let out = match path {
+            Some(p) => {
+                let f = File::create(p)
+                    .with_context(|| format!("creating truth file {}", p.display()))?;
+                let mut w = BufWriter::with_capacity(1 << 20, f);
+                writeln!(w, "{HEADER}").with_context(|| format!("writing {}", p.display()))?;
+                Some((w, p.to_path_buf()))
+            }
+            None => None,
+        };
+        let (tx, rx) = channel();
+        let thread = std::thread::Builder::new()
+            .name("anvil-sim-truth".into())
+            .spawn(move || {
+                super::realtime::ordinary_priority();
+                run(rx, out)
+            })
+            .context("spawning the truth thread")?;
+        Ok(Truth {
+            tx,
+            thread: Some(thread),
+        })
+    }
+
+    pub fn sink(&self) -> TruthSink {
+        TruthSink {
+            tx: self.tx.clone(),
+        }
+    }
+
+    /// Flush everything received so far and return the lag histogram.
+    pub fn finish(mut self) -> anyhow::Result<LagHistogram> {
+        let _ = self.tx.send(Msg::Finish);
+        match self.thread.take() {
+            Some(t) => t
+                .join()
+                .map_err(|_| anyhow::anyhow!("truth thread panicked"))?,
+            None => Ok(LagHistogram::default()),
+        }
+    }
+}
+
+fn run(
+    rx: Receiver<Msg>,
+    mut out: Option<(BufWriter<File>, std::path::PathBuf)>,
+) -> anyhow::Result<LagHistogram> {
+    let mut hist = LagHistogram::default();
+    let mut line = String::with_capacity(128);
+    while let Ok(msg) = rx.recv() {
+        let r = match msg {
+            Msg::Row(r) => r,
+            Msg::Finish => break,
+        };
+        if let Some(d) = r.t_deadline_ns {
+            hist.record(r.t_write_ns - d);
+        }
+        if let Some((w, p)) = out.as_mut() {
+            use std::fmt::Write as _;
+            line.clear();
+            let _ = write!(line, "{},{},", csv_field(&r.request_id), r.replica);
+            if let Some(s) = r.seq {
+                let _ = write!(line, "{s}");
+            }
+            let _ = write!(line, ",{},{},", r.tokens, r.kind);
+            if let Some(d) = r.t_deadline_ns {
+                let _ = write!(line, "{d}");
+            }
+            let _ = writeln!(line, ",{}", r.t_write_ns);
+            w.write_all(line.as_bytes())
+                .with_context(|| format!("writing {}", p.display()))?;
+        }
+    }
+    if let Some((mut w, p)) = out {
+        w.flush()
+            .with_context(|| format!("flushing {}", p.display()))?;
+    }
+    Ok(hist)
+}
+
+/// Quote a CSV field when it needs it.
+fn csv_field(s: &str) -> std::borrow::Cow<'_, str> {
+    if s.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", s.replace('"', "\"\"")).into()
+    } else {
+        s.into()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn histogram_percentiles_by_nearest_rank() {
+        let mut h = LagHistogram::default();
+        for us in 1..=100 {
+            h.record(us * 1000 - 500);
+        }
+        assert_eq!(h.percentile_us(0.5), 50.0);
+        assert_eq!(h.percentile_us(0.99), 99.0);
+        assert_eq!(h.max_us(), 99.5);
+        h.record(1_000_000_000);
+        assert_eq!(h.percentile_us(1.0), 1_000_000.0);
+    }
+
+    #[test]
+    fn writes_rows_and_quotes_ids() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("t.csv");
+        let t = Truth::start(Some(&p)).unwrap();
+        let s = t.sink();
+        s.send(Record {
+            request_id: "a,b".into(),
+            replica: 1,
+            seq: None,
+            tokens: 0,
+            kind: "request_read",
+            t_deadline_ns: None,
+            t_write_ns: 5,
+        });
+        s.send(Record {
+            request_id: "r".into(),
+            replica: 0,
+            seq: Some(0),
+            tokens: 2,
+            kind: "content",
+            t_deadline_ns: Some(10),
+            t_write_ns: 2010,
+        });
+        let h = t.finish().unwrap();
+        assert_eq!(h.count(), 1);
+        let text = std::fs::read_to_string(&p).unwrap();
+        assert_eq!(
+            text,
+            format!("{HEADER}\n\"a,b\",1,,0,request_read,,5\nr,0,0,2,content,10,2010\n")
+        );
+    }
+}
