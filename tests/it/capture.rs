@@ -559,3 +559,163 @@ fn bad_input_is_refused_with_the_flag_named_and_exit_2() {
     }
     assert!(!out.exists(), "nothing was written for refused runs");
 }
+
+/// Wait until `dir/requests.parts` holds `n` part files (one roll per second of recording).
+fn wait_for_parts(dir: &Path, n: usize) {
+    let parts = dir.join("requests.parts");
+    let deadline = std::time::Instant::now() + Duration::from_secs(120);
+    while std::time::Instant::now() < deadline {
+        let found = std::fs::read_dir(&parts).map_or(0, |d| {
+            d.filter(|e| {
+                e.as_ref()
+                    .is_ok_and(|e| e.file_name().to_string_lossy().ends_with(".parquet"))
+            })
+            .count()
+        });
+        if found >= n {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    panic!("no {n} request parts in {} after 120 s", parts.display());
+}
+
+#[test]
+fn sigint_finishes_in_flight_requests_and_records_the_rest_as_cancelled() {
+    let tmp = tempfile::tempdir().unwrap();
+    let manifest = quick_manifest(tmp.path());
+    let out = tmp.path().join("out");
+    let sim = Sim::start(&["--decode-tps", "100"]);
+    let url = sim.url(0);
+    let mut args = cell_args(
+        manifest.to_str().unwrap(),
+        out.to_str().unwrap(),
+        "2",
+        "200",
+    );
+    args.extend_from_slice(&["--endpoint", &url]);
+    let child = std::process::Command::new(CAPTURE)
+        .args(&args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let dir = out.join(
+        "2026-09-04-qwen38-27b-pro6000-possibility/K12/headline-sustained-output.ctx512.c2.n200",
+    );
+    wait_for_parts(&dir, 3);
+    // SAFETY: plain kill(2) on our own child's pid.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(130), "{}", stderr(&o));
+    assert_eq!(PathBuf::from(stdout(&o).trim()), dir);
+    validate(&dir);
+    let run_json = RunJson::read(&dir.join("run.json")).unwrap();
+    assert_eq!(run_json.status.as_str(), "interrupted");
+    assert!(
+        run_json
+            .status_reason
+            .as_deref()
+            .unwrap()
+            .contains("SIGINT")
+    );
+    let r = batches(&dir.join("requests.parquet"));
+    let outcome = strs(&r, "outcome");
+    assert_eq!(outcome.len(), 200, "every measured request has a row");
+    let ok = outcome
+        .iter()
+        .filter(|o| o.as_deref() == Some("ok"))
+        .count();
+    let cancelled = outcome
+        .iter()
+        .filter(|o| o.as_deref() == Some("cancelled"))
+        .count();
+    assert!(
+        ok > 0 && cancelled > 0 && ok + cancelled == 200,
+        "{ok} ok, {cancelled} cancelled"
+    );
+    // In-flight requests had the grace period: none was cut off, so every sent one is ok.
+    let sent = ints(&r, "t_sent_ns");
+    for k in 0..outcome.len() {
+        if sent[k].is_some() {
+            assert_eq!(outcome[k].as_deref(), Some("ok"));
+        }
+    }
+    // Scrapes before, during (one per second) and after.
+    let s = batches(&dir.join("scrapes.parquet"));
+    let phases: BTreeSet<String> = strs(&s, "phase").into_iter().flatten().collect();
+    assert_eq!(
+        phases,
+        ["after", "before", "during"]
+            .map(String::from)
+            .into_iter()
+            .collect()
+    );
+    drop(sim);
+}
+
+#[test]
+fn open_loop_records_intended_send_times() {
+    let tmp = tempfile::tempdir().unwrap();
+    let manifest = quick_manifest(tmp.path());
+    let out = tmp.path().join("out");
+    let sim = Sim::start(&[]);
+    let url = sim.url(0);
+    for (poisson, arm) in [(false, "constant"), (true, "poisson")] {
+        let mut args = cell_args(manifest.to_str().unwrap(), out.to_str().unwrap(), "4", "20");
+        let i = args.iter().position(|a| *a == "K12").unwrap();
+        args[i] = arm;
+        args.extend_from_slice(&["--endpoint", &url, "--rate", "50"]);
+        if poisson {
+            args.push("--poisson");
+        }
+        let dir = artifact_of(&run(CAPTURE, &args, &[]));
+        validate(&dir);
+        let r = batches(&dir.join("requests.parquet"));
+        let mut rows: Vec<(i64, i64, i64)> = ints(&r, "request_index")
+            .into_iter()
+            .zip(ints(&r, "t_intended_ns"))
+            .zip(ints(&r, "t_sent_ns"))
+            .map(|((i, t), s)| (i.unwrap(), t.unwrap(), s.unwrap()))
+            .collect();
+        rows.sort();
+        assert_eq!(rows.len(), 20);
+        let gaps: Vec<i64> = rows.windows(2).map(|w| w[1].1 - w[0].1).collect();
+        if poisson {
+            assert!(gaps.iter().all(|g| *g >= 0));
+            assert!(
+                gaps.iter().any(|g| (*g - 20_000_000).abs() > 1_000_000),
+                "{gaps:?}"
+            );
+        } else {
+            for g in &gaps {
+                assert!((g - 20_000_000).abs() <= 1, "constant 20 ms gaps: {gaps:?}");
+            }
+        }
+        for (i, intended, sent) in &rows {
+            assert!(sent >= intended, "request {i} sent before its time");
+        }
+    }
+}
+
+#[test]
+fn missing_metrics_give_a_warning_and_an_empty_scrapes_table() {
+    let tmp = tempfile::tempdir().unwrap();
+    let manifest = quick_manifest(tmp.path());
+    let out = tmp.path().join("out");
+    let sim = Sim::start(&[]);
+    let url = sim.url(0);
+    let metrics = format!("{url}/no-metrics-here");
+    let mut args = cell_args(manifest.to_str().unwrap(), out.to_str().unwrap(), "2", "4");
+    args.extend_from_slice(&["--endpoint", &url, "--metrics-url", &metrics]);
+    let o = run(CAPTURE, &args, &[]);
+    let dir = artifact_of(&o);
+    assert!(stderr(&o).contains("no metrics"), "{}", stderr(&o));
+    validate(&dir);
+    let run_json = RunJson::read(&dir.join("run.json")).unwrap();
+    assert_eq!(run_json.counts.scrapes, 0);
+    assert_eq!(
+        run_json.topology.endpoints[0].metrics_url.as_deref(),
+        Some(metrics.as_str())
+    );
+}
