@@ -357,10 +357,9 @@ async fn run_async(cfg: RunConfig) -> anyhow::Result<u8> {
     };
     let calibrations = match calibrations {
         Ok(c) => c,
+        Err(_) if interrupted.load(Ordering::SeqCst) => Vec::new(),
         Err(e) => {
-            if !interrupted.load(Ordering::SeqCst) {
-                eprintln!("anvil-capture: calibration failed: {e}");
-            }
+            eprintln!("anvil-capture: calibration failed: {e}");
             ending.failed = Some(format!("calibration failed: {e}"));
             Vec::new()
         }
@@ -373,10 +372,6 @@ async fn run_async(cfg: RunConfig) -> anyhow::Result<u8> {
     for idx in 0..(n + w) {
         let units = calibrations.get(idx as usize).map(|c| c.filler_units);
         let prompt = builder.build(idx, units.unwrap_or(0));
-        let body = request::body_json(&opts, idx, &prompt.content, true, opts.max_tokens)
-            .ok()
-            .map(|b| String::from_utf8_lossy(&b).into_owned())
-            .unwrap_or_default();
         metas.push(RequestMeta {
             kind: if idx < n {
                 RequestKind::Measured
@@ -388,11 +383,17 @@ async fn run_async(cfg: RunConfig) -> anyhow::Result<u8> {
             prompt_sha256: prompt.sha256.clone(),
             prompt_chars: prompt.chars,
             prompt_tokens_calibrated: calibrations.get(idx as usize).map(|c| c.prompt_tokens),
-            request_body: body,
+            request_body: None,
         });
         if units.is_some() {
             match request::prepare(&opts, &run_id, &prompt) {
-                Ok(p) => prepared.push(p),
+                Ok(p) => {
+                    // The body is shared with the prepared request, not copied.
+                    if let Some(m) = metas.last_mut() {
+                        m.request_body = Some(p.body.clone());
+                    }
+                    prepared.push(p);
+                }
                 Err(e) => {
                     ending
                         .failed

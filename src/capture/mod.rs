@@ -6,7 +6,7 @@
 //! ```text
 //!  prompt ──► request ──► PreparedRequest (body serialised to Bytes before the run)
 //!                               │
-//!   driver (next step): one Worker per (replica, concurrency slot), each sending its
+//!   driver (driver.rs): one Worker per (replica, concurrency slot), each sending its
 //!   requests one after another at their intended times on one reused HTTP/1.1 connection
 //!                               │
 //!          hot path (hotpath.rs, sse.rs): write the request, note t_sent at the write that
@@ -16,11 +16,17 @@
 //!                               ▼  counted, then waited on: no event is ever dropped
 //!                       bounded channel (EventSink → EventReceiver)
 //!                               │
-//!          writer thread (next step): drains the channel in batches (`drain_into`, then a
+//!          writer thread (recorder.rs): drains the channel in batches (`drain_into`, then a
 //!          short sleep, so no send ever has to wake it), parses the `data:` JSON into content /
 //!          reasoning / tool-call deltas, finish reason and usage, and appends rows to
 //!          events.parquet; request outcomes go to requests.parquet
 //! ```
+//!
+//! The command line: [`cli`] (clap structs, what was typed) → [`config`] (checked
+//! [`config::RunConfig`], which flag is wrong and why) → [`driver`] (preflight, calibration,
+//! the run, SIGINT, finishing the artifact). [`cells`] derives the manifest's cells,
+//! [`scrape`] reads `/metrics`, [`summary`] prints the quick look, [`http`] does the one-shot
+//! GETs off the hot path.
 //!
 //! Budget: at most 8 µs of CPU per event for the whole recording thread. Measured at
 //! opt-level 1 on this 2-core machine while other builds kept its load average at 6–8.5

@@ -28,7 +28,9 @@ pub struct RequestMeta {
     pub prompt_sha256: String,
     pub prompt_chars: u64,
     pub prompt_tokens_calibrated: Option<u64>,
-    pub request_body: String,
+    /// The serialised body as sent (shared with the prepared request); `None` if the request
+    /// was never prepared.
+    pub request_body: Option<bytes::Bytes>,
 }
 
 /// Everything fixed about the run's requests, indexed by request index.
@@ -187,7 +189,10 @@ impl Recorder {
             prompt_tokens_target: self.meta.prompt_tokens_target,
             prompt_tokens_calibrated: m.prompt_tokens_calibrated,
             max_tokens: self.meta.max_tokens,
-            request_body: Some(m.request_body.clone()),
+            request_body: m
+                .request_body
+                .as_ref()
+                .map(|b| String::from_utf8_lossy(b).into_owned()),
             t_intended_ns: self.origin.offset(o.t_intended_ns),
             t_sent_ns: o.t_sent_ns.map(|t| self.origin.offset(t)),
             t_first_byte_ns: o.t_first_byte_ns.map(|t| self.origin.offset(t)),
@@ -243,7 +248,10 @@ impl Recorder {
                 prompt_tokens_target: self.meta.prompt_tokens_target,
                 prompt_tokens_calibrated: m.prompt_tokens_calibrated,
                 max_tokens: self.meta.max_tokens,
-                request_body: Some(m.request_body.clone()),
+                request_body: m
+                    .request_body
+                    .as_ref()
+                    .map(|b| String::from_utf8_lossy(b).into_owned()),
                 t_intended_ns: t,
                 t_sent_ns: None,
                 t_first_byte_ns: None,
