@@ -121,11 +121,13 @@ fn level(streams: usize, secs: u64, extra: &[String]) -> String {
     unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
     let output = child.wait_with_output().expect("wait for anvil-sim");
     let err = String::from_utf8_lossy(&output.stderr);
+    // "timer lag" (hand-over to the stream) and "lag" (actual write), both − deadline.
     let report = err
         .lines()
-        .find(|l| l.contains("lag: events"))
-        .unwrap_or("no lag report")
-        .to_string();
+        .filter(|l| l.contains("lag: events"))
+        .map(|l| l.trim_start_matches("anvil-sim "))
+        .collect::<Vec<_>>()
+        .join("\n    ");
     let sched =
         if err.contains("SCHED_FIFO not permitted") || extra.iter().any(|a| a == "--no-realtime") {
             "ordinary"
@@ -133,7 +135,7 @@ fn level(streams: usize, secs: u64, extra: &[String]) -> String {
             "fifo"
         };
     format!(
-        "streams {streams:>4}  requests {ok:>5}  {:>6.1} MB in {wall:>5.1} s  sched {sched}  {report}",
+        "streams {streams:>4}  requests {ok:>5}  {:>6.1} MB in {wall:>5.1} s  sched {sched}\n    {report}",
         bytes as f64 / 1e6
     )
 }

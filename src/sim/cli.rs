@@ -105,6 +105,11 @@ pub const PROFILES: &[Profile] = &[
     chunked("chunked-2048", "chunked prefill 2048", 2048),
     chunked("chunked-8192", "chunked prefill 8192", 8192),
     Profile {
+        name: "tp1",
+        what: "TP1 (the default numbers)",
+        ..BASE
+    },
+    Profile {
         name: "tp2",
         what: "TP2: faster per replica",
         prefill_tps: 14000.0,
@@ -252,6 +257,9 @@ pub struct Args {
     /// Timer thread: stop sleeping this many microseconds before a deadline and spin.
     #[arg(long, default_value_t = 50, hide = true)]
     pub spin_us: u32,
+    /// HTTP worker threads.
+    #[arg(long, default_value_t = 2, hide = true)]
+    pub http_threads: usize,
 }
 
 /// Timing parameters of one replica.
@@ -286,6 +294,7 @@ pub struct Config {
     pub mean_words: u32,
     pub realtime: bool,
     pub spin_us: u32,
+    pub http_threads: usize,
 }
 
 /// A flag that does not hold.
@@ -407,6 +416,16 @@ impl Config {
             "at most 600000",
         )?;
 
+        if let Some(t) = &a.truth {
+            let dir = t.parent().filter(|d| !d.as_os_str().is_empty());
+            check(
+                dir.is_none_or(|d| d.is_dir()),
+                "--truth",
+                t.display(),
+                "a file in an existing directory",
+            )?;
+        }
+
         let mut faults = FaultRates::default();
         for f in &a.faults {
             let (kind, rate) = f
@@ -445,6 +464,7 @@ impl Config {
             mean_words: a.mean_words,
             realtime: !a.no_realtime,
             spin_us: a.spin_us.min(10_000),
+            http_threads: a.http_threads.clamp(1, 64),
         })
     }
 }
@@ -457,6 +477,20 @@ mod tests {
         let mut v = vec!["anvil-sim"];
         v.extend_from_slice(args);
         Config::from_args(Args::try_parse_from(v).unwrap())
+    }
+
+    #[test]
+    fn every_profile_is_valid_and_named_once() {
+        let mut names = std::collections::HashSet::new();
+        for p in PROFILES {
+            assert!(names.insert(p.name), "{} twice", p.name);
+            assert!(parse(&["--profile", p.name]).is_ok(), "{}", p.name);
+        }
+        for required in [
+            "default", "fast", "slow", "no-spec", "spec-k4", "spec-k8", "spec-k12", "spec-k16",
+        ] {
+            assert!(find_profile(required).is_some(), "{required}");
+        }
     }
 
     #[test]
@@ -475,6 +509,11 @@ mod tests {
         let e = parse(&["--fault", "stall=1.5"]).unwrap_err().to_string();
         assert!(e.contains("[0,1]"), "{e}");
         assert!(parse(&["--spec-accept", "2"]).is_err());
+        let e = parse(&["--truth", "/no/such/dir/t.csv"])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("--truth"), "{e}");
+        assert!(parse(&["--truth", "t.csv"]).is_ok());
         assert!(parse(&["--no-realtime"]).is_ok_and(|c| !c.realtime));
     }
 }

@@ -32,6 +32,7 @@ use tokio::sync::mpsc::UnboundedSender;
 use super::cache::PrefixCache;
 use super::cli::Timing;
 use super::metrics::ReplicaMetrics;
+use super::truth::LagHistogram;
 use crate::clock::monotonic_ns;
 
 /// When an event becomes due, relative to the one before it.
@@ -173,7 +174,7 @@ impl EngineHandle {
 /// Owns the timer thread.
 pub struct Engine {
     shared: Arc<EngineShared>,
-    thread: Option<JoinHandle<()>>,
+    thread: Option<JoinHandle<LagHistogram>>,
 }
 
 impl Engine {
@@ -215,8 +216,10 @@ impl Engine {
                     seqs: HashMap::new(),
                     heap: BinaryHeap::new(),
                     next_id: 0,
+                    fire_lag: LagHistogram::default(),
                 };
                 s.run(&s2, spin_ns);
+                s.fire_lag
             })?;
         Ok(Engine {
             shared,
@@ -229,13 +232,15 @@ impl Engine {
         EngineHandle(self.shared.clone())
     }
 
-    /// Stop the timer thread (open streams end where they are).
-    pub fn shutdown(mut self) {
+    /// Stop the timer thread (open streams end where they are); returns its own firing
+    /// lag (hand-over to the stream − deadline), the timer's share of the write lag.
+    pub fn shutdown(mut self) -> LagHistogram {
         lock(&self.shared.inbox).shutdown = true;
         self.shared.cv.notify_one();
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
+        self.thread
+            .take()
+            .and_then(|t| t.join().ok())
+            .unwrap_or_default()
     }
 }
 
@@ -247,6 +252,8 @@ struct Seq {
     prefill_tokens: u32,
     rng: u64,
     admitted: bool,
+    /// When the request reached the engine (admission never precedes it).
+    arrival: i64,
 }
 
 struct Rep {
@@ -263,6 +270,8 @@ struct Sched {
     seqs: HashMap<u64, Seq>,
     heap: BinaryHeap<Reverse<(i64, u64)>>,
     next_id: u64,
+    /// Hand-over time − deadline of every event sent.
+    fire_lag: LagHistogram,
 }
 
 /// SplitMix64 step: a uniform in [0, 1).
@@ -366,6 +375,7 @@ impl Sched {
                 prefill_tokens: job.prefill_tokens,
                 rng: job.jitter_seed,
                 admitted: false,
+                arrival: t,
             },
         );
         self.schedule_next(id, t);
@@ -414,6 +424,7 @@ impl Sched {
             return;
         };
         seq.admitted = true;
+        let t = t.max(seq.arrival);
         let delay = seq.events.get(seq.next).map_or(0, |e| e.delay_ns);
         let r = &mut self.reps[seq.replica];
         r.running += 1;
@@ -471,6 +482,7 @@ impl Sched {
                     self.finish(id, d, false);
                     return;
                 }
+                self.fire_lag.record(monotonic_ns() - d);
             }
             Action::Silent => {}
             Action::Abort => {
@@ -505,8 +517,13 @@ impl Sched {
             let Some(w) = self.reps[rep].waiting.pop_front() else {
                 break;
             };
-            if self.seqs.contains_key(&w) {
-                self.admit(w, d);
+            match self.seqs.get(&w) {
+                // Its client left while it waited: drop it without running it.
+                Some(s) if s.tx.is_closed() => {
+                    self.seqs.remove(&w);
+                }
+                Some(_) => self.admit(w, d),
+                None => {}
             }
         }
         self.update_gauges(rep);

@@ -11,13 +11,17 @@
 //! | `http500` | HTTP 500 with an OpenAI-style JSON error, before any streaming |
 //! | `http429` | HTTP 429 with `Retry-After: 1` and a JSON error |
 //! | `malformed` | one extra SSE `data:` line mid-stream that is not valid JSON; the stream continues |
-//! | `stall` | no bytes for `--stall-ms` mid-stream, then the stream continues |
+//! | `stall` | no bytes for `--stall-ms` mid-stream, then the stream continues (the sequence keeps its batch slot) |
 //! | `no-usage` | no usage chunk (streaming) / no `usage` field (non-streaming, Responses) |
 //! | `bad-json` | under `response_format` json_schema, the content is invalid JSON (truncated) |
-//! | `restart` | mid-stream, the replica drops every in-flight stream (connections closed), clears its prefix cache, resets its counters and changes `process_start_time_seconds` |
-//! | `wrong-tool` | the tool call names a function that was not offered |
-//! | `tool-contaminate` | the tool call's first string argument carries another request's canary |
-//! | `responses-malformed` | on `/v1/responses`, one `response.output_text.delta` event's data is not valid JSON |
+//! | `restart` | mid-stream, the replica drops every in-flight and waiting stream (connections closed), clears its prefix cache, resets its counters and changes `process_start_time_seconds` |
+//! | `wrong-tool` | the tool call names a function that was not offered (requests with `tools` only) |
+//! | `tool-contaminate` | the tool call's first string argument carries another request's canary (requests with `tools` only) |
+//! | `responses-malformed` | on `/v1/responses`, one `response.output_text.delta` event's data is not valid JSON (other endpoints unaffected) |
+//!
+//! "Mid-stream" is the middle decode step of the reply. `http500`/`http429` come after the
+//! body is read and validated (a `request_read` truth row exists), before any generation;
+//! `bad-json` applies only under `response_format`.
 
 use rand::{Rng, SeedableRng, rngs::StdRng};
 

@@ -1,13 +1,26 @@
 //! Scheduling knobs for precise timing: 1 ns timer slack and SCHED_FIFO, best effort.
 //!
 //! Called on the main thread before any other thread starts, so every thread inherits
-//! them; background threads that must not compete (the truth writer) drop back to
-//! ordinary scheduling with [`ordinary_priority`].
+//! them; the truth writer, which shares no lock with the timer thread, drops back to
+//! ordinary scheduling with [`ordinary_priority`]; reply planners drop below the HTTP
+//! workers with [`lower_fifo`].
 
 /// FIFO priority of the server's threads.
 pub const FIFO_PRIORITY: i32 = 50;
 /// FIFO priority of the timer thread (above the HTTP workers).
 pub const TIMER_PRIORITY: i32 = 60;
+/// FIFO priority of the reply planners: below the HTTP workers, so planning never delays
+/// a write, yet above ordinary tasks, so a planner holding a lock the timer thread needs
+/// (the engine inbox, the metrics) cannot be starved by other processes.
+pub const PLANNER_PRIORITY: i32 = 10;
+
+/// Move the calling thread to `priority` if it runs SCHED_FIFO (planner threads inherit
+/// the HTTP workers' policy).
+pub fn lower_fifo(priority: i32) {
+    if is_fifo() {
+        let _ = fifo(priority);
+    }
+}
 
 /// Set 1 ns timer slack for the calling thread (inherited by threads it creates).
 pub fn tight_timer_slack() {

@@ -245,6 +245,10 @@ pub fn generate(inp: &ReplyInputs<'_>, rng: &mut StdRng) -> Reply {
     }
 }
 
+/// Largest array and string a generated value gets, whatever the schema asks.
+const MAX_ITEMS: usize = 64;
+const MAX_STRING: usize = 4096;
+
 fn resolve<'a>(schema: &'a Value, root: &'a Value) -> &'a Value {
     let mut s = schema;
     for _ in 0..16 {
@@ -365,7 +369,8 @@ pub fn gen_value(
                 .get("maxItems")
                 .and_then(Value::as_u64)
                 .map_or(usize::MAX, |m| m as usize);
-            let lo = min.max(1).min(max);
+            // Capped so a hostile schema cannot make the reply huge.
+            let lo = min.max(1).min(max).min(MAX_ITEMS);
             let hi = (lo + 2).min(max).max(lo);
             let n = rng.random_range(lo..=hi);
             let prefix = o.get("prefixItems").and_then(Value::as_array);
@@ -447,7 +452,7 @@ fn gen_string(o: &Map<String, Value>, rng: &mut StdRng, slot: &mut Option<String
             words_text(rng, n)
         }
     };
-    while s.chars().count() < min {
+    while s.chars().count() < min.min(MAX_STRING) {
         s.push_str(&word(rng, WORDS));
     }
     if s.chars().count() > max {
@@ -511,6 +516,26 @@ mod tests {
             &mut rng,
         );
         assert_eq!((r.completion_tokens(), r.finish), (7, Finish::Length));
+    }
+
+    #[test]
+    fn odd_schemas_do_not_panic_or_explode() {
+        let mut rng = StdRng::seed_from_u64(0);
+        for schema in [
+            serde_json::json!({"type": "array", "minItems": 1_000_000_000u64, "items": {"type": "string", "minLength": 1_000_000_000u64}}),
+            serde_json::json!({"$ref": "#/nowhere"}),
+            serde_json::json!({"$ref": "#"}),
+            serde_json::json!(true),
+            serde_json::json!({"type": ["null"]}),
+            serde_json::json!({"enum": []}),
+            serde_json::json!({"type": "integer", "minimum": 10, "maximum": 2}),
+            serde_json::json!({"type": "number", "exclusiveMinimum": 1e300}),
+            serde_json::json!({"anyOf": []}),
+            serde_json::json!({"allOf": [{"properties": {"a": {"type": "string"}}}, {"required": ["b"]}]}),
+        ] {
+            let v = gen_value(&schema, &schema, &mut rng, &mut None, 0);
+            assert!(v.to_string().len() < 1_000_000, "{schema}");
+        }
     }
 
     #[test]

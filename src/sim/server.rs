@@ -277,11 +277,11 @@ async fn generate_handler(
         t_deadline_ns: None,
         t_write_ns: t_read,
     });
-    // Parsing, generation and rendering run off the HTTP workers, at ordinary priority,
+    // Parsing, generation and rendering run off the HTTP workers, below their priority,
     // so they never delay another stream's write.
     let ctx = ctx.clone();
     tokio::task::spawn_blocking(move || {
-        super::realtime::ordinary_priority();
+        super::realtime::lower_fifo(super::realtime::PLANNER_PRIORITY);
         plan(&ctx, api, &body, request_id, n)
     })
     .await

@@ -102,10 +102,15 @@ impl LagHistogram {
         self.max_ns as f64 / 1000.0
     }
 
-    /// The one-line report printed at exit.
+    /// The one-line report printed at exit: write lag (actual write − deadline).
     pub fn report(&self) -> String {
+        self.report_as("lag")
+    }
+
+    /// A one-line report under `label`.
+    pub fn report_as(&self, label: &str) -> String {
         format!(
-            "anvil-sim lag: events {}, p50 {:.0} us, p99 {:.0} us, max {:.0} us",
+            "anvil-sim {label}: events {}, p50 {:.0} us, p99 {:.0} us, max {:.0} us",
             self.count,
             self.percentile_us(0.5),
             self.percentile_us(0.99),
