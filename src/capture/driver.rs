@@ -36,7 +36,7 @@ use super::endpoint::Endpoint;
 use super::hotpath::{self, Cancel, EventSink, Outcome, Worker, event_channel};
 use super::oracle::{OracleError, ProbeOracle, TokenizeOracle};
 use super::prompt::{
-    Calibration, PromptBuilder, PromptContent, PromptSpec, ResponseLength, calibrate,
+    Calibration, PromptBuilder, PromptContent, PromptSpec, ResponseLength, calibrate_from,
 };
 use super::recorder::{Msg, Progress, Recorder, RequestMeta, RunMeta};
 use super::request::{self, Api, PreparedRequest, RequestOptions};
@@ -628,20 +628,27 @@ async fn calibrate_all(
     };
     let probe_builder = builder.with_salt(&format!("{}-calibration", builder.spec().run_salt));
     let next_row = AtomicU64::new(u64::from(count));
-    let mut out = Vec::with_capacity(count as usize);
+    let mut out: Vec<Calibration> = Vec::with_capacity(count as usize);
     for idx in 0..count {
+        // Start from the previous request's size: one count usually settles it.
+        let hint = out.last().map(|c| c.filler_units);
         let c = match &oracle {
             Oracle::Tokenize(t) => {
-                calibrate(builder, idx, cfg.cell.context, async |c: &PromptContent| {
-                    t.count(c).await
-                })
+                calibrate_from(
+                    builder,
+                    idx,
+                    cfg.cell.context,
+                    hint,
+                    async |c: &PromptContent| t.count(c).await,
+                )
                 .await
             }
             Oracle::Probe(p) => {
-                calibrate(
+                calibrate_from(
                     &probe_builder,
                     idx,
                     cfg.cell.context,
+                    hint,
                     async |c: &PromptContent| {
                         let t0 = monotonic_ns();
                         let r = p.count(c).await;
@@ -866,9 +873,11 @@ async fn drive(
     let queue = Arc::new(queue);
     let sink_failed = Arc::new(AtomicBool::new(false));
     let mut tasks = tokio::task::JoinSet::new();
-    for ep in &cfg.endpoints {
-        let ep = Arc::new(ep.clone());
-        for _ in 0..cfg.cell.concurrency {
+    // Spawned slot by slot across replicas, so that the wake-up after the barrier reaches the
+    // replicas' first workers one after another rather than one replica's workers first.
+    let endpoints: Vec<Arc<Endpoint>> = cfg.endpoints.iter().cloned().map(Arc::new).collect();
+    for _ in 0..cfg.cell.concurrency {
+        for ep in &endpoints {
             let worker = Worker::new(ep.clone(), cfg.timeouts, cfg.api_key.as_ref(), sink.clone());
             let mut worker = match worker {
                 Ok(w) => w,
