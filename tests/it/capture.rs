@@ -719,3 +719,41 @@ fn missing_metrics_give_a_warning_and_an_empty_scrapes_table() {
         Some(metrics.as_str())
     );
 }
+
+#[test]
+fn warmup_requests_are_recorded_with_their_kind_and_not_counted_as_measured() {
+    let tmp = tempfile::tempdir().unwrap();
+    let manifest = quick_manifest(tmp.path());
+    let out = tmp.path().join("out");
+    let sim = Sim::start(&[]);
+    let url = sim.url(0);
+    let mut args = cell_args(manifest.to_str().unwrap(), out.to_str().unwrap(), "2", "6");
+    args.extend_from_slice(&["--endpoint", &url, "--warmup", "3"]);
+    let dir = artifact_of(&run(CAPTURE, &args, &[]));
+    validate(&dir);
+    let run_json = RunJson::read(&dir.join("run.json")).unwrap();
+    assert_eq!(run_json.counts.requests_measured, 6);
+    assert_eq!(run_json.counts.requests_warmup, 3);
+    assert_eq!(run_json.workload.total_requests, 6);
+    let r = batches(&dir.join("requests.parquet"));
+    let mut rows: Vec<(i64, String, i64)> = ints(&r, "request_index")
+        .into_iter()
+        .zip(strs(&r, "kind"))
+        .zip(ints(&r, "t_sent_ns"))
+        .map(|((i, k), t)| (i.unwrap(), k.unwrap(), t.unwrap()))
+        .collect();
+    rows.sort();
+    let kinds: Vec<&str> = rows.iter().map(|r| r.1.as_str()).collect();
+    assert_eq!(
+        kinds,
+        ["measured"; 6]
+            .iter()
+            .chain(&["warmup"; 3])
+            .copied()
+            .collect::<Vec<_>>()
+    );
+    // Warm-up ends before the measured requests start.
+    let last_warm = rows[6..].iter().map(|r| r.2).max().unwrap();
+    let first_measured = rows[..6].iter().map(|r| r.2).min().unwrap();
+    assert!(first_measured > last_warm);
+}
