@@ -757,3 +757,83 @@ fn warmup_requests_are_recorded_with_their_kind_and_not_counted_as_measured() {
     let first_measured = rows[..6].iter().map(|r| r.2).min().unwrap();
     assert!(first_measured > last_warm);
 }
+
+/// A loopback proxy in front of `upstream` that answers `/tokenize` with 404 (a server without
+/// a tokenizer endpoint) and pipes every other connection through unchanged. It looks only at
+/// the first request of each connection: the recorder opens a fresh connection per token count.
+fn proxy_without_tokenize(upstream: u16) -> u16 {
+    use std::io::{Read, Write};
+    use std::net::{TcpListener, TcpStream};
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for client in l.incoming() {
+            let Ok(mut client) = client else { continue };
+            std::thread::spawn(move || {
+                let mut head = vec![0u8; 64];
+                let Ok(n) = client.read(&mut head) else {
+                    return;
+                };
+                head.truncate(n);
+                if head.starts_with(b"POST /tokenize ") {
+                    let _ = client.write_all(
+                        b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
+                    );
+                    return;
+                }
+                let Ok(mut server) = TcpStream::connect(("127.0.0.1", upstream)) else {
+                    return;
+                };
+                let _ = server.write_all(&head);
+                let (mut c2, mut s2) = (client.try_clone().unwrap(), server.try_clone().unwrap());
+                std::thread::spawn(move || {
+                    let _ = std::io::copy(&mut s2, &mut c2);
+                    let _ = c2.shutdown(std::net::Shutdown::Write);
+                });
+                let _ = std::io::copy(&mut client, &mut server);
+                let _ = server.shutdown(std::net::Shutdown::Write);
+            });
+        }
+    });
+    port
+}
+
+#[test]
+fn without_tokenize_calibration_uses_recorded_one_token_probes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let manifest = quick_manifest(tmp.path());
+    let out = tmp.path().join("out");
+    let sim = Sim::start(&[]);
+    let url = format!("http://127.0.0.1:{}", proxy_without_tokenize(sim.ports[0]));
+    let mut args = cell_args(manifest.to_str().unwrap(), out.to_str().unwrap(), "2", "4");
+    args.extend_from_slice(&["--endpoint", &url]);
+    let o = run(CAPTURE, &args, &[]);
+    let dir = artifact_of(&o);
+    assert!(stderr(&o).contains("no /tokenize"), "{}", stderr(&o));
+    validate(&dir);
+    let run_json = RunJson::read(&dir.join("run.json")).unwrap();
+    assert_eq!(run_json.counts.requests_measured, 4);
+    assert_eq!(run_json.counts.succeeded, 4);
+    let probes = run_json.counts.requests_calibration;
+    assert!(probes >= 4, "{probes} calibration probes");
+    let r = batches(&dir.join("requests.parquet"));
+    let kind = strs(&r, "kind");
+    let max_tokens = ints(&r, "max_tokens");
+    let idx = ints(&r, "request_index");
+    for k in 0..kind.len() {
+        if kind[k].as_deref() == Some("calibration") {
+            assert_eq!(max_tokens[k], Some(1));
+            assert!(
+                idx[k].unwrap() >= 4,
+                "calibration rows follow the measured indices"
+            );
+        }
+    }
+    // The measured prompts still land within tolerance by the server's usage.
+    for (i, st) in streams(&dir) {
+        if i < 4 {
+            let p = st.prompt_tokens.unwrap();
+            assert!((p - 512).abs() <= 8, "request {i}: {p} prompt tokens");
+        }
+    }
+}
