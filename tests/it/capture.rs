@@ -837,3 +837,45 @@ fn without_tokenize_calibration_uses_recorded_one_token_probes() {
         }
     }
 }
+
+#[test]
+fn a_second_sigint_stops_at_once_and_leaves_a_recoverable_folder() {
+    let tmp = tempfile::tempdir().unwrap();
+    let manifest = quick_manifest(tmp.path());
+    let out = tmp.path().join("out");
+    let sim = Sim::start(&["--decode-tps", "20"]);
+    let url = sim.url(0);
+    let mut args = cell_args(
+        manifest.to_str().unwrap(),
+        out.to_str().unwrap(),
+        "4",
+        "200",
+    );
+    args.extend_from_slice(&["--endpoint", &url]);
+    let child = std::process::Command::new(CAPTURE)
+        .args(&args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let dir = out.join(
+        "2026-09-04-qwen38-27b-pro6000-possibility/K12/headline-sustained-output.ctx512.c4.n200",
+    );
+    wait_for_parts(&dir, 2);
+    for _ in 0..2 {
+        // SAFETY: plain kill(2) on our own child's pid.
+        unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(130), "{}", stderr(&o));
+    assert!(stderr(&o).contains("recover"), "{}", stderr(&o));
+    let before = RunJson::read(&dir.join("run.json")).unwrap();
+    assert_eq!(before.status.as_str(), "running");
+    let r = run(CAPTURE, &["recover", dir.to_str().unwrap()], &[]);
+    assert!(r.status.success(), "{}", stderr(&r));
+    validate(&dir);
+    let after = RunJson::read(&dir.join("run.json")).unwrap();
+    assert_eq!(after.status.as_str(), "interrupted");
+    assert!(after.counts.requests_measured > 0);
+}
