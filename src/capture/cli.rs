@@ -106,7 +106,8 @@ pub struct RunArgs {
     /// Name of an environment variable holding a bearer token (never written anywhere).
     #[arg(long, value_name = "VAR")]
     pub api_key_env: Option<String>,
-    /// Open loop: send R requests per second (all replicas together) instead of closed loop.
+    /// Open loop: release R requests per second (all replicas together) instead of closed
+    /// loop; each goes to the next free worker (C per replica), so C caps what is in flight.
     #[arg(long, value_name = "R", allow_negative_numbers = true)]
     pub rate: Option<f64>,
     /// With --rate: exponential (Poisson-process) gaps instead of constant ones.

@@ -172,12 +172,6 @@ enum Oracle {
     Probe(ProbeOracle),
 }
 
-/// What ended the run early, if anything.
-#[derive(Debug, Default)]
-struct Ending {
-    failed: Option<String>,
-}
-
 async fn run_async(cfg: RunConfig) -> anyhow::Result<u8> {
     let auth = match cfg.api_key.as_ref().map(|k| k.header_value()).transpose() {
         Ok(a) => a,
@@ -324,7 +318,8 @@ async fn run_async(cfg: RunConfig) -> anyhow::Result<u8> {
     }
 
     let (msgs, msgs_rx) = std::sync::mpsc::channel::<Msg>();
-    let mut ending = Ending::default();
+    // Why the run failed, if it did (set once, first cause wins).
+    let mut failed: Option<String> = None;
 
     // 3. Calibration.
     let n = cell.requests as u32;
@@ -360,7 +355,7 @@ async fn run_async(cfg: RunConfig) -> anyhow::Result<u8> {
         Err(_) if interrupted.load(Ordering::SeqCst) => Vec::new(),
         Err(e) => {
             eprintln!("anvil-capture: calibration failed: {e}");
-            ending.failed = Some(format!("calibration failed: {e}"));
+            failed = Some(format!("calibration failed: {e}"));
             Vec::new()
         }
     };
@@ -395,9 +390,7 @@ async fn run_async(cfg: RunConfig) -> anyhow::Result<u8> {
                     prepared.push(p);
                 }
                 Err(e) => {
-                    ending
-                        .failed
-                        .get_or_insert(format!("preparing requests: {e}"));
+                    failed.get_or_insert(format!("preparing requests: {e}"));
                 }
             }
         }
@@ -432,7 +425,7 @@ async fn run_async(cfg: RunConfig) -> anyhow::Result<u8> {
         .spawn(move || recorder.run())?;
 
     // 5. Drive.
-    if ending.failed.is_none() && prepared.len() == (n + w) as usize {
+    if failed.is_none() && prepared.len() == (n + w) as usize {
         let scraping = Cancel::new();
         let scrape_enabled = Arc::new(
             cfg.metrics
@@ -440,8 +433,8 @@ async fn run_async(cfg: RunConfig) -> anyhow::Result<u8> {
                 .map(|_| AtomicBool::new(true))
                 .collect::<Vec<_>>(),
         );
-        scrape_round(
-            &cfg,
+        scrape_targets(
+            &cfg.metrics,
             &auth,
             &scrape_enabled,
             ScrapePhase::Before,
@@ -482,8 +475,8 @@ async fn run_async(cfg: RunConfig) -> anyhow::Result<u8> {
         let sink_failed = drive(&cfg, prepared.clone(), n, w, &sink, &msgs, &stop, &cancel).await;
         scraping.cancel();
         let _ = scraper.await;
-        scrape_round(
-            &cfg,
+        scrape_targets(
+            &cfg.metrics,
             &auth,
             &scrape_enabled,
             ScrapePhase::After,
@@ -493,14 +486,12 @@ async fn run_async(cfg: RunConfig) -> anyhow::Result<u8> {
         )
         .await;
         if sink_failed {
-            ending
-                .failed
-                .get_or_insert("the event writer stopped during the run".to_owned());
+            failed.get_or_insert("the event writer stopped during the run".to_owned());
         }
     }
     let reason = if interrupted.load(Ordering::SeqCst) {
         "the run was interrupted (SIGINT) before it was issued".to_owned()
-    } else if let Some(f) = &ending.failed {
+    } else if let Some(f) = &failed {
         format!("the run failed before it was issued ({f})")
     } else {
         "the run ended before it was issued".to_owned()
@@ -524,7 +515,7 @@ async fn run_async(cfg: RunConfig) -> anyhow::Result<u8> {
             Status::Failed,
             Some(format!("writing the artifact failed: {e}")),
         )
-    } else if let Some(f) = &ending.failed {
+    } else if let Some(f) = &failed {
         (Status::Failed, Some(f.clone()))
     } else if interrupted.load(Ordering::SeqCst) {
         (
@@ -742,18 +733,6 @@ fn result_text(r: &Result<u64, OracleError>) -> String {
         Ok(n) => n.to_string(),
         Err(e) => e.to_string(),
     }
-}
-
-async fn scrape_round(
-    cfg: &RunConfig,
-    auth: &Option<hyper::header::HeaderValue>,
-    enabled: &[AtomicBool],
-    phase: ScrapePhase,
-    msgs: &Sender<Msg>,
-    origin: &Origin,
-    warn: bool,
-) {
-    scrape_targets(&cfg.metrics, auth, enabled, phase, msgs, origin, warn).await;
 }
 
 /// Scrape every enabled replica once; a replica whose metrics are missing is warned about
