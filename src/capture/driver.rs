@@ -825,8 +825,22 @@ async fn drive(
     stop: &Cancel,
     cancel: &Cancel,
 ) -> bool {
-    let workers = cfg.endpoints.len() * cfg.cell.concurrency as usize;
-    let barrier = Arc::new(Barrier::new(workers + 1));
+    // One worker per (concurrency slot, replica), built before anything starts, in slot
+    // order across replicas, so that the wake-up after the barrier reaches the replicas' first
+    // workers one after another rather than one replica's workers first.
+    let endpoints: Vec<Arc<Endpoint>> = cfg.endpoints.iter().cloned().map(Arc::new).collect();
+    let mut workers = Vec::with_capacity(endpoints.len() * cfg.cell.concurrency as usize);
+    for _ in 0..cfg.cell.concurrency {
+        for ep in &endpoints {
+            match Worker::new(ep.clone(), cfg.timeouts, cfg.api_key.as_ref(), sink.clone()) {
+                Ok(w) => workers.push(w),
+                // The key was checked with the configuration: this does not happen, but if it
+                // did, no request could be sent.
+                Err(_) => return true,
+            }
+        }
+    }
+    let barrier = Arc::new(Barrier::new(workers.len() + 1));
     let warm = Arc::new(Queue::Closed {
         next: AtomicU64::new(u64::from(n)),
         end: u64::from(n + w),
@@ -852,49 +866,34 @@ async fn drive(
     let queue = Arc::new(queue);
     let sink_failed = Arc::new(AtomicBool::new(false));
     let mut tasks = tokio::task::JoinSet::new();
-    // Spawned slot by slot across replicas, so that the wake-up after the barrier reaches the
-    // replicas' first workers one after another rather than one replica's workers first.
-    let endpoints: Vec<Arc<Endpoint>> = cfg.endpoints.iter().cloned().map(Arc::new).collect();
-    for _ in 0..cfg.cell.concurrency {
-        for ep in &endpoints {
-            let worker = Worker::new(ep.clone(), cfg.timeouts, cfg.api_key.as_ref(), sink.clone());
-            let mut worker = match worker {
-                Ok(w) => w,
-                Err(_) => {
-                    // The key was checked with the configuration; this cannot happen.
-                    sink_failed.store(true, Ordering::SeqCst);
-                    stop.cancel();
-                    continue;
-                }
-            };
-            let (prepared, barrier, warm, queue, msgs) = (
-                prepared.clone(),
-                barrier.clone(),
-                warm.clone(),
-                queue.clone(),
-                msgs.clone(),
-            );
-            let (stop, cancel, sink_failed) = (stop.clone(), cancel.clone(), sink_failed.clone());
-            tasks.spawn(async move {
-                worker.preconnect().await;
-                let mut ok = true;
-                while ok && let Some((idx, t)) = warm.next(&stop).await {
-                    ok = send_one(&mut worker, &prepared[idx as usize], t, &cancel, &msgs).await;
-                }
-                barrier.wait().await;
-                while ok {
-                    let Some((idx, t)) = queue.next(&stop).await else {
-                        break;
-                    };
-                    ok = send_one(&mut worker, &prepared[idx as usize], t, &cancel, &msgs).await;
-                }
-                if !ok {
-                    sink_failed.store(true, Ordering::SeqCst);
-                    stop.cancel();
-                    cancel.cancel();
-                }
-            });
-        }
+    for mut worker in workers {
+        let (prepared, barrier, warm, queue, msgs) = (
+            prepared.clone(),
+            barrier.clone(),
+            warm.clone(),
+            queue.clone(),
+            msgs.clone(),
+        );
+        let (stop, cancel, sink_failed) = (stop.clone(), cancel.clone(), sink_failed.clone());
+        tasks.spawn(async move {
+            worker.preconnect().await;
+            let mut ok = true;
+            while ok && let Some((idx, t)) = warm.next(&stop).await {
+                ok = send_one(&mut worker, &prepared[idx as usize], t, &cancel, &msgs).await;
+            }
+            barrier.wait().await;
+            while ok {
+                let Some((idx, t)) = queue.next(&stop).await else {
+                    break;
+                };
+                ok = send_one(&mut worker, &prepared[idx as usize], t, &cancel, &msgs).await;
+            }
+            if !ok {
+                sink_failed.store(true, Ordering::SeqCst);
+                stop.cancel();
+                cancel.cancel();
+            }
+        });
     }
     barrier.wait().await;
     if let (Some(tx), Schedule::Open { rate, poisson }) = (open_tx, cfg.schedule) {
