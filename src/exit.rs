@@ -10,3 +10,6 @@ pub const BAD_INPUT: u8 = 2;
 pub const REFUSED: u8 = 3;
 /// Advance rules incomplete: evidence is missing.
 pub const INCOMPLETE: u8 = 4;
+/// `anvil-capture run` stopped by SIGINT; the artifact was finalised as `interrupted`
+/// (128 + SIGINT, the shell's convention).
+pub const INTERRUPTED: u8 = 130;

@@ -329,10 +329,16 @@ pub enum Outcome {
     Ok,
     /// Non-2xx HTTP status (body in `error`).
     HttpError,
+    /// No TCP connection within the connect timeout.
+    TimeoutConnect,
+    /// The TCP connection was refused or failed.
+    ConnectError,
     /// No first byte within the first-byte timeout.
     TimeoutFirstByte,
     /// The stream went silent longer than the idle timeout.
     TimeoutIdle,
+    /// The whole request exceeded the total timeout.
+    TimeoutTotal,
     /// The connection closed before the stream ended.
     Disconnected,
     /// The response was not a valid SSE stream.
@@ -343,11 +349,14 @@ pub enum Outcome {
 
 impl Outcome {
     /// Every outcome, in column-value order.
-    pub const ALL: [Outcome; 7] = [
+    pub const ALL: [Outcome; 10] = [
         Outcome::Ok,
         Outcome::HttpError,
+        Outcome::TimeoutConnect,
+        Outcome::ConnectError,
         Outcome::TimeoutFirstByte,
         Outcome::TimeoutIdle,
+        Outcome::TimeoutTotal,
         Outcome::Disconnected,
         Outcome::ProtocolError,
         Outcome::Cancelled,
@@ -358,8 +367,11 @@ impl Outcome {
         match self {
             Outcome::Ok => "ok",
             Outcome::HttpError => "http_error",
+            Outcome::TimeoutConnect => "timeout_connect",
+            Outcome::ConnectError => "connect_error",
             Outcome::TimeoutFirstByte => "timeout_first_byte",
             Outcome::TimeoutIdle => "timeout_idle",
+            Outcome::TimeoutTotal => "timeout_total",
             Outcome::Disconnected => "disconnected",
             Outcome::ProtocolError => "protocol_error",
             Outcome::Cancelled => "cancelled",

@@ -244,7 +244,7 @@ pub static REQUESTS_COLUMNS: &[Column] = &[
         Utf8,
         false,
         "-",
-        "`ok`, `http_error`, `timeout_first_byte`, `timeout_idle`, `disconnected`, `protocol_error` or `cancelled`.",
+        "`ok`, `http_error`, `timeout_connect`, `connect_error`, `timeout_first_byte`, `timeout_idle`, `timeout_total`, `disconnected`, `protocol_error` or `cancelled`.",
     ),
     col(
         "error",

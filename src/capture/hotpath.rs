@@ -635,6 +635,21 @@ impl Worker {
         })
     }
 
+    /// Open the worker's connection now if it has none, so that the first request of a
+    /// synchronised start does not pay for the connect. A failure is not reported here: the
+    /// next [`execute`](Self::execute) connects again and records what happens.
+    pub async fn preconnect(&mut self) {
+        if self.conn.is_some() {
+            return;
+        }
+        if let Ok(stream) = self.endpoint.connect(self.timeouts.connect).await
+            && let Ok(c) = Connection::open(stream).await
+        {
+            self.conn = Some(c);
+            self.connections_opened += 1;
+        }
+    }
+
     /// TCP connections this worker has opened so far.
     pub fn connections_opened(&self) -> u64 {
         self.connections_opened

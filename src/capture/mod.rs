@@ -6,7 +6,7 @@
 //! ```text
 //!  prompt ──► request ──► PreparedRequest (body serialised to Bytes before the run)
 //!                               │
-//!   driver (next step): one Worker per (replica, concurrency slot), each sending its
+//!   driver (driver.rs): one Worker per (replica, concurrency slot), each sending its
 //!   requests one after another at their intended times on one reused HTTP/1.1 connection
 //!                               │
 //!          hot path (hotpath.rs, sse.rs): write the request, note t_sent at the write that
@@ -16,11 +16,17 @@
 //!                               ▼  counted, then waited on: no event is ever dropped
 //!                       bounded channel (EventSink → EventReceiver)
 //!                               │
-//!          writer thread (next step): drains the channel in batches (`drain_into`, then a
+//!          writer thread (recorder.rs): drains the channel in batches (`drain_into`, then a
 //!          short sleep, so no send ever has to wake it), parses the `data:` JSON into content /
 //!          reasoning / tool-call deltas, finish reason and usage, and appends rows to
 //!          events.parquet; request outcomes go to requests.parquet
 //! ```
+//!
+//! The command line: [`cli`] (clap structs, what was typed) → [`config`] (checked
+//! [`config::RunConfig`], which flag is wrong and why) → [`driver`] (preflight, calibration,
+//! the run, SIGINT, finishing the artifact). [`cells`] derives the manifest's cells,
+//! [`scrape`] reads `/metrics`, [`summary`] prints the quick look, [`http`] does the one-shot
+//! GETs off the hot path.
 //!
 //! Budget: at most 8 µs of CPU per event for the whole recording thread. Measured at
 //! opt-level 1 on this 2-core machine while other builds kept its load average at 6–8.5
@@ -30,9 +36,17 @@
 //! then wakes it. A `perf` profile puts most of it in the kernel (socket reads, epoll,
 //! wake-ups); SSE framing is 0.2–0.4 µs of it. A measurement on a quiet machine is still due.
 
+pub mod cells;
+pub mod cli;
+pub mod config;
+pub mod driver;
 pub mod endpoint;
 pub mod hotpath;
+pub mod http;
 pub mod oracle;
 pub mod prompt;
+pub mod recorder;
 pub mod request;
+pub mod scrape;
 pub mod sse;
+pub mod summary;

@@ -514,6 +514,23 @@ pub async fn calibrate<F>(
     builder: &PromptBuilder,
     request_index: u32,
     target_tokens: u64,
+    oracle: F,
+) -> Result<Calibration, CalibrationError>
+where
+    F: AsyncFnMut(&PromptContent) -> Result<u64, OracleError>,
+{
+    calibrate_from(builder, request_index, target_tokens, None, oracle).await
+}
+
+/// [`calibrate`], trying `hint` words first (e.g. the size found for the previous request:
+/// every request's filler has about the same token density, so the hint usually lands inside
+/// the tolerance and one count settles it). A miss costs that one count, then the search runs
+/// as without a hint.
+pub async fn calibrate_from<F>(
+    builder: &PromptBuilder,
+    request_index: u32,
+    target_tokens: u64,
+    hint: Option<u32>,
     mut oracle: F,
 ) -> Result<Calibration, CalibrationError>
 where
@@ -549,6 +566,12 @@ where
         oracle_calls: calls,
     };
 
+    if let Some(units) = hint.filter(|u| *u > 0 && *u <= MAX_FILLER_UNITS) {
+        let tokens = count!(units);
+        if within(tokens) {
+            return Ok(done(units, tokens, calls));
+        }
+    }
     let overhead = count!(0);
     if within(overhead) {
         return Ok(done(0, overhead, calls));
@@ -836,6 +859,31 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[tokio::test]
+    async fn a_good_hint_settles_calibration_in_one_count_and_a_bad_one_still_converges() {
+        let b = PromptBuilder::new(spec(PromptCacheMode::Unique, PromptForm::Messages));
+        let first = calibrate(&b, 0, 4096, async |p: &PromptContent| Ok(toy_tokens(p)))
+            .await
+            .unwrap();
+        let next = calibrate_from(
+            &b,
+            1,
+            4096,
+            Some(first.filler_units),
+            async |p: &PromptContent| Ok(toy_tokens(p)),
+        )
+        .await
+        .unwrap();
+        assert_eq!(next.oracle_calls, 1);
+        assert!(next.prompt_tokens.abs_diff(4096) <= tolerance(4096));
+        let far = calibrate_from(&b, 2, 4096, Some(5), async |p: &PromptContent| {
+            Ok(toy_tokens(p))
+        })
+        .await
+        .unwrap();
+        assert!(far.prompt_tokens.abs_diff(4096) <= tolerance(4096));
     }
 
     #[tokio::test]

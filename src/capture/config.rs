@@ -1,0 +1,430 @@
+//! Raw `run` arguments → a checked [`RunConfig`]: the manifest loaded, the cell chosen, URLs
+//! parsed, durations in units, the API key read from its variable, the output folder checked.
+//! Every refusal names the flag at fault and why ([`ConfigError`]); nothing here touches the
+//! network.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use super::cells::{self, Cell, CellError, CellQuery};
+use super::cli::RunArgs;
+use super::endpoint::{Endpoint, EndpointError};
+use super::hotpath::Timeouts;
+use super::request::{Api, ApiKey};
+use crate::artifact::{self, ArmConfig};
+use crate::manifest::{ManifestError, Thinking, WorkloadManifest};
+
+/// Why `run` arguments were refused.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("--manifest: {0}")]
+    Manifest(#[from] ManifestError),
+    #[error(transparent)]
+    Cell(#[from] CellError),
+    #[error("--endpoint: {0}")]
+    Endpoint(#[source] EndpointError),
+    #[error("--metrics-url: {0}")]
+    MetricsUrl(#[source] EndpointError),
+    #[error("{flag} `{value}`: {reason}")]
+    Flag {
+        flag: &'static str,
+        value: String,
+        reason: String,
+    },
+    #[error("--out `{}`: {reason}", path.display())]
+    Out { path: PathBuf, reason: String },
+}
+
+fn flag(flag: &'static str, value: impl ToString, reason: impl Into<String>) -> ConfigError {
+    ConfigError::Flag {
+        flag,
+        value: value.to_string(),
+        reason: reason.into(),
+    }
+}
+
+/// How requests are issued.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Schedule {
+    /// C workers per replica each send their next request as soon as the last one ended.
+    Closed,
+    /// Requests at `rate` per second (all replicas together), at constant or exponential
+    /// gaps, each to the next free worker.
+    Open { rate: f64, poisson: bool },
+}
+
+/// Where one replica's Prometheus metrics are read.
+#[derive(Debug, Clone)]
+pub struct MetricsTarget {
+    /// The URL as given or derived (for run.json and messages).
+    pub url: String,
+    /// Host and port to connect to.
+    pub server: Endpoint,
+    /// Request target, e.g. `/metrics`.
+    pub path: String,
+}
+
+/// A checked `run` configuration.
+#[derive(Debug)]
+pub struct RunConfig {
+    pub manifest: WorkloadManifest,
+    pub cell: Cell,
+    pub off_manifest: bool,
+    pub arm: artifact::Arm,
+    /// Whether `--set runtime=...` named the runtime (otherwise it comes from the server).
+    pub runtime_given: bool,
+    pub endpoints: Vec<Endpoint>,
+    pub metrics: Vec<MetricsTarget>,
+    pub model: Option<String>,
+    pub api: Api,
+    pub api_key: Option<ApiKey>,
+    pub schedule: Schedule,
+    pub warmup: u64,
+    pub timeouts: Timeouts,
+    pub quiet: bool,
+    pub thinking_disabled: bool,
+    /// The artifact folder: `out/<campaign_id>/<arm>/<cell_id>`.
+    pub artifact_dir: PathBuf,
+    /// The command line with secrets removed.
+    pub command_line: Vec<String>,
+}
+
+/// The process environment, for [`RunConfig::from_args`].
+pub fn process_env(name: &str) -> Option<String> {
+    std::env::var(name).ok()
+}
+
+fn seconds(name: &'static str, v: Option<f64>, default: Duration) -> Result<Duration, ConfigError> {
+    match v {
+        None => Ok(default),
+        Some(s) if s.is_finite() && s > 0.0 && s < 1e9 => Ok(Duration::from_secs_f64(s)),
+        Some(s) => Err(flag(name, s, "must be a positive number of seconds")),
+    }
+}
+
+/// A folder name under the output root: no separators, not `.`/`..`, not empty.
+fn path_component(name: &'static str, v: &str) -> Result<(), ConfigError> {
+    if v.is_empty() || v == "." || v == ".." || v.contains(['/', '\\', '\0']) {
+        return Err(flag(
+            name,
+            v,
+            "must be a plain name usable as a folder (no `/`, not `.` or `..`)",
+        ));
+    }
+    Ok(())
+}
+
+/// The default metrics URL of a replica: its origin + `/metrics`.
+fn default_metrics_url(url: &str) -> String {
+    let rest = url.strip_prefix("http://").unwrap_or(url);
+    let authority = rest.split('/').next().unwrap_or(rest);
+    format!("http://{authority}/metrics")
+}
+
+fn metrics_target(replica: u32, url: &str) -> Result<MetricsTarget, EndpointError> {
+    let rest = url
+        .strip_prefix("http://")
+        .ok_or_else(|| EndpointError::Url {
+            url: url.to_owned(),
+            reason: "expected a URL starting with http://".into(),
+        })?;
+    let (authority, path) = match rest.find('/') {
+        Some(i) => (&rest[..i], &rest[i..]),
+        None => (rest, "/metrics"),
+    };
+    let server = Endpoint::parse(replica, &format!("http://{authority}"))?;
+    server.path_uri(path)?;
+    Ok(MetricsTarget {
+        url: url.to_owned(),
+        server,
+        path: path.to_owned(),
+    })
+}
+
+impl RunConfig {
+    /// Check `a`; `argv` is the command line to record (redacted here), `env` reads
+    /// environment variables (the API key).
+    pub fn from_args(
+        a: RunArgs,
+        argv: Vec<String>,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Self, ConfigError> {
+        let manifest = WorkloadManifest::load(&a.manifest)?;
+        let chosen = cells::choose(
+            &manifest,
+            &CellQuery {
+                class: a.class.clone(),
+                context: a.context,
+                concurrency: a.concurrency,
+                requests: a.requests,
+                off_manifest: a.off_manifest,
+            },
+        )?;
+        let cell = chosen.cell;
+        if cell.concurrency == 0 {
+            return Err(flag("--concurrency", 0, "must be at least 1"));
+        }
+        if cell.requests == 0 || cell.requests > u64::from(u32::MAX / 2) {
+            return Err(flag(
+                "--requests",
+                cell.requests,
+                "must be between 1 and 2^31",
+            ));
+        }
+        if cell.context == 0 {
+            return Err(flag("--context", 0, "must be at least 1 token"));
+        }
+        if a.warmup > 100_000 {
+            return Err(flag("--warmup", a.warmup, "at most 100000"));
+        }
+        path_component("--arm", &a.arm)?;
+
+        let mut pairs: Vec<(String, String)> = Vec::new();
+        for s in &a.set {
+            let Some((k, v)) = s.split_once('=') else {
+                return Err(flag("--set", s, "expected KEY=VALUE"));
+            };
+            let k = k.trim();
+            if k.is_empty() {
+                return Err(flag("--set", s, "the key is empty"));
+            }
+            if pairs.iter().any(|(e, _)| e == k) {
+                return Err(flag("--set", s, format!("key `{k}` is set twice")));
+            }
+            pairs.push((k.to_owned(), v.to_owned()));
+        }
+        let runtime = pairs
+            .iter()
+            .find(|(k, _)| k == "runtime")
+            .map(|(_, v)| v.clone());
+        let arm = artifact::Arm {
+            name: a.arm.clone(),
+            stage: a.stage.clone().unwrap_or_default(),
+            runtime: runtime.clone().unwrap_or_default(),
+            config: ArmConfig(pairs),
+        };
+
+        let endpoints = a
+            .endpoints
+            .iter()
+            .enumerate()
+            .map(|(i, u)| Endpoint::parse(i as u32, u))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(ConfigError::Endpoint)?;
+        let metrics_urls: Vec<String> = match a.metrics_urls.len() {
+            0 => a.endpoints.iter().map(|u| default_metrics_url(u)).collect(),
+            n if n == endpoints.len() => a.metrics_urls.clone(),
+            n => {
+                return Err(flag(
+                    "--metrics-url",
+                    n,
+                    format!(
+                        "give one per --endpoint ({} endpoints, {n} metrics URLs)",
+                        endpoints.len()
+                    ),
+                ));
+            }
+        };
+        let metrics = metrics_urls
+            .iter()
+            .enumerate()
+            .map(|(i, u)| metrics_target(i as u32, u))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(ConfigError::MetricsUrl)?;
+
+        let api = Api::parse(&a.api)
+            .ok_or_else(|| flag("--api", &a.api, "expected chat, responses or completions"))?;
+        let api_key = match &a.api_key_env {
+            None => None,
+            Some(var) => match env(var) {
+                Some(k) if !k.is_empty() => Some(k),
+                _ => {
+                    return Err(flag(
+                        "--api-key-env",
+                        var,
+                        "that environment variable is not set (or empty)",
+                    ));
+                }
+            },
+        };
+        let command_line = artifact::redact_args(
+            &argv,
+            &api_key.as_deref().map(|k| vec![k]).unwrap_or_default(),
+        );
+        let api_key = api_key.map(ApiKey::new);
+        if let Some(k) = &api_key {
+            k.header_value().map_err(|_| {
+                flag(
+                    "--api-key-env",
+                    a.api_key_env.as_deref().unwrap_or_default(),
+                    "the key holds characters that cannot go in an HTTP header",
+                )
+            })?;
+        }
+
+        let schedule = match a.rate {
+            None => Schedule::Closed,
+            Some(r) if r.is_finite() && r > 0.0 && r <= 1e6 => Schedule::Open {
+                rate: r,
+                poisson: a.poisson,
+            },
+            Some(r) => {
+                return Err(flag(
+                    "--rate",
+                    r,
+                    "must be a positive number of requests per second",
+                ));
+            }
+        };
+        let d = Timeouts::default();
+        let timeouts = Timeouts {
+            connect: d.connect,
+            first_byte: seconds("--timeout-first-byte", a.timeout_first_byte, d.first_byte)?,
+            idle: seconds("--timeout-idle", a.timeout_idle, d.idle)?,
+            total: seconds("--timeout-total", a.timeout_total, d.total)?,
+        };
+
+        let artifact_dir =
+            artifact::artifact_dir(&a.out, &manifest.campaign_id, &a.arm, &cell.id());
+        check_out(&a.out, &artifact_dir)?;
+        if let Some(m) = &a.model
+            && (m.is_empty() || m.contains(['"', '\n']))
+        {
+            return Err(flag("--model", m, "must be a non-empty model name"));
+        }
+        Ok(Self {
+            thinking_disabled: manifest.selection.thinking == Thinking::Disabled,
+            manifest,
+            cell,
+            off_manifest: chosen.off_manifest,
+            arm,
+            runtime_given: runtime.is_some(),
+            endpoints,
+            metrics,
+            model: a.model,
+            api,
+            api_key,
+            schedule,
+            warmup: a.warmup,
+            timeouts,
+            quiet: a.quiet,
+            artifact_dir,
+            command_line,
+        })
+    }
+}
+
+/// The output root must be a folder (or not exist yet); the artifact folder must not hold a
+/// run already.
+fn check_out(out: &Path, dir: &Path) -> Result<(), ConfigError> {
+    let bad = |reason: String| ConfigError::Out {
+        path: out.to_owned(),
+        reason,
+    };
+    // Walk up: any existing ancestor that is not a folder makes the path unusable.
+    let mut p = Some(dir);
+    while let Some(cur) = p {
+        if cur.exists() {
+            if !cur.is_dir() {
+                return Err(bad(format!(
+                    "`{}` exists and is not a folder; choose another output folder",
+                    cur.display()
+                )));
+            }
+            break;
+        }
+        p = cur.parent();
+    }
+    if dir.join(artifact::RUN_JSON).exists() {
+        return Err(bad(format!(
+            "`{}` already holds a run; move it away or choose another output folder",
+            dir.display()
+        )));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    fn parse(extra: &[&str]) -> Result<RunConfig, ConfigError> {
+        let manifest = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/sample-data/workload-manifest.json"
+        );
+        let out = std::env::temp_dir().join("anvil-capture-config-test");
+        let mut argv = vec![
+            "anvil-capture",
+            "run",
+            "--manifest",
+            manifest,
+            "--arm",
+            "K12",
+            "--out",
+            out.to_str().unwrap(),
+        ];
+        argv.extend_from_slice(extra);
+        let cli = super::super::cli::Cli::try_parse_from(&argv).unwrap();
+        let super::super::cli::Command::Run(a) = cli.command else {
+            panic!("not run")
+        };
+        let env = |k: &str| (k == "KEY").then(|| "s3cret-token".to_owned());
+        RunConfig::from_args(*a, argv.iter().map(|s| s.to_string()).collect(), &env)
+    }
+
+    fn err(extra: &[&str]) -> String {
+        parse(extra).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn the_headline_run_is_accepted_with_its_defaults() {
+        let c = parse(&[
+            "--class",
+            "headline-sustained-output",
+            "--endpoint",
+            "http://127.0.0.1:8000/v1",
+            "--set",
+            "spec_depth=12",
+            "--api-key-env",
+            "KEY",
+        ])
+        .unwrap();
+        assert_eq!(c.cell.id(), "headline-sustained-output.ctx4096.c8.n100");
+        assert_eq!(c.metrics[0].url, "http://127.0.0.1:8000/metrics");
+        assert_eq!(c.arm.config.get("spec_depth"), Some("12"));
+        assert!(c.artifact_dir.ends_with(
+            "2026-09-04-qwen38-27b-pro6000-possibility/K12/headline-sustained-output.ctx4096.c8.n100"
+        ));
+        assert!(!c.command_line.join(" ").contains("s3cret"));
+        assert_eq!(c.schedule, Schedule::Closed);
+    }
+
+    #[test]
+    fn each_bad_flag_is_named() {
+        let ep = ["--endpoint", "http://127.0.0.1:8000"];
+        let with = |more: &[&str]| {
+            let mut v = vec!["--class", "headline-sustained-output"];
+            v.extend_from_slice(&ep);
+            v.extend_from_slice(more);
+            err(&v)
+        };
+        assert!(with(&["--context", "1000"]).contains("--context 1000"));
+        assert!(with(&["--rate", "-1"]).contains("--rate"));
+        assert!(with(&["--timeout-idle", "0"]).contains("--timeout-idle"));
+        assert!(with(&["--set", "novalue"]).contains("--set"));
+        assert!(with(&["--api", "grpc"]).contains("--api"));
+        assert!(with(&["--api-key-env", "MISSING"]).contains("--api-key-env"));
+        assert!(with(&["--metrics-url", "a", "--metrics-url", "b"]).contains("--metrics-url"));
+        let e = err(&["--class", "nope", "--endpoint", "http://h:1"]);
+        assert!(e.contains("--class `nope`"), "{e}");
+        let e = err(&[
+            "--class",
+            "headline-sustained-output",
+            "--endpoint",
+            "localhost:8000",
+        ]);
+        assert!(e.contains("--endpoint"), "{e}");
+    }
+}

@@ -1,0 +1,967 @@
+//! `anvil-capture run`: one cell against one or more replicas, from a checked
+//! [`RunConfig`] to a finished artifact.
+//!
+//! 1. Preflight (bad input, exit 2, nothing written): each replica's `GET /v1/models` must
+//!    answer (model name, server info); `GET /version` is read when present.
+//! 2. The artifact is created (`run.json` with status `running`).
+//! 3. Calibration: each request's filler is sized with the server's `POST /tokenize`, or,
+//!    when that answers 404/405/501, with one-token non-streaming probes (recorded as
+//!    `calibration` rows, with a separate salt so the measured prompts stay uncached).
+//! 4. Requests are prepared (bodies serialised) and the writer thread starts.
+//! 5. `before` scrapes; each worker (C per replica) opens its connection and runs the warm-up
+//!    requests (closed loop); then every worker and the dispatcher wait at one barrier and the
+//!    measured requests start together on every replica: closed loop (workers pull the next
+//!    index from one shared counter) or open loop (a dispatcher releases index i at its
+//!    intended time, constant or exponential gaps; the next free worker of any replica takes
+//!    it, so client-side queueing shows as `t_sent_ns - t_intended_ns`). `during` scrapes run
+//!    every second; `after` scrapes follow the last request.
+//! 6. SIGINT: no new requests; those in flight get [`GRACE`] to finish, then are cancelled;
+//!    measured requests never sent are recorded as `cancelled`; the artifact is finalised as
+//!    `interrupted`. A second SIGINT exits at once, leaving parts that `recover` merges.
+//!
+//! No request is retried; every failure is a row with its outcome and the run goes on.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc::Sender;
+use std::time::Duration;
+
+use rand::{Rng, SeedableRng};
+use serde_json::Value;
+use tokio::sync::Barrier;
+
+use super::config::{RunConfig, Schedule};
+use super::endpoint::Endpoint;
+use super::hotpath::{self, Cancel, EventSink, Outcome, Worker, event_channel};
+use super::oracle::{OracleError, ProbeOracle, TokenizeOracle};
+use super::prompt::{
+    Calibration, PromptBuilder, PromptContent, PromptSpec, ResponseLength, calibrate_from,
+};
+use super::recorder::{Msg, Progress, Recorder, RequestMeta, RunMeta};
+use super::request::{self, Api, PreparedRequest, RequestOptions};
+use super::scrape;
+use super::summary;
+use crate::artifact::{
+    self, ArtifactWriter, Clock, Counts, RequestKind, RequestRow, RunJson, ScrapePhase, Status,
+    Tool, Topology, Workload,
+};
+use crate::clock::{Origin, monotonic_ns};
+use crate::exit;
+
+/// How long requests in flight may finish after the first SIGINT before they are cancelled.
+pub const GRACE: Duration = Duration::from_secs(10);
+/// Event channel capacity (events), between the hot path and the writer thread.
+pub const CHANNEL_CAPACITY: usize = 64 * 1024;
+/// Time limit of preflight, scrape and `/tokenize` calls.
+const SIDE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The artifact's spelling of a hot-path outcome. Exhaustive: a new hot-path outcome does not
+/// compile until the artifact's vocabulary (and docs/artifact.md) has it.
+pub fn artifact_outcome(o: Outcome) -> artifact::Outcome {
+    match o {
+        Outcome::Ok => artifact::Outcome::Ok,
+        Outcome::HttpError => artifact::Outcome::HttpError,
+        Outcome::TimeoutConnect => artifact::Outcome::TimeoutConnect,
+        Outcome::ConnectError => artifact::Outcome::ConnectError,
+        Outcome::TimeoutFirstByte => artifact::Outcome::TimeoutFirstByte,
+        Outcome::TimeoutIdle => artifact::Outcome::TimeoutIdle,
+        Outcome::TimeoutTotal => artifact::Outcome::TimeoutTotal,
+        Outcome::Disconnected => artifact::Outcome::Disconnected,
+        Outcome::ProtocolError => artifact::Outcome::ProtocolError,
+        Outcome::Cancelled => artifact::Outcome::Cancelled,
+    }
+}
+
+fn artifact_api(api: Api) -> artifact::Api {
+    match api {
+        Api::Chat => artifact::Api::Chat,
+        Api::Completions => artifact::Api::Completions,
+        Api::Responses => artifact::Api::Responses,
+    }
+}
+
+/// Record the run `cfg` describes; returns the exit code.
+pub fn run(cfg: RunConfig) -> anyhow::Result<u8> {
+    let threads = std::thread::available_parallelism()
+        .map_or(2, |n| n.get())
+        .clamp(2, 4);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(threads)
+        .thread_name("anvil-capture")
+        .enable_all()
+        .build()?;
+    let code = rt.block_on(run_async(cfg));
+    rt.shutdown_timeout(Duration::from_millis(200));
+    code
+}
+
+/// What a replica said about itself before the run.
+#[derive(Debug, Default)]
+struct ServerFacts {
+    models: Vec<String>,
+    info: BTreeMap<String, Value>,
+}
+
+async fn preflight(
+    ep: &Endpoint,
+    auth: Option<&hyper::header::HeaderValue>,
+) -> Result<ServerFacts, String> {
+    let mut facts = ServerFacts::default();
+    match super::http::get(ep, "/v1/models", auth, SIDE_TIMEOUT).await {
+        Err(e) if e.is_unreachable() => {
+            return Err(format!("--endpoint `{}`: unreachable: {e}", ep.url));
+        }
+        Err(e) => {
+            return Err(format!(
+                "--endpoint `{}`: GET /v1/models failed: {e}",
+                ep.url
+            ));
+        }
+        Ok((status, body)) if (200..300).contains(&status) => {
+            let v: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+            if let Some(data) = v.get("data").and_then(Value::as_array) {
+                for (i, m) in data.iter().enumerate() {
+                    if let Some(id) = m.get("id").and_then(Value::as_str) {
+                        facts.models.push(id.to_owned());
+                    }
+                    if i == 0 {
+                        for key in ["owned_by", "created", "max_model_len", "root"] {
+                            if let Some(x) = m.get(key) {
+                                facts.info.insert(format!("models.{key}"), x.clone());
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        Ok((status, _)) => {
+            facts
+                .info
+                .insert("models.status".into(), Value::from(status));
+        }
+    }
+    if let Ok((status, body)) = super::http::get(ep, "/version", auth, SIDE_TIMEOUT).await
+        && (200..300).contains(&status)
+        && let Ok(v) = serde_json::from_slice::<Value>(&body)
+        && let Some(version) = v.get("version")
+    {
+        facts.info.insert("server_version".into(), version.clone());
+    }
+    Ok(facts)
+}
+
+fn random_hex(bytes: usize) -> String {
+    let mut rng = rand::rng();
+    (0..bytes)
+        .map(|_| format!("{:02x}", rng.random::<u8>()))
+        .collect()
+}
+
+fn compact_utc(utc_unix_ns: i128) -> String {
+    let fmt = time::macros::format_description!("[year][month][day]T[hour][minute][second]Z");
+    time::OffsetDateTime::from_unix_timestamp_nanos(utc_unix_ns)
+        .ok()
+        .and_then(|t| t.format(&fmt).ok())
+        .unwrap_or_else(|| "19700101T000000Z".to_owned())
+}
+
+/// The calibration oracle in use.
+enum Oracle {
+    Tokenize(TokenizeOracle),
+    Probe(ProbeOracle),
+}
+
+async fn run_async(cfg: RunConfig) -> anyhow::Result<u8> {
+    let auth = match cfg.api_key.as_ref().map(|k| k.header_value()).transpose() {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("anvil-capture: --api-key-env: {e}");
+            return Ok(exit::BAD_INPUT);
+        }
+    };
+    // 1. Preflight.
+    let mut facts = Vec::new();
+    for ep in &cfg.endpoints {
+        match preflight(ep, auth.as_ref()).await {
+            Ok(f) => facts.push(f),
+            Err(msg) => {
+                eprintln!("anvil-capture: {msg}");
+                return Ok(exit::BAD_INPUT);
+            }
+        }
+    }
+    let model = match cfg
+        .model
+        .clone()
+        .or_else(|| facts[0].models.first().cloned())
+    {
+        Some(m) => m,
+        None => {
+            eprintln!(
+                "anvil-capture: --model: not given, and `{}` /v1/models lists no model; name the model with --model",
+                cfg.endpoints[0].url
+            );
+            return Ok(exit::BAD_INPUT);
+        }
+    };
+    for (ep, f) in cfg.endpoints.iter().zip(&facts) {
+        if !f.models.is_empty() && !f.models.contains(&model) {
+            eprintln!(
+                "anvil-capture: warning: `{}` does not list model `{model}` (it lists {})",
+                ep.url,
+                f.models.join(", ")
+            );
+        }
+    }
+    let mut arm = cfg.arm.clone();
+    if !cfg.runtime_given {
+        let info = &facts[0].info;
+        let owner = info.get("models.owned_by").and_then(Value::as_str);
+        let version = info.get("server_version").and_then(Value::as_str);
+        arm.runtime = match (owner, version) {
+            (Some(o), Some(v)) => format!("{o} {v}"),
+            (Some(o), None) => o.to_owned(),
+            (None, Some(v)) => format!("unknown {v}"),
+            (None, None) => "unknown".to_owned(),
+        };
+    }
+
+    // 2. The artifact.
+    let origin = Origin::now();
+    let run_id = format!("{}-{}", compact_utc(origin.utc_unix_ns), random_hex(4));
+    let salt = random_hex(8);
+    let cell = &cfg.cell;
+    let sel = &cfg.manifest.selection;
+    let workload = Workload {
+        class: cell.class.clone(),
+        prompt_tokens_target: cell.context,
+        concurrency_per_replica: cell.concurrency,
+        total_requests: cell.requests,
+        response_words: cell.reply.words(),
+        max_tokens: cell.max_tokens,
+        prompt_cache_mode: cell.cache_mode.as_str().to_owned(),
+        canaries: cell.canaries,
+        seed: sel.random_prefix_seed,
+        thinking: sel.thinking.as_str().to_owned(),
+        api: artifact_api(cfg.api),
+        off_manifest: cfg.off_manifest,
+    };
+    let endpoints_json: Vec<artifact::Endpoint> = cfg
+        .endpoints
+        .iter()
+        .zip(&facts)
+        .zip(&cfg.metrics)
+        .map(|((ep, f), m)| artifact::Endpoint {
+            replica: ep.replica,
+            url: artifact::redact_url(&ep.url),
+            model: model.clone(),
+            server_info: f.info.clone(),
+            metrics_url: Some(artifact::redact_url(&m.url)),
+        })
+        .collect();
+    let header = RunJson {
+        schema: artifact::SCHEMA.to_owned(),
+        campaign_id: cfg.manifest.campaign_id.clone(),
+        arm,
+        cell_id: cell.id(),
+        run_id: run_id.clone(),
+        workload_fingerprint: workload.fingerprint(),
+        workload,
+        topology: Topology {
+            replica_count: cfg.endpoints.len() as u32,
+            endpoints: endpoints_json,
+        },
+        prompt_salt: salt.clone(),
+        clock: Clock::from_origin(&origin),
+        started_utc: artifact::run::format_utc_ns(origin.utc_unix_ns),
+        ended_utc: None,
+        tool: Tool::this("anvil-capture"),
+        command_line: cfg.command_line.clone(),
+        status: Status::Running,
+        status_reason: None,
+        counts: Counts::default(),
+    };
+    let writer = match ArtifactWriter::create(&cfg.artifact_dir, header) {
+        Ok(w) => w,
+        Err(e) => {
+            eprintln!("anvil-capture: --out: {e}");
+            return Ok(exit::BAD_INPUT);
+        }
+    };
+
+    // SIGINT: stop issuing, grace, cancel; a second one exits at once.
+    let stop = Cancel::new();
+    let cancel = Cancel::new();
+    let interrupted = Arc::new(AtomicBool::new(false));
+    {
+        let (stop, cancel, interrupted) = (stop.clone(), cancel.clone(), interrupted.clone());
+        let dir = cfg.artifact_dir.clone();
+        tokio::spawn(async move {
+            if tokio::signal::ctrl_c().await.is_err() {
+                return;
+            }
+            interrupted.store(true, Ordering::SeqCst);
+            stop.cancel();
+            eprintln!(
+                "\nanvil-capture: interrupted: no new requests; requests in flight have {} s to finish (interrupt again to stop at once)",
+                GRACE.as_secs()
+            );
+            tokio::select! {
+                () = tokio::time::sleep(GRACE) => cancel.cancel(),
+                r = tokio::signal::ctrl_c() => if r.is_ok() { exit_now(&dir) },
+            }
+            if tokio::signal::ctrl_c().await.is_ok() {
+                exit_now(&dir);
+            }
+        });
+    }
+
+    let (msgs, msgs_rx) = std::sync::mpsc::channel::<Msg>();
+    // Why the run failed, if it did (set once, first cause wins).
+    let mut failed: Option<String> = None;
+
+    // 3. Calibration.
+    let n = cell.requests as u32;
+    let w = cfg.warmup as u32;
+    let spec = PromptSpec {
+        seed: sel.random_prefix_seed,
+        run_salt: salt.clone(),
+        workload_class: cell.class.clone(),
+        context_target: cell.context,
+        cache_mode: cell.cache_mode,
+        response_length: match cell.reply.words() {
+            Some(words) => ResponseLength::AboutWords(words),
+            None => ResponseLength::Natural,
+        },
+        canaries: cell.canaries,
+        form: cfg.api.prompt_form(),
+    };
+    let builder = PromptBuilder::new(spec);
+    let opts = RequestOptions {
+        api: cfg.api,
+        model: model.clone(),
+        max_tokens: Some(cell.max_tokens),
+        thinking_disabled: cfg.thinking_disabled,
+        omit_thinking_kwarg: false,
+    };
+    let calibrations = tokio::select! {
+        biased;
+        () = stop.cancelled() => Err("interrupted during calibration".to_owned()),
+        r = calibrate_all(&cfg, &builder, &opts, &model, n + w, &msgs, &origin) => r,
+    };
+    let calibrations = match calibrations {
+        Ok(c) => c,
+        Err(_) if interrupted.load(Ordering::SeqCst) => Vec::new(),
+        Err(e) => {
+            eprintln!("anvil-capture: calibration failed: {e}");
+            failed = Some(format!("calibration failed: {e}"));
+            Vec::new()
+        }
+    };
+
+    // 4. Prepared requests and the writer thread.
+    let replicas = cfg.endpoints.len() as u32;
+    let mut prepared: Vec<PreparedRequest> = Vec::with_capacity(calibrations.len());
+    let mut metas: Vec<RequestMeta> = Vec::with_capacity((n + w) as usize);
+    for idx in 0..(n + w) {
+        let units = calibrations.get(idx as usize).map(|c| c.filler_units);
+        let prompt = builder.build(idx, units.unwrap_or(0));
+        metas.push(RequestMeta {
+            kind: if idx < n {
+                RequestKind::Measured
+            } else {
+                RequestKind::Warmup
+            },
+            replica_hint: idx % replicas,
+            canary: prompt.canary.clone(),
+            prompt_sha256: prompt.sha256.clone(),
+            prompt_chars: prompt.chars,
+            prompt_tokens_calibrated: calibrations.get(idx as usize).map(|c| c.prompt_tokens),
+            request_body: None,
+        });
+        if units.is_some() {
+            match request::prepare(&opts, &run_id, &prompt) {
+                Ok(p) => {
+                    // The body is shared with the prepared request, not copied.
+                    if let Some(m) = metas.last_mut() {
+                        m.request_body = Some(p.body.clone());
+                    }
+                    prepared.push(p);
+                }
+                Err(e) => {
+                    failed.get_or_insert(format!("preparing requests: {e}"));
+                }
+            }
+        }
+    }
+    let prepared = Arc::new(prepared);
+    let meta = Arc::new(RunMeta {
+        requests: metas,
+        endpoints: cfg
+            .endpoints
+            .iter()
+            .map(|e| artifact::redact_url(&e.url))
+            .collect(),
+        api: artifact_api(cfg.api),
+        model: model.clone(),
+        prompt_tokens_target: cell.context,
+        max_tokens: Some(cell.max_tokens),
+    });
+    let (sink, events_rx) = event_channel(CHANNEL_CAPACITY);
+    let recorder = Recorder::new(
+        writer,
+        events_rx,
+        msgs_rx,
+        meta,
+        origin,
+        Progress {
+            enabled: !cfg.quiet,
+            measured: cell.requests,
+        },
+    );
+    let writer_thread = std::thread::Builder::new()
+        .name("anvil-writer".into())
+        .spawn(move || recorder.run())?;
+
+    // 5. Drive.
+    if failed.is_none() && prepared.len() == (n + w) as usize {
+        let scraping = Cancel::new();
+        let scrape_enabled = Arc::new(
+            cfg.metrics
+                .iter()
+                .map(|_| AtomicBool::new(true))
+                .collect::<Vec<_>>(),
+        );
+        scrape_targets(
+            &cfg.metrics,
+            &auth,
+            &scrape_enabled,
+            ScrapePhase::Before,
+            &msgs,
+            &origin,
+            true,
+        )
+        .await;
+        let scraper = {
+            let cfg_metrics = cfg.metrics.clone();
+            let (auth, enabled, msgs, scraping) = (
+                auth.clone(),
+                scrape_enabled.clone(),
+                msgs.clone(),
+                scraping.clone(),
+            );
+            tokio::spawn(async move {
+                let mut tick = tokio::time::interval(Duration::from_secs(1));
+                tick.tick().await;
+                loop {
+                    tokio::select! {
+                        () = scraping.cancelled() => break,
+                        _ = tick.tick() => {}
+                    }
+                    scrape_targets(
+                        &cfg_metrics,
+                        &auth,
+                        &enabled,
+                        ScrapePhase::During,
+                        &msgs,
+                        &origin,
+                        false,
+                    )
+                    .await;
+                }
+            })
+        };
+        let sink_failed = drive(&cfg, prepared.clone(), n, w, &sink, &msgs, &stop, &cancel).await;
+        scraping.cancel();
+        let _ = scraper.await;
+        scrape_targets(
+            &cfg.metrics,
+            &auth,
+            &scrape_enabled,
+            ScrapePhase::After,
+            &msgs,
+            &origin,
+            false,
+        )
+        .await;
+        if sink_failed {
+            failed.get_or_insert("the event writer stopped during the run".to_owned());
+        }
+    }
+    let reason = if interrupted.load(Ordering::SeqCst) {
+        "the run was interrupted (SIGINT) before it was issued".to_owned()
+    } else if let Some(f) = &failed {
+        format!("the run failed before it was issued ({f})")
+    } else {
+        "the run ended before it was issued".to_owned()
+    };
+    let _ = msgs.send(Msg::CancelRest {
+        t_ns: monotonic_ns(),
+        reason,
+    });
+    drop(msgs);
+    drop(sink);
+    let recorded = tokio::task::spawn_blocking(move || writer_thread.join())
+        .await?
+        .map_err(|_| anyhow::anyhow!("the writer thread panicked"))?;
+
+    // 6. Finish.
+    let channel_full = recorded.channel_full;
+    let mut final_run = recorded.writer.run().clone();
+    final_run.counts.channel_full = channel_full;
+    let (status, reason) = if let Some(e) = &recorded.error {
+        (
+            Status::Failed,
+            Some(format!("writing the artifact failed: {e}")),
+        )
+    } else if let Some(f) = &failed {
+        (Status::Failed, Some(f.clone()))
+    } else if interrupted.load(Ordering::SeqCst) {
+        (
+            Status::Interrupted,
+            Some(format!(
+                "interrupted by SIGINT: no new requests were sent; requests in flight had {} s to finish, then were cancelled; measured requests never sent are recorded as cancelled",
+                GRACE.as_secs()
+            )),
+        )
+    } else {
+        (Status::Complete, None)
+    };
+    final_run.status = status;
+    final_run.status_reason = reason.clone();
+    final_run.ended_utc = None;
+    let paths = match recorded.writer.finish(final_run) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!(
+                "anvil-capture: finishing the artifact failed: {e}; run `anvil-capture recover {}`",
+                cfg.artifact_dir.display()
+            );
+            return Ok(exit::RULE_FAILED);
+        }
+    };
+    if !recorded.off_target.is_empty() {
+        let tol = super::prompt::tolerance(cell.context);
+        eprintln!(
+            "anvil-capture: warning: {} measured requests report prompt tokens outside {} ± {tol} (e.g. request {} used {})",
+            recorded.off_target.len(),
+            cell.context,
+            recorded.off_target[0].0,
+            recorded.off_target[0].1
+        );
+    }
+    if !cfg.quiet {
+        eprint!("{}", summary::quick_look(&recorded.facts, channel_full));
+    }
+    if let Some(r) = &reason {
+        eprintln!("anvil-capture: run {}: {r}", status.as_str());
+    }
+    println!("{}", paths.dir.display());
+    Ok(match status {
+        Status::Complete => exit::OK,
+        Status::Interrupted => exit::INTERRUPTED,
+        Status::Failed | Status::Running => exit::RULE_FAILED,
+    })
+}
+
+/// A second SIGINT: leave at once; the parts on disk stay recoverable.
+fn exit_now(dir: &std::path::Path) -> ! {
+    eprintln!(
+        "\nanvil-capture: interrupted again: stopping now; run `anvil-capture recover {}` to finalise what was recorded",
+        dir.display()
+    );
+    std::process::exit(i32::from(exit::INTERRUPTED));
+}
+
+/// Calibrate requests `0..count` against replica 0; a probe-based calibration records each
+/// probe as a `calibration` row.
+async fn calibrate_all(
+    cfg: &RunConfig,
+    builder: &PromptBuilder,
+    opts: &RequestOptions,
+    model: &str,
+    count: u32,
+    msgs: &Sender<Msg>,
+    origin: &Origin,
+) -> Result<Vec<Calibration>, String> {
+    let ep = cfg.endpoints[0].clone();
+    let mut chat_extra = serde_json::Map::new();
+    if cfg.thinking_disabled && cfg.api == Api::Chat {
+        chat_extra.insert(
+            "chat_template_kwargs".into(),
+            serde_json::json!({"enable_thinking": false}),
+        );
+    }
+    let tokenize = TokenizeOracle {
+        endpoint: ep.clone(),
+        model: model.to_owned(),
+        api_key: cfg.api_key.clone(),
+        chat_extra,
+        timeout: SIDE_TIMEOUT.max(cfg.timeouts.first_byte.min(Duration::from_secs(120))),
+    };
+    let probe_content = builder.build(0, 0).content;
+    let oracle = match tokenize.count(&probe_content).await {
+        Ok(_) => Oracle::Tokenize(tokenize),
+        Err(OracleError::Status { status, .. }) if matches!(status, 404 | 405 | 501) => {
+            eprintln!(
+                "anvil-capture: `{}` has no /tokenize (HTTP {status}); calibrating with max_tokens:1 probes",
+                ep.url
+            );
+            Oracle::Probe(ProbeOracle {
+                endpoint: ep.clone(),
+                options: opts.clone(),
+                api_key: cfg.api_key.clone(),
+                timeout: cfg.timeouts.total,
+            })
+        }
+        Err(e) => return Err(e.to_string()),
+    };
+    let probe_builder = builder.with_salt(&format!("{}-calibration", builder.spec().run_salt));
+    let next_row = AtomicU64::new(u64::from(count));
+    let mut out: Vec<Calibration> = Vec::with_capacity(count as usize);
+    for idx in 0..count {
+        // Start from the previous request's size: one count usually settles it.
+        let hint = out.last().map(|c| c.filler_units);
+        let c = match &oracle {
+            Oracle::Tokenize(t) => {
+                calibrate_from(
+                    builder,
+                    idx,
+                    cfg.cell.context,
+                    hint,
+                    async |c: &PromptContent| t.count(c).await,
+                )
+                .await
+            }
+            Oracle::Probe(p) => {
+                calibrate_from(
+                    &probe_builder,
+                    idx,
+                    cfg.cell.context,
+                    hint,
+                    async |c: &PromptContent| {
+                        let t0 = monotonic_ns();
+                        let r = p.count(c).await;
+                        let t1 = monotonic_ns();
+                        let row_index = next_row.fetch_add(1, Ordering::Relaxed) as u32;
+                        let _ = msgs.send(Msg::Row(Box::new(probe_row(
+                            cfg, opts, model, row_index, c, &r, t0, t1, origin,
+                        ))));
+                        r
+                    },
+                )
+                .await
+            }
+        };
+        out.push(c.map_err(|e| e.to_string())?);
+    }
+    Ok(out)
+}
+
+/// The `requests` row of one calibration probe (times taken around the whole call).
+#[allow(clippy::too_many_arguments)]
+fn probe_row(
+    cfg: &RunConfig,
+    opts: &RequestOptions,
+    model: &str,
+    request_index: u32,
+    content: &PromptContent,
+    result: &Result<u64, OracleError>,
+    t0: i64,
+    t1: i64,
+    origin: &Origin,
+) -> RequestRow {
+    let (outcome, http_status, error) = match result {
+        Ok(_) => (artifact::Outcome::Ok, Some(200), None),
+        Err(OracleError::Status { status, .. }) => (
+            artifact::Outcome::HttpError,
+            Some(*status),
+            Some(result_text(result)),
+        ),
+        Err(OracleError::Timeout { .. }) => (
+            artifact::Outcome::TimeoutTotal,
+            None,
+            Some(result_text(result)),
+        ),
+        Err(OracleError::Endpoint(_)) => (
+            artifact::Outcome::ConnectError,
+            None,
+            Some(result_text(result)),
+        ),
+        Err(_) => (
+            artifact::Outcome::ProtocolError,
+            None,
+            Some(result_text(result)),
+        ),
+    };
+    let body = request::body_json(opts, request_index, content, false, Some(1))
+        .ok()
+        .map(|b| String::from_utf8_lossy(&b).into_owned());
+    let ep = &cfg.endpoints[0];
+    RequestRow {
+        request_index,
+        kind: RequestKind::Calibration,
+        check: None,
+        replica: 0,
+        endpoint: artifact::redact_url(&ep.url),
+        api: artifact_api(opts.api),
+        model: model.to_owned(),
+        canary: None,
+        prompt_sha256: {
+            use sha2::{Digest, Sha256};
+            hex::encode(Sha256::digest(content.sent_bytes()))
+        },
+        prompt_chars: content.chars(),
+        prompt_tokens_target: cfg.cell.context,
+        prompt_tokens_calibrated: result.as_ref().ok().copied(),
+        max_tokens: Some(1),
+        request_body: body,
+        t_intended_ns: origin.offset(t0),
+        t_sent_ns: Some(origin.offset(t0)),
+        t_first_byte_ns: None,
+        t_done_ns: origin.offset(t1),
+        http_status,
+        outcome,
+        error,
+        events: 0,
+    }
+}
+
+fn result_text(r: &Result<u64, OracleError>) -> String {
+    match r {
+        Ok(n) => n.to_string(),
+        Err(e) => e.to_string(),
+    }
+}
+
+/// Scrape every enabled replica once; a replica whose metrics are missing is warned about
+/// (on the first round) and not scraped again.
+async fn scrape_targets(
+    targets: &[super::config::MetricsTarget],
+    auth: &Option<hyper::header::HeaderValue>,
+    enabled: &[AtomicBool],
+    phase: ScrapePhase,
+    msgs: &Sender<Msg>,
+    origin: &Origin,
+    warn: bool,
+) {
+    for (i, target) in targets.iter().enumerate() {
+        if !enabled[i].load(Ordering::Relaxed) {
+            continue;
+        }
+        match scrape::scrape(target, auth.as_ref(), SIDE_TIMEOUT).await {
+            Ok(samples) => {
+                let t = origin.elapsed_ns();
+                let _ = msgs.send(Msg::Scrapes(scrape::rows(
+                    target.server.replica,
+                    t,
+                    phase,
+                    samples,
+                )));
+            }
+            Err(e) => {
+                if warn {
+                    eprintln!(
+                        "anvil-capture: warning: replica {}: no metrics ({e}); its scrapes will be empty",
+                        target.server.replica
+                    );
+                    enabled[i].store(false, Ordering::Relaxed);
+                } else {
+                    eprintln!(
+                        "anvil-capture: warning: replica {}: scrape failed ({e})",
+                        target.server.replica
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// The measured requests' queue.
+enum Queue {
+    /// Closed loop: the next index is taken when a worker is free.
+    Closed { next: AtomicU64, end: u64 },
+    /// Open loop: indices released by the dispatcher at their intended times.
+    Open {
+        rx: tokio::sync::Mutex<tokio::sync::mpsc::UnboundedReceiver<(u32, i64)>>,
+    },
+}
+
+impl Queue {
+    /// The next (request index, intended send time), or `None` when done or stopped.
+    async fn next(&self, stop: &Cancel) -> Option<(u32, i64)> {
+        if stop.is_cancelled() {
+            return None;
+        }
+        match self {
+            Queue::Closed { next, end } => {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                (i < *end).then(|| (i as u32, monotonic_ns()))
+            }
+            Queue::Open { rx } => {
+                let mut rx = rx.lock().await;
+                let item = tokio::select! {
+                    biased;
+                    () = stop.cancelled() => None,
+                    v = rx.recv() => v,
+                };
+                item.filter(|_| !stop.is_cancelled())
+            }
+        }
+    }
+}
+
+/// Run the warm-up then the measured requests on every replica; returns whether the event
+/// writer went away (the run must then end as failed).
+#[allow(clippy::too_many_arguments)]
+async fn drive(
+    cfg: &RunConfig,
+    prepared: Arc<Vec<PreparedRequest>>,
+    n: u32,
+    w: u32,
+    sink: &EventSink,
+    msgs: &Sender<Msg>,
+    stop: &Cancel,
+    cancel: &Cancel,
+) -> bool {
+    // One worker per (concurrency slot, replica), built before anything starts, in slot
+    // order across replicas, so that the wake-up after the barrier reaches the replicas' first
+    // workers one after another rather than one replica's workers first.
+    let endpoints: Vec<Arc<Endpoint>> = cfg.endpoints.iter().cloned().map(Arc::new).collect();
+    let mut workers = Vec::with_capacity(endpoints.len() * cfg.cell.concurrency as usize);
+    for _ in 0..cfg.cell.concurrency {
+        for ep in &endpoints {
+            match Worker::new(ep.clone(), cfg.timeouts, cfg.api_key.as_ref(), sink.clone()) {
+                Ok(w) => workers.push(w),
+                // The key was checked with the configuration: this does not happen, but if it
+                // did, no request could be sent.
+                Err(_) => return true,
+            }
+        }
+    }
+    let barrier = Arc::new(Barrier::new(workers.len() + 1));
+    let warm = Arc::new(Queue::Closed {
+        next: AtomicU64::new(u64::from(n)),
+        end: u64::from(n + w),
+    });
+    let (open_tx, queue) = match cfg.schedule {
+        Schedule::Closed => (
+            None,
+            Queue::Closed {
+                next: AtomicU64::new(0),
+                end: u64::from(n),
+            },
+        ),
+        Schedule::Open { .. } => {
+            let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+            (
+                Some(tx),
+                Queue::Open {
+                    rx: tokio::sync::Mutex::new(rx),
+                },
+            )
+        }
+    };
+    let queue = Arc::new(queue);
+    let sink_failed = Arc::new(AtomicBool::new(false));
+    let mut tasks = tokio::task::JoinSet::new();
+    for mut worker in workers {
+        let (prepared, barrier, warm, queue, msgs) = (
+            prepared.clone(),
+            barrier.clone(),
+            warm.clone(),
+            queue.clone(),
+            msgs.clone(),
+        );
+        let (stop, cancel, sink_failed) = (stop.clone(), cancel.clone(), sink_failed.clone());
+        tasks.spawn(async move {
+            worker.preconnect().await;
+            let mut ok = true;
+            while ok && let Some((idx, t)) = warm.next(&stop).await {
+                ok = send_one(&mut worker, &prepared[idx as usize], t, &cancel, &msgs).await;
+            }
+            barrier.wait().await;
+            while ok {
+                let Some((idx, t)) = queue.next(&stop).await else {
+                    break;
+                };
+                ok = send_one(&mut worker, &prepared[idx as usize], t, &cancel, &msgs).await;
+            }
+            if !ok {
+                sink_failed.store(true, Ordering::SeqCst);
+                stop.cancel();
+                cancel.cancel();
+            }
+        });
+    }
+    barrier.wait().await;
+    if let (Some(tx), Schedule::Open { rate, poisson }) = (open_tx, cfg.schedule) {
+        let stop = stop.clone();
+        let seed = cfg.manifest.selection.random_prefix_seed;
+        tasks.spawn(async move {
+            dispatch(tx, n, rate, poisson, seed, &stop).await;
+        });
+    }
+    while tasks.join_next().await.is_some() {}
+    sink_failed.load(Ordering::SeqCst)
+}
+
+/// Send one request and hand its outcome to the writer; `false` if the writer is gone.
+async fn send_one(
+    worker: &mut Worker,
+    req: &PreparedRequest,
+    t_intended_ns: i64,
+    cancel: &Cancel,
+    msgs: &Sender<Msg>,
+) -> bool {
+    match worker.execute(req, t_intended_ns, cancel).await {
+        Ok(o) => msgs.send(Msg::Outcome(o)).is_ok(),
+        Err(hotpath::SinkClosed) => false,
+    }
+}
+
+/// Release indices `0..n` at their intended times: `start + i / rate`, or with exponential
+/// gaps of mean `1 / rate` (a Poisson process, seeded by the manifest seed).
+async fn dispatch(
+    tx: tokio::sync::mpsc::UnboundedSender<(u32, i64)>,
+    n: u32,
+    rate: f64,
+    poisson: bool,
+    seed: u64,
+    stop: &Cancel,
+) {
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed ^ 0x6f70_656e_6c6f_6f70);
+    let exp = rand_distr::Exp::new(rate).ok();
+    let start = monotonic_ns();
+    let mut offset_s = 0.0f64;
+    for i in 0..n {
+        let intended = start + (offset_s * 1e9) as i64;
+        let wait = Duration::from_nanos((intended - monotonic_ns()).max(0) as u64);
+        tokio::select! {
+            biased;
+            () = stop.cancelled() => return,
+            () = tokio::time::sleep(wait) => {}
+        }
+        if tx.send((i, intended)).is_err() {
+            return;
+        }
+        offset_s += match (poisson, &exp) {
+            (true, Some(e)) => rand_distr::Distribution::sample(e, &mut rng),
+            _ => 1.0 / rate,
+        };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_hot_path_outcome_has_the_same_name_in_the_artifact() {
+        for o in Outcome::ALL {
+            assert_eq!(artifact_outcome(o).as_str(), o.as_str());
+        }
+        assert_eq!(Outcome::ALL.len(), artifact::Outcome::ALL.len());
+    }
+}

@@ -1,0 +1,88 @@
+//! Small one-shot HTTP GETs off the hot path: `/v1/models` and `/version` before the run, and
+//! each replica's `/metrics` during it. One fresh connection per call, a deadline on the
+//! whole exchange, the body read up to a limit.
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Empty, Limited};
+use hyper::header::{self, HeaderValue};
+use hyper::{Method, Request};
+use hyper_util::rt::TokioIo;
+
+use super::endpoint::{Endpoint, EndpointError};
+
+/// Largest body read by [`get`].
+const MAX_BODY: usize = 32 << 20;
+
+/// Why a GET failed (an HTTP error status is not a failure here: it is returned).
+#[derive(Debug, thiserror::Error)]
+pub enum GetError {
+    #[error(transparent)]
+    Endpoint(#[from] EndpointError),
+    #[error("{url}: {detail}")]
+    Http { url: String, detail: String },
+    #[error("{url}: no answer within {after_ms} ms")]
+    Timeout { url: String, after_ms: u128 },
+}
+
+impl GetError {
+    /// Whether nothing listens there (refused or unresolvable), as opposed to a slow or
+    /// broken answer.
+    pub fn is_unreachable(&self) -> bool {
+        matches!(
+            self,
+            GetError::Endpoint(
+                EndpointError::Connect { .. }
+                    | EndpointError::Resolve { .. }
+                    | EndpointError::ConnectTimeout { .. }
+            )
+        )
+    }
+}
+
+/// GET `path` (below the server's root and prefix) and return its status and body.
+pub async fn get(
+    server: &Endpoint,
+    path: &str,
+    auth: Option<&HeaderValue>,
+    timeout: Duration,
+) -> Result<(u16, Bytes), GetError> {
+    let uri = server.path_uri(path)?;
+    let url = format!("{}{}", server.url.trim_end_matches('/'), path);
+    let http = |e: &dyn std::fmt::Display| GetError::Http {
+        url: url.clone(),
+        detail: e.to_string(),
+    };
+    let exchange = async {
+        let stream = server.connect(timeout).await?;
+        let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+            .await
+            .map_err(|e| http(&e))?;
+        let conn = tokio::spawn(conn);
+        let mut req = Request::builder()
+            .method(Method::GET)
+            .uri(uri)
+            .header(header::HOST, server.host_header());
+        if let Some(a) = auth {
+            req = req.header(header::AUTHORIZATION, a);
+        }
+        let req = req.body(Empty::<Bytes>::new()).map_err(|e| http(&e))?;
+        let resp = sender.send_request(req).await.map_err(|e| http(&e))?;
+        let status = resp.status().as_u16();
+        let body = Limited::new(resp.into_body(), MAX_BODY)
+            .collect()
+            .await
+            .map_err(|e| http(&format!("reading the answer: {e}")))?
+            .to_bytes();
+        conn.abort();
+        Ok((status, body))
+    };
+    match tokio::time::timeout(timeout, exchange).await {
+        Ok(r) => r,
+        Err(_) => Err(GetError::Timeout {
+            url,
+            after_ms: timeout.as_millis(),
+        }),
+    }
+}

@@ -1,0 +1,366 @@
+//! The writer thread: drains the hot path's event channel in batches, parses each event
+//! (`EventRow::from_raw`), turns request outcomes into `requests` rows, takes scrape rows,
+//! and keeps [`ArtifactWriter`] rolling part files. It also keeps what the quick look and the
+//! progress line need (per request: first content time and usage), so nothing is read back.
+//!
+//! It polls rather than blocks (drain, then sleep 2 ms when idle): a receiver blocked per
+//! event would make every send on the hot path wake it (see `EventReceiver::drain_into`).
+
+use std::collections::BTreeMap;
+use std::io::{IsTerminal, Write};
+use std::sync::Arc;
+use std::sync::mpsc::{Receiver, TryRecvError};
+use std::time::{Duration, Instant};
+
+use super::hotpath::{Drained, EventReceiver, RawEvent, RequestOutcome};
+use super::summary::RequestFacts;
+use crate::artifact::{
+    self, ArtifactError, ArtifactWriter, EventRow, RequestKind, RequestRow, ScrapeRow,
+};
+use crate::clock::Origin;
+
+/// What the writer stores about a request besides its outcome (fixed before the run).
+#[derive(Debug, Clone)]
+pub struct RequestMeta {
+    pub kind: RequestKind,
+    pub replica_hint: u32,
+    pub canary: Option<String>,
+    pub prompt_sha256: String,
+    pub prompt_chars: u64,
+    pub prompt_tokens_calibrated: Option<u64>,
+    /// The serialised body as sent (shared with the prepared request); `None` if the request
+    /// was never prepared.
+    pub request_body: Option<bytes::Bytes>,
+}
+
+/// Everything fixed about the run's requests, indexed by request index.
+#[derive(Debug)]
+pub struct RunMeta {
+    pub requests: Vec<RequestMeta>,
+    /// `endpoints[replica]`: the URL recorded in the `endpoint` column.
+    pub endpoints: Vec<String>,
+    pub api: artifact::Api,
+    pub model: String,
+    pub prompt_tokens_target: u64,
+    pub max_tokens: Option<u32>,
+}
+
+/// A message to the writer thread besides events.
+#[derive(Debug)]
+pub enum Msg {
+    /// A request of the run ended.
+    Outcome(RequestOutcome),
+    /// A ready row (calibration probes).
+    Row(Box<RequestRow>),
+    Scrapes(Vec<ScrapeRow>),
+    /// Record every measured request that has no row yet as `cancelled`, never sent.
+    CancelRest {
+        t_ns: i64,
+        reason: String,
+    },
+}
+
+/// Progress line settings.
+#[derive(Debug, Clone, Copy)]
+pub struct Progress {
+    pub enabled: bool,
+    pub measured: u64,
+}
+
+/// What the writer thread hands back.
+#[derive(Debug)]
+pub struct Recorded {
+    pub writer: ArtifactWriter,
+    /// The first write error, if any (the run then ends as `failed`).
+    pub error: Option<ArtifactError>,
+    /// Per-request facts for the quick look, by request index.
+    pub facts: BTreeMap<u32, RequestFacts>,
+    /// Prompt-token usage outside the calibration tolerance (request index, usage).
+    pub off_target: Vec<(u32, i64)>,
+    /// Times the hot path found the event channel full.
+    pub channel_full: u64,
+}
+
+/// The writer thread's state.
+pub struct Recorder {
+    writer: ArtifactWriter,
+    events: EventReceiver,
+    msgs: Receiver<Msg>,
+    meta: Arc<RunMeta>,
+    origin: Origin,
+    progress: Progress,
+    facts: BTreeMap<u32, RequestFacts>,
+    off_target: Vec<(u32, i64)>,
+    error: Option<ArtifactError>,
+}
+
+/// Events moved per drain.
+const BATCH: usize = 8192;
+
+impl Recorder {
+    pub fn new(
+        writer: ArtifactWriter,
+        events: EventReceiver,
+        msgs: Receiver<Msg>,
+        meta: Arc<RunMeta>,
+        origin: Origin,
+        progress: Progress,
+    ) -> Self {
+        Self {
+            writer,
+            events,
+            msgs,
+            meta,
+            origin,
+            progress,
+            facts: BTreeMap::new(),
+            off_target: Vec::new(),
+            error: None,
+        }
+    }
+
+    fn keep<T>(&mut self, r: Result<T, ArtifactError>) {
+        if let Err(e) = r
+            && self.error.is_none()
+        {
+            self.error = Some(e);
+        }
+    }
+
+    fn event(&mut self, e: RawEvent) {
+        let t = self.origin.offset(e.t_ns);
+        let row = EventRow::from_raw(
+            e.request_index,
+            e.seq,
+            t,
+            e.event.as_deref(),
+            e.data.as_bytes(),
+        );
+        let f = self.facts.entry(e.request_index).or_default();
+        if f.first_content_ns.is_none()
+            && row
+                .parsed
+                .content_delta
+                .as_deref()
+                .is_some_and(|c| !c.is_empty())
+        {
+            f.first_content_ns = Some(t);
+        }
+        if let Some(n) = row.parsed.usage_completion_tokens {
+            f.completion_tokens = Some(n);
+        }
+        if let Some(p) = row.parsed.usage_prompt_tokens {
+            f.prompt_tokens = Some(p);
+            let target = self.meta.prompt_tokens_target;
+            let tol = super::prompt::tolerance(target);
+            let measured = self
+                .meta
+                .requests
+                .get(e.request_index as usize)
+                .is_some_and(|m| m.kind == RequestKind::Measured);
+            if measured && (p.max(0) as u64).abs_diff(target) > tol {
+                self.off_target.push((e.request_index, p));
+            }
+        }
+        let r = self.writer.push_event(row);
+        self.keep(r);
+    }
+
+    fn outcome(&mut self, o: RequestOutcome) {
+        let Some(m) = self.meta.requests.get(o.request_index as usize) else {
+            return;
+        };
+        let row = RequestRow {
+            request_index: o.request_index,
+            kind: m.kind,
+            check: None,
+            replica: o.replica,
+            endpoint: self
+                .meta
+                .endpoints
+                .get(o.replica as usize)
+                .cloned()
+                .unwrap_or_default(),
+            api: self.meta.api,
+            model: self.meta.model.clone(),
+            canary: m.canary.clone(),
+            prompt_sha256: m.prompt_sha256.clone(),
+            prompt_chars: m.prompt_chars,
+            prompt_tokens_target: self.meta.prompt_tokens_target,
+            prompt_tokens_calibrated: m.prompt_tokens_calibrated,
+            max_tokens: self.meta.max_tokens,
+            request_body: m
+                .request_body
+                .as_ref()
+                .map(|b| String::from_utf8_lossy(b).into_owned()),
+            t_intended_ns: self.origin.offset(o.t_intended_ns),
+            t_sent_ns: o.t_sent_ns.map(|t| self.origin.offset(t)),
+            t_first_byte_ns: o.t_first_byte_ns.map(|t| self.origin.offset(t)),
+            t_done_ns: self.origin.offset(o.t_done_ns),
+            http_status: o.http_status,
+            outcome: super::driver::artifact_outcome(o.outcome),
+            error: o.error,
+            events: o.events,
+        };
+        let f = self.facts.entry(o.request_index).or_default();
+        f.kind = Some(m.kind);
+        f.outcome = Some(row.outcome);
+        f.t_sent_ns = row.t_sent_ns;
+        f.t_done_ns = Some(row.t_done_ns);
+        let r = self.writer.push_request(row);
+        self.keep(r);
+    }
+
+    fn cancel_rest(&mut self, t_ns: i64, reason: &str) {
+        let t = self.origin.offset(t_ns);
+        let missing: Vec<u32> = self
+            .meta
+            .requests
+            .iter()
+            .enumerate()
+            .filter(|(i, m)| {
+                m.kind == RequestKind::Measured
+                    && self
+                        .facts
+                        .get(&(*i as u32))
+                        .is_none_or(|f| f.outcome.is_none())
+            })
+            .map(|(i, _)| i as u32)
+            .collect();
+        for i in missing {
+            let m = &self.meta.requests[i as usize];
+            let row = RequestRow {
+                request_index: i,
+                kind: m.kind,
+                check: None,
+                replica: m.replica_hint,
+                endpoint: self
+                    .meta
+                    .endpoints
+                    .get(m.replica_hint as usize)
+                    .cloned()
+                    .unwrap_or_default(),
+                api: self.meta.api,
+                model: self.meta.model.clone(),
+                canary: m.canary.clone(),
+                prompt_sha256: m.prompt_sha256.clone(),
+                prompt_chars: m.prompt_chars,
+                prompt_tokens_target: self.meta.prompt_tokens_target,
+                prompt_tokens_calibrated: m.prompt_tokens_calibrated,
+                max_tokens: self.meta.max_tokens,
+                request_body: m
+                    .request_body
+                    .as_ref()
+                    .map(|b| String::from_utf8_lossy(b).into_owned()),
+                t_intended_ns: t,
+                t_sent_ns: None,
+                t_first_byte_ns: None,
+                t_done_ns: t,
+                http_status: None,
+                outcome: artifact::Outcome::Cancelled,
+                error: Some(format!("never sent: {reason}")),
+                events: 0,
+            };
+            let f = self.facts.entry(i).or_default();
+            f.kind = Some(m.kind);
+            f.outcome = Some(artifact::Outcome::Cancelled);
+            f.t_done_ns = Some(t);
+            let r = self.writer.push_request(row);
+            self.keep(r);
+        }
+    }
+
+    /// Run until every event sink and message sender is gone, then hand back the writer.
+    pub fn run(mut self) -> Recorded {
+        let mut buf: Vec<RawEvent> = Vec::with_capacity(BATCH);
+        let mut events_open = true;
+        let mut msgs_open = true;
+        let show = self.progress.enabled && std::io::stderr().is_terminal();
+        let started = Instant::now();
+        let mut last_draw = Instant::now();
+        while events_open || msgs_open {
+            let mut moved = 0;
+            if events_open {
+                buf.clear();
+                match self.events.drain_into(&mut buf, BATCH) {
+                    Drained::Open(n) => moved += n,
+                    Drained::Closed(n) => {
+                        moved += n;
+                        events_open = false;
+                    }
+                }
+                for e in buf.drain(..) {
+                    self.event(e);
+                }
+            }
+            while msgs_open {
+                match self.msgs.try_recv() {
+                    Ok(Msg::Outcome(o)) => self.outcome(o),
+                    Ok(Msg::Row(r)) => {
+                        let r = self.writer.push_request(*r);
+                        self.keep(r);
+                    }
+                    Ok(Msg::Scrapes(rows)) => {
+                        for row in rows {
+                            let r = self.writer.push_scrape(row);
+                            self.keep(r);
+                        }
+                    }
+                    Ok(Msg::CancelRest { t_ns, reason }) => self.cancel_rest(t_ns, &reason),
+                    Err(TryRecvError::Empty) => break,
+                    Err(TryRecvError::Disconnected) => msgs_open = false,
+                }
+                moved += 1;
+            }
+            let r = self.writer.flush_if_due();
+            self.keep(r);
+            if show && last_draw.elapsed() >= Duration::from_millis(250) {
+                last_draw = Instant::now();
+                self.draw(started.elapsed());
+            }
+            if moved < BATCH && (events_open || msgs_open) {
+                std::thread::sleep(Duration::from_millis(2));
+            }
+        }
+        if show {
+            self.draw(started.elapsed());
+            let _ = writeln!(std::io::stderr());
+        }
+        Recorded {
+            writer: self.writer,
+            error: self.error,
+            facts: self.facts,
+            off_target: self.off_target,
+            channel_full: self.events.channel_full_count(),
+        }
+    }
+
+    fn draw(&self, elapsed: Duration) {
+        let measured: Vec<&RequestFacts> = self
+            .facts
+            .values()
+            .filter(|f| f.kind == Some(RequestKind::Measured))
+            .collect();
+        let done = measured.iter().filter(|f| f.outcome.is_some()).count() as u64;
+        let failed = measured
+            .iter()
+            .filter(|f| f.outcome.is_some_and(|o| o != artifact::Outcome::Ok))
+            .count();
+        let tokens: i64 = self
+            .facts
+            .values()
+            .filter_map(|f| f.completion_tokens)
+            .sum();
+        let secs = elapsed.as_secs_f64().max(1e-3);
+        let total = self.progress.measured.max(1);
+        let width = 30usize;
+        let filled = ((done as f64 / total as f64) * width as f64).round() as usize;
+        let bar: String = "#".repeat(filled.min(width)) + &"-".repeat(width - filled.min(width));
+        let _ = write!(
+            std::io::stderr(),
+            "\r\x1b[2K[{bar}] {done}/{total} done, {failed} failed, {:.0} output tok/s, {:.0} s",
+            tokens as f64 / secs,
+            secs
+        );
+    }
+}

@@ -1,0 +1,145 @@
+//! The quick look printed after a run: counts, failures by outcome, TTFT p50/p95 and
+//! aggregate output tok/s, from what the writer thread saw in memory. It is labelled as not
+//! being the report's figures: those come from the SQL in `queries/` over the artifact.
+
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+use crate::artifact::{Outcome, RequestKind};
+
+/// What the writer thread knows about one request (times in ns since the run origin).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RequestFacts {
+    pub kind: Option<RequestKind>,
+    pub outcome: Option<Outcome>,
+    pub t_sent_ns: Option<i64>,
+    pub t_done_ns: Option<i64>,
+    pub first_content_ns: Option<i64>,
+    pub completion_tokens: Option<i64>,
+    pub prompt_tokens: Option<i64>,
+}
+
+/// Nearest-rank percentile (the value at rank ⌈p·n⌉ of the sorted values), as the manifest's
+/// statistics define it. `sorted` must be sorted and non-empty.
+fn nearest_rank(sorted: &[f64], p: f64) -> f64 {
+    let n = sorted.len();
+    let rank = ((p * n as f64).ceil() as usize).clamp(1, n);
+    sorted[rank - 1]
+}
+
+/// The quick-look text.
+pub fn quick_look(facts: &BTreeMap<u32, RequestFacts>, channel_full: u64) -> String {
+    let measured: Vec<&RequestFacts> = facts
+        .values()
+        .filter(|f| f.kind == Some(RequestKind::Measured))
+        .collect();
+    let ok: Vec<&&RequestFacts> = measured
+        .iter()
+        .filter(|f| f.outcome == Some(Outcome::Ok))
+        .collect();
+    let mut failed: BTreeMap<&str, usize> = BTreeMap::new();
+    for f in &measured {
+        if let Some(o) = f.outcome
+            && o != Outcome::Ok
+        {
+            *failed.entry(o.as_str()).or_default() += 1;
+        }
+    }
+    let mut ttft: Vec<f64> = ok
+        .iter()
+        .filter_map(|f| Some((f.first_content_ns? - f.t_sent_ns?) as f64 / 1e6))
+        .collect();
+    ttft.sort_by(f64::total_cmp);
+    let tokens: i64 = ok.iter().filter_map(|f| f.completion_tokens).sum();
+    let start = ok.iter().filter_map(|f| f.t_sent_ns).min();
+    let end = ok.iter().filter_map(|f| f.t_done_ns).max();
+
+    let mut s = String::from("quick look (not the report's figures):\n");
+    let _ = writeln!(
+        s,
+        "  requests: {} measured, {} ok, {} failed",
+        measured.len(),
+        ok.len(),
+        measured.len() - ok.len()
+    );
+    if !failed.is_empty() {
+        let parts: Vec<String> = failed.iter().map(|(k, v)| format!("{k} {v}")).collect();
+        let _ = writeln!(s, "  failures by class: {}", parts.join(", "));
+    }
+    if ttft.is_empty() {
+        let _ = writeln!(s, "  TTFT: no successful request with content");
+    } else {
+        let _ = writeln!(
+            s,
+            "  TTFT p50 {:.1} ms, p95 {:.1} ms ({} requests)",
+            nearest_rank(&ttft, 0.50),
+            nearest_rank(&ttft, 0.95),
+            ttft.len()
+        );
+    }
+    match (start, end) {
+        (Some(a), Some(b)) if b > a => {
+            let _ = writeln!(
+                s,
+                "  aggregate output: {:.1} tok/s ({tokens} completion tokens over {:.2} s)",
+                tokens as f64 / ((b - a) as f64 / 1e9),
+                (b - a) as f64 / 1e9
+            );
+        }
+        _ => {
+            let _ = writeln!(s, "  aggregate output: n/a");
+        }
+    }
+    let _ = writeln!(s, "  writer channel full: {channel_full} times");
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nearest_rank_matches_the_definition() {
+        let v: Vec<f64> = (1..=20).map(f64::from).collect();
+        assert_eq!(nearest_rank(&v, 0.5), 10.0);
+        assert_eq!(nearest_rank(&v, 0.95), 19.0);
+        assert_eq!(nearest_rank(&[7.0], 0.99), 7.0);
+    }
+
+    #[test]
+    fn quick_look_counts_only_measured_requests() {
+        let mut facts = BTreeMap::new();
+        for i in 0..4u32 {
+            facts.insert(
+                i,
+                RequestFacts {
+                    kind: Some(RequestKind::Measured),
+                    outcome: Some(if i == 3 {
+                        Outcome::TimeoutIdle
+                    } else {
+                        Outcome::Ok
+                    }),
+                    t_sent_ns: Some(0),
+                    t_done_ns: Some(1_000_000_000),
+                    first_content_ns: Some(i64::from(i + 1) * 1_000_000),
+                    completion_tokens: Some(100),
+                    prompt_tokens: Some(10),
+                },
+            );
+        }
+        facts.insert(
+            9,
+            RequestFacts {
+                kind: Some(RequestKind::Warmup),
+                outcome: Some(Outcome::HttpError),
+                ..RequestFacts::default()
+            },
+        );
+        let s = quick_look(&facts, 2);
+        assert!(s.contains("4 measured, 3 ok, 1 failed"), "{s}");
+        assert!(s.contains("timeout_idle 1"), "{s}");
+        assert!(s.contains("TTFT p50 2.0 ms, p95 3.0 ms"), "{s}");
+        assert!(s.contains("300.0 tok/s"), "{s}");
+        assert!(s.contains("not the report's figures"));
+    }
+}

@@ -1,0 +1,881 @@
+//! `anvil-capture` end to end: the real binary against the real `anvil-sim` on loopback,
+//! artifacts read back with the artifact reader and checked by `anvil validate`.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::path::{Path, PathBuf};
+use std::process::Output;
+use std::time::Duration;
+
+use anvil::artifact::{RunJson, canary};
+use serde_json::Value;
+
+use super::common::{ANVIL, CAPTURE, Sim, batches, bools, ints, run, strs};
+
+/// The sample manifest with a short reply (24 words, 64-token ceiling) so runs are quick.
+fn quick_manifest(dir: &Path) -> PathBuf {
+    let src = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/sample-data/workload-manifest.json"
+    );
+    let mut v: Value = serde_json::from_str(&std::fs::read_to_string(src).unwrap()).unwrap();
+    v["selection"]["headline_response_words"] = 24.into();
+    v["selection"]["headline_max_tokens"] = 64.into();
+    let path = dir.join("manifest.json");
+    std::fs::write(&path, v.to_string()).unwrap();
+    path
+}
+
+/// `run` arguments of a small off-manifest headline-shaped cell.
+fn cell_args<'a>(manifest: &'a str, out: &'a str, c: &'a str, n: &'a str) -> Vec<&'a str> {
+    vec![
+        "run",
+        "--manifest",
+        manifest,
+        "--class",
+        "headline-sustained-output",
+        "--context",
+        "512",
+        "--concurrency",
+        c,
+        "--requests",
+        n,
+        "--off-manifest",
+        "--arm",
+        "K12",
+        "--stage",
+        "test",
+        "--set",
+        "spec_depth=12",
+        "--quiet",
+        "--out",
+        out,
+    ]
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// The artifact folder: the last line of stdout.
+fn artifact_of(o: &Output) -> PathBuf {
+    assert!(
+        o.status.success(),
+        "anvil-capture failed ({:?}): {}",
+        o.status.code(),
+        stderr(o)
+    );
+    PathBuf::from(stdout(o).lines().last().expect("a path on stdout"))
+}
+
+fn validate(dir: &Path) {
+    let o = run(ANVIL, &["validate", dir.to_str().unwrap()], &[]);
+    assert!(
+        o.status.success(),
+        "anvil validate refused {}: {}{}",
+        dir.display(),
+        stdout(&o),
+        stderr(&o)
+    );
+}
+
+/// Per request: concatenated content, whether [DONE] came, usage prompt/completion tokens,
+/// whether any event failed to parse.
+#[derive(Debug, Default)]
+struct Stream {
+    content: String,
+    done: bool,
+    prompt_tokens: Option<i64>,
+    completion_tokens: Option<i64>,
+    parse_errors: usize,
+    events: usize,
+}
+
+fn streams(dir: &Path) -> BTreeMap<i64, Stream> {
+    let b = batches(&dir.join("events.parquet"));
+    let idx = ints(&b, "request_index");
+    let seq = ints(&b, "seq");
+    let content = strs(&b, "content_delta");
+    let done = bools(&b, "done");
+    let prompt = ints(&b, "usage_prompt_tokens");
+    let completion = ints(&b, "usage_completion_tokens");
+    let parse = strs(&b, "parse_error");
+    let mut order: Vec<usize> = (0..idx.len()).collect();
+    order.sort_by_key(|&i| (idx[i], seq[i]));
+    let mut out: BTreeMap<i64, Stream> = BTreeMap::new();
+    for i in order {
+        let s = out.entry(idx[i].unwrap()).or_default();
+        s.events += 1;
+        if let Some(c) = &content[i] {
+            s.content.push_str(c);
+        }
+        s.done |= done[i];
+        s.prompt_tokens = s.prompt_tokens.or(prompt[i]);
+        s.completion_tokens = s.completion_tokens.or(completion[i]);
+        s.parse_errors += usize::from(parse[i].is_some());
+    }
+    out
+}
+
+#[test]
+fn a_headline_shaped_cell_gives_a_complete_valid_artifact() {
+    let tmp = tempfile::tempdir().unwrap();
+    let manifest = quick_manifest(tmp.path());
+    let out = tmp.path().join("out");
+    let sim = Sim::start(&[]);
+    let url = sim.url(0);
+    let mut args = cell_args(manifest.to_str().unwrap(), out.to_str().unwrap(), "4", "20");
+    args.extend_from_slice(&["--endpoint", &url]);
+    let o = run(CAPTURE, &args, &[]);
+    let dir = artifact_of(&o);
+    assert!(dir.ends_with(
+        "2026-09-04-qwen38-27b-pro6000-possibility/K12/headline-sustained-output.ctx512.c4.n20"
+    ));
+    validate(&dir);
+
+    let run_json = RunJson::read(&dir.join("run.json")).unwrap();
+    run_json.check(&dir.join("run.json")).unwrap();
+    assert_eq!(run_json.status.as_str(), "complete");
+    assert_eq!(
+        run_json.workload_fingerprint,
+        run_json.workload.fingerprint()
+    );
+    let w = &run_json.workload;
+    assert_eq!(
+        (
+            w.prompt_tokens_target,
+            w.concurrency_per_replica,
+            w.total_requests
+        ),
+        (512, 4, 20)
+    );
+    assert_eq!((w.response_words, w.max_tokens), (Some(24), 64));
+    assert!(w.off_manifest && w.canaries);
+    assert_eq!(w.prompt_cache_mode, "unique");
+    assert_eq!(run_json.arm.name, "K12");
+    assert_eq!(run_json.arm.stage, "test");
+    assert_eq!(run_json.arm.config.get("spec_depth"), Some("12"));
+    assert_eq!(run_json.arm.runtime, "anvil-sim");
+    assert_eq!(run_json.topology.replica_count, 1);
+    assert_eq!(run_json.topology.endpoints[0].model, "anvil-sim");
+    assert_eq!(run_json.topology.endpoints[0].url, url);
+    assert!(!run_json.topology.endpoints[0].server_info.is_empty());
+    assert!(run_json.ended_utc.is_some());
+    assert!(run_json.command_line.iter().any(|a| a == "--off-manifest"));
+    assert_eq!(run_json.counts.requests_measured, 20);
+    assert_eq!(run_json.counts.succeeded, 20);
+    assert!(run_json.counts.scrapes > 0, "before/after scrapes recorded");
+
+    let r = batches(&dir.join("requests.parquet"));
+    let idx = ints(&r, "request_index");
+    assert_eq!(idx.len(), 20);
+    let set: BTreeSet<i64> = idx.iter().map(|i| i.unwrap()).collect();
+    assert_eq!(set, (0..20).collect());
+    assert!(
+        strs(&r, "kind")
+            .iter()
+            .all(|k| k.as_deref() == Some("measured"))
+    );
+    assert!(
+        strs(&r, "outcome")
+            .iter()
+            .all(|k| k.as_deref() == Some("ok"))
+    );
+    let canaries: Vec<String> = strs(&r, "canary").into_iter().map(Option::unwrap).collect();
+    let unique: BTreeSet<&String> = canaries.iter().collect();
+    assert_eq!(unique.len(), 20, "canaries are unique");
+    let events_per_request = ints(&r, "events");
+    let s = streams(&dir);
+    let total: i64 = events_per_request.iter().map(|e| e.unwrap()).sum();
+    assert_eq!(total as u64, run_json.counts.events);
+    assert_eq!(s.values().map(|s| s.events).sum::<usize>() as i64, total);
+    let tol = 8.max(512usize.div_ceil(100)) as i64;
+    for (k, i) in idx.iter().enumerate() {
+        let st = &s[&i.unwrap()];
+        assert!(st.done, "request {i:?} ends with [DONE]");
+        let p = st.prompt_tokens.expect("usage prompt tokens");
+        assert!((p - 512).abs() <= tol, "request {i:?}: {p} prompt tokens");
+        assert!(st.content.contains(&canaries[k]), "own canary echoed");
+        assert_eq!(canary::find_all(&st.content).len(), 1);
+        let sent = ints(&r, "t_sent_ns")[k].unwrap();
+        assert!(sent >= ints(&r, "t_intended_ns")[k].unwrap());
+    }
+    // The request id the server saw joins with run_id-request_index.
+    assert!(run_json.run_id.is_ascii() && !run_json.run_id.is_empty());
+}
+
+#[test]
+fn cells_lists_the_manifest_cells_with_stable_ids() {
+    let manifest = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/sample-data/workload-manifest.json"
+    );
+    let o = run(CAPTURE, &["cells", "--manifest", manifest], &[]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = stdout(&o);
+    let ids: Vec<&str> = text
+        .lines()
+        .skip(1)
+        .map(|l| l.split('\t').next().unwrap())
+        .collect();
+    assert!(ids.contains(&"headline-sustained-output.ctx4096.c8.n100"));
+    assert!(ids.contains(&"context-curve.ctx81920.c8.n100"));
+    assert!(ids.contains(&"optimization-screen.ctx4096.c1.n3"));
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("headline-sustained-output."))
+        .unwrap();
+    assert_eq!(
+        line,
+        "headline-sustained-output.ctx4096.c8.n100\theadline-sustained-output\t4096\t8\t100\t256\t512\tabout-words"
+    );
+}
+
+#[test]
+fn two_replicas_start_together_and_each_request_names_its_replica() {
+    let tmp = tempfile::tempdir().unwrap();
+    let manifest = quick_manifest(tmp.path());
+    let out = tmp.path().join("out");
+    let sim = Sim::start(&["--replicas", "2"]);
+    let (u0, u1) = (sim.url(0), sim.url(1));
+    let mut args = cell_args(manifest.to_str().unwrap(), out.to_str().unwrap(), "2", "20");
+    args.extend_from_slice(&["--endpoint", &u0, "--endpoint", &u1]);
+    let o = run(CAPTURE, &args, &[]);
+    let dir = artifact_of(&o);
+    validate(&dir);
+    let run_json = RunJson::read(&dir.join("run.json")).unwrap();
+    assert_eq!(run_json.topology.replica_count, 2);
+    let r = batches(&dir.join("requests.parquet"));
+    let replica = ints(&r, "replica");
+    let endpoint = strs(&r, "endpoint");
+    let sent = ints(&r, "t_sent_ns");
+    let mut first: HashMap<i64, i64> = HashMap::new();
+    for k in 0..replica.len() {
+        let rep = replica[k].unwrap();
+        let want = if rep == 0 { &u0 } else { &u1 };
+        assert_eq!(endpoint[k].as_deref(), Some(want.as_str()));
+        let t = sent[k].unwrap();
+        first
+            .entry(rep)
+            .and_modify(|f| *f = (*f).min(t))
+            .or_insert(t);
+    }
+    assert_eq!(first.len(), 2, "both replicas used");
+    let gap = (first[&0] - first[&1]).abs();
+    assert!(gap < 1_000_000, "first sends {gap} ns apart");
+}
+
+#[test]
+fn faults_get_their_outcome_class_and_no_request_is_lost() {
+    let tmp = tempfile::tempdir().unwrap();
+    let manifest = quick_manifest(tmp.path());
+    let out = tmp.path().join("out");
+    let sim = Sim::start(&[
+        "--seed",
+        "7",
+        "--fault",
+        "http500=0.08",
+        "--fault",
+        "http429=0.08",
+        "--fault",
+        "disconnect=0.08",
+        "--fault",
+        "malformed=0.08",
+        "--fault",
+        "stall=0.08",
+        "--fault",
+        "no-usage=0.08",
+        "--fault",
+        "restart=0.03",
+        "--stall-ms",
+        "1500",
+    ]);
+    let url = sim.url(0);
+    let mut args = cell_args(manifest.to_str().unwrap(), out.to_str().unwrap(), "4", "80");
+    args.extend_from_slice(&["--endpoint", &url, "--timeout-idle", "0.5"]);
+    let o = run(CAPTURE, &args, &[]);
+    let dir = artifact_of(&o);
+    validate(&dir);
+    let r = batches(&dir.join("requests.parquet"));
+    let idx = ints(&r, "request_index");
+    assert_eq!(
+        idx.iter().map(|i| i.unwrap()).collect::<BTreeSet<_>>(),
+        (0..80).collect(),
+        "every request has its row"
+    );
+    let outcome = strs(&r, "outcome");
+    let status = ints(&r, "http_status");
+    let error = strs(&r, "error");
+    let s = streams(&dir);
+    let mut by: BTreeMap<String, usize> = BTreeMap::new();
+    let (mut malformed_ok, mut no_usage_ok) = (0, 0);
+    for k in 0..idx.len() {
+        let o = outcome[k].clone().unwrap();
+        *by.entry(o.clone()).or_default() += 1;
+        let st = s.get(&idx[k].unwrap());
+        match o.as_str() {
+            "ok" => {
+                let st = st.unwrap();
+                assert!(st.done);
+                assert_eq!(status[k], Some(200));
+                malformed_ok += usize::from(st.parse_errors > 0);
+                no_usage_ok += usize::from(st.completion_tokens.is_none());
+                if st.parse_errors == 0 && st.completion_tokens.is_some() {
+                    assert!(st.content.contains("ANV-"), "an unaffected reply is whole");
+                }
+            }
+            "http_error" => {
+                assert!(matches!(status[k], Some(500 | 429)), "{:?}", status[k]);
+                assert!(error[k].as_deref().is_some_and(|e| e.contains("error")));
+            }
+            "timeout_idle" => assert!(st.is_some_and(|st| !st.done)),
+            "disconnected" => assert!(st.is_none_or(|st| !st.done)),
+            other => panic!("unexpected outcome {other}: {:?}", error[k]),
+        }
+    }
+    for class in ["ok", "http_error", "timeout_idle", "disconnected"] {
+        assert!(by.contains_key(class), "no {class} among {by:?}");
+    }
+    assert!(malformed_ok > 0, "a malformed line leaves the request ok");
+    assert!(
+        no_usage_ok > 0,
+        "a missing usage chunk leaves the request ok"
+    );
+    let codes: BTreeSet<i64> = status.iter().flatten().copied().collect();
+    assert!(codes.contains(&500) && codes.contains(&429), "{codes:?}");
+}
+
+#[test]
+fn a_killed_run_is_recovered_with_every_request_finished_two_seconds_before() {
+    let tmp = tempfile::tempdir().unwrap();
+    let manifest = quick_manifest(tmp.path());
+    let out = tmp.path().join("out");
+    let truth = tmp.path().join("truth.csv");
+    let sim = Sim::start(&["--decode-tps", "300", "--truth", truth.to_str().unwrap()]);
+    let url = sim.url(0);
+    let mut args = cell_args(
+        manifest.to_str().unwrap(),
+        out.to_str().unwrap(),
+        "2",
+        "400",
+    );
+    args.extend_from_slice(&["--endpoint", &url]);
+    let mut child = std::process::Command::new(CAPTURE)
+        .args(&args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Kill once the run has been recording for a few seconds: three request parts on disk
+    // (one roll per second), however long calibration took on a loaded machine.
+    let dir = out.join(
+        "2026-09-04-qwen38-27b-pro6000-possibility/K12/headline-sustained-output.ctx512.c2.n400",
+    );
+    let parts = dir.join("requests.parts");
+    let deadline = std::time::Instant::now() + Duration::from_secs(120);
+    loop {
+        let n = std::fs::read_dir(&parts).map_or(0, |d| {
+            d.filter(|e| {
+                e.as_ref()
+                    .is_ok_and(|e| e.file_name().to_string_lossy().ends_with(".parquet"))
+            })
+            .count()
+        });
+        if n >= 3 || std::time::Instant::now() > deadline {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    child.kill().unwrap(); // SIGKILL
+    let killed_at = anvil::clock::monotonic_ns();
+    let _ = child.wait();
+    sim.terminate();
+
+    let o = run(CAPTURE, &["recover", dir.to_str().unwrap()], &[]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    validate(&dir);
+    let run_json = RunJson::read(&dir.join("run.json")).unwrap();
+    assert_eq!(run_json.status.as_str(), "interrupted");
+
+    // Last write per request id from the simulator's truth.
+    let text = std::fs::read_to_string(&truth).unwrap();
+    let mut last: HashMap<String, i64> = HashMap::new();
+    for line in text.lines().skip(1) {
+        let f: Vec<&str> = line.split(',').collect();
+        if f[4] == "request_read" {
+            continue;
+        }
+        let t: i64 = f[6].parse().unwrap();
+        let e = last.entry(f[0].to_owned()).or_insert(t);
+        *e = (*e).max(t);
+    }
+    let prefix = format!("{}-", run_json.run_id);
+    let finished_early: BTreeSet<i64> = last
+        .iter()
+        .filter(|(_, t)| **t < killed_at - 2_000_000_000)
+        .filter_map(|(id, _)| id.strip_prefix(&prefix)?.parse().ok())
+        .collect();
+    assert!(
+        finished_early.len() > 10,
+        "the run should have finished requests well before the kill ({})",
+        finished_early.len()
+    );
+    let r = batches(&dir.join("requests.parquet"));
+    let recovered: BTreeSet<i64> = ints(&r, "request_index").into_iter().flatten().collect();
+    let missing: Vec<&i64> = finished_early.difference(&recovered).collect();
+    assert!(missing.is_empty(), "lost finished requests: {missing:?}");
+}
+
+#[test]
+fn the_api_key_is_written_nowhere() {
+    const SECRET: &str = "sk-anvil-test-6a1f0c93d2";
+    let tmp = tempfile::tempdir().unwrap();
+    let manifest = quick_manifest(tmp.path());
+    let out = tmp.path().join("out");
+    let sim = Sim::start(&[]);
+    let url = sim.url(0);
+    let mut args = cell_args(manifest.to_str().unwrap(), out.to_str().unwrap(), "2", "4");
+    args.retain(|a| *a != "--quiet");
+    args.extend_from_slice(&["--endpoint", &url, "--api-key-env", "ANVIL_TEST_KEY"]);
+    let o = run(CAPTURE, &args, &[("ANVIL_TEST_KEY", SECRET)]);
+    let dir = artifact_of(&o);
+    assert!(!stdout(&o).contains(SECRET) && !stderr(&o).contains(SECRET));
+    let mut files = vec![out.clone()];
+    let mut seen = 0;
+    while let Some(p) = files.pop() {
+        if p.is_dir() {
+            files.extend(std::fs::read_dir(&p).unwrap().map(|e| e.unwrap().path()));
+        } else {
+            seen += 1;
+            let bytes = std::fs::read(&p).unwrap();
+            assert!(
+                !bytes.windows(SECRET.len()).any(|w| w == SECRET.as_bytes()),
+                "{} holds the key",
+                p.display()
+            );
+        }
+    }
+    assert!(seen >= 4, "{seen} files");
+    assert!(dir.join("run.json").exists());
+}
+
+#[test]
+fn bad_input_is_refused_with_the_flag_named_and_exit_2() {
+    let tmp = tempfile::tempdir().unwrap();
+    let manifest = quick_manifest(tmp.path());
+    let m = manifest.to_str().unwrap();
+    let out = tmp.path().join("out");
+    let o = out.to_str().unwrap();
+    let sim = Sim::start(&[]);
+    let url = sim.url(0);
+    // A port that refuses connections: bound, then released.
+    let closed = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        format!("http://127.0.0.1:{}", l.local_addr().unwrap().port())
+    };
+    let file = tmp.path().join("a-file");
+    std::fs::write(&file, "x").unwrap();
+    let base = |class: &'static str| {
+        vec![
+            "run".to_owned(),
+            "--manifest".into(),
+            m.into(),
+            "--class".into(),
+            class.into(),
+            "--arm".into(),
+            "A".into(),
+            "--quiet".into(),
+        ]
+    };
+    let cases: Vec<(Vec<String>, &str)> = vec![
+        (
+            [
+                base("no-such-class"),
+                vec!["--endpoint".into(), url.clone(), "--out".into(), o.into()],
+            ]
+            .concat(),
+            "--class",
+        ),
+        (
+            [
+                base("headline-sustained-output"),
+                vec![
+                    "--context".into(),
+                    "777".into(),
+                    "--endpoint".into(),
+                    url.clone(),
+                    "--out".into(),
+                    o.into(),
+                ],
+            ]
+            .concat(),
+            "--context 777",
+        ),
+        (
+            [
+                base("headline-sustained-output"),
+                vec!["--endpoint".into(), closed, "--out".into(), o.into()],
+            ]
+            .concat(),
+            "unreachable",
+        ),
+        (
+            [
+                base("headline-sustained-output"),
+                vec![
+                    "--endpoint".into(),
+                    "localhost:8000".into(),
+                    "--out".into(),
+                    o.into(),
+                ],
+            ]
+            .concat(),
+            "--endpoint",
+        ),
+        (
+            [
+                base("headline-sustained-output"),
+                vec![
+                    "--endpoint".into(),
+                    url.clone(),
+                    "--out".into(),
+                    file.to_str().unwrap().into(),
+                ],
+            ]
+            .concat(),
+            "--out",
+        ),
+    ];
+    for (args, expect) in cases {
+        let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+        let r = run(CAPTURE, &refs, &[]);
+        assert_eq!(r.status.code(), Some(2), "{args:?}: {}", stderr(&r));
+        assert!(stderr(&r).contains(expect), "{args:?}: {}", stderr(&r));
+        assert!(!stderr(&r).contains("panicked"));
+    }
+    assert!(!out.exists(), "nothing was written for refused runs");
+}
+
+/// Wait until `dir/requests.parts` holds `n` part files (one roll per second of recording).
+fn wait_for_parts(dir: &Path, n: usize) {
+    let parts = dir.join("requests.parts");
+    let deadline = std::time::Instant::now() + Duration::from_secs(120);
+    while std::time::Instant::now() < deadline {
+        let found = std::fs::read_dir(&parts).map_or(0, |d| {
+            d.filter(|e| {
+                e.as_ref()
+                    .is_ok_and(|e| e.file_name().to_string_lossy().ends_with(".parquet"))
+            })
+            .count()
+        });
+        if found >= n {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    panic!("no {n} request parts in {} after 120 s", parts.display());
+}
+
+#[test]
+fn sigint_finishes_in_flight_requests_and_records_the_rest_as_cancelled() {
+    let tmp = tempfile::tempdir().unwrap();
+    let manifest = quick_manifest(tmp.path());
+    let out = tmp.path().join("out");
+    let sim = Sim::start(&["--decode-tps", "100"]);
+    let url = sim.url(0);
+    let mut args = cell_args(
+        manifest.to_str().unwrap(),
+        out.to_str().unwrap(),
+        "2",
+        "200",
+    );
+    args.extend_from_slice(&["--endpoint", &url]);
+    let child = std::process::Command::new(CAPTURE)
+        .args(&args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let dir = out.join(
+        "2026-09-04-qwen38-27b-pro6000-possibility/K12/headline-sustained-output.ctx512.c2.n200",
+    );
+    wait_for_parts(&dir, 3);
+    // SAFETY: plain kill(2) on our own child's pid.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(130), "{}", stderr(&o));
+    assert_eq!(PathBuf::from(stdout(&o).trim()), dir);
+    validate(&dir);
+    let run_json = RunJson::read(&dir.join("run.json")).unwrap();
+    assert_eq!(run_json.status.as_str(), "interrupted");
+    assert!(
+        run_json
+            .status_reason
+            .as_deref()
+            .unwrap()
+            .contains("SIGINT")
+    );
+    let r = batches(&dir.join("requests.parquet"));
+    let outcome = strs(&r, "outcome");
+    assert_eq!(outcome.len(), 200, "every measured request has a row");
+    let ok = outcome
+        .iter()
+        .filter(|o| o.as_deref() == Some("ok"))
+        .count();
+    let cancelled = outcome
+        .iter()
+        .filter(|o| o.as_deref() == Some("cancelled"))
+        .count();
+    assert!(
+        ok > 0 && cancelled > 0 && ok + cancelled == 200,
+        "{ok} ok, {cancelled} cancelled"
+    );
+    // In-flight requests had the grace period: none was cut off, so every sent one is ok.
+    let sent = ints(&r, "t_sent_ns");
+    for k in 0..outcome.len() {
+        if sent[k].is_some() {
+            assert_eq!(outcome[k].as_deref(), Some("ok"));
+        }
+    }
+    // Scrapes before, during (one per second) and after.
+    let s = batches(&dir.join("scrapes.parquet"));
+    let phases: BTreeSet<String> = strs(&s, "phase").into_iter().flatten().collect();
+    assert_eq!(
+        phases,
+        ["after", "before", "during"]
+            .map(String::from)
+            .into_iter()
+            .collect()
+    );
+    drop(sim);
+}
+
+#[test]
+fn open_loop_records_intended_send_times() {
+    let tmp = tempfile::tempdir().unwrap();
+    let manifest = quick_manifest(tmp.path());
+    let out = tmp.path().join("out");
+    let sim = Sim::start(&[]);
+    let url = sim.url(0);
+    for (poisson, arm) in [(false, "constant"), (true, "poisson")] {
+        let mut args = cell_args(manifest.to_str().unwrap(), out.to_str().unwrap(), "4", "20");
+        let i = args.iter().position(|a| *a == "K12").unwrap();
+        args[i] = arm;
+        args.extend_from_slice(&["--endpoint", &url, "--rate", "50"]);
+        if poisson {
+            args.push("--poisson");
+        }
+        let dir = artifact_of(&run(CAPTURE, &args, &[]));
+        validate(&dir);
+        let r = batches(&dir.join("requests.parquet"));
+        let mut rows: Vec<(i64, i64, i64)> = ints(&r, "request_index")
+            .into_iter()
+            .zip(ints(&r, "t_intended_ns"))
+            .zip(ints(&r, "t_sent_ns"))
+            .map(|((i, t), s)| (i.unwrap(), t.unwrap(), s.unwrap()))
+            .collect();
+        rows.sort();
+        assert_eq!(rows.len(), 20);
+        let gaps: Vec<i64> = rows.windows(2).map(|w| w[1].1 - w[0].1).collect();
+        if poisson {
+            assert!(gaps.iter().all(|g| *g >= 0));
+            assert!(
+                gaps.iter().any(|g| (*g - 20_000_000).abs() > 1_000_000),
+                "{gaps:?}"
+            );
+        } else {
+            for g in &gaps {
+                assert!((g - 20_000_000).abs() <= 1, "constant 20 ms gaps: {gaps:?}");
+            }
+        }
+        for (i, intended, sent) in &rows {
+            assert!(sent >= intended, "request {i} sent before its time");
+        }
+    }
+}
+
+#[test]
+fn missing_metrics_give_a_warning_and_an_empty_scrapes_table() {
+    let tmp = tempfile::tempdir().unwrap();
+    let manifest = quick_manifest(tmp.path());
+    let out = tmp.path().join("out");
+    let sim = Sim::start(&[]);
+    let url = sim.url(0);
+    let metrics = format!("{url}/no-metrics-here");
+    let mut args = cell_args(manifest.to_str().unwrap(), out.to_str().unwrap(), "2", "4");
+    args.extend_from_slice(&["--endpoint", &url, "--metrics-url", &metrics]);
+    let o = run(CAPTURE, &args, &[]);
+    let dir = artifact_of(&o);
+    assert!(stderr(&o).contains("no metrics"), "{}", stderr(&o));
+    validate(&dir);
+    let run_json = RunJson::read(&dir.join("run.json")).unwrap();
+    assert_eq!(run_json.counts.scrapes, 0);
+    assert_eq!(
+        run_json.topology.endpoints[0].metrics_url.as_deref(),
+        Some(metrics.as_str())
+    );
+}
+
+#[test]
+fn warmup_requests_are_recorded_with_their_kind_and_not_counted_as_measured() {
+    let tmp = tempfile::tempdir().unwrap();
+    let manifest = quick_manifest(tmp.path());
+    let out = tmp.path().join("out");
+    let sim = Sim::start(&[]);
+    let url = sim.url(0);
+    let mut args = cell_args(manifest.to_str().unwrap(), out.to_str().unwrap(), "2", "6");
+    args.extend_from_slice(&["--endpoint", &url, "--warmup", "3"]);
+    let dir = artifact_of(&run(CAPTURE, &args, &[]));
+    validate(&dir);
+    let run_json = RunJson::read(&dir.join("run.json")).unwrap();
+    assert_eq!(run_json.counts.requests_measured, 6);
+    assert_eq!(run_json.counts.requests_warmup, 3);
+    assert_eq!(run_json.workload.total_requests, 6);
+    let r = batches(&dir.join("requests.parquet"));
+    let mut rows: Vec<(i64, String, i64)> = ints(&r, "request_index")
+        .into_iter()
+        .zip(strs(&r, "kind"))
+        .zip(ints(&r, "t_sent_ns"))
+        .map(|((i, k), t)| (i.unwrap(), k.unwrap(), t.unwrap()))
+        .collect();
+    rows.sort();
+    let kinds: Vec<&str> = rows.iter().map(|r| r.1.as_str()).collect();
+    assert_eq!(
+        kinds,
+        ["measured"; 6]
+            .iter()
+            .chain(&["warmup"; 3])
+            .copied()
+            .collect::<Vec<_>>()
+    );
+    // Warm-up ends before the measured requests start.
+    let last_warm = rows[6..].iter().map(|r| r.2).max().unwrap();
+    let first_measured = rows[..6].iter().map(|r| r.2).min().unwrap();
+    assert!(first_measured > last_warm);
+}
+
+/// A loopback proxy in front of `upstream` that answers `/tokenize` with 404 (a server without
+/// a tokenizer endpoint) and pipes every other connection through unchanged. It looks only at
+/// the first request of each connection: the recorder opens a fresh connection per token count.
+fn proxy_without_tokenize(upstream: u16) -> u16 {
+    use std::io::{Read, Write};
+    use std::net::{TcpListener, TcpStream};
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for client in l.incoming() {
+            let Ok(mut client) = client else { continue };
+            std::thread::spawn(move || {
+                let mut head = vec![0u8; 64];
+                let Ok(n) = client.read(&mut head) else {
+                    return;
+                };
+                head.truncate(n);
+                if head.starts_with(b"POST /tokenize ") {
+                    let _ = client.write_all(
+                        b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
+                    );
+                    return;
+                }
+                let Ok(mut server) = TcpStream::connect(("127.0.0.1", upstream)) else {
+                    return;
+                };
+                let _ = server.write_all(&head);
+                let (mut c2, mut s2) = (client.try_clone().unwrap(), server.try_clone().unwrap());
+                std::thread::spawn(move || {
+                    let _ = std::io::copy(&mut s2, &mut c2);
+                    let _ = c2.shutdown(std::net::Shutdown::Write);
+                });
+                let _ = std::io::copy(&mut client, &mut server);
+                let _ = server.shutdown(std::net::Shutdown::Write);
+            });
+        }
+    });
+    port
+}
+
+#[test]
+fn without_tokenize_calibration_uses_recorded_one_token_probes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let manifest = quick_manifest(tmp.path());
+    let out = tmp.path().join("out");
+    let sim = Sim::start(&[]);
+    let url = format!("http://127.0.0.1:{}", proxy_without_tokenize(sim.ports[0]));
+    let mut args = cell_args(manifest.to_str().unwrap(), out.to_str().unwrap(), "2", "4");
+    args.extend_from_slice(&["--endpoint", &url]);
+    let o = run(CAPTURE, &args, &[]);
+    let dir = artifact_of(&o);
+    assert!(stderr(&o).contains("no /tokenize"), "{}", stderr(&o));
+    validate(&dir);
+    let run_json = RunJson::read(&dir.join("run.json")).unwrap();
+    assert_eq!(run_json.counts.requests_measured, 4);
+    assert_eq!(run_json.counts.succeeded, 4);
+    let probes = run_json.counts.requests_calibration;
+    assert!(probes >= 4, "{probes} calibration probes");
+    let r = batches(&dir.join("requests.parquet"));
+    let kind = strs(&r, "kind");
+    let max_tokens = ints(&r, "max_tokens");
+    let idx = ints(&r, "request_index");
+    for k in 0..kind.len() {
+        if kind[k].as_deref() == Some("calibration") {
+            assert_eq!(max_tokens[k], Some(1));
+            assert!(
+                idx[k].unwrap() >= 4,
+                "calibration rows follow the measured indices"
+            );
+        }
+    }
+    // The measured prompts still land within tolerance by the server's usage.
+    for (i, st) in streams(&dir) {
+        if i < 4 {
+            let p = st.prompt_tokens.unwrap();
+            assert!((p - 512).abs() <= 8, "request {i}: {p} prompt tokens");
+        }
+    }
+}
+
+#[test]
+fn a_second_sigint_stops_at_once_and_leaves_a_recoverable_folder() {
+    let tmp = tempfile::tempdir().unwrap();
+    let manifest = quick_manifest(tmp.path());
+    let out = tmp.path().join("out");
+    let sim = Sim::start(&["--decode-tps", "20"]);
+    let url = sim.url(0);
+    let mut args = cell_args(
+        manifest.to_str().unwrap(),
+        out.to_str().unwrap(),
+        "4",
+        "200",
+    );
+    args.extend_from_slice(&["--endpoint", &url]);
+    let child = std::process::Command::new(CAPTURE)
+        .args(&args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let dir = out.join(
+        "2026-09-04-qwen38-27b-pro6000-possibility/K12/headline-sustained-output.ctx512.c4.n200",
+    );
+    wait_for_parts(&dir, 2);
+    for _ in 0..2 {
+        // SAFETY: plain kill(2) on our own child's pid.
+        unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(130), "{}", stderr(&o));
+    assert!(stderr(&o).contains("recover"), "{}", stderr(&o));
+    let before = RunJson::read(&dir.join("run.json")).unwrap();
+    assert_eq!(before.status.as_str(), "running");
+    let r = run(CAPTURE, &["recover", dir.to_str().unwrap()], &[]);
+    assert!(r.status.success(), "{}", stderr(&r));
+    validate(&dir);
+    let after = RunJson::read(&dir.join("run.json")).unwrap();
+    assert_eq!(after.status.as_str(), "interrupted");
+    assert!(after.counts.requests_measured > 0);
+}

@@ -1,0 +1,140 @@
+//! Shared helpers of the integration tests: a real `anvil-sim` process on loopback, the
+//! capture binaries, and typed reads of artifact tables.
+
+use std::io::{BufRead, BufReader, Read};
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::{Arc, Mutex};
+
+use arrow::array::{Array, AsArray, RecordBatch};
+use arrow::datatypes::Int64Type;
+
+pub const SIM: &str = env!("CARGO_BIN_EXE_anvil-sim");
+pub const CAPTURE: &str = env!("CARGO_BIN_EXE_anvil-capture");
+pub const ANVIL: &str = env!("CARGO_BIN_EXE_anvil");
+
+/// A running simulator started with `--port 0 --profile fast --no-realtime` plus extra
+/// arguments; killed when dropped.
+pub struct Sim {
+    child: Child,
+    pub ports: Vec<u16>,
+    stderr: Arc<Mutex<String>>,
+}
+
+impl Sim {
+    pub fn start(args: &[&str]) -> Sim {
+        let mut all = vec!["--port", "0", "--profile", "fast", "--no-realtime"];
+        all.extend_from_slice(args);
+        let mut child = Command::new(SIM)
+            .args(&all)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn anvil-sim");
+        let stderr = Arc::new(Mutex::new(String::new()));
+        let mut err = child.stderr.take().unwrap();
+        let sink = stderr.clone();
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = err.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                sink.lock()
+                    .unwrap()
+                    .push_str(&String::from_utf8_lossy(&buf[..n]));
+            }
+        });
+        let mut out = BufReader::new(child.stdout.take().unwrap());
+        let replicas = all
+            .windows(2)
+            .find(|w| w[0] == "--replicas")
+            .map_or(1, |w| w[1].parse().unwrap());
+        let mut ports = Vec::new();
+        let mut line = String::new();
+        while ports.len() < replicas {
+            line.clear();
+            let n = out.read_line(&mut line).unwrap();
+            assert!(n > 0, "anvil-sim exited early: {}", stderr.lock().unwrap());
+            if line.contains("listening on") {
+                ports.push(line.trim().rsplit(':').next().unwrap().parse().unwrap());
+            }
+        }
+        Sim {
+            child,
+            ports,
+            stderr,
+        }
+    }
+
+    pub fn url(&self, replica: usize) -> String {
+        format!("http://127.0.0.1:{}", self.ports[replica])
+    }
+
+    /// SIGTERM and wait (the simulator then flushes its truth file); returns its stderr.
+    pub fn terminate(mut self) -> String {
+        // SAFETY: plain kill(2) on our own child's pid.
+        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
+        let _ = self.child.wait();
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        self.stderr.lock().unwrap().clone()
+    }
+}
+
+impl Drop for Sim {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Run a binary to completion with extra environment variables.
+pub fn run(bin: &str, args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut c = Command::new(bin);
+    c.args(args).stdin(Stdio::null());
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    c.output().expect("run binary")
+}
+
+/// Every record batch of an artifact table file.
+pub fn batches(path: &Path) -> Vec<RecordBatch> {
+    anvil::artifact::open_table(path)
+        .unwrap_or_else(|e| panic!("{e}"))
+        .reader()
+        .unwrap()
+        .map(|b| b.unwrap())
+        .collect()
+}
+
+pub fn ints(b: &[RecordBatch], col: &str) -> Vec<Option<i64>> {
+    b.iter()
+        .flat_map(|b| {
+            let a = b.column_by_name(col).unwrap().as_primitive::<Int64Type>();
+            (0..a.len())
+                .map(|i| a.is_valid(i).then(|| a.value(i)))
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+pub fn strs(b: &[RecordBatch], col: &str) -> Vec<Option<String>> {
+    b.iter()
+        .flat_map(|b| {
+            let a = b.column_by_name(col).unwrap().as_string::<i32>();
+            (0..a.len())
+                .map(|i| a.is_valid(i).then(|| a.value(i).to_owned()))
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+pub fn bools(b: &[RecordBatch], col: &str) -> Vec<bool> {
+    b.iter()
+        .flat_map(|b| {
+            let a = b.column_by_name(col).unwrap().as_boolean();
+            (0..a.len()).map(|i| a.value(i)).collect::<Vec<_>>()
+        })
+        .collect()
+}
