@@ -21,6 +21,18 @@ fn exit_codes_help() -> String {
     )
 }
 
+/// Exit codes of `anvil sql` and `anvil summary`.
+#[cfg(feature = "analysis")]
+fn sql_exit_codes_help() -> String {
+    format!(
+        "Exit codes:\n  \
+         {}  the statements ran\n  \
+         {}  bad input: an unreadable artifact, an SQL error, or a write refused without --allow-write",
+        exit::OK,
+        exit::BAD_INPUT
+    )
+}
+
 /// anvil: evidence toolkit for LLM-serving benchmark campaigns.
 #[derive(Debug, Parser)]
 #[command(name = "anvil", version, after_help = exit_codes_help())]
@@ -39,6 +51,81 @@ pub enum Command {
     /// `ok`, or the file and JSON path of each problem.
     #[command(after_help = exit_codes_help())]
     Validate(ValidateArgs),
+
+    /// Query artifacts with SQL (DataFusion).
+    ///
+    /// Tables: `runs` (one row per artifact, from run.json), `requests`, `events`, `scrapes`
+    /// (the union over every artifact folder found beneath each --data DIR; join on
+    /// `run_id`). Views from queries/*.sql: request_timing, request_metrics, cell_stats,
+    /// aggregate_throughput, chunk_gaps, spec_decode, restarts, prompt_calibration, ...
+    /// Functions: nearest_rank(x, p), ci95_low(x), ci95_high(x), canaries(text).
+    /// With no QUERY and no -f, reads SQL from standard input, or opens an interactive
+    /// prompt when standard input is a terminal. Read-only unless --allow-write.
+    #[cfg(feature = "analysis")]
+    #[command(after_help = sql_exit_codes_help())]
+    Sql(SqlArgs),
+}
+
+/// Where the artifacts are: `--data DIR`, repeatable.
+#[cfg(feature = "analysis")]
+#[derive(Debug, Args)]
+pub struct DataArgs {
+    /// An artifact folder or a campaign tree: every folder holding run.json beneath it is
+    /// loaded. Repeat to load several.
+    #[arg(long = "data", value_name = "DIR", default_value = "sample-data")]
+    pub data: Vec<PathBuf>,
+}
+
+/// Output format of query results.
+#[cfg(feature = "analysis")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum OutputFormat {
+    /// A text table.
+    Table,
+    /// CSV with a header row.
+    Csv,
+    /// A JSON array of objects.
+    Json,
+}
+
+#[cfg(feature = "analysis")]
+impl From<OutputFormat> for crate::query::Format {
+    fn from(f: OutputFormat) -> Self {
+        match f {
+            OutputFormat::Table => crate::query::Format::Table,
+            OutputFormat::Csv => crate::query::Format::Csv,
+            OutputFormat::Json => crate::query::Format::Json,
+        }
+    }
+}
+
+#[cfg(feature = "analysis")]
+#[derive(Debug, Args)]
+pub struct SqlArgs {
+    #[command(flatten)]
+    pub data: DataArgs,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = OutputFormat::Table)]
+    pub format: OutputFormat,
+    /// Write the results to FILE instead of standard output.
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+    /// Allow statements that write or change state (COPY, INSERT, CREATE, DROP, SET ...).
+    #[arg(long)]
+    pub allow_write: bool,
+    /// Run the statements in FILE (separated by `;`).
+    #[arg(
+        short = 'f',
+        long = "file",
+        value_name = "FILE.sql",
+        conflicts_with = "query"
+    )]
+    pub file: Option<PathBuf>,
+    /// List the tables and views with their columns and types.
+    #[arg(long, conflicts_with_all = ["query", "file", "allow_write"])]
+    pub list: bool,
+    /// SQL to run (one or more statements separated by `;`).
+    pub query: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -52,6 +139,8 @@ pub struct ValidateArgs {
 pub fn run(cli: Cli) -> anyhow::Result<u8> {
     match cli.command {
         Command::Validate(args) => run_validate(&args),
+        #[cfg(feature = "analysis")]
+        Command::Sql(args) => crate::query::command::run_sql(&args),
     }
 }
 

@@ -2,3 +2,5 @@
 mod artifact;
 mod manifest;
 mod sim;
+#[cfg(feature = "analysis")]
+mod sql;
