@@ -64,6 +64,15 @@ pub enum Command {
     #[cfg(feature = "analysis")]
     #[command(after_help = sql_exit_codes_help())]
     Sql(SqlArgs),
+
+    /// Print the statistics of every artifact (from the cell_stats view).
+    ///
+    /// Per artifact: TTFT, effective prefill, decode, TPOT, ITL and E2E, each with n, mean,
+    /// sd, 95% CI of the mean, min, p25, p50, p75, p90, p95, p99, max (nearest rank), failed
+    /// requests beside, and the aggregate output throughput.
+    #[cfg(feature = "analysis")]
+    #[command(after_help = sql_exit_codes_help())]
+    Summary(SummaryArgs),
 }
 
 /// Where the artifacts are: `--data DIR`, repeatable.
@@ -128,6 +137,16 @@ pub struct SqlArgs {
     pub query: Option<String>,
 }
 
+#[cfg(feature = "analysis")]
+#[derive(Debug, Args)]
+pub struct SummaryArgs {
+    #[command(flatten)]
+    pub data: DataArgs,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = OutputFormat::Table)]
+    pub format: OutputFormat,
+}
+
 #[derive(Debug, Args)]
 pub struct ValidateArgs {
     /// Documents, artifact folders, or directories to search.
@@ -141,6 +160,8 @@ pub fn run(cli: Cli) -> anyhow::Result<u8> {
         Command::Validate(args) => run_validate(&args),
         #[cfg(feature = "analysis")]
         Command::Sql(args) => crate::query::command::run_sql(&args),
+        #[cfg(feature = "analysis")]
+        Command::Summary(args) => crate::query::command::run_summary(&args),
     }
 }
 

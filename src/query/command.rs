@@ -1,5 +1,6 @@
-//! The `anvil sql` command: open the artifacts, run the statements (from the command line,
-//! a file, standard input or an interactive prompt) and write the results.
+//! The `anvil sql` and `anvil summary` commands: open the artifacts, run the statements (from
+//! the command line, a file, standard input or an interactive prompt) or read the summary,
+//! and write the results.
 
 use std::fs::File;
 use std::io::{self, BufWriter, IsTerminal, Read, Write};
@@ -7,9 +8,10 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 
-use crate::cli::SqlArgs;
+use crate::cli::{SqlArgs, SummaryArgs};
 use crate::exit;
 
+use super::summary::{SUMMARY_SQL, Summary, render_table};
 use super::{Access, AnvilSession, Format, QueryError, write_result};
 
 /// A runtime for the DataFusion work of one command.
@@ -186,4 +188,27 @@ async fn interactive(
         let _ = editor.save_history(path);
     }
     Ok(exit::OK)
+}
+
+/// `anvil summary`: the statistics of every artifact from `cell_stats`; a text table per
+/// artifact, or the flat rows of [`SUMMARY_SQL`] as CSV or JSON.
+pub fn run_summary(args: &SummaryArgs) -> anyhow::Result<u8> {
+    let rt = runtime()?;
+    rt.block_on(async {
+        let session = open_session("summary", &args.data.data).await?;
+        let mut out = sink(None)?;
+        match Format::from(args.format) {
+            Format::Table => {
+                let summary = Summary::read(&session).await?;
+                out.write_all(render_table(&summary).as_bytes())
+                    .context("writing the summary")?;
+            }
+            format => {
+                let rows = session.query(SUMMARY_SQL).await?;
+                write_result(&mut out, format, &rows)?;
+            }
+        }
+        out.flush().context("writing the summary")?;
+        Ok(exit::OK)
+    })
 }

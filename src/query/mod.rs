@@ -14,6 +14,7 @@ pub mod error;
 pub mod exec;
 pub mod output;
 pub mod source;
+pub mod summary;
 pub mod udf;
 pub mod views;
 

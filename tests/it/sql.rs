@@ -833,3 +833,75 @@ for i, t in rows:
         );
     }
 }
+
+#[test]
+fn cli_summary_prints_every_statistic_per_artifact() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = build_artifact(tmp.path());
+    let out = anvil(&["summary", "--data", dir.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    let header = stdout
+        .lines()
+        .find(|l| l.trim_start().starts_with("metric"))
+        .unwrap_or_else(|| panic!("no header in\n{stdout}"));
+    let names: Vec<&str> = header.split_whitespace().collect();
+    assert_eq!(
+        names,
+        [
+            "metric",
+            "unit",
+            "n",
+            "failed",
+            "null",
+            "mean",
+            "sd",
+            "ci95_low",
+            "ci95_high",
+            "min",
+            "p25",
+            "p50",
+            "p75",
+            "p90",
+            "p95",
+            "p99",
+            "max"
+        ]
+    );
+    // TTFT of the ok requests 40, 25, 12, 10 ms: n 4, one failed, mean 21.75, p50 12.
+    let ttft: Vec<&str> = stdout
+        .lines()
+        .find(|l| l.trim_start().starts_with("ttft_ms"))
+        .unwrap()
+        .split_whitespace()
+        .collect();
+    assert_eq!(&ttft[..6], ["ttft_ms", "ms", "4", "1", "0", "21.750"]);
+    assert_eq!(ttft[11], "12.000");
+    for metric in [
+        "effective_prefill_tps",
+        "decode_tps",
+        "tpot_ms",
+        "itl_ms",
+        "e2e_ms",
+    ] {
+        assert!(stdout.contains(metric), "{metric} missing:\n{stdout}");
+    }
+    assert!(
+        stdout.contains("aggregate output: 170.000 tok/s (17 completion tokens over 0.100 s; 4 of 5 measured requests ok)"),
+        "{stdout}"
+    );
+    let out = anvil(&[
+        "summary",
+        "--data",
+        dir.to_str().unwrap(),
+        "--format",
+        "csv",
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert_eq!(
+        stdout.lines().next().unwrap(),
+        "run_id,arm,cell_id,metric,unit,n,failed,n_null,mean,sd,ci95_low,ci95_high,min,p25,p50,p75,p90,p95,p99,max,aggregate_output_tps"
+    );
+    assert_eq!(stdout.lines().count(), 7);
+}
