@@ -33,6 +33,21 @@ fn sql_exit_codes_help() -> String {
     )
 }
 
+#[cfg(feature = "analysis")]
+/// Exit codes of `anvil verify`.
+#[cfg(feature = "analysis")]
+fn verify_exit_codes_help() -> String {
+    format!(
+        "Exit codes:\n  \
+         {}  the SQL figures and the independent recomputation agree (relative difference <= 1e-9)\n  \
+         {}  a figure differs\n  \
+         {}  bad input: an unreadable artifact or path",
+        exit::OK,
+        exit::RULE_FAILED,
+        exit::BAD_INPUT
+    )
+}
+
 /// anvil: evidence toolkit for LLM-serving benchmark campaigns.
 #[derive(Debug, Parser)]
 #[command(name = "anvil", version, after_help = exit_codes_help())]
@@ -73,6 +88,16 @@ pub enum Command {
     #[cfg(feature = "analysis")]
     #[command(after_help = sql_exit_codes_help())]
     Summary(SummaryArgs),
+
+    /// Recompute the figures independently (polars) and compare them with the SQL.
+    ///
+    /// Per artifact, reads the Parquet files with polars and recomputes per-request TTFT,
+    /// effective prefill, decode, TPOT, ITL and E2E, and their statistics (n, mean, sd, 95%
+    /// CI, min, p25..p99, max), then compares them with the request_figures and cell_stats
+    /// views. Prints the largest relative difference per metric.
+    #[cfg(feature = "analysis")]
+    #[command(after_help = verify_exit_codes_help())]
+    Verify(VerifyArgs),
 }
 
 /// Where the artifacts are: `--data DIR`, repeatable.
@@ -147,6 +172,13 @@ pub struct SummaryArgs {
     pub format: OutputFormat,
 }
 
+#[cfg(feature = "analysis")]
+#[derive(Debug, Args)]
+pub struct VerifyArgs {
+    #[command(flatten)]
+    pub data: DataArgs,
+}
+
 #[derive(Debug, Args)]
 pub struct ValidateArgs {
     /// Documents, artifact folders, or directories to search.
@@ -162,6 +194,8 @@ pub fn run(cli: Cli) -> anyhow::Result<u8> {
         Command::Sql(args) => crate::query::command::run_sql(&args),
         #[cfg(feature = "analysis")]
         Command::Summary(args) => crate::query::command::run_summary(&args),
+        #[cfg(feature = "analysis")]
+        Command::Verify(args) => crate::query::command::run_verify(&args),
     }
 }
 

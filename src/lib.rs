@@ -16,3 +16,5 @@ pub mod sim;
 #[cfg(feature = "analysis")]
 pub mod stats;
 pub mod validate;
+#[cfg(feature = "analysis")]
+pub mod verify;

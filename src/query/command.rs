@@ -1,4 +1,4 @@
-//! The `anvil sql` and `anvil summary` commands: open the artifacts, run the statements (from
+//! The `anvil sql`, `anvil summary` and `anvil verify` commands: open the artifacts, run the statements (from
 //! the command line, a file, standard input or an interactive prompt) or read the summary,
 //! and write the results.
 
@@ -8,7 +8,7 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 
-use crate::cli::{SqlArgs, SummaryArgs};
+use crate::cli::{SqlArgs, SummaryArgs, VerifyArgs};
 use crate::exit;
 
 use super::summary::{SUMMARY_SQL, Summary, render_table};
@@ -210,5 +210,47 @@ pub fn run_summary(args: &SummaryArgs) -> anyhow::Result<u8> {
         }
         out.flush().context("writing the summary")?;
         Ok(exit::OK)
+    })
+}
+
+/// `anvil verify`: recompute with polars, compare with the SQL, print the largest relative
+/// difference per metric; exit 1 when one exceeds [`crate::verify::TOLERANCE`].
+pub fn run_verify(args: &VerifyArgs) -> anyhow::Result<u8> {
+    use crate::verify;
+
+    let rt = runtime()?;
+    rt.block_on(async {
+        let session = open_session("verify", &args.data.data).await?;
+        let mut recomputed = Vec::with_capacity(session.artifacts().len());
+        for artifact in session.artifacts() {
+            let r = verify::recompute(artifact)
+                .with_context(|| format!("{}: recomputing with polars", artifact.dir.display()))?;
+            recomputed.push(r);
+        }
+        let differences = verify::compare(&session, &recomputed).await?;
+        let mut out = sink(None)?;
+        for d in &differences {
+            writeln!(out, "{d}").context("writing the result")?;
+        }
+        let failing = differences.iter().filter(|d| !d.within_tolerance()).count();
+        if failing == 0 {
+            writeln!(
+                out,
+                "verify: {} artifact(s): SQL and polars agree within {:e} relative",
+                recomputed.len(),
+                verify::TOLERANCE
+            )
+            .context("writing the result")?;
+            out.flush().context("writing the result")?;
+            Ok(exit::OK)
+        } else {
+            out.flush().context("writing the result")?;
+            eprintln!(
+                "anvil verify: {failing} figure famil{} differ by more than {:e} relative",
+                if failing == 1 { "y" } else { "ies" },
+                verify::TOLERANCE
+            );
+            Ok(exit::RULE_FAILED)
+        }
     })
 }

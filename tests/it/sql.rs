@@ -905,3 +905,66 @@ fn cli_summary_prints_every_statistic_per_artifact() {
     );
     assert_eq!(stdout.lines().count(), 7);
 }
+
+#[test]
+fn cli_verify_agrees_on_the_hand_built_artifact() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = build_artifact(tmp.path());
+    // Given the campaign tree's root: the artifact is found beneath it.
+    let out = anvil(&["verify", "--data", tmp.path().to_str().unwrap()]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{}", text(&out.stderr));
+    for metric in [
+        "ttft_ms",
+        "effective_prefill_tps",
+        "decode_tps",
+        "tpot_ms",
+        "itl_ms",
+        "e2e_ms",
+    ] {
+        assert!(stdout.contains(&format!("request {metric}")), "{stdout}");
+        assert!(stdout.contains(&format!("cell_stats {metric}")), "{stdout}");
+    }
+    assert!(stdout.contains("SQL and polars agree"), "{stdout}");
+    assert!(dir.exists());
+}
+
+#[test]
+fn verify_reports_a_tampered_figure() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = build_artifact(tmp.path());
+    let (rt, s) = session(&dir);
+    let mut recomputed: Vec<_> = s
+        .artifacts()
+        .iter()
+        .map(|a| anvil::verify::recompute(a).unwrap())
+        .collect();
+    let clean = rt
+        .block_on(anvil::verify::compare(&s, &recomputed))
+        .unwrap();
+    assert!(clean.iter().all(|d| d.within_tolerance()), "{clean:?}");
+    // One TPOT off by 1e-6 relative, one p99 missing: both reported.
+    let tpot = &mut recomputed[0].requests[0].metrics[3];
+    *tpot = tpot.map(|v| v * (1.0 + 1e-6));
+    recomputed[0].stats.get_mut("e2e_ms").unwrap()[11] = None;
+    let found = rt
+        .block_on(anvil::verify::compare(&s, &recomputed))
+        .unwrap();
+    let failing: Vec<String> = found
+        .iter()
+        .filter(|d| !d.within_tolerance())
+        .map(|d| d.what.clone())
+        .collect();
+    assert_eq!(
+        failing,
+        ["request tpot_ms", "cell_stats e2e_ms"],
+        "{found:?}"
+    );
+    let tpot = found.iter().find(|d| d.what == "request tpot_ms").unwrap();
+    assert!(
+        (tpot.largest - 1e-6 / (1.0 + 1e-6)).abs() < 1e-12,
+        "{}",
+        tpot.largest
+    );
+    assert!(tpot.at.contains("request 0"), "{}", tpot.at);
+}
