@@ -21,9 +21,14 @@ const MS: i64 = 1_000_000;
 pub const RUN_ID: &str = "run-hand-1";
 const CAMPAIGN: &str = "camp-sql-test";
 
-/// The canary of request `i` (hex, so it is a well-formed marker).
+/// The canary of request `i` of run `run_no` (hex, so it is a well-formed marker).
+fn run_canary(run_no: u32, i: u32) -> String {
+    format!("ANV-{run_no:04x}{i:08x}")
+}
+
+/// The canary of request `i` of the first run.
 fn canary(i: u32) -> String {
-    format!("ANV-{i:012x}")
+    run_canary(0, i)
 }
 
 fn run_json(run_id: &str) -> RunJson {
@@ -79,7 +84,9 @@ fn run_json(run_id: &str) -> RunJson {
     }
 }
 
+#[allow(clippy::too_many_arguments)]
 fn request(
+    run_no: u32,
     i: u32,
     kind: RequestKind,
     replica: u32,
@@ -96,7 +103,7 @@ fn request(
         endpoint: format!("http://127.0.0.1:{}", 9000 + replica),
         api: Api::Chat,
         model: "m".into(),
-        canary: Some(canary(i)),
+        canary: Some(run_canary(run_no, i)),
         prompt_sha256: anvil::artifact::prompt_sha256(&format!("prompt {i}")),
         prompt_chars: 4000,
         prompt_tokens_target: 1000,
@@ -132,16 +139,17 @@ const ROLE_EMPTY: &str =
 const REASONING: &str = r#"{"choices":[{"index":0,"delta":{"reasoning_content":"let me think"},"finish_reason":null}]}"#;
 const STOP: &str = r#"{"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}"#;
 
-/// (request_index, time in ms, SSE data) of every event.
-fn events() -> Vec<(u32, i64, String)> {
-    let c = canary;
+/// (request_index, time in ms, SSE data) of every event of run `run_no`; `leak` is appended
+/// to request 0's first content chunk.
+fn events(run_no: u32, leak: &str) -> Vec<(u32, i64, String)> {
+    let c = |i| run_canary(run_no, i);
     vec![
         // Request 0, replica 0, sent at 10 ms: role chunk (content null) at 20, reasoning at
         // 30, first content at 50 (multi-token chunks: 11 usage tokens in 3 chunks), usage at
         // 80, [DONE] at 90 = t_done.
         (0, 20, ROLE_NULL.to_owned()),
         (0, 30, REASONING.to_owned()),
-        (0, 50, content(&format!("Hello {} ", c(0)))),
+        (0, 50, content(&format!("Hello {} {leak}", c(0)))),
         (0, 60, content("world")),
         (0, 70, content(" again")),
         (0, 75, STOP.to_owned()),
@@ -172,13 +180,21 @@ fn events() -> Vec<(u32, i64, String)> {
     ]
 }
 
-/// Write the hand-built artifact into `dir` (created) and return its folder.
+/// Write the hand-built artifact under `root` (created) and return its folder.
 pub fn build_artifact(root: &Path) -> PathBuf {
-    let dir = root.join(CAMPAIGN).join("K12").join("hand-c2");
-    let run = run_json(RUN_ID);
+    build_run(root, 0, "")
+}
+
+/// Run `run_no` of the hand-built campaign (arm `K12` for run 0, `K13`, … after), with
+/// `leak` appended to its request 0's first content chunk.
+fn build_run(root: &Path, run_no: u32, leak: &str) -> PathBuf {
+    let arm = format!("K{}", 12 + run_no);
+    let dir = root.join(CAMPAIGN).join(&arm).join("hand-c2");
+    let mut run = run_json(&format!("run-hand-{}", run_no + 1));
+    run.arm.name = arm;
     let mut writer = ArtifactWriter::create(&dir, run.clone()).unwrap();
     let mut seqs: BTreeMap<u32, u32> = BTreeMap::new();
-    for (i, t_ms, data) in events() {
+    for (i, t_ms, data) in events(run_no, leak) {
         let seq = seqs.entry(i).or_default();
         writer
             .push_event(EventRow::from_raw(
@@ -195,12 +211,12 @@ pub fn build_artifact(root: &Path) -> PathBuf {
     use Outcome::{Ok as Good, TimeoutIdle};
     use RequestKind::{Measured, Warmup};
     for row in [
-        request(4, Warmup, 0, Good, 0, 4, n(4)),
-        request(0, Measured, 0, Good, 10, 90, n(0)),
-        request(1, Measured, 1, Good, 0, 55, n(1)),
-        request(2, Measured, 0, Good, 20, 44, n(2)),
-        request(3, Measured, 1, TimeoutIdle, 5, 100, n(3)),
-        request(5, Measured, 0, Good, 30, 41, n(5)),
+        request(run_no, 4, Warmup, 0, Good, 0, 4, n(4)),
+        request(run_no, 0, Measured, 0, Good, 10, 90, n(0)),
+        request(run_no, 1, Measured, 1, Good, 0, 55, n(1)),
+        request(run_no, 2, Measured, 0, Good, 20, 44, n(2)),
+        request(run_no, 3, Measured, 1, TimeoutIdle, 5, 100, n(3)),
+        request(run_no, 5, Measured, 0, Good, 30, 41, n(5)),
     ] {
         writer.push_request(row).unwrap();
     }
@@ -967,4 +983,64 @@ fn verify_reports_a_tampered_figure() {
         tpot.largest
     );
     assert!(tpot.at.contains("request 0"), "{}", tpot.at);
+}
+
+#[test]
+fn a_campaign_tree_is_one_set_of_tables_and_canaries_cross_runs() {
+    let tmp = tempfile::tempdir().unwrap();
+    build_artifact(tmp.path());
+    // Run 2's request 0 returns run 1's request 5 canary: contamination across runs of
+    // the same campaign.
+    build_run(tmp.path(), 1, &canary(5));
+    let (rt, s) = session(tmp.path());
+    assert_eq!(s.artifacts().len(), 2);
+    let r = query(&rt, &s, "SELECT run_id, arm FROM runs ORDER BY run_id");
+    assert_eq!(
+        strings(&r, "arm"),
+        [Some("K12".to_owned()), Some("K13".to_owned())]
+    );
+    let r = query(&rt, &s, "SELECT count(*) AS n FROM requests");
+    assert_eq!(ints(&r, "n"), [Some(12)]);
+    let r = query(
+        &rt,
+        &s,
+        "SELECT run_id, request_index, foreign_canary_count, foreign_canaries \
+         FROM request_metrics WHERE foreign_canary_count > 0 ORDER BY run_id, request_index",
+    );
+    assert_eq!(
+        strings(&r, "run_id"),
+        ["run-hand-1", "run-hand-2", "run-hand-2"].map(|s| Some(s.to_owned()))
+    );
+    assert_eq!(ints(&r, "request_index"), [1, 0, 1].map(Some));
+    assert_eq!(
+        strings(&r, "foreign_canaries")[1].as_deref(),
+        Some(format!("[{}]", canary(5)).as_str())
+    );
+    // Statistics stay per artifact.
+    let r = query(
+        &rt,
+        &s,
+        "SELECT run_id, n, mean FROM cell_stats WHERE metric = 'ttft_ms' ORDER BY run_id",
+    );
+    assert_eq!(ints(&r, "n"), [Some(4), Some(4)]);
+    assert_column(&r, "mean", &[Some(21.75), Some(21.75)]);
+}
+
+#[test]
+fn the_same_run_twice_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = build_artifact(tmp.path());
+    let copy = tmp.path().join("copy");
+    std::fs::create_dir_all(&copy).unwrap();
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let entry = entry.unwrap();
+        std::fs::copy(entry.path(), copy.join(entry.file_name())).unwrap();
+    }
+    let out = anvil(&["sql", "--data", tmp.path().to_str().unwrap(), "SELECT 1"]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("run `run-hand-1` appears twice"),
+        "{stderr}"
+    );
 }
