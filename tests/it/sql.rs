@@ -1044,3 +1044,28 @@ fn the_same_run_twice_is_refused() {
         "{stderr}"
     );
 }
+
+/// One snapshot per view of `queries/`: every row over the hand-built artifact, all columns
+/// (times are run-relative and the data is fixed, so the output is deterministic).
+#[test]
+fn every_view_matches_its_snapshot() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = build_artifact(tmp.path());
+    let (rt, s) = session(&dir);
+    for view in anvil::query::views::VIEWS {
+        let schema = rt
+            .block_on(s.query(&format!("SELECT * FROM {} LIMIT 0", view.name)))
+            .unwrap()
+            .schema;
+        let order: Vec<String> = (1..=schema.fields().len()).map(|i| i.to_string()).collect();
+        let r = query(
+            &rt,
+            &s,
+            &format!("SELECT * FROM {} ORDER BY {}", view.name, order.join(", ")),
+        );
+        let table = arrow::util::pretty::pretty_format_batches_with_schema(r.schema, &r.batches)
+            .unwrap()
+            .to_string();
+        insta::assert_snapshot!(view.name, format!("-- queries/{}\n{table}", view.file));
+    }
+}
