@@ -141,7 +141,8 @@ pub struct SqlArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = OutputFormat::Table)]
     pub format: OutputFormat,
-    /// Write the results to FILE instead of standard output.
+    /// Write the results to FILE instead of standard output (at the interactive prompt,
+    /// each statement's result replaces the file).
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
     /// Allow statements that write or change state (COPY, INSERT, CREATE, DROP, SET ...).

@@ -47,15 +47,16 @@ fn read_only() -> SQLOptions {
 /// The leading keywords of a statement, e.g. `CREATE EXTERNAL TABLE`, for messages.
 fn leading_keywords(statement: &Statement) -> String {
     let text = statement.to_string();
+    // The parser prints keywords in upper case and identifiers as written.
     let words: Vec<&str> = text
         .split_whitespace()
-        .take_while(|w| w.chars().all(|c| c.is_ascii_alphabetic()))
+        .take_while(|w| w.chars().all(|c| c.is_ascii_uppercase()))
         .take(3)
         .collect();
     if words.is_empty() {
         "this statement".to_owned()
     } else {
-        words.join(" ").to_uppercase()
+        words.join(" ")
     }
 }
 

@@ -654,19 +654,26 @@ fn cli_sql_refuses_writes_without_allow_write() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = build_artifact(tmp.path());
     let target = tmp.path().join("copy.csv");
-    for statement in [
-        format!("COPY (SELECT 1) TO '{}'", target.display()),
-        "CREATE VIEW v AS SELECT 1".to_owned(),
-        "CREATE EXTERNAL TABLE t STORED AS CSV LOCATION '/tmp/x.csv'".to_owned(),
-        "DROP VIEW cell_stats".to_owned(),
-        "INSERT INTO requests SELECT * FROM requests".to_owned(),
-        "SET datafusion.execution.batch_size = 1".to_owned(),
+    for (statement, keywords) in [
+        (format!("COPY (SELECT 1) TO '{}'", target.display()), "COPY"),
+        ("CREATE VIEW v AS SELECT 1".to_owned(), "CREATE VIEW"),
+        (
+            "CREATE EXTERNAL TABLE t STORED AS CSV LOCATION '/tmp/x.csv'".to_owned(),
+            "CREATE EXTERNAL TABLE",
+        ),
+        ("DROP VIEW cell_stats".to_owned(), "DROP VIEW"),
+        (
+            "INSERT INTO requests SELECT * FROM requests".to_owned(),
+            "INSERT INTO",
+        ),
+        ("SET datafusion.execution.batch_size = 1".to_owned(), "SET"),
     ] {
         let out = anvil(&["sql", "--data", dir.to_str().unwrap(), &statement]);
         assert_eq!(out.status.code(), Some(2), "{statement}");
         let stderr = text(&out.stderr);
         assert!(
-            stderr.contains("refused") && stderr.contains("--allow-write"),
+            stderr.contains(&format!("refused: {keywords} writes or changes state"))
+                && stderr.contains("--allow-write"),
             "{statement}: {stderr}"
         );
     }
