@@ -12,9 +12,17 @@ use crate::validate;
 
 /// Exit codes, as printed at the end of `--help`.
 fn exit_codes_help() -> String {
+    let verify = if cfg!(feature = "analysis") {
+        format!(
+            "\n  {}  anvil verify: the SQL and the independent recomputation differ",
+            exit::RULE_FAILED
+        )
+    } else {
+        String::new()
+    };
     format!(
         "Exit codes:\n  \
-         {}  every input is valid\n  \
+         {}  every input is valid{verify}\n  \
          {}  bad input: a malformed or unknown document, artifact, path or flag",
         exit::OK,
         exit::BAD_INPUT
