@@ -121,6 +121,14 @@ pub async fn compare(
 ) -> Result<Vec<Difference>, QueryError> {
     let by_run: BTreeMap<&str, &Recomputed> =
         recomputed.iter().map(|r| (r.run_id.as_str(), r)).collect();
+    let by_request: std::collections::HashMap<(&str, i64), &recompute::RequestFigures> = recomputed
+        .iter()
+        .flat_map(|r| {
+            r.requests
+                .iter()
+                .map(move |q| ((r.run_id.as_str(), q.request_index), q))
+        })
+        .collect();
     let mut missing = Tracker::default();
 
     // Per request.
@@ -141,10 +149,7 @@ pub async fn compare(
     let mut seen = 0usize;
     for (row, run) in runs.iter().enumerate() {
         let index = indices[row].unwrap_or(-1.0) as i64;
-        let theirs = by_run
-            .get(run.as_str())
-            .and_then(|r| r.requests.iter().find(|q| q.request_index == index));
-        let Some(theirs) = theirs else {
+        let Some(theirs) = by_request.get(&(run.as_str(), index)) else {
             missing.add(Some(0.0), None, || {
                 format!("run {run} request {index}: in SQL, not recomputed")
             });
