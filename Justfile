@@ -36,3 +36,21 @@ validate:
 # The recorder's timing error against the simulator's truth at 16/64/256 streams (BENCHMARKS.md).
 bench-fidelity:
     cargo bench --profile fast --no-default-features --bench fidelity
+
+# Time `anvil sql` computing cell_stats against DuckDB (Python) running the equivalent SQL on
+# the same files: a synthetic artifact of REQUESTS x 250 events (40000 -> 10M events), made
+# once with the artifact writer under the target dir. Needs `pip install pyarrow duckdb`.
+# Results in BENCHMARKS.md. `just bench-sql 40000 fast` for the optimised build.
+bench-sql requests="40000" profile="dev":
+    #!/usr/bin/env bash
+    set -euo pipefail
+    target=$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')
+    out=$([ "{{profile}}" = dev ] && echo debug || echo "{{profile}}")
+    cargo build --profile {{profile}} --bin anvil --example synthetic_artifact
+    data="$target/bench-sql/{{requests}}"
+    if [ ! -f "$data/.complete" ]; then
+        rm -rf "$data"
+        "$target/$out/examples/synthetic_artifact" "$data" --requests {{requests}}
+        touch "$data/.complete"
+    fi
+    python3 bench/bench_sql.py "$target/$out/anvil" "$data"

@@ -12,11 +12,46 @@ use crate::validate;
 
 /// Exit codes, as printed at the end of `--help`.
 fn exit_codes_help() -> String {
+    let verify = if cfg!(feature = "analysis") {
+        format!(
+            "\n  {}  anvil verify: the SQL and the independent recomputation differ",
+            exit::RULE_FAILED
+        )
+    } else {
+        String::new()
+    };
     format!(
         "Exit codes:\n  \
-         {}  every input is valid\n  \
+         {}  every input is valid{verify}\n  \
          {}  bad input: a malformed or unknown document, artifact, path or flag",
         exit::OK,
+        exit::BAD_INPUT
+    )
+}
+
+/// Exit codes of `anvil sql` and `anvil summary`.
+#[cfg(feature = "analysis")]
+fn sql_exit_codes_help() -> String {
+    format!(
+        "Exit codes:\n  \
+         {}  the statements ran\n  \
+         {}  bad input: an unreadable artifact, an SQL error, or a write refused without --allow-write",
+        exit::OK,
+        exit::BAD_INPUT
+    )
+}
+
+#[cfg(feature = "analysis")]
+/// Exit codes of `anvil verify`.
+#[cfg(feature = "analysis")]
+fn verify_exit_codes_help() -> String {
+    format!(
+        "Exit codes:\n  \
+         {}  the SQL figures and the independent recomputation agree (relative difference <= 1e-9)\n  \
+         {}  a figure differs\n  \
+         {}  bad input: an unreadable artifact or path",
+        exit::OK,
+        exit::RULE_FAILED,
         exit::BAD_INPUT
     )
 }
@@ -39,6 +74,118 @@ pub enum Command {
     /// `ok`, or the file and JSON path of each problem.
     #[command(after_help = exit_codes_help())]
     Validate(ValidateArgs),
+
+    /// Query artifacts with SQL (DataFusion).
+    ///
+    /// Tables: `runs` (one row per artifact, from run.json), `requests`, `events`, `scrapes`
+    /// (the union over every artifact folder found beneath each --data DIR; join on
+    /// `run_id`). Views from queries/*.sql: request_timing, request_metrics, cell_stats,
+    /// aggregate_throughput, chunk_gaps, spec_decode, restarts, prompt_calibration, ...
+    /// Functions: nearest_rank(x, p), ci95_low(x), ci95_high(x), canaries(text).
+    /// With no QUERY and no -f, reads SQL from standard input, or opens an interactive
+    /// prompt when standard input is a terminal. Read-only unless --allow-write.
+    #[cfg(feature = "analysis")]
+    #[command(after_help = sql_exit_codes_help())]
+    Sql(SqlArgs),
+
+    /// Print the statistics of every artifact (from the cell_stats view).
+    ///
+    /// Per artifact: TTFT, effective prefill, decode, TPOT, ITL and E2E, each with n, mean,
+    /// sd, 95% CI of the mean, min, p25, p50, p75, p90, p95, p99, max (nearest rank), failed
+    /// requests beside, and the aggregate output throughput.
+    #[cfg(feature = "analysis")]
+    #[command(after_help = sql_exit_codes_help())]
+    Summary(SummaryArgs),
+
+    /// Recompute the figures independently (polars) and compare them with the SQL.
+    ///
+    /// Per artifact, reads the Parquet files with polars and recomputes per-request TTFT,
+    /// effective prefill, decode, TPOT, ITL and E2E, and their statistics (n, mean, sd, 95%
+    /// CI, min, p25..p99, max), then compares them with the request_figures and cell_stats
+    /// views. Prints the largest relative difference per metric.
+    #[cfg(feature = "analysis")]
+    #[command(after_help = verify_exit_codes_help())]
+    Verify(VerifyArgs),
+}
+
+/// Where the artifacts are: `--data DIR`, repeatable.
+#[cfg(feature = "analysis")]
+#[derive(Debug, Args)]
+pub struct DataArgs {
+    /// An artifact folder or a campaign tree: every folder holding run.json beneath it is
+    /// loaded. Repeat to load several.
+    #[arg(long = "data", value_name = "DIR", default_value = "sample-data")]
+    pub data: Vec<PathBuf>,
+}
+
+/// Output format of query results.
+#[cfg(feature = "analysis")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum OutputFormat {
+    /// A text table.
+    Table,
+    /// CSV with a header row.
+    Csv,
+    /// A JSON array of objects.
+    Json,
+}
+
+#[cfg(feature = "analysis")]
+impl From<OutputFormat> for crate::query::Format {
+    fn from(f: OutputFormat) -> Self {
+        match f {
+            OutputFormat::Table => crate::query::Format::Table,
+            OutputFormat::Csv => crate::query::Format::Csv,
+            OutputFormat::Json => crate::query::Format::Json,
+        }
+    }
+}
+
+#[cfg(feature = "analysis")]
+#[derive(Debug, Args)]
+pub struct SqlArgs {
+    #[command(flatten)]
+    pub data: DataArgs,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = OutputFormat::Table)]
+    pub format: OutputFormat,
+    /// Write the results to FILE instead of standard output (at the interactive prompt,
+    /// each statement's result replaces the file).
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+    /// Allow statements that write or change state (COPY, INSERT, CREATE, DROP, SET ...).
+    #[arg(long)]
+    pub allow_write: bool,
+    /// Run the statements in FILE (separated by `;`).
+    #[arg(
+        short = 'f',
+        long = "file",
+        value_name = "FILE.sql",
+        conflicts_with = "query"
+    )]
+    pub file: Option<PathBuf>,
+    /// List the tables and views with their columns and types.
+    #[arg(long, conflicts_with_all = ["query", "file", "allow_write"])]
+    pub list: bool,
+    /// SQL to run (one or more statements separated by `;`).
+    pub query: Option<String>,
+}
+
+#[cfg(feature = "analysis")]
+#[derive(Debug, Args)]
+pub struct SummaryArgs {
+    #[command(flatten)]
+    pub data: DataArgs,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = OutputFormat::Table)]
+    pub format: OutputFormat,
+}
+
+#[cfg(feature = "analysis")]
+#[derive(Debug, Args)]
+pub struct VerifyArgs {
+    #[command(flatten)]
+    pub data: DataArgs,
 }
 
 #[derive(Debug, Args)]
@@ -52,6 +199,12 @@ pub struct ValidateArgs {
 pub fn run(cli: Cli) -> anyhow::Result<u8> {
     match cli.command {
         Command::Validate(args) => run_validate(&args),
+        #[cfg(feature = "analysis")]
+        Command::Sql(args) => crate::query::command::run_sql(&args),
+        #[cfg(feature = "analysis")]
+        Command::Summary(args) => crate::query::command::run_summary(&args),
+        #[cfg(feature = "analysis")]
+        Command::Verify(args) => crate::query::command::run_verify(&args),
     }
 }
 

@@ -1,7 +1,8 @@
 //! anvil: evidence toolkit for LLM-serving benchmark campaigns.
 //!
 //! Layers, data flowing one way: [`manifest`] (what to run) → [`capture`] (hot path) →
-//! [`artifact`] (the Parquet contract) → query → rules → report. [`sim`] is the
+//! [`artifact`] (the Parquet contract) → query (feature `analysis`: DataFusion views over
+//! the artifacts, statistics in `stats`) → rules → report. [`sim`] is the
 //! OpenAI-compatible simulator with a known timing model used as ground truth.
 
 pub mod artifact;
@@ -11,6 +12,12 @@ pub mod clock;
 pub mod exit;
 pub mod manifest;
 #[cfg(feature = "analysis")]
+pub mod query;
+#[cfg(feature = "analysis")]
 pub mod rules;
 pub mod sim;
+#[cfg(feature = "analysis")]
+pub mod stats;
 pub mod validate;
+#[cfg(feature = "analysis")]
+pub mod verify;

@@ -4,3 +4,5 @@ mod capture;
 mod common;
 mod manifest;
 mod sim;
+#[cfg(feature = "analysis")]
+mod sql;

@@ -1,0 +1,129 @@
+"""Time `anvil sql` computing cell_stats over an artifact tree against DuckDB running the
+equivalent SQL on the same Parquet files. Prints both times (best of N runs) and the ratio.
+
+usage: python3 bench/bench_sql.py ANVIL_BINARY DATA_DIR [RUNS]
+
+The DuckDB query follows queries/10_request_timing.sql, 20_request_figures.sql and
+40_cell_stats.sql step for step (first non-empty content delta, usage tokens, the six
+metrics, unpivot, statistics). Two differences, both negligible in cost: percentiles use
+DuckDB's quantile_disc (anvil registers nearest_rank), and the 95% CI uses 1.96 instead of
+the Student t quantile (DuckDB has no t quantile function).
+"""
+
+import glob
+import os
+import subprocess
+import sys
+import time
+
+import duckdb
+
+anvil, data = sys.argv[1], sys.argv[2]
+runs = int(sys.argv[3]) if len(sys.argv) > 3 else 3
+dirs = sorted(os.path.dirname(p) for p in glob.glob(f"{data}/**/run.json", recursive=True))
+if not dirs:
+    sys.exit(f"no artifact (run.json) under {data}")
+requests = [f"{d}/requests.parquet" for d in dirs]
+events = [f"{d}/events.parquet" for d in dirs]
+
+METRICS = ["ttft_ms", "effective_prefill_tps", "decode_tps", "tpot_ms", "itl_ms", "e2e_ms"]
+cases = "\n".join(f"WHEN '{m}' THEN f.{m}" for m in METRICS)
+values = ", ".join(f"({i + 1}, '{m}')" for i, m in enumerate(METRICS))
+pct = ",\n".join(
+    f"quantile_disc(value, {p}) AS p{int(round(p * 100))}" for p in (0.25, 0.5, 0.75, 0.9, 0.95, 0.99)
+)
+DUCK_SQL = f"""
+WITH per_request AS (
+    SELECT run_id, request_index,
+           min(t_ns) FILTER (WHERE content_delta <> '') AS t_first_content_ns,
+           max(usage_prompt_tokens) AS usage_prompt_tokens,
+           max(usage_completion_tokens) AS usage_completion_tokens
+    FROM read_parquet({events!r})
+    GROUP BY run_id, request_index
+),
+t AS (
+    SELECT r.run_id, r.request_index, r.outcome,
+           e.t_first_content_ns - r.t_sent_ns AS ttft_ns,
+           r.t_done_ns - e.t_first_content_ns AS generation_ns,
+           r.t_done_ns - r.t_sent_ns AS e2e_ns,
+           e.usage_prompt_tokens,
+           CASE WHEN e.usage_completion_tokens > 1 THEN e.usage_completion_tokens - 1 END AS k
+    FROM read_parquet({requests!r}) r
+    LEFT JOIN per_request e ON e.run_id = r.run_id AND e.request_index = r.request_index
+    WHERE r.kind = 'measured'
+),
+f AS (
+    SELECT run_id, outcome,
+           CAST(ttft_ns AS DOUBLE) / 1e6 AS ttft_ms,
+           CAST(usage_prompt_tokens AS DOUBLE) / (CAST(nullif(ttft_ns, 0) AS DOUBLE) / 1e9) AS effective_prefill_tps,
+           CAST(k AS DOUBLE) / (CAST(nullif(generation_ns, 0) AS DOUBLE) / 1e9) AS decode_tps,
+           (CAST(nullif(generation_ns, 0) AS DOUBLE) / 1e6) / CAST(k AS DOUBLE) AS tpot_ms,
+           (CAST(nullif(generation_ns, 0) AS DOUBLE) / 1e6) / CAST(k AS DOUBLE) AS itl_ms,
+           CAST(e2e_ns AS DOUBLE) / 1e6 AS e2e_ms
+    FROM t
+),
+long AS (
+    SELECT f.run_id, f.outcome, m.metric_order, m.metric,
+           CASE WHEN f.outcome = 'ok' THEN CASE m.metric {cases} END END AS value
+    FROM f CROSS JOIN (VALUES {values}) m(metric_order, metric)
+)
+SELECT run_id, metric_order, metric,
+       count(value) AS n,
+       count(*) FILTER (WHERE outcome <> 'ok') AS failed,
+       avg(value) AS mean, stddev_samp(value) AS sd,
+       avg(value) - 1.96 * stddev_samp(value) / sqrt(count(value)) AS ci95_low,
+       avg(value) + 1.96 * stddev_samp(value) / sqrt(count(value)) AS ci95_high,
+       min(value) AS min,
+       {pct},
+       max(value) AS max
+FROM long
+GROUP BY run_id, metric_order, metric
+ORDER BY run_id, metric_order
+"""
+
+
+def time_anvil():
+    start = time.perf_counter()
+    out = subprocess.run(
+        [anvil, "sql", "--data", data, "--format", "csv",
+         "SELECT * FROM cell_stats ORDER BY run_id, metric_order"],
+        capture_output=True, text=True,
+    )
+    elapsed = time.perf_counter() - start
+    if out.returncode != 0:
+        sys.exit(f"anvil sql failed: {out.stderr}")
+    return elapsed, out.stdout
+
+
+def time_duckdb():
+    start = time.perf_counter()
+    con = duckdb.connect()
+    rows = con.sql(DUCK_SQL).fetchall()
+    elapsed = time.perf_counter() - start
+    con.close()
+    return elapsed, rows
+
+
+anvil_times, duck_times = [], []
+for _ in range(runs):
+    t, anvil_out = time_anvil()
+    anvil_times.append(t)
+    t, duck_rows = time_duckdb()
+    duck_times.append(t)
+
+# The two must agree on n and the mean of every metric.
+anvil_rows = [line.split(",") for line in anvil_out.strip().splitlines()[1:]]
+header = anvil_out.splitlines()[0].split(",")
+col = {name: i for i, name in enumerate(header)}
+for a, d in zip(anvil_rows, duck_rows):
+    assert a[col["metric"]] == d[2], (a, d)
+    assert int(a[col["n"]]) == d[3], (a, d)
+    if d[5] is not None:
+        assert abs(float(a[col["mean"]]) - d[5]) <= 1e-9 * abs(d[5]), (a, d)
+
+events_rows = duckdb.sql(f"SELECT count(*) FROM read_parquet({events!r})").fetchall()[0][0]
+best_anvil, best_duck = min(anvil_times), min(duck_times)
+print(f"artifacts: {len(dirs)}, events: {events_rows:,}, runs: {runs} (best of)")
+print(f"anvil sql cell_stats: {best_anvil:.2f} s  (all: {', '.join(f'{t:.2f}' for t in anvil_times)})")
+print(f"duckdb    cell_stats: {best_duck:.2f} s  (all: {', '.join(f'{t:.2f}' for t in duck_times)})")
+print(f"ratio anvil/duckdb: {best_anvil / best_duck:.2f}")

@@ -1,0 +1,54 @@
+-- request_canaries: the canary check of every measured request (kind = 'measured').
+--
+-- Definition (run plan advance/stop rules, docs/artifact.md): concatenate the request's
+-- content deltas in `seq` order (request_timing.content); it must contain the request's own
+-- canary (requests.canary) and no other canary marker (`ANV-` + 12 lowercase hex, found by
+-- the canaries() function).
+--   canary_ok            own canary present in the reply; NULL when the request has no canary;
+--   foreign_canaries     sorted distinct canaries of OTHER requests of the same campaign (any
+--                        run of it) found in the reply: cross-request contamination; NULL when
+--                        none; foreign_canary_count is their number (0 when none);
+--   stray_canaries       other markers that belong to no request of the campaign loaded
+--                        (NULL when none); stray_canary_count likewise.
+CREATE VIEW request_canaries AS
+WITH measured AS (
+    SELECT t.run_id, t.request_index, t.canary, t.content, ru.campaign_id
+    FROM request_timing t
+    JOIN runs ru ON ru.run_id = t.run_id
+    WHERE t.kind = 'measured'
+),
+found AS (
+    SELECT run_id, request_index, campaign_id, canary, unnest(canaries(content)) AS marker
+    FROM measured
+),
+owned AS (
+    SELECT DISTINCT ru.campaign_id, r.canary AS marker
+    FROM requests r
+    JOIN runs ru ON ru.run_id = r.run_id
+    WHERE r.canary IS NOT NULL
+),
+others AS (
+    SELECT
+        f.run_id,
+        f.request_index,
+        array_sort(array_agg(DISTINCT f.marker) FILTER (WHERE o.marker IS NOT NULL))
+            AS foreign_canaries,
+        array_sort(array_agg(DISTINCT f.marker) FILTER (WHERE o.marker IS NULL))
+            AS stray_canaries
+    FROM found f
+    LEFT JOIN owned o ON o.campaign_id = f.campaign_id AND o.marker = f.marker
+    WHERE f.canary IS NULL OR f.marker <> f.canary
+    GROUP BY f.run_id, f.request_index
+)
+SELECT
+    m.run_id,
+    m.request_index,
+    m.canary,
+    CASE WHEN m.canary IS NOT NULL THEN array_has(canaries(m.content), m.canary) END
+        AS canary_ok,
+    o.foreign_canaries,
+    coalesce(cardinality(o.foreign_canaries), 0) AS foreign_canary_count,
+    o.stray_canaries,
+    coalesce(cardinality(o.stray_canaries), 0) AS stray_canary_count
+FROM measured m
+LEFT JOIN others o ON o.run_id = m.run_id AND o.request_index = m.request_index

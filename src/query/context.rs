@@ -1,0 +1,248 @@
+//! The DataFusion session over a set of artifacts: tables `runs`, `requests`, `events`,
+//! `scrapes` (each the union over every artifact, `run_id` to join on), the anvil functions,
+//! and the views of `queries/`.
+//!
+//! The Parquet files are scanned in place by listing tables over the explicit file list of
+//! every artifact (projection and predicate pushdown; nothing is loaded up front). `runs`
+//! is a small in-memory table built from the `run.json` files.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use datafusion::arrow::array::{ArrayRef, BooleanArray, Int64Array, RecordBatch, StringArray};
+use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use datafusion::catalog::TableProvider;
+use datafusion::datasource::MemTable;
+use datafusion::datasource::file_format::parquet::ParquetFormat;
+use datafusion::datasource::listing::{
+    ListingOptions, ListingTable, ListingTableConfig, ListingTableUrl,
+};
+use datafusion::prelude::{SessionConfig, SessionContext};
+
+use crate::artifact::Table;
+
+use super::source::{ArtifactSource, find_artifacts};
+use super::views::VIEWS;
+use super::{QueryError, udf};
+
+/// The base tables, in the order `--list` shows them.
+pub const TABLES: [&str; 4] = ["runs", "requests", "events", "scrapes"];
+
+/// A session over some artifacts.
+pub struct AnvilSession {
+    ctx: SessionContext,
+    artifacts: Vec<ArtifactSource>,
+}
+
+impl std::fmt::Debug for AnvilSession {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AnvilSession")
+            .field("artifacts", &self.artifacts.len())
+            .finish()
+    }
+}
+
+impl AnvilSession {
+    /// Open every artifact at or beneath `data_dirs` (see [`find_artifacts`]).
+    pub async fn open(data_dirs: &[PathBuf]) -> Result<Self, QueryError> {
+        let artifacts = find_artifacts(data_dirs)?;
+        Self::from_artifacts(artifacts).await
+    }
+
+    /// A session over the given artifacts (none gives empty tables).
+    pub async fn from_artifacts(artifacts: Vec<ArtifactSource>) -> Result<Self, QueryError> {
+        let config = SessionConfig::new()
+            .with_information_schema(true)
+            .set_bool("datafusion.execution.parquet.pushdown_filters", true)
+            .set_bool("datafusion.execution.parquet.reorder_filters", true);
+        let ctx = SessionContext::new_with_config(config);
+        udf::register(&ctx);
+        register(&ctx, "runs", Arc::new(runs_table(&artifacts)?))?;
+        for table in Table::ALL {
+            let provider = parquet_table(table, &artifacts)?;
+            register(&ctx, table.name(), provider)?;
+        }
+        for view in VIEWS {
+            ctx.sql(view.sql).await.map_err(|source| QueryError::View {
+                file: view.file,
+                source,
+            })?;
+        }
+        Ok(Self { ctx, artifacts })
+    }
+
+    /// The DataFusion context (tables, views and functions registered).
+    pub fn context(&self) -> &SessionContext {
+        &self.ctx
+    }
+
+    /// The artifacts the tables hold, sorted by folder.
+    pub fn artifacts(&self) -> &[ArtifactSource] {
+        &self.artifacts
+    }
+}
+
+fn register(
+    ctx: &SessionContext,
+    name: &'static str,
+    provider: Arc<dyn TableProvider>,
+) -> Result<(), QueryError> {
+    ctx.register_table(name, provider)
+        .map(|_| ())
+        .map_err(|source| QueryError::Register {
+            table: name,
+            source,
+        })
+}
+
+/// `file://` URL of an artifact file.
+fn file_url(dir: &Path, path: &Path) -> Result<ListingTableUrl, QueryError> {
+    let absolute = std::path::absolute(path).map_err(|e| QueryError::Artifact {
+        dir: dir.to_owned(),
+        message: format!("{}: {e}", path.display()),
+    })?;
+    let text = absolute.to_str().ok_or_else(|| QueryError::Path {
+        dir: dir.to_owned(),
+        path: absolute.display().to_string(),
+    })?;
+    ListingTableUrl::parse(text).map_err(|e| QueryError::Artifact {
+        dir: dir.to_owned(),
+        message: format!("{}: {e}", path.display()),
+    })
+}
+
+/// A listing table over every artifact's files of `table`, with the artifact schema (no
+/// inference), or an empty table when no artifact has any.
+fn parquet_table(
+    table: Table,
+    artifacts: &[ArtifactSource],
+) -> Result<Arc<dyn TableProvider>, QueryError> {
+    let schema = table.schema();
+    let mut urls = Vec::new();
+    for a in artifacts {
+        for path in a.files(table) {
+            urls.push(file_url(&a.dir, path)?);
+        }
+    }
+    if urls.is_empty() {
+        let empty =
+            MemTable::try_new(schema, vec![vec![]]).map_err(|source| QueryError::Register {
+                table: table.name(),
+                source,
+            })?;
+        return Ok(Arc::new(empty));
+    }
+    let options =
+        ListingOptions::new(Arc::new(ParquetFormat::default())).with_file_extension(".parquet");
+    let config = ListingTableConfig::new_with_multi_paths(urls)
+        .with_listing_options(options)
+        .with_schema(schema);
+    let listing = ListingTable::try_new(config).map_err(|source| QueryError::Register {
+        table: table.name(),
+        source,
+    })?;
+    Ok(Arc::new(listing))
+}
+
+/// Schema of the `runs` table: one row per artifact, from its `run.json`.
+pub fn runs_schema() -> SchemaRef {
+    let s = |name: &str, nullable| Field::new(name, DataType::Utf8, nullable);
+    let i = |name: &str, nullable| Field::new(name, DataType::Int64, nullable);
+    Arc::new(Schema::new(vec![
+        s("run_id", false),
+        s("campaign_id", false),
+        s("arm", false),
+        s("stage", false),
+        s("runtime", false),
+        s("arm_config", false),
+        s("cell_id", false),
+        s("class", false),
+        i("prompt_tokens_target", false),
+        i("concurrency_per_replica", false),
+        i("replicas", false),
+        i("total_requests", false),
+        i("response_words", true),
+        i("max_tokens", false),
+        s("prompt_cache_mode", false),
+        Field::new("canaries", DataType::Boolean, false),
+        i("seed", false),
+        s("thinking", false),
+        s("api", false),
+        Field::new("off_manifest", DataType::Boolean, false),
+        s("workload_fingerprint", false),
+        s("status", false),
+        s("status_reason", true),
+        s("started_utc", false),
+        s("ended_utc", true),
+        s("dir", false),
+    ]))
+}
+
+fn runs_table(artifacts: &[ArtifactSource]) -> Result<MemTable, QueryError> {
+    let runs: Vec<_> = artifacts.iter().map(|a| &a.run).collect();
+    let text = |f: &dyn Fn(&crate::artifact::RunJson) -> String| -> ArrayRef {
+        Arc::new(StringArray::from_iter_values(runs.iter().map(|r| f(r))))
+    };
+    let opt_text = |f: &dyn Fn(&crate::artifact::RunJson) -> Option<String>| -> ArrayRef {
+        Arc::new(runs.iter().map(|r| f(r)).collect::<StringArray>())
+    };
+    let int = |f: &dyn Fn(&crate::artifact::RunJson) -> i64| -> ArrayRef {
+        Arc::new(Int64Array::from_iter_values(runs.iter().map(|r| f(r))))
+    };
+    let sat = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
+    let columns: Vec<ArrayRef> = vec![
+        text(&|r| r.run_id.clone()),
+        text(&|r| r.campaign_id.clone()),
+        text(&|r| r.arm.name.clone()),
+        text(&|r| r.arm.stage.clone()),
+        text(&|r| r.arm.runtime.clone()),
+        text(&|r| {
+            r.arm
+                .config
+                .iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect::<Vec<_>>()
+                .join(",")
+        }),
+        text(&|r| r.cell_id.clone()),
+        text(&|r| r.workload.class.clone()),
+        int(&|r| sat(r.workload.prompt_tokens_target)),
+        int(&|r| i64::from(r.workload.concurrency_per_replica)),
+        int(&|r| i64::from(r.topology.replica_count)),
+        int(&|r| sat(r.workload.total_requests)),
+        Arc::new(
+            runs.iter()
+                .map(|r| r.workload.response_words.map(i64::from))
+                .collect::<Int64Array>(),
+        ),
+        int(&|r| i64::from(r.workload.max_tokens)),
+        text(&|r| r.workload.prompt_cache_mode.clone()),
+        Arc::new(BooleanArray::from_iter(
+            runs.iter().map(|r| Some(r.workload.canaries)),
+        )),
+        int(&|r| sat(r.workload.seed)),
+        text(&|r| r.workload.thinking.clone()),
+        text(&|r| r.workload.api.as_str().to_owned()),
+        Arc::new(BooleanArray::from_iter(
+            runs.iter().map(|r| Some(r.workload.off_manifest)),
+        )),
+        text(&|r| r.workload_fingerprint.clone()),
+        text(&|r| r.status.as_str().to_owned()),
+        opt_text(&|r| r.status_reason.clone()),
+        text(&|r| r.started_utc.clone()),
+        opt_text(&|r| r.ended_utc.clone()),
+        Arc::new(StringArray::from_iter_values(
+            artifacts.iter().map(|a| a.dir.display().to_string()),
+        )),
+    ];
+    let schema = runs_schema();
+    let batch =
+        RecordBatch::try_new(schema.clone(), columns).map_err(|e| QueryError::Register {
+            table: "runs",
+            source: e.into(),
+        })?;
+    MemTable::try_new(schema, vec![vec![batch]]).map_err(|source| QueryError::Register {
+        table: "runs",
+        source,
+    })
+}

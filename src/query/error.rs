@@ -1,0 +1,64 @@
+//! Errors of the query layer: what went wrong, where, and what to do.
+
+use std::path::PathBuf;
+
+use datafusion::error::DataFusionError;
+
+/// An error opening artifacts, building the session, or running a statement.
+#[derive(Debug, thiserror::Error)]
+pub enum QueryError {
+    #[error("--data {}: {problem}", dir.display())]
+    DataDir { dir: PathBuf, problem: String },
+
+    #[error("{}: {message}", dir.display())]
+    Artifact { dir: PathBuf, message: String },
+
+    #[error(
+        "run `{run_id}` appears twice: {} and {}; each artifact needs its own run id (pass one of them with --data)",
+        first.display(),
+        second.display()
+    )]
+    DuplicateRun {
+        run_id: String,
+        first: PathBuf,
+        second: PathBuf,
+    },
+
+    #[error("{}: {path} is not valid UTF-8; move the artifact to a UTF-8 path", dir.display())]
+    Path { dir: PathBuf, path: String },
+
+    #[error("building table `{table}`: {source}")]
+    Register {
+        table: &'static str,
+        #[source]
+        source: DataFusionError,
+    },
+
+    #[error("queries/{file}: {source}")]
+    View {
+        file: &'static str,
+        #[source]
+        source: DataFusionError,
+    },
+
+    #[error("{message}{}", hint.as_deref().map(|h| format!("\nhint: {h}")).unwrap_or_default())]
+    Sql {
+        message: String,
+        hint: Option<String>,
+    },
+
+    #[error(
+        "refused: {what} writes or changes state, and anvil sql is read-only by default\nhint: pass --allow-write to run it"
+    )]
+    WriteRefused { what: String },
+
+    #[error("{0}")]
+    DataFusion(#[from] DataFusionError),
+
+    #[error("{context}: {source}")]
+    Output {
+        context: String,
+        #[source]
+        source: std::io::Error,
+    },
+}

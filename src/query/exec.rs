@@ -1,0 +1,212 @@
+//! Running SQL text against an [`AnvilSession`]: one or more statements, read-only unless
+//! writes are allowed, with errors that carry a hint (the columns of the tables a statement
+//! names when a column is not found; the table list when a table is not found).
+
+use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::arrow::record_batch::RecordBatch;
+use datafusion::common::TableReference;
+use datafusion::error::DataFusionError;
+use datafusion::execution::context::SQLOptions;
+use datafusion::logical_expr::TableType;
+use datafusion::sql::parser::{DFParser, Statement};
+
+use super::QueryError;
+use super::context::{AnvilSession, TABLES};
+use super::views::VIEWS;
+
+/// Whether statements that write or change state may run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    /// Queries only (the default of `anvil sql`).
+    ReadOnly,
+    /// Also DDL (CREATE/DROP ...), DML (INSERT, COPY) and statements (SET ...).
+    ReadWrite,
+}
+
+/// The rows one statement returned.
+#[derive(Debug, Clone)]
+pub struct StatementResult {
+    pub schema: SchemaRef,
+    pub batches: Vec<RecordBatch>,
+}
+
+impl StatementResult {
+    pub fn num_rows(&self) -> usize {
+        self.batches.iter().map(RecordBatch::num_rows).sum()
+    }
+}
+
+/// The options that refuse writes.
+fn read_only() -> SQLOptions {
+    SQLOptions::new()
+        .with_allow_ddl(false)
+        .with_allow_dml(false)
+        .with_allow_statements(false)
+}
+
+/// The leading keywords of a statement, e.g. `CREATE EXTERNAL TABLE`, for messages.
+fn leading_keywords(statement: &Statement) -> String {
+    let text = statement.to_string();
+    // The parser prints keywords in upper case and identifiers as written.
+    let words: Vec<&str> = text
+        .split_whitespace()
+        .take_while(|w| w.chars().all(|c| c.is_ascii_uppercase()))
+        .take(3)
+        .collect();
+    if words.is_empty() {
+        "this statement".to_owned()
+    } else {
+        words.join(" ")
+    }
+}
+
+impl AnvilSession {
+    /// Run every statement of `sql` in order, returning each one's rows.
+    pub async fn run_sql(
+        &self,
+        sql: &str,
+        access: Access,
+    ) -> Result<Vec<StatementResult>, QueryError> {
+        let statements = DFParser::parse_sql(sql).map_err(|e| QueryError::Sql {
+            message: e.to_string(),
+            hint: None,
+        })?;
+        if statements.is_empty() {
+            return Err(QueryError::Sql {
+                message: "no SQL statement given".to_owned(),
+                hint: Some(
+                    "e.g. SELECT * FROM cell_stats; `anvil sql --list` shows the tables and views"
+                        .to_owned(),
+                ),
+            });
+        }
+        let mut results = Vec::with_capacity(statements.len());
+        for statement in statements {
+            results.push(self.run_statement(statement, access).await?);
+        }
+        Ok(results)
+    }
+
+    /// Run one read-only query and return its rows.
+    pub async fn query(&self, sql: &str) -> Result<StatementResult, QueryError> {
+        let mut results = self.run_sql(sql, Access::ReadOnly).await?;
+        match (results.pop(), results.is_empty()) {
+            (Some(result), true) => Ok(result),
+            _ => Err(QueryError::Sql {
+                message: "expected exactly one statement".to_owned(),
+                hint: None,
+            }),
+        }
+    }
+
+    async fn run_statement(
+        &self,
+        statement: Statement,
+        access: Access,
+    ) -> Result<StatementResult, QueryError> {
+        let state = self.context().state();
+        let references = state
+            .resolve_table_references(&statement)
+            .unwrap_or_default();
+        let what = leading_keywords(&statement);
+        let plan = match state.statement_to_plan(statement).await {
+            Ok(plan) => plan,
+            Err(e) => return Err(self.with_hint(e, &references).await),
+        };
+        if access == Access::ReadOnly && read_only().verify_plan(&plan).is_err() {
+            return Err(QueryError::WriteRefused { what });
+        }
+        let frame = match self.context().execute_logical_plan(plan).await {
+            Ok(frame) => frame,
+            Err(e) => return Err(self.with_hint(e, &references).await),
+        };
+        let schema = SchemaRef::new(frame.schema().as_arrow().clone());
+        match frame.collect().await {
+            Ok(batches) => Ok(StatementResult { schema, batches }),
+            Err(e) => Err(self.with_hint(e, &references).await),
+        }
+    }
+
+    /// A SQL error with a hint where one helps.
+    async fn with_hint(&self, error: DataFusionError, references: &[TableReference]) -> QueryError {
+        let message = error.strip_backtrace();
+        let lower = message.to_lowercase();
+        let hint = if lower.contains("no field named") || lower.contains("field not found") {
+            let mut described = Vec::new();
+            for reference in references {
+                if let Ok(provider) = self.context().table_provider(reference.clone()).await {
+                    let columns: Vec<String> = provider
+                        .schema()
+                        .fields()
+                        .iter()
+                        .map(|f| f.name().clone())
+                        .collect();
+                    described.push(format!("{reference}: {}", columns.join(", ")));
+                }
+            }
+            if described.is_empty() {
+                Some("`anvil sql --list` shows every table and view with its columns".to_owned())
+            } else {
+                Some(format!("available columns:\n  {}", described.join("\n  ")))
+            }
+        } else if lower.contains("table") && lower.contains("not found") {
+            let views: Vec<&str> = VIEWS.iter().map(|v| v.name).collect();
+            Some(format!(
+                "tables: {}; views: {} (`anvil sql --list` shows their columns)",
+                TABLES.join(", "),
+                views.join(", ")
+            ))
+        } else {
+            None
+        };
+        QueryError::Sql { message, hint }
+    }
+
+    /// Every table and view with its columns: one row per column (`name`, `kind`,
+    /// `column_name`, `data_type`, `nullable`), tables first, then views in load order.
+    pub async fn list(&self) -> Result<StatementResult, QueryError> {
+        use datafusion::arrow::array::{BooleanArray, StringArray};
+        use datafusion::arrow::datatypes::{DataType, Field, Schema};
+        use std::sync::Arc;
+
+        let names = TABLES.iter().copied().chain(VIEWS.iter().map(|v| v.name));
+        let (mut table, mut kind, mut column, mut data_type, mut nullable) =
+            (vec![], vec![], vec![], vec![], vec![]);
+        for name in names {
+            let provider = self.context().table_provider(name).await?;
+            let k = match provider.table_type() {
+                TableType::View => "view",
+                _ => "table",
+            };
+            for field in provider.schema().fields() {
+                table.push(name.to_owned());
+                kind.push(k);
+                column.push(field.name().clone());
+                data_type.push(field.data_type().to_string());
+                nullable.push(field.is_nullable());
+            }
+        }
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("name", DataType::Utf8, false),
+            Field::new("kind", DataType::Utf8, false),
+            Field::new("column_name", DataType::Utf8, false),
+            Field::new("data_type", DataType::Utf8, false),
+            Field::new("nullable", DataType::Boolean, false),
+        ]));
+        let batch = RecordBatch::try_new(
+            schema.clone(),
+            vec![
+                Arc::new(StringArray::from(table)),
+                Arc::new(StringArray::from(kind)),
+                Arc::new(StringArray::from(column)),
+                Arc::new(StringArray::from(data_type)),
+                Arc::new(BooleanArray::from(nullable)),
+            ],
+        )
+        .map_err(DataFusionError::from)?;
+        Ok(StatementResult {
+            schema,
+            batches: vec![batch],
+        })
+    }
+}

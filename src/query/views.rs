@@ -1,0 +1,97 @@
+//! The SQL files of `queries/`, embedded in the binary so it works from any directory, in
+//! the order they are loaded (their numeric prefix: a view only uses tables and views
+//! loaded before it). Each file holds one `CREATE VIEW <name>` whose name is the file name
+//! without its prefix, and opens with a comment stating the definition in words.
+
+/// One view definition file.
+#[derive(Debug, Clone, Copy)]
+pub struct ViewFile {
+    /// The view's name.
+    pub name: &'static str,
+    /// File name under `queries/`.
+    pub file: &'static str,
+    /// The file's text.
+    pub sql: &'static str,
+}
+
+macro_rules! view {
+    ($name:literal, $file:literal) => {
+        ViewFile {
+            name: $name,
+            file: $file,
+            sql: include_str!(concat!("../../queries/", $file)),
+        }
+    };
+}
+
+/// Every view, in load order.
+pub const VIEWS: &[ViewFile] = &[
+    view!("request_timing", "10_request_timing.sql"),
+    view!("request_figures", "20_request_figures.sql"),
+    view!("request_canaries", "25_request_canaries.sql"),
+    view!("request_metrics", "30_request_metrics.sql"),
+    view!("cell_stats", "40_cell_stats.sql"),
+    view!("aggregate_throughput", "50_aggregate_throughput.sql"),
+    view!("chunk_gaps", "60_chunk_gaps.sql"),
+    view!("spec_decode", "70_spec_decode.sql"),
+    view!("restarts", "71_restarts.sql"),
+    view!("prompt_calibration", "80_prompt_calibration.sql"),
+    view!(
+        "prompt_calibration_cells",
+        "81_prompt_calibration_cells.sql"
+    ),
+];
+
+impl ViewFile {
+    /// The leading `--` comment block: the definition in words.
+    pub fn definition(&self) -> String {
+        self.sql
+            .lines()
+            .take_while(|l| l.starts_with("--"))
+            .map(|l| l.trim_start_matches("--").trim_start_matches(' '))
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_sql_file_is_listed_in_load_order() {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/queries");
+        let mut on_disk: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .filter(|n| n.ends_with(".sql"))
+            .collect();
+        on_disk.sort();
+        let listed: Vec<&str> = VIEWS.iter().map(|v| v.file).collect();
+        assert_eq!(
+            on_disk, listed,
+            "queries/*.sql and VIEWS must agree, in order"
+        );
+    }
+
+    #[test]
+    fn each_file_opens_with_its_definition_and_creates_its_view() {
+        for v in VIEWS {
+            assert!(
+                v.sql.starts_with(&format!("-- {}: ", v.name)),
+                "{} must open with `-- {}: <definition>`",
+                v.file,
+                v.name
+            );
+            assert!(v.definition().lines().count() >= 2, "{}", v.file);
+            assert!(
+                v.sql.contains(&format!("CREATE VIEW {} AS", v.name)),
+                "{} must create view {}",
+                v.file,
+                v.name
+            );
+            let stem = v.file.split_once('_').unwrap().1.trim_end_matches(".sql");
+            assert_eq!(stem, v.name, "{}", v.file);
+        }
+    }
+}

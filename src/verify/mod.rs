@@ -1,0 +1,254 @@
+//! `anvil verify`: recompute the headline figures independently and compare them with the
+//! query layer.
+//!
+//! [`recompute`] reads each artifact's Parquet files with polars and recomputes per-request
+//! TTFT, effective prefill, decode, TPOT, ITL and E2E and their statistics (n, mean, sd, 95%
+//! CI, min, percentiles by nearest rank, max). [`compare`] puts them beside
+//! `request_figures` and `cell_stats` from DataFusion and reports, per metric, the largest
+//! relative difference |a − b| / max(|a|, |b|); a value present on one side only, or a
+//! request or statistic missing on one side, is an infinite difference.
+
+pub mod recompute;
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use datafusion::arrow::array::{Array, AsArray};
+use datafusion::arrow::compute::cast;
+use datafusion::arrow::datatypes::{DataType, Float64Type};
+use datafusion::error::DataFusionError;
+
+use crate::query::{AnvilSession, QueryError, StatementResult};
+
+pub use recompute::{METRICS, Recomputed, STATISTICS, recompute};
+
+/// Largest relative difference allowed between the two computations.
+pub const TOLERANCE: f64 = 1e-9;
+
+/// Relative difference of two optional figures: 0 when equal (or both NULL), infinite when
+/// only one is NULL.
+pub fn relative_difference(a: Option<f64>, b: Option<f64>) -> f64 {
+    match (a, b) {
+        (None, None) => 0.0,
+        (Some(a), Some(b)) if a == b => 0.0,
+        (Some(a), Some(b)) => (a - b).abs() / a.abs().max(b.abs()),
+        _ => f64::INFINITY,
+    }
+}
+
+/// The largest difference found for one figure family.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Difference {
+    /// e.g. `request ttft_ms` or `cell_stats tpot_ms`.
+    pub what: String,
+    /// Figures compared.
+    pub compared: usize,
+    pub largest: f64,
+    /// Where the largest difference is (run, request or statistic) and both values.
+    pub at: String,
+}
+
+impl Difference {
+    pub fn within_tolerance(&self) -> bool {
+        self.largest <= TOLERANCE
+    }
+}
+
+impl fmt::Display for Difference {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{:<32} {:>6} figures  largest relative difference {:.3e}",
+            self.what, self.compared, self.largest
+        )?;
+        if !self.within_tolerance() {
+            write!(f, "  at {}", self.at)?;
+        }
+        Ok(())
+    }
+}
+
+#[derive(Debug, Default)]
+struct Tracker {
+    compared: usize,
+    largest: f64,
+    at: String,
+}
+
+impl Tracker {
+    fn add(&mut self, a: Option<f64>, b: Option<f64>, at: impl FnOnce() -> String) {
+        self.compared += 1;
+        let d = relative_difference(a, b);
+        if d > self.largest {
+            self.largest = d;
+            self.at = format!("{} (sql {a:?}, polars {b:?})", at());
+        }
+    }
+}
+
+fn f64s(r: &StatementResult, name: &str) -> Result<Vec<Option<f64>>, QueryError> {
+    let mut out = Vec::with_capacity(r.num_rows());
+    for b in &r.batches {
+        let col = b.column_by_name(name).ok_or_else(|| QueryError::Sql {
+            message: format!("verify: column `{name}` missing"),
+            hint: None,
+        })?;
+        let col = cast(col, &DataType::Float64).map_err(DataFusionError::from)?;
+        out.extend(col.as_primitive::<Float64Type>().iter());
+    }
+    Ok(out)
+}
+
+fn strs(r: &StatementResult, name: &str) -> Result<Vec<String>, QueryError> {
+    let mut out = Vec::with_capacity(r.num_rows());
+    for b in &r.batches {
+        let col = b.column_by_name(name).ok_or_else(|| QueryError::Sql {
+            message: format!("verify: column `{name}` missing"),
+            hint: None,
+        })?;
+        let col = cast(col, &DataType::Utf8).map_err(DataFusionError::from)?;
+        let col = col.as_string::<i32>();
+        out.extend((0..col.len()).map(|i| col.value(i).to_owned()));
+    }
+    Ok(out)
+}
+
+/// Compare the session's `request_figures` and `cell_stats` with `recomputed` (one entry
+/// per artifact of the session). One [`Difference`] per metric and figure family.
+pub async fn compare(
+    session: &AnvilSession,
+    recomputed: &[Recomputed],
+) -> Result<Vec<Difference>, QueryError> {
+    let by_run: BTreeMap<&str, &Recomputed> =
+        recomputed.iter().map(|r| (r.run_id.as_str(), r)).collect();
+    let by_request: std::collections::HashMap<(&str, i64), &recompute::RequestFigures> = recomputed
+        .iter()
+        .flat_map(|r| {
+            r.requests
+                .iter()
+                .map(move |q| ((r.run_id.as_str(), q.request_index), q))
+        })
+        .collect();
+    let mut missing = Tracker::default();
+
+    // Per request.
+    let sql = session
+        .query(&format!(
+            "SELECT run_id, CAST(request_index AS DOUBLE) AS request_index, {} \
+             FROM request_figures ORDER BY run_id, request_index",
+            METRICS.join(", ")
+        ))
+        .await?;
+    let runs = strs(&sql, "run_id")?;
+    let indices = f64s(&sql, "request_index")?;
+    let columns = METRICS
+        .iter()
+        .map(|m| f64s(&sql, m))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut per_request: Vec<Tracker> = METRICS.iter().map(|_| Tracker::default()).collect();
+    let mut seen = 0usize;
+    for (row, run) in runs.iter().enumerate() {
+        let index = indices[row].unwrap_or(-1.0) as i64;
+        let Some(theirs) = by_request.get(&(run.as_str(), index)) else {
+            missing.add(Some(0.0), None, || {
+                format!("run {run} request {index}: in SQL, not recomputed")
+            });
+            continue;
+        };
+        seen += 1;
+        for (m, tracker) in per_request.iter_mut().enumerate() {
+            tracker.add(columns[m][row], theirs.metrics[m], || {
+                format!("run {run} request {index}")
+            });
+        }
+    }
+    let recomputed_requests: usize = recomputed.iter().map(|r| r.requests.len()).sum();
+    if recomputed_requests != seen {
+        missing.add(None, Some(0.0), || {
+            format!("{recomputed_requests} measured requests recomputed, {seen} matched in SQL")
+        });
+    }
+
+    // Statistics.
+    let stats = session
+        .query(&format!(
+            "SELECT run_id, metric, {} FROM cell_stats ORDER BY run_id, metric_order",
+            STATISTICS.join(", ")
+        ))
+        .await?;
+    let s_runs = strs(&stats, "run_id")?;
+    let s_metrics = strs(&stats, "metric")?;
+    let s_columns = STATISTICS
+        .iter()
+        .map(|c| f64s(&stats, c))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut per_stat: Vec<Tracker> = METRICS.iter().map(|_| Tracker::default()).collect();
+    let mut stat_rows = 0usize;
+    for (row, run) in s_runs.iter().enumerate() {
+        let metric = s_metrics[row].as_str();
+        let Some(m) = METRICS.iter().position(|x| *x == metric) else {
+            continue;
+        };
+        let Some(theirs) = by_run.get(run.as_str()).and_then(|r| r.stats.get(metric)) else {
+            missing.add(Some(0.0), None, || {
+                format!("run {run} cell_stats {metric}: in SQL, not recomputed")
+            });
+            continue;
+        };
+        stat_rows += 1;
+        for (k, name) in STATISTICS.iter().enumerate() {
+            per_stat[m].add(s_columns[k][row], theirs[k], || format!("run {run} {name}"));
+        }
+    }
+    let expected_rows: usize = recomputed
+        .iter()
+        .filter(|r| !r.requests.is_empty())
+        .map(|r| r.stats.len())
+        .sum();
+    if stat_rows != expected_rows {
+        missing.add(None, Some(0.0), || {
+            format!("{expected_rows} cell_stats rows recomputed, {stat_rows} in SQL")
+        });
+    }
+
+    let mut out = Vec::new();
+    for (m, t) in per_request.into_iter().enumerate() {
+        out.push(Difference {
+            what: format!("request {}", METRICS[m]),
+            compared: t.compared,
+            largest: t.largest,
+            at: t.at,
+        });
+    }
+    for (m, t) in per_stat.into_iter().enumerate() {
+        out.push(Difference {
+            what: format!("cell_stats {}", METRICS[m]),
+            compared: t.compared,
+            largest: t.largest,
+            at: t.at,
+        });
+    }
+    if missing.compared > 0 {
+        out.push(Difference {
+            what: "rows present on one side only".to_owned(),
+            compared: missing.compared,
+            largest: missing.largest,
+            at: missing.at,
+        });
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn relative_difference_treats_null_on_one_side_as_infinite() {
+        assert_eq!(relative_difference(None, None), 0.0);
+        assert_eq!(relative_difference(Some(0.0), Some(0.0)), 0.0);
+        assert_eq!(relative_difference(Some(1.0), None), f64::INFINITY);
+        assert!((relative_difference(Some(100.0), Some(101.0)) - 1.0 / 101.0).abs() < 1e-15);
+        assert_eq!(relative_difference(Some(-2.0), Some(2.0)), 2.0);
+    }
+}

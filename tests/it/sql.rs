@@ -1,0 +1,1134 @@
+//! The SQL layer against a hand-built artifact whose every timestamp is known: each metric
+//! and statistic asserted here is computed by hand in this file from those timestamps. Also
+//! the `anvil sql` command through the real binary, and a cross-check against DuckDB.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anvil::artifact::run::{format_utc_ns, utc_now};
+use anvil::artifact::{
+    Api, Arm, ArtifactWriter, Clock, Counts, Endpoint, EventRow, Outcome, RequestKind, RequestRow,
+    RunJson, SCHEMA, ScrapePhase, ScrapeRow, Status, Tool, Topology, Workload,
+};
+use anvil::clock::Origin;
+use anvil::query::{AnvilSession, StatementResult};
+use arrow::array::AsArray;
+use arrow::compute::cast;
+use arrow::datatypes::{DataType, Float64Type, Int64Type};
+
+const MS: i64 = 1_000_000;
+pub const RUN_ID: &str = "run-hand-1";
+const CAMPAIGN: &str = "camp-sql-test";
+
+/// The canary of request `i` of run `run_no` (hex, so it is a well-formed marker).
+fn run_canary(run_no: u32, i: u32) -> String {
+    format!("ANV-{run_no:04x}{i:08x}")
+}
+
+/// The canary of request `i` of the first run.
+fn canary(i: u32) -> String {
+    run_canary(0, i)
+}
+
+fn run_json(run_id: &str) -> RunJson {
+    let origin = Origin::now();
+    let workload = Workload {
+        class: "headline-sustained-output".into(),
+        prompt_tokens_target: 1000,
+        concurrency_per_replica: 2,
+        total_requests: 5,
+        response_words: Some(256),
+        max_tokens: 512,
+        prompt_cache_mode: "unique".into(),
+        canaries: true,
+        seed: 38027,
+        thinking: "disabled".into(),
+        api: Api::Chat,
+        off_manifest: true,
+    };
+    RunJson {
+        schema: SCHEMA.into(),
+        campaign_id: CAMPAIGN.into(),
+        arm: Arm {
+            name: "K12".into(),
+            stage: "test".into(),
+            runtime: "sim".into(),
+            config: [("tp", "1"), ("dp", "2")].into_iter().collect(),
+        },
+        cell_id: "hand-c2".into(),
+        run_id: run_id.into(),
+        workload_fingerprint: workload.fingerprint(),
+        workload,
+        topology: Topology {
+            replica_count: 2,
+            endpoints: (0..2)
+                .map(|replica| Endpoint {
+                    replica,
+                    url: format!("http://127.0.0.1:{}", 9000 + replica),
+                    model: "m".into(),
+                    server_info: BTreeMap::new(),
+                    metrics_url: None,
+                })
+                .collect(),
+        },
+        prompt_salt: "salt".into(),
+        clock: Clock::from_origin(&origin),
+        started_utc: format_utc_ns(origin.utc_unix_ns),
+        ended_utc: None,
+        tool: Tool::this("anvil-capture"),
+        command_line: vec!["test".into()],
+        status: Status::Running,
+        status_reason: None,
+        counts: Counts::default(),
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn request(
+    run_no: u32,
+    i: u32,
+    kind: RequestKind,
+    replica: u32,
+    outcome: Outcome,
+    t_sent_ms: i64,
+    t_done_ms: i64,
+    events: u32,
+) -> RequestRow {
+    RequestRow {
+        request_index: i,
+        kind,
+        check: None,
+        replica,
+        endpoint: format!("http://127.0.0.1:{}", 9000 + replica),
+        api: Api::Chat,
+        model: "m".into(),
+        canary: Some(run_canary(run_no, i)),
+        prompt_sha256: anvil::artifact::prompt_sha256(&format!("prompt {i}")),
+        prompt_chars: 4000,
+        prompt_tokens_target: 1000,
+        prompt_tokens_calibrated: Some(990),
+        max_tokens: Some(512),
+        request_body: None,
+        t_intended_ns: t_sent_ms * MS,
+        t_sent_ns: Some(t_sent_ms * MS),
+        t_first_byte_ns: Some(t_sent_ms * MS + MS),
+        t_done_ns: t_done_ms * MS,
+        http_status: Some(200),
+        error: (outcome != Outcome::Ok).then(|| "idle for 30 s".to_owned()),
+        outcome,
+        events,
+    }
+}
+
+fn content(text: &str) -> String {
+    serde_json::json!({"choices": [{"index": 0, "delta": {"content": text}, "finish_reason": null}]})
+        .to_string()
+}
+
+fn usage(prompt: i64, completion: i64) -> String {
+    serde_json::json!({"choices": [], "usage": {"prompt_tokens": prompt,
+        "completion_tokens": completion, "prompt_tokens_details": {"cached_tokens": 0}}})
+    .to_string()
+}
+
+const ROLE_NULL: &str =
+    r#"{"choices":[{"index":0,"delta":{"role":"assistant","content":null},"finish_reason":null}]}"#;
+const ROLE_EMPTY: &str =
+    r#"{"choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]}"#;
+const REASONING: &str = r#"{"choices":[{"index":0,"delta":{"reasoning_content":"let me think"},"finish_reason":null}]}"#;
+const STOP: &str = r#"{"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}"#;
+
+/// (request_index, time in ms, SSE data) of every event of run `run_no`; `leak` is appended
+/// to request 0's first content chunk.
+fn events(run_no: u32, leak: &str) -> Vec<(u32, i64, String)> {
+    let c = |i| run_canary(run_no, i);
+    vec![
+        // Request 0, replica 0, sent at 10 ms: role chunk (content null) at 20, reasoning at
+        // 30, first content at 50 (multi-token chunks: 11 usage tokens in 3 chunks), usage at
+        // 80, [DONE] at 90 = t_done.
+        (0, 20, ROLE_NULL.to_owned()),
+        (0, 30, REASONING.to_owned()),
+        (0, 50, content(&format!("Hello {} {leak}", c(0)))),
+        (0, 60, content("world")),
+        (0, 70, content(" again")),
+        (0, 75, STOP.to_owned()),
+        (0, 80, usage(1000, 11)),
+        (0, 90, "[DONE]".to_owned()),
+        // Request 1, replica 1, sent at 0: role chunk with content "" at 5, content at 25
+        // and 45 carrying its own canary and request 2's, usage 900/5 at 50, [DONE] at 55.
+        (1, 5, ROLE_EMPTY.to_owned()),
+        (1, 25, content(&format!("{} and ", c(1)))),
+        (1, 45, content(&format!("{} leaked", c(2)))),
+        (1, 50, usage(900, 5)),
+        (1, 55, "[DONE]".to_owned()),
+        // Request 2, replica 0, sent at 20: content at 32 and 40, no usage event, [DONE] 44.
+        (2, 32, content(&c(2))),
+        (2, 40, content(" done")),
+        (2, 44, "[DONE]".to_owned()),
+        // Request 3, replica 1, sent at 5: content at 15, then silence: timeout_idle at 100.
+        (3, 15, content("partial")),
+        // Request 4, warmup, replica 0.
+        (4, 2, content("warm")),
+        (4, 3, usage(1000, 1)),
+        (4, 4, "[DONE]".to_owned()),
+        // Request 5, replica 0, sent at 30: one token; content at 40 without its own canary
+        // but with a marker no request owns; usage 800/1 at 40; [DONE] at 41.
+        (5, 40, content("x ANV-ffffffffffff")),
+        (5, 40, usage(800, 1)),
+        (5, 41, "[DONE]".to_owned()),
+    ]
+}
+
+/// Write the hand-built artifact under `root` (created) and return its folder.
+pub fn build_artifact(root: &Path) -> PathBuf {
+    build_run(root, 0, "")
+}
+
+/// Run `run_no` of the hand-built campaign (arm `K12` for run 0, `K13`, … after), with
+/// `leak` appended to its request 0's first content chunk.
+fn build_run(root: &Path, run_no: u32, leak: &str) -> PathBuf {
+    let arm = format!("K{}", 12 + run_no);
+    let dir = root.join(CAMPAIGN).join(&arm).join("hand-c2");
+    let mut run = run_json(&format!("run-hand-{}", run_no + 1));
+    run.arm.name = arm;
+    let mut writer = ArtifactWriter::create(&dir, run.clone()).unwrap();
+    let mut seqs: BTreeMap<u32, u32> = BTreeMap::new();
+    for (i, t_ms, data) in events(run_no, leak) {
+        let seq = seqs.entry(i).or_default();
+        writer
+            .push_event(EventRow::from_raw(
+                i,
+                *seq,
+                t_ms * MS,
+                None,
+                data.as_bytes(),
+            ))
+            .unwrap();
+        *seq += 1;
+    }
+    let n = |i: u32| seqs[&i];
+    use Outcome::{Ok as Good, TimeoutIdle};
+    use RequestKind::{Measured, Warmup};
+    for row in [
+        request(run_no, 4, Warmup, 0, Good, 0, 4, n(4)),
+        request(run_no, 0, Measured, 0, Good, 10, 90, n(0)),
+        request(run_no, 1, Measured, 1, Good, 0, 55, n(1)),
+        request(run_no, 2, Measured, 0, Good, 20, 44, n(2)),
+        request(run_no, 3, Measured, 1, TimeoutIdle, 5, 100, n(3)),
+        request(run_no, 5, Measured, 0, Good, 30, 41, n(5)),
+    ] {
+        writer.push_request(row).unwrap();
+    }
+    // Replica 0: speculative-decoding counters 100/400/250 before, 110/440/280 after; no
+    // restart. Replica 1: no counters; process start time changes (a restart).
+    let scrape = |replica, t_ms: i64, phase, metric: &str, value| ScrapeRow {
+        replica,
+        t_ns: t_ms * MS,
+        phase,
+        metric: metric.into(),
+        labels: String::new(),
+        value,
+    };
+    for row in [
+        scrape(
+            0,
+            0,
+            ScrapePhase::Before,
+            "process_start_time_seconds",
+            1000.0,
+        ),
+        scrape(
+            0,
+            0,
+            ScrapePhase::Before,
+            "vllm:spec_decode_num_drafts_total",
+            100.0,
+        ),
+        scrape(
+            0,
+            0,
+            ScrapePhase::Before,
+            "vllm:spec_decode_num_draft_tokens_total",
+            400.0,
+        ),
+        scrape(
+            0,
+            0,
+            ScrapePhase::Before,
+            "vllm:spec_decode_num_accepted_tokens_total",
+            250.0,
+        ),
+        scrape(
+            0,
+            110,
+            ScrapePhase::After,
+            "process_start_time_seconds",
+            1000.0,
+        ),
+        scrape(
+            0,
+            110,
+            ScrapePhase::After,
+            "vllm:spec_decode_num_drafts_total",
+            110.0,
+        ),
+        scrape(
+            0,
+            110,
+            ScrapePhase::After,
+            "vllm:spec_decode_num_draft_tokens_total",
+            440.0,
+        ),
+        scrape(
+            0,
+            110,
+            ScrapePhase::After,
+            "vllm:spec_decode_num_accepted_tokens_total",
+            280.0,
+        ),
+        scrape(
+            1,
+            0,
+            ScrapePhase::Before,
+            "process_start_time_seconds",
+            1000.0,
+        ),
+        scrape(
+            1,
+            110,
+            ScrapePhase::After,
+            "process_start_time_seconds",
+            2000.0,
+        ),
+    ] {
+        writer.push_scrape(row).unwrap();
+    }
+    let mut done = run;
+    done.status = Status::Complete;
+    done.ended_utc = Some(utc_now());
+    writer.finish(done).unwrap();
+    dir
+}
+
+fn session(dir: &Path) -> (tokio::runtime::Runtime, AnvilSession) {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let s = rt.block_on(AnvilSession::open(&[dir.to_owned()])).unwrap();
+    (rt, s)
+}
+
+fn query(rt: &tokio::runtime::Runtime, s: &AnvilSession, sql: &str) -> StatementResult {
+    rt.block_on(s.query(sql))
+        .unwrap_or_else(|e| panic!("{sql}\n{e}"))
+}
+
+/// Column `name` of a result as f64 values (integers cast).
+fn floats(r: &StatementResult, name: &str) -> Vec<Option<f64>> {
+    let mut out = Vec::new();
+    for b in &r.batches {
+        let col = b
+            .column_by_name(name)
+            .unwrap_or_else(|| panic!("no column {name}"));
+        let col = cast(col, &DataType::Float64).unwrap();
+        out.extend(col.as_primitive::<Float64Type>().iter());
+    }
+    out
+}
+
+fn ints(r: &StatementResult, name: &str) -> Vec<Option<i64>> {
+    let mut out = Vec::new();
+    for b in &r.batches {
+        let col = cast(b.column_by_name(name).unwrap(), &DataType::Int64).unwrap();
+        out.extend(col.as_primitive::<Int64Type>().iter());
+    }
+    out
+}
+
+fn strings(r: &StatementResult, name: &str) -> Vec<Option<String>> {
+    let mut out = Vec::new();
+    for b in &r.batches {
+        let col = cast(b.column_by_name(name).unwrap(), &DataType::Utf8).unwrap();
+        out.extend(col.as_string::<i32>().iter().map(|s| s.map(str::to_owned)));
+    }
+    out
+}
+
+fn assert_close(found: Option<f64>, expected: Option<f64>, what: &str) {
+    match (found, expected) {
+        (Some(f), Some(e)) => assert!(
+            (f - e).abs() <= 1e-9 * e.abs().max(1.0),
+            "{what}: found {f}, expected {e}"
+        ),
+        (f, e) => assert_eq!(f, e, "{what}"),
+    }
+}
+
+fn assert_column(r: &StatementResult, name: &str, expected: &[Option<f64>]) {
+    let found = floats(r, name);
+    assert_eq!(found.len(), expected.len(), "{name}: row count");
+    for (i, (f, e)) in found.iter().zip(expected).enumerate() {
+        assert_close(*f, *e, &format!("{name} row {i}"));
+    }
+}
+
+#[test]
+fn request_metrics_follow_the_definitions_by_hand() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = build_artifact(tmp.path());
+    let (rt, s) = session(&dir);
+    let r = query(
+        &rt,
+        &s,
+        "SELECT * FROM request_metrics ORDER BY request_index",
+    );
+    // Measured requests only: the warmup request 4 is absent.
+    assert_eq!(ints(&r, "request_index"), [0, 1, 2, 3, 5].map(Some));
+    assert_eq!(
+        strings(&r, "outcome"),
+        ["ok", "ok", "ok", "timeout_idle", "ok"].map(|s| Some(s.to_owned()))
+    );
+    // TTFT = first non-empty content - t_sent: the role chunks (content null or '') and the
+    // reasoning delta of request 0 do not count.
+    assert_column(
+        &r,
+        "ttft_ms",
+        &[50.0 - 10.0, 25.0, 32.0 - 20.0, 15.0 - 5.0, 40.0 - 30.0].map(Some),
+    );
+    // E2E = t_done - t_sent.
+    assert_column(&r, "e2e_ms", &[80.0, 55.0, 24.0, 95.0, 11.0].map(Some));
+    // Usage tokens, never chunk counts: request 0 has 11 tokens in 3 content chunks, so
+    // TPOT = (90 - 50) ms / (11 - 1) = 4 ms, not 40 / 2.
+    let gen_ms = [40.0, 30.0, 12.0, 85.0, 1.0];
+    assert_column(&r, "generation_ms", &gen_ms.map(Some));
+    assert_column(
+        &r,
+        "tpot_ms",
+        &[Some(4.0), Some(30.0 / 4.0), None, None, None],
+    );
+    assert_column(
+        &r,
+        "itl_ms",
+        &[Some(4.0), Some(30.0 / 4.0), None, None, None],
+    );
+    assert_column(
+        &r,
+        "decode_tps",
+        &[Some(10.0 / 0.040), Some(4.0 / 0.030), None, None, None],
+    );
+    // Effective prefill = usage prompt tokens / TTFT in s.
+    assert_column(
+        &r,
+        "effective_prefill_tps",
+        &[
+            Some(1000.0 / 0.040),
+            Some(900.0 / 0.025),
+            None,
+            None,
+            Some(800.0 / 0.010),
+        ],
+    );
+    assert_column(
+        &r,
+        "completion_tokens",
+        &[Some(11.0), Some(5.0), None, None, Some(1.0)],
+    );
+    assert_column(
+        &r,
+        "prompt_tokens",
+        &[Some(1000.0), Some(900.0), None, None, Some(800.0)],
+    );
+    assert_column(&r, "content_chunks", &[3.0, 2.0, 2.0, 1.0, 1.0].map(Some));
+    assert_column(&r, "reasoning_chunks", &[1.0, 0.0, 0.0, 0.0, 0.0].map(Some));
+    assert_column(
+        &r,
+        "tokens_per_chunk",
+        &[Some(11.0 / 3.0), Some(2.5), None, None, Some(1.0)],
+    );
+    // The request without a usage event is reported as such.
+    assert_eq!(
+        strings(&r, "has_usage"),
+        ["true", "true", "false", "false", "true"].map(|s| Some(s.to_owned()))
+    );
+    // Canaries: 0 and 2 carry their own; 1 carries its own and request 2's (foreign); 3 was
+    // cut off before it; 5 lacks its own and carries a marker nobody owns (stray).
+    assert_eq!(
+        strings(&r, "canary_ok"),
+        ["true", "true", "true", "false", "false"].map(|s| Some(s.to_owned()))
+    );
+    assert_eq!(ints(&r, "foreign_canary_count"), [0, 1, 0, 0, 0].map(Some));
+    let foreign = strings(&r, "foreign_canaries");
+    assert_eq!(
+        foreign[1].as_deref(),
+        Some(format!("[{}]", canary(2)).as_str())
+    );
+    assert_eq!(foreign[0], None);
+    assert_eq!(ints(&r, "stray_canary_count"), [0, 0, 0, 0, 1].map(Some));
+    assert_eq!(
+        strings(&r, "finish_reason"),
+        [Some("stop".to_owned()), None, None, None, None]
+    );
+}
+
+#[test]
+fn cell_stats_match_hand_computed_statistics() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = build_artifact(tmp.path());
+    let (rt, s) = session(&dir);
+    let r = query(&rt, &s, "SELECT * FROM cell_stats ORDER BY metric_order");
+    assert_eq!(
+        strings(&r, "metric"),
+        [
+            "ttft_ms",
+            "effective_prefill_tps",
+            "decode_tps",
+            "tpot_ms",
+            "itl_ms",
+            "e2e_ms"
+        ]
+        .map(|s| Some(s.to_owned()))
+    );
+    // The failed request (3) is counted beside every metric, never inside.
+    assert_eq!(ints(&r, "failed"), [1; 6].map(Some));
+    // TTFT of the ok requests 0, 1, 2, 5: 40, 25, 12, 10 ms.
+    let ttft = [40.0, 25.0, 12.0, 10.0];
+    let mean = ttft.iter().sum::<f64>() / 4.0;
+    assert_eq!(mean, 21.75);
+    let sd = (ttft.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / 3.0).sqrt();
+    let t3 = 3.182_446_305_284_263; // t(0.975, 3), from a t-table
+    let half = t3 * sd / 2.0;
+    let row = |name: &str| floats(&r, name)[0];
+    assert_eq!(ints(&r, "n")[0], Some(4));
+    assert_eq!(ints(&r, "n_null")[0], Some(0));
+    assert_close(row("mean"), Some(mean), "ttft mean");
+    assert_close(row("sd"), Some(sd), "ttft sd");
+    assert_close(row("ci95_low"), Some(mean - half), "ttft ci95_low");
+    assert_close(row("ci95_high"), Some(mean + half), "ttft ci95_high");
+    // Sorted 10, 12, 25, 40: rank ceil(p*4).
+    for (col, v) in [
+        ("min", 10.0),
+        ("p25", 10.0),
+        ("p50", 12.0),
+        ("p75", 25.0),
+        ("p90", 40.0),
+        ("p95", 40.0),
+        ("p99", 40.0),
+        ("max", 40.0),
+    ] {
+        assert_close(row(col), Some(v), &format!("ttft {col}"));
+    }
+    // TPOT: values only for requests 0 (4 ms) and 1 (7.5 ms); 2 has no usage and 5 one
+    // token: two ok requests without a value.
+    let tpot = 3;
+    assert_eq!(ints(&r, "n")[tpot], Some(2));
+    assert_eq!(ints(&r, "n_null")[tpot], Some(2));
+    let (m, sd) = (5.75, (2.0 * 1.75f64 * 1.75).sqrt());
+    let t1 = 12.706_204_736_174_707; // t(0.975, 1)
+    assert_close(floats(&r, "mean")[tpot], Some(m), "tpot mean");
+    assert_close(floats(&r, "sd")[tpot], Some(sd), "tpot sd");
+    assert_close(
+        floats(&r, "ci95_high")[tpot],
+        Some(m + t1 * sd / 2f64.sqrt()),
+        "tpot ci95_high",
+    );
+    assert_close(floats(&r, "p50")[tpot], Some(4.0), "tpot p50");
+    assert_close(floats(&r, "p75")[tpot], Some(7.5), "tpot p75");
+    // Decode: one value less than... requests 0 and 1 only.
+    assert_close(floats(&r, "min")[2], Some(4.0 / 0.030), "decode min");
+    assert_close(floats(&r, "max")[2], Some(10.0 / 0.040), "decode max");
+}
+
+#[test]
+fn aggregate_throughput_spans_all_replicas() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = build_artifact(tmp.path());
+    let (rt, s) = session(&dir);
+    let r = query(
+        &rt,
+        &s,
+        "SELECT * FROM aggregate_throughput ORDER BY scope DESC, replica",
+    );
+    assert_eq!(
+        strings(&r, "scope"),
+        ["run", "replica", "replica"].map(|s| Some(s.to_owned()))
+    );
+    // Run: 11 + 5 usage tokens (requests 2 and 3 have none; 5 has 1) = 17 over
+    // 0 ms (first t_sent, request 1) .. 100 ms (last t_done, request 3).
+    assert_eq!(ints(&r, "completion_tokens"), [Some(17), Some(12), Some(5)]);
+    assert_column(&r, "span_s", &[0.100, 0.080, 0.100].map(Some));
+    // Replica 0: requests 0, 2, 5: 10 .. 90 ms, 12 tokens; replica 1: 1, 3: 0 .. 100 ms.
+    assert_column(&r, "output_tps", &[170.0, 150.0, 50.0].map(Some));
+    assert_eq!(ints(&r, "requests_without_usage"), [2, 1, 1].map(Some));
+}
+
+#[test]
+fn scrape_views_find_spec_decode_and_restarts() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = build_artifact(tmp.path());
+    let (rt, s) = session(&dir);
+    let r = query(&rt, &s, "SELECT * FROM spec_decode ORDER BY replica");
+    assert_column(&r, "drafts", &[Some(10.0), None]);
+    assert_column(&r, "draft_tokens", &[Some(40.0), None]);
+    assert_column(&r, "accepted_tokens", &[Some(30.0), None]);
+    assert_column(&r, "acceptance_rate", &[Some(0.75), None]);
+    assert_column(&r, "mean_accepted_length", &[Some(4.0), None]);
+    let r = query(&rt, &s, "SELECT * FROM restarts ORDER BY replica");
+    assert_eq!(
+        strings(&r, "restarted"),
+        [Some("false".to_owned()), Some("true".to_owned())]
+    );
+}
+
+#[test]
+fn prompt_calibration_and_chunk_gaps() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = build_artifact(tmp.path());
+    let (rt, s) = session(&dir);
+    let r = query(&rt, &s, "SELECT * FROM prompt_calibration_cells");
+    assert_eq!(ints(&r, "requests_with_usage"), [Some(3)]);
+    assert_eq!(ints(&r, "requests_without_usage"), [Some(2)]);
+    // Actual 1000, 900, 800 against 1000: largest |error| / target = 0.2.
+    assert_column(&r, "max_abs_relative_error", &[Some(0.2)]);
+    assert_column(&r, "mean_actual_tokens", &[Some(900.0)]);
+    let r = query(
+        &rt,
+        &s,
+        "SELECT chunk_gap_ms FROM chunk_gaps WHERE request_index = 0 ORDER BY seq",
+    );
+    assert_column(&r, "chunk_gap_ms", &[None, Some(10.0), Some(10.0)]);
+}
+
+#[test]
+fn runs_table_holds_run_json() {
+    let tmp = tempfile::tempdir().unwrap();
+    build_artifact(tmp.path());
+    // A campaign tree: the artifact is found beneath the root.
+    let (rt, s) = session(tmp.path());
+    let r = query(&rt, &s, "SELECT * FROM runs");
+    assert_eq!(strings(&r, "run_id"), [Some(RUN_ID.to_owned())]);
+    assert_eq!(strings(&r, "arm_config"), [Some("tp=1,dp=2".to_owned())]);
+    assert_eq!(ints(&r, "replicas"), [Some(2)]);
+    assert_eq!(strings(&r, "status"), [Some("complete".to_owned())]);
+}
+
+fn anvil(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_anvil"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+#[test]
+fn cli_sql_prints_one_csv_row_per_measured_request() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = build_artifact(tmp.path());
+    let out = anvil(&[
+        "sql",
+        "--data",
+        dir.to_str().unwrap(),
+        "SELECT run_id, request_index, ttft_ms, tpot_ms, e2e_ms, completion_tokens FROM request_metrics ORDER BY request_index",
+        "--format",
+        "csv",
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(
+        lines,
+        [
+            "run_id,request_index,ttft_ms,tpot_ms,e2e_ms,completion_tokens",
+            "run-hand-1,0,40.0,4.0,80.0,11",
+            "run-hand-1,1,25.0,7.5,55.0,5",
+            "run-hand-1,2,12.0,,24.0,",
+            "run-hand-1,3,10.0,,95.0,",
+            "run-hand-1,5,10.0,,11.0,1",
+        ]
+    );
+}
+
+#[test]
+fn cli_sql_refuses_writes_without_allow_write() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = build_artifact(tmp.path());
+    let target = tmp.path().join("copy.csv");
+    for (statement, keywords) in [
+        (format!("COPY (SELECT 1) TO '{}'", target.display()), "COPY"),
+        ("CREATE VIEW v AS SELECT 1".to_owned(), "CREATE VIEW"),
+        (
+            "CREATE EXTERNAL TABLE t STORED AS CSV LOCATION '/tmp/x.csv'".to_owned(),
+            "CREATE EXTERNAL TABLE",
+        ),
+        ("DROP VIEW cell_stats".to_owned(), "DROP VIEW"),
+        (
+            "INSERT INTO requests SELECT * FROM requests".to_owned(),
+            "INSERT INTO",
+        ),
+        ("SET datafusion.execution.batch_size = 1".to_owned(), "SET"),
+    ] {
+        let out = anvil(&["sql", "--data", dir.to_str().unwrap(), &statement]);
+        assert_eq!(out.status.code(), Some(2), "{statement}");
+        let stderr = text(&out.stderr);
+        assert!(
+            stderr.contains(&format!("refused: {keywords} writes or changes state"))
+                && stderr.contains("--allow-write"),
+            "{statement}: {stderr}"
+        );
+    }
+    assert!(!target.exists(), "COPY must not have written");
+    let out = anvil(&[
+        "sql",
+        "--data",
+        dir.to_str().unwrap(),
+        "--allow-write",
+        &format!(
+            "COPY (SELECT 1 AS one) TO '{}' STORED AS CSV",
+            target.display()
+        ),
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(target.exists());
+}
+
+#[test]
+fn cli_sql_bad_column_lists_the_available_columns() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = build_artifact(tmp.path());
+    let out = anvil(&[
+        "sql",
+        "--data",
+        dir.to_str().unwrap(),
+        "SELECT ttft FROM request_metrics",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains("hint: available columns"), "{stderr}");
+    assert!(stderr.contains("request_metrics: run_id, arm"), "{stderr}");
+    assert!(stderr.contains("ttft_ms"), "{stderr}");
+    let out = anvil(&["sql", "--data", dir.to_str().unwrap(), "SELECT * FROM nope"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("views: request_timing"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[test]
+fn cli_sql_list_shows_tables_views_and_columns() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = build_artifact(tmp.path());
+    let out = anvil(&[
+        "sql",
+        "--data",
+        dir.to_str().unwrap(),
+        "--list",
+        "--format",
+        "csv",
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    for line in [
+        "name,kind,column_name,data_type,nullable",
+        "runs,table,arm_config,Utf8,false",
+        "events,table,content_delta,Utf8,true",
+        "request_metrics,view,ttft_ms,Float64,true",
+        "cell_stats,view,p99,Float64,true",
+    ] {
+        assert!(
+            stdout.lines().any(|l| l == line),
+            "missing `{line}` in\n{stdout}"
+        );
+    }
+}
+
+#[test]
+fn cli_sql_reads_a_file_and_writes_json_to_out() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = build_artifact(tmp.path());
+    let sql = tmp.path().join("q.sql");
+    std::fs::write(
+        &sql,
+        "-- two statements\nSELECT count(*) AS n FROM requests;\nSELECT metric, n FROM cell_stats WHERE metric = 'e2e_ms';\n",
+    )
+    .unwrap();
+    let out_file = tmp.path().join("out.json");
+    let out = anvil(&[
+        "sql",
+        "--data",
+        dir.to_str().unwrap(),
+        "-f",
+        sql.to_str().unwrap(),
+        "--format",
+        "json",
+        "--out",
+        out_file.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let written = std::fs::read_to_string(&out_file).unwrap();
+    assert_eq!(written, "[{\"n\":6}]\n[{\"metric\":\"e2e_ms\",\"n\":4}]\n");
+}
+
+#[test]
+fn cli_sql_over_no_artifacts_says_so_and_missing_dir_is_bad_input() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = anvil(&[
+        "sql",
+        "--data",
+        tmp.path().to_str().unwrap(),
+        "SELECT count(*) AS n FROM events",
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("no artifact"));
+    let missing = tmp.path().join("missing");
+    let out = anvil(&["sql", "--data", missing.to_str().unwrap(), "SELECT 1"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("does not exist"));
+}
+
+/// Per-request TTFT computed by DuckDB (Python) over the same Parquet files, compared with
+/// `anvil sql`. Needs `pip install pyarrow duckdb`; fails under CI when they are missing.
+#[test]
+fn duckdb_agrees_on_ttft() {
+    let probe = Command::new("python3")
+        .args(["-c", "import pyarrow, duckdb"])
+        .output();
+    if !probe.is_ok_and(|o| o.status.success()) {
+        eprintln!(
+            "SKIPPED: duckdb_agrees_on_ttft needs Python's pyarrow and duckdb; install with pip install pyarrow duckdb"
+        );
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI is set: pyarrow and duckdb must be installed (pip install pyarrow duckdb)"
+        );
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = build_artifact(tmp.path());
+    let script = r#"
+import sys, duckdb
+d = sys.argv[1]
+rows = duckdb.sql(f"""
+SELECT r.request_index,
+       (min(e.t_ns) FILTER (WHERE e.content_delta <> '') - r.t_sent_ns) / 1e6 AS ttft_ms
+FROM '{d}/requests.parquet' r JOIN '{d}/events.parquet' e USING (run_id, request_index)
+WHERE r.kind = 'measured'
+GROUP BY r.request_index, r.t_sent_ns
+ORDER BY r.request_index
+""").fetchall()
+for i, t in rows:
+    print(f"{i},{t!r}")
+"#;
+    let duck = Command::new("python3")
+        .args(["-c", script, dir.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(duck.status.success(), "{}", text(&duck.stderr));
+    let ours = anvil(&[
+        "sql",
+        "--data",
+        dir.to_str().unwrap(),
+        "--format",
+        "csv",
+        "SELECT request_index, ttft_ms FROM request_metrics ORDER BY request_index",
+    ]);
+    assert!(ours.status.success(), "{}", text(&ours.stderr));
+    let parse = |s: &str| -> Vec<(i64, f64)> {
+        s.lines()
+            .filter(|l| !l.starts_with("request_index"))
+            .map(|l| {
+                let (i, t) = l.split_once(',').unwrap();
+                (i.parse().unwrap(), t.parse().unwrap())
+            })
+            .collect()
+    };
+    let duck = parse(&text(&duck.stdout));
+    let ours = parse(&text(&ours.stdout));
+    assert_eq!(duck.len(), 5);
+    assert_eq!(duck.len(), ours.len());
+    for ((i, a), (j, b)) in duck.iter().zip(&ours) {
+        assert_eq!(i, j);
+        assert!(
+            (a - b).abs() <= 1e-9 * a.abs().max(1.0),
+            "request {i}: duckdb {a}, anvil {b}"
+        );
+    }
+}
+
+#[test]
+fn cli_summary_prints_every_statistic_per_artifact() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = build_artifact(tmp.path());
+    let out = anvil(&["summary", "--data", dir.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    let header = stdout
+        .lines()
+        .find(|l| l.trim_start().starts_with("metric"))
+        .unwrap_or_else(|| panic!("no header in\n{stdout}"));
+    let names: Vec<&str> = header.split_whitespace().collect();
+    assert_eq!(
+        names,
+        [
+            "metric",
+            "unit",
+            "n",
+            "failed",
+            "null",
+            "mean",
+            "sd",
+            "ci95_low",
+            "ci95_high",
+            "min",
+            "p25",
+            "p50",
+            "p75",
+            "p90",
+            "p95",
+            "p99",
+            "max"
+        ]
+    );
+    // TTFT of the ok requests 40, 25, 12, 10 ms: n 4, one failed, mean 21.75, p50 12.
+    let ttft: Vec<&str> = stdout
+        .lines()
+        .find(|l| l.trim_start().starts_with("ttft_ms"))
+        .unwrap()
+        .split_whitespace()
+        .collect();
+    assert_eq!(&ttft[..6], ["ttft_ms", "ms", "4", "1", "0", "21.750"]);
+    assert_eq!(ttft[11], "12.000");
+    for metric in [
+        "effective_prefill_tps",
+        "decode_tps",
+        "tpot_ms",
+        "itl_ms",
+        "e2e_ms",
+    ] {
+        assert!(stdout.contains(metric), "{metric} missing:\n{stdout}");
+    }
+    assert!(
+        stdout.contains("aggregate output: 170.000 tok/s (17 completion tokens over 0.100 s; 4 of 5 measured requests ok)"),
+        "{stdout}"
+    );
+    let out = anvil(&[
+        "summary",
+        "--data",
+        dir.to_str().unwrap(),
+        "--format",
+        "csv",
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert_eq!(
+        stdout.lines().next().unwrap(),
+        "run_id,arm,cell_id,metric,unit,n,failed,n_null,mean,sd,ci95_low,ci95_high,min,p25,p50,p75,p90,p95,p99,max,aggregate_output_tps"
+    );
+    assert_eq!(stdout.lines().count(), 7);
+}
+
+#[test]
+fn cli_verify_agrees_on_the_hand_built_artifact() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = build_artifact(tmp.path());
+    // Given the campaign tree's root: the artifact is found beneath it.
+    let out = anvil(&["verify", "--data", tmp.path().to_str().unwrap()]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{}", text(&out.stderr));
+    for metric in [
+        "ttft_ms",
+        "effective_prefill_tps",
+        "decode_tps",
+        "tpot_ms",
+        "itl_ms",
+        "e2e_ms",
+    ] {
+        assert!(stdout.contains(&format!("request {metric}")), "{stdout}");
+        assert!(stdout.contains(&format!("cell_stats {metric}")), "{stdout}");
+    }
+    assert!(stdout.contains("SQL and polars agree"), "{stdout}");
+    assert!(dir.exists());
+}
+
+#[test]
+fn verify_reports_a_tampered_figure() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = build_artifact(tmp.path());
+    let (rt, s) = session(&dir);
+    let mut recomputed: Vec<_> = s
+        .artifacts()
+        .iter()
+        .map(|a| anvil::verify::recompute(a).unwrap())
+        .collect();
+    let clean = rt
+        .block_on(anvil::verify::compare(&s, &recomputed))
+        .unwrap();
+    assert!(clean.iter().all(|d| d.within_tolerance()), "{clean:?}");
+    // One TPOT off by 1e-6 relative, one p99 missing: both reported.
+    let tpot = &mut recomputed[0].requests[0].metrics[3];
+    *tpot = tpot.map(|v| v * (1.0 + 1e-6));
+    recomputed[0].stats.get_mut("e2e_ms").unwrap()[11] = None;
+    let found = rt
+        .block_on(anvil::verify::compare(&s, &recomputed))
+        .unwrap();
+    let failing: Vec<String> = found
+        .iter()
+        .filter(|d| !d.within_tolerance())
+        .map(|d| d.what.clone())
+        .collect();
+    assert_eq!(
+        failing,
+        ["request tpot_ms", "cell_stats e2e_ms"],
+        "{found:?}"
+    );
+    let tpot = found.iter().find(|d| d.what == "request tpot_ms").unwrap();
+    assert!(
+        (tpot.largest - 1e-6 / (1.0 + 1e-6)).abs() < 1e-12,
+        "{}",
+        tpot.largest
+    );
+    assert!(tpot.at.contains("request 0"), "{}", tpot.at);
+}
+
+#[test]
+fn a_campaign_tree_is_one_set_of_tables_and_canaries_cross_runs() {
+    let tmp = tempfile::tempdir().unwrap();
+    build_artifact(tmp.path());
+    // Run 2's request 0 returns run 1's request 5 canary: contamination across runs of
+    // the same campaign.
+    build_run(tmp.path(), 1, &canary(5));
+    let (rt, s) = session(tmp.path());
+    assert_eq!(s.artifacts().len(), 2);
+    let r = query(&rt, &s, "SELECT run_id, arm FROM runs ORDER BY run_id");
+    assert_eq!(
+        strings(&r, "arm"),
+        [Some("K12".to_owned()), Some("K13".to_owned())]
+    );
+    let r = query(&rt, &s, "SELECT count(*) AS n FROM requests");
+    assert_eq!(ints(&r, "n"), [Some(12)]);
+    let r = query(
+        &rt,
+        &s,
+        "SELECT run_id, request_index, foreign_canary_count, foreign_canaries \
+         FROM request_metrics WHERE foreign_canary_count > 0 ORDER BY run_id, request_index",
+    );
+    assert_eq!(
+        strings(&r, "run_id"),
+        ["run-hand-1", "run-hand-2", "run-hand-2"].map(|s| Some(s.to_owned()))
+    );
+    assert_eq!(ints(&r, "request_index"), [1, 0, 1].map(Some));
+    assert_eq!(
+        strings(&r, "foreign_canaries")[1].as_deref(),
+        Some(format!("[{}]", canary(5)).as_str())
+    );
+    // Statistics stay per artifact.
+    let r = query(
+        &rt,
+        &s,
+        "SELECT run_id, n, mean FROM cell_stats WHERE metric = 'ttft_ms' ORDER BY run_id",
+    );
+    assert_eq!(ints(&r, "n"), [Some(4), Some(4)]);
+    assert_column(&r, "mean", &[Some(21.75), Some(21.75)]);
+}
+
+#[test]
+fn the_same_run_twice_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = build_artifact(tmp.path());
+    let copy = tmp.path().join("copy");
+    std::fs::create_dir_all(&copy).unwrap();
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let entry = entry.unwrap();
+        std::fs::copy(entry.path(), copy.join(entry.file_name())).unwrap();
+    }
+    let out = anvil(&["sql", "--data", tmp.path().to_str().unwrap(), "SELECT 1"]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("run `run-hand-1` appears twice"),
+        "{stderr}"
+    );
+}
+
+/// One snapshot per view of `queries/`: every row over the hand-built artifact, all columns
+/// (times are run-relative and the data is fixed, so the output is deterministic up to
+/// the rounding below).
+#[test]
+fn every_view_matches_its_snapshot() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = build_artifact(tmp.path());
+    let (rt, s) = session(&dir);
+    for view in anvil::query::views::VIEWS {
+        let schema = rt
+            .block_on(s.query(&format!("SELECT * FROM {} LIMIT 0", view.name)))
+            .unwrap()
+            .schema;
+        let order: Vec<String> = (1..=schema.fields().len()).map(|i| i.to_string()).collect();
+        // Doubles rounded to 9 decimals: partial aggregates merge in any order, which moves
+        // the last bit of a standard deviation or mean.
+        let columns: Vec<String> = schema
+            .fields()
+            .iter()
+            .map(|f| match f.data_type() {
+                DataType::Float64 => format!("round({0}, 9) AS {0}", f.name()),
+                _ => f.name().clone(),
+            })
+            .collect();
+        let r = query(
+            &rt,
+            &s,
+            &format!(
+                "SELECT {} FROM {} ORDER BY {}",
+                columns.join(", "),
+                view.name,
+                order.join(", ")
+            ),
+        );
+        let table = arrow::util::pretty::pretty_format_batches_with_schema(r.schema, &r.batches)
+            .unwrap()
+            .to_string();
+        insta::assert_snapshot!(view.name, format!("-- queries/{}\n{table}", view.file));
+    }
+}
+
+#[test]
+fn a_run_still_recording_is_queried_from_its_part_files() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("live");
+    let mut writer = ArtifactWriter::create(&dir, run_json("run-live")).unwrap();
+    for (seq, data) in [content("a"), content("b"), "[DONE]".to_owned()]
+        .iter()
+        .enumerate()
+    {
+        let t = 10 * MS * (seq as i64 + 1);
+        writer
+            .push_event(EventRow::from_raw(0, seq as u32, t, None, data.as_bytes()))
+            .unwrap();
+    }
+    writer
+        .push_request(request(
+            0,
+            0,
+            RequestKind::Measured,
+            0,
+            Outcome::Ok,
+            0,
+            30,
+            3,
+        ))
+        .unwrap();
+    writer.flush().unwrap();
+    let (rt, s) = session(&dir);
+    let r = query(
+        &rt,
+        &s,
+        "SELECT r.status, (SELECT count(*) FROM events) AS events, m.ttft_ms \
+         FROM runs r JOIN request_metrics m ON m.run_id = r.run_id",
+    );
+    assert_eq!(strings(&r, "status"), [Some("running".to_owned())]);
+    assert_eq!(ints(&r, "events"), [Some(3)]);
+    assert_column(&r, "ttft_ms", &[Some(10.0)]);
+    drop(writer);
+}
