@@ -789,18 +789,24 @@ fn cli_sql_over_no_artifacts_says_so_and_missing_dir_is_bad_input() {
 }
 
 /// Per-request TTFT computed by DuckDB (Python) over the same Parquet files, compared with
-/// `anvil sql`. Needs `pip install pyarrow duckdb`; fails under CI when they are missing.
+/// `anvil sql`. Needs `pip install pyarrow duckdb`. Under CI it fails when they are missing,
+/// unless `.ci/run` tried to install them and recorded why it could not
+/// (`ANVIL_PYTHON_UNAVAILABLE`): then it is skipped, loudly.
 #[test]
 fn duckdb_agrees_on_ttft() {
     let probe = Command::new("python3")
         .args(["-c", "import pyarrow, duckdb"])
         .output();
     if !probe.is_ok_and(|o| o.status.success()) {
+        let why = std::env::var("ANVIL_PYTHON_UNAVAILABLE").ok();
         eprintln!(
-            "SKIPPED: duckdb_agrees_on_ttft needs Python's pyarrow and duckdb; install with pip install pyarrow duckdb"
+            "SKIPPED: duckdb_agrees_on_ttft needs Python's pyarrow and duckdb; install with pip install pyarrow duckdb{}",
+            why.as_deref()
+                .map(|w| format!(" ({w})"))
+                .unwrap_or_default()
         );
         assert!(
-            std::env::var_os("CI").is_none(),
+            std::env::var_os("CI").is_none() || why.is_some(),
             "CI is set: pyarrow and duckdb must be installed (pip install pyarrow duckdb)"
         );
         return;
