@@ -11,6 +11,8 @@ pub mod clock;
 pub mod exit;
 pub mod manifest;
 #[cfg(feature = "analysis")]
+pub mod report;
+#[cfg(feature = "analysis")]
 pub mod rules;
 pub mod sim;
 pub mod validate;
