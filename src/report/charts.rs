@@ -217,12 +217,14 @@ fn span(values: impl IntoIterator<Item = f64>, pad: f64) -> Option<(f64, f64)> {
         return None;
     }
     let width = hi - lo;
-    if !(width.is_finite() && width > 0.0) {
+    let (a, b) = if width == 0.0 {
         let half = if lo == 0.0 { 1.0 } else { lo.abs() * 0.1 };
-        return Some((lo - half, hi + half));
-    }
-    let (a, b) = (lo - width * pad, hi + width * pad);
-    (a.is_finite() && b.is_finite()).then_some((a, b))
+        (lo - half, hi + half)
+    } else {
+        (lo - width * pad, hi + width * pad)
+    };
+    // Values so extreme that the padded span overflows cannot be laid out on an axis.
+    (a.is_finite() && b.is_finite() && (b - a).is_finite() && b > a).then_some((a, b))
 }
 
 /// A positive `(low, high)` range for a log axis, one factor of `pad` beyond the data.
@@ -610,6 +612,9 @@ pub fn bars_svg(chart: &BarChart) -> String {
         })
         .fold(0.0f64, f64::max);
     let top = if top > 0.0 { top * 1.15 } else { 1.0 };
+    if !top.is_finite() {
+        return no_data_svg(&chart.title, "figures too large to draw");
+    }
     let k = bars.len() as f64;
     let note = dropped_note(dropped, "arms without a finite figure");
     draw_svg(&chart.title, (WIDTH, HEIGHT), |root| {
