@@ -241,8 +241,18 @@ fn log_span(values: impl IntoIterator<Item = f64>) -> Option<(f64, f64)> {
     (a > 0.0 && b.is_finite()).then_some((a, b))
 }
 
-/// Compact number for axis ticks and bar labels: `1.2k`, `35`, `0.42`.
+/// Compact number for axis ticks: `1.2k`, `35`, `0.42`, `2` (no trailing `.0`).
 pub fn short_number(v: f64) -> String {
+    let text = short_number_raw(v);
+    match text.split_once(".0") {
+        Some((int, suffix)) if suffix.chars().all(|c| !c.is_ascii_digit()) => {
+            format!("{int}{suffix}")
+        }
+        _ => text,
+    }
+}
+
+fn short_number_raw(v: f64) -> String {
     if !v.is_finite() {
         return "n/a".to_owned();
     }
@@ -317,7 +327,7 @@ fn footnote(root: &DrawingArea<SVGBackend<'_>, Shift>, note: &str) -> Result<(),
         return Ok(());
     }
     let (_, h) = root.dim_in_pixel();
-    let style = TextStyle::from((FONT, 12).into_font())
+    let style = TextStyle::from((FONT, 15).into_font())
         .color(&RGBColor(0x55, 0x55, 0x55))
         .pos(Pos::new(HPos::Left, VPos::Bottom));
     root.draw_text(note, &style, (8, h as i32 - 4)).map_err(err)
@@ -347,17 +357,17 @@ pub fn cdf_svg(chart: &CdfChart) -> String {
     let note = dropped_note(dropped, "non-finite values");
     draw_svg(&chart.title, (WIDTH, HEIGHT), |root| {
         let mut ctx = ChartBuilder::on(root)
-            .caption(&chart.title, (FONT, 18))
+            .caption(&chart.title, (FONT, 22))
             .margin(14)
-            .x_label_area_size(48)
-            .y_label_area_size(64)
+            .x_label_area_size(56)
+            .y_label_area_size(76)
             .build_cartesian_2d(x0..x1, 0f64..1.02f64)
             .map_err(err)?;
         ctx.configure_mesh()
             .x_desc(chart.x_label.as_str())
             .y_desc("fraction of requests ≤ x")
-            .label_style((FONT, 13))
-            .axis_desc_style((FONT, 14))
+            .label_style((FONT, 16))
+            .axis_desc_style((FONT, 17))
             .x_label_formatter(&|v| short_number(*v))
             .light_line_style(RGBColor(0xee, 0xee, 0xee))
             .draw()
@@ -381,7 +391,7 @@ pub fn cdf_svg(chart: &CdfChart) -> String {
             .position(SeriesLabelPosition::LowerRight)
             .background_style(WHITE.mix(0.9))
             .border_style(RGBColor(0x99, 0x99, 0x99))
-            .label_font((FONT, 13))
+            .label_font((FONT, 16))
             .draw()
             .map_err(err)?;
         footnote(root, &note)
@@ -398,7 +408,7 @@ fn category_labels<'a>(
     root: &DrawingArea<SVGBackend<'a>, Shift>,
     positions: &[(String, (i32, i32))],
 ) -> Result<(), String> {
-    let style = TextStyle::from((FONT, 13).into_font())
+    let style = TextStyle::from((FONT, 16).into_font())
         .color(&BLACK)
         .pos(Pos::new(HPos::Center, VPos::Top));
     for (name, (x, y)) in positions {
@@ -436,10 +446,10 @@ pub fn distribution_svg(chart: &DistributionChart) -> String {
     let note = dropped_note(dropped, "non-finite values");
     draw_svg(&chart.title, (WIDTH, HEIGHT), |root| {
         let mut ctx = ChartBuilder::on(root)
-            .caption(&chart.title, (FONT, 18))
+            .caption(&chart.title, (FONT, 22))
             .margin(14)
-            .x_label_area_size(52)
-            .y_label_area_size(64)
+            .x_label_area_size(60)
+            .y_label_area_size(76)
             .build_cartesian_2d(-0.5f64..k - 0.5, y0..y1)
             .map_err(err)?;
         ctx.configure_mesh()
@@ -447,8 +457,8 @@ pub fn distribution_svg(chart: &DistributionChart) -> String {
             .x_labels(0)
             .x_label_formatter(&|_| String::new())
             .y_desc(chart.y_label.as_str())
-            .label_style((FONT, 13))
-            .axis_desc_style((FONT, 14))
+            .label_style((FONT, 16))
+            .axis_desc_style((FONT, 17))
             .y_label_formatter(&|v| short_number(*v))
             .light_line_style(RGBColor(0xee, 0xee, 0xee))
             .draw()
@@ -475,7 +485,7 @@ pub fn distribution_svg(chart: &DistributionChart) -> String {
                 ctx.draw_series(std::iter::once(Text::new(
                     label.clone(),
                     (x + 0.31, *m),
-                    TextStyle::from((FONT, 12).into_font()).pos(Pos::new(HPos::Left, VPos::Center)),
+                    TextStyle::from((FONT, 15).into_font()).pos(Pos::new(HPos::Left, VPos::Center)),
                 )))
                 .map_err(err)?;
             }
@@ -485,7 +495,7 @@ pub fn distribution_svg(chart: &DistributionChart) -> String {
             .position(SeriesLabelPosition::UpperRight)
             .background_style(WHITE.mix(0.9))
             .border_style(RGBColor(0x99, 0x99, 0x99))
-            .label_font((FONT, 13))
+            .label_font((FONT, 16))
             .draw()
             .map_err(err)?;
         category_labels(root, &names)?;
@@ -520,9 +530,9 @@ pub fn timeline_svg(chart: &TimelineChart) -> String {
     let note = dropped_note(dropped, "requests without a finite start and end");
     draw_svg(&chart.title, (WIDTH, height), |root| {
         let mut ctx = ChartBuilder::on(root)
-            .caption(&chart.title, (FONT, 18))
+            .caption(&chart.title, (FONT, 22))
             .margin(14)
-            .x_label_area_size(48)
+            .x_label_area_size(56)
             .y_label_area_size(30)
             .build_cartesian_2d(x0..x1, 0f64..rows as f64)
             .map_err(err)?;
@@ -532,8 +542,8 @@ pub fn timeline_svg(chart: &TimelineChart) -> String {
             .y_label_formatter(&|_| String::new())
             .x_desc("time since run start (s)")
             .y_desc("requests by replica")
-            .label_style((FONT, 13))
-            .axis_desc_style((FONT, 14))
+            .label_style((FONT, 16))
+            .axis_desc_style((FONT, 17))
             .x_label_formatter(&|v| short_number(*v))
             .light_line_style(RGBColor(0xee, 0xee, 0xee))
             .draw()
@@ -559,7 +569,7 @@ pub fn timeline_svg(chart: &TimelineChart) -> String {
             ctx.draw_series(std::iter::once(Text::new(
                 format!("replica {replica}"),
                 (x0, row_y(first_row) + 0.5),
-                TextStyle::from((FONT, 12).into_font()).pos(Pos::new(HPos::Left, VPos::Top)),
+                TextStyle::from((FONT, 15).into_font()).pos(Pos::new(HPos::Left, VPos::Top)),
             )))
             .map_err(err)?;
         }
@@ -586,7 +596,7 @@ pub fn timeline_svg(chart: &TimelineChart) -> String {
             .position(SeriesLabelPosition::LowerRight)
             .background_style(WHITE.mix(0.9))
             .border_style(RGBColor(0x99, 0x99, 0x99))
-            .label_font((FONT, 13))
+            .label_font((FONT, 16))
             .draw()
             .map_err(err)?;
         footnote(root, &note)
@@ -619,10 +629,10 @@ pub fn bars_svg(chart: &BarChart) -> String {
     let note = dropped_note(dropped, "arms without a finite figure");
     draw_svg(&chart.title, (WIDTH, HEIGHT), |root| {
         let mut ctx = ChartBuilder::on(root)
-            .caption(&chart.title, (FONT, 18))
+            .caption(&chart.title, (FONT, 22))
             .margin(14)
-            .x_label_area_size(52)
-            .y_label_area_size(64)
+            .x_label_area_size(60)
+            .y_label_area_size(76)
             .build_cartesian_2d(-0.5f64..k - 0.5, 0f64..top)
             .map_err(err)?;
         ctx.configure_mesh()
@@ -630,8 +640,8 @@ pub fn bars_svg(chart: &BarChart) -> String {
             .x_labels(0)
             .x_label_formatter(&|_| String::new())
             .y_desc(chart.y_label.as_str())
-            .label_style((FONT, 13))
-            .axis_desc_style((FONT, 14))
+            .label_style((FONT, 16))
+            .axis_desc_style((FONT, 17))
             .y_label_formatter(&|v| short_number(*v))
             .light_line_style(RGBColor(0xee, 0xee, 0xee))
             .draw()
@@ -665,7 +675,7 @@ pub fn bars_svg(chart: &BarChart) -> String {
             ctx.draw_series(std::iter::once(Text::new(
                 bar.label.clone(),
                 (x, label_at),
-                TextStyle::from((FONT, 13).into_font()).pos(Pos::new(HPos::Center, VPos::Bottom)),
+                TextStyle::from((FONT, 16).into_font()).pos(Pos::new(HPos::Center, VPos::Bottom)),
             )))
             .map_err(err)?;
             names.push((bar.name.clone(), ctx.backend_coord(&(x, 0.0))));
@@ -721,7 +731,7 @@ pub fn context_svg(chart: &ContextChart) -> String {
         "requests with zero, negative or non-finite values (log scale)",
     );
     draw_svg(&chart.title, (WIDTH, HEIGHT + 20), |root| {
-        let titled = root.titled(&chart.title, (FONT, 18)).map_err(err)?;
+        let titled = root.titled(&chart.title, (FONT, 22)).map_err(err)?;
         let panels = titled.split_evenly((1, 2));
         let panel_defs: [Panel; 2] = [
             ("TTFT (ms)", tr, |p| p.ttft_ms),
@@ -730,15 +740,15 @@ pub fn context_svg(chart: &ContextChart) -> String {
         for (panel, (y_label, (y0, y1), pick)) in panels.iter().zip(panel_defs) {
             let mut ctx = ChartBuilder::on(panel)
                 .margin(12)
-                .x_label_area_size(46)
-                .y_label_area_size(60)
+                .x_label_area_size(54)
+                .y_label_area_size(72)
                 .build_cartesian_2d((xr.0..xr.1).log_scale(), (y0..y1).log_scale())
                 .map_err(err)?;
             ctx.configure_mesh()
                 .x_desc("actual prompt tokens (log)")
                 .y_desc(format!("{y_label} (log)"))
-                .label_style((FONT, 12))
-                .axis_desc_style((FONT, 13))
+                .label_style((FONT, 15))
+                .axis_desc_style((FONT, 16))
                 .x_label_formatter(&|v| short_number(*v))
                 .y_label_formatter(&|v| short_number(*v))
                 .light_line_style(RGBColor(0xee, 0xee, 0xee))
@@ -758,7 +768,7 @@ pub fn context_svg(chart: &ContextChart) -> String {
                 .position(SeriesLabelPosition::UpperLeft)
                 .background_style(WHITE.mix(0.9))
                 .border_style(RGBColor(0x99, 0x99, 0x99))
-                .label_font((FONT, 12))
+                .label_font((FONT, 15))
                 .draw()
                 .map_err(err)?;
         }
@@ -807,17 +817,17 @@ pub fn time_series_svg(chart: &TimeSeriesChart) -> String {
     let note = dropped_note(dropped, "non-finite samples");
     draw_svg(&chart.title, (WIDTH, HEIGHT), |root| {
         let mut ctx = ChartBuilder::on(root)
-            .caption(&chart.title, (FONT, 18))
+            .caption(&chart.title, (FONT, 22))
             .margin(14)
-            .x_label_area_size(48)
-            .y_label_area_size(64)
+            .x_label_area_size(56)
+            .y_label_area_size(76)
             .build_cartesian_2d(x0..x1, 0f64..y1.max(1.0))
             .map_err(err)?;
         ctx.configure_mesh()
             .x_desc("time since run start (s)")
             .y_desc(chart.y_label.as_str())
-            .label_style((FONT, 13))
-            .axis_desc_style((FONT, 14))
+            .label_style((FONT, 16))
+            .axis_desc_style((FONT, 17))
             .x_label_formatter(&|v| short_number(*v))
             .y_label_formatter(&|v| short_number(*v))
             .light_line_style(RGBColor(0xee, 0xee, 0xee))
@@ -844,7 +854,7 @@ pub fn time_series_svg(chart: &TimeSeriesChart) -> String {
             .position(SeriesLabelPosition::UpperRight)
             .background_style(WHITE.mix(0.9))
             .border_style(RGBColor(0x99, 0x99, 0x99))
-            .label_font((FONT, 13))
+            .label_font((FONT, 16))
             .draw()
             .map_err(err)?;
         footnote(root, &note)

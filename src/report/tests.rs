@@ -498,11 +498,17 @@ fn report_has_every_section_and_well_formed_charts_with_their_series() {
         last = at;
     }
     assert!(!html.contains("<script"), "the page needs no JavaScript");
-    assert!(
-        !html.contains("http://")
-            || html.matches("http://").count()
-                == html.matches("http://www.w3.org/2000/svg").count()
+    // Self-contained: no external resources; the only URL is the SVG namespace.
+    assert_eq!(
+        html.matches("http").count(),
+        html.matches("http://www.w3.org/2000/svg").count()
     );
+    assert!(!html.contains("<link") && !html.contains(" src=") && !html.contains("@import"));
+    assert_eq!(
+        html.matches("href=\"").count(),
+        html.matches("href=\"#").count()
+    );
+    assert!(html.contains("@media print"));
     let all = svgs(&html);
     // Headline: CDF, TPOT, throughput, three timelines; screen: CDF, throughput; context;
     // one server chart.
@@ -988,4 +994,16 @@ fn markdown_has_the_headline_table_verdicts_and_escapes_table_syntax() {
         let cells = line.replace("\\|", "").matches('|').count();
         assert!(cells >= 4, "{line}");
     }
+}
+
+#[test]
+fn axis_ticks_are_short() {
+    use super::charts::short_number;
+    assert_eq!(short_number(1000.0), "1k");
+    assert_eq!(short_number(1200.0), "1.2k");
+    assert_eq!(short_number(8.0), "8");
+    assert_eq!(short_number(2.5), "2.5");
+    assert_eq!(short_number(0.05), "0.05");
+    assert_eq!(short_number(35_000.0), "35k");
+    assert_eq!(short_number(f64::NAN), "n/a");
 }
