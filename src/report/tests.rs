@@ -1007,3 +1007,25 @@ fn axis_ticks_are_short() {
     assert_eq!(short_number(35_000.0), "35k");
     assert_eq!(short_number(f64::NAN), "n/a");
 }
+
+#[test]
+fn fired_stop_rules_lead_the_report_and_verdicts_name_the_request_and_canary() {
+    let mut fixture = Fixture::new("TP2", None);
+    fixture.artifacts[1].figures.canaries[12].foreign = vec!["ANV-00000000abcd".to_owned()];
+    fixture.check = check(&fixture.plan, &fixture.artifacts, &["restoration.json"]);
+    let html = render_html(&fixture.view()).unwrap();
+    let header = section(&html, "header");
+    let stops_at = header.find("Stop rules fired (1)").unwrap();
+    assert!(stops_at < header.find("<nav>").unwrap());
+    assert!(header.contains("cross-request contamination"));
+    assert!(header.contains("request 12 returned ANV-00000000abcd"));
+    assert!(header.contains("stop rule fired") && header.contains("exit code 1"));
+    let verdicts = section(&html, "verdicts");
+    assert!(
+        verdicts
+            .contains("<td class=\"num\">12</td><td>foreign canary</td><td>ANV-00000000abcd</td>")
+    );
+    let md = render_markdown(&fixture.view());
+    assert!(md.contains("## Stop rules fired"));
+    assert!(md.contains("| r-tp2 | 12 | foreign canary | ANV-00000000abcd |"));
+}
