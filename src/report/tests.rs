@@ -1029,3 +1029,67 @@ fn fired_stop_rules_lead_the_report_and_verdicts_name_the_request_and_canary() {
     assert!(md.contains("## Stop rules fired"));
     assert!(md.contains("| r-tp2 | 12 | foreign canary | ANV-00000000abcd |"));
 }
+
+/// Check that every non-void HTML element (and every SVG element) is closed in order.
+fn assert_balanced_html(html: &str) {
+    const VOID: [&str; 6] = ["meta", "br", "hr", "img", "input", "link"];
+    let mut stack: Vec<String> = Vec::new();
+    let mut rest = html;
+    while let Some(open) = rest.find('<') {
+        rest = &rest[open + 1..];
+        let Some(close) = rest.find('>') else {
+            panic!("unterminated tag");
+        };
+        let tag = &rest[..close];
+        rest = &rest[close + 1..];
+        if tag.starts_with('!') {
+            continue;
+        }
+        if let Some(name) = tag.strip_prefix('/') {
+            let top = stack.pop().unwrap_or_default();
+            assert_eq!(top, name.trim(), "</{name}> closes <{top}>");
+            continue;
+        }
+        let name: String = tag
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric())
+            .collect::<String>()
+            .to_ascii_lowercase();
+        if tag.ends_with('/') || VOID.contains(&name.as_str()) {
+            continue;
+        }
+        if name == "style" {
+            let end = rest.find("</style>").expect("unclosed style");
+            rest = &rest[end + "</style>".len()..];
+            continue;
+        }
+        stack.push(name);
+    }
+    assert!(stack.is_empty(), "unclosed: {stack:?}");
+}
+
+#[test]
+fn the_page_is_balanced_html() {
+    let fixture = Fixture::new("TP2", Some(IMG));
+    assert_balanced_html(&render_html(&fixture.view()).unwrap());
+    let plan = fixture.plan.clone();
+    let empty = check(&plan, &[], &[]);
+    let view = build(&ReportInput {
+        data_folder: "empty",
+        generated_utc: "2026-09-05T08:00:00Z",
+        tool_version: "0.1.0",
+        plan: &plan,
+        manifest: &fixture.manifest,
+        check: &empty,
+        artifacts: &[],
+        headline: None,
+        screens: &[],
+        runs: &[],
+        requests: &[],
+        queues: &[],
+        tokens_per_chunk: &[],
+        snippets: &[],
+        definitions: &[],
+    });
+    assert_balanced_html(&render_html(&view).unwrap());
+}
