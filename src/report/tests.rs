@@ -1093,3 +1093,83 @@ fn the_page_is_balanced_html() {
     });
     assert_balanced_html(&render_html(&view).unwrap());
 }
+
+#[test]
+fn charts_survive_extreme_finite_values() {
+    for values in [
+        vec![1e300, -1e300],
+        vec![1e-300, 2e-300],
+        vec![f64::MAX, f64::MIN_POSITIVE],
+        vec![1e15, 1e15 + 1.0],
+    ] {
+        let series = vec![SampleSeries {
+            name: "A".to_owned(),
+            colour: 0,
+            values: values.clone(),
+            markers: Vec::new(),
+        }];
+        let cdf = charts::cdf_svg(&CdfChart {
+            title: "x".to_owned(),
+            x_label: "x".to_owned(),
+            series: series.clone(),
+        });
+        let dist = charts::distribution_svg(&DistributionChart {
+            title: "x".to_owned(),
+            y_label: "x".to_owned(),
+            series,
+        });
+        let bars = charts::bars_svg(&BarChart {
+            title: "x".to_owned(),
+            y_label: "x".to_owned(),
+            bars: values
+                .iter()
+                .map(|v| Bar {
+                    name: "A".to_owned(),
+                    colour: 0,
+                    value: *v,
+                    interval: Some((*v, *v * 2.0)),
+                    label: String::new(),
+                })
+                .collect(),
+        });
+        let timeline = charts::timeline_svg(&TimelineChart {
+            title: "x".to_owned(),
+            colour: 0,
+            bars: vec![TimelineBar {
+                replica: 0,
+                request_index: 0,
+                start_s: values[0].min(values[1]),
+                first_token_s: Some(values[1]),
+                end_s: values[0].max(values[1]),
+            }],
+        });
+        let context = charts::context_svg(&ContextChart {
+            title: "x".to_owned(),
+            series: vec![ContextSeries {
+                name: "A".to_owned(),
+                colour: 0,
+                points: values
+                    .iter()
+                    .map(|v| ContextPoint {
+                        prompt_tokens: *v,
+                        ttft_ms: *v,
+                        effective_prefill_tps: *v,
+                    })
+                    .collect(),
+            }],
+        });
+        let queue = charts::time_series_svg(&TimeSeriesChart {
+            title: "x".to_owned(),
+            y_label: "x".to_owned(),
+            series: vec![LineSeriesData {
+                name: "A".to_owned(),
+                colour: 0,
+                points: values.iter().map(|v| (*v, *v)).collect(),
+            }],
+        });
+        for svg in [cdf, dist, bars, timeline, context, queue] {
+            assert_well_formed(&svg);
+            assert!(!svg.contains("NaN"), "{values:?}");
+        }
+    }
+}
