@@ -14,6 +14,8 @@ pub mod manifest;
 #[cfg(feature = "analysis")]
 pub mod query;
 #[cfg(feature = "analysis")]
+pub mod report;
+#[cfg(feature = "analysis")]
 pub mod rules;
 pub mod sim;
 #[cfg(feature = "analysis")]

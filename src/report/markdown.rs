@@ -1,0 +1,310 @@
+//! The report as Markdown (`anvil report --format md`): the same [`ReportView`] as the HTML
+//! page, without charts: header and promotion banner, stop rules, the headline tables,
+//! screens (labelled within-screen only), verdicts per arm, missing evidence and open gates.
+//!
+//! Every string from the view goes through [`escape`], so a `|` or a backtick in an arm
+//! name or an error body cannot break a table or open a code span, and `<` cannot start
+//! raw HTML.
+
+use std::fmt::Write;
+
+use super::view::{ComparisonView, RefusalView, ReportView};
+
+/// Escape text for a Markdown table cell or paragraph: `|`, backticks, backslashes and
+/// emphasis / link characters are backslash-escaped, `<` `>` `&` become entities, line
+/// breaks become spaces.
+pub fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '\\' | '|' | '`' | '*' | '_' | '[' | ']' | '#' => {
+                out.push('\\');
+                out.push(c);
+            }
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '&' => out.push_str("&amp;"),
+            '\r' | '\n' => out.push(' '),
+            c if c.is_control() => out.push(' '),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+fn row(out: &mut String, cells: &[&str]) {
+    out.push('|');
+    for cell in cells {
+        out.push(' ');
+        out.push_str(&escape(cell));
+        out.push_str(" |");
+    }
+    out.push('\n');
+}
+
+fn head(out: &mut String, cells: &[&str]) {
+    row(out, cells);
+    out.push('|');
+    for _ in cells {
+        out.push_str(" --- |");
+    }
+    out.push('\n');
+}
+
+fn refusal(out: &mut String, r: &RefusalView) {
+    let _ = writeln!(out, "**Refused:** {}\n", escape(&r.reason));
+    if !r.rule.is_empty() {
+        let _ = writeln!(out, "> {}\n", escape(&r.rule));
+    }
+    if !r.differences.is_empty() {
+        head(out, &["run", "field", "first artifact", "this artifact"]);
+        for d in &r.differences {
+            row(out, &[&d.run_id, &d.field, &d.first, &d.other]);
+        }
+        out.push('\n');
+    }
+}
+
+fn comparison(out: &mut String, c: &ComparisonView, throughput_title: &str) {
+    let _ = writeln!(
+        out,
+        "Scope: **{}**; baseline **{}**; fingerprint `{}`\n",
+        escape(&c.label),
+        escape(&c.baseline),
+        c.fingerprint.replace('`', "'")
+    );
+    for w in &c.warnings {
+        let _ = writeln!(out, "- **Warning:** {}", escape(w));
+    }
+    if !c.warnings.is_empty() {
+        out.push('\n');
+    }
+    for m in &c.metrics {
+        let _ = writeln!(out, "#### {} ({})\n", escape(&m.name), escape(&m.unit));
+        head(
+            out,
+            &[
+                "arm",
+                "run",
+                "n",
+                "mean",
+                "p50",
+                "p95",
+                "p99",
+                "95% CI of mean",
+            ],
+        );
+        for r in &m.rows {
+            row(
+                out,
+                &[
+                    &r.arm, &r.run_id, &r.n, &r.mean, &r.p50, &r.p95, &r.p99, &r.ci95,
+                ],
+            );
+        }
+        out.push('\n');
+        if !m.differences.is_empty() {
+            let versus = format!("arm vs {}", c.baseline);
+            head(
+                out,
+                &[&versus, "difference", "ratio", "Welch 95% CI", "paired"],
+            );
+            for d in &m.differences {
+                row(
+                    out,
+                    &[&d.arm, &d.difference, &d.ratio, &d.welch_ci, &d.paired],
+                );
+            }
+            out.push('\n');
+        }
+    }
+    let _ = writeln!(out, "#### {}\n", escape(throughput_title));
+    if c.throughput.is_empty() {
+        out.push_str("No aggregate throughput recorded.\n\n");
+    } else {
+        head(
+            out,
+            &[
+                "arm",
+                "aggregate output",
+                "basis",
+                "95% CI",
+                "ratio to baseline",
+            ],
+        );
+        for t in &c.throughput {
+            row(
+                out,
+                &[
+                    &t.arm,
+                    &t.output_tps,
+                    &t.basis,
+                    &t.ci95,
+                    &t.ratio_to_baseline,
+                ],
+            );
+        }
+        out.push('\n');
+    }
+    for o in c.output_length.iter().filter(|o| !o.comparable) {
+        let _ = writeln!(
+            out,
+            "- **Output-length warning ({}):** {}",
+            escape(&o.arm),
+            escape(&o.text)
+        );
+    }
+    out.push('\n');
+}
+
+/// The report as Markdown.
+pub fn render_markdown(view: &ReportView) -> String {
+    let mut out = String::new();
+    let h = &view.header;
+    let _ = writeln!(out, "# Campaign report: {}\n", escape(&h.campaign_id));
+    let _ = writeln!(out, "**Goal:** {}\n", escape(&h.goal));
+    let _ = writeln!(
+        out,
+        "Data folder: {} · generated {} · anvil {}\n",
+        escape(&h.data_folder),
+        escape(&h.generated_utc),
+        escape(&h.tool_version)
+    );
+    if !h.promotion_authorized {
+        out.push_str(
+            "> **PROMOTION NOT AUTHORIZED:** the run plan sets promotion_authorized to false.\n\n",
+        );
+    }
+    let _ = writeln!(
+        out,
+        "**Overall: {}** (exit code {})\n",
+        escape(&h.outcome),
+        h.exit_code
+    );
+    if h.stops.is_empty() {
+        out.push_str("No stop rule fired.\n\n");
+    } else {
+        out.push_str("## Stop rules fired\n\n");
+        for s in &h.stops {
+            let _ = writeln!(
+                out,
+                "- **{}** ({}): {}",
+                escape(&s.kind),
+                escape(&s.run_id),
+                escape(&s.reason)
+            );
+        }
+        out.push('\n');
+    }
+    for r in &h.reasons {
+        let _ = writeln!(out, "- {}", escape(r));
+    }
+    out.push('\n');
+
+    out.push_str("## Headline comparison\n\n");
+    match (&view.headline.comparison, &view.headline.refusal) {
+        (Some(c), _) => comparison(
+            &mut out,
+            c,
+            "Headline aggregate output throughput (matched headline artifacts only)",
+        ),
+        (None, Some(r)) => refusal(&mut out, r),
+        (None, None) => {
+            let _ = writeln!(out, "_{}_\n", escape(&view.headline.empty_note));
+        }
+    }
+
+    out.push_str("## Optimization screens (within-screen selection only)\n\n");
+    if view.screens.is_empty() {
+        out.push_str("_No optimization-screen comparisons recorded._\n\n");
+    }
+    for s in &view.screens {
+        let _ = writeln!(
+            out,
+            "### Screen: {} (within-screen selection only)\n",
+            escape(&s.name)
+        );
+        match (&s.comparison, &s.refusal) {
+            (Some(c), _) => comparison(
+                &mut out,
+                c,
+                "Screen aggregate output throughput (within-screen selection only)",
+            ),
+            (None, Some(r)) => refusal(&mut out, r),
+            (None, None) => {}
+        }
+    }
+
+    out.push_str("## Verdicts\n\n");
+    if view.verdicts.arms.is_empty() {
+        out.push_str("_No arm has recorded artifacts: no verdicts._\n\n");
+    }
+    for a in &view.verdicts.arms {
+        let _ = writeln!(out, "### {}\n", escape(&a.arm));
+        head(&mut out, &["advance rule", "verdict", "evidence"]);
+        for r in &a.rules {
+            row(&mut out, &[&r.rule, &r.verdict, &r.reason]);
+        }
+        out.push('\n');
+        if !a.evidence.is_empty() {
+            head(&mut out, &["run", "request", "finding", "detail"]);
+            for e in &a.evidence {
+                row(&mut out, &[&e.run_id, &e.request, &e.what, &e.detail]);
+            }
+            out.push('\n');
+        }
+    }
+
+    out.push_str("## Missing evidence\n\n");
+    let mut missing = 0;
+    for s in &view.plan.stages {
+        for a in s.arms.iter().filter(|a| !a.found) {
+            missing += 1;
+            let _ = writeln!(
+                out,
+                "- stage {} {}: {} ({})",
+                escape(&s.order),
+                escape(&s.stage),
+                escape(&a.arm),
+                escape(&a.evidence)
+            );
+        }
+        for c in s.claims.iter().filter(|c| c.verdict_class == "missing") {
+            missing += 1;
+            let _ = writeln!(
+                out,
+                "- stage {} {}: {} claim \"{}\": {}",
+                escape(&s.order),
+                escape(&s.stage),
+                escape(&c.side),
+                escape(&c.clause),
+                escape(&c.reason)
+            );
+        }
+    }
+    for a in &view.verdicts.arms {
+        for r in a.rules.iter().filter(|r| r.verdict_class == "missing") {
+            missing += 1;
+            let _ = writeln!(
+                out,
+                "- {}: \"{}\" not run: {}",
+                escape(&a.arm),
+                escape(&r.rule),
+                escape(&r.reason)
+            );
+        }
+    }
+    if missing == 0 {
+        out.push_str("None.\n");
+    }
+    out.push('\n');
+
+    out.push_str("## Open gates\n\n");
+    if view.open_gates.is_empty() {
+        out.push_str("_The run plan lists no open gates._\n");
+    }
+    for g in &view.open_gates {
+        let _ = writeln!(out, "- {}", escape(g));
+    }
+    out
+}

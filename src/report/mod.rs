@@ -1,0 +1,139 @@
+//! The campaign report's pure renderers: a [`ReportView`] goes in, an HTML page or a
+//! Markdown document comes out.
+//!
+//! [`view`] turns the rules' results, the plan, the manifest and the query layer's figures
+//! into plain structs of formatted strings and chart data; [`charts`] draws chart data as
+//! SVG; [`render_html`] lays the view out with the tera templates in `templates/`
+//! (embedded, autoescape on, so every string from an artifact is escaped and only our own
+//! SVG is inserted raw); [`render_markdown`] writes the same view as Markdown. Nothing here
+//! reads files, computes a figure or touches the network.
+
+pub mod charts;
+pub mod markdown;
+pub mod view;
+
+use serde::Serialize;
+
+pub use markdown::render_markdown;
+pub use view::{ReportInput, ReportView, build};
+
+use view::{ComparisonView, ScreenView, ServerRunView};
+
+const REPORT_TEMPLATE: &str = include_str!("../../templates/report.html.tera");
+const COMPARISON_TEMPLATE: &str = include_str!("../../templates/comparison.html.tera");
+
+/// Why the HTML report could not be rendered (a template defect, never bad data).
+#[derive(Debug, thiserror::Error)]
+pub enum ReportError {
+    #[error("report template `{template}` failed: {message}")]
+    Template { template: String, message: String },
+}
+
+impl ReportError {
+    fn template(template: &str, error: &tera::Error) -> Self {
+        // tera's Display shows only the outer error; the cause is in its source chain.
+        let mut message = error.to_string();
+        let mut source = std::error::Error::source(error);
+        while let Some(cause) = source {
+            message.push_str(": ");
+            message.push_str(&cause.to_string());
+            source = cause.source();
+        }
+        ReportError::Template {
+            template: template.to_owned(),
+            message,
+        }
+    }
+}
+
+/// A comparison's charts as SVG.
+#[derive(Debug, Serialize)]
+struct ComparisonSvg {
+    ttft_cdf: String,
+    tpot: String,
+    timelines: Vec<String>,
+    throughput: String,
+}
+
+impl ComparisonSvg {
+    fn draw(c: &ComparisonView) -> Self {
+        Self {
+            ttft_cdf: charts::cdf_svg(&c.charts.ttft_cdf),
+            tpot: charts::distribution_svg(&c.charts.tpot),
+            timelines: c
+                .charts
+                .timelines
+                .iter()
+                .map(charts::timeline_svg)
+                .collect(),
+            throughput: charts::bars_svg(&c.charts.throughput),
+        }
+    }
+}
+
+#[derive(Debug, Serialize)]
+struct ScreenPage<'a> {
+    view: &'a ScreenView,
+    svg: Option<ComparisonSvg>,
+}
+
+#[derive(Debug, Serialize)]
+struct ServerPage<'a> {
+    run: &'a ServerRunView,
+    svg: String,
+}
+
+/// The template's context: the view and the charts drawn from it.
+#[derive(Debug, Serialize)]
+struct Page<'a> {
+    view: &'a ReportView,
+    headline_svg: Option<ComparisonSvg>,
+    screens: Vec<ScreenPage<'a>>,
+    context_svg: String,
+    server: Vec<ServerPage<'a>>,
+}
+
+/// The report as one self-contained HTML page.
+pub fn render_html(view: &ReportView) -> Result<String, ReportError> {
+    let page = Page {
+        view,
+        headline_svg: view.headline.comparison.as_ref().map(ComparisonSvg::draw),
+        screens: view
+            .screens
+            .iter()
+            .map(|screen| ScreenPage {
+                view: screen,
+                svg: screen.comparison.as_ref().map(|c| ComparisonSvg {
+                    // Screens show their own CDF and throughput only; no timelines.
+                    ttft_cdf: charts::cdf_svg(&c.charts.ttft_cdf),
+                    tpot: String::new(),
+                    timelines: Vec::new(),
+                    throughput: charts::bars_svg(&c.charts.throughput),
+                }),
+            })
+            .collect(),
+        context_svg: charts::context_svg(&view.context_curve.chart),
+        server: view
+            .server
+            .iter()
+            .map(|run| ServerPage {
+                run,
+                svg: charts::time_series_svg(&run.chart),
+            })
+            .collect(),
+    };
+    let mut tera = tera::Tera::default();
+    tera.autoescape_on(vec![".html"]);
+    tera.add_raw_templates(vec![
+        ("comparison.html", COMPARISON_TEMPLATE),
+        ("report.html", REPORT_TEMPLATE),
+    ])
+    .map_err(|e| ReportError::template("report.html", &e))?;
+    let context = tera::Context::from_serialize(&page)
+        .map_err(|e| ReportError::template("report.html", &e))?;
+    tera.render("report.html", &context)
+        .map_err(|e| ReportError::template("report.html", &e))
+}
+
+#[cfg(test)]
+mod tests;

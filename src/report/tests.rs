@@ -1,0 +1,1175 @@
+//! Tests of the report renderers over hand-made rules results: every section present, SVG
+//! well-formed and carrying its series, hostile strings escaped everywhere, headline
+//! throughput kept apart from screens, charts that survive empty and hostile data, and the
+//! Markdown output.
+
+use std::collections::BTreeMap;
+
+use quick_xml::Reader;
+use quick_xml::events::Event;
+
+use crate::artifact::run::{Api, ArmConfig, Outcome, Status, Workload};
+use crate::manifest::{RunPlan, WorkloadManifest};
+use crate::rules::headline::Scope;
+use crate::rules::{
+    Artifact, ArtifactFacts, ArtifactFigures, CanaryResult, CheckReport, Comparison,
+    FunctionalResult, MetricId, ReplicaThroughput, RequestCounts, ServerError, SpecDecode, Stats,
+    check, compare, match_artifacts,
+};
+
+use super::charts::{
+    self, Bar, BarChart, CdfChart, ContextChart, ContextPoint, ContextSeries, DistributionChart,
+    LineSeriesData, SampleSeries, TimeSeriesChart, TimelineBar, TimelineChart,
+};
+use super::view::{
+    OutputSnippet, QueueSample, ReportInput, RequestTiming, RunInfo, RunQueue, ScreenResult,
+    TokensPerChunk, build,
+};
+use super::{ReportView, render_html, render_markdown};
+
+const SECTION_IDS: [&str; 12] = [
+    "header",
+    "plan",
+    "headline",
+    "context-curve",
+    "screens",
+    "controls",
+    "topology",
+    "spec-decode",
+    "server",
+    "verdicts",
+    "open-gates",
+    "appendix",
+];
+
+const SCRIPT: &str = "<script>alert(1)</script>";
+const IMG: &str = "\"><img src=x onerror=alert(1)>";
+const QUOTE: &str = "x' onmouseover='alert(1)";
+
+fn plan() -> RunPlan {
+    RunPlan::load(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/sample-data/run-plan.json"
+    ))
+    .unwrap()
+}
+
+fn manifest() -> WorkloadManifest {
+    WorkloadManifest::load(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/sample-data/workload-manifest.json"
+    ))
+    .unwrap()
+}
+
+fn headline_workload() -> Workload {
+    Workload {
+        class: "headline-sustained-output".to_owned(),
+        prompt_tokens_target: 4096,
+        concurrency_per_replica: 8,
+        total_requests: 100,
+        response_words: Some(256),
+        max_tokens: 512,
+        prompt_cache_mode: "unique".to_owned(),
+        canaries: true,
+        seed: 38027,
+        thinking: "disabled".to_owned(),
+        api: Api::Chat,
+        off_manifest: false,
+    }
+}
+
+fn stats(mean: f64, sd: f64) -> Stats {
+    Stats {
+        n: 100,
+        mean: Some(mean),
+        sd: Some(sd),
+        ci95_low: Some(mean - sd / 5.0),
+        ci95_high: Some(mean + sd / 5.0),
+        min: Some(mean - 2.0 * sd),
+        p25: Some(mean - sd),
+        p50: Some(mean),
+        p75: Some(mean + sd),
+        p90: Some(mean + 1.5 * sd),
+        p95: Some(mean + 1.8 * sd),
+        p99: Some(mean + 2.0 * sd),
+        max: Some(mean + 2.0 * sd),
+    }
+}
+
+/// A complete artifact whose every rule passes, on `workload`.
+fn artifact(
+    run_id: &str,
+    arm: &str,
+    stage: &str,
+    config: &[(&str, &str)],
+    workload: Workload,
+    tps: f64,
+) -> Artifact {
+    let fingerprint = workload.fingerprint();
+    let n = workload.total_requests;
+    let canaries = workload.canaries;
+    let facts = ArtifactFacts {
+        run_id: run_id.to_owned(),
+        campaign_id: "2026-09-04-qwen38-27b-pro6000-possibility".to_owned(),
+        arm: arm.to_owned(),
+        stage: stage.to_owned(),
+        config: config.iter().copied().collect::<ArmConfig>(),
+        runtime: "sglang 0.6.1".to_owned(),
+        workload,
+        fingerprint,
+        status: Status::Complete,
+        replica_count: 1,
+    };
+    let scale = tps / 1000.0;
+    let metrics: BTreeMap<MetricId, Stats> = [
+        (MetricId::TtftMs, stats(400.0 / scale, 40.0)),
+        (
+            MetricId::EffectivePrefillTps,
+            stats(10_000.0 * scale, 500.0),
+        ),
+        (MetricId::DecodeTps, stats(60.0 * scale, 5.0)),
+        (MetricId::TpotMs, stats(16.0 / scale, 1.5)),
+        (MetricId::ItlMs, stats(16.0 / scale, 1.5)),
+        (MetricId::E2eMs, stats(6000.0 / scale, 300.0)),
+    ]
+    .into_iter()
+    .collect();
+    let figures = ArtifactFigures {
+        metrics,
+        per_request: BTreeMap::new(),
+        aggregate_output_tps: Some(tps),
+        aggregate_output_tps_per_replica: vec![ReplicaThroughput {
+            replica: 0,
+            output_tps: tps,
+        }],
+        completion_tokens_p50: Some(340.0),
+        finish_reasons: [("stop".to_owned(), n)].into_iter().collect(),
+        requests: RequestCounts {
+            measured: n,
+            ok: n,
+            failed: BTreeMap::new(),
+        },
+        canaries: if canaries {
+            (0..n as i64)
+                .map(|request_index| CanaryResult {
+                    request_index,
+                    own_present: true,
+                    ..CanaryResult::default()
+                })
+                .collect()
+        } else {
+            Vec::new()
+        },
+        restarts: Vec::new(),
+        server_errors: Vec::new(),
+        spec_decode: Vec::new(),
+        functional: ["structured_json", "tools", "responses"]
+            .into_iter()
+            .map(|check| FunctionalResult {
+                check: check.to_owned(),
+                request_index: None,
+                passed: true,
+                reason: None,
+            })
+            .collect(),
+    };
+    Artifact { facts, figures }
+}
+
+/// Per-request timings of a run: `n` requests over `replicas`, TTFT and TPOT around the
+/// given means.
+fn timings(run_id: &str, n: i64, replicas: u32, ttft_ms: f64, tpot_ms: f64) -> Vec<RequestTiming> {
+    (0..n)
+        .map(|i| {
+            let wave = (i / 8) as f64;
+            let start = wave * 6.0 + (i % 8) as f64 * 0.01;
+            let ttft = ttft_ms * (1.0 + 0.3 * ((i * 7 % 11) as f64 / 11.0));
+            let tpot = tpot_ms * (1.0 + 0.2 * ((i * 5 % 13) as f64 / 13.0));
+            let first = start + ttft / 1000.0;
+            RequestTiming {
+                run_id: run_id.to_owned(),
+                replica: (i as u32) % replicas,
+                request_index: i,
+                start_s: start,
+                first_token_s: Some(first),
+                end_s: first + 339.0 * tpot / 1000.0,
+                ttft_ms: Some(ttft),
+                tpot_ms: Some(tpot),
+                prompt_tokens: Some(4096.0),
+                effective_prefill_tps: Some(4096.0 / (ttft / 1000.0)),
+            }
+        })
+        .collect()
+}
+
+/// Everything a report is built from, owned.
+struct Fixture {
+    plan: RunPlan,
+    manifest: WorkloadManifest,
+    artifacts: Vec<Artifact>,
+    check: CheckReport,
+    headline: Comparison,
+    screens: Vec<ScreenResult>,
+    runs: Vec<RunInfo>,
+    requests: Vec<RequestTiming>,
+    queues: Vec<RunQueue>,
+    chunks: Vec<TokensPerChunk>,
+    snippets: Vec<OutputSnippet>,
+    definitions: Vec<(String, String)>,
+}
+
+impl Fixture {
+    /// Headline topology arms TP1/TP2/DP2, an SGLang screen K4/K12 with its own (much
+    /// higher, natural-completion) throughput, a context-curve run, scrapes and spec-decode
+    /// figures. `tp2_name` and `payload` let a test inject hostile strings.
+    fn new(tp2_name: &str, payload: Option<&str>) -> Self {
+        let plan = plan();
+        let manifest = manifest();
+        let stage = "matched topology";
+        let tp1 = artifact(
+            "r-tp1",
+            "TP1",
+            stage,
+            &[("topology", "TP1")],
+            headline_workload(),
+            1000.0,
+        );
+        let mut tp2 = artifact(
+            "r-tp2",
+            tp2_name,
+            stage,
+            &[("topology", "TP2")],
+            headline_workload(),
+            1500.0,
+        );
+        let mut dp2 = artifact(
+            "r-dp2",
+            "two independent TP1 replicas",
+            stage,
+            &[("topology", "DP2")],
+            headline_workload(),
+            1900.0,
+        );
+        dp2.facts.replica_count = 2;
+        dp2.figures.aggregate_output_tps_per_replica = vec![
+            ReplicaThroughput {
+                replica: 0,
+                output_tps: 950.0,
+            },
+            ReplicaThroughput {
+                replica: 1,
+                output_tps: 950.0,
+            },
+        ];
+        let screen_workload = Workload {
+            class: "optimization-screen".to_owned(),
+            concurrency_per_replica: 4,
+            total_requests: 8,
+            response_words: None,
+            canaries: false,
+            ..headline_workload()
+        };
+        let opt = "SGLang optimization";
+        let k4 = artifact(
+            "r-k4",
+            "K4",
+            opt,
+            &[("spec_k", "4"), ("chunk", "2048")],
+            screen_workload.clone(),
+            7777.0,
+        );
+        let mut k12 = artifact(
+            "r-k12",
+            "K12",
+            opt,
+            &[("spec_k", "12"), ("chunk", "1024")],
+            screen_workload,
+            8888.0,
+        );
+        k12.figures.spec_decode = vec![SpecDecode {
+            replica: 0,
+            acceptance_rate: Some(0.734),
+            mean_accepted_length: Some(3.42),
+        }];
+        let curve_workload = Workload {
+            class: "context-curve".to_owned(),
+            prompt_tokens_target: 32768,
+            concurrency_per_replica: 1,
+            total_requests: 4,
+            response_words: None,
+            canaries: false,
+            ..headline_workload()
+        };
+        let curve = artifact(
+            "r-ctx",
+            "K12",
+            "context curve",
+            &[("spec_k", "12")],
+            curve_workload,
+            90.0,
+        );
+
+        if let Some(payload) = payload {
+            tp2.facts.config = [("topology", "TP2"), ("note", payload)]
+                .into_iter()
+                .collect();
+            tp2.figures.server_errors = vec![ServerError {
+                request_index: 7,
+                outcome: Outcome::HttpError,
+                body: format!("HTTP 500: {payload}"),
+            }];
+            tp2.figures.requests.ok -= 1;
+            tp2.figures.requests.failed.insert(Outcome::HttpError, 1);
+            tp2.figures.functional[0].passed = false;
+            tp2.figures.functional[0].request_index = Some(3);
+            tp2.figures.functional[0].reason = Some(format!("invalid JSON: {payload}"));
+        }
+
+        let artifacts = vec![tp1, tp2, dp2, k4, k12, curve];
+        let headline = compare(
+            &match_artifacts(&artifacts[0..3]).unwrap(),
+            "TP1",
+            Scope::Headline,
+        )
+        .unwrap();
+        let screen = compare(
+            &match_artifacts(&artifacts[3..5]).unwrap(),
+            "K4",
+            Scope::WithinScreen,
+        )
+        .unwrap();
+        let check = check(&plan, &artifacts, &["restoration.json"]);
+
+        let mut requests = timings("r-tp1", 100, 1, 400.0, 16.0);
+        requests.extend(timings("r-tp2", 100, 1, 270.0, 11.0));
+        requests.extend(timings("r-dp2", 100, 2, 380.0, 15.0));
+        requests.extend(timings("r-k4", 8, 1, 300.0, 9.0));
+        requests.extend(timings("r-k12", 8, 1, 280.0, 8.0));
+        requests.extend((0..4).map(|i| {
+            let prompt = [32768.0, 81920.0, 131072.0, 253952.0][i as usize];
+            let ttft = prompt / 8.0;
+            RequestTiming {
+                run_id: "r-ctx".to_owned(),
+                replica: 0,
+                request_index: i,
+                start_s: i as f64 * 60.0,
+                first_token_s: Some(i as f64 * 60.0 + ttft / 1000.0),
+                end_s: i as f64 * 60.0 + ttft / 1000.0 + 5.0,
+                ttft_ms: Some(ttft),
+                tpot_ms: Some(12.0),
+                prompt_tokens: Some(prompt),
+                effective_prefill_tps: Some(prompt / (ttft / 1000.0)),
+            }
+        }));
+        let queues = vec![RunQueue {
+            run_id: "r-dp2".to_owned(),
+            samples: (0..40)
+                .flat_map(|t| {
+                    (0..2).map(move |replica| QueueSample {
+                        replica,
+                        t_s: t as f64,
+                        waiting: ((t * 3 + replica as i32) % 5) as f64,
+                        running: 8.0 - (t % 3) as f64,
+                    })
+                })
+                .collect(),
+        }];
+        let snippet_text = payload.map_or_else(
+            || "reply carried ANV-00000000abcd".to_owned(),
+            |p| format!("model said {p}"),
+        );
+        Fixture {
+            runs: artifacts
+                .iter()
+                .map(|a| RunInfo {
+                    run_id: a.facts.run_id.clone(),
+                    started_utc: "2026-09-04T10:00:00Z".to_owned(),
+                    ended_utc: Some("2026-09-04T10:20:00Z".to_owned()),
+                    servers: vec!["replica 0: sglang 0.6.1".to_owned()],
+                })
+                .collect(),
+            snippets: vec![OutputSnippet {
+                run_id: "r-tp2".to_owned(),
+                request_index: 12,
+                text: snippet_text,
+            }],
+            chunks: vec![TokensPerChunk {
+                run_id: "r-k12".to_owned(),
+                replica: 0,
+                tokens_per_chunk: 3.1,
+            }],
+            definitions: manifest
+                .timing_definitions
+                .iter()
+                .map(|(name, text)| (name.to_owned(), text.to_owned()))
+                .collect(),
+            screens: vec![ScreenResult {
+                name: opt.to_owned(),
+                result: Ok(screen),
+            }],
+            plan,
+            manifest,
+            artifacts,
+            check,
+            headline,
+            requests,
+            queues,
+        }
+    }
+
+    fn view(&self) -> ReportView {
+        build(&ReportInput {
+            data_folder: "sample-data/campaign",
+            generated_utc: "2026-09-05T08:00:00Z",
+            tool_version: "0.1.0",
+            plan: &self.plan,
+            manifest: &self.manifest,
+            check: &self.check,
+            artifacts: &self.artifacts,
+            headline: Some(Ok(&self.headline)),
+            screens: &self.screens,
+            runs: &self.runs,
+            requests: &self.requests,
+            queues: &self.queues,
+            tokens_per_chunk: &self.chunks,
+            snippets: &self.snippets,
+            definitions: &self.definitions,
+        })
+    }
+}
+
+/// The text between `<section id="{id}"` and the next `</section>`.
+fn section<'a>(html: &'a str, id: &str) -> &'a str {
+    let start = html
+        .find(&format!("<section id=\"{id}\""))
+        .unwrap_or_else(|| panic!("section {id} missing"));
+    let end = html[start..]
+        .find("</section>")
+        .map_or(html.len(), |e| start + e);
+    &html[start..end]
+}
+
+/// Every `<svg …>…</svg>` in a page.
+fn svgs(html: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut rest = html;
+    while let Some(start) = rest.find("<svg") {
+        let end = rest[start..].find("</svg>").map(|e| start + e + 6).unwrap();
+        out.push(&rest[start..end]);
+        rest = &rest[end..];
+    }
+    out
+}
+
+/// Parse an SVG as XML: tags balanced, names matched, entities valid.
+fn assert_well_formed(svg: &str) {
+    let mut reader = Reader::from_str(svg);
+    let mut depth: i64 = 0;
+    loop {
+        match reader.read_event() {
+            Ok(Event::Start(_)) => depth += 1,
+            Ok(Event::End(_)) => {
+                depth -= 1;
+                assert!(depth >= 0, "unbalanced end tag in {svg}");
+            }
+            Ok(Event::Text(text)) => {
+                text.decode().unwrap();
+            }
+            Ok(Event::Eof) => break,
+            Ok(_) => {}
+            Err(error) => panic!("SVG is not well-formed XML: {error}\n{svg}"),
+        }
+    }
+    assert_eq!(depth, 0, "unclosed tags in {svg}");
+}
+
+#[test]
+fn report_has_every_section_and_well_formed_charts_with_their_series() {
+    let fixture = Fixture::new("TP2", None);
+    let view = fixture.view();
+    let html = render_html(&view).unwrap();
+    let mut last = 0;
+    for id in SECTION_IDS {
+        let at = html
+            .find(&format!("<section id=\"{id}\""))
+            .unwrap_or_else(|| panic!("section {id} missing"));
+        assert!(at > last || id == "header", "section {id} out of order");
+        last = at;
+    }
+    assert!(!html.contains("<script"), "the page needs no JavaScript");
+    // Self-contained: no external resources; the only URL is the SVG namespace.
+    assert_eq!(
+        html.matches("http").count(),
+        html.matches("http://www.w3.org/2000/svg").count()
+    );
+    assert!(!html.contains("<link") && !html.contains(" src=") && !html.contains("@import"));
+    assert_eq!(
+        html.matches("href=\"").count(),
+        html.matches("href=\"#").count()
+    );
+    assert!(html.contains("@media print"));
+    let all = svgs(&html);
+    // Headline: CDF, TPOT, throughput, three timelines; screen: CDF, throughput; context;
+    // one server chart.
+    assert_eq!(all.len(), 6 + 2 + 1 + 1, "{}", all.len());
+    for svg in &all {
+        assert_well_formed(svg);
+        assert!(!svg.contains("NaN") && !svg.contains("inf"), "{svg}");
+    }
+
+    let headline = section(&html, "headline");
+    let headline_svgs = svgs(headline);
+    let cdf = headline_svgs
+        .iter()
+        .find(|s| s.contains("TTFT, cumulative"))
+        .unwrap();
+    for arm in [
+        "TP1 (n = 100)",
+        "TP2 (n = 100)",
+        "two independent TP1 replicas (n = 100)",
+    ] {
+        assert!(cdf.contains(arm), "CDF lacks {arm}");
+    }
+    assert!(cdf.contains("<polyline"), "CDF has no lines");
+    let tpot = headline_svgs
+        .iter()
+        .find(|s| s.contains("TPOT per request"))
+        .unwrap();
+    assert!(tpot.contains("TP2 (n = 100)") && tpot.matches("<circle").count() >= 300);
+    let bars = headline_svgs
+        .iter()
+        .find(|s| s.contains("Aggregate output throughput"))
+        .unwrap();
+    for label in ["1,000 tok/s", "1,500 tok/s", "1,900 tok/s"] {
+        assert!(bars.contains(label), "throughput chart lacks {label}");
+    }
+    let dp2 = headline_svgs
+        .iter()
+        .find(|s| s.contains("run r-dp2"))
+        .unwrap();
+    assert!(dp2.contains("replica 0") && dp2.contains("replica 1") && dp2.contains("first token"));
+    assert!(dp2.matches("<rect").count() >= 100, "one bar per request");
+
+    let context = svgs(section(&html, "context-curve"));
+    assert!(context[0].contains("K12") && context[0].contains("actual prompt tokens (log)"));
+    assert_eq!(
+        context[0].matches("<circle").count(),
+        2 * 4 + 2,
+        "4 points per panel + legends"
+    );
+    let server = svgs(section(&html, "server"));
+    assert!(server[0].contains("replica 1: waiting") && server[0].contains("replica 0: running"));
+
+    assert!(section(&html, "spec-decode").contains("73.4%"));
+    assert!(section(&html, "spec-decode").contains("3.42 tok"));
+    assert!(section(&html, "topology").contains("DP2"));
+    assert!(section(&html, "open-gates").contains("native-Linux TP2 control"));
+    assert!(
+        section(&html, "appendix")
+            .contains("request start through first non-empty streamed content delta")
+    );
+    assert!(section(&html, "header").contains("PROMOTION NOT AUTHORIZED"));
+    let plan = section(&html, "plan");
+    assert!(plan.contains("Inferact target-only: <span class=\"missing\">missing</span>"));
+    assert!(plan.contains("found (r-tp1)"));
+}
+
+#[test]
+fn hostile_strings_are_escaped_in_html_and_charts() {
+    for payload in [SCRIPT, IMG, QUOTE] {
+        let fixture = Fixture::new(&format!("TP2 {payload}"), Some(payload));
+        let view = fixture.view();
+        let html = render_html(&view).unwrap();
+        assert!(!html.contains("<script"), "raw script for {payload}");
+        assert!(!html.contains("<img"), "raw img for {payload}");
+        assert!(!html.contains("onmouseover='"), "raw quote for {payload}");
+        // Any onerror= is inside escaped text: directly after the escaped `<img src=x `.
+        for (at, _) in html.match_indices("onerror=") {
+            let before = &html[..at];
+            assert!(
+                before.ends_with("&lt;img src=x ") || before.ends_with("&lt;img src=x&#x20;"),
+                "onerror= outside escaped text: …{}",
+                &html[at.saturating_sub(60)..at + 20]
+            );
+        }
+        // The payload reached the page (escaped) in every place it was put.
+        let escaped_tera = tera_escape(payload);
+        let verdicts = section(&html, "verdicts");
+        assert!(
+            verdicts.contains(&format!("HTTP 500: {escaped_tera}")),
+            "error body"
+        );
+        assert!(
+            verdicts.contains(&format!("model said {escaped_tera}")),
+            "model output"
+        );
+        assert!(
+            verdicts.contains(&format!("invalid JSON: {escaped_tera}")),
+            "functional reason"
+        );
+        assert!(
+            section(&html, "appendix").contains(&format!("note={escaped_tera}")),
+            "config"
+        );
+        assert!(
+            section(&html, "headline").contains(&format!("TP2 {escaped_tera}")),
+            "arm"
+        );
+        // In chart SVG the arm name is XML-escaped in legends and titles.
+        let escaped_xml = charts::escape_xml(payload);
+        let headline_svgs = svgs(section(&html, "headline"));
+        let cdf = headline_svgs
+            .iter()
+            .find(|s| s.contains("TTFT, cumulative"))
+            .unwrap();
+        assert!(
+            cdf.contains(&format!("TP2 {escaped_xml} (n = 100)")),
+            "legend: {cdf}"
+        );
+        for svg in svgs(&html) {
+            assert_well_formed(svg);
+        }
+        // Markdown: no raw HTML, no table broken by the payload.
+        let md = render_markdown(&view);
+        assert!(!md.contains("<script") && !md.contains("<img"), "{md}");
+    }
+}
+
+/// What tera's `escape_html` makes of a string.
+fn tera_escape(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+        .replace('\'', "&#x27;")
+        .replace('/', "&#x2F;")
+}
+
+#[test]
+fn chart_functions_escape_data_text() {
+    let chart = BarChart {
+        title: format!("title {SCRIPT}"),
+        y_label: "tok/s".to_owned(),
+        bars: vec![Bar {
+            name: IMG.to_owned(),
+            colour: 0,
+            value: 10.0,
+            interval: None,
+            label: QUOTE.to_owned(),
+        }],
+    };
+    let svg = charts::bars_svg(&chart);
+    assert_well_formed(&svg);
+    assert!(!svg.contains("<script") && !svg.contains("<img") && !svg.contains("x' on"));
+    assert!(svg.contains("&lt;script&gt;alert(1)&lt;/script&gt;"));
+    assert!(svg.contains("&quot;&gt;&lt;img src=x onerror=alert(1)&gt;"));
+    let none = charts::no_data_svg(SCRIPT, IMG);
+    assert_well_formed(&none);
+    assert!(!none.contains("<script") && !none.contains("<img"));
+}
+
+#[test]
+fn headline_throughput_never_shares_a_table_or_chart_with_screens() {
+    let fixture = Fixture::new("TP2", None);
+    let view = fixture.view();
+    let headline = view.headline.comparison.as_ref().unwrap();
+    let arms = |names: Vec<&str>| names.iter().any(|n| *n == "K4" || *n == "K12");
+    assert!(!arms(
+        headline.throughput.iter().map(|t| t.arm.as_str()).collect()
+    ));
+    assert!(!arms(
+        headline
+            .charts
+            .throughput
+            .bars
+            .iter()
+            .map(|b| b.name.as_str())
+            .collect()
+    ));
+    assert!(!arms(
+        headline
+            .charts
+            .ttft_cdf
+            .series
+            .iter()
+            .map(|s| s.name.as_str())
+            .collect()
+    ));
+    // The screens' requests are in the input but not in the headline's charts.
+    let headline_values: usize = headline
+        .charts
+        .ttft_cdf
+        .series
+        .iter()
+        .map(|s| s.values.len())
+        .sum();
+    assert_eq!(headline_values, 300);
+
+    let html = render_html(&view).unwrap();
+    let head = section(&html, "headline");
+    for screen_figure in ["K4", "K12", "7,777", "8,888", "7.8k", "8.9k"] {
+        assert!(
+            !head.contains(screen_figure),
+            "headline section shows {screen_figure}"
+        );
+    }
+    let screens = section(&html, "screens");
+    assert!(screens.contains("within-screen selection only"));
+    assert!(screens.contains("7,777 tok/s") && screens.contains("8,888 tok/s"));
+    for headline_figure in ["1,000 tok/s", "1,500 tok/s", "1,900 tok/s", "r-tp1"] {
+        assert!(
+            !screens.contains(headline_figure),
+            "screens section shows {headline_figure}"
+        );
+    }
+    // Screens come after the headline and the context curve, in their own section.
+    assert!(html.find("id=\"screens\"") > html.find("id=\"headline\""));
+}
+
+#[test]
+fn sections_without_evidence_say_so() {
+    let fixture = Fixture::new("TP2", None);
+    let plan = fixture.plan.clone();
+    let check = check(&plan, &[], &[]);
+    let view = build(&ReportInput {
+        data_folder: "empty",
+        generated_utc: "2026-09-05T08:00:00Z",
+        tool_version: "0.1.0",
+        plan: &plan,
+        manifest: &fixture.manifest,
+        check: &check,
+        artifacts: &[],
+        headline: None,
+        screens: &[],
+        runs: &[],
+        requests: &[],
+        queues: &[],
+        tokens_per_chunk: &[],
+        snippets: &[],
+        definitions: &[],
+    });
+    let html = render_html(&view).unwrap();
+    for id in SECTION_IDS {
+        section(&html, id);
+    }
+    assert!(section(&html, "headline").contains("no headline artifacts recorded"));
+    assert!(section(&html, "context-curve").contains("No context-curve artifacts recorded."));
+    assert!(section(&html, "screens").contains("No optimization-screen comparisons recorded."));
+    assert!(section(&html, "server").contains("No server scrapes recorded."));
+    assert!(section(&html, "spec-decode").contains("No speculative-decoding counters recorded."));
+    assert!(section(&html, "appendix").contains("No metric definitions supplied."));
+    let md = render_markdown(&view);
+    assert!(md.contains("_no headline artifacts recorded_"));
+}
+
+#[test]
+fn a_refused_headline_shows_the_refusal_and_its_differences() {
+    let fixture = Fixture::new("TP2", None);
+    let refusal = match_artifacts(&fixture.artifacts[2..4]).unwrap_err();
+    let mut input_view = fixture.view();
+    input_view.headline = super::view::HeadlineView {
+        comparison: None,
+        refusal: Some(super::view::refusal_view(&refusal)),
+        empty_note: String::new(),
+    };
+    let html = render_html(&input_view).unwrap();
+    let head = section(&html, "headline");
+    assert!(head.contains("refused") && head.contains("concurrency_per_replica"));
+    assert!(render_markdown(&input_view).contains("**Refused:**"));
+}
+
+fn sample(name: &str, values: Vec<f64>) -> SampleSeries {
+    SampleSeries {
+        name: name.to_owned(),
+        colour: 0,
+        values,
+        markers: vec![("p50".to_owned(), f64::NAN)],
+    }
+}
+
+fn assert_clean(svg: &str) {
+    assert_well_formed(svg);
+    for bad in ["NaN", "inf"] {
+        assert!(!svg.contains(bad), "{bad} in {svg}");
+    }
+}
+
+#[test]
+fn charts_refuse_empty_and_single_point_data_with_a_no_data_svg() {
+    let cdf = |values: Vec<f64>| CdfChart {
+        title: "TTFT".to_owned(),
+        x_label: "TTFT (ms)".to_owned(),
+        series: vec![sample("A", values)],
+    };
+    for svg in [
+        charts::cdf_svg(&CdfChart {
+            series: vec![],
+            ..cdf(vec![])
+        }),
+        charts::cdf_svg(&cdf(vec![])),
+        charts::cdf_svg(&cdf(vec![5.0])),
+        charts::cdf_svg(&cdf(vec![f64::NAN, f64::INFINITY, 3.0])),
+        charts::distribution_svg(&DistributionChart {
+            title: "TPOT".to_owned(),
+            y_label: "TPOT (ms)".to_owned(),
+            series: vec![],
+        }),
+        charts::timeline_svg(&TimelineChart {
+            title: "t".to_owned(),
+            colour: 0,
+            bars: vec![],
+        }),
+        charts::bars_svg(&BarChart {
+            title: "b".to_owned(),
+            y_label: "tok/s".to_owned(),
+            bars: vec![],
+        }),
+        charts::context_svg(&ContextChart {
+            title: "c".to_owned(),
+            series: vec![],
+        }),
+        charts::time_series_svg(&TimeSeriesChart {
+            title: "q".to_owned(),
+            y_label: "requests".to_owned(),
+            series: vec![LineSeriesData {
+                name: "w".to_owned(),
+                colour: 0,
+                points: vec![(1.0, 2.0)],
+            }],
+        }),
+    ] {
+        assert_clean(&svg);
+        assert!(svg.contains("no data"), "{svg}");
+    }
+}
+
+#[test]
+fn charts_draw_degenerate_but_valid_data_without_nan() {
+    // All values equal: the axis range is widened, not divided by zero.
+    let svg = charts::cdf_svg(&CdfChart {
+        title: "TTFT".to_owned(),
+        x_label: "TTFT (ms)".to_owned(),
+        series: vec![sample("A", vec![7.0, 7.0, f64::NAN])],
+    });
+    assert_clean(&svg);
+    assert!(svg.contains("1 non-finite values left out") && !svg.contains("no data"));
+    // One request on a timeline and one bar are real data.
+    let svg = charts::timeline_svg(&TimelineChart {
+        title: "t".to_owned(),
+        colour: 3,
+        bars: vec![
+            TimelineBar {
+                replica: 0,
+                request_index: 0,
+                start_s: 1.0,
+                first_token_s: Some(f64::NAN),
+                end_s: 1.0,
+            },
+            TimelineBar {
+                replica: 1,
+                request_index: 1,
+                start_s: f64::NAN,
+                first_token_s: None,
+                end_s: 2.0,
+            },
+        ],
+    });
+    assert_clean(&svg);
+    assert!(svg.contains("replica 0") && svg.contains("1 requests without a finite start and end"));
+    let svg = charts::bars_svg(&BarChart {
+        title: "b".to_owned(),
+        y_label: "tok/s".to_owned(),
+        bars: vec![
+            Bar {
+                name: "zero".to_owned(),
+                colour: 0,
+                value: 0.0,
+                interval: Some((f64::NAN, 1.0)),
+                label: "0".to_owned(),
+            },
+            Bar {
+                name: "nan".to_owned(),
+                colour: 1,
+                value: f64::NAN,
+                interval: None,
+                label: "n/a".to_owned(),
+            },
+        ],
+    });
+    assert_clean(&svg);
+    assert!(svg.contains("zero") && !svg.contains(">nan<"));
+    // Extreme values stay finite in the output.
+    let svg = charts::distribution_svg(&DistributionChart {
+        title: "TPOT".to_owned(),
+        y_label: "TPOT (ms)".to_owned(),
+        series: vec![sample("A", vec![f64::MAX, -f64::MAX, 0.0])],
+    });
+    assert_well_formed(&svg);
+    assert!(!svg.contains("NaN"));
+}
+
+#[test]
+fn log_scale_leaves_out_zero_and_negative_values() {
+    let point = |p: f64, t: f64, e: f64| ContextPoint {
+        prompt_tokens: p,
+        ttft_ms: t,
+        effective_prefill_tps: e,
+    };
+    let chart = ContextChart {
+        title: "context".to_owned(),
+        series: vec![ContextSeries {
+            name: "A".to_owned(),
+            colour: 0,
+            points: vec![
+                point(0.0, 10.0, 5.0),
+                point(4096.0, 0.0, 5.0),
+                point(8192.0, -1.0, f64::NAN),
+                point(32768.0, 900.0, 36_000.0),
+                point(131_072.0, 5000.0, 26_000.0),
+            ],
+        }],
+    };
+    let svg = charts::context_svg(&chart);
+    assert_clean(&svg);
+    assert!(
+        svg.contains("3 requests with zero, negative or non-finite values (log scale) left out")
+    );
+    // Only zeros: nothing to draw on a log axis.
+    let zeros = ContextChart {
+        title: "context".to_owned(),
+        series: vec![ContextSeries {
+            name: "A".to_owned(),
+            colour: 0,
+            points: vec![point(0.0, 0.0, 0.0), point(0.0, 0.0, 0.0)],
+        }],
+    };
+    let svg = charts::context_svg(&zeros);
+    assert_clean(&svg);
+    assert!(svg.contains("no data"));
+}
+
+#[test]
+fn numbers_are_formatted_with_units_and_precision() {
+    use super::view::{fmt_diff, fmt_interval, fmt_num, fmt_percent, fmt_ratio, fmt_unit};
+    assert_eq!(fmt_num(Some(1523.4)), "1,523");
+    assert_eq!(fmt_num(Some(-1_234_567.0)), "-1,234,567");
+    assert_eq!(fmt_num(Some(87.44)), "87.4");
+    assert_eq!(fmt_num(Some(3.456)), "3.46");
+    assert_eq!(fmt_num(Some(0.4123)), "0.412");
+    assert_eq!(fmt_num(Some(f64::NAN)), "n/a");
+    assert_eq!(fmt_num(None), "n/a");
+    assert_eq!(fmt_unit(Some(1500.0), "tok/s"), "1,500 tok/s");
+    assert_eq!(fmt_unit(Some(f64::INFINITY), "ms"), "n/a");
+    assert_eq!(fmt_diff(Some(-4.1)), "−4.10");
+    assert_eq!(fmt_diff(Some(12.34)), "+12.3");
+    assert_eq!(fmt_ratio(Some(1.5)), "×1.50");
+    assert_eq!(fmt_percent(Some(0.734)), "73.4%");
+    assert_eq!(fmt_interval(Some(81.24), Some(93.6)), "[81.2, 93.6]");
+    assert_eq!(fmt_interval(Some(1.0), None), "n/a");
+}
+
+#[test]
+fn markdown_has_the_headline_table_verdicts_and_escapes_table_syntax() {
+    let fixture = Fixture::new("TP|2 `x`", None);
+    let view = fixture.view();
+    let md = render_markdown(&view);
+    assert!(md.contains("## Headline comparison"));
+    assert!(md.contains("| arm | run | n | mean | p50 | p95 | p99 | 95% CI of mean |"));
+    assert!(md.contains("| TP1 | r-tp1 | 100 |"));
+    assert!(md.contains("| TP\\|2 \\`x\\` | r-tp2 |"), "{md}");
+    assert!(md.contains("| TP1 | 1,000 tok/s | single run |"));
+    assert!(md.contains("## Verdicts"));
+    assert!(md.contains("| all requests complete without restart or unexplained loss | pass |"));
+    assert!(md.contains("## Missing evidence"));
+    assert!(md.contains("Inferact target-only (missing)"));
+    assert!(md.contains("PROMOTION NOT AUTHORIZED"));
+    // Screen throughput sits under its own labelled heading, after the headline.
+    let screens_at = md
+        .find("## Optimization screens (within-screen selection only)")
+        .unwrap();
+    assert!(md.find("7,777 tok/s").unwrap() > screens_at);
+    // No row has an unescaped extra column.
+    for line in md.lines().filter(|l| l.starts_with("| TP")) {
+        let cells = line.replace("\\|", "").matches('|').count();
+        assert!(cells >= 4, "{line}");
+    }
+}
+
+#[test]
+fn axis_ticks_are_short() {
+    use super::charts::short_number;
+    assert_eq!(short_number(1000.0), "1k");
+    assert_eq!(short_number(1200.0), "1.2k");
+    assert_eq!(short_number(8.0), "8");
+    assert_eq!(short_number(2.5), "2.5");
+    assert_eq!(short_number(0.05), "0.05");
+    assert_eq!(short_number(35_000.0), "35k");
+    assert_eq!(short_number(f64::NAN), "n/a");
+}
+
+#[test]
+fn fired_stop_rules_lead_the_report_and_verdicts_name_the_request_and_canary() {
+    let mut fixture = Fixture::new("TP2", None);
+    fixture.artifacts[1].figures.canaries[12].foreign = vec!["ANV-00000000abcd".to_owned()];
+    fixture.check = check(&fixture.plan, &fixture.artifacts, &["restoration.json"]);
+    let html = render_html(&fixture.view()).unwrap();
+    let header = section(&html, "header");
+    let stops_at = header.find("Stop rules fired (1)").unwrap();
+    assert!(stops_at < header.find("<nav>").unwrap());
+    assert!(header.contains("cross-request contamination"));
+    assert!(header.contains("request 12 returned ANV-00000000abcd"));
+    assert!(header.contains("stop rule fired") && header.contains("exit code 1"));
+    let verdicts = section(&html, "verdicts");
+    assert!(
+        verdicts
+            .contains("<td class=\"num\">12</td><td>foreign canary</td><td>ANV-00000000abcd</td>")
+    );
+    let md = render_markdown(&fixture.view());
+    assert!(md.contains("## Stop rules fired"));
+    assert!(md.contains("| r-tp2 | 12 | foreign canary | ANV-00000000abcd |"));
+}
+
+/// Check that every non-void HTML element (and every SVG element) is closed in order.
+fn assert_balanced_html(html: &str) {
+    const VOID: [&str; 6] = ["meta", "br", "hr", "img", "input", "link"];
+    let mut stack: Vec<String> = Vec::new();
+    let mut rest = html;
+    while let Some(open) = rest.find('<') {
+        rest = &rest[open + 1..];
+        let Some(close) = rest.find('>') else {
+            panic!("unterminated tag");
+        };
+        let tag = &rest[..close];
+        rest = &rest[close + 1..];
+        if tag.starts_with('!') {
+            continue;
+        }
+        if let Some(name) = tag.strip_prefix('/') {
+            let top = stack.pop().unwrap_or_default();
+            assert_eq!(top, name.trim(), "</{name}> closes <{top}>");
+            continue;
+        }
+        let name: String = tag
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric())
+            .collect::<String>()
+            .to_ascii_lowercase();
+        if tag.ends_with('/') || VOID.contains(&name.as_str()) {
+            continue;
+        }
+        if name == "style" {
+            let end = rest.find("</style>").expect("unclosed style");
+            rest = &rest[end + "</style>".len()..];
+            continue;
+        }
+        stack.push(name);
+    }
+    assert!(stack.is_empty(), "unclosed: {stack:?}");
+}
+
+#[test]
+fn the_page_is_balanced_html() {
+    let fixture = Fixture::new("TP2", Some(IMG));
+    assert_balanced_html(&render_html(&fixture.view()).unwrap());
+    let plan = fixture.plan.clone();
+    let empty = check(&plan, &[], &[]);
+    let view = build(&ReportInput {
+        data_folder: "empty",
+        generated_utc: "2026-09-05T08:00:00Z",
+        tool_version: "0.1.0",
+        plan: &plan,
+        manifest: &fixture.manifest,
+        check: &empty,
+        artifacts: &[],
+        headline: None,
+        screens: &[],
+        runs: &[],
+        requests: &[],
+        queues: &[],
+        tokens_per_chunk: &[],
+        snippets: &[],
+        definitions: &[],
+    });
+    assert_balanced_html(&render_html(&view).unwrap());
+}
+
+#[test]
+fn charts_survive_extreme_finite_values() {
+    for values in [
+        vec![1e300, -1e300],
+        vec![1e-300, 2e-300],
+        vec![f64::MAX, f64::MIN_POSITIVE],
+        vec![1e15, 1e15 + 1.0],
+    ] {
+        let series = vec![SampleSeries {
+            name: "A".to_owned(),
+            colour: 0,
+            values: values.clone(),
+            markers: Vec::new(),
+        }];
+        let cdf = charts::cdf_svg(&CdfChart {
+            title: "x".to_owned(),
+            x_label: "x".to_owned(),
+            series: series.clone(),
+        });
+        let dist = charts::distribution_svg(&DistributionChart {
+            title: "x".to_owned(),
+            y_label: "x".to_owned(),
+            series,
+        });
+        let bars = charts::bars_svg(&BarChart {
+            title: "x".to_owned(),
+            y_label: "x".to_owned(),
+            bars: values
+                .iter()
+                .map(|v| Bar {
+                    name: "A".to_owned(),
+                    colour: 0,
+                    value: *v,
+                    interval: Some((*v, *v * 2.0)),
+                    label: String::new(),
+                })
+                .collect(),
+        });
+        let timeline = charts::timeline_svg(&TimelineChart {
+            title: "x".to_owned(),
+            colour: 0,
+            bars: vec![TimelineBar {
+                replica: 0,
+                request_index: 0,
+                start_s: values[0].min(values[1]),
+                first_token_s: Some(values[1]),
+                end_s: values[0].max(values[1]),
+            }],
+        });
+        let context = charts::context_svg(&ContextChart {
+            title: "x".to_owned(),
+            series: vec![ContextSeries {
+                name: "A".to_owned(),
+                colour: 0,
+                points: values
+                    .iter()
+                    .map(|v| ContextPoint {
+                        prompt_tokens: *v,
+                        ttft_ms: *v,
+                        effective_prefill_tps: *v,
+                    })
+                    .collect(),
+            }],
+        });
+        let queue = charts::time_series_svg(&TimeSeriesChart {
+            title: "x".to_owned(),
+            y_label: "x".to_owned(),
+            series: vec![LineSeriesData {
+                name: "A".to_owned(),
+                colour: 0,
+                points: values.iter().map(|v| (*v, *v)).collect(),
+            }],
+        });
+        for svg in [cdf, dist, bars, timeline, context, queue] {
+            assert_well_formed(&svg);
+            assert!(!svg.contains("NaN"), "{values:?}");
+        }
+    }
+}
