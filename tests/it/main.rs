@@ -3,6 +3,8 @@ mod artifact;
 mod capture;
 mod common;
 mod manifest;
+#[cfg(feature = "analysis")]
+mod pipeline;
 mod sim;
 #[cfg(feature = "analysis")]
 mod sql;
