@@ -31,7 +31,7 @@ sim *ARGS:
 
 # Validate the seeds in sample-data/.
 validate:
-    cargo run --profile fast --bin anvil -- validate sample-data
+    cargo run --bin anvil -- validate sample-data
 
 # The recorder's timing error against the simulator's truth at 16/64/256 streams (BENCHMARKS.md).
 bench-fidelity:
