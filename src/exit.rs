@@ -2,7 +2,8 @@
 
 /// Everything held: valid input, rules passed.
 pub const OK: u8 = 0;
-/// A stop rule fired (`anvil check`) or figures disagree (`anvil verify`).
+/// A stop rule fired or the recorded evidence contradicts an advance rule or a plan claim
+/// (`anvil check`), or recomputed figures disagree (`anvil verify`).
 pub const RULE_FAILED: u8 = 1;
 /// Bad input: a malformed manifest, plan, artifact, flag or request.
 pub const BAD_INPUT: u8 = 2;
