@@ -15,7 +15,8 @@ use crate::cli::{CheckArgs, CompareArgs, RulesFormat};
 use crate::exit;
 use crate::manifest::{RunPlan, WorkloadManifest};
 use crate::rules::{
-    self, CheckReport, Comparison, HeadlineSelection, OutputLength, Paired, Refusal, Verdict,
+    self, CheckReport, Comparison, HeadlineSelection, OutputLength, Paired, Refusal, RefusalKind,
+    Verdict,
 };
 
 use super::command::{open_session, runtime};
@@ -362,11 +363,19 @@ pub fn render_refusal(r: &Refusal) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "refused: {}", r.reason);
     for d in &r.differences {
-        let _ = writeln!(
-            out,
-            "  {} ({}): {} vs {}",
-            d.field, d.run_id, d.first, d.other
-        );
+        let _ = if r.kind == RefusalKind::HeadlineRule {
+            writeln!(
+                out,
+                "  {} (run {}): recorded {}, headline {}",
+                d.field, d.run_id, d.first, d.other
+            )
+        } else {
+            writeln!(
+                out,
+                "  {} (run {}): {} in the first artifact, {} in this one",
+                d.field, d.run_id, d.first, d.other
+            )
+        };
     }
     if let Some(rule) = &r.rule {
         let _ = writeln!(out, "rule: \"{rule}\"");
