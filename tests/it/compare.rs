@@ -325,3 +325,123 @@ fn check_reports_missing_evidence_per_stage_and_exits_incomplete() {
     assert_eq!(report["outcome"], "Incomplete");
     assert_eq!(report["coverage"]["promotion_authorized"], false);
 }
+
+#[test]
+fn figures_read_for_the_rules_agree_with_the_sql_views() {
+    let sim = Sim::start(&[
+        "--spec-depth",
+        "4",
+        "--spec-accept",
+        "0.7",
+        "--fault",
+        "contaminate=0.5",
+        "--seed",
+        "3",
+    ]);
+    let tmp = tempfile::tempdir().unwrap();
+    let manifest = small_manifest(tmp.path(), |_| {});
+    let dir = off_manifest_cell(&sim, &manifest, &tmp.path().join("data"), "K4", "4");
+
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let (artifacts, sql) = rt.block_on(async {
+        let session = anvil::query::AnvilSession::open(std::slice::from_ref(&dir))
+            .await
+            .unwrap();
+        let artifacts = anvil::query::figures::read_artifacts(&session)
+            .await
+            .unwrap();
+        let sql = session
+            .query(
+                "SELECT count(*) FILTER (WHERE foreign_canary_count > 0) AS contaminated, \
+                        avg(ttft_ms) AS ttft_mean, \
+                        median(CAST(completion_tokens AS DOUBLE)) AS tokens_p50 \
+                 FROM request_metrics",
+            )
+            .await
+            .unwrap();
+        (artifacts, sql)
+    });
+    let batch = &sql.batches[0];
+    let int = |name: &str| {
+        use arrow::array::AsArray;
+        batch
+            .column_by_name(name)
+            .unwrap()
+            .as_primitive::<arrow::datatypes::Int64Type>()
+            .value(0)
+    };
+    let float = |name: &str| {
+        use arrow::array::AsArray;
+        batch
+            .column_by_name(name)
+            .unwrap()
+            .as_primitive::<arrow::datatypes::Float64Type>()
+            .value(0)
+    };
+
+    assert_eq!(artifacts.len(), 1);
+    let a = &artifacts[0];
+    assert_eq!(a.facts.arm, "K4");
+    let f = &a.figures;
+    assert_eq!((f.requests.measured, f.requests.ok), (10, 10));
+    assert_eq!(f.metrics.len(), 6);
+    for (metric, stats) in &f.metrics {
+        assert_eq!(stats.n, 10, "{metric}");
+        assert!(stats.p99.is_some() && stats.ci95_low.is_some(), "{metric}");
+        assert_eq!(f.per_request[metric].len(), 10, "{metric}");
+    }
+    let ttft = f.metrics[&anvil::rules::MetricId::TtftMs].mean.unwrap();
+    assert!((ttft - float("ttft_mean")).abs() <= 1e-9 * ttft.abs());
+    assert_eq!(f.completion_tokens_p50, Some(float("tokens_p50")));
+    assert_eq!(f.finish_reasons.values().sum::<u64>(), 10);
+    assert!(f.aggregate_output_tps.is_some_and(|t| t > 0.0));
+    assert_eq!(f.aggregate_output_tps_per_replica.len(), 1);
+    assert_eq!(f.canaries.len(), 10);
+    let contaminated = f.canaries.iter().filter(|c| !c.foreign.is_empty()).count();
+    assert_eq!(contaminated as i64, int("contaminated"));
+    assert!(f.restarts.is_empty() && f.server_errors.is_empty());
+    assert_eq!(f.spec_decode.len(), 1);
+    assert!(
+        f.spec_decode[0]
+            .acceptance_rate
+            .is_some_and(|r| r > 0.0 && r <= 1.0)
+    );
+}
+
+#[test]
+fn compare_and_check_exit_2_on_bad_input_and_document_their_exit_codes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let missing = tmp.path().join("missing");
+    let (code, _, err) = anvil(&["compare", missing.to_str().unwrap()]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("does not exist"), "{err}");
+
+    let bad_plan = tmp.path().join("plan.json");
+    std::fs::write(&bad_plan, "{ not json").unwrap();
+    let (code, _, err) = anvil(&[
+        "check",
+        "--data",
+        tmp.path().to_str().unwrap(),
+        "--plan",
+        bad_plan.to_str().unwrap(),
+        "--manifest",
+        SAMPLE_MANIFEST,
+    ]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("--plan"), "{err}");
+
+    let (_, help, _) = anvil(&["check", "--help"]);
+    for line in [
+        "0  every advance rule holds",
+        "1  a stop rule fired",
+        "2  bad input",
+        "4  incomplete",
+    ] {
+        assert!(help.contains(line), "{line} missing:\n{help}");
+    }
+    let (_, help, _) = anvil(&["compare", "--help"]);
+    assert!(help.contains("3  refused"), "{help}");
+}
