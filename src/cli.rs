@@ -207,7 +207,8 @@ pub struct CheckArgs {
     /// The run plan.
     #[arg(long, value_name = "FILE")]
     pub plan: PathBuf,
-    /// The workload manifest.
+    /// The workload manifest (checked to define the headline workload; a manifest that
+    /// does not is bad input).
     #[arg(long, value_name = "FILE")]
     pub manifest: PathBuf,
     /// Output format.
