@@ -56,6 +56,36 @@ fn verify_exit_codes_help() -> String {
     )
 }
 
+/// Exit codes of `anvil compare`.
+#[cfg(feature = "analysis")]
+fn compare_exit_codes_help() -> String {
+    format!(
+        "Exit codes:\n  \
+         {}  the artifacts were compared\n  \
+         {}  bad input: an unreadable manifest, plan, artifact or path\n  \
+         {}  refused: the campaign's rules forbid this comparison (differing fields and the rule are printed)",
+        exit::OK,
+        exit::BAD_INPUT,
+        exit::REFUSED
+    )
+}
+
+/// Exit codes of `anvil check`.
+#[cfg(feature = "analysis")]
+fn check_exit_codes_help() -> String {
+    format!(
+        "Exit codes:\n  \
+         {}  every advance rule holds, every claim is supported, no stop rule fired\n  \
+         {}  a stop rule fired, or the evidence contradicts an advance rule or a claim\n  \
+         {}  bad input: an unreadable manifest, plan, artifact or path\n  \
+         {}  incomplete: nothing failed, but evidence is missing",
+        exit::OK,
+        exit::RULE_FAILED,
+        exit::BAD_INPUT,
+        exit::INCOMPLETE
+    )
+}
+
 /// anvil: evidence toolkit for LLM-serving benchmark campaigns.
 #[derive(Debug, Parser)]
 #[command(name = "anvil", version, after_help = exit_codes_help())]
@@ -106,6 +136,84 @@ pub enum Command {
     #[cfg(feature = "analysis")]
     #[command(after_help = verify_exit_codes_help())]
     Verify(VerifyArgs),
+
+    /// Compare a matched set of artifacts against a baseline arm.
+    ///
+    /// Applies the headline comparison rule and the matching check first; a forbidden
+    /// comparison is refused with the differing fields (both values) and the rule quoted.
+    /// Otherwise, per metric (TTFT, effective prefill, decode, TPOT, ITL, E2E): each arm's
+    /// mean, p50, p95, p99 with the 95% CI of the mean; difference and ratio to the baseline
+    /// with Welch's 95% CI; paired differences by request index when available. Then
+    /// aggregate throughput (labelled single run unless repeats), spec-decode acceptance,
+    /// one-variable controls and the output-length realization warning.
+    #[cfg(feature = "analysis")]
+    #[command(after_help = compare_exit_codes_help())]
+    Compare(CompareArgs),
+
+    /// Check the campaign's rules over the artifacts against the run plan.
+    ///
+    /// Per arm the advance rules; every stop rule (naming contaminated requests and their
+    /// canaries); topology comparisons; per plan stage which arms have evidence and which
+    /// do not, and whether each selection or rejection is supported; promotion_authorized
+    /// and the open gates.
+    #[cfg(feature = "analysis")]
+    #[command(after_help = check_exit_codes_help())]
+    Check(CheckArgs),
+}
+
+/// Output format of `anvil compare` and `anvil check`.
+#[cfg(feature = "analysis")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum RulesFormat {
+    /// Aligned text tables.
+    Table,
+    /// The typed result as JSON.
+    Json,
+    /// Markdown headings and tables.
+    Md,
+}
+
+#[cfg(feature = "analysis")]
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// The workload manifest (its selection defines the headline class).
+    #[arg(
+        long,
+        value_name = "FILE",
+        default_value = "sample-data/workload-manifest.json"
+    )]
+    pub manifest: PathBuf,
+    /// The run plan (its headline comparison rule is quoted on refusal).
+    #[arg(long, value_name = "FILE", default_value = "sample-data/run-plan.json")]
+    pub plan: PathBuf,
+    /// The arm the others are compared with (default: the arm of the first ARTIFACT_DIR).
+    #[arg(long, value_name = "ARM")]
+    pub baseline: Option<String>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = RulesFormat::Table)]
+    pub format: RulesFormat,
+    /// Artifact folders, or folders searched for them.
+    #[arg(required = true, value_name = "ARTIFACT_DIR")]
+    pub artifacts: Vec<PathBuf>,
+}
+
+#[cfg(feature = "analysis")]
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    /// An artifact folder or a campaign tree; repeat to load several. Its file names also
+    /// count as evidence files the plan names.
+    #[arg(long = "data", value_name = "DIR", default_value = "sample-data")]
+    pub data: Vec<PathBuf>,
+    /// The run plan.
+    #[arg(long, value_name = "FILE")]
+    pub plan: PathBuf,
+    /// The workload manifest (checked to define the headline workload; a manifest that
+    /// does not is bad input).
+    #[arg(long, value_name = "FILE")]
+    pub manifest: PathBuf,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = RulesFormat::Table)]
+    pub format: RulesFormat,
 }
 
 /// Where the artifacts are: `--data DIR`, repeatable.
@@ -205,6 +313,10 @@ pub fn run(cli: Cli) -> anyhow::Result<u8> {
         Command::Summary(args) => crate::query::command::run_summary(&args),
         #[cfg(feature = "analysis")]
         Command::Verify(args) => crate::query::command::run_verify(&args),
+        #[cfg(feature = "analysis")]
+        Command::Compare(args) => crate::query::rules_command::run_compare(&args),
+        #[cfg(feature = "analysis")]
+        Command::Check(args) => crate::query::rules_command::run_check(&args),
     }
 }
 

@@ -84,7 +84,7 @@ pub struct Summary {
     pub artifacts: Vec<ArtifactStats>,
 }
 
-fn column_f64(r: &StatementResult, name: &str) -> Result<Vec<Option<f64>>, QueryError> {
+pub(crate) fn column_f64(r: &StatementResult, name: &str) -> Result<Vec<Option<f64>>, QueryError> {
     let mut out = Vec::with_capacity(r.num_rows());
     for b in &r.batches {
         let col = b.column_by_name(name).ok_or_else(|| missing(name))?;
@@ -94,7 +94,7 @@ fn column_f64(r: &StatementResult, name: &str) -> Result<Vec<Option<f64>>, Query
     Ok(out)
 }
 
-fn column_i64(r: &StatementResult, name: &str) -> Result<Vec<Option<i64>>, QueryError> {
+pub(crate) fn column_i64(r: &StatementResult, name: &str) -> Result<Vec<Option<i64>>, QueryError> {
     let mut out = Vec::with_capacity(r.num_rows());
     for b in &r.batches {
         let col = b.column_by_name(name).ok_or_else(|| missing(name))?;
@@ -104,7 +104,7 @@ fn column_i64(r: &StatementResult, name: &str) -> Result<Vec<Option<i64>>, Query
     Ok(out)
 }
 
-fn column_str(r: &StatementResult, name: &str) -> Result<Vec<String>, QueryError> {
+pub(crate) fn column_str(r: &StatementResult, name: &str) -> Result<Vec<String>, QueryError> {
     let mut out = Vec::with_capacity(r.num_rows());
     for b in &r.batches {
         let col = b.column_by_name(name).ok_or_else(|| missing(name))?;

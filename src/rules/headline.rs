@@ -269,7 +269,8 @@ impl Scope {
 
 /// The headline comparison rule: headline artifacts are compared only with headline
 /// artifacts, never beside a screen, another class or an external figure (refused, quoting
-/// the plan's rule); screens are compared only within one screen (one fingerprint).
+/// the plan's rule and listing each recorded artifact's fields that differ from the
+/// headline workload); screens are compared only within one screen (one fingerprint).
 pub fn gate(
     comparands: &[Comparand<'_>],
     selection: &HeadlineSelection,
@@ -312,7 +313,16 @@ pub fn gate(
                 "headline aggregate throughput cannot be put beside {}",
                 beside.join(", ")
             ),
-            differences: Vec::new(),
+            // Each recorded non-headline artifact's fields against the headline workload.
+            differences: comparands
+                .iter()
+                .filter_map(|c| match c {
+                    Comparand::Artifact(facts) => Some(*facts),
+                    Comparand::External { .. } => None,
+                })
+                .filter(|facts| classify(facts, selection).kind != ClassKind::Headline)
+                .flat_map(|facts| selection.differences(facts))
+                .collect(),
             rule: Some(plan.headline_comparison_rule.clone()),
         });
     }
@@ -444,6 +454,21 @@ mod tests {
              rule: \"Compare only the matched 100-request unique-canary 4K/C8-per-replica \
              sustained-output artifacts. Do not compare their aggregate throughput with \
              natural-completion screens or external workloads.\""
+        );
+        // The screen's fields that differ from the headline workload are listed.
+        let fields: Vec<&str> = refusal
+            .differences
+            .iter()
+            .map(|d| d.field.as_str())
+            .collect();
+        assert!(fields.contains(&"class"), "{fields:?}");
+        assert!(
+            refusal
+                .differences
+                .iter()
+                .all(|d| d.run_id == "r-screen" && d.first != d.other),
+            "{:?}",
+            refusal.differences
         );
     }
 

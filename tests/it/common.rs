@@ -2,7 +2,7 @@
 //! capture binaries, and typed reads of artifact tables.
 
 use std::io::{BufRead, BufReader, Read};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::{Arc, Mutex};
 
@@ -137,4 +137,49 @@ pub fn bools(b: &[RecordBatch], col: &str) -> Vec<bool> {
             (0..a.len()).map(|i| a.value(i)).collect::<Vec<_>>()
         })
         .collect()
+}
+
+/// The sample workload manifest with small headline cells (24 words, 64-token ceiling),
+/// changed further by `edit`, written to `dir/manifest.json`; returns its path.
+pub fn small_manifest(dir: &Path, edit: impl FnOnce(&mut serde_json::Value)) -> PathBuf {
+    let src = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/sample-data/workload-manifest.json"
+    );
+    let mut manifest: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(src).unwrap()).unwrap();
+    manifest["selection"]["headline_response_words"] = 24.into();
+    manifest["selection"]["headline_max_tokens"] = 64.into();
+    edit(&mut manifest);
+    let path = dir.join("manifest.json");
+    std::fs::write(&path, manifest.to_string()).unwrap();
+    path
+}
+
+/// `anvil-capture run` of one 512-token cell against `sim` with `manifest`, writing under
+/// `out`; `args` choose class, concurrency, requests, arm and so on. Returns the artifact
+/// folder the capture printed last.
+pub fn capture_cell(sim: &Sim, manifest: &Path, out: &Path, args: &[&str]) -> PathBuf {
+    let url = sim.url(0);
+    let mut all = vec![
+        "run",
+        "--manifest",
+        manifest.to_str().unwrap(),
+        "--context",
+        "512",
+        "--endpoint",
+        &url,
+        "--quiet",
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    all.extend_from_slice(args);
+    let o = run(CAPTURE, &all, &[]);
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success(),
+        "anvil-capture failed: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    PathBuf::from(stdout.lines().last().expect("artifact path on stdout"))
 }

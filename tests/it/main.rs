@@ -2,6 +2,8 @@
 mod artifact;
 mod capture;
 mod common;
+#[cfg(feature = "analysis")]
+mod compare;
 mod manifest;
 #[cfg(feature = "analysis")]
 mod pipeline;

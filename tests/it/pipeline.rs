@@ -7,30 +7,18 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use super::common::{ANVIL, CAPTURE, Sim, run};
+use super::common::{ANVIL, Sim, capture_cell, run, small_manifest};
 
 /// Capture a small headline-shaped cell (512-token prompts, 24 words) against `sim`.
 fn capture(sim: &Sim, out: &Path, arm: &str, requests: &str) -> PathBuf {
-    let src = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/sample-data/workload-manifest.json"
-    );
-    let mut manifest: Value = serde_json::from_str(&std::fs::read_to_string(src).unwrap()).unwrap();
-    manifest["selection"]["headline_response_words"] = 24.into();
-    manifest["selection"]["headline_max_tokens"] = 64.into();
-    let manifest_path = out.join("manifest.json");
-    std::fs::write(&manifest_path, manifest.to_string()).unwrap();
-    let url = sim.url(0);
-    let o = run(
-        CAPTURE,
+    let manifest = small_manifest(out, |_| {});
+    capture_cell(
+        sim,
+        &manifest,
+        out,
         &[
-            "run",
-            "--manifest",
-            manifest_path.to_str().unwrap(),
             "--class",
             "headline-sustained-output",
-            "--context",
-            "512",
             "--concurrency",
             "4",
             "--requests",
@@ -38,21 +26,8 @@ fn capture(sim: &Sim, out: &Path, arm: &str, requests: &str) -> PathBuf {
             "--off-manifest",
             "--arm",
             arm,
-            "--endpoint",
-            &url,
-            "--quiet",
-            "--out",
-            out.to_str().unwrap(),
         ],
-        &[],
-    );
-    let stdout = String::from_utf8_lossy(&o.stdout);
-    assert!(
-        o.status.success(),
-        "anvil-capture failed: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    PathBuf::from(stdout.lines().last().expect("artifact path on stdout"))
+    )
 }
 
 /// `anvil sql --format json` rows.

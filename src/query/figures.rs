@@ -1,0 +1,310 @@
+//! The rules' inputs read from a session: for every artifact its [`ArtifactFacts`] (from
+//! `run.json`) and its [`ArtifactFigures`] (from the views of `queries/`).
+//!
+//! Every number here is a column of a view or a plain SQL aggregate over one; nothing is
+//! recomputed in Rust, so `anvil compare` and `anvil check` show what `anvil sql` shows.
+
+use std::collections::BTreeMap;
+
+use crate::artifact::run::Outcome;
+use crate::rules::{
+    Artifact, ArtifactFacts, ArtifactFigures, CanaryResult, MetricId, ReplicaThroughput,
+    RequestValue, Restart, ServerError, SpecDecode, Stats,
+};
+
+use super::summary::{column_f64, column_i64, column_str};
+use super::{AnvilSession, QueryError};
+
+const STATS_SQL: &str = "\
+SELECT run_id, metric, n, mean, sd, ci95_low, ci95_high, min, p25, p50, p75, p90, p95, p99, max \
+FROM cell_stats ORDER BY run_id, metric_order";
+
+const PER_REQUEST_SQL: &str = "\
+SELECT run_id, request_index, ttft_ms, effective_prefill_tps, decode_tps, tpot_ms, itl_ms, e2e_ms \
+FROM request_metrics WHERE outcome = 'ok' ORDER BY run_id, request_index";
+
+const THROUGHPUT_SQL: &str = "\
+SELECT run_id, scope, replica, output_tps FROM aggregate_throughput ORDER BY run_id, replica";
+
+const COMPLETION_SQL: &str = "\
+SELECT run_id, median(CAST(completion_tokens AS DOUBLE)) AS completion_tokens_p50 \
+FROM request_metrics WHERE outcome = 'ok' GROUP BY run_id";
+
+const FINISH_SQL: &str = "\
+SELECT run_id, finish_reason, count(*) AS requests FROM request_metrics \
+WHERE outcome = 'ok' AND finish_reason IS NOT NULL GROUP BY run_id, finish_reason";
+
+const OUTCOME_SQL: &str = "\
+SELECT run_id, outcome, count(*) AS requests FROM request_timing \
+WHERE kind = 'measured' GROUP BY run_id, outcome";
+
+const CANARY_SQL: &str = "\
+SELECT run_id, request_index, canary_ok, \
+       coalesce(array_to_string(foreign_canaries, ','), '') AS foreign_list \
+FROM request_metrics WHERE canary IS NOT NULL ORDER BY run_id, request_index";
+
+const RESTARTS_SQL: &str = "\
+SELECT run_id, replica, first_start_time_s, last_start_time_s FROM restarts \
+WHERE restarted ORDER BY run_id, replica";
+
+const ERRORS_SQL: &str = "\
+SELECT run_id, request_index, outcome, coalesce(error, '') AS error FROM request_timing \
+WHERE kind = 'measured' AND outcome <> 'ok' ORDER BY run_id, request_index";
+
+const SPEC_SQL: &str = "\
+SELECT run_id, replica, acceptance_rate, mean_accepted_length FROM spec_decode \
+WHERE draft_tokens IS NOT NULL ORDER BY run_id, replica";
+
+/// Every artifact of the session with its facts and figures, in the session's order.
+pub async fn read_artifacts(session: &AnvilSession) -> Result<Vec<Artifact>, QueryError> {
+    let mut artifacts: Vec<Artifact> = session
+        .artifacts()
+        .iter()
+        .map(|source| Artifact {
+            facts: ArtifactFacts::from_run_json(&source.run),
+            figures: ArtifactFigures::default(),
+        })
+        .collect();
+    let index: BTreeMap<String, usize> = artifacts
+        .iter()
+        .enumerate()
+        .map(|(i, a)| (a.facts.run_id.clone(), i))
+        .collect();
+
+    let r = session.query(STATS_SQL).await?;
+    let ids = column_str(&r, "run_id")?;
+    let metric = column_str(&r, "metric")?;
+    let n = column_i64(&r, "n")?;
+    let cols = [
+        "mean",
+        "sd",
+        "ci95_low",
+        "ci95_high",
+        "min",
+        "p25",
+        "p50",
+        "p75",
+        "p90",
+        "p95",
+        "p99",
+        "max",
+    ]
+    .map(|c| column_f64(&r, c));
+    let [mean, sd, lo, hi, min, p25, p50, p75, p90, p95, p99, max] = unwrap_all(cols)?;
+    for i in 0..ids.len() {
+        let Some(id) = MetricId::ALL.into_iter().find(|m| m.as_str() == metric[i]) else {
+            continue;
+        };
+        if let Some(f) = slot(&mut artifacts, &index, &ids[i]) {
+            f.metrics.insert(
+                id,
+                Stats {
+                    n: n[i].map_or(0, |v| u64::try_from(v).unwrap_or(0)),
+                    mean: mean[i],
+                    sd: sd[i],
+                    ci95_low: lo[i],
+                    ci95_high: hi[i],
+                    min: min[i],
+                    p25: p25[i],
+                    p50: p50[i],
+                    p75: p75[i],
+                    p90: p90[i],
+                    p95: p95[i],
+                    p99: p99[i],
+                    max: max[i],
+                },
+            );
+        }
+    }
+
+    let r = session.query(PER_REQUEST_SQL).await?;
+    let ids = column_str(&r, "run_id")?;
+    let request = column_i64(&r, "request_index")?;
+    for metric in MetricId::ALL {
+        let values = column_f64(&r, metric.as_str())?;
+        for i in 0..ids.len() {
+            if let (Some(request_index), Some(value), Some(f)) =
+                (request[i], values[i], slot(&mut artifacts, &index, &ids[i]))
+            {
+                f.per_request.entry(metric).or_default().push(RequestValue {
+                    request_index,
+                    value,
+                });
+            }
+        }
+    }
+
+    let r = session.query(THROUGHPUT_SQL).await?;
+    let ids = column_str(&r, "run_id")?;
+    let scope = column_str(&r, "scope")?;
+    let replica = column_i64(&r, "replica")?;
+    let tps = column_f64(&r, "output_tps")?;
+    for i in 0..ids.len() {
+        let Some(f) = slot(&mut artifacts, &index, &ids[i]) else {
+            continue;
+        };
+        match (scope[i].as_str(), replica[i], tps[i]) {
+            ("run", _, tps) => f.aggregate_output_tps = tps,
+            ("replica", Some(replica), Some(output_tps)) => {
+                if let Ok(replica) = u32::try_from(replica) {
+                    f.aggregate_output_tps_per_replica.push(ReplicaThroughput {
+                        replica,
+                        output_tps,
+                    });
+                }
+            }
+            _ => {}
+        }
+    }
+
+    let r = session.query(COMPLETION_SQL).await?;
+    let ids = column_str(&r, "run_id")?;
+    let p50 = column_f64(&r, "completion_tokens_p50")?;
+    for i in 0..ids.len() {
+        if let Some(f) = slot(&mut artifacts, &index, &ids[i]) {
+            f.completion_tokens_p50 = p50[i];
+        }
+    }
+
+    let r = session.query(FINISH_SQL).await?;
+    let ids = column_str(&r, "run_id")?;
+    let reason = column_str(&r, "finish_reason")?;
+    let count = column_i64(&r, "requests")?;
+    for i in 0..ids.len() {
+        if let Some(f) = slot(&mut artifacts, &index, &ids[i]) {
+            f.finish_reasons
+                .insert(reason[i].clone(), count_u64(count[i]));
+        }
+    }
+
+    let r = session.query(OUTCOME_SQL).await?;
+    let ids = column_str(&r, "run_id")?;
+    let outcome = column_str(&r, "outcome")?;
+    let count = column_i64(&r, "requests")?;
+    for i in 0..ids.len() {
+        let Some(f) = slot(&mut artifacts, &index, &ids[i]) else {
+            continue;
+        };
+        let n = count_u64(count[i]);
+        let parsed = parse_outcome(&ids[i], &outcome[i])?;
+        f.requests.measured = f.requests.measured.saturating_add(n);
+        if parsed == Outcome::Ok {
+            f.requests.ok = f.requests.ok.saturating_add(n);
+        } else {
+            let slot = f.requests.failed.entry(parsed).or_default();
+            *slot = slot.saturating_add(n);
+        }
+    }
+
+    let r = session.query(CANARY_SQL).await?;
+    let ids = column_str(&r, "run_id")?;
+    let request = column_i64(&r, "request_index")?;
+    let own = column_i64(&r, "canary_ok")?;
+    let foreign = column_str(&r, "foreign_list")?;
+    for i in 0..ids.len() {
+        let (Some(request_index), Some(f)) = (request[i], slot(&mut artifacts, &index, &ids[i]))
+        else {
+            continue;
+        };
+        f.canaries.push(CanaryResult {
+            request_index,
+            own_present: own[i] == Some(1),
+            foreign: foreign[i]
+                .split(',')
+                .filter(|c| !c.is_empty())
+                .map(str::to_owned)
+                .collect(),
+            foreign_in_tool_arguments: Vec::new(),
+        });
+    }
+
+    let r = session.query(RESTARTS_SQL).await?;
+    let ids = column_str(&r, "run_id")?;
+    let replica = column_i64(&r, "replica")?;
+    let before = column_f64(&r, "first_start_time_s")?;
+    let after = column_f64(&r, "last_start_time_s")?;
+    for i in 0..ids.len() {
+        if let (Some(replica), Some(before), Some(after), Some(f)) = (
+            replica[i],
+            before[i],
+            after[i],
+            slot(&mut artifacts, &index, &ids[i]),
+        ) && let Ok(replica) = u32::try_from(replica)
+        {
+            f.restarts.push(Restart {
+                replica,
+                start_time_before_s: before,
+                start_time_after_s: after,
+            });
+        }
+    }
+
+    let r = session.query(ERRORS_SQL).await?;
+    let ids = column_str(&r, "run_id")?;
+    let request = column_i64(&r, "request_index")?;
+    let outcome = column_str(&r, "outcome")?;
+    let error = column_str(&r, "error")?;
+    for i in 0..ids.len() {
+        let parsed = parse_outcome(&ids[i], &outcome[i])?;
+        if let (Some(request_index), Some(f)) = (request[i], slot(&mut artifacts, &index, &ids[i]))
+        {
+            f.server_errors.push(ServerError {
+                request_index,
+                outcome: parsed,
+                body: error[i].clone(),
+            });
+        }
+    }
+
+    let r = session.query(SPEC_SQL).await?;
+    let ids = column_str(&r, "run_id")?;
+    let replica = column_i64(&r, "replica")?;
+    let rate = column_f64(&r, "acceptance_rate")?;
+    let length = column_f64(&r, "mean_accepted_length")?;
+    for i in 0..ids.len() {
+        if let (Some(replica), Some(f)) = (replica[i], slot(&mut artifacts, &index, &ids[i]))
+            && let Ok(replica) = u32::try_from(replica)
+        {
+            f.spec_decode.push(SpecDecode {
+                replica,
+                acceptance_rate: rate[i],
+                mean_accepted_length: length[i],
+            });
+        }
+    }
+
+    Ok(artifacts)
+}
+
+/// The figures of the artifact `run_id`, if the session holds it.
+fn slot<'a>(
+    artifacts: &'a mut [Artifact],
+    index: &BTreeMap<String, usize>,
+    run_id: &str,
+) -> Option<&'a mut ArtifactFigures> {
+    index
+        .get(run_id)
+        .and_then(|&i| artifacts.get_mut(i))
+        .map(|a| &mut a.figures)
+}
+
+fn unwrap_all<const N: usize>(
+    cols: [Result<Vec<Option<f64>>, QueryError>; N],
+) -> Result<[Vec<Option<f64>>; N], QueryError> {
+    let mut out: [Vec<Option<f64>>; N] = std::array::from_fn(|_| Vec::new());
+    for (slot, col) in out.iter_mut().zip(cols) {
+        *slot = col?;
+    }
+    Ok(out)
+}
+
+fn count_u64(count: Option<i64>) -> u64 {
+    count.map_or(0, |c| u64::try_from(c).unwrap_or(0))
+}
+
+fn parse_outcome(run_id: &str, text: &str) -> Result<Outcome, QueryError> {
+    Outcome::parse(text).ok_or_else(|| QueryError::Sql {
+        message: format!("run {run_id}: unknown request outcome `{text}` in the requests table"),
+        hint: None,
+    })
+}

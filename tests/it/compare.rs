@@ -1,0 +1,447 @@
+//! `anvil compare` and `anvil check` on real captures: `anvil-sim` on loopback →
+//! `anvil-capture` → Parquet → the SQL views → the rules. Guards the exit codes (0 compared,
+//! 3 refused, 1 stop rule, 4 incomplete) and that the printed figures and reasons reach the
+//! reader.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use super::common::{ANVIL, Sim, capture_cell, run, small_manifest};
+
+const PLAN: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/sample-data/run-plan.json");
+const SAMPLE_MANIFEST: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/sample-data/workload-manifest.json"
+);
+
+/// An off-manifest headline-shaped cell: 10 requests at `concurrency` for `arm`.
+fn off_manifest_cell(
+    sim: &Sim,
+    manifest: &Path,
+    out: &Path,
+    arm: &str,
+    concurrency: &str,
+) -> PathBuf {
+    capture_cell(
+        sim,
+        manifest,
+        out,
+        &[
+            "--class",
+            "headline-sustained-output",
+            "--concurrency",
+            concurrency,
+            "--requests",
+            "10",
+            "--off-manifest",
+            "--arm",
+            arm,
+        ],
+    )
+}
+
+/// Run `anvil` and return (exit code, stdout, stderr).
+fn anvil(args: &[&str]) -> (Option<i32>, String, String) {
+    let o = run(ANVIL, args, &[]);
+    (
+        o.status.code(),
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn compare_of_two_spec_depths_prints_each_metric_with_the_ratio_to_the_baseline() {
+    let k4 = Sim::start(&["--spec-depth", "4", "--spec-accept", "0.7"]);
+    let k8 = Sim::start(&["--spec-depth", "8", "--spec-accept", "0.7"]);
+    let tmp = tempfile::tempdir().unwrap();
+    let manifest = small_manifest(tmp.path(), |_| {});
+    let a = off_manifest_cell(&k4, &manifest, &tmp.path().join("a"), "K4", "4");
+    let b = off_manifest_cell(&k8, &manifest, &tmp.path().join("b"), "K8", "4");
+    let (m, p) = (manifest.to_str().unwrap(), PLAN);
+    let (a, b) = (a.to_str().unwrap(), b.to_str().unwrap());
+
+    let (code, out, err) = anvil(&["compare", "--manifest", m, "--plan", p, a, b]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    for metric in [
+        "ttft_ms",
+        "effective_prefill_tps",
+        "decode_tps",
+        "tpot_ms",
+        "itl_ms",
+        "e2e_ms",
+    ] {
+        assert!(out.contains(metric), "{metric} missing:\n{out}");
+    }
+    for header in ["mean 95% CI", "p50", "p95", "p99", "ratio", "Welch 95% CI"] {
+        assert!(out.contains(header), "{header} missing:\n{out}");
+    }
+    assert!(out.contains("baseline K4"), "{out}");
+    assert!(
+        out.contains("over 10 pairs"),
+        "paired by request index:\n{out}"
+    );
+    assert!(out.contains("single run"), "{out}");
+    assert!(out.contains("acceptance rate"), "{out}");
+
+    // The same comparison as JSON: one entry per metric, K8's ratio to K4 on each.
+    let (code, out, err) = anvil(&[
+        "compare",
+        "--manifest",
+        m,
+        "--plan",
+        p,
+        "--format",
+        "json",
+        a,
+        b,
+    ]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    let c: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(c["baseline"], "K4");
+    let metrics = c["metrics"].as_array().unwrap();
+    assert_eq!(metrics.len(), 6);
+    for m in metrics {
+        let d = &m["differences"][0];
+        assert_eq!(d["arm"], "K8", "{m}");
+        assert!(d["ratio"].as_f64().unwrap() > 0.0, "{m}");
+    }
+    let spec = c["spec_decode"].as_array().unwrap();
+    assert_eq!(spec.len(), 2, "a spec-decode row per run: {c}");
+    for s in spec {
+        let rate = s["replicas"][0]["acceptance_rate"].as_f64().unwrap();
+        assert!(rate > 0.0 && rate <= 1.0, "{s}");
+    }
+
+    // Markdown renders the same tables.
+    let (code, out, _) = anvil(&[
+        "compare",
+        "--manifest",
+        m,
+        "--plan",
+        p,
+        "--format",
+        "md",
+        a,
+        b,
+    ]);
+    assert_eq!(code, Some(0));
+    assert!(out.contains("| arm | run | n | mean |"), "{out}");
+}
+
+#[test]
+fn compare_refuses_a_different_workload_naming_fields_and_quoting_the_rule() {
+    let sim = Sim::start(&[]);
+    let tmp = tempfile::tempdir().unwrap();
+
+    // Two off-manifest cells that differ in concurrency: not matched.
+    let manifest = small_manifest(tmp.path(), |_| {});
+    let a = off_manifest_cell(&sim, &manifest, &tmp.path().join("a"), "K4", "4");
+    let s = off_manifest_cell(&sim, &manifest, &tmp.path().join("s"), "K4", "2");
+    let (code, out, err) = anvil(&[
+        "compare",
+        "--manifest",
+        manifest.to_str().unwrap(),
+        "--plan",
+        PLAN,
+        a.to_str().unwrap(),
+        s.to_str().unwrap(),
+    ]);
+    assert_eq!(code, Some(3), "{out}{err}");
+    assert!(out.starts_with("refused:"), "{out}");
+    assert!(
+        out.contains("concurrency_per_replica")
+            && out.contains("4 in the first artifact, 2 in this one"),
+        "{out}"
+    );
+
+    // A headline cell (the manifest's headline made 10 requests at 512 tokens) beside a
+    // natural-completion screen: the headline comparison rule refuses and is quoted.
+    let dir = tmp.path().join("headline");
+    std::fs::create_dir_all(&dir).unwrap();
+    let manifest = small_manifest(&dir, |m| {
+        m["selection"]["headline_requests"] = 10.into();
+        m["selection"]["contexts_actual_prompt_token_targets"][0] = 512.into();
+    });
+    let h = capture_cell(
+        &sim,
+        &manifest,
+        &dir.join("h"),
+        &[
+            "--class",
+            "headline-sustained-output",
+            "--concurrency",
+            "8",
+            "--requests",
+            "10",
+            "--arm",
+            "K4",
+        ],
+    );
+    let screen = capture_cell(
+        &sim,
+        &manifest,
+        &dir.join("screen"),
+        &[
+            "--class",
+            "optimization-screen",
+            "--concurrency",
+            "4",
+            "--requests",
+            "12",
+            "--arm",
+            "K4",
+        ],
+    );
+    let (code, out, err) = anvil(&[
+        "compare",
+        "--manifest",
+        manifest.to_str().unwrap(),
+        "--plan",
+        PLAN,
+        h.to_str().unwrap(),
+        screen.to_str().unwrap(),
+    ]);
+    assert_eq!(code, Some(3), "{out}{err}");
+    assert!(
+        out.contains("refused: headline aggregate throughput cannot be put beside"),
+        "{out}"
+    );
+    assert!(
+        out.contains("recorded optimization-screen, headline headline-sustained-output"),
+        "{out}"
+    );
+    assert!(
+        out.contains("concurrency_per_replica") && out.contains("recorded 4, headline 8"),
+        "{out}"
+    );
+    assert!(
+        out.contains("rule: \"Compare only the matched 100-request unique-canary"),
+        "{out}"
+    );
+}
+
+#[test]
+fn check_stops_on_contamination_naming_the_requests() {
+    let sim = Sim::start(&["--fault", "contaminate=0.5", "--seed", "7"]);
+    let tmp = tempfile::tempdir().unwrap();
+    let manifest = small_manifest(tmp.path(), |_| {});
+    let data = tmp.path().join("data");
+    off_manifest_cell(&sim, &manifest, &data, "K4", "4");
+
+    let (code, out, err) = anvil(&[
+        "check",
+        "--data",
+        data.to_str().unwrap(),
+        "--plan",
+        PLAN,
+        "--manifest",
+        SAMPLE_MANIFEST,
+    ]);
+    assert_eq!(code, Some(1), "{out}{err}");
+
+    // The requests the SQL finds contaminated are the ones the stop rule names.
+    let o = run(
+        ANVIL,
+        &[
+            "sql",
+            "--data",
+            data.to_str().unwrap(),
+            "--format",
+            "json",
+            "SELECT request_index FROM request_metrics WHERE foreign_canary_count > 0 \
+             ORDER BY request_index",
+        ],
+        &[],
+    );
+    assert!(o.status.success());
+    let text = String::from_utf8_lossy(&o.stdout);
+    let rows: Vec<Value> = serde_json::from_str(text.trim()).unwrap_or_else(|_| {
+        text.lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    });
+    assert!(!rows.is_empty(), "contaminate=0.5 contaminated some reply");
+    let stop = out
+        .lines()
+        .find(|l| l.contains("STOP Contamination"))
+        .unwrap_or_else(|| panic!("no contamination stop:\n{out}"));
+    for r in &rows {
+        let request = format!("request {} returned ", r["request_index"]);
+        assert!(stop.contains(&request), "{request} not named: {stop}");
+    }
+    assert!(out.contains("outcome: StopRuleFired"), "{out}");
+}
+
+#[test]
+fn check_reports_missing_evidence_per_stage_and_exits_incomplete() {
+    let sim = Sim::start(&[]);
+    let tmp = tempfile::tempdir().unwrap();
+    let manifest = small_manifest(tmp.path(), |_| {});
+    let data = tmp.path().join("data");
+    off_manifest_cell(&sim, &manifest, &data, "K4", "4");
+    // The restore stage's evidence file is present, so no stop rule fires.
+    std::fs::write(data.join("restoration.json"), "{}").unwrap();
+
+    let (code, out, err) = anvil(&[
+        "check",
+        "--data",
+        data.to_str().unwrap(),
+        "--plan",
+        PLAN,
+        "--manifest",
+        SAMPLE_MANIFEST,
+    ]);
+    assert_eq!(code, Some(4), "{out}{err}");
+    assert!(out.contains("stop rules\n  none fired"), "{out}");
+    assert!(out.contains("arm K4: evidence: "), "{out}");
+    assert!(out.contains("arm K12: no evidence"), "{out}");
+    assert!(
+        out.contains("missing evidence: K12, K16, chunk1K"),
+        "stage 2 lists its arms without artifacts:\n{out}"
+    );
+    assert!(
+        out.contains("missing evidence: TP1, TP2, two independent TP1 replicas"),
+        "{out}"
+    );
+    assert!(out.contains("promotion_authorized: false"), "{out}");
+    assert!(out.contains("outcome: Incomplete"), "{out}");
+
+    // JSON carries the same report.
+    let (code, out, _) = anvil(&[
+        "check",
+        "--data",
+        data.to_str().unwrap(),
+        "--plan",
+        PLAN,
+        "--manifest",
+        SAMPLE_MANIFEST,
+        "--format",
+        "json",
+    ]);
+    assert_eq!(code, Some(4));
+    let report: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(report["outcome"], "Incomplete");
+    assert_eq!(report["coverage"]["promotion_authorized"], false);
+}
+
+#[test]
+fn figures_read_for_the_rules_agree_with_the_sql_views() {
+    let sim = Sim::start(&[
+        "--spec-depth",
+        "4",
+        "--spec-accept",
+        "0.7",
+        "--fault",
+        "contaminate=0.5",
+        "--seed",
+        "3",
+    ]);
+    let tmp = tempfile::tempdir().unwrap();
+    let manifest = small_manifest(tmp.path(), |_| {});
+    let dir = off_manifest_cell(&sim, &manifest, &tmp.path().join("data"), "K4", "4");
+
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let (artifacts, sql) = rt.block_on(async {
+        let session = anvil::query::AnvilSession::open(std::slice::from_ref(&dir))
+            .await
+            .unwrap();
+        let artifacts = anvil::query::figures::read_artifacts(&session)
+            .await
+            .unwrap();
+        let sql = session
+            .query(
+                "SELECT count(*) FILTER (WHERE foreign_canary_count > 0) AS contaminated, \
+                        avg(ttft_ms) AS ttft_mean, \
+                        median(CAST(completion_tokens AS DOUBLE)) AS tokens_p50 \
+                 FROM request_metrics",
+            )
+            .await
+            .unwrap();
+        (artifacts, sql)
+    });
+    let batch = &sql.batches[0];
+    let int = |name: &str| {
+        use arrow::array::AsArray;
+        batch
+            .column_by_name(name)
+            .unwrap()
+            .as_primitive::<arrow::datatypes::Int64Type>()
+            .value(0)
+    };
+    let float = |name: &str| {
+        use arrow::array::AsArray;
+        batch
+            .column_by_name(name)
+            .unwrap()
+            .as_primitive::<arrow::datatypes::Float64Type>()
+            .value(0)
+    };
+
+    assert_eq!(artifacts.len(), 1);
+    let a = &artifacts[0];
+    assert_eq!(a.facts.arm, "K4");
+    let f = &a.figures;
+    assert_eq!((f.requests.measured, f.requests.ok), (10, 10));
+    assert_eq!(f.metrics.len(), 6);
+    for (metric, stats) in &f.metrics {
+        assert_eq!(stats.n, 10, "{metric}");
+        assert!(stats.p99.is_some() && stats.ci95_low.is_some(), "{metric}");
+        assert_eq!(f.per_request[metric].len(), 10, "{metric}");
+    }
+    let ttft = f.metrics[&anvil::rules::MetricId::TtftMs].mean.unwrap();
+    assert!((ttft - float("ttft_mean")).abs() <= 1e-9 * ttft.abs());
+    assert_eq!(f.completion_tokens_p50, Some(float("tokens_p50")));
+    assert_eq!(f.finish_reasons.values().sum::<u64>(), 10);
+    assert!(f.aggregate_output_tps.is_some_and(|t| t > 0.0));
+    assert_eq!(f.aggregate_output_tps_per_replica.len(), 1);
+    assert_eq!(f.canaries.len(), 10);
+    let contaminated = f.canaries.iter().filter(|c| !c.foreign.is_empty()).count();
+    assert_eq!(contaminated as i64, int("contaminated"));
+    assert!(f.restarts.is_empty() && f.server_errors.is_empty());
+    assert_eq!(f.spec_decode.len(), 1);
+    assert!(
+        f.spec_decode[0]
+            .acceptance_rate
+            .is_some_and(|r| r > 0.0 && r <= 1.0)
+    );
+}
+
+#[test]
+fn compare_and_check_exit_2_on_bad_input_and_document_their_exit_codes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let missing = tmp.path().join("missing");
+    let (code, _, err) = anvil(&["compare", missing.to_str().unwrap()]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("does not exist"), "{err}");
+
+    let bad_plan = tmp.path().join("plan.json");
+    std::fs::write(&bad_plan, "{ not json").unwrap();
+    let (code, _, err) = anvil(&[
+        "check",
+        "--data",
+        tmp.path().to_str().unwrap(),
+        "--plan",
+        bad_plan.to_str().unwrap(),
+        "--manifest",
+        SAMPLE_MANIFEST,
+    ]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("--plan"), "{err}");
+
+    let (_, help, _) = anvil(&["check", "--help"]);
+    for line in [
+        "0  every advance rule holds",
+        "1  a stop rule fired",
+        "2  bad input",
+        "4  incomplete",
+    ] {
+        assert!(help.contains(line), "{line} missing:\n{help}");
+    }
+    let (_, help, _) = anvil(&["compare", "--help"]);
+    assert!(help.contains("3  refused"), "{help}");
+}
