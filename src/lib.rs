@@ -13,6 +13,7 @@ pub mod exit;
 pub mod manifest;
 #[cfg(feature = "analysis")]
 pub mod query;
+pub mod realtime;
 #[cfg(feature = "analysis")]
 pub mod report;
 #[cfg(feature = "analysis")]

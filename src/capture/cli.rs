@@ -132,6 +132,11 @@ pub struct RunArgs {
     /// No progress bar and no quick-look summary.
     #[arg(long)]
     pub quiet: bool,
+    /// Keep ordinary scheduling. By default the threads that read the sockets and stamp
+    /// events run SCHED_FIFO (priority 40) when the system permits, so that other work on
+    /// the client machine cannot delay a timestamp; the writer thread stays ordinary.
+    #[arg(long)]
+    pub no_realtime: bool,
     /// Output root folder.
     #[arg(long, value_name = "DIR")]
     pub out: PathBuf,

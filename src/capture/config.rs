@@ -82,6 +82,11 @@ pub struct RunConfig {
     pub warmup: u64,
     pub timeouts: Timeouts,
     pub quiet: bool,
+    /// Run the hot-path threads SCHED_FIFO when permitted.
+    pub realtime: bool,
+    /// Print the artifact folder as the last line of standard output (the command line's
+    /// contract); an in-process caller that reads [`RunConfig::artifact_dir`] turns it off.
+    pub print_path: bool,
     pub thinking_disabled: bool,
     /// The artifact folder: `out/<campaign_id>/<arm>/<cell_id>`.
     pub artifact_dir: PathBuf,
@@ -308,6 +313,8 @@ impl RunConfig {
             warmup: a.warmup,
             timeouts,
             quiet: a.quiet,
+            realtime: !a.no_realtime,
+            print_path: true,
             artifact_dir,
             command_line,
         })

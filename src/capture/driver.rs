@@ -86,9 +86,17 @@ pub fn run(cfg: RunConfig) -> anyhow::Result<u8> {
     let threads = std::thread::available_parallelism()
         .map_or(2, |n| n.get())
         .clamp(2, 4);
+    let realtime = cfg.realtime;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(threads)
         .thread_name("anvil-capture")
+        .on_thread_start(move || {
+            // Best effort: without the privilege the run goes on with ordinary scheduling.
+            if realtime {
+                crate::realtime::tight_timer_slack();
+                let _ = crate::realtime::fifo(crate::realtime::CAPTURE_PRIORITY);
+            }
+        })
         .enable_all()
         .build()?;
     let code = rt.block_on(run_async(cfg));
@@ -422,7 +430,11 @@ async fn run_async(cfg: RunConfig) -> anyhow::Result<u8> {
     );
     let writer_thread = std::thread::Builder::new()
         .name("anvil-writer".into())
-        .spawn(move || recorder.run())?;
+        .spawn(move || {
+            // Parsing and encoding are batch work: never real-time, whoever spawned us.
+            crate::realtime::ordinary_priority();
+            recorder.run()
+        })?;
 
     // 5. Drive.
     if failed.is_none() && prepared.len() == (n + w) as usize {
@@ -557,7 +569,9 @@ async fn run_async(cfg: RunConfig) -> anyhow::Result<u8> {
     if let Some(r) = &reason {
         eprintln!("anvil-capture: run {}: {r}", status.as_str());
     }
-    println!("{}", paths.dir.display());
+    if cfg.print_path {
+        println!("{}", paths.dir.display());
+    }
     Ok(match status {
         Status::Complete => exit::OK,
         Status::Interrupted => exit::INTERRUPTED,

@@ -35,7 +35,7 @@ pub mod cli;
 pub mod engine;
 pub mod faults;
 pub mod metrics;
-pub mod realtime;
+pub use crate::realtime;
 pub mod render;
 pub mod reply;
 pub mod server;
@@ -59,11 +59,101 @@ use truth::Truth;
 /// Run the simulator until SIGINT or SIGTERM; then flush the truth file and print the lag
 /// report to stderr.
 pub fn run(cfg: Config) -> anyhow::Result<()> {
-    realtime::tight_timer_slack();
-    if cfg.realtime
-        && let Err(e) = realtime::fifo(realtime::FIFO_PRIORITY)
-    {
-        eprintln!("anvil-sim: SCHED_FIFO not permitted ({e}); running with ordinary scheduling");
+    run_until(cfg, Stop::Signal)
+}
+
+/// A simulator running on a thread of this process (`anvil demo`): its replicas' base URLs,
+/// and [`InProcess::stop`] to end it.
+pub struct InProcess {
+    /// `http://127.0.0.1:PORT`, one per replica, in replica order.
+    pub urls: Vec<String>,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<anyhow::Result<()>>>,
+}
+
+impl InProcess {
+    /// Stop serving and wait for the simulator's threads to end.
+    pub fn stop(mut self) -> anyhow::Result<()> {
+        self.finish()
+    }
+
+    fn finish(&mut self) -> anyhow::Result<()> {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        match self.thread.take().map(std::thread::JoinHandle::join) {
+            Some(Ok(result)) => result,
+            Some(Err(_)) => anyhow::bail!("the in-process simulator's thread panicked"),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for InProcess {
+    fn drop(&mut self) {
+        let _ = self.finish();
+    }
+}
+
+/// Start the simulator on a thread of this process with ordinary scheduling (whatever
+/// `cfg.realtime` says: real-time priority would be inherited by the caller's threads) and
+/// return once every replica listens. Nothing is printed.
+pub fn start_in_process(mut cfg: Config) -> anyhow::Result<InProcess> {
+    cfg.realtime = false;
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel();
+    let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+    let thread = std::thread::Builder::new()
+        .name("anvil-sim".to_owned())
+        .spawn(move || {
+            run_until(
+                cfg,
+                Stop::InProcess {
+                    stop: stop_rx,
+                    ready: ready_tx,
+                },
+            )
+        })
+        .context("starting the simulator's thread")?;
+    match ready_rx.recv() {
+        Ok(addrs) => Ok(InProcess {
+            urls: addrs
+                .iter()
+                .map(|a: &std::net::SocketAddr| format!("http://{a}"))
+                .collect(),
+            stop: Some(stop_tx),
+            thread: Some(thread),
+        }),
+        // The thread ended before listening: its result says why.
+        Err(_) => match thread.join() {
+            Ok(Err(e)) => Err(e),
+            Ok(Ok(())) => anyhow::bail!("the simulator ended before listening"),
+            Err(_) => anyhow::bail!("the simulator's thread panicked"),
+        },
+    }
+}
+
+/// What ends a run.
+enum Stop {
+    /// SIGINT or SIGTERM; listening addresses and the lag report are printed.
+    Signal,
+    /// The sender is dropped or fires; addresses go to `ready`, nothing is printed.
+    InProcess {
+        stop: tokio::sync::oneshot::Receiver<()>,
+        ready: std::sync::mpsc::Sender<Vec<std::net::SocketAddr>>,
+    },
+}
+
+fn run_until(cfg: Config, stop: Stop) -> anyhow::Result<()> {
+    let quiet = matches!(stop, Stop::InProcess { .. });
+    if !quiet {
+        realtime::tight_timer_slack();
+        if cfg.realtime
+            && let Err(e) = realtime::fifo(realtime::FIFO_PRIORITY)
+        {
+            eprintln!(
+                "anvil-sim: SCHED_FIFO not permitted ({e}); running with ordinary scheduling"
+            );
+        }
     }
     let truth = Truth::start(cfg.truth.as_deref())?;
     let replicas: Vec<Arc<ReplicaShared>> = (0..cfg.replicas)
@@ -90,39 +180,29 @@ pub fn run(cfg: Config) -> anyhow::Result<()> {
         inflight: Arc::new(Mutex::new(HashMap::new())),
         next_key: AtomicU64::new(0),
     });
-    let result = rt.block_on(serve(state, replicas));
+    let result = rt.block_on(serve(state, replicas, stop));
     rt.shutdown_timeout(Duration::from_millis(200));
     let timer = engine.shutdown();
     let hist = truth.finish().context("finishing the truth file")?;
-    eprintln!("{}", timer.report_as("timer lag"));
-    eprintln!("{}", hist.report());
+    if !quiet {
+        eprintln!("{}", timer.report_as("timer lag"));
+        eprintln!("{}", hist.report());
+    }
     result
 }
 
-async fn serve(state: Arc<ServerState>, replicas: Vec<Arc<ReplicaShared>>) -> anyhow::Result<()> {
+async fn serve(
+    state: Arc<ServerState>,
+    replicas: Vec<Arc<ReplicaShared>>,
+    stop: Stop,
+) -> anyhow::Result<()> {
     let listeners = server::bind(&state.cfg).await?;
-    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-        .context("installing the SIGTERM handler")?;
-    {
-        let mut out = std::io::stdout().lock();
-        for (i, l) in listeners.iter().enumerate() {
-            let addr = l.local_addr().context("reading a listener's address")?;
-            writeln!(out, "anvil-sim replica {i} listening on http://{addr}")?;
-        }
-        out.flush()?;
-    }
+    let addrs = listeners
+        .iter()
+        .map(tokio::net::TcpListener::local_addr)
+        .collect::<std::io::Result<Vec<_>>>()
+        .context("reading a listener's address")?;
     let c = &state.cfg;
-    eprintln!(
-        "anvil-sim: profile {}, prefill {} tok/s, decode {} tok/s, batch {}, spec {}@{}, chunk {}, seed {}",
-        c.profile,
-        c.timing.prefill_tps,
-        c.timing.decode_tps,
-        c.timing.max_batch,
-        c.timing.spec_depth,
-        c.timing.spec_accept,
-        c.timing.chunked_prefill,
-        c.seed
-    );
     for (l, rep) in listeners.into_iter().zip(replicas) {
         let ctx = Arc::new(ReplicaCtx {
             server: state.clone(),
@@ -132,9 +212,38 @@ async fn serve(state: Arc<ServerState>, replicas: Vec<Arc<ReplicaShared>>) -> an
         });
         tokio::spawn(server::serve_replica(l, ctx));
     }
-    tokio::select! {
-        r = tokio::signal::ctrl_c() => r.context("waiting for SIGINT")?,
-        _ = term.recv() => {}
+    match stop {
+        Stop::InProcess { stop, ready } => {
+            let _ = ready.send(addrs);
+            let _ = stop.await;
+        }
+        Stop::Signal => {
+            let mut term =
+                tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+                    .context("installing the SIGTERM handler")?;
+            {
+                let mut out = std::io::stdout().lock();
+                for (i, addr) in addrs.iter().enumerate() {
+                    writeln!(out, "anvil-sim replica {i} listening on http://{addr}")?;
+                }
+                out.flush()?;
+            }
+            eprintln!(
+                "anvil-sim: profile {}, prefill {} tok/s, decode {} tok/s, batch {}, spec {}@{}, chunk {}, seed {}",
+                c.profile,
+                c.timing.prefill_tps,
+                c.timing.decode_tps,
+                c.timing.max_batch,
+                c.timing.spec_depth,
+                c.timing.spec_accept,
+                c.timing.chunked_prefill,
+                c.seed
+            );
+            tokio::select! {
+                r = tokio::signal::ctrl_c() => r.context("waiting for SIGINT")?,
+                _ = term.recv() => {}
+            }
+        }
     }
     Ok(())
 }

@@ -1,14 +1,23 @@
 //! Scheduling knobs for precise timing: 1 ns timer slack and SCHED_FIFO, best effort.
 //!
-//! Called on the main thread before any other thread starts, so every thread inherits
-//! them; the truth writer, which shares no lock with the timer thread, drops back to
-//! ordinary scheduling with [`ordinary_priority`]; reply planners drop below the HTTP
-//! workers with [`lower_fifo`].
+//! `anvil-sim` calls them on the main thread before any other thread starts, so every
+//! thread inherits them; the truth writer, which shares no lock with the timer thread,
+//! drops back to ordinary scheduling with [`ordinary_priority`]; reply planners drop below
+//! the HTTP workers with [`lower_fifo`]. `anvil-capture` puts only its hot-path threads
+//! (the async runtime's workers, which read the sockets and stamp events) on
+//! [`CAPTURE_PRIORITY`]; its writer thread (parsing, Parquet) stays ordinary.
+//!
+//! Priorities, highest first: simulator timer 60, simulator HTTP workers 50, recorder hot
+//! path 40, simulator reply planners 10, everything else. The recorder sits below the
+//! simulator's write path so that, on one machine, it never delays the ground truth it is
+//! measured against, and above everything else so that other work cannot starve it.
 
 /// FIFO priority of the server's threads.
 pub const FIFO_PRIORITY: i32 = 50;
 /// FIFO priority of the timer thread (above the HTTP workers).
 pub const TIMER_PRIORITY: i32 = 60;
+/// FIFO priority of `anvil-capture`'s hot-path threads.
+pub const CAPTURE_PRIORITY: i32 = 50;
 /// FIFO priority of the reply planners: below the HTTP workers, so planning never delays
 /// a write, yet above ordinary tasks, so a planner holding a lock the timer thread needs
 /// (the engine inbox, the metrics) cannot be starved by other processes.
