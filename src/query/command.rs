@@ -28,6 +28,22 @@ pub(crate) async fn open_session(
     data: &[PathBuf],
 ) -> Result<AnvilSession, QueryError> {
     let session = AnvilSession::open(data).await?;
+    say_if_empty(command, data, &session);
+    Ok(session)
+}
+
+/// [`open_session`] with the per-request views computed once and kept in memory, for the
+/// commands that run many queries over them.
+pub(crate) async fn open_session_materialized(
+    command: &str,
+    data: &[PathBuf],
+) -> Result<AnvilSession, QueryError> {
+    let session = AnvilSession::open_materialized(data).await?;
+    say_if_empty(command, data, &session);
+    Ok(session)
+}
+
+fn say_if_empty(command: &str, data: &[PathBuf], session: &AnvilSession) {
     if session.artifacts().is_empty() {
         let dirs: Vec<String> = data.iter().map(|d| d.display().to_string()).collect();
         eprintln!(
@@ -35,7 +51,6 @@ pub(crate) async fn open_session(
             dirs.join(", ")
         );
     }
-    Ok(session)
 }
 
 /// Where results go: a file (`--out`) or standard output.

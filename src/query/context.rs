@@ -42,6 +42,15 @@ impl std::fmt::Debug for AnvilSession {
     }
 }
 
+/// The views [`AnvilSession::open_materialized`] keeps in memory: the per-request ones every
+/// figure is built from.
+pub const MATERIALIZED: &[&str] = &[
+    "request_timing",
+    "request_figures",
+    "request_canaries",
+    "request_metrics",
+];
+
 impl AnvilSession {
     /// Open every artifact at or beneath `data_dirs` (see [`find_artifacts`]).
     pub async fn open(data_dirs: &[PathBuf]) -> Result<Self, QueryError> {
@@ -49,8 +58,24 @@ impl AnvilSession {
         Self::from_artifacts(artifacts).await
     }
 
+    /// Like [`AnvilSession::open`], but the per-request views ([`MATERIALIZED`]) are
+    /// computed once, as each is defined, and kept in memory, so that commands running many
+    /// queries over them (`check`, `compare`, `report`) scan and aggregate the events once.
+    /// Every view keeps its definition; only when it is evaluated changes.
+    pub async fn open_materialized(data_dirs: &[PathBuf]) -> Result<Self, QueryError> {
+        let artifacts = find_artifacts(data_dirs)?;
+        Self::build(artifacts, MATERIALIZED).await
+    }
+
     /// A session over the given artifacts (none gives empty tables).
     pub async fn from_artifacts(artifacts: Vec<ArtifactSource>) -> Result<Self, QueryError> {
+        Self::build(artifacts, &[]).await
+    }
+
+    async fn build(
+        artifacts: Vec<ArtifactSource>,
+        materialize: &[&str],
+    ) -> Result<Self, QueryError> {
         let config = SessionConfig::new()
             .with_information_schema(true)
             .set_bool("datafusion.execution.parquet.pushdown_filters", true)
@@ -63,10 +88,21 @@ impl AnvilSession {
             register(&ctx, table.name(), provider)?;
         }
         for view in VIEWS {
-            ctx.sql(view.sql).await.map_err(|source| QueryError::View {
+            let failed = |source| QueryError::View {
                 file: view.file,
                 source,
-            })?;
+            };
+            ctx.sql(view.sql).await.map_err(failed)?;
+            if materialize.contains(&view.name) {
+                // Views defined later bind to the table registered here.
+                let frame = ctx.table(view.name).await.map_err(failed)?;
+                let schema = Arc::new(frame.schema().as_arrow().clone());
+                let batches = frame.collect().await.map_err(failed)?;
+                let table = MemTable::try_new(schema, vec![batches]).map_err(failed)?;
+                ctx.deregister_table(view.name).map_err(failed)?;
+                ctx.register_table(view.name, Arc::new(table))
+                    .map_err(failed)?;
+            }
         }
         Ok(Self { ctx, artifacts })
     }
