@@ -408,13 +408,55 @@ fn category_labels<'a>(
     root: &DrawingArea<SVGBackend<'a>, Shift>,
     positions: &[(String, (i32, i32))],
 ) -> Result<(), String> {
-    let style = TextStyle::from((FONT, 16).into_font())
+    let style = TextStyle::from((FONT, 15).into_font())
         .color(&BLACK)
         .pos(Pos::new(HPos::Center, VPos::Top));
+    // Each name wraps at word boundaries to its slot (about 8 px per character), at most
+    // three lines, the last shortened with an ellipsis.
+    let slot = match positions {
+        [(_, (a, _)), (_, (b, _)), ..] => (b - a).unsigned_abs() as usize,
+        _ => WIDTH as usize,
+    };
+    let per_line = (slot / 8).max(4);
     for (name, (x, y)) in positions {
-        root.draw_text(name, &style, (*x, *y + 8)).map_err(err)?;
+        // A second part after a newline (e.g. `n = 100`) gets its own last line.
+        let (head, tail) = name.split_once('\n').unwrap_or((name, ""));
+        let mut lines = wrap_label(head, per_line, if tail.is_empty() { 3 } else { 2 });
+        lines.extend(wrap_label(tail, per_line, 1));
+        for (i, line) in lines.iter().enumerate() {
+            root.draw_text(line, &style, (*x, *y + 6 + 17 * i as i32))
+                .map_err(err)?;
+        }
     }
     Ok(())
+}
+
+/// `text` in lines of at most `width` characters (a longer word is cut), at most `lines`
+/// lines; text left over ends the last line with `…`.
+fn wrap_label(text: &str, width: usize, lines: usize) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let mut current = String::new();
+    for word in text.split_whitespace() {
+        let word: String = word.chars().take(width).collect();
+        if current.is_empty() {
+            current = word;
+        } else if current.chars().count() + 1 + word.chars().count() <= width {
+            current.push(' ');
+            current.push_str(&word);
+        } else {
+            out.push(std::mem::replace(&mut current, word));
+        }
+    }
+    if !current.is_empty() {
+        out.push(current);
+    }
+    if out.len() > lines {
+        out.truncate(lines);
+        let last = &mut out[lines - 1];
+        let keep: String = last.chars().take(width.saturating_sub(1)).collect();
+        *last = format!("{keep}…");
+    }
+    out
 }
 
 /// Strip plot per arm: each request a dot, the query layer's percentiles as short lines.
@@ -448,7 +490,7 @@ pub fn distribution_svg(chart: &DistributionChart) -> String {
         let mut ctx = ChartBuilder::on(root)
             .caption(&chart.title, (FONT, 22))
             .margin(14)
-            .x_label_area_size(60)
+            .x_label_area_size(64)
             .y_label_area_size(76)
             .build_cartesian_2d(-0.5f64..k - 0.5, y0..y1)
             .map_err(err)?;
@@ -473,9 +515,7 @@ pub fn distribution_svg(chart: &DistributionChart) -> String {
                     .enumerate()
                     .map(|(j, v)| Circle::new((x + jitter(j), *v), 2, c.mix(0.55).filled())),
             )
-            .map_err(err)?
-            .label(format!("{} (n = {})", s.name, values.len()))
-            .legend(move |(px, py)| Circle::new((px + 8, py), 4, c.filled()));
+            .map_err(err)?;
             for (label, m) in s.markers.iter().filter(|(_, m)| m.is_finite()) {
                 ctx.draw_series(std::iter::once(PathElement::new(
                     vec![(x - 0.3, *m), (x + 0.3, *m)],
@@ -489,15 +529,12 @@ pub fn distribution_svg(chart: &DistributionChart) -> String {
                 )))
                 .map_err(err)?;
             }
-            names.push((s.name.clone(), ctx.backend_coord(&(x, y0))));
+            // The arms are named under the axis, with their counts: no legend to cover dots.
+            names.push((
+                format!("{}\nn = {}", s.name, values.len()),
+                ctx.backend_coord(&(x, y0)),
+            ));
         }
-        ctx.configure_series_labels()
-            .position(SeriesLabelPosition::UpperRight)
-            .background_style(WHITE.mix(0.9))
-            .border_style(RGBColor(0x99, 0x99, 0x99))
-            .label_font((FONT, 16))
-            .draw()
-            .map_err(err)?;
         category_labels(root, &names)?;
         footnote(root, &note)
     })
@@ -593,7 +630,7 @@ pub fn timeline_svg(chart: &TimelineChart) -> String {
             });
         }
         ctx.configure_series_labels()
-            .position(SeriesLabelPosition::LowerRight)
+            .position(SeriesLabelPosition::UpperRight)
             .background_style(WHITE.mix(0.9))
             .border_style(RGBColor(0x99, 0x99, 0x99))
             .label_font((FONT, 16))

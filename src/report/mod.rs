@@ -19,6 +19,22 @@ pub use view::{ReportInput, ReportView, build};
 
 use view::{ComparisonView, ScreenView, ServerRunView};
 
+/// The `id` of each of the report's twelve `<section>`s, in page order.
+pub const SECTION_IDS: [&str; 12] = [
+    "header",
+    "plan",
+    "headline",
+    "context-curve",
+    "screens",
+    "controls",
+    "topology",
+    "spec-decode",
+    "server",
+    "verdicts",
+    "open-gates",
+    "appendix",
+];
+
 const REPORT_TEMPLATE: &str = include_str!("../../templates/report.html.tera");
 const COMPARISON_TEMPLATE: &str = include_str!("../../templates/comparison.html.tera");
 

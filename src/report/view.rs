@@ -586,6 +586,16 @@ impl Palette {
         palette
     }
 
+    /// Exactly these arms, in this order: one comparison's colours (a comparison has at
+    /// most as many arms as the palette has colours in practice, so none repeats).
+    pub fn of(arms: &[String]) -> Self {
+        let mut palette = Self::default();
+        for arm in arms {
+            palette.add(arm);
+        }
+        palette
+    }
+
     fn add(&mut self, arm: &str) {
         if !self.arms.iter().any(|a| a == arm) {
             self.arms.push(arm.to_owned());
@@ -606,7 +616,11 @@ pub fn build(input: &ReportInput<'_>) -> ReportView {
     let palette = Palette::new(input.plan, input.artifacts);
     let headline = match input.headline {
         Some(Ok(comparison)) => HeadlineView {
-            comparison: Some(comparison_view(comparison, input, &palette)),
+            comparison: Some(comparison_view(
+                comparison,
+                input,
+                &Palette::of(&comparison.arms),
+            )),
             refusal: None,
             empty_note: String::new(),
         },
@@ -627,7 +641,11 @@ pub fn build(input: &ReportInput<'_>) -> ReportView {
         .map(|screen| match &screen.result {
             Ok(comparison) => ScreenView {
                 name: screen.name.clone(),
-                comparison: Some(comparison_view(comparison, input, &palette)),
+                comparison: Some(comparison_view(
+                    comparison,
+                    input,
+                    &Palette::of(&comparison.arms),
+                )),
                 refusal: None,
             },
             Err(refusal) => ScreenView {
