@@ -33,6 +33,21 @@ sim *ARGS:
 validate:
     cargo run --bin anvil -- validate sample-data
 
+# The campaign report of sample-data/ into reports/campaign.html (the README's main job).
+report *ARGS:
+    cargo run --bin anvil -- report {{ARGS}}
+
+# Record a small campaign against in-process simulators and report it (prints the path).
+demo *ARGS:
+    cargo run --bin anvil -- demo {{ARGS}}
+
+# Re-record the synthetic sample campaign in sample-data/ (about ten minutes at the
+# simulator profiles' own speed), then regenerate reports/campaign.html from it.
+sample-data:
+    cargo build --bin anvil
+    rm -rf "sample-data/2026-09-04-qwen38-27b-pro6000-possibility"
+    cargo run --bin anvil -- demo --campaign sample --out sample-data --report reports/campaign.html
+
 # The recorder's timing error against the simulator's truth at 16/64/256 streams (BENCHMARKS.md).
 bench-fidelity:
     cargo bench --profile fast --no-default-features --bench fidelity

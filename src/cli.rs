@@ -86,6 +86,31 @@ fn check_exit_codes_help() -> String {
     )
 }
 
+#[cfg(feature = "analysis")]
+fn report_exit_codes_help() -> String {
+    format!(
+        "Exit codes:\n  \
+         {}  the report was written (the campaign's own outcome is in the report and on\n     \
+         standard error; `anvil check` exits with it)\n  \
+         {}  bad input: an unreadable manifest, plan, artifact or path",
+        exit::OK,
+        exit::BAD_INPUT,
+    )
+}
+
+#[cfg(feature = "analysis")]
+fn demo_exit_codes_help() -> String {
+    format!(
+        "Exit codes:\n  \
+         {}  the campaign was recorded and the report written\n  \
+         {}  a cell could not be recorded (what was recorded stays in --out)\n  \
+         {}  bad input: an unusable --out, --speed or seed in --out",
+        exit::OK,
+        exit::RULE_FAILED,
+        exit::BAD_INPUT,
+    )
+}
+
 /// anvil: evidence toolkit for LLM-serving benchmark campaigns.
 #[derive(Debug, Parser)]
 #[command(name = "anvil", version, after_help = exit_codes_help())]
@@ -159,6 +184,29 @@ pub enum Command {
     #[cfg(feature = "analysis")]
     #[command(after_help = check_exit_codes_help())]
     Check(CheckArgs),
+
+    /// Render the campaign report: one self-contained HTML file, or Markdown.
+    ///
+    /// Reads every artifact beneath the --data folders, runs the checks, the headline
+    /// comparison and one comparison per optimization screen, and lays out the run plan,
+    /// headline figures and charts, context curve, screens (within-screen selection only),
+    /// controls, topology, speculative decoding, server queues, functional and advance/stop
+    /// verdicts, open gates and the metric definitions. With no arguments: the sample
+    /// campaign in sample-data/ to reports/campaign.html. The path written is printed last.
+    #[cfg(feature = "analysis")]
+    #[command(after_help = report_exit_codes_help())]
+    Report(ReportArgs),
+
+    /// Record a small campaign against simulators started in this process, then report it.
+    ///
+    /// Starts one `anvil-sim` per arm on a free loopback port, records the baseline stage's
+    /// two arms on the headline cell and a K4-vs-K12 screen (the simulator's clock runs 8x
+    /// its profiles' speed), runs the checks and writes the HTML report. Prints each cell's
+    /// capture command line as it goes, and the report's path last. `--campaign sample`
+    /// records the sample campaign of sample-data/ instead (about ten minutes).
+    #[cfg(feature = "analysis")]
+    #[command(after_help = demo_exit_codes_help())]
+    Demo(DemoArgs),
 }
 
 /// Output format of `anvil compare` and `anvil check`.
@@ -171,6 +219,72 @@ pub enum RulesFormat {
     Json,
     /// Markdown headings and tables.
     Md,
+}
+
+/// Output format of `anvil report`.
+#[cfg(feature = "analysis")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ReportFormat {
+    /// One self-contained HTML file (inline CSS and SVG, no scripts).
+    Html,
+    /// A Markdown summary: headline table, verdicts, missing evidence.
+    Md,
+}
+
+#[cfg(feature = "analysis")]
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// An artifact folder or a campaign tree; repeat to load several. Its file names also
+    /// count as evidence files the plan names.
+    #[arg(long = "data", value_name = "DIR", default_value = "sample-data")]
+    pub data: Vec<PathBuf>,
+    /// The run plan.
+    #[arg(long, value_name = "FILE", default_value = "sample-data/run-plan.json")]
+    pub plan: PathBuf,
+    /// The workload manifest.
+    #[arg(
+        long,
+        value_name = "FILE",
+        default_value = "sample-data/workload-manifest.json"
+    )]
+    pub manifest: PathBuf,
+    /// Where to write the report [default: reports/campaign.html for HTML, standard
+    /// output for Markdown].
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = ReportFormat::Html)]
+    pub format: ReportFormat,
+}
+
+/// Which campaign `anvil demo` records.
+#[cfg(feature = "analysis")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum DemoCampaign {
+    /// Two headline arms and a two-arm screen, at 8x speed (under a minute).
+    Small,
+    /// The sample campaign committed in sample-data/ (every arm the simulator can stand in
+    /// for), at the profiles' own speed.
+    Sample,
+}
+
+#[cfg(feature = "analysis")]
+#[derive(Debug, Args)]
+pub struct DemoArgs {
+    /// Folder for the artifacts (and the seeds, when it has none) [default: a new folder
+    /// under the system temp directory].
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Where to write the report [default: OUT/campaign.html].
+    #[arg(long, value_name = "FILE")]
+    pub report: Option<PathBuf>,
+    /// The campaign to record.
+    #[arg(long, value_enum, default_value_t = DemoCampaign::Small)]
+    pub campaign: DemoCampaign,
+    /// Multiply the simulator profiles' prefill and decode rates [default: 8 for small, 1
+    /// for sample].
+    #[arg(long, value_name = "FACTOR")]
+    pub speed: Option<f64>,
 }
 
 #[cfg(feature = "analysis")]
@@ -317,6 +431,10 @@ pub fn run(cli: Cli) -> anyhow::Result<u8> {
         Command::Compare(args) => crate::query::rules_command::run_compare(&args),
         #[cfg(feature = "analysis")]
         Command::Check(args) => crate::query::rules_command::run_check(&args),
+        #[cfg(feature = "analysis")]
+        Command::Report(args) => crate::query::report_command::run_report(&args),
+        #[cfg(feature = "analysis")]
+        Command::Demo(args) => crate::demo::run_demo(&args),
     }
 }
 

@@ -9,6 +9,8 @@ pub mod artifact;
 pub mod capture;
 pub mod cli;
 pub mod clock;
+#[cfg(feature = "analysis")]
+pub mod demo;
 pub mod exit;
 pub mod manifest;
 #[cfg(feature = "analysis")]

@@ -14,6 +14,7 @@ pub mod error;
 pub mod exec;
 pub mod figures;
 pub mod output;
+pub mod report_command;
 pub mod rules_command;
 pub mod source;
 pub mod summary;

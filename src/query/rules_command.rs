@@ -19,7 +19,7 @@ use crate::rules::{
     Verdict,
 };
 
-use super::command::{open_session, runtime};
+use super::command::{open_session_materialized, runtime};
 use super::figures::read_artifacts;
 
 /// `anvil compare`: exit 0 compared, 3 refused, 2 bad input.
@@ -37,7 +37,7 @@ pub fn run_compare(args: &CompareArgs) -> anyhow::Result<u8> {
     };
     let rt = runtime()?;
     let (artifacts, baseline) = rt.block_on(async {
-        let session = open_session("compare", &args.artifacts).await?;
+        let session = open_session_materialized("compare", &args.artifacts).await?;
         let artifacts = read_artifacts(&session).await?;
         // Default baseline: the arm of the first artifact named on the command line.
         let baseline = args.baseline.clone().or_else(|| {
@@ -93,7 +93,7 @@ pub fn run_check(args: &CheckArgs) -> anyhow::Result<u8> {
     }
     let rt = runtime()?;
     let artifacts = rt.block_on(async {
-        let session = open_session("check", &args.data).await?;
+        let session = open_session_materialized("check", &args.data).await?;
         anyhow::Ok(read_artifacts(&session).await?)
     })?;
     let mut names = Vec::new();
@@ -115,7 +115,7 @@ pub fn run_check(args: &CheckArgs) -> anyhow::Result<u8> {
 }
 
 /// Names of every file at or beneath `dir`.
-fn file_names(dir: &Path, out: &mut Vec<String>) -> std::io::Result<()> {
+pub(crate) fn file_names(dir: &Path, out: &mut Vec<String>) -> std::io::Result<()> {
     if dir.is_file() {
         if let Some(name) = dir.file_name().and_then(|n| n.to_str()) {
             out.push(name.to_owned());

@@ -7,6 +7,8 @@ mod compare;
 mod manifest;
 #[cfg(feature = "analysis")]
 mod pipeline;
+#[cfg(feature = "analysis")]
+mod report;
 mod sim;
 #[cfg(feature = "analysis")]
 mod sql;

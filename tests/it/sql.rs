@@ -311,6 +311,53 @@ fn build_run(root: &Path, run_no: u32, leak: &str) -> PathBuf {
     dir
 }
 
+/// A one-request artifact under `root/hostile` (created) whose arm name, stage, config value
+/// and model reply each carry `payload`, and whose reply lacks its own canary, so a report
+/// shows the reply as evidence. For the report's escaping tests.
+pub fn build_hostile(root: &Path, payload: &str) -> PathBuf {
+    let dir = root.join("hostile");
+    let mut run = run_json("run-hostile");
+    run.arm.name = format!("K12{payload}");
+    run.arm.stage = format!("stage{payload}");
+    run.arm.config = [("spec_depth", format!("12{payload}"))]
+        .into_iter()
+        .collect();
+    let mut writer = ArtifactWriter::create(&dir, run.clone()).unwrap();
+    let events = [
+        (20, content(&format!("reply {payload} without its canary"))),
+        (30, usage(1000, 6)),
+        (40, "[DONE]".to_owned()),
+    ];
+    for (seq, (t_ms, data)) in events.iter().enumerate() {
+        writer
+            .push_event(EventRow::from_raw(
+                0,
+                seq as u32,
+                t_ms * MS,
+                None,
+                data.as_bytes(),
+            ))
+            .unwrap();
+    }
+    writer
+        .push_request(request(
+            7,
+            0,
+            RequestKind::Measured,
+            0,
+            Outcome::Ok,
+            10,
+            40,
+            events.len() as u32,
+        ))
+        .unwrap();
+    let mut done = run;
+    done.status = Status::Complete;
+    done.ended_utc = Some(utc_now());
+    writer.finish(done).unwrap();
+    dir
+}
+
 fn session(dir: &Path) -> (tokio::runtime::Runtime, AnvilSession) {
     let rt = tokio::runtime::Runtime::new().unwrap();
     let s = rt.block_on(AnvilSession::open(&[dir.to_owned()])).unwrap();

@@ -1,0 +1,444 @@
+//! The `anvil report` command: open the artifacts, read the rules' inputs and the report's
+//! per-request and time-series data from the views, run the rules (check, the headline
+//! comparison, one comparison per optimization screen), and hand everything to the pure
+//! renderers of [`crate::report`].
+//!
+//! Every figure comes from a view of `queries/` (or a plain SQL aggregate over one); the
+//! verdicts come from [`crate::rules`]; this module only gathers and routes them.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+
+use crate::cli::{ReportArgs, ReportFormat};
+use crate::exit;
+use crate::manifest::{RunPlan, WorkloadManifest};
+use crate::report::view::{
+    OutputSnippet, QueueSample, RequestTiming, RunInfo, RunQueue, ScreenResult, TokensPerChunk,
+};
+use crate::report::{ReportInput, render_html, render_markdown};
+use crate::rules::control::control;
+use crate::rules::headline::{ClassKind, classify};
+use crate::rules::{self, Artifact, Comparison, HeadlineSelection, Refusal};
+
+use super::command::{open_session_materialized, runtime};
+use super::figures::read_artifacts;
+use super::rules_command::file_names;
+use super::summary::{column_f64, column_i64, column_str};
+use super::views::VIEWS;
+use super::{AnvilSession, QueryError};
+
+/// Per measured request that succeeded: the Gantt bar and the context-curve point. Times
+/// are seconds since the run's first measured send.
+const TIMING_SQL: &str = "\
+WITH base AS ( \
+    SELECT run_id, min(t_sent_ns) AS t0 FROM request_timing WHERE kind = 'measured' GROUP BY run_id \
+) \
+SELECT t.run_id, t.replica, t.request_index, \
+       CAST(t.t_sent_ns - b.t0 AS DOUBLE) / 1e9 AS start_s, \
+       CAST(t.t_first_content_ns - b.t0 AS DOUBLE) / 1e9 AS first_token_s, \
+       CAST(t.t_done_ns - b.t0 AS DOUBLE) / 1e9 AS end_s, \
+       m.ttft_ms, m.tpot_ms, m.prompt_tokens, m.effective_prefill_tps \
+FROM request_timing t \
+JOIN base b ON b.run_id = t.run_id \
+JOIN request_metrics m ON m.run_id = t.run_id AND m.request_index = t.request_index \
+WHERE t.kind = 'measured' AND m.outcome = 'ok' \
+ORDER BY t.run_id, t.request_index";
+
+/// The scheduler gauges of every scrape (vLLM and SGLang names), on the same time base as
+/// [`TIMING_SQL`].
+const QUEUE_SQL: &str = "\
+WITH base AS ( \
+    SELECT run_id, min(t_sent_ns) AS t0 FROM request_timing WHERE kind = 'measured' GROUP BY run_id \
+) \
+SELECT s.run_id, s.replica, CAST(s.t_ns - b.t0 AS DOUBLE) / 1e9 AS t_s, \
+       max(CASE WHEN s.metric IN ('vllm:num_requests_waiting', 'sglang:num_queue_reqs') \
+                THEN s.value END) AS waiting, \
+       max(CASE WHEN s.metric IN ('vllm:num_requests_running', 'sglang:num_running_reqs') \
+                THEN s.value END) AS running \
+FROM scrapes s JOIN base b ON b.run_id = s.run_id \
+WHERE s.metric IN ('vllm:num_requests_waiting', 'vllm:num_requests_running', \
+                   'sglang:num_queue_reqs', 'sglang:num_running_reqs') \
+GROUP BY s.run_id, s.replica, s.t_ns, b.t0 \
+ORDER BY s.run_id, s.replica, s.t_ns";
+
+/// Usage completion tokens per content chunk, per run and replica.
+const TOKENS_PER_CHUNK_SQL: &str = "\
+SELECT run_id, replica, \
+       CAST(sum(completion_tokens) AS DOUBLE) / CAST(sum(content_chunks) AS DOUBLE) AS tokens_per_chunk \
+FROM request_metrics \
+WHERE outcome = 'ok' AND completion_tokens IS NOT NULL AND content_chunks > 0 \
+GROUP BY run_id, replica ORDER BY run_id, replica";
+
+/// Replies that are evidence against a request: its own canary missing, or another
+/// request's canary present.
+const SNIPPET_SQL: &str = "\
+SELECT m.run_id, m.request_index, t.content \
+FROM request_metrics m \
+JOIN request_timing t ON t.run_id = m.run_id AND t.request_index = m.request_index \
+WHERE m.canary IS NOT NULL AND (m.foreign_canary_count > 0 OR NOT m.canary_ok) \
+ORDER BY m.run_id, m.request_index";
+
+/// Characters of a reply shown as evidence.
+const SNIPPET_CHARS: usize = 400;
+
+/// Evidence snippets shown per run at most.
+const SNIPPETS_PER_RUN: usize = 5;
+
+/// What the report is built from, read from one session.
+pub struct Gathered {
+    pub artifacts: Vec<Artifact>,
+    pub runs: Vec<RunInfo>,
+    pub requests: Vec<RequestTiming>,
+    pub queues: Vec<RunQueue>,
+    pub tokens_per_chunk: Vec<TokensPerChunk>,
+    pub snippets: Vec<OutputSnippet>,
+}
+
+/// Read the report's data from `session`.
+pub async fn gather(session: &AnvilSession) -> Result<Gathered, QueryError> {
+    let artifacts = read_artifacts(session).await?;
+    let runs = session
+        .artifacts()
+        .iter()
+        .map(|source| RunInfo {
+            run_id: source.run.run_id.clone(),
+            started_utc: source.run.started_utc.clone(),
+            ended_utc: source.run.ended_utc.clone(),
+            servers: source
+                .run
+                .topology
+                .endpoints
+                .iter()
+                .map(|e| {
+                    let info: Vec<String> = e
+                        .server_info
+                        .iter()
+                        .map(|(k, v)| match v {
+                            serde_json::Value::String(s) => format!("{k} {s}"),
+                            other => format!("{k} {other}"),
+                        })
+                        .collect();
+                    format!("replica {}: {} ({})", e.replica, e.model, info.join(", "))
+                })
+                .collect(),
+        })
+        .collect();
+
+    let r = session.query(TIMING_SQL).await?;
+    let ids = column_str(&r, "run_id")?;
+    let replica = column_i64(&r, "replica")?;
+    let index = column_i64(&r, "request_index")?;
+    let [start, first, end, ttft, tpot, prompt, prefill] = [
+        "start_s",
+        "first_token_s",
+        "end_s",
+        "ttft_ms",
+        "tpot_ms",
+        "prompt_tokens",
+        "effective_prefill_tps",
+    ]
+    .map(|c| column_f64(&r, c));
+    let (start, first, end, ttft, tpot, prompt, prefill) =
+        (start?, first?, end?, ttft?, tpot?, prompt?, prefill?);
+    let requests = (0..ids.len())
+        .filter_map(|i| {
+            Some(RequestTiming {
+                run_id: ids[i].clone(),
+                replica: u32::try_from(replica[i]?).ok()?,
+                request_index: index[i]?,
+                start_s: start[i]?,
+                first_token_s: first[i],
+                end_s: end[i]?,
+                ttft_ms: ttft[i],
+                tpot_ms: tpot[i],
+                prompt_tokens: prompt[i],
+                effective_prefill_tps: prefill[i],
+            })
+        })
+        .collect();
+
+    let r = session.query(QUEUE_SQL).await?;
+    let ids = column_str(&r, "run_id")?;
+    let replica = column_i64(&r, "replica")?;
+    let t = column_f64(&r, "t_s")?;
+    let waiting = column_f64(&r, "waiting")?;
+    let running = column_f64(&r, "running")?;
+    let mut by_run: BTreeMap<String, Vec<QueueSample>> = BTreeMap::new();
+    for i in 0..ids.len() {
+        let (Some(replica), Some(t_s)) = (replica[i].and_then(|r| u32::try_from(r).ok()), t[i])
+        else {
+            continue;
+        };
+        by_run.entry(ids[i].clone()).or_default().push(QueueSample {
+            replica,
+            t_s,
+            waiting: waiting[i].unwrap_or(0.0),
+            running: running[i].unwrap_or(0.0),
+        });
+    }
+    let queues = by_run
+        .into_iter()
+        .map(|(run_id, samples)| RunQueue { run_id, samples })
+        .collect();
+
+    let r = session.query(TOKENS_PER_CHUNK_SQL).await?;
+    let ids = column_str(&r, "run_id")?;
+    let replica = column_i64(&r, "replica")?;
+    let tpc = column_f64(&r, "tokens_per_chunk")?;
+    let tokens_per_chunk = (0..ids.len())
+        .filter_map(|i| {
+            Some(TokensPerChunk {
+                run_id: ids[i].clone(),
+                replica: u32::try_from(replica[i]?).ok()?,
+                tokens_per_chunk: tpc[i]?,
+            })
+        })
+        .collect();
+
+    let r = session.query(SNIPPET_SQL).await?;
+    let ids = column_str(&r, "run_id")?;
+    let index = column_i64(&r, "request_index")?;
+    let content = column_str(&r, "content")?;
+    let mut per_run: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut snippets = Vec::new();
+    for i in 0..ids.len() {
+        let shown = per_run.entry(ids[i].as_str()).or_default();
+        if *shown >= SNIPPETS_PER_RUN {
+            continue;
+        }
+        let Some(request_index) = index[i] else {
+            continue;
+        };
+        *shown += 1;
+        let mut text: String = content[i].chars().take(SNIPPET_CHARS).collect();
+        if content[i].chars().count() > SNIPPET_CHARS {
+            text.push('…');
+        }
+        snippets.push(OutputSnippet {
+            run_id: ids[i].clone(),
+            request_index,
+            text,
+        });
+    }
+
+    Ok(Gathered {
+        artifacts,
+        runs,
+        requests,
+        queues,
+        tokens_per_chunk,
+        snippets,
+    })
+}
+
+/// The headline comparison's baseline: the first of the plan's arms (in execution order)
+/// that the group holds, else the group's first arm.
+fn plan_first_arm(plan: &RunPlan, group: &[Artifact]) -> String {
+    plan.execution_order
+        .iter()
+        .flat_map(|stage| stage.arms.iter().flatten())
+        .find(|arm| group.iter().any(|a| &a.facts.arm == *arm))
+        .cloned()
+        .unwrap_or_else(|| group[0].facts.arm.clone())
+}
+
+/// A screen's baseline: of the group's arms, the one that the
+/// most other arms differ from in exactly one configuration key (so a sweep is read against
+/// its centre, e.g. K12 for a depth sweep and a chunk sweep run at K12); ties go to the
+/// arm the plan names first, then to the first recorded.
+fn sweep_centre_arm(plan: &RunPlan, group: &[Artifact]) -> String {
+    let plan_rank = |arm: &str| {
+        plan.execution_order
+            .iter()
+            .flat_map(|stage| stage.arms.iter().flatten())
+            .position(|a| a == arm)
+            .unwrap_or(usize::MAX)
+    };
+    let mut arms: Vec<&Artifact> = Vec::new();
+    for a in group {
+        if !arms.iter().any(|b| b.facts.arm == a.facts.arm) {
+            arms.push(a);
+        }
+    }
+    let one_variable = |base: &Artifact| {
+        arms.iter()
+            .filter(|a| control(&base.facts.config, &a.facts.config).holds())
+            .count()
+    };
+    arms.iter()
+        .enumerate()
+        .max_by_key(|(i, a)| {
+            (
+                one_variable(a),
+                std::cmp::Reverse(plan_rank(&a.facts.arm)),
+                std::cmp::Reverse(*i),
+            )
+        })
+        .map_or_else(String::new, |(_, a)| a.facts.arm.clone())
+}
+
+/// The rules' comparisons for the report: the headline comparison over every artifact
+/// whose workload is the headline selection, and one within-screen comparison per
+/// optimization screen (artifacts of one stage and one fingerprint).
+pub fn comparisons(
+    artifacts: &[Artifact],
+    selection: &HeadlineSelection,
+    plan: &RunPlan,
+) -> (Option<Result<Comparison, Refusal>>, Vec<ScreenResult>) {
+    let headline: Vec<Artifact> = artifacts
+        .iter()
+        .filter(|a| classify(&a.facts, selection).kind == ClassKind::Headline)
+        .cloned()
+        .collect();
+    let headline = (!headline.is_empty()).then(|| {
+        let baseline = plan_first_arm(plan, &headline);
+        rules::compare_artifacts(&headline, &[], &baseline, selection, plan)
+    });
+    let mut screens: BTreeMap<(usize, String, String), Vec<Artifact>> = BTreeMap::new();
+    for a in artifacts {
+        if classify(&a.facts, selection).kind != ClassKind::OptimizationScreen {
+            continue;
+        }
+        let order = plan
+            .execution_order
+            .iter()
+            .position(|s| s.stage == a.facts.stage)
+            .unwrap_or(usize::MAX);
+        screens
+            .entry((order, a.facts.stage.clone(), a.facts.fingerprint.clone()))
+            .or_default()
+            .push(a.clone());
+    }
+    let screens = screens
+        .into_iter()
+        .map(|((_, stage, _), group)| {
+            let w = &group[0].facts.workload;
+            let name = format!(
+                "{stage}: {} tokens, C{} per replica",
+                w.prompt_tokens_target, w.concurrency_per_replica
+            );
+            let baseline = sweep_centre_arm(plan, &group);
+            ScreenResult {
+                name,
+                result: rules::compare_artifacts(&group, &[], &baseline, selection, plan),
+            }
+        })
+        .collect();
+    (headline, screens)
+}
+
+/// Metric definitions `(view, text)` from the SQL files' header comments.
+pub fn definitions() -> Vec<(String, String)> {
+    VIEWS
+        .iter()
+        .map(|v| (v.name.to_owned(), v.definition()))
+        .collect()
+}
+
+/// Render the report of the artifacts beneath `data` to a string (HTML or Markdown).
+pub fn render(
+    data: &[PathBuf],
+    plan: &RunPlan,
+    manifest: &WorkloadManifest,
+    format: ReportFormat,
+) -> anyhow::Result<(String, u8)> {
+    let selection = HeadlineSelection::from_manifest(manifest)
+        .map_err(|e| anyhow::anyhow!("the manifest defines no headline workload: {e}"))?;
+    let rt = runtime()?;
+    let gathered = rt.block_on(async {
+        let session = open_session_materialized("report", data).await?;
+        anyhow::Ok(gather(&session).await?)
+    })?;
+    let mut names = Vec::new();
+    for dir in data {
+        file_names(dir, &mut names)
+            .with_context(|| format!("--data {}: listing files", dir.display()))?;
+    }
+    let present: Vec<&str> = names.iter().map(String::as_str).collect();
+    let check = rules::check(plan, &gathered.artifacts, &present);
+    let (headline, screens) = comparisons(&gathered.artifacts, &selection, plan);
+    let data_folder: Vec<String> = data.iter().map(|d| d.display().to_string()).collect();
+    let data_folder = data_folder.join(", ");
+    let generated = crate::artifact::run::utc_now();
+    let definitions = definitions();
+    let input = ReportInput {
+        data_folder: &data_folder,
+        generated_utc: &generated,
+        tool_version: env!("CARGO_PKG_VERSION"),
+        plan,
+        manifest,
+        check: &check,
+        artifacts: &gathered.artifacts,
+        headline: headline.as_ref().map(|r| r.as_ref()),
+        screens: &screens,
+        runs: &gathered.runs,
+        requests: &gathered.requests,
+        queues: &gathered.queues,
+        tokens_per_chunk: &gathered.tokens_per_chunk,
+        snippets: &gathered.snippets,
+        definitions: &definitions,
+    };
+    let view = crate::report::build(&input);
+    let text = match format {
+        ReportFormat::Html => render_html(&view)?,
+        ReportFormat::Md => render_markdown(&view),
+    };
+    Ok((text, check.exit_code()))
+}
+
+/// `anvil report`: exit 0 when the report was written, 2 on bad input. The campaign's own
+/// outcome (what `anvil check` exits with) is stated in the report and on standard error.
+pub fn run_report(args: &ReportArgs) -> anyhow::Result<u8> {
+    let manifest = WorkloadManifest::load(&args.manifest)
+        .with_context(|| format!("--manifest {}", args.manifest.display()))?;
+    let plan =
+        RunPlan::load(&args.plan).with_context(|| format!("--plan {}", args.plan.display()))?;
+    let (text, outcome) = render(&args.data, &plan, &manifest, args.format)?;
+    let out = match (&args.out, args.format) {
+        (Some(path), _) => Some(path.clone()),
+        (None, ReportFormat::Html) => Some(PathBuf::from("reports/campaign.html")),
+        (None, ReportFormat::Md) => None,
+    };
+    match out {
+        Some(path) => {
+            write_file(&path, &text)?;
+            eprintln!(
+                "anvil report: campaign outcome {} (exit code of `anvil check`: {outcome})",
+                outcome_word(outcome)
+            );
+            println!("{}", path.display());
+        }
+        None => {
+            let mut stdout = std::io::stdout().lock();
+            stdout
+                .write_all(text.as_bytes())
+                .and_then(|()| stdout.flush())
+                .context("writing the report to standard output")?;
+        }
+    }
+    Ok(exit::OK)
+}
+
+fn outcome_word(code: u8) -> &'static str {
+    match code {
+        exit::OK => "holds",
+        exit::RULE_FAILED => "rule failed or stop rule fired",
+        exit::INCOMPLETE => "incomplete (evidence missing)",
+        _ => "not judged",
+    }
+}
+
+/// Write `text` to `path` through a temporary file beside it, creating the folder.
+pub fn write_file(path: &Path, text: &str) -> anyhow::Result<()> {
+    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent)
+            .with_context(|| format!("--out {}: cannot create its folder", path.display()))?;
+    }
+    let tmp = path.with_extension("tmp");
+    std::fs::write(&tmp, text)
+        .and_then(|()| std::fs::rename(&tmp, path))
+        .with_context(|| format!("--out {}: cannot write", path.display()))
+}
