@@ -50,7 +50,7 @@ sample-data:
 
 # The recorder's timing error against the simulator's truth at 16/64/256 streams (BENCHMARKS.md).
 bench-fidelity:
-    cargo bench --profile fast --no-default-features --bench fidelity
+    cargo bench --profile release --no-default-features --bench fidelity
 
 # Time `anvil sql` computing cell_stats against DuckDB (Python) running the equivalent SQL on
 # the same files: a synthetic artifact of REQUESTS x 250 events (40000 -> 10M events), made

@@ -18,7 +18,7 @@
 //!   divided by the events);
 //! - peak RSS of `anvil-capture` (getrusage of the child).
 //!
-//! Run: `just bench-fidelity`, or `cargo bench --profile fast --no-default-features --bench
+//! Run: `just bench-fidelity`, or `cargo bench --profile release --no-default-features --bench
 //! fidelity`. Environment: `FIDELITY_LEVELS` (default `16,64,256`), `FIDELITY_ROUNDS`
 //! (requests per stream, default 4), `FIDELITY_SIM_ARGS` (extra simulator flags).
 
