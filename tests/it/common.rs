@@ -183,3 +183,21 @@ pub fn capture_cell(sim: &Sim, manifest: &Path, out: &Path, args: &[&str]) -> Pa
     );
     PathBuf::from(stdout.lines().last().expect("artifact path on stdout"))
 }
+
+/// Every `run.json` at or beneath `dir` (the artifact folders a data folder holds).
+pub fn run_jsons(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_owned()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if path.file_name().is_some_and(|n| n == "run.json") {
+                out.push(path);
+            }
+        }
+    }
+    out.sort();
+    out
+}

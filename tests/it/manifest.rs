@@ -112,11 +112,14 @@ fn sample_data_directory_is_valid_and_says_what_it_holds() {
     let outcome = anvil_validate(&[Path::new(SAMPLE_DATA)]);
     assert_eq!(outcome.code, 0, "{}{}", outcome.stdout, outcome.stderr);
     let lines: Vec<&str> = outcome.stdout.lines().collect();
+    // The sample campaign's artifacts: every folder beneath sample-data holding run.json.
+    let artifacts = crate::common::run_jsons(Path::new(SAMPLE_DATA)).len();
+    assert!(artifacts > 0, "the sample campaign is committed");
     assert_eq!(
         lines[0],
-        format!("{SAMPLE_DATA}: directory with 2 campaign documents, 0 artifact folders")
+        format!("{SAMPLE_DATA}: directory with 2 campaign documents, {artifacts} artifact folders")
     );
-    assert_eq!(lines.len(), 3, "{}", outcome.stdout);
+    assert_eq!(lines.len(), 3 + artifacts, "{}", outcome.stdout);
     assert!(lines[1..].iter().all(|line| line.ends_with(": ok")));
 }
 

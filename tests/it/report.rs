@@ -9,7 +9,6 @@ use anvil::report::SECTION_IDS as SECTIONS;
 
 use crate::common::ANVIL;
 
-
 fn repo(path: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(path)
 }
@@ -39,24 +38,17 @@ fn section<'a>(html: &'a str, id: &str) -> &'a str {
 
 /// Run ids and classes of the sample campaign's artifacts, from their run.json files.
 fn sample_runs() -> Vec<(String, String)> {
-    let mut out = Vec::new();
-    let mut stack = vec![repo("sample-data")];
-    while let Some(dir) = stack.pop() {
-        for entry in std::fs::read_dir(&dir).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                stack.push(path);
-            } else if path.file_name().is_some_and(|n| n == "run.json") {
-                let v: serde_json::Value =
-                    serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
-                out.push((
-                    v["run_id"].as_str().unwrap().to_owned(),
-                    v["workload"]["class"].as_str().unwrap().to_owned(),
-                ));
-            }
-        }
-    }
-    out
+    crate::common::run_jsons(&repo("sample-data"))
+        .iter()
+        .map(|path| {
+            let v: serde_json::Value =
+                serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+            (
+                v["run_id"].as_str().unwrap().to_owned(),
+                v["workload"]["class"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect()
 }
 
 fn report_html(extra_data: &[&Path], out: &Path) -> String {

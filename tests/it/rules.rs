@@ -1,0 +1,330 @@
+//! Each campaign rule on real captures, one artifact set that passes and one that fails:
+//! `anvil-sim` with the fault or profile that breaks the rule, `anvil-capture` on loopback,
+//! then `anvil check` or `anvil compare`, asserting the verdict and its reason text.
+//! (Contamination, headline-vs-screen refusal, matching and missing evidence are in
+//! `compare.rs`.)
+
+use std::path::{Path, PathBuf};
+
+use super::common::{ANVIL, Sim, capture_cell, run, small_manifest};
+
+const PLAN: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/sample-data/run-plan.json");
+
+/// Run `anvil` and return (exit code, stdout + stderr).
+fn anvil(args: &[&str]) -> (Option<i32>, String) {
+    let o = run(ANVIL, args, &[]);
+    (
+        o.status.code(),
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        ),
+    )
+}
+
+/// An off-manifest headline-shaped cell of `requests` at C4 for `arm`, with `extra`
+/// capture arguments (`--set`, more `--endpoint`s).
+fn cell(
+    sim: &Sim,
+    manifest: &Path,
+    out: &Path,
+    arm: &str,
+    requests: &str,
+    extra: &[&str],
+) -> PathBuf {
+    let mut args = vec![
+        "--class",
+        "headline-sustained-output",
+        "--concurrency",
+        "4",
+        "--requests",
+        requests,
+        "--off-manifest",
+        "--arm",
+        arm,
+    ];
+    args.extend_from_slice(extra);
+    capture_cell(sim, manifest, out, &args)
+}
+
+/// A data folder with the restore stage's evidence, so only the rule under test can stop.
+fn data_dir(root: &Path, name: &str) -> PathBuf {
+    let data = root.join(name);
+    std::fs::create_dir_all(&data).unwrap();
+    std::fs::write(data.join("restoration.json"), "{}").unwrap();
+    data
+}
+
+fn check(data: &Path, plan: &str, manifest: &Path) -> (Option<i32>, String) {
+    anvil(&[
+        "check",
+        "--data",
+        data.to_str().unwrap(),
+        "--plan",
+        plan,
+        "--manifest",
+        manifest.to_str().unwrap(),
+    ])
+}
+
+/// The advance-rule line of `arm` and `rule` in `anvil check`'s table.
+fn advance<'a>(out: &'a str, arm: &str, rule: &str) -> &'a str {
+    out.lines()
+        .find(|l| {
+            let mut cells = l.split_whitespace();
+            cells.next() == Some(arm) && cells.next() == Some(rule)
+        })
+        .unwrap_or_else(|| panic!("no {rule} line for {arm}:\n{out}"))
+}
+
+#[test]
+fn a_replica_restart_stops_the_campaign_and_fails_completion() {
+    let tmp = tempfile::tempdir().unwrap();
+    let manifest = small_manifest(tmp.path(), |_| {});
+
+    let clean = Sim::start(&["--seed", "3"]);
+    let ok = data_dir(tmp.path(), "ok");
+    cell(&clean, &manifest, &ok, "K4", "12", &[]);
+    let (code, out) = check(&ok, PLAN, &manifest);
+    assert_eq!(code, Some(4), "no stop rule, evidence missing:\n{out}");
+    assert!(out.contains("stop rules\n  none fired"), "{out}");
+    assert!(advance(&out, "K4", "Completion").ends_with("pass"), "{out}");
+
+    let restarting = Sim::start(&["--fault", "restart=0.5", "--seed", "3"]);
+    let bad = data_dir(tmp.path(), "bad");
+    cell(&restarting, &manifest, &bad, "K4", "12", &[]);
+    let (code, out) = check(&bad, PLAN, &manifest);
+    assert_eq!(code, Some(1), "{out}");
+    let stop = out
+        .lines()
+        .find(|l| l.contains("STOP Restart"))
+        .unwrap_or_else(|| panic!("no restart stop:\n{out}"));
+    assert!(
+        stop.contains("replica 0 restarted (process_start_time_seconds"),
+        "{stop}"
+    );
+    let completion = advance(&out, "K4", "Completion");
+    assert!(
+        completion.contains("FAIL") && completion.contains("restart"),
+        "{completion}"
+    );
+}
+
+#[test]
+fn failed_requests_with_an_error_text_fail_completion_without_an_unexplained_loss() {
+    let tmp = tempfile::tempdir().unwrap();
+    let manifest = small_manifest(tmp.path(), |_| {});
+    let sim = Sim::start(&["--fault", "disconnect=0.3", "--seed", "5"]);
+    let data = data_dir(tmp.path(), "data");
+    cell(&sim, &manifest, &data, "K4", "12", &[]);
+    let (code, out) = check(&data, PLAN, &manifest);
+    // Every failed request says why (the stream ended without [DONE]): the loss is
+    // explained, so no stop rule fires, but the arm does not advance.
+    assert!(out.contains("stop rules\n  none fired"), "{out}");
+    assert_ne!(code, Some(0), "{out}");
+    let completion = advance(&out, "K4", "Completion");
+    assert!(
+        completion.contains("FAIL") && completion.contains("disconnected"),
+        "{completion}"
+    );
+}
+
+#[test]
+fn output_length_mismatch_warns_that_throughput_is_not_comparable() {
+    let tmp = tempfile::tempdir().unwrap();
+    // Replies asked for "about 24 words" come back at 24 words from any simulator: the
+    // lengths are realized alike.
+    let manifest = small_manifest(tmp.path(), |_| {});
+    let m = manifest.to_str().unwrap();
+    let compare = |x: &Path, y: &Path| {
+        anvil(&[
+            "compare",
+            "--manifest",
+            m,
+            "--plan",
+            PLAN,
+            x.to_str().unwrap(),
+            y.to_str().unwrap(),
+        ])
+    };
+    let one = Sim::start(&["--seed", "9"]);
+    let two = Sim::start(&["--seed", "10"]);
+    let a = cell(&one, &manifest, &tmp.path().join("a"), "A", "12", &[]);
+    let b = cell(&two, &manifest, &tmp.path().join("b"), "B", "12", &[]);
+    let (code, out) = compare(&a, &b);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(out.contains("B: output lengths realized alike"), "{out}");
+    assert!(!out.contains("not comparable"), "{out}");
+
+    // Natural-completion screens from a simulator that writes a quarter as much: the
+    // throughput of the shorter arm is not comparable as it stands.
+    let screen_manifest = small_manifest(tmp.path(), |m| {
+        m["selection"]["headline_max_tokens"] = 512.into();
+    });
+    let screen = |sim: &Sim, out: &Path, arm: &str| {
+        capture_cell(
+            sim,
+            &screen_manifest,
+            out,
+            &[
+                "--class",
+                "optimization-screen",
+                "--concurrency",
+                "4",
+                "--requests",
+                "12",
+                "--off-manifest",
+                "--arm",
+                arm,
+            ],
+        )
+    };
+    let long = Sim::start(&["--mean-words", "80"]);
+    let short = Sim::start(&["--mean-words", "20"]);
+    let l = screen(&long, &tmp.path().join("l"), "L");
+    let s = screen(&short, &tmp.path().join("s"), "S");
+    let (code, out) = compare(&l, &s);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(
+        out.contains("warning: S vs L: output-length realization differs (completion tokens p50 ")
+            && out.contains("throughput is not comparable as it stands"),
+        "{out}"
+    );
+}
+
+#[test]
+fn controls_name_the_one_variable_or_every_confounding_key() {
+    let tmp = tempfile::tempdir().unwrap();
+    let manifest = small_manifest(tmp.path(), |_| {});
+    let sim = Sim::start(&[]);
+    let base = |arm: &str, sets: &[&str]| {
+        let mut extra = Vec::new();
+        for s in sets {
+            extra.extend(["--set", *s]);
+        }
+        cell(&sim, &manifest, &tmp.path().join(arm), arm, "8", &extra)
+    };
+    let k4 = base("K4", &["spec_depth=4", "chunked_prefill=2048"]);
+    let k8 = base("K8", &["spec_depth=8", "chunked_prefill=2048"]);
+    let k8c = base("K8c", &["spec_depth=8", "chunked_prefill=1024"]);
+    let m = manifest.to_str().unwrap();
+    let (code, out) = anvil(&[
+        "compare",
+        "--manifest",
+        m,
+        "--plan",
+        PLAN,
+        "--baseline",
+        "K4",
+        k4.to_str().unwrap(),
+        k8.to_str().unwrap(),
+        k8c.to_str().unwrap(),
+    ]);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(
+        out.contains("K8: one variable: spec_depth = 4 vs 8"),
+        "{out}"
+    );
+    assert!(
+        out.contains("K8c: confounded: differs in chunked_prefill, spec_depth"),
+        "{out}"
+    );
+}
+
+/// The plan's topology stage alone (and a restore stage with its evidence present), with
+/// `selected` as the stage's claim.
+fn topology_plan(dir: &Path, name: &str, selected: &str) -> PathBuf {
+    let mut plan: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(PLAN).unwrap()).unwrap();
+    let stages = plan["execution_order"].as_array().unwrap().clone();
+    let mut keep: Vec<serde_json::Value> = stages
+        .into_iter()
+        .filter(|s| s["stage"] == "matched topology" || s["stage"] == "restore")
+        .collect();
+    keep[0]["selected"] = selected.into();
+    keep[0].as_object_mut().unwrap().remove("rejected");
+    plan["execution_order"] = keep.into();
+    let path = dir.join(format!("{name}.json"));
+    std::fs::write(&path, plan.to_string()).unwrap();
+    path
+}
+
+#[test]
+fn topology_efficiency_and_selection_support_come_from_the_recorded_throughput() {
+    let tmp = tempfile::tempdir().unwrap();
+    let manifest = small_manifest(tmp.path(), |_| {});
+    let data = data_dir(tmp.path(), "data");
+    // TP2 is faster per replica than TP1; DP2 is two TP1 replicas.
+    let tp1 = Sim::start(&["--decode-tps", "400", "--seed", "1"]);
+    let tp2 = Sim::start(&["--decode-tps", "600", "--seed", "1"]);
+    let dp2 = Sim::start(&["--decode-tps", "400", "--replicas", "2", "--seed", "1"]);
+    cell(
+        &tp1,
+        &manifest,
+        &data,
+        "TP1",
+        "16",
+        &["--set", "topology=TP1"],
+    );
+    cell(
+        &tp2,
+        &manifest,
+        &data,
+        "TP2",
+        "16",
+        &["--set", "topology=TP2"],
+    );
+    let second = dp2.url(1);
+    cell(
+        &dp2,
+        &manifest,
+        &data,
+        "two independent TP1 replicas",
+        "16",
+        &["--set", "topology=DP2", "--endpoint", &second],
+    );
+
+    let supported = topology_plan(tmp.path(), "dp2", "DP2 for aggregate throughput");
+    let (_, out) = check(&data, supported.to_str().unwrap(), &manifest);
+    for header in ["tok/s per GPU", "scaling efficiency"] {
+        assert!(out.contains(header), "{header} missing:\n{out}");
+    }
+    // Topology rows: arm, topology, GPUs, output tok/s, per GPU, efficiency, verdict.
+    let row = |arm: &str| -> Vec<String> {
+        out.lines()
+            .map(|l| l.split_whitespace().map(str::to_owned).collect::<Vec<_>>())
+            .find(|cells| cells.len() > 6 && cells[0] == arm && cells[1].starts_with(arm))
+            .unwrap_or_else(|| panic!("no topology row for {arm}:\n{out}"))
+    };
+    let (tp1_row, tp2_row) = (row("TP1"), row("TP2"));
+    assert_eq!(tp2_row[2], "2", "TP2 counts two GPUs: {tp2_row:?}");
+    let (tps1, tps2, per_gpu2, eff2): (f64, f64, f64, f64) = (
+        tp1_row[3].parse().unwrap(),
+        tp2_row[3].parse().unwrap(),
+        tp2_row[4].parse().unwrap(),
+        tp2_row[5].parse().unwrap(),
+    );
+    assert!((per_gpu2 - tps2 / 2.0).abs() < 1e-2, "{tp2_row:?}");
+    assert!(
+        (eff2 - tps2 / (2.0 * tps1)).abs() < 1e-2,
+        "{tp2_row:?} vs {tp1_row:?}"
+    );
+    assert!(
+        out.contains("selected \"DP2 for aggregate throughput\": Supported"),
+        "{out}"
+    );
+
+    // The same evidence does not support a claim that TP1 has the highest throughput.
+    let unsupported = topology_plan(tmp.path(), "tp1", "TP1 for aggregate throughput");
+    let (code, out) = check(&data, unsupported.to_str().unwrap(), &manifest);
+    assert_eq!(code, Some(1), "{out}");
+    assert!(
+        out.contains("selected \"TP1 for aggregate throughput\": NotSupported"),
+        "{out}"
+    );
+    assert!(
+        out.contains("selection not supported by the recorded evidence"),
+        "{out}"
+    );
+}
