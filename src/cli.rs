@@ -135,8 +135,11 @@ pub enum Command {
     /// Tables: `runs` (one row per artifact, from run.json), `requests`, `events`, `scrapes`
     /// (the union over every artifact folder found beneath each --data DIR; join on
     /// `run_id`). Views from queries/*.sql: request_timing, request_metrics, cell_stats,
-    /// aggregate_throughput, chunk_gaps, spec_decode, restarts, prompt_calibration, ...
-    /// Functions: nearest_rank(x, p), ci95_low(x), ci95_high(x), canaries(text).
+    /// aggregate_throughput, chunk_gaps, spec_decode, restarts, prompt_calibration,
+    /// functional_results, ... Functions: nearest_rank(x, p), ci95_low(x), ci95_high(x),
+    /// canaries(text), json_pointer(text, pointer), json_schema_valid(instance, schema),
+    /// json_schema_error(instance, schema), json_find(text, array, key, value),
+    /// tool_calls(list of tool_call_delta texts).
     /// With no QUERY and no -f, reads SQL from standard input, or opens an interactive
     /// prompt when standard input is a terminal. Read-only unless --allow-write.
     #[cfg(feature = "analysis")]

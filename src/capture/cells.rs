@@ -10,7 +10,7 @@
 //! | `headline-sustained-output` | the first context (4K) | 8 | `headline_requests` | about `headline_response_words` words | headline mode |
 //! | `optimization-screen` | the first context (4K) | 1, 4, 8 | each of `natural_completion_screen_requests` ≥ C | natural | headline mode |
 //! | `context-curve` | 2nd (32K) at C1, 3rd (82K) at C8, 4th (128K) and 5th (250K) at C1 | as listed | each of `natural_completion_screen_requests` ≥ C | about `headline_response_words` words | headline mode |
-//! | `functional` | the first context (4K) | 1 | each of `natural_completion_screen_requests` | natural | `shared` |
+//! | `functional` | the first context (4K) | 1 (the concurrent checks send their whole share at once) | each of `natural_completion_screen_requests` divisible by 4, split evenly over the four checks | per check (`functional`) | `shared` |
 //!
 //! Every cell sends `headline_max_tokens` as its ceiling and carries canaries when
 //! `headline_request_canaries` is set. Concurrency levels and contexts named above must be in
@@ -196,7 +196,8 @@ pub fn cells(manifest: &WorkloadManifest) -> Vec<Cell> {
                 }
             }
             FUNCTIONAL => {
-                for &n in &screen_counts {
+                // The four checks share the count evenly (see `functional`).
+                for &n in screen_counts.iter().filter(|n| *n % 4 == 0) {
                     push(class, first, 1, n, ReplyMode::Natural, true);
                 }
             }
@@ -428,10 +429,14 @@ mod tests {
             "context-curve.ctx81920.c8.n8",
             "context-curve.ctx131072.c1.n5",
             "context-curve.ctx253952.c1.n3",
-            "functional.ctx4096.c1.n3",
+            "functional.ctx4096.c1.n4",
+            "functional.ctx4096.c1.n100",
         ] {
             assert!(ids.contains(&id.to_owned()), "{id} missing");
         }
+        // The functional checks share a cell's count evenly: counts not divisible by 4 are
+        // not functional cells.
+        assert!(!ids.contains(&"functional.ctx4096.c1.n3".to_owned()));
         // Fewer requests than concurrency, and levels outside the description, are not cells.
         assert!(!ids.contains(&"optimization-screen.ctx4096.c8.n5".to_owned()));
         assert!(

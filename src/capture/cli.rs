@@ -70,6 +70,15 @@ pub struct RunArgs {
     #[arg(long, value_name = "FILE")]
     pub manifest: PathBuf,
     /// Workload class id from the manifest, e.g. headline-sustained-output.
+    ///
+    /// `functional` runs four checks in one artifact (the `check` column of requests), the
+    /// requests split evenly over them (--requests must be a multiple of 4): `coding` (a
+    /// named Python function in a fenced block) one at a time, `structured_json` (strict
+    /// json_schema with a nested object, an enum, an array and required fields) all of its
+    /// share at once, `tools` (four tool definitions behind a long shared system prompt, the
+    /// canary as the `ticket` argument) all at once, and `responses` (streamed
+    /// /v1/responses) one at a time. The verdicts are computed by `anvil sql`'s
+    /// functional_results view.
     #[arg(long, value_name = "CLASS")]
     pub class: String,
     /// Prompt token target (must be one of the manifest's for the class).

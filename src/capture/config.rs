@@ -281,6 +281,37 @@ impl RunConfig {
                 ));
             }
         };
+        if cell.class == super::cells::FUNCTIONAL {
+            // The functional checks choose their own APIs and concurrency (see `functional`).
+            if cell.requests % 4 != 0 {
+                return Err(flag(
+                    "--requests",
+                    cell.requests,
+                    "a functional run splits its requests evenly over its four checks: give a multiple of 4",
+                ));
+            }
+            if api != Api::Chat {
+                return Err(flag(
+                    "--api",
+                    &a.api,
+                    "a functional run sends each check to its own API (chat, and responses for the Responses check); leave --api out",
+                ));
+            }
+            if a.warmup > 0 {
+                return Err(flag(
+                    "--warmup",
+                    a.warmup,
+                    "a functional run has no warm-up requests",
+                ));
+            }
+            if !matches!(schedule, Schedule::Closed) {
+                return Err(flag(
+                    "--rate",
+                    a.rate.unwrap_or_default(),
+                    "a functional run is closed loop",
+                ));
+            }
+        }
         let d = Timeouts::default();
         let timeouts = Timeouts {
             connect: d.connect,

@@ -33,6 +33,7 @@ use tokio::sync::Barrier;
 
 use super::config::{RunConfig, Schedule};
 use super::endpoint::Endpoint;
+use super::functional;
 use super::hotpath::{self, Cancel, EventSink, Outcome, Worker, event_channel};
 use super::oracle::{OracleError, ProbeOracle, TokenizeOracle};
 use super::prompt::{
@@ -353,10 +354,14 @@ async fn run_async(cfg: RunConfig) -> anyhow::Result<u8> {
         thinking_disabled: cfg.thinking_disabled,
         omit_thinking_kwarg: false,
     };
+    // Functional requests have no prompt-token target: nothing to calibrate.
+    let functional_run = cell.class == super::cells::FUNCTIONAL;
     let calibrations = tokio::select! {
         biased;
         () = stop.cancelled() => Err("interrupted during calibration".to_owned()),
-        r = calibrate_all(&cfg, &builder, &opts, &model, n + w, &msgs, &origin) => r,
+        r = calibrate_all(&cfg, &builder, &opts, &model, n + w, &msgs, &origin),
+            if !functional_run => r,
+        r = std::future::ready(Ok(Vec::new())), if functional_run => r,
     };
     let calibrations = match calibrations {
         Ok(c) => c,
@@ -373,6 +378,28 @@ async fn run_async(cfg: RunConfig) -> anyhow::Result<u8> {
     let mut prepared: Vec<PreparedRequest> = Vec::with_capacity(calibrations.len());
     let mut metas: Vec<RequestMeta> = Vec::with_capacity((n + w) as usize);
     for idx in 0..(n + w) {
+        if functional_run {
+            match functional::prepare(&opts, &run_id, idx, n, builder.canary(idx)) {
+                Ok((check, p)) => {
+                    metas.push(RequestMeta {
+                        kind: RequestKind::Measured,
+                        replica_hint: idx % replicas,
+                        canary: p.canary.clone(),
+                        prompt_sha256: p.prompt_sha256.clone(),
+                        prompt_chars: p.prompt_chars,
+                        prompt_tokens_calibrated: None,
+                        request_body: Some(p.body.clone()),
+                        check: Some(check.name()),
+                        api: Some(artifact_api(check.api())),
+                    });
+                    prepared.push(p);
+                }
+                Err(e) => {
+                    failed.get_or_insert(format!("preparing requests: {e}"));
+                }
+            }
+            continue;
+        }
         let units = calibrations.get(idx as usize).map(|c| c.filler_units);
         let prompt = builder.build(idx, units.unwrap_or(0));
         metas.push(RequestMeta {
@@ -387,6 +414,8 @@ async fn run_async(cfg: RunConfig) -> anyhow::Result<u8> {
             prompt_chars: prompt.chars,
             prompt_tokens_calibrated: calibrations.get(idx as usize).map(|c| c.prompt_tokens),
             request_body: None,
+            check: None,
+            api: None,
         });
         if units.is_some() {
             match request::prepare(&opts, &run_id, &prompt) {
@@ -484,7 +513,45 @@ async fn run_async(cfg: RunConfig) -> anyhow::Result<u8> {
                 }
             })
         };
-        let sink_failed = drive(&cfg, prepared.clone(), n, w, &sink, &msgs, &stop, &cancel).await;
+        let sink_failed = match functional::phases(n).filter(|_| functional_run) {
+            // A functional run: each check's requests at the check's own concurrency, one
+            // check after another.
+            Some(phases) => {
+                let mut sink_failed = false;
+                for phase in phases {
+                    if sink_failed || stop.is_cancelled() {
+                        break;
+                    }
+                    sink_failed = drive(
+                        &cfg,
+                        prepared.clone(),
+                        phase.concurrency,
+                        phase.start..phase.end,
+                        0..0,
+                        &sink,
+                        &msgs,
+                        &stop,
+                        &cancel,
+                    )
+                    .await;
+                }
+                sink_failed
+            }
+            None => {
+                drive(
+                    &cfg,
+                    prepared.clone(),
+                    cfg.cell.concurrency,
+                    0..n,
+                    n..n + w,
+                    &sink,
+                    &msgs,
+                    &stop,
+                    &cancel,
+                )
+                .await
+            }
+        };
         scraping.cancel();
         let _ = scraper.await;
         scrape_targets(
@@ -832,19 +899,21 @@ impl Queue {
 async fn drive(
     cfg: &RunConfig,
     prepared: Arc<Vec<PreparedRequest>>,
-    n: u32,
-    w: u32,
+    concurrency: u32,
+    measured: std::ops::Range<u32>,
+    warm: std::ops::Range<u32>,
     sink: &EventSink,
     msgs: &Sender<Msg>,
     stop: &Cancel,
     cancel: &Cancel,
 ) -> bool {
+    let n = measured.end;
     // One worker per (concurrency slot, replica), built before anything starts, in slot
     // order across replicas, so that the wake-up after the barrier reaches the replicas' first
     // workers one after another rather than one replica's workers first.
     let endpoints: Vec<Arc<Endpoint>> = cfg.endpoints.iter().cloned().map(Arc::new).collect();
-    let mut workers = Vec::with_capacity(endpoints.len() * cfg.cell.concurrency as usize);
-    for _ in 0..cfg.cell.concurrency {
+    let mut workers = Vec::with_capacity(endpoints.len() * concurrency as usize);
+    for _ in 0..concurrency {
         for ep in &endpoints {
             match Worker::new(ep.clone(), cfg.timeouts, cfg.api_key.as_ref(), sink.clone()) {
                 Ok(w) => workers.push(w),
@@ -856,15 +925,15 @@ async fn drive(
     }
     let barrier = Arc::new(Barrier::new(workers.len() + 1));
     let warm = Arc::new(Queue::Closed {
-        next: AtomicU64::new(u64::from(n)),
-        end: u64::from(n + w),
+        next: AtomicU64::new(u64::from(warm.start)),
+        end: u64::from(warm.end),
     });
     let (open_tx, queue) = match cfg.schedule {
         Schedule::Closed => (
             None,
             Queue::Closed {
-                next: AtomicU64::new(0),
-                end: u64::from(n),
+                next: AtomicU64::new(u64::from(measured.start)),
+                end: u64::from(measured.end),
             },
         ),
         Schedule::Open { .. } => {

@@ -41,6 +41,7 @@ pub mod cli;
 pub mod config;
 pub mod driver;
 pub mod endpoint;
+pub mod functional;
 pub mod hotpath;
 pub mod http;
 pub mod oracle;

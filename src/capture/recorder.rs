@@ -31,6 +31,10 @@ pub struct RequestMeta {
     /// The serialised body as sent (shared with the prepared request); `None` if the request
     /// was never prepared.
     pub request_body: Option<bytes::Bytes>,
+    /// The functional check the request belongs to (`check` column); `None` otherwise.
+    pub check: Option<&'static str>,
+    /// The request's API when it differs from the run's (functional runs mix them).
+    pub api: Option<artifact::Api>,
 }
 
 /// Everything fixed about the run's requests, indexed by request index.
@@ -157,7 +161,8 @@ impl Recorder {
                 .meta
                 .requests
                 .get(e.request_index as usize)
-                .is_some_and(|m| m.kind == RequestKind::Measured);
+                // Functional requests have no prompt-token target to meet.
+                .is_some_and(|m| m.kind == RequestKind::Measured && m.check.is_none());
             if measured && (p.max(0) as u64).abs_diff(target) > tol {
                 self.off_target.push((e.request_index, p));
             }
@@ -173,7 +178,7 @@ impl Recorder {
         let row = RequestRow {
             request_index: o.request_index,
             kind: m.kind,
-            check: None,
+            check: m.check.map(str::to_owned),
             replica: o.replica,
             endpoint: self
                 .meta
@@ -181,7 +186,7 @@ impl Recorder {
                 .get(o.replica as usize)
                 .cloned()
                 .unwrap_or_default(),
-            api: self.meta.api,
+            api: m.api.unwrap_or(self.meta.api),
             model: self.meta.model.clone(),
             canary: m.canary.clone(),
             prompt_sha256: m.prompt_sha256.clone(),
@@ -232,7 +237,7 @@ impl Recorder {
             let row = RequestRow {
                 request_index: i,
                 kind: m.kind,
-                check: None,
+                check: m.check.map(str::to_owned),
                 replica: m.replica_hint,
                 endpoint: self
                     .meta
@@ -240,7 +245,7 @@ impl Recorder {
                     .get(m.replica_hint as usize)
                     .cloned()
                     .unwrap_or_default(),
-                api: self.meta.api,
+                api: m.api.unwrap_or(self.meta.api),
                 model: self.meta.model.clone(),
                 canary: m.canary.clone(),
                 prompt_sha256: m.prompt_sha256.clone(),

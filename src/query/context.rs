@@ -23,7 +23,7 @@ use crate::artifact::Table;
 
 use super::source::{ArtifactSource, find_artifacts};
 use super::views::VIEWS;
-use super::{QueryError, udf};
+use super::{QueryError, functional_udf, udf};
 
 /// The base tables, in the order `--list` shows them.
 pub const TABLES: [&str; 4] = ["runs", "requests", "events", "scrapes"];
@@ -82,6 +82,7 @@ impl AnvilSession {
             .set_bool("datafusion.execution.parquet.reorder_filters", true);
         let ctx = SessionContext::new_with_config(config);
         udf::register(&ctx);
+        functional_udf::register(&ctx);
         register(&ctx, "runs", Arc::new(runs_table(&artifacts)?))?;
         for table in Table::ALL {
             let provider = parquet_table(table, &artifacts)?;

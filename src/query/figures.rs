@@ -8,8 +8,8 @@ use std::collections::BTreeMap;
 
 use crate::artifact::run::Outcome;
 use crate::rules::{
-    Artifact, ArtifactFacts, ArtifactFigures, CanaryResult, MetricId, ReplicaThroughput,
-    RequestValue, Restart, ServerError, SpecDecode, Stats,
+    Artifact, ArtifactFacts, ArtifactFigures, CanaryResult, FunctionalResult, MetricId,
+    ReplicaThroughput, RequestValue, Restart, ServerError, SpecDecode, Stats,
 };
 
 use super::summary::{column_f64, column_i64, column_str};
@@ -50,6 +50,13 @@ WHERE restarted ORDER BY run_id, replica";
 const ERRORS_SQL: &str = "\
 SELECT run_id, request_index, outcome, coalesce(error, '') AS error FROM request_timing \
 WHERE kind = 'measured' AND outcome <> 'ok' ORDER BY run_id, request_index";
+
+const FUNCTIONAL_SQL: &str = "\
+SELECT run_id, request_index, \"check\", passed, coalesce(reason, '') AS reason, \
+       coalesce(array_to_string(foreign_in_tool_arguments, ','), '') AS foreign_list, \
+       canary IS NOT NULL AND strpos(coalesce(json_pointer(evidence, '/0/arguments'), ''), canary) > 0 \
+           AS own_in_arguments \
+FROM functional_results ORDER BY run_id, request_index";
 
 const SPEC_SQL: &str = "\
 SELECT run_id, replica, acceptance_rate, mean_accepted_length FROM spec_decode \
@@ -216,6 +223,41 @@ pub async fn read_artifacts(session: &AnvilSession) -> Result<Vec<Artifact>, Que
                 .collect(),
             foreign_in_tool_arguments: Vec::new(),
         });
+    }
+
+    // Functional checks; a tool call answers with arguments, not content, so there the
+    // request's canary is looked for (and other canaries are found) in the arguments.
+    let r = session.query(FUNCTIONAL_SQL).await?;
+    let ids = column_str(&r, "run_id")?;
+    let request = column_i64(&r, "request_index")?;
+    let check = column_str(&r, "check")?;
+    let passed = column_i64(&r, "passed")?;
+    let reason = column_str(&r, "reason")?;
+    let foreign = column_str(&r, "foreign_list")?;
+    let own_in_arguments = column_i64(&r, "own_in_arguments")?;
+    for i in 0..ids.len() {
+        let Some(f) = slot(&mut artifacts, &index, &ids[i]) else {
+            continue;
+        };
+        f.functional.push(FunctionalResult {
+            check: check[i].clone(),
+            request_index: request[i],
+            passed: passed[i] == Some(1),
+            reason: (!reason[i].is_empty()).then(|| reason[i].clone()),
+        });
+        if check[i] == "tools"
+            && let Some(c) = f
+                .canaries
+                .iter_mut()
+                .find(|c| Some(c.request_index) == request[i])
+        {
+            c.own_present |= own_in_arguments[i] == Some(1);
+            c.foreign_in_tool_arguments = foreign[i]
+                .split(',')
+                .filter(|c| !c.is_empty())
+                .map(str::to_owned)
+                .collect();
+        }
     }
 
     let r = session.query(RESTARTS_SQL).await?;

@@ -4,8 +4,10 @@
 //! [`AnvilSession::open`] finds every artifact folder beneath the `--data` directories and
 //! registers `runs` (one row per `run.json`), `requests`, `events` and `scrapes` (each the
 //! union over all artifacts, Parquet scanned in place), the functions of [`udf`]
-//! (`nearest_rank`, `ci95_low`, `ci95_high`, `canaries`) and the views of [`views::VIEWS`]
-//! (`request_timing`, `request_metrics`, `cell_stats`, `aggregate_throughput`, ...).
+//! (`nearest_rank`, `ci95_low`, `ci95_high`, `canaries`) and [`functional_udf`]
+//! (`json_pointer`, `json_schema_valid`, `json_schema_error`, `json_find`, `tool_calls`),
+//! and the views of [`views::VIEWS`] (`request_timing`, `request_metrics`, `cell_stats`,
+//! `aggregate_throughput`, ..., `functional_results`).
 //! [`AnvilSession::run_sql`] runs statements read-only unless writes are allowed.
 
 pub mod command;
@@ -13,6 +15,7 @@ pub mod context;
 pub mod error;
 pub mod exec;
 pub mod figures;
+pub mod functional_udf;
 pub mod output;
 pub mod report_command;
 pub mod rules_command;

@@ -40,6 +40,7 @@ pub const VIEWS: &[ViewFile] = &[
         "prompt_calibration_cells",
         "81_prompt_calibration_cells.sql"
     ),
+    view!("functional_results", "90_functional_results.sql"),
 ];
 
 impl ViewFile {

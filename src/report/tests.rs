@@ -27,7 +27,6 @@ use super::view::{
 };
 use super::{ReportView, SECTION_IDS, render_html, render_markdown};
 
-
 const SCRIPT: &str = "<script>alert(1)</script>";
 const IMG: &str = "\"><img src=x onerror=alert(1)>";
 const QUOTE: &str = "x' onmouseover='alert(1)";

@@ -436,6 +436,18 @@ pub fn parse_tokenize(body: &[u8]) -> Result<(Option<String>, Vec<u32>), ApiErro
     }
 }
 
+/// The function a prompt asks to be written: "function named `NAME`" → NAME.
+pub fn requested_function(text: &str) -> Option<&str> {
+    let start = text.find("function named `")? + "function named `".len();
+    let name = &text[start..];
+    let end = name.find('`')?;
+    let name = &name[..end];
+    let ok = !name.is_empty()
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        && !name.starts_with(|c: char| c.is_ascii_digit());
+    ok.then_some(name)
+}
+
 /// The word count a prompt asks for: "about N words" → N.
 pub fn requested_words(text: &str) -> Option<u32> {
     let lower = text.to_ascii_lowercase();
@@ -505,5 +517,11 @@ mod tests {
         assert_eq!(requested_words("Write about 256 words on X"), Some(256));
         assert_eq!(requested_words("about 3 apples, about 12 words"), Some(12));
         assert_eq!(requested_words("tell me about it"), None);
+        assert_eq!(
+            requested_function("Write a Python function named `word_count` that counts"),
+            Some("word_count")
+        );
+        assert_eq!(requested_function("a function named `1x` or `y`"), None);
+        assert_eq!(requested_function("no function here"), None);
     }
 }

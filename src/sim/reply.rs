@@ -97,6 +97,8 @@ pub struct ReplyInputs<'a> {
     /// Another request's canary to leak into tool arguments (tool-contaminate fault).
     pub tool_foreign_canary: Option<&'a str>,
     pub requested_words: Option<u32>,
+    /// The function a coding prompt names: the reply is a fenced Python block defining it.
+    pub code_function: Option<&'a str>,
     /// Completion token ceiling: min(max_tokens, context left).
     pub cap: u32,
     pub mean_words: u32,
@@ -208,6 +210,27 @@ pub fn generate(inp: &ReplyInputs<'_>, rng: &mut StdRng) -> Reply {
         }
         if let Some(f) = inp.foreign_canary {
             p.extend(owned_pieces(&format!(" {f}")));
+        }
+        if let Some(name) = inp.code_function {
+            let doc = words_text(rng, 8);
+            let code = format!(
+                "\n```python\ndef {name}(*args):\n    \"\"\"{doc}.\"\"\"\n    return args\n```\n"
+            );
+            p.extend(owned_pieces(&code));
+            if p.len() as u32 > budget {
+                p.truncate(budget as usize);
+                truncated = true;
+            }
+            return Reply {
+                reasoning,
+                content: p,
+                tool: None,
+                finish: if truncated {
+                    Finish::Length
+                } else {
+                    Finish::Stop
+                },
+            };
         }
         let n = inp.requested_words.unwrap_or_else(|| {
             let mean = inp.mean_words.max(1) as f64;
@@ -472,6 +495,7 @@ mod tests {
             foreign_canary: None,
             tool_foreign_canary: None,
             requested_words: None,
+            code_function: None,
             cap: 1000,
             mean_words: 50,
             thinking: false,
@@ -481,6 +505,26 @@ mod tests {
             bad_json: false,
             wrong_tool: false,
         }
+    }
+
+    #[test]
+    fn a_coding_prompt_gets_a_fenced_block_defining_the_function() {
+        let mut rng = StdRng::seed_from_u64(1);
+        let r = generate(
+            &ReplyInputs {
+                canary: Some("ANV-0123456789ab"),
+                code_function: Some("clamp"),
+                ..inputs()
+            },
+            &mut rng,
+        );
+        let text = r.content_text();
+        assert!(
+            text.starts_with("ANV-0123456789ab\n```python\ndef clamp("),
+            "{text}"
+        );
+        assert!(text.trim_end().ends_with("```"), "{text}");
+        assert_eq!(r.finish, Finish::Stop);
     }
 
     #[test]

@@ -381,6 +381,7 @@ fn plan(
             foreign_canary: foreign.as_deref(),
             tool_foreign_canary: tool_foreign.as_deref(),
             requested_words: api::requested_words(&g.prompt_text),
+            code_function: api::requested_function(&g.prompt_text),
             cap: g.max_tokens.unwrap_or(room).min(room),
             mean_words: cfg.mean_words,
             thinking: g.thinking && api != Api::Completions,

@@ -4,11 +4,15 @@ mod capture;
 mod common;
 #[cfg(feature = "analysis")]
 mod compare;
+#[cfg(feature = "analysis")]
+mod functional;
 mod manifest;
 #[cfg(feature = "analysis")]
 mod pipeline;
 #[cfg(feature = "analysis")]
 mod report;
+#[cfg(feature = "analysis")]
+mod rules;
 mod sim;
 #[cfg(feature = "analysis")]
 mod sql;
