@@ -203,8 +203,9 @@ pub enum Command {
     /// Record a small campaign against simulators started in this process, then report it.
     ///
     /// Starts one `anvil-sim` per arm on a free loopback port, records the baseline stage's
-    /// two arms on the headline cell and a K4-vs-K12 screen (the simulator's clock runs 8x
-    /// its profiles' speed), runs the checks and writes the HTML report. Prints each cell's
+    /// two arms on the headline cell and a K4-vs-K12 screen, each arm with the functional
+    /// checks (the simulator's clock runs 8x its profiles' speed), runs the checks and
+    /// writes the HTML report. Prints each cell's
     /// capture command line as it goes, and the report's path last. `--campaign sample`
     /// records the sample campaign of sample-data/ instead (about ten minutes).
     #[cfg(feature = "analysis")]

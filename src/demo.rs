@@ -4,15 +4,16 @@
 //! Two campaigns are defined here, both laid out on the seeds' run plan (arm and stage names
 //! as the plan spells them):
 //!
-//! - `small` (the default): the baseline stage's two arms on the headline cell and one
-//!   within-screen comparison (K4 vs K12), with the simulator's clock running
+//! - `small` (the default): the baseline stage's two arms on the headline cell and the
+//!   functional checks, and one within-screen comparison (K4 vs K12), with the simulator's clock running
 //!   [`DEMO_SPEED`] times faster than its profiles, so the whole demo takes well under a
 //!   minute;
 //! - `sample`: the committed sample campaign in `sample-data/` (`just sample-data`): every
 //!   arm of the plan the simulator has a profile for (target-only and speculative K4/K8/
 //!   K12/K16, chunked prefill 1024/2048/8192 at K12, TP1/TP2/two TP1 replicas, a second
 //!   runtime with and without MTP-style speculation), on the headline cell, the 4K screen
-//!   and a short context curve, at the profiles' own speed.
+//!   and a short context curve, each arm with the functional checks, at the profiles' own
+//!   speed.
 //!
 //! Each arm gets its own simulator (`anvil::sim::start_in_process`, ordinary scheduling);
 //! each cell is recorded by the same code path as `anvil-capture run`, with the arguments
@@ -68,6 +69,15 @@ const SCREEN_SMALL: Cell = Cell {
     ..SCREEN
 };
 
+/// The functional checks: 8 requests, two per check (the manifest's smallest functional
+/// count that gives every check more than one request).
+const FUNCTIONAL: Cell = Cell {
+    class: "functional",
+    context: 4096,
+    concurrency: 1,
+    requests: 8,
+};
+
 const CURVE_32K: Cell = Cell {
     class: "context-curve",
     context: 32768,
@@ -105,7 +115,7 @@ const TARGET_ONLY: Arm = Arm {
         "chunked_prefill=2048",
         "topology=TP1",
     ],
-    cells: &[HEADLINE, CURVE_32K, CURVE_128K],
+    cells: &[HEADLINE, FUNCTIONAL, CURVE_32K, CURVE_128K],
 };
 
 const K8: Arm = Arm {
@@ -120,7 +130,7 @@ const K8: Arm = Arm {
         "chunked_prefill=2048",
         "topology=TP1",
     ],
-    cells: &[HEADLINE, CURVE_32K, CURVE_128K],
+    cells: &[HEADLINE, FUNCTIONAL, CURVE_32K, CURVE_128K],
 };
 
 const fn screen_arm(
@@ -144,31 +154,31 @@ const SCREEN_SWEEP: &[Arm] = &[
         "K4",
         &["--profile", "spec-k4"],
         &["spec_depth=4", "chunked_prefill=2048"],
-        &[SCREEN],
+        &[SCREEN, FUNCTIONAL],
     ),
     screen_arm(
         "K12",
         &["--profile", "spec-k12"],
         &["spec_depth=12", "chunked_prefill=2048"],
-        &[SCREEN],
+        &[SCREEN, FUNCTIONAL],
     ),
     screen_arm(
         "K16",
         &["--profile", "spec-k16"],
         &["spec_depth=16", "chunked_prefill=2048"],
-        &[SCREEN],
+        &[SCREEN, FUNCTIONAL],
     ),
     screen_arm(
         "chunk1K",
         &["--profile", "spec-k12", "--chunked-prefill", "1024"],
         &["spec_depth=12", "chunked_prefill=1024"],
-        &[SCREEN],
+        &[SCREEN, FUNCTIONAL],
     ),
     screen_arm(
         "chunk8K",
         &["--profile", "spec-k12", "--chunked-prefill", "8192"],
         &["spec_depth=12", "chunked_prefill=8192"],
-        &[SCREEN],
+        &[SCREEN, FUNCTIONAL],
     ),
 ];
 
@@ -184,7 +194,7 @@ const fn topology_arm(
         sim,
         replicas,
         set: topology,
-        cells: &[HEADLINE],
+        cells: &[HEADLINE, FUNCTIONAL],
     }
 }
 
@@ -242,7 +252,7 @@ const ALTERNATE_RUNTIME: &[Arm] = &[
             "spec_depth=2",
             "topology=TP1",
         ],
-        cells: &[HEADLINE],
+        cells: &[HEADLINE, FUNCTIONAL],
     },
     Arm {
         arm: "matched no-spec",
@@ -255,7 +265,7 @@ const ALTERNATE_RUNTIME: &[Arm] = &[
             "spec_depth=0",
             "topology=TP1",
         ],
-        cells: &[HEADLINE],
+        cells: &[HEADLINE, FUNCTIONAL],
     },
 ];
 
@@ -264,18 +274,18 @@ fn arms(campaign: DemoCampaign) -> Vec<Arm> {
     match campaign {
         DemoCampaign::Small => {
             let headline_only = |a: Arm| Arm {
-                cells: &[HEADLINE],
+                cells: &[HEADLINE, FUNCTIONAL],
                 ..a
             };
             vec![
                 headline_only(TARGET_ONLY),
                 headline_only(K8),
                 Arm {
-                    cells: &[SCREEN_SMALL],
+                    cells: &[SCREEN_SMALL, FUNCTIONAL],
                     ..SCREEN_SWEEP[0]
                 },
                 Arm {
-                    cells: &[SCREEN_SMALL],
+                    cells: &[SCREEN_SMALL, FUNCTIONAL],
                     ..SCREEN_SWEEP[1]
                 },
             ]
