@@ -428,6 +428,41 @@ fn a_killed_run_is_recovered_with_every_request_finished_two_seconds_before() {
     let recovered: BTreeSet<i64> = ints(&r, "request_index").into_iter().flatten().collect();
     let missing: Vec<&i64> = finished_early.difference(&recovered).collect();
     assert!(missing.is_empty(), "lost finished requests: {missing:?}");
+
+    // The requests the kill took have no record: an unexplained loss, and the run did not
+    // complete. (The rules' side of the same artifact.)
+    #[cfg(feature = "analysis")]
+    {
+        let plan = concat!(env!("CARGO_MANIFEST_DIR"), "/sample-data/run-plan.json");
+        let o = run(
+            ANVIL,
+            &[
+                "check",
+                "--data",
+                dir.to_str().unwrap(),
+                "--plan",
+                plan,
+                "--manifest",
+                manifest.to_str().unwrap(),
+            ],
+            &[],
+        );
+        let out = String::from_utf8_lossy(&o.stdout);
+        assert_eq!(o.status.code(), Some(1), "{out}");
+        let stop = out
+            .lines()
+            .find(|l| l.contains("STOP UnexplainedLoss"))
+            .unwrap_or_else(|| panic!("no unexplained-loss stop:\n{out}"));
+        assert!(
+            stop.contains("of 400 planned requests have no record"),
+            "{stop}"
+        );
+        assert!(
+            out.lines()
+                .any(|l| l.contains("Completion") && l.contains("status interrupted")),
+            "{out}"
+        );
+    }
 }
 
 #[test]
