@@ -72,18 +72,30 @@ struct ComparisonSvg {
 }
 
 impl ComparisonSvg {
+    /// Draw the charts; the per-run timelines (the heaviest: one bar per request) on a
+    /// second thread while this one draws the rest.
     fn draw(c: &ComparisonView) -> Self {
-        Self {
-            ttft_cdf: charts::cdf_svg(&c.charts.ttft_cdf),
-            tpot: charts::distribution_svg(&c.charts.tpot),
-            timelines: c
-                .charts
-                .timelines
-                .iter()
-                .map(charts::timeline_svg)
-                .collect(),
-            throughput: charts::bars_svg(&c.charts.throughput),
-        }
+        std::thread::scope(|scope| {
+            let timelines = scope.spawn(|| {
+                c.charts
+                    .timelines
+                    .iter()
+                    .map(charts::timeline_svg)
+                    .collect::<Vec<_>>()
+            });
+            let ttft_cdf = charts::cdf_svg(&c.charts.ttft_cdf);
+            let tpot = charts::distribution_svg(&c.charts.tpot);
+            let throughput = charts::bars_svg(&c.charts.throughput);
+            Self {
+                ttft_cdf,
+                tpot,
+                // Drawing is pure; a panic there is a bug worth surfacing as one.
+                timelines: timelines
+                    .join()
+                    .unwrap_or_else(|e| std::panic::resume_unwind(e)),
+                throughput,
+            }
+        })
     }
 }
 
