@@ -137,7 +137,7 @@ pub static REQUESTS_COLUMNS: &[Column] = &[
         Utf8,
         true,
         "-",
-        "Functional check this request belongs to (e.g. `structured_json`, `tools`), NULL for performance requests.",
+        "Functional check this request belongs to (`coding`, `structured_json`, `tools` or `responses`), NULL for performance requests.",
     ),
     col(
         "replica",
