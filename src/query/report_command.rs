@@ -73,12 +73,15 @@ WHERE outcome = 'ok' AND completion_tokens IS NOT NULL AND content_chunks > 0 \
 GROUP BY run_id, replica ORDER BY run_id, replica";
 
 /// Replies that are evidence against a request: its own canary missing, or another
-/// request's canary present.
+/// request's canary present. A tool call answers in its arguments, not in text: those are
+/// judged by `functional_results` and shown as functional evidence instead.
 const SNIPPET_SQL: &str = "\
 SELECT m.run_id, m.request_index, t.content \
 FROM request_metrics m \
 JOIN request_timing t ON t.run_id = m.run_id AND t.request_index = m.request_index \
+JOIN requests q ON q.run_id = m.run_id AND q.request_index = m.request_index \
 WHERE m.canary IS NOT NULL AND (m.foreign_canary_count > 0 OR NOT m.canary_ok) \
+  AND coalesce(q.\"check\", '') <> 'tools' \
 ORDER BY m.run_id, m.request_index";
 
 /// Characters of a reply shown as evidence.

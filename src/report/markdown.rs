@@ -246,6 +246,13 @@ pub fn render_markdown(view: &ReportView) -> String {
             row(&mut out, &[&r.rule, &r.verdict, &r.reason]);
         }
         out.push('\n');
+        if !a.functional.is_empty() {
+            head(&mut out, &["functional check", "requests passed"]);
+            for f in &a.functional {
+                row(&mut out, &[&f.check, &f.passed]);
+            }
+            out.push('\n');
+        }
         if !a.evidence.is_empty() {
             head(&mut out, &["run", "request", "finding", "detail"]);
             for e in &a.evidence {

@@ -975,6 +975,11 @@ fn markdown_has_the_headline_table_verdicts_and_escapes_table_syntax() {
     assert!(md.contains("| TP1 | 1,000 tok/s | single run |"));
     assert!(md.contains("## Verdicts"));
     assert!(md.contains("| all requests complete without restart or unexplained loss | pass |"));
+    // Functional checks per arm, in the suite's order.
+    let checks = md.find("| functional check | requests passed |").unwrap();
+    let table = &md[checks..];
+    let sj = table.find("| structured\\_json | 1 of 1 |").unwrap();
+    assert!(table.find("| tools | 1 of 1 |").unwrap() > sj);
     assert!(md.contains("## Missing evidence"));
     assert!(md.contains("Inferact target-only (missing)"));
     assert!(md.contains("PROMOTION NOT AUTHORIZED"));

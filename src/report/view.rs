@@ -514,7 +514,18 @@ pub struct VerdictsView {
 pub struct ArmVerdictView {
     pub arm: String,
     pub rules: Vec<RuleVerdictView>,
+    /// Per functional check of the arm's functional runs: requests passed of recorded.
+    pub functional: Vec<FunctionalCheckView>,
     pub evidence: Vec<EvidenceView>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FunctionalCheckView {
+    pub check: String,
+    /// `2 of 2`.
+    pub passed: String,
+    /// `pass` when every request passed, else `fail`.
+    pub verdict_class: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -1410,11 +1421,39 @@ pub fn verdicts_view(
             ArmVerdictView {
                 arm: arm.arm.clone(),
                 rules,
+                functional: functional_checks(artifacts.iter().filter(|a| a.facts.arm == arm.arm)),
                 evidence,
             }
         })
         .collect();
     VerdictsView { arms }
+}
+
+/// Passed of recorded requests per functional check, the suite's checks first in their
+/// order, then any other check by name.
+fn functional_checks<'a>(runs: impl Iterator<Item = &'a Artifact>) -> Vec<FunctionalCheckView> {
+    const ORDER: [&str; 4] = ["coding", "structured_json", "tools", "responses"];
+    let mut counts: std::collections::BTreeMap<(usize, String), (usize, usize)> =
+        std::collections::BTreeMap::new();
+    for run in runs {
+        for f in &run.figures.functional {
+            let rank = ORDER
+                .iter()
+                .position(|c| *c == f.check)
+                .unwrap_or(ORDER.len());
+            let entry = counts.entry((rank, f.check.clone())).or_default();
+            entry.0 += usize::from(f.passed);
+            entry.1 += 1;
+        }
+    }
+    counts
+        .into_iter()
+        .map(|((_, check), (passed, total))| FunctionalCheckView {
+            check,
+            passed: format!("{passed} of {total}"),
+            verdict_class: if passed == total { "pass" } else { "fail" }.to_owned(),
+        })
+        .collect()
 }
 
 fn rule_name(rule: AdvanceRule) -> &'static str {
