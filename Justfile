@@ -41,7 +41,7 @@ report *ARGS:
 demo *ARGS:
     cargo run --bin anvil -- demo {{ARGS}}
 
-# Re-record the synthetic sample campaign in sample-data/ (about ten minutes at the
+# Re-record the synthetic sample campaign in sample-data/ (about fifteen minutes at the
 # simulator profiles' own speed), then regenerate reports/campaign.html from it.
 sample-data:
     cargo build --bin anvil

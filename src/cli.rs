@@ -207,7 +207,7 @@ pub enum Command {
     /// checks (the simulator's clock runs 8x its profiles' speed), runs the checks and
     /// writes the HTML report. Prints each cell's
     /// capture command line as it goes, and the report's path last. `--campaign sample`
-    /// records the sample campaign of sample-data/ instead (about ten minutes).
+    /// records the sample campaign of sample-data/ instead (about fifteen minutes).
     #[cfg(feature = "analysis")]
     #[command(after_help = demo_exit_codes_help())]
     Demo(DemoArgs),
