@@ -238,16 +238,20 @@ impl TextUdf {
     }
 }
 
-/// Two arguments as Utf8 arrays of `rows` rows.
-fn two_strings(args: &ScalarFunctionArgs, name: &str) -> Result<[ArrayRef; 2]> {
-    let [a, b] = args.args.as_slice() else {
-        return plan_err!("{name} takes two arguments");
-    };
-    let cast = |c: &ColumnarValue| -> Result<ArrayRef> {
-        let array = c.to_array(args.number_rows)?;
-        Ok(datafusion::arrow::compute::cast(&array, &DataType::Utf8)?)
-    };
-    Ok([cast(a)?, cast(b)?])
+/// The `N` arguments of `name` as Utf8 arrays of the call's row count.
+fn string_args<const N: usize>(args: &ScalarFunctionArgs, name: &str) -> Result<[ArrayRef; N]> {
+    if args.args.len() != N {
+        return plan_err!("{name} takes {N} arguments");
+    }
+    let arrays = args
+        .args
+        .iter()
+        .map(|c| {
+            let array = c.to_array(args.number_rows)?;
+            Ok(datafusion::arrow::compute::cast(&array, &DataType::Utf8)?)
+        })
+        .collect::<Result<Vec<ArrayRef>>>()?;
+    Ok(arrays.try_into().expect("N arrays were checked above"))
 }
 
 /// A scalar result when every argument was scalar.
@@ -284,7 +288,7 @@ impl ScalarUDFImpl for TextUdf {
     }
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
-        let [a, b] = two_strings(&args, self.name())?;
+        let [a, b] = string_args::<2>(&args, self.name())?;
         let (a, b) = (a.as_string::<i32>(), b.as_string::<i32>());
         let pairs = a.iter().zip(b.iter());
         let out: ArrayRef = match self.f {
@@ -347,17 +351,7 @@ impl ScalarUDFImpl for JsonFind {
     }
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
-        if args.args.len() != 4 {
-            return plan_err!("json_find takes four arguments");
-        }
-        let arrays = args
-            .args
-            .iter()
-            .map(|c| {
-                let array = c.to_array(args.number_rows)?;
-                Ok(datafusion::arrow::compute::cast(&array, &DataType::Utf8)?)
-            })
-            .collect::<Result<Vec<ArrayRef>>>()?;
+        let arrays = string_args::<4>(&args, self.name())?;
         let s: Vec<_> = arrays.iter().map(|a| a.as_string::<i32>()).collect();
         let mut builder = StringBuilder::new();
         for i in 0..args.number_rows {

@@ -201,3 +201,24 @@ pub fn run_jsons(dir: &Path) -> Vec<PathBuf> {
     out.sort();
     out
 }
+
+/// `anvil check --data data --plan plan --manifest manifest`: (exit code, standard output).
+pub fn anvil_check(data: &Path, plan: &str, manifest: &Path) -> (Option<i32>, String) {
+    let o = run(
+        ANVIL,
+        &[
+            "check",
+            "--data",
+            data.to_str().unwrap(),
+            "--plan",
+            plan,
+            "--manifest",
+            manifest.to_str().unwrap(),
+        ],
+        &[],
+    );
+    (
+        o.status.code(),
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+    )
+}

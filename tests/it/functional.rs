@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use super::common::{ANVIL, Sim, capture_cell, run, small_manifest};
+use super::common::{ANVIL, Sim, anvil_check, capture_cell, run, small_manifest};
 
 const PLAN: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/sample-data/run-plan.json");
 
@@ -106,23 +106,7 @@ fn failures(r: &BTreeMap<i64, (String, bool, String)>, check: &str) -> Vec<Strin
 
 fn check_cmd(data: &Path, manifest: &Path) -> (Option<i32>, String) {
     std::fs::write(data.join("restoration.json"), "{}").unwrap();
-    let o = run(
-        ANVIL,
-        &[
-            "check",
-            "--data",
-            data.to_str().unwrap(),
-            "--plan",
-            PLAN,
-            "--manifest",
-            manifest.to_str().unwrap(),
-        ],
-        &[],
-    );
-    (
-        o.status.code(),
-        String::from_utf8_lossy(&o.stdout).into_owned(),
-    )
+    anvil_check(data, PLAN, manifest)
 }
 
 #[test]

@@ -6,7 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::common::{ANVIL, Sim, capture_cell, run, small_manifest};
+use super::common::{ANVIL, Sim, anvil_check, capture_cell, run, small_manifest};
 
 const PLAN: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/sample-data/run-plan.json");
 
@@ -56,18 +56,6 @@ fn data_dir(root: &Path, name: &str) -> PathBuf {
     data
 }
 
-fn check(data: &Path, plan: &str, manifest: &Path) -> (Option<i32>, String) {
-    anvil(&[
-        "check",
-        "--data",
-        data.to_str().unwrap(),
-        "--plan",
-        plan,
-        "--manifest",
-        manifest.to_str().unwrap(),
-    ])
-}
-
 /// The advance-rule line of `arm` and `rule` in `anvil check`'s table.
 fn advance<'a>(out: &'a str, arm: &str, rule: &str) -> &'a str {
     out.lines()
@@ -86,7 +74,7 @@ fn a_replica_restart_stops_the_campaign_and_fails_completion() {
     let clean = Sim::start(&["--seed", "3"]);
     let ok = data_dir(tmp.path(), "ok");
     cell(&clean, &manifest, &ok, "K4", "12", &[]);
-    let (code, out) = check(&ok, PLAN, &manifest);
+    let (code, out) = anvil_check(&ok, PLAN, &manifest);
     assert_eq!(code, Some(4), "no stop rule, evidence missing:\n{out}");
     assert!(out.contains("stop rules\n  none fired"), "{out}");
     assert!(advance(&out, "K4", "Completion").ends_with("pass"), "{out}");
@@ -94,7 +82,7 @@ fn a_replica_restart_stops_the_campaign_and_fails_completion() {
     let restarting = Sim::start(&["--fault", "restart=0.5", "--seed", "3"]);
     let bad = data_dir(tmp.path(), "bad");
     cell(&restarting, &manifest, &bad, "K4", "12", &[]);
-    let (code, out) = check(&bad, PLAN, &manifest);
+    let (code, out) = anvil_check(&bad, PLAN, &manifest);
     assert_eq!(code, Some(1), "{out}");
     let stop = out
         .lines()
@@ -118,7 +106,7 @@ fn failed_requests_with_an_error_text_fail_completion_without_an_unexplained_los
     let sim = Sim::start(&["--fault", "disconnect=0.3", "--seed", "5"]);
     let data = data_dir(tmp.path(), "data");
     cell(&sim, &manifest, &data, "K4", "12", &[]);
-    let (code, out) = check(&data, PLAN, &manifest);
+    let (code, out) = anvil_check(&data, PLAN, &manifest);
     // Every failed request says why (the stream ended without [DONE]): the loss is
     // explained, so no stop rule fires, but the arm does not advance.
     assert!(out.contains("stop rules\n  none fired"), "{out}");
@@ -286,7 +274,7 @@ fn topology_efficiency_and_selection_support_come_from_the_recorded_throughput()
     );
 
     let supported = topology_plan(tmp.path(), "dp2", "DP2 for aggregate throughput");
-    let (_, out) = check(&data, supported.to_str().unwrap(), &manifest);
+    let (_, out) = anvil_check(&data, supported.to_str().unwrap(), &manifest);
     for header in ["tok/s per GPU", "scaling efficiency"] {
         assert!(out.contains(header), "{header} missing:\n{out}");
     }
@@ -317,7 +305,7 @@ fn topology_efficiency_and_selection_support_come_from_the_recorded_throughput()
 
     // The same evidence does not support a claim that TP1 has the highest throughput.
     let unsupported = topology_plan(tmp.path(), "tp1", "TP1 for aggregate throughput");
-    let (code, out) = check(&data, unsupported.to_str().unwrap(), &manifest);
+    let (code, out) = anvil_check(&data, unsupported.to_str().unwrap(), &manifest);
     assert_eq!(code, Some(1), "{out}");
     assert!(
         out.contains("selected \"TP1 for aggregate throughput\": NotSupported"),
