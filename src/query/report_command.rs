@@ -25,7 +25,7 @@ use crate::rules::{self, Artifact, Comparison, HeadlineSelection, Refusal};
 
 use super::command::{open_session_materialized, runtime};
 use super::figures::read_artifacts;
-use super::rules_command::file_names;
+use super::rules_command::check_data;
 use super::summary::{column_f64, column_i64, column_str};
 use super::views::VIEWS;
 use super::{AnvilSession, QueryError};
@@ -355,13 +355,7 @@ pub fn render(
         let session = open_session_materialized("report", data).await?;
         anyhow::Ok(gather(&session).await?)
     })?;
-    let mut names = Vec::new();
-    for dir in data {
-        file_names(dir, &mut names)
-            .with_context(|| format!("--data {}: listing files", dir.display()))?;
-    }
-    let present: Vec<&str> = names.iter().map(String::as_str).collect();
-    let check = rules::check(plan, &gathered.artifacts, &present);
+    let check = check_data(plan, &gathered.artifacts, data)?;
     let (headline, screens) = comparisons(&gathered.artifacts, &selection, plan);
     let data_folder: Vec<String> = data.iter().map(|d| d.display().to_string()).collect();
     let data_folder = data_folder.join(", ");

@@ -96,13 +96,7 @@ pub fn run_check(args: &CheckArgs) -> anyhow::Result<u8> {
         let session = open_session_materialized("check", &args.data).await?;
         anyhow::Ok(read_artifacts(&session).await?)
     })?;
-    let mut names = Vec::new();
-    for dir in &args.data {
-        file_names(dir, &mut names)
-            .with_context(|| format!("--data {}: listing files", dir.display()))?;
-    }
-    let present: Vec<&str> = names.iter().map(String::as_str).collect();
-    let report = rules::check(&plan, &artifacts, &present);
+    let report = check_data(&plan, &artifacts, &args.data)?;
     let text = match args.format {
         RulesFormat::Json => json(&report)?,
         format => render_check(&report, format),
@@ -114,8 +108,24 @@ pub fn run_check(args: &CheckArgs) -> anyhow::Result<u8> {
     Ok(report.exit_code())
 }
 
+/// The rules' check of `artifacts` against `plan`, the evidence files being every file
+/// name beneath the `data` folders.
+pub(crate) fn check_data(
+    plan: &RunPlan,
+    artifacts: &[rules::Artifact],
+    data: &[PathBuf],
+) -> anyhow::Result<CheckReport> {
+    let mut names = Vec::new();
+    for dir in data {
+        file_names(dir, &mut names)
+            .with_context(|| format!("--data {}: listing files", dir.display()))?;
+    }
+    let present: Vec<&str> = names.iter().map(String::as_str).collect();
+    Ok(rules::check(plan, artifacts, &present))
+}
+
 /// Names of every file at or beneath `dir`.
-pub(crate) fn file_names(dir: &Path, out: &mut Vec<String>) -> std::io::Result<()> {
+fn file_names(dir: &Path, out: &mut Vec<String>) -> std::io::Result<()> {
     if dir.is_file() {
         if let Some(name) = dir.file_name().and_then(|n| n.to_str()) {
             out.push(name.to_owned());
