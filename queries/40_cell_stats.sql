@@ -20,49 +20,73 @@ WITH metrics (metric_order, metric, unit) AS (
         (5, 'itl_ms', 'ms'),
         (6, 'e2e_ms', 'ms')
 ),
-long AS (
+-- One row per request and metric, the metrics in `metric_order`.
+unpivoted AS (
     SELECT
         f.run_id,
         f.arm,
         f.cell_id,
         f.outcome,
-        m.metric_order,
-        m.metric,
-        m.unit,
-        CASE WHEN f.outcome = 'ok' THEN
-            CASE m.metric
-                WHEN 'ttft_ms' THEN f.ttft_ms
-                WHEN 'effective_prefill_tps' THEN f.effective_prefill_tps
-                WHEN 'decode_tps' THEN f.decode_tps
-                WHEN 'tpot_ms' THEN f.tpot_ms
-                WHEN 'itl_ms' THEN f.itl_ms
-                WHEN 'e2e_ms' THEN f.e2e_ms
-            END
-        END AS value
+        unnest([1, 2, 3, 4, 5, 6]) AS metric_order,
+        unnest([f.ttft_ms, f.effective_prefill_tps, f.decode_tps, f.tpot_ms, f.itl_ms, f.e2e_ms])
+            AS metric_value
     FROM request_figures f
-    CROSS JOIN metrics m
+),
+long AS (
+    SELECT
+        run_id,
+        arm,
+        cell_id,
+        outcome,
+        metric_order,
+        CASE WHEN outcome = 'ok' THEN metric_value END AS value
+    FROM unpivoted
+),
+stats AS (
+    SELECT
+        run_id,
+        arm,
+        cell_id,
+        metric_order,
+        count(value) AS n,
+        count(*) FILTER (WHERE outcome = 'ok') - count(value) AS n_null,
+        count(*) FILTER (WHERE outcome <> 'ok') AS failed,
+        avg(value) AS mean,
+        stddev(value) AS sd,
+        ci95_low(value) AS ci95_low,
+        ci95_high(value) AS ci95_high,
+        min(value) AS min,
+        nearest_rank(value, 0.25) AS p25,
+        nearest_rank(value, 0.50) AS p50,
+        nearest_rank(value, 0.75) AS p75,
+        nearest_rank(value, 0.90) AS p90,
+        nearest_rank(value, 0.95) AS p95,
+        nearest_rank(value, 0.99) AS p99,
+        max(value) AS max
+    FROM long
+    GROUP BY run_id, arm, cell_id, metric_order
 )
 SELECT
-    run_id,
-    arm,
-    cell_id,
-    metric_order,
-    metric,
-    unit,
-    count(value) AS n,
-    count(*) FILTER (WHERE outcome = 'ok') - count(value) AS n_null,
-    count(*) FILTER (WHERE outcome <> 'ok') AS failed,
-    avg(value) AS mean,
-    stddev(value) AS sd,
-    ci95_low(value) AS ci95_low,
-    ci95_high(value) AS ci95_high,
-    min(value) AS min,
-    nearest_rank(value, 0.25) AS p25,
-    nearest_rank(value, 0.50) AS p50,
-    nearest_rank(value, 0.75) AS p75,
-    nearest_rank(value, 0.90) AS p90,
-    nearest_rank(value, 0.95) AS p95,
-    nearest_rank(value, 0.99) AS p99,
-    max(value) AS max
-FROM long
-GROUP BY run_id, arm, cell_id, metric_order, metric, unit
+    s.run_id,
+    s.arm,
+    s.cell_id,
+    m.metric_order,
+    m.metric,
+    m.unit,
+    s.n,
+    s.n_null,
+    s.failed,
+    s.mean,
+    s.sd,
+    s.ci95_low,
+    s.ci95_high,
+    s.min,
+    s.p25,
+    s.p50,
+    s.p75,
+    s.p90,
+    s.p95,
+    s.p99,
+    s.max
+FROM stats s
+JOIN metrics m ON m.metric_order = s.metric_order

@@ -20,28 +20,28 @@ pub enum StatsError {
     Probability { p: f64 },
 }
 
-/// A non-empty sample of values, none NaN, kept sorted ascending.
+/// A non-empty sample of values, none NaN. The values are not kept sorted: a percentile
+/// selects its rank in linear time ([`slice::select_nth_unstable_by`]), which reorders them.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Sample {
-    sorted: Vec<f64>,
+    values: Vec<f64>,
 }
 
 impl Sample {
-    /// Check and sort `values`.
-    pub fn new(mut values: Vec<f64>) -> Result<Self, StatsError> {
+    /// Check `values`: at least one, none NaN.
+    pub fn new(values: Vec<f64>) -> Result<Self, StatsError> {
         if values.is_empty() {
             return Err(StatsError::Empty);
         }
         if let Some(index) = values.iter().position(|v| v.is_nan()) {
             return Err(StatsError::NaN { index });
         }
-        values.sort_by(f64::total_cmp);
-        Ok(Self { sorted: values })
+        Ok(Self { values })
     }
 
     /// Number of values, n ≥ 1.
     pub fn len(&self) -> usize {
-        self.sorted.len()
+        self.values.len()
     }
 
     /// Always false: a sample is never empty (kept for clippy's `len_without_is_empty`).
@@ -49,22 +49,20 @@ impl Sample {
         false
     }
 
-    /// The values, ascending.
-    pub fn sorted(&self) -> &[f64] {
-        &self.sorted
-    }
-
     pub fn min(&self) -> f64 {
-        self.sorted[0]
+        self.values.iter().copied().fold(f64::INFINITY, f64::min)
     }
 
     pub fn max(&self) -> f64 {
-        self.sorted[self.sorted.len() - 1]
+        self.values
+            .iter()
+            .copied()
+            .fold(f64::NEG_INFINITY, f64::max)
     }
 
     /// Arithmetic mean, Σx / n.
     pub fn mean(&self) -> f64 {
-        self.sorted.iter().sum::<f64>() / self.len() as f64
+        self.values.iter().sum::<f64>() / self.len() as f64
     }
 
     /// Sample standard deviation with Bessel's correction, √(Σ(x − x̄)² / (n − 1)) (the
@@ -75,16 +73,17 @@ impl Sample {
             return None;
         }
         let mean = self.mean();
-        let ss: f64 = self.sorted.iter().map(|x| (x - mean) * (x - mean)).sum();
+        let ss: f64 = self.values.iter().map(|x| (x - mean) * (x - mean)).sum();
         Some((ss / (n - 1) as f64).sqrt())
     }
 
     /// Percentile by nearest rank: the value at 1-based rank ⌈p·n⌉ of the sorted values
     /// (Hyndman & Fan 1996 definition 1, inverse of the empirical CDF; the manifest's
-    /// `percentile_method: nearest rank`).
-    pub fn nearest_rank(&self, p: Probability) -> f64 {
-        let n = self.len();
-        self.sorted[nearest_rank_index(p.0, n)]
+    /// `percentile_method: nearest rank`). Selection, not a sort: O(n), and it reorders the
+    /// values (which changes no other statistic).
+    pub fn nearest_rank(&mut self, p: Probability) -> f64 {
+        let index = nearest_rank_index(p.0, self.len());
+        *self.values.select_nth_unstable_by(index, f64::total_cmp).1
     }
 
     /// 95% confidence interval for the mean, x̄ ± t(0.975, n − 1) · s / √n, with the
@@ -100,9 +99,10 @@ impl Sample {
     }
 
     /// Every statistic the manifest asks for.
-    pub fn describe(&self) -> Estimate {
-        let q = |p| self.nearest_rank(Probability(p));
+    pub fn describe(&mut self) -> Estimate {
         let ci = self.ci95();
+        let mut q = |p| self.nearest_rank(Probability(p));
+        let (p25, p50, p75, p90, p95, p99) = (q(0.25), q(0.50), q(0.75), q(0.90), q(0.95), q(0.99));
         Estimate {
             n: self.len(),
             mean: self.mean(),
@@ -110,12 +110,12 @@ impl Sample {
             ci95_low: ci.map(|c| c.0),
             ci95_high: ci.map(|c| c.1),
             min: self.min(),
-            p25: q(0.25),
-            p50: q(0.50),
-            p75: q(0.75),
-            p90: q(0.90),
-            p95: q(0.95),
-            p99: q(0.99),
+            p25,
+            p50,
+            p75,
+            p90,
+            p95,
+            p99,
             max: self.max(),
         }
     }
@@ -207,7 +207,7 @@ mod tests {
 
     #[test]
     fn nearest_rank_of_one_value_is_that_value() {
-        let s = Sample::new(vec![7.5]).unwrap();
+        let mut s = Sample::new(vec![7.5]).unwrap();
         for q in [0.01, 0.25, 0.5, 0.99, 1.0] {
             assert_eq!(s.nearest_rank(p(q)), 7.5);
         }
@@ -217,7 +217,7 @@ mod tests {
 
     #[test]
     fn nearest_rank_of_two_values_switches_above_the_middle() {
-        let s = Sample::new(vec![20.0, 10.0]).unwrap();
+        let mut s = Sample::new(vec![20.0, 10.0]).unwrap();
         // ⌈0.5·2⌉ = 1 → 10; ⌈0.51·2⌉ = 2 → 20.
         assert_eq!(s.nearest_rank(p(0.5)), 10.0);
         assert_eq!(s.nearest_rank(p(0.51)), 20.0);
@@ -229,7 +229,7 @@ mod tests {
     fn nearest_rank_over_one_hundred_values() {
         // Values 1..=100 shuffled: rank k holds k.
         let values: Vec<f64> = (0..100).map(|i| f64::from((i * 37) % 100 + 1)).collect();
-        let s = Sample::new(values).unwrap();
+        let mut s = Sample::new(values).unwrap();
         assert_eq!(s.nearest_rank(p(0.5)), 50.0);
         assert_eq!(s.nearest_rank(p(0.99)), 99.0);
         assert_eq!(s.nearest_rank(p(0.25)), 25.0);
@@ -242,7 +242,7 @@ mod tests {
 
     #[test]
     fn nearest_rank_with_ties_returns_the_tied_value() {
-        let s = Sample::new(vec![3.0, 1.0, 3.0, 3.0, 9.0]).unwrap();
+        let mut s = Sample::new(vec![3.0, 1.0, 3.0, 3.0, 9.0]).unwrap();
         // sorted 1 3 3 3 9: ranks 2..=4 are 3.
         assert_eq!(s.nearest_rank(p(0.3)), 3.0);
         assert_eq!(s.nearest_rank(p(0.8)), 3.0);

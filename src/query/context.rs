@@ -76,10 +76,12 @@ impl AnvilSession {
         artifacts: Vec<ArtifactSource>,
         materialize: &[&str],
     ) -> Result<Self, QueryError> {
-        let config = SessionConfig::new()
-            .with_information_schema(true)
-            .set_bool("datafusion.execution.parquet.pushdown_filters", true)
-            .set_bool("datafusion.execution.parquet.reorder_filters", true);
+        // Row-level filter pushdown (`parquet.pushdown_filters`) stays off, DataFusion's
+        // default: the views scan every event, where evaluating pushed-down predicates
+        // (among them the join's dynamic filter) row by row during decoding cost 15-20%
+        // of `cell_stats` over 10M events (BENCHMARKS.md). Row groups and pages are still
+        // pruned by their statistics.
+        let config = SessionConfig::new().with_information_schema(true);
         let ctx = SessionContext::new_with_config(config);
         udf::register(&ctx);
         functional_udf::register(&ctx);
@@ -154,7 +156,7 @@ fn parquet_table(
     table: Table,
     artifacts: &[ArtifactSource],
 ) -> Result<Arc<dyn TableProvider>, QueryError> {
-    let schema = table.schema();
+    let schema = string_views(&table.schema());
     let mut urls = Vec::new();
     for a in artifacts {
         for path in a.files(table) {
@@ -179,6 +181,22 @@ fn parquet_table(
         source,
     })?;
     Ok(Arc::new(listing))
+}
+
+/// `schema` with every Utf8 column read as Utf8View. The Parquet reader then builds string
+/// views over the decoded pages instead of copying every value into a new buffer, and
+/// comparisons such as `content_delta <> ''` look at the view's length and inline prefix:
+/// `cell_stats` over 10M events took 14% less CPU (BENCHMARKS.md). Columns keep their
+/// names and nullability; SQL sees the same strings.
+fn string_views(schema: &Schema) -> SchemaRef {
+    let fields = schema.fields().iter().map(|field| match field.data_type() {
+        DataType::Utf8 => Arc::new(field.as_ref().clone().with_data_type(DataType::Utf8View)),
+        _ => field.clone(),
+    });
+    Arc::new(Schema::new_with_metadata(
+        fields.collect::<Vec<_>>(),
+        schema.metadata().clone(),
+    ))
 }
 
 /// Schema of the `runs` table: one row per artifact, from its `run.json`.

@@ -13,7 +13,10 @@
 
 use std::sync::Arc;
 
-use datafusion::arrow::array::{Array, ArrayRef, AsArray, ListArray, ListBuilder, StringBuilder};
+use datafusion::arrow::array::{
+    Array, ArrayRef, AsArray, BooleanArray, Float64Array, ListArray, ListBuilder, StringBuilder,
+};
+use datafusion::arrow::buffer::OffsetBuffer;
 use datafusion::arrow::datatypes::{DataType, Field, FieldRef, Float64Type};
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::common::types::{NativeType, logical_float64, logical_string};
@@ -21,8 +24,9 @@ use datafusion::common::{DataFusionError, Result, ScalarValue, exec_err, plan_er
 use datafusion::logical_expr::function::{AccumulatorArgs, StateFieldsArgs};
 use datafusion::logical_expr::utils::format_state_name;
 use datafusion::logical_expr::{
-    Accumulator, AggregateUDF, AggregateUDFImpl, Coercion, ColumnarValue, ScalarFunctionArgs,
-    ScalarUDF, ScalarUDFImpl, Signature, TypeSignatureClass, Volatility,
+    Accumulator, AggregateUDF, AggregateUDFImpl, Coercion, ColumnarValue, EmitTo,
+    GroupsAccumulator, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, TypeSignatureClass,
+    Volatility,
 };
 use datafusion::physical_plan::PhysicalExpr;
 use datafusion::prelude::SessionContext;
@@ -81,56 +85,194 @@ fn values_state_field(args: &StateFieldsArgs, state: &str) -> FieldRef {
     ))
 }
 
-/// The non-null Float64 values collected by an aggregate, in any order.
-#[derive(Debug, Default)]
-struct Collected {
+/// What a collecting aggregate computes from the non-null values of its group.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Statistic {
+    NearestRank(Probability),
+    Ci95(Bound),
+}
+
+impl Statistic {
+    fn name(self) -> &'static str {
+        match self {
+            Self::NearestRank(_) => "nearest_rank",
+            Self::Ci95(Bound::Low) => "ci95_low",
+            Self::Ci95(Bound::High) => "ci95_high",
+        }
+    }
+
+    /// The statistic of `values` (taken), NULL over no values.
+    fn of(self, values: Vec<f64>) -> Result<Option<f64>> {
+        if values.is_empty() {
+            return Ok(None);
+        }
+        let mut sample = Sample::new(values)
+            .map_err(|e| DataFusionError::Execution(format!("{}: {e}", self.name())))?;
+        Ok(match self {
+            Self::NearestRank(p) => Some(sample.nearest_rank(p)),
+            Self::Ci95(bound) => sample.ci95().map(|(low, high)| match bound {
+                Bound::Low => low,
+                Bound::High => high,
+            }),
+        })
+    }
+
+    fn float64s(self, array: &ArrayRef) -> Result<&Float64Array> {
+        match array.as_primitive_opt::<Float64Type>() {
+            Some(values) => Ok(values),
+            None => exec_err!(
+                "{}: expected a DOUBLE argument, got {}",
+                self.name(),
+                array.data_type()
+            ),
+        }
+    }
+
+    fn lists(self, state: &ArrayRef) -> Result<&ListArray> {
+        match state.as_list_opt::<i32>() {
+            Some(lists) => Ok(lists),
+            None => exec_err!(
+                "{}: unexpected state type {}",
+                self.name(),
+                state.data_type()
+            ),
+        }
+    }
+}
+
+/// One list-of-Float64 state array, a list per group.
+fn values_lists(groups: Vec<Vec<f64>>) -> ArrayRef {
+    let offsets = OffsetBuffer::from_lengths(groups.iter().map(Vec::len));
+    let values = Float64Array::from(groups.concat());
+    let field = Arc::new(Field::new_list_field(DataType::Float64, true));
+    Arc::new(ListArray::new(field, offsets, Arc::new(values), None))
+}
+
+/// Ungrouped (and window) form: collects the values of one group.
+#[derive(Debug)]
+struct CollectingAccumulator {
+    statistic: Statistic,
     values: Vec<f64>,
 }
 
-impl Collected {
-    fn update(&mut self, array: &ArrayRef, function: &str) -> Result<()> {
-        let Some(values) = array.as_primitive_opt::<Float64Type>() else {
-            return exec_err!(
-                "{function}: expected a DOUBLE argument, got {}",
-                array.data_type()
-            );
-        };
-        self.values.reserve(values.len() - values.null_count());
+impl Accumulator for CollectingAccumulator {
+    fn update_batch(&mut self, values: &[ArrayRef]) -> Result<()> {
+        let values = self.statistic.float64s(&values[0])?;
         self.values.extend(values.iter().flatten());
         Ok(())
     }
 
-    fn merge(&mut self, state: &ArrayRef, function: &str) -> Result<()> {
-        let Some(lists) = state.as_list_opt::<i32>() else {
-            return exec_err!("{function}: unexpected state type {}", state.data_type());
-        };
-        for i in 0..lists.len() {
-            if lists.is_valid(i) {
-                self.update(&lists.value(i), function)?;
+    fn merge_batch(&mut self, states: &[ArrayRef]) -> Result<()> {
+        let lists = self.statistic.lists(&states[0])?;
+        for list in lists.iter().flatten() {
+            let values = self.statistic.float64s(&list)?;
+            self.values.extend(values.iter().flatten());
+        }
+        Ok(())
+    }
+
+    fn state(&mut self) -> Result<Vec<ScalarValue>> {
+        let list = values_lists(vec![self.values.clone()]);
+        Ok(vec![ScalarValue::List(Arc::new(
+            list.as_list::<i32>().clone(),
+        ))])
+    }
+
+    fn evaluate(&mut self) -> Result<ScalarValue> {
+        // Cloned: a window frame may evaluate, then update again.
+        Ok(ScalarValue::Float64(
+            self.statistic.of(self.values.clone())?,
+        ))
+    }
+
+    fn size(&self) -> usize {
+        std::mem::size_of_val(self) + self.values.capacity() * std::mem::size_of::<f64>()
+    }
+}
+
+/// Grouped form: the values of every group, indexed by group, so that a `GROUP BY` feeds
+/// each batch in one pass instead of slicing it per group.
+#[derive(Debug)]
+struct CollectingGroups {
+    statistic: Statistic,
+    groups: Vec<Vec<f64>>,
+}
+
+impl GroupsAccumulator for CollectingGroups {
+    fn update_batch(
+        &mut self,
+        values: &[ArrayRef],
+        group_indices: &[usize],
+        opt_filter: Option<&BooleanArray>,
+        total_num_groups: usize,
+    ) -> Result<()> {
+        self.groups.resize_with(total_num_groups, Vec::new);
+        let values = self.statistic.float64s(&values[0])?;
+        for (row, &group) in group_indices.iter().enumerate() {
+            let selected = opt_filter.is_none_or(|f| f.is_valid(row) && f.value(row));
+            if selected && values.is_valid(row) {
+                self.groups[group].push(values.value(row));
             }
         }
         Ok(())
     }
 
-    fn state(&mut self) -> ScalarValue {
-        let list = ListArray::from_iter_primitive::<Float64Type, _, _>([Some(
-            self.values.iter().copied().map(Some).collect::<Vec<_>>(),
-        )]);
-        ScalarValue::List(Arc::new(list))
+    fn merge_batch(
+        &mut self,
+        values: &[ArrayRef],
+        group_indices: &[usize],
+        total_num_groups: usize,
+    ) -> Result<()> {
+        self.groups.resize_with(total_num_groups, Vec::new);
+        let lists = self.statistic.lists(&values[0])?;
+        for (row, &group) in group_indices.iter().enumerate() {
+            if lists.is_valid(row) {
+                let list = lists.value(row);
+                let list = self.statistic.float64s(&list)?;
+                self.groups[group].extend(list.iter().flatten());
+            }
+        }
+        Ok(())
     }
 
-    /// The sample, or `None` when no values were seen.
-    fn sample(&self, function: &str) -> Result<Option<Sample>> {
-        if self.values.is_empty() {
-            return Ok(None);
-        }
-        Sample::new(self.values.clone())
-            .map(Some)
-            .map_err(|e| DataFusionError::Execution(format!("{function}: {e}")))
+    fn state(&mut self, emit_to: EmitTo) -> Result<Vec<ArrayRef>> {
+        Ok(vec![values_lists(emit_to.take_needed(&mut self.groups))])
+    }
+
+    /// Each row as its own group's state (when the aggregation skips the partial phase).
+    fn convert_to_state(
+        &self,
+        values: &[ArrayRef],
+        opt_filter: Option<&BooleanArray>,
+    ) -> Result<Vec<ArrayRef>> {
+        let values = self.statistic.float64s(&values[0])?;
+        let rows = (0..values.len()).map(|row| {
+            let selected = opt_filter.is_none_or(|f| f.is_valid(row) && f.value(row));
+            match selected && values.is_valid(row) {
+                true => vec![values.value(row)],
+                false => Vec::new(),
+            }
+        });
+        Ok(vec![values_lists(rows.collect())])
+    }
+
+    fn evaluate(&mut self, emit_to: EmitTo) -> Result<ArrayRef> {
+        let groups = emit_to.take_needed(&mut self.groups);
+        let results = groups
+            .into_iter()
+            .map(|values| self.statistic.of(values))
+            .collect::<Result<Float64Array>>()?;
+        Ok(Arc::new(results))
     }
 
     fn size(&self) -> usize {
-        std::mem::size_of_val(self) + self.values.capacity() * std::mem::size_of::<f64>()
+        std::mem::size_of_val(self)
+            + self.groups.capacity() * std::mem::size_of::<Vec<f64>>()
+            + self
+                .groups
+                .iter()
+                .map(|g| g.capacity() * std::mem::size_of::<f64>())
+                .sum::<usize>()
     }
 }
 
@@ -154,6 +296,24 @@ impl NearestRank {
         Self {
             signature: float64_signature(2),
         }
+    }
+
+    /// The statistic with this call's p.
+    fn statistic(args: &AccumulatorArgs) -> Result<Statistic> {
+        let Some(expr) = args.exprs.get(1) else {
+            return plan_err!("nearest_rank takes two arguments: nearest_rank(x, p)");
+        };
+        let p = match constant_argument(expr)? {
+            ScalarValue::Float64(Some(p)) => p,
+            other => {
+                return plan_err!(
+                    "nearest_rank: p must be a non-null number in (0, 1], got {other}"
+                );
+            }
+        };
+        let p =
+            Probability::new(p).map_err(|e| DataFusionError::Plan(format!("nearest_rank: {e}")))?;
+        Ok(Statistic::NearestRank(p))
     }
 }
 
@@ -181,55 +341,24 @@ impl AggregateUDFImpl for NearestRank {
     }
 
     fn accumulator(&self, args: AccumulatorArgs) -> Result<Box<dyn Accumulator>> {
-        let Some(expr) = args.exprs.get(1) else {
-            return plan_err!("nearest_rank takes two arguments: nearest_rank(x, p)");
-        };
-        let p = match constant_argument(expr)? {
-            ScalarValue::Float64(Some(p)) => p,
-            other => {
-                return plan_err!(
-                    "nearest_rank: p must be a non-null number in (0, 1], got {other}"
-                );
-            }
-        };
-        let p =
-            Probability::new(p).map_err(|e| DataFusionError::Plan(format!("nearest_rank: {e}")))?;
-        Ok(Box::new(NearestRankAccumulator {
-            p,
-            collected: Collected::default(),
+        Ok(Box::new(CollectingAccumulator {
+            statistic: Self::statistic(&args)?,
+            values: Vec::new(),
         }))
     }
-}
 
-#[derive(Debug)]
-struct NearestRankAccumulator {
-    p: Probability,
-    collected: Collected,
-}
-
-impl Accumulator for NearestRankAccumulator {
-    fn update_batch(&mut self, values: &[ArrayRef]) -> Result<()> {
-        self.collected.update(&values[0], "nearest_rank")
+    fn groups_accumulator_supported(&self, _args: AccumulatorArgs) -> bool {
+        true
     }
 
-    fn merge_batch(&mut self, states: &[ArrayRef]) -> Result<()> {
-        self.collected.merge(&states[0], "nearest_rank")
-    }
-
-    fn state(&mut self) -> Result<Vec<ScalarValue>> {
-        Ok(vec![self.collected.state()])
-    }
-
-    fn evaluate(&mut self) -> Result<ScalarValue> {
-        let value = self
-            .collected
-            .sample("nearest_rank")?
-            .map(|s| s.nearest_rank(self.p));
-        Ok(ScalarValue::Float64(value))
-    }
-
-    fn size(&self) -> usize {
-        self.collected.size()
+    fn create_groups_accumulator(
+        &self,
+        args: AccumulatorArgs,
+    ) -> Result<Box<dyn GroupsAccumulator>> {
+        Ok(Box::new(CollectingGroups {
+            statistic: Self::statistic(&args)?,
+            groups: Vec::new(),
+        }))
     }
 }
 
@@ -258,10 +387,7 @@ impl Ci95 {
 
 impl AggregateUDFImpl for Ci95 {
     fn name(&self) -> &str {
-        match self.bound {
-            Bound::Low => "ci95_low",
-            Bound::High => "ci95_high",
-        }
+        Statistic::Ci95(self.bound).name()
     }
 
     fn signature(&self) -> &Signature {
@@ -277,53 +403,24 @@ impl AggregateUDFImpl for Ci95 {
     }
 
     fn accumulator(&self, _args: AccumulatorArgs) -> Result<Box<dyn Accumulator>> {
-        Ok(Box::new(Ci95Accumulator {
-            bound: self.bound,
-            collected: Collected::default(),
+        Ok(Box::new(CollectingAccumulator {
+            statistic: Statistic::Ci95(self.bound),
+            values: Vec::new(),
         }))
     }
-}
 
-#[derive(Debug)]
-struct Ci95Accumulator {
-    bound: Bound,
-    collected: Collected,
-}
-
-impl Ci95Accumulator {
-    fn name(&self) -> &'static str {
-        match self.bound {
-            Bound::Low => "ci95_low",
-            Bound::High => "ci95_high",
-        }
-    }
-}
-
-impl Accumulator for Ci95Accumulator {
-    fn update_batch(&mut self, values: &[ArrayRef]) -> Result<()> {
-        self.collected.update(&values[0], self.name())
+    fn groups_accumulator_supported(&self, _args: AccumulatorArgs) -> bool {
+        true
     }
 
-    fn merge_batch(&mut self, states: &[ArrayRef]) -> Result<()> {
-        self.collected.merge(&states[0], self.name())
-    }
-
-    fn state(&mut self) -> Result<Vec<ScalarValue>> {
-        Ok(vec![self.collected.state()])
-    }
-
-    fn evaluate(&mut self) -> Result<ScalarValue> {
-        let ci = self.collected.sample(self.name())?.and_then(|s| s.ci95());
-        Ok(ScalarValue::Float64(ci.map(
-            |(low, high)| match self.bound {
-                Bound::Low => low,
-                Bound::High => high,
-            },
-        )))
-    }
-
-    fn size(&self) -> usize {
-        self.collected.size()
+    fn create_groups_accumulator(
+        &self,
+        _args: AccumulatorArgs,
+    ) -> Result<Box<dyn GroupsAccumulator>> {
+        Ok(Box::new(CollectingGroups {
+            statistic: Statistic::Ci95(self.bound),
+            groups: Vec::new(),
+        }))
     }
 }
 
@@ -401,7 +498,7 @@ impl ScalarUDFImpl for Canaries {
 #[cfg(test)]
 mod tests {
     use datafusion::arrow::array::AsArray;
-    use datafusion::arrow::datatypes::Float64Type;
+    use datafusion::arrow::datatypes::{Float64Type, Int64Type};
 
     use crate::query::AnvilSession;
 
@@ -477,6 +574,55 @@ mod tests {
             .await,
             None
         );
+    }
+
+    #[tokio::test]
+    async fn grouped_and_filtered_aggregates_match_each_group_computed_by_hand() {
+        // 100,000 rows over 7 groups, in many batches and both partitions, with a FILTER:
+        // the grouped accumulator (update, state, merge, evaluate) against the values of
+        // each group sorted here.
+        let s = empty_session().await;
+        let sql = "SELECT CAST(value % 7 AS BIGINT) AS k, \
+                   nearest_rank(x, 0.9) FILTER (WHERE value % 5 <> 0) AS p90, \
+                   nearest_rank(x, 0.25) AS p25, ci95_high(x) AS hi \
+                   FROM (SELECT value, CAST((value * 7919) % 100003 AS DOUBLE) AS x \
+                         FROM generate_series(1, 100000)) GROUP BY value % 7";
+        let r = s.query(sql).await.unwrap();
+        let mut seen = 0;
+        for b in &r.batches {
+            let k = b.column(0).as_primitive::<Int64Type>();
+            let p90 = b.column(1).as_primitive::<Float64Type>();
+            let p25 = b.column(2).as_primitive::<Float64Type>();
+            let hi = b.column(3).as_primitive::<Float64Type>();
+            for row in 0..b.num_rows() {
+                let group = k.value(row);
+                let x = |v: i64| ((v * 7919) % 100_003) as f64;
+                let all: Vec<i64> = (1..=100_000).filter(|v| v % 7 == group).collect();
+                let mut xs: Vec<f64> = all.iter().map(|&v| x(v)).collect();
+                let mut filtered: Vec<f64> =
+                    all.iter().filter(|&&v| v % 5 != 0).map(|&v| x(v)).collect();
+                xs.sort_by(f64::total_cmp);
+                filtered.sort_by(f64::total_cmp);
+                let rank = |n: usize, p: f64| (p * n as f64).ceil() as usize - 1;
+                assert_eq!(
+                    p90.value(row),
+                    filtered[rank(filtered.len(), 0.9)],
+                    "k={group}"
+                );
+                assert_eq!(p25.value(row), xs[rank(xs.len(), 0.25)], "k={group}");
+                let n = xs.len() as f64;
+                let mean = xs.iter().sum::<f64>() / n;
+                let sd = (xs.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt();
+                let t = crate::stats::t_quantile_975(xs.len() - 1).unwrap();
+                let expected = mean + t * sd / n.sqrt();
+                assert!(
+                    (hi.value(row) - expected).abs() <= 1e-9 * expected,
+                    "k={group}"
+                );
+                seen += 1;
+            }
+        }
+        assert_eq!(seen, 7);
     }
 
     #[tokio::test]

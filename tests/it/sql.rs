@@ -780,7 +780,7 @@ fn cli_sql_list_shows_tables_views_and_columns() {
     for line in [
         "name,kind,column_name,data_type,nullable",
         "runs,table,arm_config,Utf8,false",
-        "events,table,content_delta,Utf8,true",
+        "events,table,content_delta,Utf8View,true",
         "request_metrics,view,ttft_ms,Float64,true",
         "cell_stats,view,p99,Float64,true",
     ] {
