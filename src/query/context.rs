@@ -12,6 +12,7 @@ use std::sync::Arc;
 use datafusion::arrow::array::{ArrayRef, BooleanArray, Int64Array, RecordBatch, StringArray};
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use datafusion::catalog::TableProvider;
+use datafusion::common::DataFusionError;
 use datafusion::datasource::MemTable;
 use datafusion::datasource::file_format::parquet::ParquetFormat;
 use datafusion::datasource::listing::{
@@ -21,6 +22,7 @@ use datafusion::prelude::{SessionConfig, SessionContext};
 
 use crate::artifact::Table;
 
+use super::catalog::AnvilSchema;
 use super::source::{ArtifactSource, find_artifacts};
 use super::views::VIEWS;
 use super::{QueryError, functional_udf, udf};
@@ -83,6 +85,15 @@ impl AnvilSession {
         // pruned by their statistics.
         let config = SessionConfig::new().with_information_schema(true);
         let ctx = SessionContext::new_with_config(config);
+        let state = ctx.state_weak_ref();
+        let snapshot = Box::new(move || state.upgrade().map(|s| s.read().clone()));
+        let schema = Arc::new(AnvilSchema::new(VIEWS, snapshot));
+        ctx.catalog("datafusion")
+            .and_then(|catalog| catalog.register_schema("public", schema).ok())
+            .ok_or(QueryError::Register {
+                table: "public",
+                source: DataFusionError::Internal("no default catalog".into()),
+            })?;
         udf::register(&ctx);
         functional_udf::register(&ctx);
         register(&ctx, "runs", Arc::new(runs_table(&artifacts)?))?;
@@ -90,22 +101,19 @@ impl AnvilSession {
             let provider = parquet_table(table, &artifacts)?;
             register(&ctx, table.name(), provider)?;
         }
-        for view in VIEWS {
+        // Views are planned when first named (see `catalog`); these are computed now, in
+        // dependency order, so that the views planned later read the in-memory tables.
+        for view in VIEWS.iter().filter(|v| materialize.contains(&v.name)) {
             let failed = |source| QueryError::View {
                 file: view.file,
                 source,
             };
-            ctx.sql(view.sql).await.map_err(failed)?;
-            if materialize.contains(&view.name) {
-                // Views defined later bind to the table registered here.
-                let frame = ctx.table(view.name).await.map_err(failed)?;
-                let schema = Arc::new(frame.schema().as_arrow().clone());
-                let batches = frame.collect().await.map_err(failed)?;
-                let table = MemTable::try_new(schema, vec![batches]).map_err(failed)?;
-                ctx.deregister_table(view.name).map_err(failed)?;
-                ctx.register_table(view.name, Arc::new(table))
-                    .map_err(failed)?;
-            }
+            let frame = ctx.table(view.name).await.map_err(failed)?;
+            let schema = Arc::new(frame.schema().as_arrow().clone());
+            let batches = frame.collect().await.map_err(failed)?;
+            let table = MemTable::try_new(schema, vec![batches]).map_err(failed)?;
+            ctx.register_table(view.name, Arc::new(table))
+                .map_err(failed)?;
         }
         Ok(Self { ctx, artifacts })
     }
