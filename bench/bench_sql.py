@@ -1,5 +1,6 @@
 """Time `anvil sql` computing cell_stats over an artifact tree against DuckDB running the
-equivalent SQL on the same Parquet files. Prints both times (best of N runs) and the ratio.
+equivalent SQL on the same Parquet files. Prints both times (best of N runs, 7 by default),
+the ratio of the best times and the ratio of the medians.
 
 usage: python3 bench/bench_sql.py ANVIL_BINARY DATA_DIR [RUNS]
 
@@ -12,6 +13,7 @@ the Student t quantile (DuckDB has no t quantile function).
 
 import glob
 import os
+import statistics
 import subprocess
 import sys
 import time
@@ -19,7 +21,7 @@ import time
 import duckdb
 
 anvil, data = sys.argv[1], sys.argv[2]
-runs = int(sys.argv[3]) if len(sys.argv) > 3 else 3
+runs = int(sys.argv[3]) if len(sys.argv) > 3 else 7
 dirs = sorted(os.path.dirname(p) for p in glob.glob(f"{data}/**/run.json", recursive=True))
 if not dirs:
     sys.exit(f"no artifact (run.json) under {data}")
@@ -126,4 +128,6 @@ best_anvil, best_duck = min(anvil_times), min(duck_times)
 print(f"artifacts: {len(dirs)}, events: {events_rows:,}, runs: {runs} (best of)")
 print(f"anvil sql cell_stats: {best_anvil:.2f} s  (all: {', '.join(f'{t:.2f}' for t in anvil_times)})")
 print(f"duckdb    cell_stats: {best_duck:.2f} s  (all: {', '.join(f'{t:.2f}' for t in duck_times)})")
-print(f"ratio anvil/duckdb: {best_anvil / best_duck:.2f}")
+median_anvil, median_duck = statistics.median(anvil_times), statistics.median(duck_times)
+print(f"ratio anvil/duckdb: {best_anvil / best_duck:.2f}  (medians {median_anvil:.2f} s / "
+      f"{median_duck:.2f} s = {median_anvil / median_duck:.2f})")
