@@ -16,7 +16,8 @@
 --                       tokens under speculative decoding, so token figures use usage);
 --   usage_*           = the API usage of the event that carries it (NULL when no event did);
 --   finish_reason     = the last non-null finish reason of the stream;
---   content           = every content delta concatenated in `seq` order ('' when none).
+--   content           = every content delta concatenated in `seq` order ('' when none;
+--                       ordered_concat(x, k) is string_agg(x, '' ORDER BY k)).
 CREATE VIEW request_timing AS
 WITH per_request AS (
     SELECT
@@ -31,7 +32,7 @@ WITH per_request AS (
         max(usage_cached_tokens) AS usage_cached_tokens,
         last_value(finish_reason ORDER BY seq) FILTER (WHERE finish_reason IS NOT NULL)
             AS finish_reason,
-        string_agg(content_delta, '' ORDER BY seq) AS content,
+        ordered_concat(content_delta, seq) AS content,
         count(*) AS events
     FROM events
     GROUP BY run_id, request_index

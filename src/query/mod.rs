@@ -17,6 +17,7 @@ pub mod error;
 pub mod exec;
 pub mod figures;
 pub mod functional_udf;
+pub mod ordered_concat;
 pub mod output;
 pub mod report_command;
 pub mod rules_command;

@@ -6,7 +6,8 @@
 //! - `ci95_low(x)`, `ci95_high(x)`: aggregate, mean ∓/± t(0.975, n − 1) · sd / √n; NULL for
 //!   n < 2;
 //! - `canaries(text)`: scalar, the list of canary markers (`ANV-` + 12 hex) in `text`, in
-//!   order of appearance.
+//!   order of appearance;
+//! - `ordered_concat(text, key)`: aggregate, see [`super::ordered_concat`].
 //!
 //! The math lives in [`crate::stats`]; these are adapters from Arrow arrays to a
 //! [`Sample`].
@@ -31,6 +32,7 @@ use datafusion::logical_expr::{
 use datafusion::physical_plan::PhysicalExpr;
 use datafusion::prelude::SessionContext;
 
+use super::ordered_concat::OrderedConcat;
 use crate::artifact::canary;
 use crate::stats::{Probability, Sample};
 
@@ -40,10 +42,11 @@ pub fn register(ctx: &SessionContext) {
     ctx.register_udaf(AggregateUDF::from(Ci95::new(Bound::Low)));
     ctx.register_udaf(AggregateUDF::from(Ci95::new(Bound::High)));
     ctx.register_udf(ScalarUDF::from(Canaries::new()));
+    ctx.register_udaf(AggregateUDF::from(OrderedConcat::new()));
 }
 
 /// Names of the functions [`register`] adds, for `--list`.
-pub const FUNCTIONS: [(&str, &str); 4] = [
+pub const FUNCTIONS: [(&str, &str); 5] = [
     (
         "nearest_rank(x, p)",
         "aggregate: value at rank ceil(p*n) of the sorted non-null x, p constant in (0, 1]",
@@ -59,6 +62,10 @@ pub const FUNCTIONS: [(&str, &str); 4] = [
     (
         "canaries(text)",
         "scalar: list of canary markers (ANV- + 12 hex) in text, in order",
+    ),
+    (
+        "ordered_concat(text, key)",
+        "aggregate: non-null text concatenated in ascending key order (string_agg ORDER BY key)",
     ),
 ];
 
