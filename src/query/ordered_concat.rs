@@ -24,6 +24,8 @@ use datafusion::logical_expr::{
     TypeSignatureClass, Volatility,
 };
 
+use super::udf::selected;
+
 /// `ordered_concat(text, key)`.
 #[derive(Debug, PartialEq, Eq, Hash)]
 pub struct OrderedConcat {
@@ -264,7 +266,7 @@ impl GroupsAccumulator for Groups {
         self.0.resize_with(total_num_groups, Pieces::default);
         let (texts, keys) = inputs(values)?;
         for (row, &group) in group_indices.iter().enumerate() {
-            let selected = opt_filter.is_none_or(|f| f.is_valid(row) && f.value(row));
+            let selected = selected(opt_filter, row);
             if selected && texts.is_valid(row) {
                 let key = keys.is_valid(row).then(|| keys.value(row));
                 self.0[group].push(key, texts.value(row))?;
@@ -306,7 +308,7 @@ impl GroupsAccumulator for Groups {
         let (texts, keys) = inputs(values)?;
         let mut groups = vec![Pieces::default(); texts.len()];
         for (row, pieces) in groups.iter_mut().enumerate() {
-            let selected = opt_filter.is_none_or(|f| f.is_valid(row) && f.value(row));
+            let selected = selected(opt_filter, row);
             if selected && texts.is_valid(row) {
                 pieces.push(
                     keys.is_valid(row).then(|| keys.value(row)),

@@ -155,6 +155,11 @@ fn values_lists(groups: Vec<Vec<f64>>) -> ArrayRef {
     Arc::new(ListArray::new(field, offsets, Arc::new(values), None))
 }
 
+/// Whether an aggregate's `FILTER (WHERE ...)` keeps `row` (NULL drops it, as in SQL).
+pub(crate) fn selected(opt_filter: Option<&BooleanArray>, row: usize) -> bool {
+    opt_filter.is_none_or(|f| f.is_valid(row) && f.value(row))
+}
+
 /// Ungrouped (and window) form: collects the values of one group.
 #[derive(Debug)]
 struct CollectingAccumulator {
@@ -216,7 +221,7 @@ impl GroupsAccumulator for CollectingGroups {
         self.groups.resize_with(total_num_groups, Vec::new);
         let values = self.statistic.float64s(&values[0])?;
         for (row, &group) in group_indices.iter().enumerate() {
-            let selected = opt_filter.is_none_or(|f| f.is_valid(row) && f.value(row));
+            let selected = selected(opt_filter, row);
             if selected && values.is_valid(row) {
                 self.groups[group].push(values.value(row));
             }
@@ -254,7 +259,7 @@ impl GroupsAccumulator for CollectingGroups {
     ) -> Result<Vec<ArrayRef>> {
         let values = self.statistic.float64s(&values[0])?;
         let rows = (0..values.len()).map(|row| {
-            let selected = opt_filter.is_none_or(|f| f.is_valid(row) && f.value(row));
+            let selected = selected(opt_filter, row);
             match selected && values.is_valid(row) {
                 true => vec![values.value(row)],
                 false => Vec::new(),
