@@ -1084,6 +1084,22 @@ fn a_campaign_tree_is_one_set_of_tables_and_canaries_cross_runs() {
     );
     assert_eq!(ints(&r, "n"), [Some(4), Some(4)]);
     assert_column(&r, "mean", &[Some(21.75), Some(21.75)]);
+    // CSV holds the list column as JSON text.
+    let out = anvil(&[
+        "sql",
+        "--data",
+        tmp.path().to_str().unwrap(),
+        "--format",
+        "csv",
+        "SELECT * FROM request_metrics WHERE run_id = 'run-hand-2' ORDER BY request_index",
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    let leak = format!(",\"[\"\"{}\"\"]\"", canary(5));
+    assert!(
+        stdout.lines().nth(1).is_some_and(|row| row.contains(&leak)),
+        "no `{leak}` in the first row of\n{stdout}"
+    );
 }
 
 #[test]
