@@ -6,7 +6,7 @@ usage: python3 bench/bench_sql.py ANVIL_BINARY DATA_DIR [RUNS]
 
 The DuckDB query follows queries/10_request_timing.sql, 20_request_figures.sql and
 40_cell_stats.sql step for step (first non-empty content delta, usage tokens, the six
-metrics, unpivot, statistics). Two differences, both negligible in cost: percentiles use
+metrics, unpivot, arm and cell from run.json, statistics). Two differences, both negligible in cost: percentiles use
 DuckDB's quantile_disc (anvil registers nearest_rank), and the 95% CI uses 1.96 instead of
 the Student t quantile (DuckDB has no t quantile function).
 """
@@ -25,12 +25,14 @@ runs = int(sys.argv[3]) if len(sys.argv) > 3 else 7
 dirs = sorted(os.path.dirname(p) for p in glob.glob(f"{data}/**/run.json", recursive=True))
 if not dirs:
     sys.exit(f"no artifact (run.json) under {data}")
+run_jsons = [f"{d}/run.json" for d in dirs]
 requests = [f"{d}/requests.parquet" for d in dirs]
 events = [f"{d}/events.parquet" for d in dirs]
 
 METRICS = ["ttft_ms", "effective_prefill_tps", "decode_tps", "tpot_ms", "itl_ms", "e2e_ms"]
 cases = "\n".join(f"WHEN '{m}' THEN f.{m}" for m in METRICS)
-values = ", ".join(f"({i + 1}, '{m}')" for i, m in enumerate(METRICS))
+UNITS = ["ms", "tok/s", "tok/s", "ms", "ms", "ms"]
+values = ", ".join(f"({i + 1}, '{m}', '{u}')" for i, (m, u) in enumerate(zip(METRICS, UNITS)))
 pct = ",\n".join(
     f"quantile_disc(value, {p}) AS p{int(round(p * 100))}" for p in (0.25, 0.5, 0.75, 0.9, 0.95, 0.99)
 )
@@ -65,12 +67,16 @@ f AS (
     FROM t
 ),
 long AS (
-    SELECT f.run_id, f.outcome, m.metric_order, m.metric,
+    SELECT f.run_id, f.outcome, m.metric_order, m.metric, m.unit,
            CASE WHEN f.outcome = 'ok' THEN CASE m.metric {cases} END END AS value
-    FROM f CROSS JOIN (VALUES {values}) m(metric_order, metric)
+    FROM f CROSS JOIN (VALUES {values}) m(metric_order, metric, unit)
+),
+runs AS (
+    SELECT run_id, arm.name AS arm, cell_id FROM read_json({run_jsons!r})
 )
-SELECT run_id, metric_order, metric,
+SELECT l.run_id, r.arm, r.cell_id, metric_order, metric, unit,
        count(value) AS n,
+       count(*) FILTER (WHERE outcome = 'ok') - count(value) AS n_null,
        count(*) FILTER (WHERE outcome <> 'ok') AS failed,
        avg(value) AS mean, stddev_samp(value) AS sd,
        avg(value) - 1.96 * stddev_samp(value) / sqrt(count(value)) AS ci95_low,
@@ -78,9 +84,10 @@ SELECT run_id, metric_order, metric,
        min(value) AS min,
        {pct},
        max(value) AS max
-FROM long
-GROUP BY run_id, metric_order, metric
-ORDER BY run_id, metric_order
+FROM long l
+JOIN runs r ON r.run_id = l.run_id
+GROUP BY l.run_id, r.arm, r.cell_id, metric_order, metric, unit
+ORDER BY l.run_id, metric_order
 """
 
 
@@ -113,15 +120,21 @@ for _ in range(runs):
     t, duck_rows = time_duckdb()
     duck_times.append(t)
 
-# The two must agree on n and the mean of every metric.
+# The two must agree on every column but the percentiles and the CI (quantile_disc and
+# 1.96 are not nearest rank and Student's t).
 anvil_rows = [line.split(",") for line in anvil_out.strip().splitlines()[1:]]
 header = anvil_out.splitlines()[0].split(",")
-col = {name: i for i, name in enumerate(header)}
+assert len(anvil_rows) == len(duck_rows), (len(anvil_rows), len(duck_rows))
 for a, d in zip(anvil_rows, duck_rows):
-    assert a[col["metric"]] == d[2], (a, d)
-    assert int(a[col["n"]]) == d[3], (a, d)
-    if d[5] is not None:
-        assert abs(float(a[col["mean"]]) - d[5]) <= 1e-9 * abs(d[5]), (a, d)
+    row = dict(zip(header, a))
+    duck = dict(zip(header, d))
+    for name in ("run_id", "arm", "cell_id", "metric", "unit"):
+        assert row[name] == duck[name], (name, a, d)
+    for name in ("metric_order", "n", "n_null", "failed"):
+        assert int(row[name]) == duck[name], (name, a, d)
+    for name in ("mean", "sd", "min", "max"):
+        if duck[name] is not None:
+            assert abs(float(row[name]) - duck[name]) <= 1e-9 * abs(duck[name]), (name, a, d)
 
 events_rows = duckdb.sql(f"SELECT count(*) FROM read_parquet({events!r})").fetchall()[0][0]
 best_anvil, best_duck = min(anvil_times), min(duck_times)

@@ -24,8 +24,6 @@ WITH metrics (metric_order, metric, unit) AS (
 unpivoted AS (
     SELECT
         f.run_id,
-        f.arm,
-        f.cell_id,
         f.outcome,
         unnest([1, 2, 3, 4, 5, 6]) AS metric_order,
         unnest([f.ttft_ms, f.effective_prefill_tps, f.decode_tps, f.tpot_ms, f.itl_ms, f.e2e_ms])
@@ -35,8 +33,6 @@ unpivoted AS (
 long AS (
     SELECT
         run_id,
-        arm,
-        cell_id,
         outcome,
         metric_order,
         CASE WHEN outcome = 'ok' THEN metric_value END AS value
@@ -45,8 +41,6 @@ long AS (
 stats AS (
     SELECT
         run_id,
-        arm,
-        cell_id,
         metric_order,
         count(value) AS n,
         count(*) FILTER (WHERE outcome = 'ok') - count(value) AS n_null,
@@ -64,12 +58,12 @@ stats AS (
         nearest_rank(value, 0.99) AS p99,
         max(value) AS max
     FROM long
-    GROUP BY run_id, arm, cell_id, metric_order
+    GROUP BY run_id, metric_order
 )
 SELECT
     s.run_id,
-    s.arm,
-    s.cell_id,
+    ru.arm,
+    ru.cell_id,
     m.metric_order,
     m.metric,
     m.unit,
@@ -90,3 +84,4 @@ SELECT
     s.max
 FROM stats s
 JOIN metrics m ON m.metric_order = s.metric_order
+JOIN runs ru ON ru.run_id = s.run_id
