@@ -2,10 +2,11 @@
 //! `queries/`, each planned when a query first names it.
 //!
 //! Planning a view costs about as much as planning a query, and most queries use a few of
-//! the twelve views: planning all of them up front took 20 ms of every `anvil sql` start
-//! (BENCHMARKS.md). A view is planned against the session as it is at that moment, so a
-//! view named after [`AnvilSession::open_materialized`] replaced its dependencies with
-//! in-memory tables reads those.
+//! the twelve views: planning all of them up front took 36 ms of every `anvil sql` start
+//! (`SELECT 1`: 49 ms before, 13 ms now; BENCHMARKS.md). A view is planned against the
+//! session as it is at that moment, so a view first named after
+//! [`AnvilSession::open_materialized`] has replaced its dependencies with in-memory tables
+//! reads those tables.
 //!
 //! [`AnvilSession::open_materialized`]: super::AnvilSession::open_materialized
 
@@ -160,7 +161,10 @@ mod tests {
     async fn every_view_plans_when_first_named_and_lists_as_a_view() {
         let session = AnvilSession::from_artifacts(Vec::new()).await.unwrap();
         let listed = session
-            .query("SELECT table_name FROM information_schema.tables WHERE table_schema = 'public' AND table_type = 'VIEW'")
+            .query(
+                "SELECT table_name FROM information_schema.tables \
+                 WHERE table_schema = 'public' AND table_type = 'VIEW'",
+            )
             .await
             .unwrap();
         let mut names: Vec<String> = listed
