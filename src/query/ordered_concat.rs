@@ -12,19 +12,17 @@ use std::sync::Arc;
 use datafusion::arrow::array::{
     Array, ArrayRef, AsArray, BooleanArray, Int64Array, ListArray, StringArray, StringViewArray,
 };
-use datafusion::arrow::buffer::OffsetBuffer;
 use datafusion::arrow::compute::cast;
-use datafusion::arrow::datatypes::{DataType, Field, FieldRef, Int64Type};
+use datafusion::arrow::datatypes::{DataType, FieldRef, Int64Type};
 use datafusion::common::types::{NativeType, logical_int64, logical_string};
 use datafusion::common::{Result, ScalarValue, exec_err};
 use datafusion::logical_expr::function::{AccumulatorArgs, StateFieldsArgs};
-use datafusion::logical_expr::utils::format_state_name;
 use datafusion::logical_expr::{
     Accumulator, AggregateUDFImpl, Coercion, EmitTo, GroupsAccumulator, Signature,
     TypeSignatureClass, Volatility,
 };
 
-use super::udf::selected;
+use super::udf::{list_array, list_state_field, selected};
 
 /// `ordered_concat(text, key)`.
 #[derive(Debug, PartialEq, Eq, Hash)]
@@ -70,16 +68,9 @@ impl AggregateUDFImpl for OrderedConcat {
     }
 
     fn state_fields(&self, args: StateFieldsArgs) -> Result<Vec<FieldRef>> {
-        let list = |name: &str, item: DataType| {
-            Arc::new(Field::new(
-                format_state_name(args.name, name),
-                DataType::List(Arc::new(Field::new_list_field(item, true))),
-                true,
-            ))
-        };
         Ok(vec![
-            list("keys", DataType::Int64),
-            list("texts", DataType::Utf8),
+            list_state_field(&args, "keys", DataType::Int64),
+            list_state_field(&args, "texts", DataType::Utf8),
         ])
     }
 
@@ -121,15 +112,16 @@ impl Pieces {
         &self.bytes[start as usize..(start + len) as usize]
     }
 
-    /// The concatenation in key order (NULL keys last, ties in arrival order).
-    fn concat(&self) -> Option<String> {
+    /// The concatenation in key order (NULL keys last, ties in arrival order). Sorts the
+    /// index in place: a stable sort, so a later call (a window frame that grew) keeps
+    /// earlier ties in arrival order.
+    fn concat(&mut self) -> Option<String> {
         if self.index.is_empty() {
             return None;
         }
-        let mut order = self.index.clone();
-        order.sort_by_key(|&(key, _, _)| (key.is_none(), key));
+        self.index.sort_by_key(|&(key, _, _)| (key.is_none(), key));
         let mut out = String::with_capacity(self.bytes.len());
-        for piece in &order {
+        for piece in &self.index {
             out.push_str(self.text(piece));
         }
         Some(out)
@@ -163,17 +155,9 @@ fn state_lists(groups: &[Pieces]) -> Vec<ArrayRef> {
         .iter()
         .flat_map(|g| g.index.iter().map(|piece| Some(g.text(piece))))
         .collect();
-    let list = |item: DataType, values: ArrayRef| -> ArrayRef {
-        Arc::new(ListArray::new(
-            Arc::new(Field::new_list_field(item, true)),
-            OffsetBuffer::from_lengths(lengths()),
-            values,
-            None,
-        ))
-    };
     vec![
-        list(DataType::Int64, Arc::new(keys)),
-        list(DataType::Utf8, Arc::new(texts)),
+        list_array(Arc::new(keys), lengths()),
+        list_array(Arc::new(texts), lengths()),
     ]
 }
 
@@ -295,7 +279,7 @@ impl GroupsAccumulator for Groups {
 
     fn evaluate(&mut self, emit_to: EmitTo) -> Result<ArrayRef> {
         let groups = emit_to.take_needed(&mut self.0);
-        let out: StringArray = groups.iter().map(Pieces::concat).collect();
+        let out: StringArray = groups.into_iter().map(|mut g| g.concat()).collect();
         Ok(Arc::new(out))
     }
 

@@ -83,13 +83,20 @@ fn float64_signature(args: usize) -> Signature {
     )
 }
 
-/// One list-of-Float64 state field holding the collected values.
-fn values_state_field(args: &StateFieldsArgs, state: &str) -> FieldRef {
+/// A nullable list-of-`item` state field of the aggregate being planned (`args`).
+pub(crate) fn list_state_field(args: &StateFieldsArgs, state: &str, item: DataType) -> FieldRef {
     Arc::new(Field::new(
         format_state_name(args.name, state),
-        DataType::List(Arc::new(Field::new_list_field(DataType::Float64, true))),
+        DataType::List(Arc::new(Field::new_list_field(item, true))),
         true,
     ))
+}
+
+/// `values` cut into consecutive lists of `lengths` (a state array, one list per group).
+pub(crate) fn list_array(values: ArrayRef, lengths: impl IntoIterator<Item = usize>) -> ArrayRef {
+    let field = Arc::new(Field::new_list_field(values.data_type().clone(), true));
+    let offsets = OffsetBuffer::from_lengths(lengths);
+    Arc::new(ListArray::new(field, offsets, values, None))
 }
 
 /// What a collecting aggregate computes from the non-null values of its group.
@@ -149,10 +156,8 @@ impl Statistic {
 
 /// One list-of-Float64 state array, a list per group.
 fn values_lists(groups: Vec<Vec<f64>>) -> ArrayRef {
-    let offsets = OffsetBuffer::from_lengths(groups.iter().map(Vec::len));
-    let values = Float64Array::from(groups.concat());
-    let field = Arc::new(Field::new_list_field(DataType::Float64, true));
-    Arc::new(ListArray::new(field, offsets, Arc::new(values), None))
+    let lengths: Vec<usize> = groups.iter().map(Vec::len).collect();
+    list_array(Arc::new(Float64Array::from(groups.concat())), lengths)
 }
 
 /// Whether an aggregate's `FILTER (WHERE ...)` keeps `row` (NULL drops it, as in SQL).
@@ -185,9 +190,7 @@ impl Accumulator for CollectingAccumulator {
 
     fn state(&mut self) -> Result<Vec<ScalarValue>> {
         let list = values_lists(vec![self.values.clone()]);
-        Ok(vec![ScalarValue::List(Arc::new(
-            list.as_list::<i32>().clone(),
-        ))])
+        Ok(vec![ScalarValue::try_from_array(&list, 0)?])
     }
 
     fn evaluate(&mut self) -> Result<ScalarValue> {
@@ -349,7 +352,7 @@ impl AggregateUDFImpl for NearestRank {
     }
 
     fn state_fields(&self, args: StateFieldsArgs) -> Result<Vec<FieldRef>> {
-        Ok(vec![values_state_field(&args, "values")])
+        Ok(vec![list_state_field(&args, "values", DataType::Float64)])
     }
 
     fn accumulator(&self, args: AccumulatorArgs) -> Result<Box<dyn Accumulator>> {
@@ -411,7 +414,7 @@ impl AggregateUDFImpl for Ci95 {
     }
 
     fn state_fields(&self, args: StateFieldsArgs) -> Result<Vec<FieldRef>> {
-        Ok(vec![values_state_field(&args, "values")])
+        Ok(vec![list_state_field(&args, "values", DataType::Float64)])
     }
 
     fn accumulator(&self, _args: AccumulatorArgs) -> Result<Box<dyn Accumulator>> {
