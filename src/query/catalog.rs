@@ -152,9 +152,8 @@ impl SchemaProvider for AnvilSchema {
 
 #[cfg(test)]
 mod tests {
-    use datafusion::arrow::array::AsArray;
-
     use crate::query::AnvilSession;
+    use crate::query::summary::column_str;
     use crate::query::views::VIEWS;
 
     #[tokio::test]
@@ -167,21 +166,7 @@ mod tests {
             )
             .await
             .unwrap();
-        let mut names: Vec<String> = listed
-            .batches
-            .iter()
-            .flat_map(|b| {
-                let col = datafusion::arrow::compute::cast(
-                    b.column(0),
-                    &datafusion::arrow::datatypes::DataType::Utf8,
-                )
-                .unwrap();
-                col.as_string::<i32>()
-                    .iter()
-                    .map(|s| s.unwrap().to_owned())
-                    .collect::<Vec<_>>()
-            })
-            .collect();
+        let mut names = column_str(&listed, "table_name").unwrap();
         names.sort();
         let mut expected: Vec<String> = VIEWS.iter().map(|v| v.name.to_owned()).collect();
         expected.sort();
