@@ -461,7 +461,7 @@ pub fn run_demo(args: &DemoArgs) -> anyhow::Result<u8> {
                     cell.class,
                     dir.display()
                 );
-                return Ok(exit::RULE_FAILED);
+                return Ok(code);
             }
             eprintln!(
                 "anvil demo:        {} ({:.1} s)",

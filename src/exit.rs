@@ -11,6 +11,10 @@ pub const BAD_INPUT: u8 = 2;
 pub const REFUSED: u8 = 3;
 /// Advance rules incomplete: evidence is missing.
 pub const INCOMPLETE: u8 = 4;
+/// `anvil-capture run` could not measure: the run failed before or while it was issued
+/// (prompt calibration impossible against the server, the artifact writer failed); the
+/// artifact, when one was written, is marked `failed` and says why.
+pub const CAPTURE_FAILED: u8 = 5;
 /// `anvil-capture run` stopped by SIGINT; the artifact was finalised as `interrupted`
 /// (128 + SIGINT, the shell's convention).
 pub const INTERRUPTED: u8 = 130;

@@ -13,7 +13,7 @@ fn main() -> ExitCode {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
             eprintln!("anvil-capture: {e:#}");
-            ExitCode::from(anvil::exit::RULE_FAILED)
+            ExitCode::from(anvil::exit::CAPTURE_FAILED)
         }
     }
 }

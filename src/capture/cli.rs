@@ -17,13 +17,25 @@ fn exit_codes_help() -> String {
     format!(
         "Exit codes:\n  \
          {}    the run completed (failed requests are recorded, not fatal)\n  \
-         {}    the recorder failed while running (the artifact says why)\n  \
-         {}    bad input: a malformed manifest, flag, URL, output folder or unreachable endpoint\n  \
+         {}    bad input: a malformed manifest, flag, URL, output folder or unreachable endpoint;\n       \
+         nothing was written\n  \
+         {}    the run could not be measured: calibration failed against the server, or the\n       \
+         recorder failed while running (the artifact is marked `failed` and says why)\n  \
          {}  interrupted by SIGINT (the artifact is finalised as `interrupted`)",
         exit::OK,
-        exit::RULE_FAILED,
         exit::BAD_INPUT,
+        exit::CAPTURE_FAILED,
         exit::INTERRUPTED
+    )
+}
+
+/// The `--no-realtime` help, naming the priority the code actually uses.
+fn realtime_help() -> String {
+    format!(
+        "Keep ordinary scheduling. By default the threads that read the sockets and stamp \
+         events run SCHED_FIFO (priority {}) when the system permits, so that other work on \
+         the client machine cannot delay a timestamp; the writer thread stays ordinary.",
+        crate::realtime::CAPTURE_PRIORITY
     )
 }
 
@@ -141,10 +153,8 @@ pub struct RunArgs {
     /// No progress bar and no quick-look summary.
     #[arg(long)]
     pub quiet: bool,
-    /// Keep ordinary scheduling. By default the threads that read the sockets and stamp
-    /// events run SCHED_FIFO (priority 40) when the system permits, so that other work on
-    /// the client machine cannot delay a timestamp; the writer thread stays ordinary.
-    #[arg(long)]
+    /// Keep ordinary scheduling (see `realtime_help` for the default).
+    #[arg(long, help = realtime_help())]
     pub no_realtime: bool,
     /// Output root folder.
     #[arg(long, value_name = "DIR")]
