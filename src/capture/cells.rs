@@ -111,12 +111,21 @@ impl fmt::Display for Cell {
 pub const TABLE_HEADER: &str =
     "cell_id\tclass\tcontext\tconcurrency\trequests\twords\tmax_tokens\tmode";
 
-/// Shared settings of every cell of a manifest.
-struct Common {
-    words: u32,
-    max_tokens: u32,
-    cache_mode: PromptCacheMode,
-    canaries: bool,
+/// What every cell of a class shares, from the manifest's `selection` and the class
+/// description alone (never from whichever cells happen to exist): its reply mode, ceiling,
+/// cache mode and canaries, and where it runs when a value is not given.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ClassShape {
+    pub reply: ReplyMode,
+    pub max_tokens: u32,
+    pub cache_mode: PromptCacheMode,
+    pub canaries: bool,
+    /// The class's own context (`None`: the class spans several).
+    pub context: Option<u64>,
+    /// The class's own concurrency per replica (`None`: the class spans several).
+    pub concurrency: Option<u32>,
+    /// The class's own request count (`None`: one cell per screen count).
+    pub requests: Option<u64>,
 }
 
 fn cache_mode(m: crate::manifest::PromptCacheMode) -> PromptCacheMode {
@@ -127,53 +136,83 @@ fn clamp_u32(v: u64) -> u32 {
     u32::try_from(v).unwrap_or(u32::MAX)
 }
 
-/// Every cell the manifest defines, in class order, then context, concurrency, requests.
-pub fn cells(manifest: &WorkloadManifest) -> Vec<Cell> {
+/// The headline class's concurrency per replica (the manifest's "C8 per replica").
+pub const HEADLINE_CONCURRENCY: u32 = 8;
+
+/// The shape of `class` in `manifest` (see the module table).
+pub fn shape(manifest: &WorkloadManifest, class: &str) -> ClassShape {
     let h = manifest.headline_workload();
-    let common = Common {
-        words: clamp_u32(h.response_words),
+    let first = manifest.contexts().next();
+    let about = ReplyMode::AboutWords(clamp_u32(h.response_words));
+    let base = ClassShape {
+        reply: ReplyMode::Natural,
         max_tokens: clamp_u32(h.max_tokens),
         cache_mode: cache_mode(h.prompt_cache_mode),
         canaries: h.request_canaries,
+        context: None,
+        concurrency: None,
+        requests: None,
     };
+    match class {
+        HEADLINE => ClassShape {
+            reply: about,
+            context: first,
+            concurrency: Some(HEADLINE_CONCURRENCY),
+            requests: Some(h.requests),
+            ..base
+        },
+        SCREEN => ClassShape {
+            context: first,
+            ..base
+        },
+        CONTEXT_CURVE => ClassShape {
+            reply: about,
+            ..base
+        },
+        FUNCTIONAL => ClassShape {
+            cache_mode: PromptCacheMode::Shared,
+            context: first,
+            concurrency: Some(1),
+            ..base
+        },
+        _ => base,
+    }
+}
+
+/// Every cell the manifest defines, in class order, then context, concurrency, requests.
+pub fn cells(manifest: &WorkloadManifest) -> Vec<Cell> {
     let contexts: Vec<u64> = manifest.contexts().collect();
     let levels: Vec<u64> = manifest.concurrency().collect();
     let screen_counts: Vec<u64> = manifest.natural_completion_screen_requests().collect();
-    let first = contexts.first().copied().unwrap_or(4096);
     let mut out = Vec::new();
-    let mut push = |class: &str, context: u64, c: u64, n: u64, reply: ReplyMode, shared: bool| {
-        if !levels.contains(&c) || n < c {
-            return;
-        }
-        out.push(Cell {
-            class: class.to_owned(),
-            context,
-            concurrency: clamp_u32(c),
-            requests: n,
-            reply,
-            max_tokens: common.max_tokens,
-            cache_mode: if shared {
-                PromptCacheMode::Shared
-            } else {
-                common.cache_mode
-            },
-            canaries: common.canaries,
-        });
-    };
     for class in manifest.workload_class_ids() {
+        let sh = shape(manifest, class);
+        let mut push = |context: u64, c: u64, n: u64| {
+            if !levels.contains(&c) || n < c {
+                return;
+            }
+            out.push(Cell {
+                class: class.to_owned(),
+                context,
+                concurrency: clamp_u32(c),
+                requests: n,
+                reply: sh.reply,
+                max_tokens: sh.max_tokens,
+                cache_mode: sh.cache_mode,
+                canaries: sh.canaries,
+            });
+        };
+        let first = sh.context.unwrap_or(4096);
         match class {
             HEADLINE => push(
-                class,
                 first,
-                8,
-                h.requests,
-                ReplyMode::AboutWords(common.words),
-                false,
+                u64::from(HEADLINE_CONCURRENCY),
+                sh.requests.unwrap_or(0),
             ),
             SCREEN => {
                 for c in [1, 4, 8] {
                     for &n in &screen_counts {
-                        push(class, first, c, n, ReplyMode::Natural, false);
+                        push(first, c, n);
                     }
                 }
             }
@@ -184,28 +223,21 @@ pub fn cells(manifest: &WorkloadManifest) -> Vec<Cell> {
                         continue;
                     };
                     for &n in &screen_counts {
-                        push(
-                            class,
-                            context,
-                            c,
-                            n,
-                            ReplyMode::AboutWords(common.words),
-                            false,
-                        );
+                        push(context, c, n);
                     }
                 }
             }
             FUNCTIONAL => {
                 // The four checks share the count evenly (see `functional`).
                 for &n in screen_counts.iter().filter(|n| *n % 4 == 0) {
-                    push(class, first, 1, n, ReplyMode::Natural, true);
+                    push(first, 1, n);
                 }
             }
-            other => {
+            _ => {
                 for &context in &contexts {
                     for &c in &levels {
                         for &n in &screen_counts {
-                            push(other, context, c, n, ReplyMode::Natural, false);
+                            push(context, c, n);
                         }
                     }
                 }
@@ -213,6 +245,20 @@ pub fn cells(manifest: &WorkloadManifest) -> Vec<Cell> {
         }
     }
     out
+}
+
+/// Why `class` has no cell in `manifest`, in the manifest's own terms.
+fn why_no_cells(manifest: &WorkloadManifest, class: &str) -> String {
+    let levels = list(manifest.concurrency());
+    match shape(manifest, class).concurrency {
+        Some(c) if !manifest.concurrency().any(|l| l == u64::from(c)) => format!(
+            "the class runs at concurrency {c} per replica, which selection.concurrency ({levels}) does not list"
+        ),
+        _ => format!(
+            "no combination of its contexts, selection.concurrency ({levels}) and request counts \
+             (each at least the concurrency) is left"
+        ),
+    }
 }
 
 /// Why no cell could be chosen.
@@ -239,6 +285,11 @@ pub enum CellError {
         missing: String,
         candidates: String,
     },
+    #[error(
+        "--class `{class}`: the manifest defines no cell of this class: {why}; pass \
+         --off-manifest with --context, --concurrency and --requests to run it anyway"
+    )]
+    NoCells { class: String, why: String },
     #[error("--off-manifest needs {flag} for class `{class}`")]
     OffManifestNeeds { flag: &'static str, class: String },
 }
@@ -309,6 +360,12 @@ pub fn choose(manifest: &WorkloadManifest, q: &CellQuery) -> Result<Chosen, Cell
             candidates: list(matches.iter().take(12).map(|c| c.id())),
         });
     }
+    if !q.off_manifest && all.is_empty() {
+        return Err(CellError::NoCells {
+            class: q.class.clone(),
+            why: why_no_cells(manifest, &q.class),
+        });
+    }
     if !q.off_manifest {
         // Name the first value that has no cell.
         let checks: [(&'static str, Option<u64>, Vec<u64>); 3] = [
@@ -357,29 +414,41 @@ pub fn choose(manifest: &WorkloadManifest, q: &CellQuery) -> Result<Chosen, Cell
             allowed: list(all.iter().map(|c| c.id())),
         });
     }
-    // Off the manifest: the class's shape with the given values; a missing value is taken from
-    // the class's first cell when it has one.
+    // Off the manifest: the class's shape with the given values; a missing value is the
+    // class's own (headline: the first context, C8, `headline_requests`), else its first
+    // cell's.
+    let sh = shape(manifest, &q.class);
     let template = all.first();
-    let pick = |flag: &'static str, v: Option<u64>, from: Option<u64>| {
-        v.or(from).ok_or(CellError::OffManifestNeeds {
+    let pick = |flag: &'static str, v: Option<u64>, own: Option<u64>, from: Option<u64>| {
+        v.or(own).or(from).ok_or(CellError::OffManifestNeeds {
             flag,
             class: q.class.clone(),
         })
     };
-    let h = manifest.headline_workload();
     let cell = Cell {
         class: q.class.clone(),
-        context: pick("--context", q.context, template.map(|c| c.context))?,
+        context: pick(
+            "--context",
+            q.context,
+            sh.context,
+            template.map(|c| c.context),
+        )?,
         concurrency: clamp_u32(pick(
             "--concurrency",
             q.concurrency.map(u64::from),
+            sh.concurrency.map(u64::from),
             template.map(|c| u64::from(c.concurrency)),
         )?),
-        requests: pick("--requests", q.requests, template.map(|c| c.requests))?,
-        reply: template.map_or(ReplyMode::Natural, |c| c.reply),
-        max_tokens: template.map_or(clamp_u32(h.max_tokens), |c| c.max_tokens),
-        cache_mode: template.map_or(cache_mode(h.prompt_cache_mode), |c| c.cache_mode),
-        canaries: template.map_or(h.request_canaries, |c| c.canaries),
+        requests: pick(
+            "--requests",
+            q.requests,
+            sh.requests,
+            template.map(|c| c.requests),
+        )?,
+        reply: sh.reply,
+        max_tokens: sh.max_tokens,
+        cache_mode: sh.cache_mode,
+        canaries: sh.canaries,
     };
     let off_manifest = !all.contains(&cell);
     Ok(Chosen { cell, off_manifest })
@@ -471,5 +540,49 @@ mod tests {
         assert!(matches!(e, CellError::UnknownClass { .. }), "{e}");
         let e = choose(&m, &q(SCREEN)).unwrap_err();
         assert!(matches!(e, CellError::Ambiguous { .. }), "{e}");
+    }
+
+    /// A manifest whose `selection.concurrency` lacks the headline's 8: the class keeps its
+    /// reply mode off the manifest, and the refusal without `--off-manifest` says why.
+    #[test]
+    fn the_headline_shape_comes_from_the_selection_not_from_its_cells() {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/sample-data/workload-manifest.json"
+        );
+        let mut v: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        v["selection"]["concurrency"] = serde_json::json!([1, 4]);
+        let m = WorkloadManifest::from_value(v, "no-c8.json").unwrap();
+        assert!(cells(&m).iter().all(|c| c.class != HEADLINE));
+        let mut query = q(HEADLINE);
+        query.concurrency = Some(4);
+        query.requests = Some(12);
+        let e = choose(&m, &query).unwrap_err().to_string();
+        assert!(
+            e.contains(
+                "concurrency 8 per replica, which selection.concurrency (1, 4) does not list"
+            ),
+            "{e}"
+        );
+        assert!(!e.contains("allowed: )"), "{e}");
+        query.off_manifest = true;
+        let c = choose(&m, &query).unwrap();
+        assert!(c.off_manifest);
+        assert_eq!(c.cell.reply, ReplyMode::AboutWords(256));
+        assert_eq!(c.cell.context, 4096);
+        assert_eq!(c.cell.max_tokens, 512);
+        assert!(c.cell.canaries);
+        assert_eq!(c.cell.id(), "headline-sustained-output.ctx4096.c4.n12");
+        // Nothing given but the class: its own context, concurrency and count.
+        let c = choose(
+            &m,
+            &CellQuery {
+                off_manifest: true,
+                ..q(HEADLINE)
+            },
+        )
+        .unwrap();
+        assert_eq!(c.cell.id(), "headline-sustained-output.ctx4096.c8.n100");
     }
 }
