@@ -95,6 +95,7 @@ fn run_json(args: &Args) -> RunJson {
         seed: 38027,
         thinking: "disabled".into(),
         api: Api::Chat,
+        schedule: anvil::artifact::Schedule::Closed,
         off_manifest: true,
     };
     RunJson {

@@ -13,7 +13,12 @@
 --   itl_ms                "same per-request aggregate as TPOT in capacity-v3; not raw
 --                         token-arrival timestamps": equal to tpot_ms (raw chunk gaps are the
 --                         separate chunk_gaps diagnostic);
---   e2e_ms                "request start through stream completion": (t_done - t_sent) / 1e6.
+--   e2e_ms                "request start through stream completion": (t_done - t_sent) / 1e6;
+--   client_queue_ms       client-side queueing, not a server figure: (t_sent - t_intended) / 1e6,
+--                         how long the client held the request past the time its schedule
+--                         meant it to go (open loop: every slot was busy; closed loop: the
+--                         first wave's start skew after the synchronised release). TTFT and
+--                         E2E count from t_sent, so this time is in neither.
 --
 -- Token figures use API usage tokens, never chunk counts. NULL, never a division by zero:
 -- no usage event -> NULL token figures (prompt_tokens, completion_tokens, prefill, decode,
@@ -30,6 +35,7 @@ WITH t AS (
         t_first_content_ns - t_sent_ns AS ttft_ns,
         t_done_ns - t_first_content_ns AS generation_ns,
         t_done_ns - t_sent_ns AS e2e_ns,
+        t_sent_ns - t_intended_ns AS client_queue_ns,
         usage_prompt_tokens,
         usage_completion_tokens,
         CASE WHEN usage_completion_tokens > 1 THEN usage_completion_tokens - 1 END
@@ -58,6 +64,7 @@ SELECT
         / CAST(t.tokens_after_first AS DOUBLE) AS itl_ms,
     CAST(t.e2e_ns AS DOUBLE) / 1e6 AS e2e_ms,
     CAST(t.generation_ns AS DOUBLE) / 1e6 AS generation_ms,
+    CAST(t.client_queue_ns AS DOUBLE) / 1e6 AS client_queue_ms,
     t.usage_prompt_tokens AS prompt_tokens,
     t.usage_completion_tokens AS completion_tokens,
     t.usage_completion_tokens IS NOT NULL AS has_usage,

@@ -20,6 +20,7 @@ SELECT
     f.itl_ms,
     f.e2e_ms,
     f.generation_ms,
+    f.client_queue_ms,
     f.prompt_tokens,
     f.completion_tokens,
     f.has_usage,

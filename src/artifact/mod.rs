@@ -48,8 +48,8 @@ pub use event::{ParsedEvent, parse_event};
 pub use reader::{OpenedTable, open_table, validate};
 pub use rows::{EventRow, RequestRow, ScrapePhase, ScrapeRow, prompt_sha256};
 pub use run::{
-    Api, Arm, ArmConfig, Clock, Counts, Endpoint, Outcome, RequestKind, RunJson, SCHEMA, Status,
-    Tool, Topology, Workload, redact_args, redact_url,
+    Api, Arm, ArmConfig, Arrivals, Clock, Counts, Endpoint, Outcome, RequestKind, RunJson, SCHEMA,
+    Schedule, Status, Tool, Topology, Workload, redact_args, redact_url,
 };
 pub use schema::{SCHEMA_VERSION, Table, events_schema, requests_schema, scrapes_schema};
 pub use writer::{ArtifactWriter, RecoverReport, WriterOptions, recover};

@@ -210,8 +210,98 @@ pub struct Workload {
     pub thinking: String,
     /// API driven.
     pub api: Api,
+    /// How requests were issued: closed loop (a fixed number in flight) or open loop (at a
+    /// rate). Open and closed loop load a server differently, so the schedule is part of
+    /// what must match.
+    pub schedule: Schedule,
     /// True when the cell was not taken from the manifest (an ad-hoc run).
     pub off_manifest: bool,
+}
+
+/// How a run issued its measured requests.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Schedule {
+    /// `concurrency_per_replica` requests in flight on every replica, each sent as soon as
+    /// the previous one on its slot ended.
+    Closed,
+    /// Requests released at `rate_per_s` (all replicas together), each taken by the next free
+    /// slot; a request released while every slot is busy waits in the client, which shows
+    /// as `t_sent_ns - t_intended_ns`.
+    Open {
+        /// Mean release rate, requests per second.
+        rate_per_s: f64,
+        /// `constant` gaps of 1 / rate, or `poisson` (exponential gaps of mean 1 / rate).
+        arrivals: Arrivals,
+    },
+}
+
+/// Gaps between the releases of an open-loop schedule.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Arrivals {
+    Constant,
+    Poisson,
+}
+
+impl Schedule {
+    /// The cell-id suffix that keeps open- and closed-loop artifacts of a cell apart:
+    /// empty for closed loop, `.rate2.5` / `.poisson2.5` for open loop at 2.5 requests/s.
+    pub fn cell_id_suffix(&self) -> String {
+        match self {
+            Schedule::Closed => String::new(),
+            Schedule::Open {
+                rate_per_s,
+                arrivals: Arrivals::Constant,
+            } => format!(".rate{rate_per_s}"),
+            Schedule::Open {
+                rate_per_s,
+                arrivals: Arrivals::Poisson,
+            } => format!(".poisson{rate_per_s}"),
+        }
+    }
+
+    /// `closed`, `constant` or `poisson` (the `schedule` column of `runs`).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Schedule::Closed => "closed",
+            Schedule::Open {
+                arrivals: Arrivals::Constant,
+                ..
+            } => "constant",
+            Schedule::Open {
+                arrivals: Arrivals::Poisson,
+                ..
+            } => "poisson",
+        }
+    }
+
+    /// The open-loop rate, requests per second.
+    pub fn rate_per_s(&self) -> Option<f64> {
+        match self {
+            Schedule::Closed => None,
+            Schedule::Open { rate_per_s, .. } => Some(*rate_per_s),
+        }
+    }
+}
+
+impl fmt::Display for Schedule {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Schedule::Closed => f.write_str("closed loop"),
+            Schedule::Open {
+                rate_per_s,
+                arrivals,
+            } => write!(
+                f,
+                "open loop at {rate_per_s} requests/s ({})",
+                match arrivals {
+                    Arrivals::Constant => "constant gaps",
+                    Arrivals::Poisson => "Poisson arrivals",
+                }
+            ),
+        }
+    }
 }
 
 impl Workload {
@@ -772,6 +862,7 @@ pub(crate) mod tests {
             seed: 38027,
             thinking: "disabled".to_owned(),
             api: Api::Chat,
+            schedule: crate::artifact::Schedule::Closed,
             off_manifest: false,
         }
     }

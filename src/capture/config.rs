@@ -43,15 +43,7 @@ fn flag(flag: &'static str, value: impl ToString, reason: impl Into<String>) -> 
     }
 }
 
-/// How requests are issued.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Schedule {
-    /// C workers per replica each send their next request as soon as the last one ended.
-    Closed,
-    /// Requests at `rate` per second (all replicas together), at constant or exponential
-    /// gaps, each to the next free worker.
-    Open { rate: f64, poisson: bool },
-}
+pub use crate::artifact::{Arrivals, Schedule};
 
 /// Where one replica's Prometheus metrics are read.
 #[derive(Debug, Clone)]
@@ -88,6 +80,9 @@ pub struct RunConfig {
     /// contract); an in-process caller that reads [`RunConfig::artifact_dir`] turns it off.
     pub print_path: bool,
     pub thinking_disabled: bool,
+    /// The cell id with the schedule's suffix (`Schedule::cell_id_suffix`): `run.json`
+    /// `cell_id` and the artifact's folder name.
+    pub cell_id: String,
     /// The artifact folder: `out/<campaign_id>/<arm>/<cell_id>`.
     pub artifact_dir: PathBuf,
     /// The command line with secrets removed.
@@ -270,8 +265,12 @@ impl RunConfig {
         let schedule = match a.rate {
             None => Schedule::Closed,
             Some(r) if r.is_finite() && r > 0.0 && r <= 1e6 => Schedule::Open {
-                rate: r,
-                poisson: a.poisson,
+                rate_per_s: r,
+                arrivals: if a.poisson {
+                    Arrivals::Poisson
+                } else {
+                    Arrivals::Constant
+                },
             },
             Some(r) => {
                 return Err(flag(
@@ -320,8 +319,15 @@ impl RunConfig {
             total: seconds("--timeout-total", a.timeout_total, d.total)?,
         };
 
-        let artifact_dir =
-            artifact::artifact_dir(&a.out, &manifest.campaign_id, &a.arm, &cell.id());
+        if a.poisson && a.rate.is_none() {
+            return Err(flag(
+                "--poisson",
+                "",
+                "needs --rate (Poisson arrivals at that mean rate)",
+            ));
+        }
+        let cell_id = format!("{}{}", cell.id(), schedule.cell_id_suffix());
+        let artifact_dir = artifact::artifact_dir(&a.out, &manifest.campaign_id, &a.arm, &cell_id);
         check_out(&a.out, &artifact_dir)?;
         if let Some(m) = &a.model
             && (m.is_empty() || m.contains(['"', '\n']))
@@ -346,6 +352,7 @@ impl RunConfig {
             quiet: a.quiet,
             realtime: !a.no_realtime,
             print_path: true,
+            cell_id,
             artifact_dir,
             command_line,
         })
@@ -437,6 +444,25 @@ mod tests {
         ));
         assert!(!c.command_line.join(" ").contains("s3cret"));
         assert_eq!(c.schedule, Schedule::Closed);
+        let c = parse(&[
+            "--class",
+            "headline-sustained-output",
+            "--endpoint",
+            "http://127.0.0.1:8000",
+            "--rate",
+            "2.5",
+            "--poisson",
+        ])
+        .unwrap();
+        assert_eq!(
+            c.cell_id,
+            "headline-sustained-output.ctx4096.c8.n100.poisson2.5"
+        );
+        assert!(
+            c.artifact_dir
+                .ends_with("K12/headline-sustained-output.ctx4096.c8.n100.poisson2.5")
+        );
+        assert_eq!(c.schedule.rate_per_s(), Some(2.5));
     }
 
     #[test]

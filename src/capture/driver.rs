@@ -254,6 +254,7 @@ async fn run_async(cfg: RunConfig) -> anyhow::Result<u8> {
         seed: sel.random_prefix_seed,
         thinking: sel.thinking.as_str().to_owned(),
         api: artifact_api(cfg.api),
+        schedule: cfg.schedule,
         off_manifest: cfg.off_manifest,
     };
     let endpoints_json: Vec<artifact::Endpoint> = cfg
@@ -273,7 +274,7 @@ async fn run_async(cfg: RunConfig) -> anyhow::Result<u8> {
         schema: artifact::SCHEMA.to_owned(),
         campaign_id: cfg.manifest.campaign_id.clone(),
         arm,
-        cell_id: cell.id(),
+        cell_id: cfg.cell_id.clone(),
         run_id: run_id.clone(),
         workload_fingerprint: workload.fingerprint(),
         workload,
@@ -617,7 +618,7 @@ async fn run_async(cfg: RunConfig) -> anyhow::Result<u8> {
                 "anvil-capture: finishing the artifact failed: {e}; run `anvil-capture recover {}`",
                 cfg.artifact_dir.display()
             );
-            return Ok(exit::RULE_FAILED);
+            return Ok(exit::CAPTURE_FAILED);
         }
     };
     if !recorded.off_target.is_empty() {
@@ -642,7 +643,7 @@ async fn run_async(cfg: RunConfig) -> anyhow::Result<u8> {
     Ok(match status {
         Status::Complete => exit::OK,
         Status::Interrupted => exit::INTERRUPTED,
-        Status::Failed | Status::Running => exit::RULE_FAILED,
+        Status::Failed | Status::Running => exit::CAPTURE_FAILED,
     })
 }
 
@@ -924,6 +925,21 @@ async fn drive(
         }
     }
     let barrier = Arc::new(Barrier::new(workers.len() + 1));
+    // When the barrier released the measured requests: the intended time of a closed loop's
+    // first wave, so a worker that starts late shows as client-side queueing. The last party
+    // to arrive stores it before it waits, so every party reads it after the release.
+    let parties = workers.len() + 1;
+    let arrived = Arc::new(AtomicU64::new(0));
+    let release_ns = Arc::new(std::sync::atomic::AtomicI64::new(0));
+    let arrive = {
+        let (arrived, release_ns) = (arrived.clone(), release_ns.clone());
+        move || {
+            if arrived.fetch_add(1, Ordering::SeqCst) + 1 == parties as u64 {
+                release_ns.store(monotonic_ns(), Ordering::SeqCst);
+            }
+        }
+    };
+    let closed = matches!(cfg.schedule, Schedule::Closed);
     let warm = Arc::new(Queue::Closed {
         next: AtomicU64::new(u64::from(warm.start)),
         end: u64::from(warm.end),
@@ -958,16 +974,24 @@ async fn drive(
             msgs.clone(),
         );
         let (stop, cancel, sink_failed) = (stop.clone(), cancel.clone(), sink_failed.clone());
+        let (arrive, release_ns) = (arrive.clone(), release_ns.clone());
         tasks.spawn(async move {
             worker.preconnect().await;
             let mut ok = true;
             while ok && let Some((idx, t)) = warm.next(&stop).await {
                 ok = send_one(&mut worker, &prepared[idx as usize], t, &cancel, &msgs).await;
             }
+            arrive();
             barrier.wait().await;
+            let mut first = closed;
             while ok {
                 let Some((idx, t)) = queue.next(&stop).await else {
                     break;
+                };
+                let t = if std::mem::take(&mut first) {
+                    release_ns.load(Ordering::SeqCst)
+                } else {
+                    t
                 };
                 ok = send_one(&mut worker, &prepared[idx as usize], t, &cancel, &msgs).await;
             }
@@ -978,12 +1002,21 @@ async fn drive(
             }
         });
     }
+    arrive();
     barrier.wait().await;
-    if let (Some(tx), Schedule::Open { rate, poisson }) = (open_tx, cfg.schedule) {
+    if let (
+        Some(tx),
+        Schedule::Open {
+            rate_per_s,
+            arrivals,
+        },
+    ) = (open_tx, cfg.schedule)
+    {
+        let poisson = arrivals == super::config::Arrivals::Poisson;
         let stop = stop.clone();
         let seed = cfg.manifest.selection.random_prefix_seed;
         tasks.spawn(async move {
-            dispatch(tx, n, rate, poisson, seed, &stop).await;
+            dispatch(tx, n, rate_per_s, poisson, seed, &stop).await;
         });
     }
     while tasks.join_next().await.is_some() {}

@@ -210,6 +210,7 @@ impl Recorder {
         let f = self.facts.entry(o.request_index).or_default();
         f.kind = Some(m.kind);
         f.outcome = Some(row.outcome);
+        f.t_intended_ns = Some(row.t_intended_ns);
         f.t_sent_ns = row.t_sent_ns;
         f.t_done_ns = Some(row.t_done_ns);
         let r = self.writer.push_request(row);

@@ -12,6 +12,8 @@ use crate::artifact::{Outcome, RequestKind};
 pub struct RequestFacts {
     pub kind: Option<RequestKind>,
     pub outcome: Option<Outcome>,
+    /// When the schedule meant the request to go.
+    pub t_intended_ns: Option<i64>,
     pub t_sent_ns: Option<i64>,
     pub t_done_ns: Option<i64>,
     pub first_content_ns: Option<i64>,
@@ -54,6 +56,14 @@ pub fn quick_look(facts: &BTreeMap<u32, RequestFacts>, channel_full: u64) -> Str
     let start = ok.iter().filter_map(|f| f.t_sent_ns).min();
     let end = ok.iter().filter_map(|f| f.t_done_ns).max();
 
+    // Client-side queueing: how long a sent request waited between its intended time and the
+    // write that sent it (an open loop whose slots were all busy, or a slow client).
+    let mut queued: Vec<f64> = measured
+        .iter()
+        .filter_map(|f| Some((f.t_sent_ns? - f.t_intended_ns?).max(0) as f64 / 1e6))
+        .collect();
+    queued.sort_by(f64::total_cmp);
+
     let mut s = String::from("quick look (not the report's figures):\n");
     let _ = writeln!(
         s,
@@ -90,6 +100,14 @@ pub fn quick_look(facts: &BTreeMap<u32, RequestFacts>, channel_full: u64) -> Str
             let _ = writeln!(s, "  aggregate output: n/a");
         }
     }
+    if let Some(max) = queued.last() {
+        let _ = writeln!(
+            s,
+            "  client queueing (sent - intended): p50 {:.1} ms, p95 {:.1} ms, max {max:.1} ms",
+            nearest_rank(&queued, 0.50),
+            nearest_rank(&queued, 0.95),
+        );
+    }
     let _ = writeln!(s, "  writer channel full: {channel_full} times");
     s
 }
@@ -119,6 +137,7 @@ mod tests {
                     } else {
                         Outcome::Ok
                     }),
+                    t_intended_ns: Some(-(i64::from(i) * 10_000_000)),
                     t_sent_ns: Some(0),
                     t_done_ns: Some(1_000_000_000),
                     first_content_ns: Some(i64::from(i + 1) * 1_000_000),
@@ -141,5 +160,9 @@ mod tests {
         assert!(s.contains("TTFT p50 2.0 ms, p95 3.0 ms"), "{s}");
         assert!(s.contains("300.0 tok/s"), "{s}");
         assert!(s.contains("not the report's figures"));
+        assert!(
+            s.contains("client queueing (sent - intended): p50 10.0 ms, p95 30.0 ms, max 30.0 ms"),
+            "{s}"
+        );
     }
 }

@@ -9,7 +9,9 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use datafusion::arrow::array::{ArrayRef, BooleanArray, Int64Array, RecordBatch, StringArray};
+use datafusion::arrow::array::{
+    ArrayRef, BooleanArray, Float64Array, Int64Array, RecordBatch, StringArray,
+};
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use datafusion::catalog::TableProvider;
 use datafusion::common::DataFusionError;
@@ -231,6 +233,8 @@ pub fn runs_schema() -> SchemaRef {
         i("seed", false),
         s("thinking", false),
         s("api", false),
+        s("schedule", false),
+        Field::new("rate_per_s", DataType::Float64, true),
         Field::new("off_manifest", DataType::Boolean, false),
         s("workload_fingerprint", false),
         s("status", false),
@@ -286,6 +290,12 @@ fn runs_table(artifacts: &[ArtifactSource]) -> Result<MemTable, QueryError> {
         int(&|r| sat(r.workload.seed)),
         text(&|r| r.workload.thinking.clone()),
         text(&|r| r.workload.api.as_str().to_owned()),
+        text(&|r| r.workload.schedule.kind().to_owned()),
+        Arc::new(
+            runs.iter()
+                .map(|r| r.workload.schedule.rate_per_s())
+                .collect::<Float64Array>(),
+        ),
         Arc::new(BooleanArray::from_iter(
             runs.iter().map(|r| Some(r.workload.off_manifest)),
         )),

@@ -28,6 +28,20 @@ FROM aggregate_throughput t WHERE t.scope = 'run' ORDER BY t.run_id";
 
 const RUNS_SQL: &str = "SELECT run_id, arm, cell_id, status, dir FROM runs ORDER BY run_id";
 
+const QUEUE_SQL: &str = "\
+SELECT run_id, requests, queued_over_1ms, p50_ms, p95_ms, max_ms FROM client_queueing \
+ORDER BY run_id";
+
+/// Client-side queueing of one artifact (the `client_queueing` view).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ClientQueue {
+    pub requests: i64,
+    pub queued_over_1ms: i64,
+    pub p50_ms: Option<f64>,
+    pub p95_ms: Option<f64>,
+    pub max_ms: Option<f64>,
+}
+
 /// The statistics of one metric of one artifact.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct MetricRow {
@@ -76,6 +90,7 @@ pub struct ArtifactStats {
     pub dir: String,
     pub metrics: Vec<MetricRow>,
     pub throughput: Option<Throughput>,
+    pub client_queue: Option<ClientQueue>,
 }
 
 /// The summary of every artifact, in run id order.
@@ -150,6 +165,7 @@ impl Summary {
                 dir,
                 metrics: Vec::new(),
                 throughput: None,
+                client_queue: None,
             })
             .collect();
         let index = |run_id: &str| artifacts.iter().position(|a| a.run_id == run_id);
@@ -196,6 +212,26 @@ impl Summary {
                 },
             ));
         }
+        let queue = session.query(QUEUE_SQL).await?;
+        let q_ids = column_str(&queue, "run_id")?;
+        let q_requests = column_i64(&queue, "requests")?;
+        let q_over = column_i64(&queue, "queued_over_1ms")?;
+        let [p50, p95, max] = ["p50_ms", "p95_ms", "max_ms"].map(|c| column_f64(&queue, c));
+        let (p50, p95, max) = (p50?, p95?, max?);
+        let queues: Vec<(Option<usize>, ClientQueue)> = (0..q_ids.len())
+            .map(|i| {
+                (
+                    index(&q_ids[i]),
+                    ClientQueue {
+                        requests: q_requests[i].unwrap_or(0),
+                        queued_over_1ms: q_over[i].unwrap_or(0),
+                        p50_ms: p50[i],
+                        p95_ms: p95[i],
+                        max_ms: max[i],
+                    },
+                )
+            })
+            .collect();
         for (at, row) in rows {
             if let Some(at) = at {
                 artifacts[at].metrics.push(row);
@@ -204,6 +240,11 @@ impl Summary {
         for (at, t) in throughputs {
             if let Some(at) = at {
                 artifacts[at].throughput = Some(t);
+            }
+        }
+        for (at, q) in queues {
+            if let Some(at) = at {
+                artifacts[at].client_queue = Some(q);
             }
         }
         Ok(Self { artifacts })
@@ -288,6 +329,17 @@ pub fn render_table(summary: &Summary) -> String {
             None => {
                 let _ = writeln!(out, "  aggregate output: - (no measured requests)");
             }
+        }
+        if let Some(q) = &a.client_queue {
+            let _ = writeln!(
+                out,
+                "  client queueing (sent - intended): p50 {} ms, p95 {} ms, max {} ms; {} of {} sent requests waited over 1 ms",
+                number(q.p50_ms),
+                number(q.p95_ms),
+                number(q.max_ms),
+                q.queued_over_1ms,
+                q.requests
+            );
         }
     }
     out

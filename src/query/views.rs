@@ -32,6 +32,7 @@ pub const VIEWS: &[ViewFile] = &[
     view!("request_metrics", "30_request_metrics.sql"),
     view!("cell_stats", "40_cell_stats.sql"),
     view!("aggregate_throughput", "50_aggregate_throughput.sql"),
+    view!("client_queueing", "52_client_queueing.sql"),
     view!("chunk_gaps", "60_chunk_gaps.sql"),
     view!("spec_decode", "70_spec_decode.sql"),
     view!("restarts", "71_restarts.sql"),

@@ -60,6 +60,7 @@ fn headline_workload() -> Workload {
         seed: 38027,
         thinking: "disabled".to_owned(),
         api: Api::Chat,
+        schedule: crate::artifact::Schedule::Closed,
         off_manifest: false,
     }
 }

@@ -47,6 +47,7 @@ pub fn headline_workload() -> Workload {
         seed: 38027,
         thinking: "disabled".to_owned(),
         api: Api::Chat,
+        schedule: crate::artifact::Schedule::Closed,
         off_manifest: false,
     }
 }

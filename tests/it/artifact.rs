@@ -38,6 +38,7 @@ fn workload() -> Workload {
         seed: 38027,
         thinking: "disabled".into(),
         api: Api::Chat,
+        schedule: anvil::artifact::Schedule::Closed,
         off_manifest: false,
     }
 }

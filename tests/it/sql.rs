@@ -45,6 +45,7 @@ fn run_json(run_id: &str) -> RunJson {
         seed: 38027,
         thinking: "disabled".into(),
         api: Api::Chat,
+        schedule: anvil::artifact::Schedule::Closed,
         off_manifest: true,
     };
     RunJson {
