@@ -123,6 +123,8 @@ fn run_json(args: &Args) -> RunJson {
                 })
                 .collect(),
         },
+        calibration: anvil::artifact::Calibration::none(),
+        thinking_switch: Default::default(),
         prompt_salt: "bench".into(),
         clock: Clock::from_origin(&origin),
         started_utc: format_utc_ns(origin.utc_unix_ns),

@@ -149,7 +149,9 @@ do_build() {
     [[ -f "$src/CMakeLists.txt" && -d "$src/tools/server" ]] \
         || die "extract: $SDIST_NAME has no vendor/llama.cpp/tools/server"
 
-    # The source tree is not a git checkout; keep git from describing an enclosing repository.
+    # The source tree is not a git checkout (its .git file points into the sdist's absent
+    # submodule store); keep git from describing it or an enclosing repository.
+    [[ -f "$src/.git" ]] && rm -f "$src/.git"
     export GIT_CEILING_DIRECTORIES="$work"
 
     log "cmake configure (${CMAKE_OPTIONS[*]})"

@@ -1,7 +1,7 @@
 //! The artifact: the contract between capture and analysis.
 //!
 //! One artifact is one cell run of one arm, a folder `<out>/<campaign_id>/<arm>/<cell_id>/`
-//! holding `run.json` ([`RunJson`], `anvil-serving.capture-run/v1`) and three Parquet tables
+//! holding `run.json` ([`RunJson`], `anvil-serving.capture-run/v2`) and three Parquet tables
 //! (`requests`, `events`, `scrapes`; columns in [`schema`], layout version
 //! [`SCHEMA_VERSION`]). The recorder writes it while the run goes with [`ArtifactWriter`];
 //! a killed run is made valid again with [`recover`]; [`validate_dir`] and [`open_table`]
@@ -48,8 +48,9 @@ pub use event::{ParsedEvent, parse_event};
 pub use reader::{OpenedTable, open_table, validate};
 pub use rows::{EventRow, RequestRow, ScrapePhase, ScrapeRow, prompt_sha256};
 pub use run::{
-    Api, Arm, ArmConfig, Arrivals, Clock, Counts, Endpoint, Outcome, RequestKind, RunJson, SCHEMA,
-    Schedule, Status, Tool, Topology, Workload, redact_args, redact_url,
+    Api, Arm, ArmConfig, Arrivals, Calibration, CalibrationMethod, Clock, Counts, Endpoint,
+    Outcome, RequestKind, RunJson, SCHEMA, Schedule, Status, Tool, Topology, Workload, redact_args,
+    redact_url,
 };
 pub use schema::{SCHEMA_VERSION, Table, events_schema, requests_schema, scrapes_schema};
 pub use writer::{ArtifactWriter, RecoverReport, WriterOptions, recover};

@@ -1,4 +1,4 @@
-//! `run.json` (`anvil-serving.capture-run/v1`): who ran what, when, against what, and how it
+//! `run.json` (`anvil-serving.capture-run/v2`): who ran what, when, against what, and how it
 //! ended.
 //!
 //! The workload section is what makes two artifacts comparable and is hashed into the
@@ -20,7 +20,7 @@ use super::fingerprint;
 use crate::clock::Origin;
 
 /// The `schema` value of every `run.json` this version writes and reads.
-pub const SCHEMA: &str = "anvil-serving.capture-run/v1";
+pub const SCHEMA: &str = "anvil-serving.capture-run/v2";
 
 /// The contents of `run.json`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -42,6 +42,14 @@ pub struct RunJson {
     pub workload_fingerprint: String,
     /// Where the requests went: the arm's replicas. Not part of the workload.
     pub topology: Topology,
+    /// How prompt lengths were calibrated: which oracle counted the tokens, and how it was
+    /// checked against the server's own usage.
+    pub calibration: Calibration,
+    /// Per API the run sent, the thinking switch that went with its requests (the JSON
+    /// fields added to each body, e.g. `{"chat_template_kwargs": {"enable_thinking":
+    /// false}}`), or `null` where nothing was sent (completions prompts have no chat
+    /// template).
+    pub thinking_switch: BTreeMap<String, Option<serde_json::Value>>,
     /// Per-run salt mixed into prompts and canaries so runs never share a prompt cache.
     /// Never part of the fingerprint.
     pub prompt_salt: String,
@@ -61,6 +69,51 @@ pub struct RunJson {
     pub status_reason: Option<String>,
     /// Row and outcome counts.
     pub counts: Counts,
+}
+
+/// How a run's prompt lengths were calibrated (`run.json` → `calibration`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Calibration {
+    /// `tokenize` (the server's tokenizer endpoints), `probe` (one-token requests reading
+    /// `usage`, recorded as `calibration` rows) or `none` (the cell has no prompt-token
+    /// target, e.g. `functional`).
+    pub method: CalibrationMethod,
+    /// The tokenizer dialect used (`vllm`, `llama.cpp`) when `method` is `tokenize`.
+    pub dialect: Option<String>,
+    /// The replica whose server counted the tokens.
+    pub replica: u32,
+    /// The check before use: the tokenizer's count of one prompt, and the server's
+    /// `usage.prompt_tokens` for the same prompt (a probe); they must be equal for the
+    /// tokenizer to be used.
+    pub tokenize_tokens: Option<u64>,
+    pub usage_prompt_tokens: Option<u64>,
+    /// Why the method was chosen when it was not the first choice (no usable tokenizer
+    /// endpoint, a count that disagreed with usage).
+    pub note: Option<String>,
+}
+
+/// Which token-count oracle sized the prompts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CalibrationMethod {
+    Tokenize,
+    Probe,
+    None,
+}
+
+impl Calibration {
+    /// No calibration: the cell has no prompt-token target.
+    pub fn none() -> Self {
+        Self {
+            method: CalibrationMethod::None,
+            dialect: None,
+            replica: 0,
+            tokenize_tokens: None,
+            usage_prompt_tokens: None,
+            note: None,
+        }
+    }
 }
 
 /// The measured arm: one server configuration.
@@ -837,6 +890,8 @@ pub(crate) mod tests {
                     metrics_url: Some("http://127.0.0.1:8000/metrics".to_owned()),
                 }],
             },
+            calibration: crate::artifact::Calibration::none(),
+            thinking_switch: Default::default(),
             prompt_salt: "salt-1".to_owned(),
             clock: Clock::from_origin(&origin),
             started_utc: format_utc_ns(origin.utc_unix_ns),
@@ -929,11 +984,13 @@ pub(crate) mod tests {
             r#"{"class":"headline-sustained-output","prompt_tokens_target":4096,
                 "concurrency_per_replica":8,"total_requests":100,"response_words":256,
                 "max_tokens":512,"prompt_cache_mode":"unique","canaries":true,"seed":38027,
-                "thinking":"disabled","api":"chat","off_manifest":false}"#,
+                "thinking":"disabled","api":"chat","schedule":{"kind":"closed"},
+                "off_manifest":false}"#,
         )
         .unwrap();
         let b: Workload = serde_json::from_str(
-            r#"{"off_manifest":false,"api":"chat","thinking":"disabled","seed":38027,
+            r#"{"off_manifest":false,"schedule":{"kind":"closed"},"api":"chat",
+                "thinking":"disabled","seed":38027,
                 "canaries":true,"prompt_cache_mode":"unique","max_tokens":512,
                 "response_words":256,"total_requests":100,"concurrency_per_replica":8,
                 "prompt_tokens_target":4096,"class":"headline-sustained-output"}"#,
@@ -1063,7 +1120,7 @@ pub(crate) mod tests {
     /// Pins the run.json layout: changing it means a new `SCHEMA`.
     #[test]
     fn run_json_layout_is_pinned_and_documented() {
-        assert_eq!(SCHEMA, "anvil-serving.capture-run/v1");
+        assert_eq!(SCHEMA, "anvil-serving.capture-run/v2");
         let v = serde_json::to_value(sample_run()).unwrap();
         let keys = |v: &serde_json::Value| -> Vec<String> {
             v.as_object().unwrap().keys().cloned().collect()
@@ -1071,12 +1128,17 @@ pub(crate) mod tests {
         assert_eq!(
             keys(&v).join(" "),
             "schema campaign_id arm cell_id run_id workload workload_fingerprint topology \
-             prompt_salt clock started_utc ended_utc tool command_line status status_reason counts"
+             calibration thinking_switch prompt_salt clock started_utc ended_utc tool command_line \
+             status status_reason counts"
         );
         assert_eq!(
             keys(&v["workload"]).join(" "),
             "class prompt_tokens_target concurrency_per_replica total_requests response_words \
-             max_tokens prompt_cache_mode canaries seed thinking api off_manifest"
+             max_tokens prompt_cache_mode canaries seed thinking api schedule off_manifest"
+        );
+        assert_eq!(
+            keys(&v["calibration"]).join(" "),
+            "method dialect replica tokenize_tokens usage_prompt_tokens note"
         );
         assert_eq!(keys(&v["arm"]).join(" "), "name stage runtime config");
         assert_eq!(
@@ -1099,6 +1161,7 @@ pub(crate) mod tests {
             &v["workload"],
             &v["counts"],
             &v["clock"],
+            &v["calibration"],
             &v["topology"]["endpoints"][0],
         ] {
             for key in keys(section) {

@@ -12,7 +12,7 @@ use std::sync::{Arc, OnceLock};
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 
 /// Version of the table layout, stored in every Parquet file of an artifact.
-pub const SCHEMA_VERSION: &str = "anvil-artifact/1";
+pub const SCHEMA_VERSION: &str = "anvil-artifact/2";
 /// Parquet key-value metadata key holding [`SCHEMA_VERSION`].
 pub const META_SCHEMA_VERSION: &str = "anvil.schema_version";
 /// Parquet key-value metadata key holding the table name (`requests`, `events`, `scrapes`).
@@ -472,7 +472,7 @@ mod tests {
     /// Pins the contract: changing a column list must come with a new SCHEMA_VERSION.
     #[test]
     fn schema_version_and_columns_are_pinned() {
-        assert_eq!(SCHEMA_VERSION, "anvil-artifact/1");
+        assert_eq!(SCHEMA_VERSION, "anvil-artifact/2");
         let names = |t: Table| {
             t.schema()
                 .fields()

@@ -319,6 +319,36 @@ impl RunConfig {
             total: seconds("--timeout-total", a.timeout_total, d.total)?,
         };
 
+        if cell.class != super::cells::FUNCTIONAL {
+            // The prompt's fixed part (prefix, system text, instruction) costs at least one
+            // token per word: a target below it can never be met.
+            let fixed = super::prompt::PromptBuilder::new(super::prompt::PromptSpec {
+                seed: manifest.selection.random_prefix_seed,
+                run_salt: String::new(),
+                workload_class: cell.class.clone(),
+                context_target: cell.context,
+                cache_mode: cell.cache_mode,
+                response_length: match cell.reply.words() {
+                    Some(w) => super::prompt::ResponseLength::AboutWords(w),
+                    None => super::prompt::ResponseLength::Natural,
+                },
+                canaries: cell.canaries,
+                form: api.prompt_form(),
+            })
+            .build(0, 0)
+            .content
+            .words();
+            if cell.context < fixed {
+                return Err(flag(
+                    "--context",
+                    cell.context,
+                    format!(
+                        "the prompt's fixed part (unique prefix, system text, instruction) is already {fixed} words, \
+                         at least {fixed} tokens on any tokenizer: give a context of at least {fixed} tokens"
+                    ),
+                ));
+            }
+        }
         if a.poisson && a.rate.is_none() {
             return Err(flag(
                 "--poisson",
@@ -475,6 +505,9 @@ mod tests {
             err(&v)
         };
         assert!(with(&["--context", "1000"]).contains("--context 1000"));
+        let e = with(&["--context", "32", "--off-manifest"]);
+        assert!(e.contains("--context `32`: the prompt's fixed part"), "{e}");
+        assert!(e.contains("already 4"), "{e}");
         assert!(with(&["--rate", "-1"]).contains("--rate"));
         assert!(with(&["--timeout-idle", "0"]).contains("--timeout-idle"));
         assert!(with(&["--set", "novalue"]).contains("--set"));

@@ -31,21 +31,19 @@ use rand::{Rng, SeedableRng};
 use serde_json::Value;
 use tokio::sync::Barrier;
 
+use super::calibrate::{CalibrateError, Calibrator};
 use super::config::{RunConfig, Schedule};
 use super::endpoint::Endpoint;
 use super::functional;
 use super::hotpath::{self, Cancel, EventSink, Outcome, Worker, event_channel};
-use super::oracle::{OracleError, ProbeOracle, TokenizeOracle};
-use super::prompt::{
-    Calibration, PromptBuilder, PromptContent, PromptSpec, ResponseLength, calibrate_from,
-};
+use super::prompt::{PromptBuilder, PromptSpec, ResponseLength};
 use super::recorder::{Msg, Progress, Recorder, RequestMeta, RunMeta};
 use super::request::{self, Api, PreparedRequest, RequestOptions};
 use super::scrape;
 use super::summary;
 use crate::artifact::{
-    self, ArtifactWriter, Clock, Counts, RequestKind, RequestRow, RunJson, ScrapePhase, Status,
-    Tool, Topology, Workload,
+    self, ArtifactWriter, Clock, Counts, RequestKind, RunJson, ScrapePhase, Status, Tool, Topology,
+    Workload,
 };
 use crate::clock::{Origin, monotonic_ns};
 use crate::exit;
@@ -55,7 +53,7 @@ pub const GRACE: Duration = Duration::from_secs(10);
 /// Event channel capacity (events), between the hot path and the writer thread.
 pub const CHANNEL_CAPACITY: usize = 64 * 1024;
 /// Time limit of preflight, scrape and `/tokenize` calls.
-const SIDE_TIMEOUT: Duration = Duration::from_secs(10);
+pub(crate) const SIDE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The artifact's spelling of a hot-path outcome. Exhaustive: a new hot-path outcome does not
 /// compile until the artifact's vocabulary (and docs/artifact.md) has it.
@@ -74,7 +72,7 @@ pub fn artifact_outcome(o: Outcome) -> artifact::Outcome {
     }
 }
 
-fn artifact_api(api: Api) -> artifact::Api {
+pub(crate) fn artifact_api(api: Api) -> artifact::Api {
     match api {
         Api::Chat => artifact::Api::Chat,
         Api::Completions => artifact::Api::Completions,
@@ -175,12 +173,6 @@ fn compact_utc(utc_unix_ns: i128) -> String {
         .unwrap_or_else(|| "19700101T000000Z".to_owned())
 }
 
-/// The calibration oracle in use.
-enum Oracle {
-    Tokenize(TokenizeOracle),
-    Probe(ProbeOracle),
-}
-
 async fn run_async(cfg: RunConfig) -> anyhow::Result<u8> {
     let auth = match cfg.api_key.as_ref().map(|k| k.header_value()).transpose() {
         Ok(a) => a,
@@ -236,12 +228,87 @@ async fn run_async(cfg: RunConfig) -> anyhow::Result<u8> {
         };
     }
 
-    // 2. The artifact.
+    // 2. What to send, and how its prompts are counted (nothing written yet).
     let origin = Origin::now();
     let run_id = format!("{}-{}", compact_utc(origin.utc_unix_ns), random_hex(4));
     let salt = random_hex(8);
     let cell = &cfg.cell;
     let sel = &cfg.manifest.selection;
+    let n = cell.requests as u32;
+    let w = cfg.warmup as u32;
+    let spec = PromptSpec {
+        seed: sel.random_prefix_seed,
+        run_salt: salt.clone(),
+        workload_class: cell.class.clone(),
+        context_target: cell.context,
+        cache_mode: cell.cache_mode,
+        response_length: match cell.reply.words() {
+            Some(words) => ResponseLength::AboutWords(words),
+            None => ResponseLength::Natural,
+        },
+        canaries: cell.canaries,
+        form: cfg.api.prompt_form(),
+    };
+    let builder = PromptBuilder::new(spec);
+    let opts = RequestOptions {
+        api: cfg.api,
+        model: model.clone(),
+        max_tokens: Some(cell.max_tokens),
+        thinking_disabled: cfg.thinking_disabled,
+        omit_thinking_kwarg: false,
+    };
+    let (msgs, msgs_rx) = std::sync::mpsc::channel::<Msg>();
+    // Why the run failed, if it did (set once, first cause wins).
+    let mut failed: Option<String> = None;
+    // Functional requests have no prompt-token target: nothing to calibrate.
+    let functional_run = cell.class == super::cells::FUNCTIONAL;
+    let calibrator = if functional_run {
+        None
+    } else {
+        match Calibrator::detect(&cfg, &builder, &opts, n + w, &msgs, &origin).await {
+            Ok(c) => match c.check_reachable().await {
+                Ok(()) => Some(c),
+                Err(e @ CalibrateError::BelowOverhead { .. }) => {
+                    eprintln!("anvil-capture: {e}");
+                    return Ok(exit::BAD_INPUT);
+                }
+                Err(e) => {
+                    failed = Some(format!("calibration failed: {e}"));
+                    Some(c)
+                }
+            },
+            Err(e) => {
+                failed = Some(format!("calibration failed: {e}"));
+                None
+            }
+        }
+    };
+    let calibration_record = match (&calibrator, functional_run) {
+        (Some(c), _) => c.record.clone(),
+        (None, true) => artifact::Calibration::none(),
+        (None, false) => artifact::Calibration {
+            method: artifact::CalibrationMethod::Probe,
+            note: failed.clone(),
+            ..artifact::Calibration::none()
+        },
+    };
+    let apis: &[Api] = if functional_run {
+        &[Api::Chat, Api::Responses]
+    } else {
+        std::slice::from_ref(&cfg.api)
+    };
+    let thinking_switch = apis
+        .iter()
+        .map(|api| {
+            (
+                api.as_str().to_owned(),
+                opts.thinking_kwargs(*api)
+                    .map(|k| serde_json::json!({ "chat_template_kwargs": k })),
+            )
+        })
+        .collect();
+
+    // 3. The artifact.
     let workload = Workload {
         class: cell.class.clone(),
         prompt_tokens_target: cell.context,
@@ -282,6 +349,8 @@ async fn run_async(cfg: RunConfig) -> anyhow::Result<u8> {
             replica_count: cfg.endpoints.len() as u32,
             endpoints: endpoints_json,
         },
+        calibration: calibration_record,
+        thinking_switch,
         prompt_salt: salt.clone(),
         clock: Clock::from_origin(&origin),
         started_utc: artifact::run::format_utc_ns(origin.utc_unix_ns),
@@ -327,52 +396,26 @@ async fn run_async(cfg: RunConfig) -> anyhow::Result<u8> {
         });
     }
 
-    let (msgs, msgs_rx) = std::sync::mpsc::channel::<Msg>();
-    // Why the run failed, if it did (set once, first cause wins).
-    let mut failed: Option<String> = None;
-
-    // 3. Calibration.
-    let n = cell.requests as u32;
-    let w = cfg.warmup as u32;
-    let spec = PromptSpec {
-        seed: sel.random_prefix_seed,
-        run_salt: salt.clone(),
-        workload_class: cell.class.clone(),
-        context_target: cell.context,
-        cache_mode: cell.cache_mode,
-        response_length: match cell.reply.words() {
-            Some(words) => ResponseLength::AboutWords(words),
-            None => ResponseLength::Natural,
+    // Calibration of every request's filler.
+    let calibrations = match calibrator.as_ref().filter(|_| failed.is_none()) {
+        None => Ok(Vec::new()),
+        Some(c) => tokio::select! {
+            biased;
+            () = stop.cancelled() => Err("interrupted during calibration".to_owned()),
+            r = c.calibrate_all(n + w) => r.map_err(|e| e.to_string()),
         },
-        canaries: cell.canaries,
-        form: cfg.api.prompt_form(),
-    };
-    let builder = PromptBuilder::new(spec);
-    let opts = RequestOptions {
-        api: cfg.api,
-        model: model.clone(),
-        max_tokens: Some(cell.max_tokens),
-        thinking_disabled: cfg.thinking_disabled,
-        omit_thinking_kwarg: false,
-    };
-    // Functional requests have no prompt-token target: nothing to calibrate.
-    let functional_run = cell.class == super::cells::FUNCTIONAL;
-    let calibrations = tokio::select! {
-        biased;
-        () = stop.cancelled() => Err("interrupted during calibration".to_owned()),
-        r = calibrate_all(&cfg, &builder, &opts, &model, n + w, &msgs, &origin),
-            if !functional_run => r,
-        r = std::future::ready(Ok(Vec::new())), if functional_run => r,
     };
     let calibrations = match calibrations {
         Ok(c) => c,
         Err(_) if interrupted.load(Ordering::SeqCst) => Vec::new(),
         Err(e) => {
-            eprintln!("anvil-capture: calibration failed: {e}");
-            failed = Some(format!("calibration failed: {e}"));
+            failed.get_or_insert(format!("calibration failed: {e}"));
             Vec::new()
         }
     };
+    if let Some(f) = &failed {
+        eprintln!("anvil-capture: {f}");
+    }
 
     // 4. Prepared requests and the writer thread.
     let replicas = cfg.endpoints.len() as u32;
@@ -654,167 +697,6 @@ fn exit_now(dir: &std::path::Path) -> ! {
         dir.display()
     );
     std::process::exit(i32::from(exit::INTERRUPTED));
-}
-
-/// Calibrate requests `0..count` against replica 0; a probe-based calibration records each
-/// probe as a `calibration` row.
-async fn calibrate_all(
-    cfg: &RunConfig,
-    builder: &PromptBuilder,
-    opts: &RequestOptions,
-    model: &str,
-    count: u32,
-    msgs: &Sender<Msg>,
-    origin: &Origin,
-) -> Result<Vec<Calibration>, String> {
-    let ep = cfg.endpoints[0].clone();
-    let mut chat_extra = serde_json::Map::new();
-    if cfg.thinking_disabled && cfg.api == Api::Chat {
-        chat_extra.insert(
-            "chat_template_kwargs".into(),
-            serde_json::json!({"enable_thinking": false}),
-        );
-    }
-    let tokenize = TokenizeOracle {
-        endpoint: ep.clone(),
-        model: model.to_owned(),
-        api_key: cfg.api_key.clone(),
-        chat_extra,
-        timeout: SIDE_TIMEOUT.max(cfg.timeouts.first_byte.min(Duration::from_secs(120))),
-    };
-    let probe_content = builder.build(0, 0).content;
-    let oracle = match tokenize.count(&probe_content).await {
-        Ok(_) => Oracle::Tokenize(tokenize),
-        Err(OracleError::Status { status, .. }) if matches!(status, 404 | 405 | 501) => {
-            eprintln!(
-                "anvil-capture: `{}` has no /tokenize (HTTP {status}); calibrating with max_tokens:1 probes",
-                ep.url
-            );
-            Oracle::Probe(ProbeOracle {
-                endpoint: ep.clone(),
-                options: opts.clone(),
-                api_key: cfg.api_key.clone(),
-                timeout: cfg.timeouts.total,
-            })
-        }
-        Err(e) => return Err(e.to_string()),
-    };
-    let probe_builder = builder.with_salt(&format!("{}-calibration", builder.spec().run_salt));
-    let next_row = AtomicU64::new(u64::from(count));
-    let mut out: Vec<Calibration> = Vec::with_capacity(count as usize);
-    for idx in 0..count {
-        // Start from the previous request's size: one count usually settles it.
-        let hint = out.last().map(|c| c.filler_units);
-        let c = match &oracle {
-            Oracle::Tokenize(t) => {
-                calibrate_from(
-                    builder,
-                    idx,
-                    cfg.cell.context,
-                    hint,
-                    async |c: &PromptContent| t.count(c).await,
-                )
-                .await
-            }
-            Oracle::Probe(p) => {
-                calibrate_from(
-                    &probe_builder,
-                    idx,
-                    cfg.cell.context,
-                    hint,
-                    async |c: &PromptContent| {
-                        let t0 = monotonic_ns();
-                        let r = p.count(c).await;
-                        let t1 = monotonic_ns();
-                        let row_index = next_row.fetch_add(1, Ordering::Relaxed) as u32;
-                        let _ = msgs.send(Msg::Row(Box::new(probe_row(
-                            cfg, opts, model, row_index, c, &r, t0, t1, origin,
-                        ))));
-                        r
-                    },
-                )
-                .await
-            }
-        };
-        out.push(c.map_err(|e| e.to_string())?);
-    }
-    Ok(out)
-}
-
-/// The `requests` row of one calibration probe (times taken around the whole call).
-#[allow(clippy::too_many_arguments)]
-fn probe_row(
-    cfg: &RunConfig,
-    opts: &RequestOptions,
-    model: &str,
-    request_index: u32,
-    content: &PromptContent,
-    result: &Result<u64, OracleError>,
-    t0: i64,
-    t1: i64,
-    origin: &Origin,
-) -> RequestRow {
-    let (outcome, http_status, error) = match result {
-        Ok(_) => (artifact::Outcome::Ok, Some(200), None),
-        Err(OracleError::Status { status, .. }) => (
-            artifact::Outcome::HttpError,
-            Some(*status),
-            Some(result_text(result)),
-        ),
-        Err(OracleError::Timeout { .. }) => (
-            artifact::Outcome::TimeoutTotal,
-            None,
-            Some(result_text(result)),
-        ),
-        Err(OracleError::Endpoint(_)) => (
-            artifact::Outcome::ConnectError,
-            None,
-            Some(result_text(result)),
-        ),
-        Err(_) => (
-            artifact::Outcome::ProtocolError,
-            None,
-            Some(result_text(result)),
-        ),
-    };
-    let body = request::body_json(opts, request_index, content, false, Some(1))
-        .ok()
-        .map(|b| String::from_utf8_lossy(&b).into_owned());
-    let ep = &cfg.endpoints[0];
-    RequestRow {
-        request_index,
-        kind: RequestKind::Calibration,
-        check: None,
-        replica: 0,
-        endpoint: artifact::redact_url(&ep.url),
-        api: artifact_api(opts.api),
-        model: model.to_owned(),
-        canary: None,
-        prompt_sha256: {
-            use sha2::{Digest, Sha256};
-            hex::encode(Sha256::digest(content.sent_bytes()))
-        },
-        prompt_chars: content.chars(),
-        prompt_tokens_target: cfg.cell.context,
-        prompt_tokens_calibrated: result.as_ref().ok().copied(),
-        max_tokens: Some(1),
-        request_body: body,
-        t_intended_ns: origin.offset(t0),
-        t_sent_ns: Some(origin.offset(t0)),
-        t_first_byte_ns: None,
-        t_done_ns: origin.offset(t1),
-        http_status,
-        outcome,
-        error,
-        events: 0,
-    }
-}
-
-fn result_text(r: &Result<u64, OracleError>) -> String {
-    match r {
-        Ok(n) => n.to_string(),
-        Err(e) => e.to_string(),
-    }
 }
 
 /// Scrape every enabled replica once; a replica whose metrics are missing is warned about

@@ -292,11 +292,8 @@ pub fn body(check: Check, i: u32, canary: Option<&str>, opts: &RequestOptions) -
         };
         o.insert(key.into(), json!(max));
     }
-    if check != Check::Responses && opts.thinking_disabled && !opts.omit_thinking_kwarg {
-        o.insert(
-            "chat_template_kwargs".into(),
-            json!({"enable_thinking": false}),
-        );
+    if let Some(kwargs) = opts.thinking_kwargs(check.api()) {
+        o.insert("chat_template_kwargs".into(), kwargs);
     }
     match check {
         Check::StructuredJson => {
@@ -419,7 +416,7 @@ mod tests {
                 .unwrap()
                 .starts_with("Begin with ANV-0123456789ab")
         );
-        assert!(r.get("chat_template_kwargs").is_none());
+        assert_eq!(r["chat_template_kwargs"], json!({"enable_thinking": false}));
     }
 
     #[test]

@@ -36,6 +36,7 @@
 //! then wakes it. A `perf` profile puts most of it in the kernel (socket reads, epoll,
 //! wake-ups); SSE framing is 0.2–0.4 µs of it. A measurement on a quiet machine is still due.
 
+pub mod calibrate;
 pub mod cells;
 pub mod cli;
 pub mod config;

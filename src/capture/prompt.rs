@@ -96,6 +96,19 @@ impl PromptContent {
         }
     }
 
+    /// Whitespace-separated words of prompt text (message contents summed for chat). No
+    /// tokenizer in use gives fewer tokens than words (BPE and SentencePiece split at
+    /// whitespace before merging), so this is a lower bound of the prompt's token count.
+    pub fn words(&self) -> u64 {
+        match self {
+            Self::Messages(m) => m
+                .iter()
+                .map(|m| m.content.split_whitespace().count() as u64)
+                .sum(),
+            Self::Text(t) => t.split_whitespace().count() as u64,
+        }
+    }
+
     /// Characters of prompt text (message contents summed for chat).
     pub fn chars(&self) -> u64 {
         match self {

@@ -88,6 +88,18 @@ pub struct RequestOptions {
     pub omit_thinking_kwarg: bool,
 }
 
+impl RequestOptions {
+    /// The thinking switch sent with `api`'s requests when the manifest disables thinking:
+    /// `chat_template_kwargs: {"enable_thinking": false}` on the APIs whose prompt goes
+    /// through the server's chat template (chat, and Responses, which servers turn into chat
+    /// messages); nothing on completions, whose raw prompt has no template. `None` also when
+    /// thinking is not disabled or the switch is left out.
+    pub fn thinking_kwargs(&self, api: Api) -> Option<serde_json::Value> {
+        (self.thinking_disabled && !self.omit_thinking_kwarg && api != Api::Completions)
+            .then(|| serde_json::json!({"enable_thinking": false}))
+    }
+}
+
 /// An API key. Its `Debug` and `Display` never show the key; it is sent only as a sensitive
 /// `Authorization: Bearer` header.
 #[derive(Clone)]
@@ -164,11 +176,6 @@ struct StreamOptions {
 }
 
 #[derive(Serialize)]
-struct ThinkingKwargs {
-    enable_thinking: bool,
-}
-
-#[derive(Serialize)]
 struct ChatBody<'a> {
     model: &'a str,
     messages: &'a [ChatMessage],
@@ -179,7 +186,7 @@ struct ChatBody<'a> {
     max_tokens: Option<u32>,
     temperature: f64,
     #[serde(skip_serializing_if = "Option::is_none")]
-    chat_template_kwargs: Option<ThinkingKwargs>,
+    chat_template_kwargs: Option<serde_json::Value>,
 }
 
 #[derive(Serialize)]
@@ -202,6 +209,8 @@ struct ResponsesBody<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     max_output_tokens: Option<u32>,
     temperature: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    chat_template_kwargs: Option<serde_json::Value>,
 }
 
 /// Serialise a body for `content`. `stream: false` with `max_tokens` overridden is the
@@ -241,11 +250,7 @@ pub fn body_json(
             stream_options,
             max_tokens,
             temperature: 0.0,
-            chat_template_kwargs: (opts.thinking_disabled && !opts.omit_thinking_kwarg).then_some(
-                ThinkingKwargs {
-                    enable_thinking: false,
-                },
-            ),
+            chat_template_kwargs: opts.thinking_kwargs(Api::Chat),
         })),
         (Api::Completions, PromptContent::Text(prompt)) => {
             ser(serde_json::to_vec(&CompletionsBody {
@@ -263,6 +268,7 @@ pub fn body_json(
             stream,
             max_output_tokens: max_tokens,
             temperature: 0.0,
+            chat_template_kwargs: opts.thinking_kwargs(Api::Responses),
         })),
         _ => Err(mismatch()),
     }
@@ -381,6 +387,8 @@ mod tests {
         assert_eq!(v["max_output_tokens"], 512);
         assert!(v.get("max_tokens").is_none());
         assert!(v.get("stream_options").is_none());
+        // Servers apply the chat template to Responses input: the thinking switch goes too.
+        assert_eq!(v["chat_template_kwargs"], json!({"enable_thinking": false}));
     }
 
     #[test]

@@ -599,7 +599,7 @@ mod tests {
             Some(DocumentKind::RunPlan)
         );
         assert_eq!(
-            DocumentKind::from_schema_family("anvil-serving.capture-run/v1"),
+            DocumentKind::from_schema_family("anvil-serving.capture-run/v2"),
             None
         );
         assert_eq!(DocumentKind::from_schema_family("no-slash"), None);

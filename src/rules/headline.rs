@@ -124,7 +124,7 @@ impl HeadlineSelection {
         let response_words = w
             .response_words
             .map_or_else(|| "null".to_owned(), |words| words.to_string());
-        let fields: [(&str, String, String); 11] = [
+        let fields: [(&str, String, String); 12] = [
             ("class", w.class.clone(), HEADLINE_CLASS.to_owned()),
             (
                 "total_requests",
@@ -163,6 +163,11 @@ impl HeadlineSelection {
             ),
             ("seed", w.seed.to_string(), self.seed.to_string()),
             ("thinking", w.thinking.clone(), self.thinking.clone()),
+            (
+                "schedule",
+                w.schedule.to_string(),
+                crate::artifact::Schedule::Closed.to_string(),
+            ),
             (
                 "off_manifest",
                 w.off_manifest.to_string(),

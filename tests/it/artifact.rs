@@ -75,6 +75,8 @@ fn run_json(run_id: &str, arm: &str, replicas: u32) -> RunJson {
             replica_count: replicas,
             endpoints: (0..replicas).map(endpoint).collect(),
         },
+        calibration: anvil::artifact::Calibration::none(),
+        thinking_switch: Default::default(),
         prompt_salt: format!("salt-{run_id}"),
         clock: Clock::from_origin(&origin),
         started_utc: format_utc_ns(origin.utc_unix_ns),
@@ -465,7 +467,7 @@ fn other_schema_version_and_missing_columns_are_refused() {
     );
     let err = validate_dir(tmp.path()).unwrap_err();
     assert!(
-        err.contains("`anvil-artifact/0`") && err.contains("expected `anvil-artifact/1`"),
+        err.contains("`anvil-artifact/0`") && err.contains("expected `anvil-artifact/2`"),
         "{err}"
     );
 

@@ -73,6 +73,8 @@ fn run_json(run_id: &str) -> RunJson {
                 })
                 .collect(),
         },
+        calibration: anvil::artifact::Calibration::none(),
+        thinking_switch: Default::default(),
         prompt_salt: "salt".into(),
         clock: Clock::from_origin(&origin),
         started_utc: format_utc_ns(origin.utc_unix_ns),

@@ -1,0 +1,299 @@
+//! Prompt calibration before the run: which token count to trust, then each request's filler
+//! size, against replica 0.
+//!
+//! 1. **Detection**, once per run: one sample prompt is counted by each
+//!    [`TokenizeDialect`] in turn (vLLM's `/tokenize`, then llama.cpp's `/apply-template` +
+//!    `/tokenize`) and by one `max_tokens: 1` probe of the cell's own API, which reads the
+//!    server's `usage.prompt_tokens`. A dialect is used only when its count equals that
+//!    usage exactly; otherwise (no tokenizer endpoint, a count of 0, a count that
+//!    disagrees) the run calibrates with probes and says why. What was found goes to
+//!    run.json (`calibration`).
+//! 2. **Reachability**: the prompt without filler is counted; a target below it can never be
+//!    met, which is bad input, refused before any artifact is written.
+//! 3. **Sizing**: every request's filler is searched ([`calibrate_from`]), starting from the
+//!    previous request's size. Probes are recorded as `calibration` rows and use their own
+//!    salt, so the measured prompts stay uncached.
+//!
+//! Chat and Responses prompts are counted as the server's chat template sees them (servers
+//! turn a Responses `input` into a user message), completions prompts as raw text.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::Sender;
+use std::time::Duration;
+
+use super::config::RunConfig;
+use super::oracle::{OracleError, ProbeOracle, TokenizeDialect, TokenizeOracle};
+use super::prompt::{
+    Calibration, CalibrationError, PromptBuilder, PromptContent, calibrate_from, tolerance,
+};
+use super::recorder::Msg;
+use super::request::{self, RequestOptions};
+use crate::artifact::{self, CalibrationMethod, RequestKind, RequestRow};
+use crate::clock::{Origin, monotonic_ns};
+
+/// Filler words of the sample prompt that detection counts: long enough that every
+/// tokenizer gives a count well above zero, short enough to cost nothing.
+const SAMPLE_UNITS: u32 = 64;
+
+/// Why calibration could not go ahead.
+#[derive(Debug, thiserror::Error)]
+pub enum CalibrateError {
+    /// The target is below what the prompt's fixed part already costs: bad input.
+    #[error(
+        "--context {target}: the prompt without any filler (unique prefix, system text, canary \
+         instruction) is already {overhead} tokens on this server, above the target \
+         {target} (+{tol}); give a context of at least {overhead}"
+    )]
+    BelowOverhead {
+        target: u64,
+        overhead: u64,
+        tol: u64,
+    },
+    /// The server could not count tokens at all, or a request's size could not be found.
+    #[error("{0}")]
+    Failed(String),
+}
+
+/// The token-count oracle in use.
+enum Oracle {
+    Tokenize(TokenizeOracle),
+    Probe,
+}
+
+/// The chosen oracle and what the probe rows need.
+pub struct Calibrator<'a> {
+    cfg: &'a RunConfig,
+    builder: &'a PromptBuilder,
+    probe_builder: PromptBuilder,
+    opts: &'a RequestOptions,
+    msgs: &'a Sender<Msg>,
+    origin: &'a Origin,
+    /// Row index of the next probe (after every measured and warm-up index).
+    next_row: AtomicU64,
+    /// One-token requests of the cell's API on replica 0.
+    prober: ProbeOracle,
+    oracle: Oracle,
+    /// What run.json records.
+    pub record: artifact::Calibration,
+}
+
+impl<'a> Calibrator<'a> {
+    /// Detect which oracle to trust (see the module doc); `rows` is the number of measured
+    /// and warm-up requests (probe rows are numbered after them). Warnings go to stderr.
+    pub async fn detect(
+        cfg: &'a RunConfig,
+        builder: &'a PromptBuilder,
+        opts: &'a RequestOptions,
+        rows: u32,
+        msgs: &'a Sender<Msg>,
+        origin: &'a Origin,
+    ) -> Result<Calibrator<'a>, CalibrateError> {
+        let ep = cfg.endpoints[0].clone();
+        let mut chat_extra = serde_json::Map::new();
+        if let Some(kwargs) = opts.thinking_kwargs(opts.api) {
+            chat_extra.insert("chat_template_kwargs".into(), kwargs);
+        }
+        let probe_builder = builder.with_salt(&format!("{}-calibration", builder.spec().run_salt));
+        let mut this = Calibrator {
+            cfg,
+            builder,
+            probe_builder,
+            opts,
+            msgs,
+            origin,
+            next_row: AtomicU64::new(u64::from(rows)),
+            prober: ProbeOracle {
+                endpoint: ep.clone(),
+                options: opts.clone(),
+                api_key: cfg.api_key.clone(),
+                timeout: cfg.timeouts.total,
+            },
+            oracle: Oracle::Probe,
+            record: artifact::Calibration {
+                method: CalibrationMethod::Probe,
+                dialect: None,
+                replica: ep.replica,
+                tokenize_tokens: None,
+                usage_prompt_tokens: None,
+                note: None,
+            },
+        };
+        let sample = this.probe_builder.build(0, SAMPLE_UNITS).content;
+        let mut candidate: Option<(TokenizeOracle, u64)> = None;
+        let mut tried: Vec<String> = Vec::new();
+        for dialect in TokenizeDialect::ALL {
+            let oracle = TokenizeOracle {
+                endpoint: ep.clone(),
+                model: opts.model.clone(),
+                api_key: cfg.api_key.clone(),
+                api: opts.api,
+                dialect,
+                chat_extra: chat_extra.clone(),
+                timeout: super::driver::SIDE_TIMEOUT
+                    .max(cfg.timeouts.first_byte.min(Duration::from_secs(120))),
+            };
+            match oracle.count(&sample).await {
+                Ok(n) => {
+                    candidate = Some((oracle, n));
+                    break;
+                }
+                Err(e) => tried.push(format!("{}: {e}", dialect.as_str())),
+            }
+        }
+        let usage = this
+            .probe(&sample)
+            .await
+            .map_err(|e| CalibrateError::Failed(format!("the calibration probe failed: {e}")))?;
+        this.record.usage_prompt_tokens = Some(usage);
+        match candidate {
+            Some((oracle, n)) if n == usage => {
+                this.record.method = CalibrationMethod::Tokenize;
+                this.record.dialect = Some(oracle.dialect.as_str().to_owned());
+                this.record.tokenize_tokens = Some(n);
+                this.oracle = Oracle::Tokenize(oracle);
+            }
+            Some((oracle, n)) => {
+                this.record.tokenize_tokens = Some(n);
+                this.record.note = Some(format!(
+                    "the {} tokenizer endpoint counted {n} tokens where the server's usage says {usage} for the same prompt: no usable /tokenize",
+                    oracle.dialect.as_str()
+                ));
+            }
+            None => {
+                this.record.note = Some(format!("no usable /tokenize ({})", tried.join("; ")));
+            }
+        }
+        if let Some(note) = &this.record.note {
+            eprintln!(
+                "anvil-capture: warning: `{}`: {note}; calibrating with max_tokens:1 probes (recorded as calibration rows)",
+                ep.url
+            );
+        }
+        Ok(this)
+    }
+
+    /// Count one prompt with a probe, recording it as a `calibration` row.
+    async fn probe(&self, content: &PromptContent) -> Result<u64, OracleError> {
+        let t0 = monotonic_ns();
+        let r = self.prober.count(content).await;
+        let t1 = monotonic_ns();
+        let row_index = self.next_row.fetch_add(1, Ordering::Relaxed) as u32;
+        let _ = self.msgs.send(Msg::Row(Box::new(
+            self.probe_row(row_index, content, &r, t0, t1),
+        )));
+        r
+    }
+
+    /// Count `content` with the chosen oracle.
+    async fn count(&self, content: &PromptContent) -> Result<u64, OracleError> {
+        match &self.oracle {
+            Oracle::Tokenize(t) => t.count(content).await,
+            Oracle::Probe => self.probe(content).await,
+        }
+    }
+
+    /// The builder whose prompts the oracle counts: the run's own for a tokenizer (nothing
+    /// reaches the server's cache), the calibration salt's for probes.
+    fn counted_builder(&self) -> &PromptBuilder {
+        match self.oracle {
+            Oracle::Tokenize(_) => self.builder,
+            Oracle::Probe => &self.probe_builder,
+        }
+    }
+
+    /// Refuse a target the prompt's fixed part already exceeds.
+    pub async fn check_reachable(&self) -> Result<(), CalibrateError> {
+        let target = self.cfg.cell.context;
+        let tol = tolerance(target);
+        let overhead = self
+            .count(&self.counted_builder().build(0, 0).content)
+            .await
+            .map_err(|e| CalibrateError::Failed(format!("counting the fixed prompt: {e}")))?;
+        if overhead > target + tol {
+            return Err(CalibrateError::BelowOverhead {
+                target,
+                overhead,
+                tol,
+            });
+        }
+        Ok(())
+    }
+
+    /// Size requests `0..count`.
+    pub async fn calibrate_all(&self, count: u32) -> Result<Vec<Calibration>, CalibrationError> {
+        let builder = self.counted_builder();
+        let mut out: Vec<Calibration> = Vec::with_capacity(count as usize);
+        for idx in 0..count {
+            // Start from the previous request's size: one count usually settles it.
+            let hint = out.last().map(|c| c.filler_units);
+            let c = calibrate_from(
+                builder,
+                idx,
+                self.cfg.cell.context,
+                hint,
+                async |c: &PromptContent| self.count(c).await,
+            )
+            .await?;
+            out.push(c);
+        }
+        Ok(out)
+    }
+
+    /// The `requests` row of one calibration probe (times taken around the whole call).
+    fn probe_row(
+        &self,
+        request_index: u32,
+        content: &PromptContent,
+        result: &Result<u64, OracleError>,
+        t0: i64,
+        t1: i64,
+    ) -> RequestRow {
+        let text = || {
+            Some(match result {
+                Ok(n) => n.to_string(),
+                Err(e) => e.to_string(),
+            })
+        };
+        let (outcome, http_status, error) = match result {
+            Ok(_) => (artifact::Outcome::Ok, Some(200), None),
+            Err(OracleError::Status { status, .. }) => {
+                (artifact::Outcome::HttpError, Some(*status), text())
+            }
+            Err(OracleError::Timeout { .. }) => (artifact::Outcome::TimeoutTotal, None, text()),
+            Err(OracleError::Endpoint(_)) => (artifact::Outcome::ConnectError, None, text()),
+            Err(_) => (artifact::Outcome::ProtocolError, None, text()),
+        };
+        let opts = self.opts;
+        let body = request::body_json(opts, request_index, content, false, Some(1))
+            .ok()
+            .map(|b| String::from_utf8_lossy(&b).into_owned());
+        let ep = &self.cfg.endpoints[0];
+        RequestRow {
+            request_index,
+            kind: RequestKind::Calibration,
+            check: None,
+            replica: ep.replica,
+            endpoint: artifact::redact_url(&ep.url),
+            api: super::driver::artifact_api(opts.api),
+            model: opts.model.clone(),
+            canary: None,
+            prompt_sha256: {
+                use sha2::{Digest, Sha256};
+                hex::encode(Sha256::digest(content.sent_bytes()))
+            },
+            prompt_chars: content.chars(),
+            prompt_tokens_target: self.cfg.cell.context,
+            prompt_tokens_calibrated: result.as_ref().ok().copied(),
+            max_tokens: Some(1),
+            request_body: body,
+            t_intended_ns: self.origin.offset(t0),
+            t_sent_ns: Some(self.origin.offset(t0)),
+            t_first_byte_ns: None,
+            t_done_ns: self.origin.offset(t1),
+            http_status,
+            outcome,
+            error,
+            events: 0,
+        }
+    }
+}
