@@ -290,6 +290,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             outcome: Outcome::Ok,
             error: None,
             events: k,
+            new_connection: false,
+            resent: false,
         })?;
     }
     total_events += events.len() as u64;
@@ -304,6 +306,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 phase,
                 metric: "process_start_time_seconds".into(),
                 labels: String::new(),
+                metric_type: String::new(),
                 value: 1.7e9,
             })?;
         }

@@ -45,6 +45,10 @@ pub struct RequestRow {
     pub error: Option<String>,
     /// Rows this request has in `events`.
     pub events: u32,
+    /// Whether the request opened a TCP connection.
+    pub new_connection: bool,
+    /// Whether it was sent a second time because the first attempt never reached the server.
+    pub resent: bool,
 }
 
 /// One streamed SSE event: the raw payload plus the columns parsed from it.
@@ -118,6 +122,8 @@ pub struct ScrapeRow {
     pub metric: String,
     /// Canonical label text (see [`super::schema::canonical_labels`]).
     pub labels: String,
+    /// The family's `# TYPE` (`counter`, `gauge`, …), empty when none was given.
+    pub metric_type: String,
     pub value: f64,
 }
 
@@ -137,6 +143,10 @@ fn opt_strings<'a>(it: impl Iterator<Item = Option<&'a str>>) -> ArrayRef {
 
 fn ints(it: impl Iterator<Item = i64>) -> ArrayRef {
     Arc::new(Int64Array::from_iter_values(it))
+}
+
+fn bools(it: impl Iterator<Item = bool>) -> ArrayRef {
+    Arc::new(BooleanArray::from_iter(it.map(Some)))
 }
 
 fn opt_ints(it: impl Iterator<Item = Option<i64>>) -> ArrayRef {
@@ -169,6 +179,8 @@ pub fn requests_batch(run_id: &str, rows: &[RequestRow]) -> Result<RecordBatch, 
         strings(rows.iter().map(|r| r.outcome.as_str())),
         opt_strings(rows.iter().map(|r| r.error.as_deref())),
         ints(rows.iter().map(|r| i64::from(r.events))),
+        bools(rows.iter().map(|r| r.new_connection)),
+        bools(rows.iter().map(|r| r.resent)),
     ];
     RecordBatch::try_new(requests_schema(), columns)
 }
@@ -190,9 +202,7 @@ pub fn events_batch(run_id: &str, rows: &[EventRow]) -> Result<RecordBatch, Arro
         opt_ints(rows.iter().map(|r| r.parsed.usage_completion_tokens)),
         opt_ints(rows.iter().map(|r| r.parsed.usage_cached_tokens)),
         opt_strings(rows.iter().map(|r| r.parsed.stream_error.as_deref())),
-        Arc::new(BooleanArray::from_iter(
-            rows.iter().map(|r| Some(r.parsed.done)),
-        )),
+        bools(rows.iter().map(|r| r.parsed.done)),
         opt_strings(rows.iter().map(|r| r.parsed.parse_error.as_deref())),
     ];
     RecordBatch::try_new(events_schema(), columns)
@@ -207,6 +217,7 @@ pub fn scrapes_batch(run_id: &str, rows: &[ScrapeRow]) -> Result<RecordBatch, Ar
         strings(rows.iter().map(|r| r.phase.as_str())),
         strings(rows.iter().map(|r| r.metric.as_str())),
         strings(rows.iter().map(|r| r.labels.as_str())),
+        strings(rows.iter().map(|r| r.metric_type.as_str())),
         Arc::new(Float64Array::from_iter_values(rows.iter().map(|r| r.value))),
     ];
     RecordBatch::try_new(scrapes_schema(), columns)

@@ -488,11 +488,29 @@ pub enum Outcome {
     ProtocolError,
     /// The recorder cancelled the request (run interrupted).
     Cancelled,
+    /// The stream ended normally but its finish reason says the server did not complete the
+    /// generation (`abort`, `error`, a Responses status `failed` or `cancelled`: anything but
+    /// [`NORMAL_FINISH_REASONS`]). Decided by the writer from the parsed events.
+    Aborted,
 }
+
+/// Finish reasons (and Responses final statuses) of a generation the server completed:
+/// stopped, cut by the token ceiling, ended in a tool call, or filtered. Any other finish
+/// reason on an otherwise complete stream makes the request [`Outcome::Aborted`].
+pub const NORMAL_FINISH_REASONS: &[&str] = &[
+    "stop",
+    "length",
+    "tool_calls",
+    "function_call",
+    "content_filter",
+    "completed",
+    "incomplete",
+    "max_output_tokens",
+];
 
 impl Outcome {
     /// Every outcome, in column-value order.
-    pub const ALL: [Outcome; 10] = [
+    pub const ALL: [Outcome; 11] = [
         Outcome::Ok,
         Outcome::HttpError,
         Outcome::TimeoutConnect,
@@ -503,6 +521,7 @@ impl Outcome {
         Outcome::Disconnected,
         Outcome::ProtocolError,
         Outcome::Cancelled,
+        Outcome::Aborted,
     ];
 
     /// The value written in the `outcome` column.
@@ -518,6 +537,7 @@ impl Outcome {
             Outcome::Disconnected => "disconnected",
             Outcome::ProtocolError => "protocol_error",
             Outcome::Cancelled => "cancelled",
+            Outcome::Aborted => "aborted",
         }
     }
 

@@ -244,7 +244,7 @@ pub static REQUESTS_COLUMNS: &[Column] = &[
         Utf8,
         false,
         "-",
-        "`ok`, `http_error`, `timeout_connect`, `connect_error`, `timeout_first_byte`, `timeout_idle`, `timeout_total`, `disconnected`, `protocol_error` or `cancelled`.",
+        "`ok`, `http_error`, `timeout_connect`, `connect_error`, `timeout_first_byte`, `timeout_idle`, `timeout_total`, `disconnected`, `protocol_error`, `cancelled` or `aborted` (the stream ended but its finish reason says the server did not complete the generation: `abort`, `error`, a Responses status `failed` or `cancelled`).",
     ),
     col(
         "error",
@@ -259,6 +259,20 @@ pub static REQUESTS_COLUMNS: &[Column] = &[
         false,
         "events",
         "Number of rows this request has in `events`.",
+    ),
+    col(
+        "new_connection",
+        Boolean,
+        false,
+        "-",
+        "Whether the request opened a TCP connection (its send then waited for the connect); false when it went on a kept connection.",
+    ),
+    col(
+        "resent",
+        Boolean,
+        false,
+        "-",
+        "True when the request was sent a second time, on a fresh connection, because the first attempt provably never reached the server: the kept connection had been closed by the server before any request byte was written, or the server reset it without reading the request (a TCP reset, no response byte). Never set for a failure the server could have seen.",
     ),
 ];
 
@@ -410,6 +424,13 @@ pub static SCRAPES_COLUMNS: &[Column] = &[
         "-",
         "Labels as canonical text `k1=\"v1\",k2=\"v2\"`, keys sorted; empty string when none.",
     ),
+    col(
+        "metric_type",
+        Utf8,
+        false,
+        "-",
+        "The family's `# TYPE`: `counter`, `gauge`, `histogram`, `summary`, `untyped`, ..., or '' when the exposition gave none. Counters (and histogram/summary `_count`, `_bucket`) never decrease: a decrease is a restart.",
+    ),
     col("value", Float64, false, "-", "Sample value."),
 ];
 
@@ -494,7 +515,8 @@ mod tests {
              api:Utf8 model:Utf8 canary:Utf8? prompt_sha256:Utf8 prompt_chars:Int64 \
              prompt_tokens_target:Int64 prompt_tokens_calibrated:Int64? max_tokens:Int64? \
              request_body:Utf8? t_intended_ns:Int64 t_sent_ns:Int64? t_first_byte_ns:Int64? \
-             t_done_ns:Int64 http_status:Int64? outcome:Utf8 error:Utf8? events:Int64"
+             t_done_ns:Int64 http_status:Int64? outcome:Utf8 error:Utf8? events:Int64 \
+             new_connection:Boolean resent:Boolean"
         );
         assert_eq!(
             names(Table::Events),
@@ -505,7 +527,8 @@ mod tests {
         );
         assert_eq!(
             names(Table::Scrapes),
-            "run_id:Utf8 replica:Int64 t_ns:Int64 phase:Utf8 metric:Utf8 labels:Utf8 value:Float64"
+            "run_id:Utf8 replica:Int64 t_ns:Int64 phase:Utf8 metric:Utf8 labels:Utf8 metric_type:Utf8 \
+             value:Float64"
         );
     }
 

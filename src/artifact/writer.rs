@@ -826,6 +826,8 @@ mod tests {
             outcome,
             error: None,
             events,
+            new_connection: false,
+            resent: false,
         }
     }
 
@@ -871,6 +873,7 @@ mod tests {
             phase: ScrapePhase::Before,
             metric: "process_start_time_seconds".into(),
             labels: String::new(),
+            metric_type: String::new(),
             value: 1.0,
         })
         .unwrap();

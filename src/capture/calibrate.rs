@@ -35,6 +35,9 @@ use crate::clock::{Origin, monotonic_ns};
 /// tokenizer gives a count well above zero, short enough to cost nothing.
 const SAMPLE_UNITS: u32 = 64;
 
+/// Attempts of the probe that checks the tokenizer's count.
+const CHECK_ATTEMPTS: u32 = 3;
+
 /// Why calibration could not go ahead.
 #[derive(Debug, thiserror::Error)]
 pub enum CalibrateError {
@@ -140,10 +143,21 @@ impl<'a> Calibrator<'a> {
                 Err(e) => tried.push(format!("{}: {e}", dialect.as_str())),
             }
         }
-        let usage = this
-            .probe(&sample)
-            .await
-            .map_err(|e| CalibrateError::Failed(format!("the calibration probe failed: {e}")))?;
+        // The check probe may meet a transient server error; each attempt is its own
+        // recorded calibration row.
+        let mut attempt = 0;
+        let usage = loop {
+            attempt += 1;
+            match this.probe(&sample).await {
+                Ok(u) => break u,
+                Err(e) if attempt >= CHECK_ATTEMPTS => {
+                    return Err(CalibrateError::Failed(format!(
+                        "the calibration probe failed {attempt} times, last: {e}"
+                    )));
+                }
+                Err(_) => {}
+            }
+        };
         this.record.usage_prompt_tokens = Some(usage);
         match candidate {
             Some((oracle, n)) if n == usage => {
@@ -294,6 +308,8 @@ impl<'a> Calibrator<'a> {
             outcome,
             error,
             events: 0,
+            new_connection: false,
+            resent: false,
         }
     }
 }

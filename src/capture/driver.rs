@@ -36,7 +36,7 @@ use super::config::{RunConfig, Schedule};
 use super::endpoint::Endpoint;
 use super::functional;
 use super::hotpath::{self, Cancel, EventSink, Outcome, Worker, event_channel};
-use super::prompt::{PromptBuilder, PromptSpec, ResponseLength};
+use super::prompt::{PromptBuilder, PromptContent, PromptSpec, ResponseLength};
 use super::recorder::{Msg, Progress, Recorder, RequestMeta, RunMeta};
 use super::request::{self, Api, PreparedRequest, RequestOptions};
 use super::scrape;
@@ -256,6 +256,47 @@ async fn run_async(cfg: RunConfig) -> anyhow::Result<u8> {
         max_tokens: Some(cell.max_tokens),
         thinking_disabled: cfg.thinking_disabled,
         omit_thinking_kwarg: false,
+    };
+    // Whether each replica closes connections after a streamed response: then its workers
+    // open a fresh connection per request instead of racing the close.
+    let closes_after_stream = {
+        let content = match cfg.api.prompt_form() {
+            super::prompt::PromptForm::Messages => {
+                PromptContent::Messages(vec![super::prompt::ChatMessage {
+                    role: "user",
+                    content: "Reply with one word.".into(),
+                }])
+            }
+            super::prompt::PromptForm::Text => PromptContent::Text("Reply with one word.".into()),
+        };
+        let body = bytes::Bytes::from(request::body_json(&opts, 0, &content, true, Some(1))?);
+        let mut out = Vec::with_capacity(cfg.endpoints.len());
+        for (ep, f) in cfg.endpoints.iter().zip(facts.iter_mut()) {
+            let closes = match super::http::closes_after_stream(
+                ep,
+                ep.uri(cfg.api).clone(),
+                body.clone(),
+                auth.as_ref(),
+                SIDE_TIMEOUT.max(cfg.timeouts.first_byte.min(Duration::from_secs(120))),
+            )
+            .await
+            {
+                Ok(c) => c,
+                Err(e) => {
+                    eprintln!(
+                        "anvil-capture: warning: `{}`: the connection check failed ({e}); connections will be reused until the server is seen closing one",
+                        ep.url
+                    );
+                    false
+                }
+            };
+            f.info.insert(
+                "connection_after_stream".into(),
+                Value::from(if closes { "closed" } else { "kept" }),
+            );
+            out.push(closes);
+        }
+        out
     };
     let (msgs, msgs_rx) = std::sync::mpsc::channel::<Msg>();
     // Why the run failed, if it did (set once, first cause wins).
@@ -568,6 +609,7 @@ async fn run_async(cfg: RunConfig) -> anyhow::Result<u8> {
                     }
                     sink_failed = drive(
                         &cfg,
+                        &closes_after_stream,
                         prepared.clone(),
                         phase.concurrency,
                         phase.start..phase.end,
@@ -584,6 +626,7 @@ async fn run_async(cfg: RunConfig) -> anyhow::Result<u8> {
             None => {
                 drive(
                     &cfg,
+                    &closes_after_stream,
                     prepared.clone(),
                     cfg.cell.concurrency,
                     0..n,
@@ -781,6 +824,7 @@ impl Queue {
 #[allow(clippy::too_many_arguments)]
 async fn drive(
     cfg: &RunConfig,
+    closes_after_stream: &[bool],
     prepared: Arc<Vec<PreparedRequest>>,
     concurrency: u32,
     measured: std::ops::Range<u32>,
@@ -799,7 +843,14 @@ async fn drive(
     for _ in 0..concurrency {
         for ep in &endpoints {
             match Worker::new(ep.clone(), cfg.timeouts, cfg.api_key.as_ref(), sink.clone()) {
-                Ok(w) => workers.push(w),
+                Ok(w) => workers.push(
+                    w.with_fresh_connections(
+                        closes_after_stream
+                            .get(ep.replica as usize)
+                            .copied()
+                            .unwrap_or(false),
+                    ),
+                ),
                 // The key was checked with the configuration: this does not happen, but if it
                 // did, no request could be sent.
                 Err(_) => return true,
@@ -955,11 +1006,19 @@ async fn dispatch(
 mod tests {
     use super::*;
 
+    /// The artifact has one outcome more than the hot path: `aborted`, which the writer
+    /// decides from the parsed finish reason.
     #[test]
     fn every_hot_path_outcome_has_the_same_name_in_the_artifact() {
         for o in Outcome::ALL {
             assert_eq!(artifact_outcome(o).as_str(), o.as_str());
         }
-        assert_eq!(Outcome::ALL.len(), artifact::Outcome::ALL.len());
+        let hot: Vec<&str> = Outcome::ALL.iter().map(|o| o.as_str()).collect();
+        let writer_only: Vec<&str> = artifact::Outcome::ALL
+            .iter()
+            .map(|o| o.as_str())
+            .filter(|o| !hot.contains(o))
+            .collect();
+        assert_eq!(writer_only, ["aborted"]);
     }
 }

@@ -20,9 +20,18 @@
 //! into the channel: a slow writer shows up as a count, never as lost events.
 //!
 //! Timeouts ([`Timeouts`]) each end a request with their own [`Outcome`]; there are no automatic
-//! retries. The one exception is a request that hyper reports as never written because a kept
-//! connection had just been closed by the server: it is sent once more on a fresh connection,
-//! since the server never saw it.
+//! retries. The one exception is a request that provably never reached the server, which is
+//! sent once more on a fresh connection and marked `resent`: hyper reports it never written
+//! (a kept connection had just closed), the socket showed the server's close before the
+//! request's first byte was written, or the server reset the connection without a response
+//! byte (its socket closed with the request unread). A failure after the server could have
+//! read the request stays a failure.
+//!
+//! A connection is reused only when the last response was read to its end, did not say
+//! `Connection: close`, and the socket shows no close by the server just before the next
+//! request's first write. A worker that once finds the server closing a kept connection
+//! (llama.cpp's server closes after every streamed response while announcing keep-alive)
+//! opens a fresh connection for each later request instead of racing that close.
 
 use std::future::Future;
 use std::io;
@@ -173,6 +182,9 @@ pub struct RequestOutcome {
     pub events: u32,
     /// Whether the request opened a new connection (its latency then includes the connect).
     pub new_connection: bool,
+    /// Whether it was sent a second time because the first attempt provably never reached the
+    /// server (see `Worker::execute`).
+    pub resent: bool,
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -329,13 +341,23 @@ impl Cancel {
 // Timestamped socket
 // ---------------------------------------------------------------------------------------------
 
-/// Write and read times of the current request on one connection (0 = not yet).
+/// Write and read times of the current request on one connection (0 = not yet), and what the
+/// socket said about a server that went away without answering.
 #[derive(Debug, Default)]
 struct IoStamps {
     last_write_ns: AtomicI64,
     first_read_ns: AtomicI64,
     /// `last_write_ns` as it was at the first read: the write that completed the request.
     sent_at_first_read_ns: AtomicI64,
+    /// Set by [`IoStamps::arm`]: the next write is the request's first, check the socket first.
+    check_before_write: AtomicBool,
+    /// The server had closed the connection (end of stream, or bytes nobody asked for) before
+    /// the request's first byte was written: nothing was sent.
+    closed_before_write: AtomicBool,
+    /// The server reset the connection without a response byte: its socket was closed with
+    /// the request unread (a host that closes a socket holding unread data, or receives data
+    /// for a closed one, answers with a TCP reset, RFC 1122 4.2.2.13).
+    reset_unread: AtomicBool,
 }
 
 impl IoStamps {
@@ -343,6 +365,17 @@ impl IoStamps {
         self.last_write_ns.store(0, Ordering::Relaxed);
         self.first_read_ns.store(0, Ordering::Relaxed);
         self.sent_at_first_read_ns.store(0, Ordering::Relaxed);
+        self.check_before_write.store(true, Ordering::Relaxed);
+        self.closed_before_write.store(false, Ordering::Relaxed);
+        self.reset_unread.store(false, Ordering::Relaxed);
+    }
+
+    /// Whether the current request provably never reached the server: nothing was written,
+    /// or the server reset the connection without reading it and without a response byte.
+    fn never_reached_server(&self) -> bool {
+        self.first_read_ns.load(Ordering::Relaxed) == 0
+            && (self.closed_before_write.load(Ordering::Relaxed)
+                || self.reset_unread.load(Ordering::Relaxed))
     }
 
     fn sent(&self) -> Option<i64> {
@@ -361,13 +394,70 @@ impl IoStamps {
 }
 
 /// A TCP stream that notes the `CLOCK_MONOTONIC` time of each completed write and of the first
-/// read after [`IoStamps::arm`].
+/// read after [`IoStamps::arm`], refuses to write a request onto a connection the server has
+/// already closed, and notes a reset that answered an unread request.
 struct TimedStream {
     inner: TcpStream,
     stamps: Arc<IoStamps>,
 }
 
+/// What a non-blocking look at an idle connection's receive queue found.
+fn peer_has_closed(fd: std::os::fd::RawFd) -> bool {
+    let mut byte = 0u8;
+    // SAFETY: recv(2) into one valid byte, non-blocking, leaving the data queued (MSG_PEEK).
+    let r = unsafe {
+        libc::recv(
+            fd,
+            (&raw mut byte).cast::<libc::c_void>(),
+            1,
+            libc::MSG_PEEK | libc::MSG_DONTWAIT,
+        )
+    };
+    match r {
+        // End of stream: the server closed its side. Bytes on an idle connection are not an
+        // answer to anything we sent (e.g. a 408 before closing): the connection is done too.
+        0.. => true,
+        _ => !matches!(
+            io::Error::last_os_error().raw_os_error(),
+            Some(libc::EAGAIN | libc::EINTR)
+        ),
+    }
+}
+
+/// The socket's pending error: `EPIPE` or `ECONNRESET` once a reset has arrived.
+fn socket_reset(fd: std::os::fd::RawFd) -> bool {
+    let mut err: libc::c_int = 0;
+    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: getsockopt(2) into a c_int of the size passed.
+    let r = unsafe {
+        libc::getsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_ERROR,
+            (&raw mut err).cast::<libc::c_void>(),
+            &raw mut len,
+        )
+    };
+    r == 0 && matches!(err, libc::EPIPE | libc::ECONNRESET)
+}
+
 impl TimedStream {
+    /// Before the first byte of a request: a connection the server has already closed gets
+    /// nothing written (the request is then provably unsent and may go on a fresh one).
+    fn check_before_first_write(&self) -> io::Result<()> {
+        let s = &self.stamps;
+        if s.check_before_write.swap(false, Ordering::Relaxed)
+            && peer_has_closed(std::os::fd::AsRawFd::as_raw_fd(&self.inner))
+        {
+            s.closed_before_write.store(true, Ordering::Relaxed);
+            return Err(io::Error::new(
+                io::ErrorKind::ConnectionAborted,
+                "the server had closed the kept connection before the request was written",
+            ));
+        }
+        Ok(())
+    }
+
     #[inline]
     fn wrote(&self, r: &Poll<io::Result<usize>>) {
         if let Poll::Ready(Ok(n)) = r
@@ -388,6 +478,31 @@ impl AsyncRead for TimedStream {
     ) -> Poll<io::Result<()>> {
         let before = buf.filled().len();
         let r = Pin::new(&mut self.inner).poll_read(cx, buf);
+        let s = &self.stamps;
+        let nothing_read = s.first_read_ns.load(Ordering::Relaxed) == 0;
+        match &r {
+            // A reset before any response byte: the request went unread.
+            Poll::Ready(Err(e))
+                if nothing_read
+                    && matches!(
+                        e.kind(),
+                        io::ErrorKind::ConnectionReset | io::ErrorKind::BrokenPipe
+                    ) =>
+            {
+                s.reset_unread.store(true, Ordering::Relaxed);
+            }
+            // End of stream before any response byte: a reset that answered the request's
+            // bytes (after the server's FIN) is left pending on the socket.
+            Poll::Ready(Ok(()))
+                if nothing_read
+                    && buf.filled().len() == before
+                    && s.last_write_ns.load(Ordering::Relaxed) != 0
+                    && socket_reset(std::os::fd::AsRawFd::as_raw_fd(&self.inner)) =>
+            {
+                s.reset_unread.store(true, Ordering::Relaxed);
+            }
+            _ => {}
+        }
         if let Poll::Ready(Ok(())) = r
             && buf.filled().len() > before
             && self.stamps.first_read_ns.load(Ordering::Relaxed) == 0
@@ -408,6 +523,9 @@ impl AsyncWrite for TimedStream {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
+        if let Err(e) = self.check_before_first_write() {
+            return Poll::Ready(Err(e));
+        }
         let r = Pin::new(&mut self.inner).poll_write(cx, buf);
         self.wrote(&r);
         r
@@ -418,6 +536,9 @@ impl AsyncWrite for TimedStream {
         cx: &mut Context<'_>,
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
+        if let Err(e) = self.check_before_first_write() {
+            return Poll::Ready(Err(e));
+        }
         let r = Pin::new(&mut self.inner).poll_write_vectored(cx, bufs);
         self.wrote(&r);
         r
@@ -466,10 +587,13 @@ struct Connection {
     sender: http1::SendRequest<Body>,
     driver: Driver,
     stamps: Arc<IoStamps>,
+    /// The socket, for the reset check after a failure (open while `driver` lives).
+    fd: std::os::fd::RawFd,
 }
 
 impl Connection {
     async fn open(stream: TcpStream) -> Result<Self, hyper::Error> {
+        let fd = std::os::fd::AsRawFd::as_raw_fd(&stream);
         let stamps = Arc::new(IoStamps::default());
         let io = TokioIo::new(TimedStream {
             inner: stream,
@@ -483,6 +607,7 @@ impl Connection {
                 ended: None,
             },
             stamps,
+            fd,
         })
     }
 
@@ -583,6 +708,10 @@ pub struct Worker {
     sink: EventSink,
     conn: Option<Connection>,
     connections_opened: u64,
+    /// The server was seen closing a kept connection after a complete response (llama.cpp's
+    /// server does so after every streamed response while announcing keep-alive): from then
+    /// on each request gets a fresh connection instead of racing the server's close.
+    server_closes_kept: bool,
 }
 
 impl std::fmt::Debug for Worker {
@@ -594,6 +723,7 @@ impl std::fmt::Debug for Worker {
             .field("authorization", &self.auth.as_ref().map(|_| "<redacted>"))
             .field("connected", &self.conn.is_some())
             .field("connections_opened", &self.connections_opened)
+            .field("server_closes_kept", &self.server_closes_kept)
             .finish()
     }
 }
@@ -632,7 +762,15 @@ impl Worker {
             sink,
             conn: None,
             connections_opened: 0,
+            server_closes_kept: false,
         })
+    }
+
+    /// Open a fresh connection for every request after a complete response (for a server
+    /// known to close after each streamed response; see `http::closes_after_stream`).
+    pub fn with_fresh_connections(mut self, fresh: bool) -> Self {
+        self.server_closes_kept = fresh;
+        self
     }
 
     /// Open the worker's connection now if it has none, so that the first request of a
@@ -705,6 +843,7 @@ impl Worker {
             error: None,
             events: 0,
             new_connection: false,
+            resent: false,
         };
         let finish = |mut out: RequestOutcome, outcome: Outcome, error: Option<String>| {
             out.outcome = outcome;
@@ -719,6 +858,7 @@ impl Worker {
             && !c.is_usable().await
         {
             self.conn = None;
+            self.server_closes_kept = true;
         }
 
         let mut request = self.build_request(req);
@@ -767,7 +907,9 @@ impl Worker {
                 sender,
                 driver,
                 stamps,
+                fd,
             } = conn;
+            let fd = *fd;
             let result = drive(
                 driver,
                 exchange(
@@ -777,14 +919,30 @@ impl Worker {
             .await;
             out.t_sent_ns = stamps.sent();
             out.t_first_byte_ns = stamps.first_byte();
+            let stamps = stamps.clone();
+            let ended = driver.ended.is_some();
+            let kept = !out.new_connection;
             match result? {
                 Exchange::Done {
                     outcome,
                     error,
                     reusable,
                 } => {
+                    if outcome == Outcome::Disconnected
+                        && !resent
+                        && never_reached_server(&stamps, fd).await
+                    {
+                        // Provably unsent or unread: send it once more on a fresh connection.
+                        self.conn = None;
+                        self.server_closes_kept |= kept;
+                        resent = true;
+                        out.resent = true;
+                        out.http_status = None;
+                        request = self.build_request(req);
+                        continue;
+                    }
                     let t_done_ns = monotonic_ns();
-                    if !reusable || driver.ended.is_some() {
+                    if !reusable || ended || (self.server_closes_kept && outcome == Outcome::Ok) {
                         self.conn = None;
                     }
                     out.outcome = outcome;
@@ -794,18 +952,49 @@ impl Worker {
                 }
                 Exchange::NotSent(r, why) => {
                     self.conn = None;
-                    if resent || out.new_connection {
+                    if resent {
                         return finish(out, Outcome::Disconnected, Some(why));
                     }
-                    // The kept connection closed under us before a byte was written: the
-                    // server never saw the request, so send it on a fresh connection.
+                    // The kept connection closed under us before hyper took the request: the
+                    // server never saw it, so send it on a fresh connection.
+                    self.server_closes_kept |= kept;
                     resent = true;
+                    out.resent = true;
                     request = *r;
                 }
             }
         }
     }
 }
+
+/// After a request failed with no response: whether it provably never reached the server
+/// (see [`IoStamps::never_reached_server`]). A reset answering request bytes sent after the
+/// server's close can trail the end of stream by a round trip: the socket is asked again for
+/// up to [`RESET_WAIT`].
+async fn never_reached_server(stamps: &IoStamps, fd: std::os::fd::RawFd) -> bool {
+    if stamps.first_byte().is_some() {
+        return false;
+    }
+    if stamps.never_reached_server() {
+        return true;
+    }
+    if stamps.last_write_ns.load(Ordering::Relaxed) == 0 {
+        return false;
+    }
+    let until = Instant::now() + RESET_WAIT;
+    loop {
+        if socket_reset(fd) {
+            return true;
+        }
+        if Instant::now() >= until {
+            return false;
+        }
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+}
+
+/// How long a failed request's socket is watched for the reset that proves it went unread.
+const RESET_WAIT: Duration = Duration::from_millis(20);
 
 /// The deadlines of one request, and the pairing of its tokio `Instant` start with its
 /// `CLOCK_MONOTONIC` start (the same clock on Linux).
@@ -887,6 +1076,15 @@ async fn exchange(
     };
     let status = response.status();
     out.http_status = Some(status.as_u16());
+    // A server that says it will close gets no second request on this connection.
+    let closing = response
+        .headers()
+        .get_all(header::CONNECTION)
+        .iter()
+        .any(|v| {
+            v.to_str()
+                .is_ok_and(|v| v.to_ascii_lowercase().contains("close"))
+        });
 
     if !status.is_success() {
         // Read the server's error body, bounded by size and by the idle and total deadlines.
@@ -968,7 +1166,7 @@ async fn exchange(
                 Some(Err(e)) => return Ok(done(Outcome::ProtocolError, Some(e.to_string()), false)),
                 None => {
                     return Ok(if terminal {
-                        done(Outcome::Ok, None, true)
+                        done(Outcome::Ok, None, !closing)
                     } else {
                         let expected = match api {
                             Api::Chat | Api::Completions => "data: [DONE]",

@@ -1,13 +1,14 @@
-//! Small one-shot HTTP GETs off the hot path: `/v1/models` and `/version` before the run, and
-//! each replica's `/metrics` during it. One fresh connection per call, a deadline on the
-//! whole exchange, the body read up to a limit.
+//! Small one-shot HTTP exchanges off the hot path: `/v1/models` and `/version` before the run,
+//! the connection check ([`closes_after_stream`]), and each replica's `/metrics` during it.
+//! One fresh connection per call, a deadline on the whole exchange, the body read up to a
+//! limit.
 
 use std::time::Duration;
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Empty, Limited};
 use hyper::header::{self, HeaderValue};
-use hyper::{Method, Request};
+use hyper::{Method, Request, Uri};
 use hyper_util::rt::TokioIo;
 
 use super::endpoint::{Endpoint, EndpointError};
@@ -77,6 +78,67 @@ pub async fn get(
             .to_bytes();
         conn.abort();
         Ok((status, body))
+    };
+    match tokio::time::timeout(timeout, exchange).await {
+        Ok(r) => r,
+        Err(_) => Err(GetError::Timeout {
+            url,
+            after_ms: timeout.as_millis(),
+        }),
+    }
+}
+
+/// How long [`closes_after_stream`] waits for the server to close after its response.
+pub const CLOSE_WAIT: Duration = Duration::from_millis(200);
+
+/// POST one small streamed request (`body`, to `uri`) on a fresh connection, read the
+/// response to its end, and say whether the server then closed the connection within
+/// [`CLOSE_WAIT`]. llama.cpp's server closes after every streamed response while its headers
+/// announce keep-alive; a client that reuses such a connection at once races the close.
+pub async fn closes_after_stream(
+    server: &Endpoint,
+    uri: Uri,
+    body: Bytes,
+    auth: Option<&HeaderValue>,
+    timeout: Duration,
+) -> Result<bool, GetError> {
+    let url = format!("{}{}", server.url.trim_end_matches('/'), uri.path());
+    let http = |e: &dyn std::fmt::Display| GetError::Http {
+        url: url.clone(),
+        detail: e.to_string(),
+    };
+    let exchange = async {
+        let stream = server.connect(timeout).await?;
+        let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+            .await
+            .map_err(|e| http(&e))?;
+        let mut conn = tokio::spawn(conn);
+        let mut req = Request::builder()
+            .method(Method::POST)
+            .uri(uri)
+            .header(header::HOST, server.host_header())
+            .header(header::CONTENT_TYPE, "application/json")
+            .header(header::ACCEPT, "text/event-stream");
+        if let Some(a) = auth {
+            req = req.header(header::AUTHORIZATION, a);
+        }
+        let req = req
+            .body(http_body_util::Full::new(body))
+            .map_err(|e| http(&e))?;
+        let resp = sender.send_request(req).await.map_err(|e| http(&e))?;
+        let announced_close = resp.headers().get_all(header::CONNECTION).iter().any(|v| {
+            v.to_str()
+                .is_ok_and(|v| v.to_ascii_lowercase().contains("close"))
+        });
+        Limited::new(resp.into_body(), MAX_BODY)
+            .collect()
+            .await
+            .map_err(|e| http(&format!("reading the answer: {e}")))?;
+        // The connection future ends when the server closes (the sender is still held).
+        let closed = tokio::time::timeout(CLOSE_WAIT, &mut conn).await.is_ok();
+        conn.abort();
+        drop(sender);
+        Ok(closed || announced_close)
     };
     match tokio::time::timeout(timeout, exchange).await {
         Ok(r) => r,

@@ -153,6 +153,9 @@ impl Recorder {
         if let Some(n) = row.parsed.usage_completion_tokens {
             f.completion_tokens = Some(n);
         }
+        if let Some(r) = &row.parsed.finish_reason {
+            f.finish_reason = Some(r.clone());
+        }
         if let Some(p) = row.parsed.usage_prompt_tokens {
             f.prompt_tokens = Some(p);
             let target = self.meta.prompt_tokens_target;
@@ -171,10 +174,24 @@ impl Recorder {
         self.keep(r);
     }
 
-    fn outcome(&mut self, o: RequestOutcome) {
+    fn outcome(&mut self, mut o: RequestOutcome) {
         let Some(m) = self.meta.requests.get(o.request_index as usize) else {
             return;
         };
+        // A complete stream whose finish reason says the server gave up is a failure.
+        let mut outcome = super::driver::artifact_outcome(o.outcome);
+        if o.outcome == super::hotpath::Outcome::Ok
+            && let Some(reason) = self
+                .facts
+                .get(&o.request_index)
+                .and_then(|f| f.finish_reason.as_deref())
+                .filter(|r| !artifact::run::NORMAL_FINISH_REASONS.contains(r))
+        {
+            o.error = Some(format!(
+                "the server ended the stream with finish reason `{reason}`: the generation was not completed"
+            ));
+            outcome = artifact::Outcome::Aborted;
+        }
         let row = RequestRow {
             request_index: o.request_index,
             kind: m.kind,
@@ -203,9 +220,11 @@ impl Recorder {
             t_first_byte_ns: o.t_first_byte_ns.map(|t| self.origin.offset(t)),
             t_done_ns: self.origin.offset(o.t_done_ns),
             http_status: o.http_status,
-            outcome: super::driver::artifact_outcome(o.outcome),
+            outcome,
             error: o.error,
             events: o.events,
+            new_connection: o.new_connection,
+            resent: o.resent,
         };
         let f = self.facts.entry(o.request_index).or_default();
         f.kind = Some(m.kind);
@@ -266,6 +285,8 @@ impl Recorder {
                 outcome: artifact::Outcome::Cancelled,
                 error: Some(format!("never sent: {reason}")),
                 events: 0,
+                new_connection: false,
+                resent: false,
             };
             let f = self.facts.entry(i).or_default();
             f.kind = Some(m.kind);
@@ -273,6 +294,24 @@ impl Recorder {
             f.t_done_ns = Some(t);
             let r = self.writer.push_request(row);
             self.keep(r);
+        }
+    }
+
+    /// Move every event waiting in the channel into the tables; `false` once the channel is
+    /// finished.
+    fn drain_events(&mut self, buf: &mut Vec<RawEvent>) -> bool {
+        loop {
+            buf.clear();
+            let (n, open) = match self.events.drain_into(buf, BATCH) {
+                Drained::Open(n) => (n, true),
+                Drained::Closed(n) => (n, false),
+            };
+            for e in buf.drain(..) {
+                self.event(e);
+            }
+            if !open || n < BATCH {
+                return open;
+            }
         }
     }
 
@@ -301,7 +340,14 @@ impl Recorder {
             }
             while msgs_open {
                 match self.msgs.try_recv() {
-                    Ok(Msg::Outcome(o)) => self.outcome(o),
+                    Ok(Msg::Outcome(o)) => {
+                        // The request's events were in the channel before its outcome was
+                        // sent: take them all first, so the outcome sees its finish reason.
+                        if events_open {
+                            events_open = self.drain_events(&mut buf);
+                        }
+                        self.outcome(o)
+                    }
                     Ok(Msg::Row(r)) => {
                         let r = self.writer.push_request(*r);
                         self.keep(r);

@@ -3,8 +3,9 @@
 //! serve) into samples, and turn them into `scrapes` rows.
 //!
 //! The parser keeps every sample line as exposed (`name{labels} value [timestamp]`),
-//! histogram `_bucket`/`_sum`/`_count` and `_total` suffixes included; comments (`# HELP`,
-//! `# TYPE`, `# EOF`) and blank lines are skipped; a line that does not parse is skipped and
+//! histogram `_bucket`/`_sum`/`_count` and `_total` suffixes included, each with its
+//! family's `# TYPE` (so restart detection knows which series are counters); other comments
+//! (`# HELP`, `# EOF`) and blank lines are skipped; a line that does not parse is skipped and
 //! counted, never fatal. It is small enough to own rather than add a dependency.
 
 use std::time::Duration;
@@ -22,20 +23,46 @@ pub struct Sample {
     pub metric: String,
     /// Canonical label text (keys sorted).
     pub labels: String,
+    /// The family's `# TYPE`, empty when the exposition gave none.
+    pub metric_type: String,
     pub value: f64,
+}
+
+/// The family a sample belongs to for its `# TYPE`: the sample name itself when declared,
+/// else the name without a `_total`, `_created`, `_bucket`, `_count` or `_sum` suffix.
+fn family_type<'a>(types: &'a std::collections::HashMap<String, String>, metric: &str) -> &'a str {
+    if let Some(t) = types.get(metric) {
+        return t;
+    }
+    ["_total", "_created", "_bucket", "_count", "_sum"]
+        .iter()
+        .filter_map(|suffix| metric.strip_suffix(suffix))
+        .find_map(|family| types.get(family))
+        .map_or("", String::as_str)
 }
 
 /// Parse exposition text; returns the samples and how many sample lines were malformed.
 pub fn parse(text: &str) -> (Vec<Sample>, usize) {
     let mut out = Vec::new();
     let mut bad = 0;
+    let mut types: std::collections::HashMap<String, String> = std::collections::HashMap::new();
     for line in text.lines() {
         let line = line.trim();
+        if let Some(rest) = line.strip_prefix("# TYPE ") {
+            let mut parts = rest.split_whitespace();
+            if let (Some(name), Some(kind)) = (parts.next(), parts.next()) {
+                types.insert(name.to_owned(), kind.to_owned());
+            }
+            continue;
+        }
         if line.is_empty() || line.starts_with('#') {
             continue;
         }
         match parse_line(line) {
-            Some(s) => out.push(s),
+            Some(mut s) => {
+                s.metric_type = family_type(&types, &s.metric).to_owned();
+                out.push(s)
+            }
             None => bad += 1,
         }
     }
@@ -117,6 +144,7 @@ fn parse_line(line: &str) -> Option<Sample> {
     Some(Sample {
         metric: metric.to_owned(),
         labels: canonical_labels(pairs.iter().map(|(k, v)| (k.as_str(), v.as_str()))),
+        metric_type: String::new(),
         value,
     })
 }
@@ -156,6 +184,7 @@ pub fn rows(replica: u32, t_ns: i64, phase: ScrapePhase, samples: Vec<Sample>) -
             phase,
             metric: s.metric,
             labels: s.labels,
+            metric_type: s.metric_type,
             value: s.value,
         })
         .collect()
@@ -187,5 +216,24 @@ weird{a="1" 2
         assert_eq!(s[2].labels, r#"le="+Inf",model_name="q\"x\\y""#);
         assert_eq!(s[2].value, 12.0);
         assert_eq!(s[3].value, 45.0);
+        assert_eq!(s[0].metric_type, "gauge");
+        assert_eq!(s[1].metric_type, "");
+    }
+
+    /// llama.cpp declares `# TYPE llamacpp:prompt_tokens_total counter`; OpenMetrics
+    /// declares the family without the suffix.
+    #[test]
+    fn samples_carry_their_familys_type() {
+        let text = "# TYPE llamacpp:prompt_tokens_total counter\n\
+                    llamacpp:prompt_tokens_total 12\n\
+                    # TYPE vllm:prompt_tokens counter\n\
+                    vllm:prompt_tokens_total{model_name=\"m\"} 7\n\
+                    # TYPE vllm:ttft_seconds histogram\n\
+                    vllm:ttft_seconds_bucket{le=\"1\"} 3\n\
+                    vllm:ttft_seconds_count 3\n";
+        let (s, bad) = parse(text);
+        assert_eq!(bad, 0);
+        let types: Vec<&str> = s.iter().map(|s| s.metric_type.as_str()).collect();
+        assert_eq!(types, ["counter", "counter", "histogram", "histogram"]);
     }
 }

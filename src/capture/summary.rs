@@ -19,6 +19,8 @@ pub struct RequestFacts {
     pub first_content_ns: Option<i64>,
     pub completion_tokens: Option<i64>,
     pub prompt_tokens: Option<i64>,
+    /// The last finish reason its stream carried.
+    pub finish_reason: Option<String>,
 }
 
 /// Nearest-rank percentile (the value at rank ⌈p·n⌉ of the sorted values), as the manifest's
@@ -143,6 +145,7 @@ mod tests {
                     first_content_ns: Some(i64::from(i + 1) * 1_000_000),
                     completion_tokens: Some(100),
                     prompt_tokens: Some(10),
+                    finish_reason: None,
                 },
             );
         }

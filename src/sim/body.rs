@@ -49,6 +49,8 @@ pub struct StreamState {
     pub replica: u16,
     pub truth: TruthSink,
     pub _inflight: Option<InflightGuard>,
+    /// Notified when the stream ends: the connection then closes after this response.
+    pub close_after: Option<Arc<tokio::sync::Notify>>,
 }
 
 /// Every response body the simulator sends.
@@ -94,7 +96,12 @@ impl Body for SimBody {
                     Poll::Ready(Some(Ok(Frame::data(bytes))))
                 }
                 Poll::Ready(Some(Push::Abort)) => Poll::Ready(Some(Err(Aborted))),
-                Poll::Ready(None) => Poll::Ready(None),
+                Poll::Ready(None) => {
+                    if let Some(close) = &s.close_after {
+                        close.notify_one();
+                    }
+                    Poll::Ready(None)
+                }
                 Poll::Pending => Poll::Pending,
             },
         }

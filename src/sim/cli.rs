@@ -236,6 +236,10 @@ pub struct Args {
     /// How long the `stall` fault holds a stream silent, in milliseconds.
     #[arg(long, default_value_t = 5000)]
     pub stall_ms: u64,
+    /// Close the connection right after every streamed response, without announcing it
+    /// (no `Connection: close`), as llama.cpp's server does.
+    #[arg(long)]
+    pub close_after_stream: bool,
     /// Write one CSV row per SSE event written (and per request read) to FILE.
     #[arg(long, value_name = "FILE")]
     pub truth: Option<PathBuf>,
@@ -285,6 +289,8 @@ pub struct Config {
     pub timing: Timing,
     pub faults: FaultRates,
     pub stall_ms: u64,
+    /// Close each connection after its streamed response (`--close-after-stream`).
+    pub close_after_stream: bool,
     pub truth: Option<PathBuf>,
     /// Served model name.
     pub model: String,
@@ -457,6 +463,7 @@ impl Config {
             timing,
             faults,
             stall_ms: a.stall_ms,
+            close_after_stream: a.close_after_stream,
             truth: a.truth,
             strict_model: a.model.is_some(),
             model: a.model.unwrap_or_else(|| "anvil-sim".to_string()),

@@ -17,6 +17,7 @@
 //! | `restart` | mid-stream, the replica drops every in-flight and waiting stream (connections closed), clears its prefix cache, resets its counters and changes `process_start_time_seconds` |
 //! | `wrong-tool` | the tool call names a function that was not offered (requests with `tools` only) |
 //! | `tool-contaminate` | the tool call's first string argument carries another request's canary (requests with `tools` only) |
+//! | `abort` | mid-stream, the stream ends cleanly as vLLM ends a request it aborts (e.g. when the server is stopped): a last chunk with `finish_reason: "abort"` and no usage, then `data: [DONE]` (Responses: `response.completed` with status `cancelled`) |
 //! | `responses-malformed` | on `/v1/responses`, one `response.output_text.delta` event's data is not valid JSON (other endpoints unaffected) |
 //!
 //! "Mid-stream" is the middle decode step of the reply. `http500`/`http429` come after the
@@ -40,11 +41,12 @@ pub enum FaultKind {
     WrongTool,
     ToolContaminate,
     ResponsesMalformed,
+    Abort,
 }
 
 impl FaultKind {
     /// Every kind, in `--help` order.
-    pub const ALL: [FaultKind; 12] = [
+    pub const ALL: [FaultKind; 13] = [
         FaultKind::Contaminate,
         FaultKind::Disconnect,
         FaultKind::Http500,
@@ -57,6 +59,7 @@ impl FaultKind {
         FaultKind::WrongTool,
         FaultKind::ToolContaminate,
         FaultKind::ResponsesMalformed,
+        FaultKind::Abort,
     ];
 
     /// The name used on the command line.
@@ -74,6 +77,7 @@ impl FaultKind {
             FaultKind::WrongTool => "wrong-tool",
             FaultKind::ToolContaminate => "tool-contaminate",
             FaultKind::ResponsesMalformed => "responses-malformed",
+            FaultKind::Abort => "abort",
         }
     }
 
@@ -100,6 +104,9 @@ impl FaultKind {
             FaultKind::WrongTool => "tool call names a function that was not offered",
             FaultKind::ToolContaminate => "tool arguments carry another request's canary",
             FaultKind::ResponsesMalformed => "/v1/responses: one delta event's data is not JSON",
+            FaultKind::Abort => {
+                "stream ends cleanly mid-reply with finish_reason abort, then [DONE]"
+            }
         }
     }
 

@@ -167,6 +167,17 @@ fn tool_args_text(reply: &Reply) -> String {
 
 /// The Responses API `response` object.
 fn response_object(c: &RenderCtx<'_>, reply: &Reply, done: bool, usage: bool) -> Value {
+    response_object_with(c, reply, done, usage, None)
+}
+
+/// [`response_object`] with its `status` overridden (the `abort` fault's `cancelled`).
+fn response_object_with(
+    c: &RenderCtx<'_>,
+    reply: &Reply,
+    done: bool,
+    usage: bool,
+    status_override: Option<&str>,
+) -> Value {
     let mut output = Vec::new();
     if done {
         if !reply.reasoning.is_empty() {
@@ -193,6 +204,7 @@ fn response_object(c: &RenderCtx<'_>, reply: &Reply, done: bool, usage: bool) ->
         (true, Finish::Length) => "incomplete",
         (true, _) => "completed",
     };
+    let status = status_override.unwrap_or(status);
     json!({
         "id": format!("resp_{}", c.id), "object": "response", "created_at": c.created,
         "status": status, "model": c.model, "output": output,
@@ -343,6 +355,7 @@ pub fn render(c: &RenderCtx<'_>, reply: &Reply, rng: &mut StdRng) -> Vec<Event> 
         }
     }
     let mut responses_malformed_done = false;
+    let mut aborted = false;
     for (i, s) in steps.iter().enumerate() {
         let gate = if i == 0 { Gate::FirstToken } else { Gate::Step };
         let last = i + 1 == steps.len();
@@ -403,6 +416,24 @@ pub fn render(c: &RenderCtx<'_>, reply: &Reply, rng: &mut StdRng) -> Vec<Event> 
                 out.push(ev(Bytes::new(), 0, "disconnect", Gate::Same, Action::Abort));
                 break;
             }
+            if c.stream && f.has(FaultKind::Abort) && c.api != Api::Responses {
+                let chunk = if c.api == Api::Chat {
+                    json!({"id": format!("chatcmpl-{}", c.id), "object": "chat.completion.chunk",
+                           "created": c.created, "model": c.model,
+                           "choices": [{"index": 0, "delta": {}, "logprobs": null, "finish_reason": "abort"}]})
+                } else {
+                    json!({"id": format!("cmpl-{}", c.id), "object": "text_completion",
+                           "created": c.created, "model": c.model,
+                           "choices": [{"index": 0, "text": "", "logprobs": null, "finish_reason": "abort"}]})
+                };
+                out.push(ev(sse(&chunk), 0, "abort", Gate::Same, Action::Send));
+                aborted = true;
+                break;
+            }
+            if c.stream && f.has(FaultKind::Abort) {
+                aborted = true;
+                break;
+            }
         }
     }
     if matches!(out.last(), Some(e) if matches!(e.action, Action::Abort | Action::Restart)) {
@@ -411,7 +442,7 @@ pub fn render(c: &RenderCtx<'_>, reply: &Reply, rng: &mut StdRng) -> Vec<Event> 
     if c.stream {
         match c.api {
             Api::Chat | Api::Completions => {
-                if c.include_usage && usage {
+                if c.include_usage && usage && !aborted {
                     let usage_v = chat_usage(c, reply);
                     let obj = if c.api == Api::Chat {
                         "chat.completion.chunk"
@@ -445,7 +476,9 @@ pub fn render(c: &RenderCtx<'_>, reply: &Reply, rng: &mut StdRng) -> Vec<Event> 
                 out.push(ev(
                     sse_event(
                         "response.completed",
-                        &json!({"type": "response.completed", "response": response_object(c, reply, true, usage),
+                        &json!({"type": "response.completed",
+                                "response": response_object_with(c, reply, true, usage && !aborted,
+                                                                 aborted.then_some("cancelled")),
                                 "sequence_number": seq}),
                     ),
                     0,

@@ -87,10 +87,35 @@ pub async fn serve_replica(listener: TcpListener, ctx: Arc<ReplicaCtx>) {
         let _ = stream.set_nodelay(true);
         let ctx = ctx.clone();
         tokio::spawn(async move {
-            let svc = hyper::service::service_fn(move |req| handle(ctx.clone(), req));
-            let _ = hyper::server::conn::http1::Builder::new()
-                .serve_connection(TokioIo::new(stream), svc)
-                .await;
+            // `--close-after-stream`: the end of a streamed body asks the connection to close
+            // once that response is written (the head already went out without
+            // `Connection: close`, as llama.cpp's server does).
+            let close = ctx
+                .server
+                .cfg
+                .close_after_stream
+                .then(|| Arc::new(tokio::sync::Notify::new()));
+            let svc = {
+                let close = close.clone();
+                hyper::service::service_fn(move |req| handle(ctx.clone(), req, close.clone()))
+            };
+            let conn = hyper::server::conn::http1::Builder::new()
+                .serve_connection(TokioIo::new(stream), svc);
+            let mut conn = std::pin::pin!(conn);
+            match close {
+                None => {
+                    let _ = conn.await;
+                }
+                Some(close) => {
+                    tokio::select! {
+                        _ = conn.as_mut() => {}
+                        () = close.notified() => {
+                            conn.as_mut().graceful_shutdown();
+                            let _ = conn.await;
+                        }
+                    }
+                }
+            }
         });
     }
 }
@@ -133,17 +158,22 @@ async fn read_body(req: Request<Incoming>) -> Result<Bytes, ApiError> {
 pub async fn handle(
     ctx: Arc<ReplicaCtx>,
     req: Request<Incoming>,
+    close_after_stream: Option<Arc<tokio::sync::Notify>>,
 ) -> Result<Response<SimBody>, Infallible> {
     let n = ctx.requests.fetch_add(1, Ordering::Relaxed);
     let id = request_id_header(&req).unwrap_or_else(|| format!("sim-{}-{n}", ctx.rep.index));
     let path = req.uri().path().to_string();
     let method = req.method().clone();
     let resp = match (method, path.as_str()) {
-        (Method::POST, "/v1/chat/completions") => generate_handler(&ctx, Api::Chat, req, &id).await,
-        (Method::POST, "/v1/completions") => {
-            generate_handler(&ctx, Api::Completions, req, &id).await
+        (Method::POST, "/v1/chat/completions") => {
+            generate_handler(&ctx, Api::Chat, req, &id, close_after_stream).await
         }
-        (Method::POST, "/v1/responses") => generate_handler(&ctx, Api::Responses, req, &id).await,
+        (Method::POST, "/v1/completions") => {
+            generate_handler(&ctx, Api::Completions, req, &id, close_after_stream).await
+        }
+        (Method::POST, "/v1/responses") => {
+            generate_handler(&ctx, Api::Responses, req, &id, close_after_stream).await
+        }
         (Method::POST, "/tokenize") => tokenize_handler(&ctx, req).await,
         (Method::GET, "/v1/models") => models(&ctx),
         (Method::GET, "/metrics") => {
@@ -260,6 +290,7 @@ async fn generate_handler(
     api: Api,
     req: Request<Incoming>,
     id: &str,
+    close_after_stream: Option<Arc<tokio::sync::Notify>>,
 ) -> Response<SimBody> {
     let n = ctx.generations.fetch_add(1, Ordering::Relaxed);
     let body = match read_body(req).await {
@@ -282,7 +313,7 @@ async fn generate_handler(
     let ctx = ctx.clone();
     tokio::task::spawn_blocking(move || {
         super::realtime::lower_fifo(super::realtime::PLANNER_PRIORITY);
-        plan(&ctx, api, &body, request_id, n)
+        plan(&ctx, api, &body, request_id, close_after_stream, n)
     })
     .await
     .unwrap_or_else(|e| {
@@ -301,6 +332,7 @@ fn plan(
     api: Api,
     body: &[u8],
     request_id: Arc<str>,
+    close_after_stream: Option<Arc<tokio::sync::Notify>>,
     n: u64,
 ) -> Response<SimBody> {
     let st = &ctx.server;
@@ -438,6 +470,7 @@ fn plan(
         replica: ctx.rep.index as u16,
         truth: st.truth.clone(),
         _inflight: guard,
+        close_after: close_after_stream.filter(|_| g.stream),
     })));
     let ct = if g.stream {
         "text/event-stream"

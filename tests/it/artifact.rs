@@ -142,6 +142,8 @@ fn request_row(
         outcome,
         error: (outcome != Outcome::Ok).then(|| "server said no".to_owned()),
         events,
+        new_connection: i == 0,
+        resent: false,
     }
 }
 
@@ -162,6 +164,7 @@ fn write_sample(dir: &Path, run_id: &str) -> (Vec<RequestRow>, Vec<EventRow>, Ve
             phase: ScrapePhase::Before,
             metric: "process_start_time_seconds".into(),
             labels: anvil::artifact::schema::canonical_labels([("model_name", "qwen")]),
+            metric_type: String::new(),
             value: 1.7e9 + f64::from(replica),
         };
         w.push_scrape(s.clone()).unwrap();
@@ -201,6 +204,7 @@ fn write_sample(dir: &Path, run_id: &str) -> (Vec<RequestRow>, Vec<EventRow>, Ve
         phase: ScrapePhase::After,
         metric: "sglang:num_running_reqs".into(),
         labels: String::new(),
+        metric_type: String::new(),
         value: 0.0,
     };
     w.push_scrape(s.clone()).unwrap();
@@ -622,6 +626,7 @@ fn sigkill_child_writer() {
                 phase: ScrapePhase::During,
                 metric: "num_requests_running".into(),
                 labels: String::new(),
+                metric_type: String::new(),
                 value: 8.0,
             })
             .unwrap();

@@ -71,6 +71,25 @@ fn artifact_of(o: &Output) -> PathBuf {
     PathBuf::from(stdout(o).lines().last().expect("a path on stdout"))
 }
 
+/// The `measured` rows of an artifact's requests table (calibration probes and warm-up left
+/// out).
+fn measured_requests(dir: &Path) -> Vec<arrow::array::RecordBatch> {
+    batches(&dir.join("requests.parquet"))
+        .iter()
+        .map(|b| {
+            let kind = b
+                .column_by_name("kind")
+                .unwrap()
+                .as_any()
+                .downcast_ref::<arrow::array::StringArray>()
+                .unwrap();
+            let keep: arrow::array::BooleanArray =
+                kind.iter().map(|k| Some(k == Some("measured"))).collect();
+            arrow::compute::filter_record_batch(b, &keep).unwrap()
+        })
+        .collect()
+}
+
 fn validate(dir: &Path) {
     let o = run(ANVIL, &["validate", dir.to_str().unwrap()], &[]);
     assert!(
@@ -169,7 +188,7 @@ fn a_headline_shaped_cell_gives_a_complete_valid_artifact() {
     assert_eq!(run_json.counts.succeeded, 20);
     assert!(run_json.counts.scrapes > 0, "before/after scrapes recorded");
 
-    let r = batches(&dir.join("requests.parquet"));
+    let r = measured_requests(&dir);
     let idx = ints(&r, "request_index");
     assert_eq!(idx.len(), 20);
     let set: BTreeSet<i64> = idx.iter().map(|i| i.unwrap()).collect();
@@ -248,7 +267,7 @@ fn two_replicas_start_together_and_each_request_names_its_replica() {
     validate(&dir);
     let run_json = RunJson::read(&dir.join("run.json")).unwrap();
     assert_eq!(run_json.topology.replica_count, 2);
-    let r = batches(&dir.join("requests.parquet"));
+    let r = measured_requests(&dir);
     let replica = ints(&r, "replica");
     let endpoint = strs(&r, "endpoint");
     let sent = ints(&r, "t_sent_ns");
@@ -299,7 +318,7 @@ fn faults_get_their_outcome_class_and_no_request_is_lost() {
     let o = run(CAPTURE, &args, &[]);
     let dir = artifact_of(&o);
     validate(&dir);
-    let r = batches(&dir.join("requests.parquet"));
+    let r = measured_requests(&dir);
     let idx = ints(&r, "request_index");
     assert_eq!(
         idx.iter().map(|i| i.unwrap()).collect::<BTreeSet<_>>(),
@@ -369,8 +388,9 @@ fn a_killed_run_is_recovered_with_every_request_finished_two_seconds_before() {
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    // Kill once the run has been recording for a few seconds: three request parts on disk
-    // (one roll per second), however long calibration took on a loaded machine.
+    // Kill once the run has been recording for a few seconds: four request parts on disk
+    // (one roll per second; the first holds the calibration probe), however long calibration
+    // took on a loaded machine.
     let dir = out.join(
         "2026-09-04-qwen38-27b-pro6000-possibility/K12/headline-sustained-output.ctx512.c2.n400",
     );
@@ -384,7 +404,7 @@ fn a_killed_run_is_recovered_with_every_request_finished_two_seconds_before() {
             })
             .count()
         });
-        if n >= 3 || std::time::Instant::now() > deadline {
+        if n >= 4 || std::time::Instant::now() > deadline {
             break;
         }
         std::thread::sleep(Duration::from_millis(100));
@@ -553,6 +573,22 @@ fn bad_input_is_refused_with_the_flag_named_and_exit_2() {
         (
             [
                 base("headline-sustained-output"),
+                vec![
+                    "--context".into(),
+                    "32".into(),
+                    "--off-manifest".into(),
+                    "--endpoint".into(),
+                    url.clone(),
+                    "--out".into(),
+                    o.into(),
+                ],
+            ]
+            .concat(),
+            "the prompt's fixed part",
+        ),
+        (
+            [
+                base("headline-sustained-output"),
                 vec!["--endpoint".into(), closed, "--out".into(), o.into()],
             ]
             .concat(),
@@ -654,7 +690,7 @@ fn sigint_finishes_in_flight_requests_and_records_the_rest_as_cancelled() {
             .unwrap()
             .contains("SIGINT")
     );
-    let r = batches(&dir.join("requests.parquet"));
+    let r = measured_requests(&dir);
     let outcome = strs(&r, "outcome");
     assert_eq!(outcome.len(), 200, "every measured request has a row");
     let ok = outcome
@@ -706,7 +742,7 @@ fn open_loop_records_intended_send_times() {
         }
         let dir = artifact_of(&run(CAPTURE, &args, &[]));
         validate(&dir);
-        let r = batches(&dir.join("requests.parquet"));
+        let r = measured_requests(&dir);
         let mut rows: Vec<(i64, i64, i64)> = ints(&r, "request_index")
             .into_iter()
             .zip(ints(&r, "t_intended_ns"))
@@ -776,6 +812,7 @@ fn warmup_requests_are_recorded_with_their_kind_and_not_counted_as_measured() {
         .zip(strs(&r, "kind"))
         .zip(ints(&r, "t_sent_ns"))
         .map(|((i, k), t)| (i.unwrap(), k.unwrap(), t.unwrap()))
+        .filter(|(_, k, _)| k != "calibration")
         .collect();
     rows.sort();
     let kinds: Vec<&str> = rows.iter().map(|r| r.1.as_str()).collect();
@@ -844,7 +881,7 @@ fn without_tokenize_calibration_uses_recorded_one_token_probes() {
     args.extend_from_slice(&["--endpoint", &url]);
     let o = run(CAPTURE, &args, &[]);
     let dir = artifact_of(&o);
-    assert!(stderr(&o).contains("no /tokenize"), "{}", stderr(&o));
+    assert!(stderr(&o).contains("no usable /tokenize"), "{}", stderr(&o));
     validate(&dir);
     let run_json = RunJson::read(&dir.join("run.json")).unwrap();
     assert_eq!(run_json.counts.requests_measured, 4);
@@ -913,4 +950,242 @@ fn a_second_sigint_stops_at_once_and_leaves_a_recoverable_folder() {
     let after = RunJson::read(&dir.join("run.json")).unwrap();
     assert_eq!(after.status.as_str(), "interrupted");
     assert!(after.counts.requests_measured > 0);
+}
+
+/// What run.json says about calibration, and the rows' kinds.
+fn calibration_of(dir: &Path) -> anvil::artifact::Calibration {
+    RunJson::read(&dir.join("run.json")).unwrap().calibration
+}
+
+/// A proxy in front of the simulator whose `/tokenize` answers as llama.cpp's does to a body
+/// it does not read: HTTP 200 `{"tokens": []}`.
+fn proxy_with_empty_tokenize(upstream: u16) -> u16 {
+    use std::io::{Read, Write};
+    use std::net::{TcpListener, TcpStream};
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for client in l.incoming() {
+            let Ok(mut client) = client else { continue };
+            std::thread::spawn(move || {
+                let mut head = vec![0u8; 64];
+                let Ok(n) = client.read(&mut head) else {
+                    return;
+                };
+                head.truncate(n);
+                if head.starts_with(b"POST /tokenize ")
+                    || head.starts_with(b"POST /apply-template ")
+                {
+                    let _ = client.write_all(
+                        b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 13\r\nconnection: close\r\n\r\n{\"tokens\":[]}",
+                    );
+                    return;
+                }
+                let Ok(mut server) = TcpStream::connect(("127.0.0.1", upstream)) else {
+                    return;
+                };
+                let _ = server.write_all(&head);
+                let (mut c2, mut s2) = (client.try_clone().unwrap(), server.try_clone().unwrap());
+                std::thread::spawn(move || {
+                    let _ = std::io::copy(&mut s2, &mut c2);
+                    let _ = c2.shutdown(std::net::Shutdown::Write);
+                });
+                let _ = std::io::copy(&mut client, &mut server);
+                let _ = server.shutdown(std::net::Shutdown::Write);
+            });
+        }
+    });
+    port
+}
+
+/// The simulator speaks vLLM's `/tokenize`: it is detected, checked against a probe's usage
+/// and recorded; a server answering `{"tokens": []}` is not mistaken for a count.
+#[test]
+fn calibration_detects_the_tokenizer_dialect_and_checks_it_against_usage() {
+    let tmp = tempfile::tempdir().unwrap();
+    let manifest = quick_manifest(tmp.path());
+    let out = tmp.path().join("out");
+    let sim = Sim::start(&[]);
+    let url = sim.url(0);
+    for api in ["chat", "completions", "responses"] {
+        let out = out.join(api);
+        let mut args = cell_args(manifest.to_str().unwrap(), out.to_str().unwrap(), "2", "4");
+        args.extend_from_slice(&["--endpoint", &url, "--api", api]);
+        let o = run(CAPTURE, &args, &[]);
+        let dir = artifact_of(&o);
+        validate(&dir);
+        let c = calibration_of(&dir);
+        assert_eq!(
+            c.method,
+            anvil::artifact::CalibrationMethod::Tokenize,
+            "{api}: {c:?}"
+        );
+        assert_eq!(c.dialect.as_deref(), Some("vllm"), "{api}");
+        assert!(
+            c.tokenize_tokens.is_some() && c.tokenize_tokens == c.usage_prompt_tokens,
+            "{api}: {c:?}"
+        );
+        assert!(!stderr(&o).contains("warning"), "{api}: {}", stderr(&o));
+        // One probe checked the tokenizer; the measured prompts are on target by usage.
+        let run_json = RunJson::read(&dir.join("run.json")).unwrap();
+        assert_eq!(run_json.counts.requests_calibration, 1, "{api}");
+        for (i, st) in streams(&dir) {
+            if i < 4 {
+                let p = st.prompt_tokens.unwrap();
+                assert!(
+                    (p - 512).abs() <= 8,
+                    "{api}: request {i}: {p} prompt tokens"
+                );
+            }
+        }
+        // The thinking switch went with every API that has a chat template.
+        let sent = &run_json.thinking_switch[api];
+        assert_eq!(sent.is_some(), api != "completions", "{api}: {sent:?}");
+    }
+
+    let url = format!(
+        "http://127.0.0.1:{}",
+        proxy_with_empty_tokenize(sim.ports[0])
+    );
+    let out = out.join("empty");
+    let mut args = cell_args(manifest.to_str().unwrap(), out.to_str().unwrap(), "2", "4");
+    args.extend_from_slice(&["--endpoint", &url]);
+    let o = run(CAPTURE, &args, &[]);
+    let dir = artifact_of(&o);
+    let c = calibration_of(&dir);
+    assert_eq!(c.method, anvil::artifact::CalibrationMethod::Probe, "{c:?}");
+    let note = c.note.unwrap_or_default();
+    assert!(note.contains("0 tokens for a prompt"), "{note}");
+    assert!(
+        stderr(&o).contains("calibrating with max_tokens:1 probes"),
+        "{}",
+        stderr(&o)
+    );
+    for (i, st) in streams(&dir) {
+        if i < 4 {
+            let p = st.prompt_tokens.unwrap();
+            assert!((p - 512).abs() <= 8, "request {i}: {p} prompt tokens");
+        }
+    }
+}
+
+/// A server that closes every connection right after its streamed response, announcing
+/// nothing (llama.cpp's server): no request is lost, sequentially or concurrently, and a
+/// request sent again is marked so.
+#[test]
+fn a_server_closing_after_each_stream_loses_no_request() {
+    let tmp = tempfile::tempdir().unwrap();
+    let manifest = quick_manifest(tmp.path());
+    let out = tmp.path().join("out");
+    let sim = Sim::start(&["--close-after-stream"]);
+    let url = sim.url(0);
+    for (c, n) in [("1", "30"), ("4", "40")] {
+        let out = out.join(c);
+        let mut args = cell_args(manifest.to_str().unwrap(), out.to_str().unwrap(), c, n);
+        args.extend_from_slice(&["--endpoint", &url]);
+        let dir = artifact_of(&run(CAPTURE, &args, &[]));
+        validate(&dir);
+        let r = batches(&dir.join("requests.parquet"));
+        let kind = strs(&r, "kind");
+        let outcome = strs(&r, "outcome");
+        let fresh = bools(&r, "new_connection");
+        let resent = bools(&r, "resent");
+        let measured: Vec<usize> = (0..kind.len())
+            .filter(|&k| kind[k].as_deref() == Some("measured"))
+            .collect();
+        assert_eq!(measured.len(), n.parse::<usize>().unwrap());
+        for &k in &measured {
+            assert_eq!(
+                outcome[k].as_deref(),
+                Some("ok"),
+                "C{c}: {:?}",
+                strs(&r, "error")[k]
+            );
+        }
+        // After the first close seen, every request opens its own connection.
+        let fresh_count = measured.iter().filter(|&&k| fresh[k]).count();
+        assert!(
+            fresh_count + c.parse::<usize>().unwrap() >= measured.len(),
+            "C{c}: {fresh_count} fresh"
+        );
+        let resent_count = measured.iter().filter(|&&k| resent[k]).count();
+        assert!(
+            resent_count <= c.parse::<usize>().unwrap(),
+            "C{c}: {resent_count} resent"
+        );
+    }
+}
+
+/// On a server that keeps connections, requests share them and nothing is resent.
+#[test]
+fn kept_connections_are_reused_and_nothing_is_resent() {
+    let tmp = tempfile::tempdir().unwrap();
+    let manifest = quick_manifest(tmp.path());
+    let out = tmp.path().join("out");
+    let sim = Sim::start(&[]);
+    let url = sim.url(0);
+    let mut args = cell_args(manifest.to_str().unwrap(), out.to_str().unwrap(), "1", "30");
+    args.extend_from_slice(&["--endpoint", &url]);
+    let dir = artifact_of(&run(CAPTURE, &args, &[]));
+    let r = batches(&dir.join("requests.parquet"));
+    let kind = strs(&r, "kind");
+    let fresh = bools(&r, "new_connection");
+    let resent = bools(&r, "resent");
+    let measured: Vec<usize> = (0..kind.len())
+        .filter(|&k| kind[k].as_deref() == Some("measured"))
+        .collect();
+    assert!(
+        measured.iter().all(|&k| !fresh[k] && !resent[k]),
+        "{fresh:?} {resent:?}"
+    );
+}
+
+/// vLLM ends a request it aborts cleanly (`finish_reason: "abort"`, `[DONE]`): that is a
+/// failed request, with the reason, on every API.
+#[test]
+fn a_stream_ended_with_an_abort_finish_reason_is_a_failure() {
+    let tmp = tempfile::tempdir().unwrap();
+    let manifest = quick_manifest(tmp.path());
+    let out = tmp.path().join("out");
+    let sim = Sim::start(&["--seed", "3", "--fault", "abort=0.5"]);
+    let url = sim.url(0);
+    for api in ["chat", "completions", "responses"] {
+        let out = out.join(api);
+        let mut args = cell_args(manifest.to_str().unwrap(), out.to_str().unwrap(), "2", "16");
+        args.extend_from_slice(&["--endpoint", &url, "--api", api]);
+        let dir = artifact_of(&run(CAPTURE, &args, &[]));
+        validate(&dir);
+        let r = batches(&dir.join("requests.parquet"));
+        let kind = strs(&r, "kind");
+        let outcome = strs(&r, "outcome");
+        let error = strs(&r, "error");
+        let mut by: BTreeMap<String, usize> = BTreeMap::new();
+        for k in 0..kind.len() {
+            if kind[k].as_deref() != Some("measured") {
+                continue;
+            }
+            let o = outcome[k].clone().unwrap();
+            if o == "aborted" {
+                let e = error[k].clone().unwrap_or_default();
+                assert!(
+                    e.contains("finish reason `abort`") || e.contains("finish reason `cancelled`"),
+                    "{api}: {e}"
+                );
+            }
+            *by.entry(o).or_default() += 1;
+        }
+        assert!(by.get("aborted").is_some_and(|n| *n > 0), "{api}: {by:?}");
+        assert!(by.get("ok").is_some_and(|n| *n > 0), "{api}: {by:?}");
+        assert_eq!(by.len(), 2, "{api}: {by:?}");
+        let run_json = RunJson::read(&dir.join("run.json")).unwrap();
+        assert_eq!(
+            run_json
+                .counts
+                .failed
+                .get(&anvil::artifact::Outcome::Aborted)
+                .copied(),
+            by.get("aborted").map(|n| *n as u64),
+            "{api}"
+        );
+    }
 }

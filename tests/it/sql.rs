@@ -121,6 +121,8 @@ fn request(
         error: (outcome != Outcome::Ok).then(|| "idle for 30 s".to_owned()),
         outcome,
         events,
+        new_connection: false,
+        resent: false,
     }
 }
 
@@ -231,6 +233,7 @@ fn build_run(root: &Path, run_no: u32, leak: &str) -> PathBuf {
         phase,
         metric: metric.into(),
         labels: String::new(),
+        metric_type: String::new(),
         value,
     };
     for row in [
