@@ -12,12 +12,18 @@
 #   scripts/llama-server.sh env       both; print ANVIL_LLAMA_SERVER=... and ANVIL_LLAMA_MODELS=...
 #                                     (KEY=VALUE lines, e.g. `eval "$(scripts/llama-server.sh env)"`)
 #   scripts/llama-server.sh serve [llama-server args...]
-#                                     both; then exec llama-server on the tiny model, e.g.
-#                                     PORT=8081 scripts/llama-server.sh serve \
-#                                       --spec-type draft-simple -md "$ANVIL_LLAMA_MODELS/draft.gguf"
+#                                     both; then exec llama-server on the tiny model (alias "tiny")
+#                                     with --host 127.0.0.1 --port $PORT -c $CTX -np $SLOTS --metrics
+#                                     --no-webui -t 1 --poll 0 and the extra args, e.g. speculative
+#                                     decoding with llama.cpp's synthetic acceptance (benchmarking):
+#                                     PORT=8081 scripts/llama-server.sh serve --spec-type draft-simple \
+#                                       -md "$ANVIL_LLAMA_MODELS/draft.gguf" --spec-draft-n-max 4 \
+#                                       --spec-synth-len 2.5
 #   scripts/llama-server.sh help
 #
-# Only results go to stdout; progress goes to stderr.
+# Only results go to stdout; progress goes to stderr. Every failure exits non-zero with a message
+# naming the step (pip download, extract, cmake configure, build, python deps, model generation).
+# The server is ready when GET /health returns 200; each slot gets CTX / SLOTS tokens of context.
 #
 # Environment:
 #   ANVIL_ENGINE_CACHE  cache root (default ${XDG_CACHE_HOME:-$HOME/.cache}/anvil-engines)
@@ -31,11 +37,19 @@
 #   <cache>/llama.cpp-0.3.36/src/llama_cpp_python-0.3.36.tar.gz   the source distribution
 #   <cache>/llama.cpp-0.3.36/bin/llama-server                     the binary (plus llama-tokenize)
 #   <cache>/python-v1/                                            venv with the pinned packages
-#   <cache>/models-v1/{tiny,draft}.gguf, tokenizer.json, SHA256SUMS
+#   <cache>/models-v1/{tiny,draft}.gguf, tokenizer.json, tokenizer_config.json, SHA256SUMS
+# Within a folder, stamps (bin/.build-options, models-v1/.recipe, python-v1/.ready) record what the
+# contents were made from; a change of the cmake options, of scripts/make_models.py or of the
+# pinned packages remakes them. Everything is built in a temporary folder and moved into place at
+# the end, so an interrupted run never leaves a half-made binary or model that looks finished.
+# Concurrent callers wait for each other (flock).
 #
-# Requirements: bash, python3 (with venv and pip), cmake >= 3.14, a C/C++ compiler, make or ninja.
-# The configure and build steps need no network: the embedded web UI is disabled (it would be
-# fetched), and where `unshare --net` works (root) they run without a network at all.
+# Requirements: bash, coreutils, python3 (with venv and pip), cmake >= 3.14, a C/C++ compiler,
+# make. The source distribution is checked against a pinned sha256. Configure and build need no
+# network: the embedded web UI is disabled (it would otherwise be fetched), and where `unshare`
+# allows it (root, or unprivileged user namespaces) they run in a namespace with no network at all.
+# GGML_NATIVE=OFF keeps the binary portable across x86-64 machines with AVX2/FMA/F16C/BMI2,
+# which is what ggml selects by default when it does not tune for the build machine.
 
 set -euo pipefail
 shopt -s inherit_errexit
@@ -51,6 +65,7 @@ CACHE_ROOT="${ANVIL_ENGINE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/anvil-engines}
 LLAMA_DIR="$CACHE_ROOT/llama.cpp-$LLAMA_CPP_PYTHON_VERSION"
 LLAMA_BIN="$LLAMA_DIR/bin/llama-server"
 SDIST_NAME="llama_cpp_python-$LLAMA_CPP_PYTHON_VERSION.tar.gz"
+SDIST_SHA256=832db0699007f1be95a7e41ef12e88926b02ba836461e36a36372db2760c1a2e
 PYENV_DIR="$CACHE_ROOT/python-$PYENV_RECIPE"
 MODELS_DIR="$CACHE_ROOT/models-$MODELS_RECIPE"
 PYTHON="${PYTHON:-python3}"
@@ -60,7 +75,7 @@ log() { printf '[llama-server.sh] %s\n' "$*" >&2; }
 die() { printf '[llama-server.sh] error: %s\n' "$*" >&2; exit 1; }
 
 usage() {
-    sed -n '2,/^$/{s/^# \{0,1\}//;p}' "${BASH_SOURCE[0]}" >&2
+    sed -n '2,/^$/{s/^# \{0,1\}//;p}' "${BASH_SOURCE[0]}"
 }
 
 # Serialise concurrent callers on one lock per cache item (when flock is available).
@@ -78,40 +93,69 @@ with_lock() {
     fi
 }
 
-# Run a command without network access when the system allows it, otherwise run it as is.
+# Run a command in a private network namespace (no network at all) when the system allows it
+# (root, or unprivileged user namespaces), otherwise run it as is. ANVIL_NO_UNSHARE=1 disables it.
 offline() {
-    if [[ "${ANVIL_NO_UNSHARE:-0}" != 1 ]] && unshare --net true >/dev/null 2>&1; then
+    if [[ "${ANVIL_NO_UNSHARE:-0}" == 1 ]] || ! command -v unshare >/dev/null 2>&1; then
+        "$@"
+    elif unshare --net true >/dev/null 2>&1; then
         unshare --net "$@"
+    elif unshare --net --map-root-user true >/dev/null 2>&1; then
+        unshare --net --map-root-user "$@"
     else
         "$@"
     fi
 }
 
+# Remove leftovers of an interrupted run and arrange for this run's temporary folder to go on
+# any exit, including Ctrl-C and kill.
+cleanup_on_exit() {
+    # shellcheck disable=SC2064 # the path is expanded now, on purpose
+    trap "rm -rf $(printf '%q' "$1")" EXIT
+    trap 'exit 130' INT
+    trap 'exit 143' TERM
+}
+
 # ---------------------------------------------------------------------------------------------
 # build
+
+sha256_of() { sha256sum <"$1" | cut -d' ' -f1; }
 
 fetch_sdist() {
     local dest="$LLAMA_DIR/src/$SDIST_NAME"
     if [[ -s "$dest" ]]; then
+        [[ "$(sha256_of "$dest")" == "$SDIST_SHA256" ]] \
+            || die "pip download: $dest does not have the expected sha256 $SDIST_SHA256 (delete it to download again)"
         return 0
     fi
     mkdir -p "$LLAMA_DIR/src"
     if [[ -n "${ANVIL_LLAMA_SDIST:-}" ]]; then
         [[ -s "$ANVIL_LLAMA_SDIST" ]] || die "pip download: ANVIL_LLAMA_SDIST=$ANVIL_LLAMA_SDIST is not a file"
+        [[ "$(sha256_of "$ANVIL_LLAMA_SDIST")" == "$SDIST_SHA256" ]] \
+            || die "pip download: $ANVIL_LLAMA_SDIST does not have the expected sha256 $SDIST_SHA256"
         log "using the source distribution at $ANVIL_LLAMA_SDIST"
         cp "$ANVIL_LLAMA_SDIST" "$dest.part"
         mv -f "$dest.part" "$dest"
         return 0
     fi
+    # pip of the chosen interpreter, or of the project's venv when that interpreter has none
+    local pip=("$PYTHON" -m pip)
+    if ! "$PYTHON" -m pip --version >/dev/null 2>&1; then
+        with_lock "python-$PYENV_RECIPE" do_pyenv
+        pip=("$PYENV_DIR/bin/python" -m pip)
+    fi
+    rm -rf "$LLAMA_DIR"/src/download.*
     local tmp
     tmp="$(mktemp -d "$LLAMA_DIR/src/download.XXXXXX")"
     log "pip download llama-cpp-python==$LLAMA_CPP_PYTHON_VERSION (source distribution, ~76 MB)"
-    if ! "$PYTHON" -m pip download --no-deps --no-binary :all: --disable-pip-version-check \
+    if ! "${pip[@]}" download --no-deps --no-binary :all: --disable-pip-version-check \
         -d "$tmp" "llama-cpp-python==$LLAMA_CPP_PYTHON_VERSION" >&2; then
         rm -rf "$tmp"
         die "pip download of llama-cpp-python==$LLAMA_CPP_PYTHON_VERSION failed"
     fi
     [[ -s "$tmp/$SDIST_NAME" ]] || { rm -rf "$tmp"; die "pip download: $SDIST_NAME not found after download"; }
+    [[ "$(sha256_of "$tmp/$SDIST_NAME")" == "$SDIST_SHA256" ]] \
+        || { rm -rf "$tmp"; die "pip download: $SDIST_NAME does not have the expected sha256 $SDIST_SHA256"; }
     mv -f "$tmp/$SDIST_NAME" "$dest"
     rm -rf "$tmp"
 }
@@ -129,17 +173,28 @@ CMAKE_OPTIONS=(
     -DGGML_NATIVE=OFF
 )
 
+BUILD_TARGETS=(llama-server llama-tokenize)
+BUILD_STAMP="$LLAMA_DIR/bin/.build-options"
+
+build_id() { printf '%s\n' "${CMAKE_OPTIONS[*]}" "--target ${BUILD_TARGETS[*]}"; }
+
+build_done() {
+    [[ -x "$LLAMA_BIN" && -f "$BUILD_STAMP" && "$(cat "$BUILD_STAMP")" == "$(build_id)" ]]
+}
+
 do_build() {
-    if [[ -x "$LLAMA_BIN" ]]; then
+    if build_done; then
         return 0
     fi
+    [[ -x "$LLAMA_BIN" ]] && log "the build options changed since $LLAMA_BIN was built; rebuilding"
     command -v cmake >/dev/null 2>&1 || die "cmake configure: cmake is not installed"
     fetch_sdist
 
+    # Builds run one at a time (see with_lock), so any build folder found here is a leftover.
+    rm -rf "$LLAMA_DIR"/build.*
     local work
     work="$(mktemp -d "$LLAMA_DIR/build.XXXXXX")"
-    # An interrupted build leaves only this temporary folder behind; remove it on any exit.
-    trap 'rm -rf "$work"' EXIT
+    cleanup_on_exit "$work"
 
     log "extracting vendor/llama.cpp from $SDIST_NAME"
     local top="llama_cpp_python-$LLAMA_CPP_PYTHON_VERSION"
@@ -158,11 +213,10 @@ do_build() {
     offline nice -n 10 cmake -S "$src" -B "$work/build" "${CMAKE_OPTIONS[@]}" >&2 \
         || die "cmake configure failed (see the output above)"
 
-    local targets=(llama-server llama-tokenize)
-    log "build ${targets[*]} with $JOBS jobs (several minutes)"
+    log "build ${BUILD_TARGETS[*]} with $JOBS jobs (several minutes)"
     local start=$SECONDS
-    offline nice -n 10 cmake --build "$work/build" --config Release -j "$JOBS" --target "${targets[@]}" >&2 \
-        || die "build of ${targets[*]} failed (see the output above)"
+    offline nice -n 10 cmake --build "$work/build" --config Release -j "$JOBS" --target "${BUILD_TARGETS[@]}" >&2 \
+        || die "build of ${BUILD_TARGETS[*]} failed (see the output above)"
     log "build finished in $((SECONDS - start)) s"
 
     local out="$work/build/bin"
@@ -170,8 +224,10 @@ do_build() {
     "$out/llama-server" --version >&2 2>&1 || die "build: the new llama-server does not run"
 
     # Install: copy next to the destination, then rename; llama-server goes last because its
-    # presence marks the build as done.
+    # presence (with a matching stamp) marks the build as done.
     mkdir -p "$LLAMA_DIR/bin"
+    rm -f "$LLAMA_BIN"
+    build_id >"$BUILD_STAMP"
     local name
     for name in llama-tokenize llama-server; do
         if [[ -x "$out/$name" ]]; then
@@ -180,13 +236,13 @@ do_build() {
         fi
     done
     rm -rf "$work"
-    trap - EXIT
+    trap - EXIT INT TERM
     log "installed $LLAMA_BIN"
 }
 
 cmd_build() {
     with_lock "llama.cpp-$LLAMA_CPP_PYTHON_VERSION" do_build
-    [[ -x "$LLAMA_BIN" ]] || die "build: $LLAMA_BIN is missing"
+    build_done || die "build: $LLAMA_BIN is missing"
     printf '%s\n' "$LLAMA_BIN"
 }
 
@@ -194,7 +250,7 @@ cmd_build() {
 # models
 
 do_pyenv() {
-    if [[ -f "$PYENV_DIR/.ready" ]]; then
+    if [[ -f "$PYENV_DIR/.ready" && "$(cat "$PYENV_DIR/.ready")" == "${PY_PACKAGES[*]}" ]]; then
         return 0
     fi
     log "python deps: creating a venv in $PYENV_DIR with ${PY_PACKAGES[*]}"
@@ -204,26 +260,37 @@ do_pyenv() {
         || die "python deps: pip install ${PY_PACKAGES[*]} failed"
     "$PYENV_DIR/bin/python" -c 'import gguf, numpy, tokenizers' \
         || die "python deps: the packages do not import"
-    touch "$PYENV_DIR/.ready"
+    printf '%s\n' "${PY_PACKAGES[*]}" >"$PYENV_DIR/.ready"
+}
+
+# What the models depend on: the generator's source and the pinned packages. A change regenerates
+# them; an intended change of the models should also bump MODELS_RECIPE (a new folder).
+models_id() {
+    printf '%s\n' "$(sha256_of "$SCRIPT_DIR/make_models.py")" "${PY_PACKAGES[*]}"
 }
 
 do_models() {
-    if [[ -f "$MODELS_DIR/SHA256SUMS" ]]; then
+    [[ -f "$SCRIPT_DIR/make_models.py" ]] || die "model generation: $SCRIPT_DIR/make_models.py is missing"
+    if [[ -f "$MODELS_DIR/SHA256SUMS" && -f "$MODELS_DIR/.recipe" && "$(cat "$MODELS_DIR/.recipe")" == "$(models_id)" ]]; then
         return 0
     fi
+    [[ -d "$MODELS_DIR" ]] && log "scripts/make_models.py or its packages changed since $MODELS_DIR was made; regenerating"
     with_lock "python-$PYENV_RECIPE" do_pyenv
     local tmp
     mkdir -p "$CACHE_ROOT"
+    rm -rf "$CACHE_ROOT/models-$MODELS_RECIPE".tmp.*
     tmp="$(mktemp -d "$CACHE_ROOT/models-$MODELS_RECIPE.tmp.XXXXXX")"
-    trap 'rm -rf "$tmp"' EXIT
+    cleanup_on_exit "$tmp"
     log "model generation into $MODELS_DIR"
     "$PYENV_DIR/bin/python" "$SCRIPT_DIR/make_models.py" --out "$tmp" >&2 \
         || die "model generation failed (scripts/make_models.py)"
     [[ -s "$tmp/tiny.gguf" && -s "$tmp/draft.gguf" && -s "$tmp/SHA256SUMS" ]] \
         || die "model generation: expected files are missing"
+    models_id >"$tmp/.recipe"
+    chmod 755 "$tmp"
     rm -rf "$MODELS_DIR"
     mv "$tmp" "$MODELS_DIR"
-    trap - EXIT
+    trap - EXIT INT TERM
 }
 
 cmd_models() {
@@ -264,7 +331,7 @@ main() {
         serve) cmd_serve "$@" ;;
         help | -h | --help) usage ;;
         *)
-            usage
+            usage >&2
             die "unknown subcommand '$cmd'"
             ;;
     esac
