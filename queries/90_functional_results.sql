@@ -16,6 +16,12 @@
 --                   response's text equals the concatenated deltas, carries the request's
 --                   own canary, and usage was reported.
 -- A request that did not complete (outcome other than ok) fails with its outcome.
+-- `failure` says what kind of failure it is (NULL when passed):
+--   incomplete  the request did not complete (its outcome is not ok): a loss, not bad output;
+--   truncated   the reply was cut by the token ceiling (finish_reason length /
+--               max_output_tokens) before the check could see it whole: for structured_json,
+--               a valid JSON prefix that never closed; its own reason, never corruption;
+--   invalid     a whole reply that fails its check (for structured_json: corruption).
 -- `evidence` is what the verdict was drawn from: the reply text, or the tool call.
 CREATE VIEW functional_results AS
 WITH per_request AS (
@@ -41,6 +47,7 @@ checked AS (
         t.error,
         t.canary,
         t.content,
+        t.finish_reason,
         t.usage_prompt_tokens,
         q.request_body,
         coalesce(e.calls, '[]') AS calls,
@@ -64,10 +71,22 @@ parts AS (
         json_pointer(calls, '/0/name') AS tool_name,
         json_pointer(calls, '/0/arguments') AS tool_arguments,
         json_pointer(calls, '/1') IS NOT NULL AS several_calls,
+        json_schema_error(content,
+            json_pointer(request_body, '/response_format/json_schema/schema')) AS schema_error,
         json_pointer(
             json_find(request_body, '/tools', '/function/name', json_pointer(calls, '/0/name')),
             '/function/parameters') AS tool_schema
     FROM checked
+),
+cut AS (
+    SELECT
+        *,
+        outcome = 'ok'
+            AND coalesce(finish_reason IN ('length', 'max_output_tokens'), false)
+            AND ("check" <> 'structured_json'
+                 OR strpos(coalesce(schema_error, ''), 'not JSON: EOF while parsing') = 1)
+            AS truncated
+    FROM parts
 ),
 judged AS (
     SELECT
@@ -88,8 +107,11 @@ judged AS (
             WHEN "check" = 'structured_json' THEN CASE
                 WHEN json_pointer(request_body, '/response_format/json_schema/schema') IS NULL THEN
                     'the request carried no json_schema'
-                ELSE json_schema_error(content,
-                    json_pointer(request_body, '/response_format/json_schema/schema'))
+                WHEN truncated THEN
+                    'cut off by the token ceiling (finish_reason ' || finish_reason || ') after '
+                        || character_length(content)
+                        || ' characters: valid JSON up to the cut, never closed'
+                ELSE schema_error
             END
             WHEN "check" = 'tools' THEN CASE
                 WHEN json_pointer(calls, '/0') IS NULL THEN 'no tool call'
@@ -119,8 +141,19 @@ judged AS (
                 WHEN usage_prompt_tokens IS NULL THEN 'no usage reported'
             END
             ELSE 'unknown check `' || "check" || '`'
+        END AS base_reason
+    FROM cut
+),
+reasoned AS (
+    SELECT
+        *,
+        CASE
+            WHEN base_reason IS NOT NULL AND truncated AND "check" <> 'structured_json' THEN
+                base_reason || ' (the reply was cut by the token ceiling, finish_reason '
+                    || finish_reason || ')'
+            ELSE base_reason
         END AS reason
-    FROM parts
+    FROM judged
 )
 SELECT
     run_id,
@@ -129,7 +162,13 @@ SELECT
     replica,
     reason IS NULL AS passed,
     reason,
+    CASE
+        WHEN reason IS NULL THEN NULL
+        WHEN outcome <> 'ok' THEN 'incomplete'
+        WHEN truncated THEN 'truncated'
+        ELSE 'invalid'
+    END AS failure,
     canary,
     foreign_in_tool_arguments,
     CASE WHEN "check" = 'tools' THEN calls ELSE content END AS evidence
-FROM judged
+FROM reasoned

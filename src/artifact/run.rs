@@ -492,6 +492,10 @@ pub enum Outcome {
     /// generation (`abort`, `error`, a Responses status `failed` or `cancelled`: anything but
     /// [`NORMAL_FINISH_REASONS`]). Decided by the writer from the parsed events.
     Aborted,
+    /// The server reported an error inside the stream (`data: {"error": ...}`, a Responses
+    /// `error` or `response.failed` event), whether or not the stream then ended cleanly; the
+    /// server's message is in `error`. Decided by the writer from the parsed events.
+    StreamError,
 }
 
 /// Finish reasons (and Responses final statuses) of a generation the server completed:
@@ -510,7 +514,7 @@ pub const NORMAL_FINISH_REASONS: &[&str] = &[
 
 impl Outcome {
     /// Every outcome, in column-value order.
-    pub const ALL: [Outcome; 11] = [
+    pub const ALL: [Outcome; 12] = [
         Outcome::Ok,
         Outcome::HttpError,
         Outcome::TimeoutConnect,
@@ -522,6 +526,7 @@ impl Outcome {
         Outcome::ProtocolError,
         Outcome::Cancelled,
         Outcome::Aborted,
+        Outcome::StreamError,
     ];
 
     /// The value written in the `outcome` column.
@@ -538,6 +543,7 @@ impl Outcome {
             Outcome::ProtocolError => "protocol_error",
             Outcome::Cancelled => "cancelled",
             Outcome::Aborted => "aborted",
+            Outcome::StreamError => "stream_error",
         }
     }
 

@@ -244,7 +244,7 @@ pub static REQUESTS_COLUMNS: &[Column] = &[
         Utf8,
         false,
         "-",
-        "`ok`, `http_error`, `timeout_connect`, `connect_error`, `timeout_first_byte`, `timeout_idle`, `timeout_total`, `disconnected`, `protocol_error`, `cancelled` or `aborted` (the stream ended but its finish reason says the server did not complete the generation: `abort`, `error`, a Responses status `failed` or `cancelled`).",
+        "`ok`, `http_error`, `timeout_connect`, `connect_error`, `timeout_first_byte`, `timeout_idle`, `timeout_total`, `disconnected`, `protocol_error`, `cancelled`, `aborted` (the stream ended but its finish reason says the server did not complete the generation: `abort`, `error`, a Responses status `failed` or `cancelled`) or `stream_error` (the server reported an error inside the stream; its message is in `error`).",
     ),
     col(
         "error",

@@ -1006,8 +1006,8 @@ async fn dispatch(
 mod tests {
     use super::*;
 
-    /// The artifact has one outcome more than the hot path: `aborted`, which the writer
-    /// decides from the parsed finish reason.
+    /// The artifact has two outcomes more than the hot path, which the writer decides from
+    /// the parsed events: `aborted` (the finish reason) and `stream_error`.
     #[test]
     fn every_hot_path_outcome_has_the_same_name_in_the_artifact() {
         for o in Outcome::ALL {
@@ -1019,6 +1019,6 @@ mod tests {
             .map(|o| o.as_str())
             .filter(|o| !hot.contains(o))
             .collect();
-        assert_eq!(writer_only, ["aborted"]);
+        assert_eq!(writer_only, ["aborted", "stream_error"]);
     }
 }

@@ -156,6 +156,11 @@ impl Recorder {
         if let Some(r) = &row.parsed.finish_reason {
             f.finish_reason = Some(r.clone());
         }
+        if f.stream_error.is_none()
+            && let Some(e) = &row.parsed.stream_error
+        {
+            f.stream_error = Some(e.clone());
+        }
         if let Some(p) = row.parsed.usage_prompt_tokens {
             f.prompt_tokens = Some(p);
             let target = self.meta.prompt_tokens_target;
@@ -178,12 +183,19 @@ impl Recorder {
         let Some(m) = self.meta.requests.get(o.request_index as usize) else {
             return;
         };
-        // A complete stream whose finish reason says the server gave up is a failure.
+        // What the parsed events say beyond the transport: an error the server reported in
+        // the stream, or a complete stream whose finish reason says the server gave up.
         let mut outcome = super::driver::artifact_outcome(o.outcome);
-        if o.outcome == super::hotpath::Outcome::Ok
-            && let Some(reason) = self
-                .facts
-                .get(&o.request_index)
+        let facts = self.facts.get(&o.request_index);
+        let transport_ended = matches!(
+            o.outcome,
+            super::hotpath::Outcome::Ok | super::hotpath::Outcome::Disconnected
+        );
+        if transport_ended && let Some(e) = facts.and_then(|f| f.stream_error.as_deref()) {
+            o.error = Some(format!("the server reported an error in the stream: {e}"));
+            outcome = artifact::Outcome::StreamError;
+        } else if o.outcome == super::hotpath::Outcome::Ok
+            && let Some(reason) = facts
                 .and_then(|f| f.finish_reason.as_deref())
                 .filter(|r| !artifact::run::NORMAL_FINISH_REASONS.contains(r))
         {

@@ -21,6 +21,8 @@ pub struct RequestFacts {
     pub prompt_tokens: Option<i64>,
     /// The last finish reason its stream carried.
     pub finish_reason: Option<String>,
+    /// The first error its stream reported.
+    pub stream_error: Option<String>,
 }
 
 /// Nearest-rank percentile (the value at rank ⌈p·n⌉ of the sorted values), as the manifest's
@@ -146,6 +148,7 @@ mod tests {
                     completion_tokens: Some(100),
                     prompt_tokens: Some(10),
                     finish_reason: None,
+                    stream_error: None,
                 },
             );
         }

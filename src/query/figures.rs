@@ -53,6 +53,7 @@ WHERE kind = 'measured' AND outcome <> 'ok' ORDER BY run_id, request_index";
 
 const FUNCTIONAL_SQL: &str = "\
 SELECT run_id, request_index, \"check\", passed, coalesce(reason, '') AS reason, \
+       coalesce(failure, '') AS failure, \
        coalesce(array_to_string(foreign_in_tool_arguments, ','), '') AS foreign_list, \
        canary IS NOT NULL AND strpos(coalesce(json_pointer(evidence, '/0/arguments'), ''), canary) > 0 \
            AS own_in_arguments \
@@ -233,6 +234,7 @@ pub async fn read_artifacts(session: &AnvilSession) -> Result<Vec<Artifact>, Que
     let check = column_str(&r, "check")?;
     let passed = column_i64(&r, "passed")?;
     let reason = column_str(&r, "reason")?;
+    let failure = column_str(&r, "failure")?;
     let foreign = column_str(&r, "foreign_list")?;
     let own_in_arguments = column_i64(&r, "own_in_arguments")?;
     for i in 0..ids.len() {
@@ -244,6 +246,7 @@ pub async fn read_artifacts(session: &AnvilSession) -> Result<Vec<Artifact>, Que
             request_index: request[i],
             passed: passed[i] == Some(1),
             reason: (!reason[i].is_empty()).then(|| reason[i].clone()),
+            failure: crate::rules::FunctionalFailure::parse(&failure[i]),
         });
         if check[i] == "tools"
             && let Some(c) = f

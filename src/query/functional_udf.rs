@@ -101,6 +101,12 @@ pub fn json_find(
 pub fn json_schema_error(instance: &str, schema: &str) -> Option<String> {
     let instance: Value = match serde_json::from_str(instance) {
         Ok(v) => v,
+        // serde_json refuses numbers beyond f64's range: the text is JSON, unverifiable here.
+        Err(e) if e.to_string().starts_with("number out of range") => {
+            return Some(format!(
+                "valid JSON, but a number is beyond a 64-bit float's range ({e}): the schema could not be checked"
+            ));
+        }
         Err(e) => return Some(format!("not JSON: {e}")),
     };
     let schema: Value = match serde_json::from_str(schema) {
@@ -526,6 +532,16 @@ mod tests {
                 .unwrap()
                 .starts_with("not JSON")
         );
+        // A cut-off reply is a valid prefix: serde_json says so by EOF (functional_results
+        // calls it truncated when the finish reason is the token ceiling).
+        assert!(
+            json_schema_error(r#"{"owner":{"email":"a@"#, schema)
+                .unwrap()
+                .starts_with("not JSON: EOF while parsing")
+        );
+        // A number beyond f64 is still JSON: the reason says so, not "not JSON".
+        let e = json_schema_error(r#"{"owner":{"email":"a"},"n":1e999}"#, schema).unwrap();
+        assert!(e.starts_with("valid JSON, but a number is beyond"), "{e}");
         assert!(
             json_schema_error("{}", "{\"type\": 5}")
                 .unwrap()

@@ -157,6 +157,7 @@ fn artifact(
                 request_index: None,
                 passed: true,
                 reason: None,
+                failure: None,
             })
             .collect(),
     };

@@ -493,6 +493,7 @@ mod tests {
             request_index: Some(4),
             passed: true,
             reason: None,
+            failure: None,
         });
         assert_eq!(
             functional(&[&a]),
@@ -503,6 +504,7 @@ mod tests {
             request_index: Some(5),
             passed: false,
             reason: Some("arguments are not valid JSON".to_owned()),
+            failure: Some(crate::rules::FunctionalFailure::Invalid),
         });
         assert_eq!(
             functional(&[&a]),

@@ -133,6 +133,7 @@ pub fn artifact(run_id: &str, arm: &str, config: &[(&str, &str)], tps: f64) -> A
                 request_index: None,
                 passed: true,
                 reason: None,
+                failure: None,
             })
             .collect(),
     };

@@ -295,6 +295,31 @@ pub struct FunctionalResult {
     pub passed: bool,
     /// Why it failed (or a note when it passed).
     pub reason: Option<String>,
+    /// What kind of failure (`None` when it passed).
+    pub failure: Option<FunctionalFailure>,
+}
+
+/// What kind of failure a functional result is (`functional_results.failure`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum FunctionalFailure {
+    /// The request did not complete: a loss, counted under its outcome, not bad output.
+    Incomplete,
+    /// The reply was cut by the token ceiling before the check could see it whole.
+    Truncated,
+    /// A whole reply that fails its check.
+    Invalid,
+}
+
+impl FunctionalFailure {
+    /// Parse the view's spelling (`incomplete`, `truncated`, `invalid`).
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "incomplete" => Some(Self::Incomplete),
+            "truncated" => Some(Self::Truncated),
+            "invalid" => Some(Self::Invalid),
+            _ => None,
+        }
+    }
 }
 
 /// Functional check names the third advance rule needs.

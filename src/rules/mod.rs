@@ -40,9 +40,9 @@ pub use headline::{
     ClassKind, Classification, Comparand, HeadlineSelection, Scope, classify, gate,
 };
 pub use input::{
-    Artifact, ArtifactFacts, ArtifactFigures, CanaryResult, FunctionalResult, MetricId,
-    ReplicaThroughput, RequestCounts, RequestValue, Restart, ServerError, SpecDecode, Stats,
-    Topology,
+    Artifact, ArtifactFacts, ArtifactFigures, CanaryResult, FunctionalFailure, FunctionalResult,
+    MetricId, ReplicaThroughput, RequestCounts, RequestValue, Restart, ServerError, SpecDecode,
+    Stats, Topology,
 };
 pub use matching::{MatchedSet, match_artifacts};
 pub use refusal::{FieldDifference, Refusal, RefusalKind};

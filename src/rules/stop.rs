@@ -12,7 +12,7 @@ use crate::artifact::run::Outcome;
 use crate::manifest::RunPlan;
 
 use super::advance::{indices, outcomes};
-use super::input::{Artifact, STRUCTURED_OUTPUT_CHECK, num};
+use super::input::{Artifact, FunctionalFailure, STRUCTURED_OUTPUT_CHECK, num};
 
 /// Plan stage whose evidence shows the starting service was restored.
 pub const RESTORE_STAGE: &str = "restore";
@@ -114,14 +114,20 @@ pub fn contamination(artifact: &Artifact) -> Option<StopFinding> {
     })
 }
 
-/// Repeatable structured-output corruption: the structured JSON check failed for at least
-/// [`CORRUPTION_THRESHOLD`] requests (results without a request index count once each).
+/// Repeatable structured-output corruption: the structured JSON check found a whole reply
+/// invalid in at least [`CORRUPTION_THRESHOLD`] requests (results without a request index
+/// count once each). A reply cut by the token ceiling, or a request that did not complete
+/// (an HTTP error is a loss), is not corrupted output.
 pub fn structured_output_corruption(artifact: &Artifact) -> Option<StopFinding> {
     let failed: Vec<_> = artifact
         .figures
         .functional
         .iter()
-        .filter(|r| r.check == STRUCTURED_OUTPUT_CHECK && !r.passed)
+        .filter(|r| {
+            r.check == STRUCTURED_OUTPUT_CHECK
+                && !r.passed
+                && r.failure == Some(FunctionalFailure::Invalid)
+        })
         .collect();
     let indexed: BTreeSet<i64> = failed.iter().filter_map(|r| r.request_index).collect();
     let unindexed = failed.iter().filter(|r| r.request_index.is_none()).count();
@@ -342,13 +348,24 @@ mod tests {
     #[test]
     fn structured_corruption_fires_from_two_requests() {
         let mut a = artifact("r-a", "A", &[], 1000.0);
-        let corrupt = |index| FunctionalResult {
+        let failed = |index, failure| FunctionalResult {
             check: "structured_json".to_owned(),
             request_index: Some(index),
             passed: false,
-            reason: Some("truncated object".to_owned()),
+            reason: Some("at /priority: \"urgent\" is not one of ...".to_owned()),
+            failure: Some(failure),
         };
+        let corrupt = |index| failed(index, FunctionalFailure::Invalid);
         a.figures.functional.push(corrupt(4));
+        assert_eq!(structured_output_corruption(&a), None);
+        // Replies cut by the token ceiling and requests that failed (HTTP 500) are not
+        // corrupted output.
+        a.figures
+            .functional
+            .push(failed(5, FunctionalFailure::Truncated));
+        a.figures
+            .functional
+            .push(failed(6, FunctionalFailure::Incomplete));
         assert_eq!(structured_output_corruption(&a), None);
         a.figures.functional.push(corrupt(9));
         assert_eq!(

@@ -18,6 +18,7 @@
 //! | `wrong-tool` | the tool call names a function that was not offered (requests with `tools` only) |
 //! | `tool-contaminate` | the tool call's first string argument carries another request's canary (requests with `tools` only) |
 //! | `abort` | mid-stream, the stream ends cleanly as vLLM ends a request it aborts (e.g. when the server is stopped): a last chunk with `finish_reason: "abort"` and no usage, then `data: [DONE]` (Responses: `response.completed` with status `cancelled`) |
+//! | `stream-error` | mid-stream, an error event `data: {"error": {"message": "CUDA error: an illegal memory access was encountered", ...}}` (Responses: an `error` event), then the stream ends without its terminal event, as llama.cpp's server ends a generation that failed |
 //! | `responses-malformed` | on `/v1/responses`, one `response.output_text.delta` event's data is not valid JSON (other endpoints unaffected) |
 //!
 //! "Mid-stream" is the middle decode step of the reply. `http500`/`http429` come after the
@@ -42,11 +43,12 @@ pub enum FaultKind {
     ToolContaminate,
     ResponsesMalformed,
     Abort,
+    StreamError,
 }
 
 impl FaultKind {
     /// Every kind, in `--help` order.
-    pub const ALL: [FaultKind; 13] = [
+    pub const ALL: [FaultKind; 14] = [
         FaultKind::Contaminate,
         FaultKind::Disconnect,
         FaultKind::Http500,
@@ -60,6 +62,7 @@ impl FaultKind {
         FaultKind::ToolContaminate,
         FaultKind::ResponsesMalformed,
         FaultKind::Abort,
+        FaultKind::StreamError,
     ];
 
     /// The name used on the command line.
@@ -78,6 +81,7 @@ impl FaultKind {
             FaultKind::ToolContaminate => "tool-contaminate",
             FaultKind::ResponsesMalformed => "responses-malformed",
             FaultKind::Abort => "abort",
+            FaultKind::StreamError => "stream-error",
         }
     }
 
@@ -106,6 +110,9 @@ impl FaultKind {
             FaultKind::ResponsesMalformed => "/v1/responses: one delta event's data is not JSON",
             FaultKind::Abort => {
                 "stream ends cleanly mid-reply with finish_reason abort, then [DONE]"
+            }
+            FaultKind::StreamError => {
+                "mid-stream error event (a CUDA error), then the stream ends without [DONE]"
             }
         }
     }

@@ -416,6 +416,21 @@ pub fn render(c: &RenderCtx<'_>, reply: &Reply, rng: &mut StdRng) -> Vec<Event> 
                 out.push(ev(Bytes::new(), 0, "disconnect", Gate::Same, Action::Abort));
                 break;
             }
+            if c.stream && f.has(FaultKind::StreamError) {
+                let message = "CUDA error: an illegal memory access was encountered";
+                let bytes = match c.api {
+                    Api::Responses => sse_event(
+                        "error",
+                        &json!({"type": "error", "code": "server_error", "message": message,
+                                "sequence_number": out.len()}),
+                    ),
+                    _ => sse(&json!({"error": {"code": 500, "message": message,
+                                               "type": "server_error"}})),
+                };
+                out.push(ev(bytes, 0, "stream-error", Gate::Same, Action::Send));
+                // The stream then ends without its terminal event.
+                return number(out);
+            }
             if c.stream && f.has(FaultKind::Abort) && c.api != Api::Responses {
                 let chunk = if c.api == Api::Chat {
                     json!({"id": format!("chatcmpl-{}", c.id), "object": "chat.completion.chunk",

@@ -1189,3 +1189,43 @@ fn a_stream_ended_with_an_abort_finish_reason_is_a_failure() {
         );
     }
 }
+
+/// A server that reports an error inside the stream (llama.cpp's and vLLM's `data:
+/// {"error": ...}`) gives a `stream_error` request with the server's message, not
+/// `disconnected` and not `ok`.
+#[test]
+fn an_error_reported_in_the_stream_is_its_own_outcome() {
+    let tmp = tempfile::tempdir().unwrap();
+    let manifest = quick_manifest(tmp.path());
+    let out = tmp.path().join("out");
+    let sim = Sim::start(&["--seed", "5", "--fault", "stream-error=0.5"]);
+    let url = sim.url(0);
+    for api in ["chat", "responses"] {
+        let out = out.join(api);
+        let mut args = cell_args(manifest.to_str().unwrap(), out.to_str().unwrap(), "2", "16");
+        args.extend_from_slice(&["--endpoint", &url, "--api", api]);
+        let dir = artifact_of(&run(CAPTURE, &args, &[]));
+        validate(&dir);
+        let r = measured_requests(&dir);
+        let outcome = strs(&r, "outcome");
+        let error = strs(&r, "error");
+        let mut by: BTreeMap<String, usize> = BTreeMap::new();
+        for k in 0..outcome.len() {
+            let o = outcome[k].clone().unwrap();
+            if o == "stream_error" {
+                let e = error[k].clone().unwrap_or_default();
+                assert!(
+                    e.starts_with("the server reported an error in the stream: CUDA error"),
+                    "{api}: {e}"
+                );
+            }
+            *by.entry(o).or_default() += 1;
+        }
+        assert!(
+            by.get("stream_error").is_some_and(|n| *n > 0),
+            "{api}: {by:?}"
+        );
+        assert!(by.get("ok").is_some_and(|n| *n > 0), "{api}: {by:?}");
+        assert_eq!(by.len(), 2, "{api}: {by:?}");
+    }
+}
