@@ -1,62 +1,72 @@
--- spec_decode: speculative-decoding counters of each replica over the run, from its
--- Prometheus scrapes (vLLM names):
---   drafts          = delta of vllm:spec_decode_num_drafts_total
---   draft_tokens    = delta of vllm:spec_decode_num_draft_tokens_total
---   accepted_tokens = delta of vllm:spec_decode_num_accepted_tokens_total
--- each delta = value at the replica's last scrape (phase 'after') minus its first (phase
--- 'before'), label sets summed per scrape;
+-- spec_decode: speculative-decoding acceptance of each replica over the run, from its
+-- Prometheus scrapes, under each runtime's own names (server_metric_names: vLLM, SGLang,
+-- llama.cpp):
+--   drafts          = increase of the runtime's draft-steps counter over the run;
+--   draft_tokens    = increase of its proposed-draft-tokens counter;
+--   accepted_tokens = increase of its accepted-draft-tokens counter;
+-- each increase as counter_increases computes it (label sets summed; a series absent from
+-- the first scrape counts from 0; a fall between two scrapes counts from 0 again);
 --   acceptance_rate      = accepted_tokens / draft_tokens (share of proposed tokens accepted);
 --   mean_accepted_length = 1 + accepted_tokens / drafts (vLLM's "mean acceptance length":
 --                          tokens emitted per draft step, the accepted draft tokens plus the
 --                          one token the target model always produces).
--- One row per replica of every run (from run.json topology); NULL where a counter is absent
--- (no speculative decoding, or a server that does not export it) or a divisor is zero.
--- A negative delta means the counter reset: see the restarts view.
+-- A runtime that exports only gauges (SGLang's spec_accept_rate / spec_accept_length) gives
+-- their mean over the scrapes taken during the run instead (`source` = 'gauges'; the counter
+-- columns are then NULL); `source` = 'counters' otherwise.
+-- One row per replica of every run (from run.json topology); `runtime` names whose metric
+-- names were found; NULL everywhere when none (no speculative decoding, or a server that does
+-- not export it) or a divisor is zero. Per draft position: spec_decode_positions.
 CREATE VIEW spec_decode AS
 WITH replicas AS (
     SELECT run_id, arm, cell_id, unnest(range(0, replicas)) AS replica
     FROM runs
 ),
-samples AS (
-    SELECT run_id, replica, t_ns, metric, sum(value) AS value
-    FROM scrapes
-    WHERE metric IN (
-        'vllm:spec_decode_num_drafts_total',
-        'vllm:spec_decode_num_draft_tokens_total',
-        'vllm:spec_decode_num_accepted_tokens_total'
-    )
-    GROUP BY run_id, replica, t_ns, metric
+counted AS (
+    SELECT c.run_id, c.replica, n.runtime, n.role, sum(c.increase) AS increase
+    FROM counter_increases c
+    JOIN server_metric_names n ON n.metric = c.metric
+    WHERE n.role IN ('spec_drafts', 'spec_draft_tokens', 'spec_accepted_tokens')
+    GROUP BY c.run_id, c.replica, n.runtime, n.role
 ),
-deltas AS (
+counters AS (
     SELECT
         run_id,
         replica,
-        metric,
-        last_value(value ORDER BY t_ns) - first_value(value ORDER BY t_ns) AS delta
-    FROM samples
-    GROUP BY run_id, replica, metric
-),
-wide AS (
-    SELECT
-        run_id,
-        replica,
-        max(delta) FILTER (WHERE metric = 'vllm:spec_decode_num_drafts_total') AS drafts,
-        max(delta) FILTER (WHERE metric = 'vllm:spec_decode_num_draft_tokens_total')
-            AS draft_tokens,
-        max(delta) FILTER (WHERE metric = 'vllm:spec_decode_num_accepted_tokens_total')
-            AS accepted_tokens
-    FROM deltas
+        max(runtime) AS runtime,
+        max(increase) FILTER (WHERE role = 'spec_drafts') AS drafts,
+        max(increase) FILTER (WHERE role = 'spec_draft_tokens') AS draft_tokens,
+        max(increase) FILTER (WHERE role = 'spec_accepted_tokens') AS accepted_tokens
+    FROM counted
     GROUP BY run_id, replica
+),
+gauges AS (
+    SELECT
+        s.run_id,
+        s.replica,
+        max(n.runtime) AS runtime,
+        avg(s.value) FILTER (WHERE n.role = 'spec_accept_rate') AS accept_rate,
+        avg(s.value) FILTER (WHERE n.role = 'spec_accept_length') AS accept_length
+    FROM scrapes s
+    JOIN server_metric_names n ON n.metric = s.metric
+    WHERE n.role IN ('spec_accept_rate', 'spec_accept_length') AND s.phase = 'during'
+    GROUP BY s.run_id, s.replica
 )
 SELECT
     r.run_id,
     r.arm,
     r.cell_id,
     r.replica,
-    w.drafts,
-    w.draft_tokens,
-    w.accepted_tokens,
-    w.accepted_tokens / nullif(w.draft_tokens, 0) AS acceptance_rate,
-    1 + w.accepted_tokens / nullif(w.drafts, 0) AS mean_accepted_length
+    coalesce(c.runtime, g.runtime) AS runtime,
+    CASE
+        WHEN c.run_id IS NOT NULL THEN 'counters'
+        WHEN g.run_id IS NOT NULL THEN 'gauges'
+    END AS source,
+    c.drafts,
+    c.draft_tokens,
+    c.accepted_tokens,
+    coalesce(c.accepted_tokens / nullif(c.draft_tokens, 0), g.accept_rate) AS acceptance_rate,
+    coalesce(1 + c.accepted_tokens / nullif(c.drafts, 0), g.accept_length)
+        AS mean_accepted_length
 FROM replicas r
-LEFT JOIN wide w ON w.run_id = r.run_id AND w.replica = r.replica
+LEFT JOIN counters c ON c.run_id = r.run_id AND c.replica = r.replica
+LEFT JOIN gauges g ON g.run_id = r.run_id AND g.replica = r.replica

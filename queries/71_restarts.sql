@@ -1,20 +1,62 @@
--- restarts: server restart detection per replica (run plan stop rule: "restart (e.g.
--- process_start_time_seconds changed)"). A replica restarted during the run when its
--- `process_start_time_seconds` took more than one value across its scrapes (before, during,
--- after). One row per replica that exports the metric; `restarted` is the verdict,
--- `start_times` the number of distinct values seen (restarts = start_times - 1).
+-- restarts: server restart detection per replica of every run (run plan stop rule: "restart
+-- (e.g. process_start_time_seconds changed)"). Two signals:
+--   start time  the replica's `process_start_time_seconds` took more than one value across
+--               its scrapes (before, during, after);
+--   counters    a monotonic counter of the replica fell between two scrapes
+--               (counter_increases.resets > 0): a restarted server counts from 0 again.
+--               llama.cpp's server exports no start time; this is how its restarts show.
+-- `restarted` is the verdict (either signal); `signal` names the first that fired
+-- ('process_start_time_seconds' or 'counter_reset'); `detectable` is false for a replica
+-- that exported neither signal (no start time, no counter): a restart there could not be
+-- seen, and anvil check says so. `start_times` counts distinct start times (restarts =
+-- start_times - 1); `counters_reset` counts the series that fell, `counter_reset_example`
+-- names one.
 CREATE VIEW restarts AS
+WITH replicas AS (
+    SELECT run_id, arm, cell_id, unnest(range(0, replicas)) AS replica
+    FROM runs
+),
+starts AS (
+    SELECT
+        run_id,
+        replica,
+        count(*) AS scrapes,
+        count(DISTINCT value) AS start_times,
+        first_value(value ORDER BY t_ns) AS first_start_time_s,
+        last_value(value ORDER BY t_ns) AS last_start_time_s
+    FROM scrapes
+    WHERE metric = (SELECT metric FROM server_metric_names WHERE role = 'process_start')
+    GROUP BY run_id, replica
+),
+counters AS (
+    SELECT
+        run_id,
+        replica,
+        count(*) AS counters,
+        count(*) FILTER (WHERE resets > 0) AS counters_reset,
+        min(metric || CASE WHEN labels = '' THEN '' ELSE '{' || labels || '}' END)
+            FILTER (WHERE resets > 0) AS counter_reset_example
+    FROM counter_increases
+    GROUP BY run_id, replica
+)
 SELECT
-    s.run_id,
-    ru.arm,
-    ru.cell_id,
-    s.replica,
-    count(*) AS scrapes,
-    count(DISTINCT s.value) AS start_times,
-    first_value(s.value ORDER BY s.t_ns) AS first_start_time_s,
-    last_value(s.value ORDER BY s.t_ns) AS last_start_time_s,
-    count(DISTINCT s.value) > 1 AS restarted
-FROM scrapes s
-JOIN runs ru ON ru.run_id = s.run_id
-WHERE s.metric = 'process_start_time_seconds'
-GROUP BY s.run_id, ru.arm, ru.cell_id, s.replica
+    r.run_id,
+    r.arm,
+    r.cell_id,
+    r.replica,
+    coalesce(s.scrapes, 0) AS scrapes,
+    coalesce(s.start_times, 0) AS start_times,
+    s.first_start_time_s,
+    s.last_start_time_s,
+    coalesce(c.counters, 0) AS counters,
+    coalesce(c.counters_reset, 0) AS counters_reset,
+    c.counter_reset_example,
+    coalesce(s.start_times, 0) > 1 OR coalesce(c.counters_reset, 0) > 0 AS restarted,
+    CASE
+        WHEN coalesce(s.start_times, 0) > 1 THEN 'process_start_time_seconds'
+        WHEN coalesce(c.counters_reset, 0) > 0 THEN 'counter_reset'
+    END AS signal,
+    s.run_id IS NOT NULL OR coalesce(c.counters, 0) > 0 AS detectable
+FROM replicas r
+LEFT JOIN starts s ON s.run_id = r.run_id AND s.replica = r.replica
+LEFT JOIN counters c ON c.run_id = r.run_id AND c.replica = r.replica

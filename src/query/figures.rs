@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use crate::artifact::run::Outcome;
 use crate::rules::{
     Artifact, ArtifactFacts, ArtifactFigures, CanaryResult, FunctionalResult, MetricId,
-    ReplicaThroughput, RequestValue, Restart, ServerError, SpecDecode, Stats,
+    ReplicaThroughput, RequestValue, Restart, RestartSignal, ServerError, SpecDecode, Stats,
 };
 
 use super::summary::{column_f64, column_i64, column_str};
@@ -44,8 +44,9 @@ SELECT run_id, request_index, canary_ok, \
 FROM request_metrics WHERE canary IS NOT NULL ORDER BY run_id, request_index";
 
 const RESTARTS_SQL: &str = "\
-SELECT run_id, replica, first_start_time_s, last_start_time_s FROM restarts \
-WHERE restarted ORDER BY run_id, replica";
+SELECT run_id, replica, restarted, detectable, signal, first_start_time_s, last_start_time_s, \
+       counters_reset, coalesce(counter_reset_example, '') AS counter_reset_example \
+FROM restarts WHERE restarted OR NOT detectable ORDER BY run_id, replica";
 
 const ERRORS_SQL: &str = "\
 SELECT run_id, request_index, outcome, coalesce(error, '') AS error FROM request_timing \
@@ -266,22 +267,36 @@ pub async fn read_artifacts(session: &AnvilSession) -> Result<Vec<Artifact>, Que
     let r = session.query(RESTARTS_SQL).await?;
     let ids = column_str(&r, "run_id")?;
     let replica = column_i64(&r, "replica")?;
+    let restarted = column_i64(&r, "restarted")?;
+    let detectable = column_i64(&r, "detectable")?;
+    let signal = column_str(&r, "signal")?;
     let before = column_f64(&r, "first_start_time_s")?;
     let after = column_f64(&r, "last_start_time_s")?;
+    let reset = column_i64(&r, "counters_reset")?;
+    let example = column_str(&r, "counter_reset_example")?;
     for i in 0..ids.len() {
-        if let (Some(replica), Some(before), Some(after), Some(f)) = (
-            replica[i],
-            before[i],
-            after[i],
+        let (Some(replica), Some(f)) = (
+            replica[i].and_then(|r| u32::try_from(r).ok()),
             slot(&mut artifacts, &index, &ids[i]),
-        ) && let Ok(replica) = u32::try_from(replica)
-        {
-            f.restarts.push(Restart {
-                replica,
-                start_time_before_s: before,
-                start_time_after_s: after,
-            });
+        ) else {
+            continue;
+        };
+        if detectable[i] == Some(0) {
+            f.restart_undetectable.push(replica);
         }
+        if restarted[i] != Some(1) {
+            continue;
+        }
+        let signal = match (signal[i].as_str(), before[i], after[i]) {
+            ("process_start_time_seconds", Some(before_s), Some(after_s)) => {
+                RestartSignal::StartTime { before_s, after_s }
+            }
+            _ => RestartSignal::CounterReset {
+                counters: reset[i].map_or(0, |n| n.max(0) as u64),
+                example: example[i].clone(),
+            },
+        };
+        f.restarts.push(Restart { replica, signal });
     }
 
     let r = session.query(ERRORS_SQL).await?;

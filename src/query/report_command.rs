@@ -16,7 +16,8 @@ use crate::cli::{ReportArgs, ReportFormat};
 use crate::exit;
 use crate::manifest::{RunPlan, WorkloadManifest};
 use crate::report::view::{
-    OutputSnippet, QueueSample, RequestTiming, RunInfo, RunQueue, ScreenResult, TokensPerChunk,
+    ClientQueue, OutputSnippet, QueueSample, RequestTiming, RunInfo, RunQueue, ScreenResult,
+    ServerTimings, TokensPerChunk,
 };
 use crate::report::{ReportInput, render_html, render_markdown};
 use crate::rules::control::control;
@@ -47,22 +48,29 @@ JOIN request_metrics m ON m.run_id = t.run_id AND m.request_index = t.request_in
 WHERE t.kind = 'measured' AND m.outcome = 'ok' \
 ORDER BY t.run_id, t.request_index";
 
-/// The scheduler gauges of every scrape (vLLM and SGLang names), on the same time base as
+/// The scheduler gauges of every scrape (the `server_queue` view), on the same time base as
 /// [`TIMING_SQL`].
 const QUEUE_SQL: &str = "\
 WITH base AS ( \
     SELECT run_id, min(t_sent_ns) AS t0 FROM request_timing WHERE kind = 'measured' GROUP BY run_id \
 ) \
-SELECT s.run_id, s.replica, CAST(s.t_ns - b.t0 AS DOUBLE) / 1e9 AS t_s, \
-       max(CASE WHEN s.metric IN ('vllm:num_requests_waiting', 'sglang:num_queue_reqs') \
-                THEN s.value END) AS waiting, \
-       max(CASE WHEN s.metric IN ('vllm:num_requests_running', 'sglang:num_running_reqs') \
-                THEN s.value END) AS running \
-FROM scrapes s JOIN base b ON b.run_id = s.run_id \
-WHERE s.metric IN ('vllm:num_requests_waiting', 'vllm:num_requests_running', \
-                   'sglang:num_queue_reqs', 'sglang:num_running_reqs') \
-GROUP BY s.run_id, s.replica, s.t_ns, b.t0 \
-ORDER BY s.run_id, s.replica, s.t_ns";
+SELECT q.run_id, q.replica, q.runtime, CAST(q.t_ns - b.t0 AS DOUBLE) / 1e9 AS t_s, q.waiting, q.running \
+FROM server_queue q JOIN base b ON b.run_id = q.run_id \
+ORDER BY q.run_id, q.replica, q.t_ns";
+
+/// How many scrapes each run has, and of how many metrics.
+const SCRAPES_SQL: &str = "\
+SELECT run_id, count(DISTINCT t_ns) AS scrapes, count(DISTINCT metric) AS metrics \
+FROM scrapes GROUP BY run_id ORDER BY run_id";
+
+const CLIENT_QUEUE_SQL: &str = "\
+SELECT run_id, schedule, rate_per_s, requests, queued_over_1ms, p50_ms, p95_ms, max_ms \
+FROM client_queueing ORDER BY run_id";
+
+const SERVER_TIMINGS_SQL: &str = "\
+SELECT run_id, requests, prefill_p50_ms, queue_p50_ms, queue_max_ms, generation_diff_p50_ms, \
+       generation_diff_max_abs_ms, token_mismatches \
+FROM server_timing_summary ORDER BY run_id";
 
 /// Usage completion tokens per content chunk, per run and replica.
 const TOKENS_PER_CHUNK_SQL: &str = "\
@@ -96,6 +104,8 @@ pub struct Gathered {
     pub runs: Vec<RunInfo>,
     pub requests: Vec<RequestTiming>,
     pub queues: Vec<RunQueue>,
+    pub client_queues: Vec<ClientQueue>,
+    pub server_timings: Vec<ServerTimings>,
     pub tokens_per_chunk: Vec<TokensPerChunk>,
     pub snippets: Vec<OutputSnippet>,
 }
@@ -163,28 +173,95 @@ pub async fn gather(session: &AnvilSession) -> Result<Gathered, QueryError> {
         })
         .collect();
 
+    let r = session.query(SCRAPES_SQL).await?;
+    let ids = column_str(&r, "run_id")?;
+    let scrapes = column_i64(&r, "scrapes")?;
+    let metrics = column_i64(&r, "metrics")?;
+    let mut by_run: BTreeMap<String, RunQueue> = (0..ids.len())
+        .map(|i| {
+            (
+                ids[i].clone(),
+                RunQueue {
+                    run_id: ids[i].clone(),
+                    scrapes: scrapes[i].unwrap_or(0),
+                    metrics: metrics[i].unwrap_or(0),
+                    runtime: None,
+                    samples: Vec::new(),
+                },
+            )
+        })
+        .collect();
     let r = session.query(QUEUE_SQL).await?;
     let ids = column_str(&r, "run_id")?;
     let replica = column_i64(&r, "replica")?;
+    let runtime = column_str(&r, "runtime")?;
     let t = column_f64(&r, "t_s")?;
     let waiting = column_f64(&r, "waiting")?;
     let running = column_f64(&r, "running")?;
-    let mut by_run: BTreeMap<String, Vec<QueueSample>> = BTreeMap::new();
     for i in 0..ids.len() {
-        let (Some(replica), Some(t_s)) = (replica[i].and_then(|r| u32::try_from(r).ok()), t[i])
-        else {
+        let (Some(replica), Some(t_s), Some(q)) = (
+            replica[i].and_then(|r| u32::try_from(r).ok()),
+            t[i],
+            by_run.get_mut(&ids[i]),
+        ) else {
             continue;
         };
-        by_run.entry(ids[i].clone()).or_default().push(QueueSample {
+        q.runtime.get_or_insert_with(|| runtime[i].clone());
+        q.samples.push(QueueSample {
             replica,
             t_s,
             waiting: waiting[i].unwrap_or(0.0),
             running: running[i].unwrap_or(0.0),
         });
     }
-    let queues = by_run
-        .into_iter()
-        .map(|(run_id, samples)| RunQueue { run_id, samples })
+    let queues = by_run.into_values().collect();
+
+    let r = session.query(CLIENT_QUEUE_SQL).await?;
+    let ids = column_str(&r, "run_id")?;
+    let schedule = column_str(&r, "schedule")?;
+    let rate = column_f64(&r, "rate_per_s")?;
+    let sent = column_i64(&r, "requests")?;
+    let over = column_i64(&r, "queued_over_1ms")?;
+    let [p50, p95, max] = ["p50_ms", "p95_ms", "max_ms"].map(|c| column_f64(&r, c));
+    let (p50, p95, max) = (p50?, p95?, max?);
+    let client_queues = (0..ids.len())
+        .map(|i| ClientQueue {
+            run_id: ids[i].clone(),
+            schedule: schedule[i].clone(),
+            rate_per_s: rate[i],
+            requests: sent[i].unwrap_or(0),
+            queued_over_1ms: over[i].unwrap_or(0),
+            p50_ms: p50[i],
+            p95_ms: p95[i],
+            max_ms: max[i],
+        })
+        .collect();
+
+    let r = session.query(SERVER_TIMINGS_SQL).await?;
+    let ids = column_str(&r, "run_id")?;
+    let timed = column_i64(&r, "requests")?;
+    let mismatches = column_i64(&r, "token_mismatches")?;
+    let [prefill, queue_p50, queue_max, gen_p50, gen_max] = [
+        "prefill_p50_ms",
+        "queue_p50_ms",
+        "queue_max_ms",
+        "generation_diff_p50_ms",
+        "generation_diff_max_abs_ms",
+    ]
+    .map(|c| column_f64(&r, c));
+    let (prefill, queue_p50, queue_max, gen_p50, gen_max) =
+        (prefill?, queue_p50?, queue_max?, gen_p50?, gen_max?);
+    let server_timings = (0..ids.len())
+        .map(|i| ServerTimings {
+            run_id: ids[i].clone(),
+            requests: timed[i].unwrap_or(0),
+            prefill_p50_ms: prefill[i],
+            queue_p50_ms: queue_p50[i],
+            queue_max_ms: queue_max[i],
+            generation_diff_p50_ms: gen_p50[i],
+            generation_diff_max_abs_ms: gen_max[i],
+            token_mismatches: mismatches[i].unwrap_or(0),
+        })
         .collect();
 
     let r = session.query(TOKENS_PER_CHUNK_SQL).await?;
@@ -232,6 +309,8 @@ pub async fn gather(session: &AnvilSession) -> Result<Gathered, QueryError> {
         runs,
         requests,
         queues,
+        client_queues,
+        server_timings,
         tokens_per_chunk,
         snippets,
     })
@@ -374,6 +453,8 @@ pub fn render(
         runs: &gathered.runs,
         requests: &gathered.requests,
         queues: &gathered.queues,
+        client_queues: &gathered.client_queues,
+        server_timings: &gathered.server_timings,
         tokens_per_chunk: &gathered.tokens_per_chunk,
         snippets: &gathered.snippets,
         definitions: &definitions,

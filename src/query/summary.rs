@@ -32,6 +32,23 @@ const QUEUE_SQL: &str = "\
 SELECT run_id, requests, queued_over_1ms, p50_ms, p95_ms, max_ms FROM client_queueing \
 ORDER BY run_id";
 
+const SERVER_TIMINGS_SQL: &str = "\
+SELECT run_id, requests, prefill_p50_ms, queue_p50_ms, queue_max_ms, generation_diff_p50_ms, \
+       generation_diff_max_abs_ms, token_mismatches \
+FROM server_timing_summary ORDER BY run_id";
+
+/// What the server reported about its own timings (the `server_timing_summary` view).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ServerTimings {
+    pub requests: i64,
+    pub prefill_p50_ms: Option<f64>,
+    pub queue_p50_ms: Option<f64>,
+    pub queue_max_ms: Option<f64>,
+    pub generation_diff_p50_ms: Option<f64>,
+    pub generation_diff_max_abs_ms: Option<f64>,
+    pub token_mismatches: i64,
+}
+
 /// Client-side queueing of one artifact (the `client_queueing` view).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ClientQueue {
@@ -91,6 +108,7 @@ pub struct ArtifactStats {
     pub metrics: Vec<MetricRow>,
     pub throughput: Option<Throughput>,
     pub client_queue: Option<ClientQueue>,
+    pub server_timings: Option<ServerTimings>,
 }
 
 /// The summary of every artifact, in run id order.
@@ -166,6 +184,7 @@ impl Summary {
                 metrics: Vec::new(),
                 throughput: None,
                 client_queue: None,
+                server_timings: None,
             })
             .collect();
         let index = |run_id: &str| artifacts.iter().position(|a| a.run_id == run_id);
@@ -232,6 +251,35 @@ impl Summary {
                 )
             })
             .collect();
+        let timings = session.query(SERVER_TIMINGS_SQL).await?;
+        let t_ids = column_str(&timings, "run_id")?;
+        let t_requests = column_i64(&timings, "requests")?;
+        let t_mismatch = column_i64(&timings, "token_mismatches")?;
+        let [prefill, q50, qmax, g50, gmax] = [
+            "prefill_p50_ms",
+            "queue_p50_ms",
+            "queue_max_ms",
+            "generation_diff_p50_ms",
+            "generation_diff_max_abs_ms",
+        ]
+        .map(|c| column_f64(&timings, c));
+        let (prefill, q50, qmax, g50, gmax) = (prefill?, q50?, qmax?, g50?, gmax?);
+        let server_timings: Vec<(Option<usize>, ServerTimings)> = (0..t_ids.len())
+            .map(|i| {
+                (
+                    index(&t_ids[i]),
+                    ServerTimings {
+                        requests: t_requests[i].unwrap_or(0),
+                        prefill_p50_ms: prefill[i],
+                        queue_p50_ms: q50[i],
+                        queue_max_ms: qmax[i],
+                        generation_diff_p50_ms: g50[i],
+                        generation_diff_max_abs_ms: gmax[i],
+                        token_mismatches: t_mismatch[i].unwrap_or(0),
+                    },
+                )
+            })
+            .collect();
         for (at, row) in rows {
             if let Some(at) = at {
                 artifacts[at].metrics.push(row);
@@ -245,6 +293,11 @@ impl Summary {
         for (at, q) in queues {
             if let Some(at) = at {
                 artifacts[at].client_queue = Some(q);
+            }
+        }
+        for (at, t) in server_timings {
+            if let Some(at) = at {
+                artifacts[at].server_timings = Some(t);
             }
         }
         Ok(Self { artifacts })
@@ -339,6 +392,21 @@ pub fn render_table(summary: &Summary) -> String {
                 number(q.max_ms),
                 q.queued_over_1ms,
                 q.requests
+            );
+        }
+        if let Some(t) = &a.server_timings {
+            let _ = writeln!(
+                out,
+                "  server-reported timings ({} requests): server prefill p50 {} ms; TTFT - server prefill \
+                 (queued or batched, plus transport) p50 {} ms, max {} ms; generation - server decode \
+                 p50 {} ms, largest {} ms; usage completion tokens differ from the server's count in {}",
+                t.requests,
+                number(t.prefill_p50_ms),
+                number(t.queue_p50_ms),
+                number(t.queue_max_ms),
+                number(t.generation_diff_p50_ms),
+                number(t.generation_diff_max_abs_ms),
+                t.token_mismatches
             );
         }
     }

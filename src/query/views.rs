@@ -26,6 +26,8 @@ macro_rules! view {
 
 /// Every view, in load order.
 pub const VIEWS: &[ViewFile] = &[
+    view!("server_metric_names", "05_server_metric_names.sql"),
+    view!("counter_increases", "06_counter_increases.sql"),
     view!("request_timing", "10_request_timing.sql"),
     view!("request_figures", "20_request_figures.sql"),
     view!("request_canaries", "25_request_canaries.sql"),
@@ -36,6 +38,10 @@ pub const VIEWS: &[ViewFile] = &[
     view!("chunk_gaps", "60_chunk_gaps.sql"),
     view!("spec_decode", "70_spec_decode.sql"),
     view!("restarts", "71_restarts.sql"),
+    view!("spec_decode_positions", "72_spec_decode_positions.sql"),
+    view!("server_queue", "73_server_queue.sql"),
+    view!("server_timings", "74_server_timings.sql"),
+    view!("server_timing_summary", "75_server_timing_summary.sql"),
     view!("prompt_calibration", "80_prompt_calibration.sql"),
     view!(
         "prompt_calibration_cells",

@@ -108,7 +108,7 @@ struct ScreenPage<'a> {
 #[derive(Debug, Serialize)]
 struct ServerPage<'a> {
     run: &'a ServerRunView,
-    svg: String,
+    svg: Option<String>,
 }
 
 /// The template's context: the view and the charts drawn from it.
@@ -143,10 +143,11 @@ pub fn render_html(view: &ReportView) -> Result<String, ReportError> {
         context_svg: charts::context_svg(&view.context_curve.chart),
         server: view
             .server
+            .runs
             .iter()
             .map(|run| ServerPage {
                 run,
-                svg: charts::time_series_svg(&run.chart),
+                svg: run.chart.as_ref().map(charts::time_series_svg),
             })
             .collect(),
     };

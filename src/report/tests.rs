@@ -22,8 +22,8 @@ use super::charts::{
     LineSeriesData, SampleSeries, TimeSeriesChart, TimelineBar, TimelineChart,
 };
 use super::view::{
-    OutputSnippet, QueueSample, ReportInput, RequestTiming, RunInfo, RunQueue, ScreenResult,
-    TokensPerChunk, build,
+    ClientQueue, OutputSnippet, QueueSample, ReportInput, RequestTiming, RunInfo, RunQueue,
+    ScreenResult, ServerTimings, TokensPerChunk, build,
 };
 use super::{ReportView, SECTION_IDS, render_html, render_markdown};
 
@@ -148,6 +148,7 @@ fn artifact(
             Vec::new()
         },
         restarts: Vec::new(),
+        restart_undetectable: Vec::new(),
         server_errors: Vec::new(),
         spec_decode: Vec::new(),
         functional: ["structured_json", "tools", "responses"]
@@ -201,6 +202,8 @@ struct Fixture {
     runs: Vec<RunInfo>,
     requests: Vec<RequestTiming>,
     queues: Vec<RunQueue>,
+    client_queues: Vec<ClientQueue>,
+    server_timings: Vec<ServerTimings>,
     chunks: Vec<TokensPerChunk>,
     snippets: Vec<OutputSnippet>,
     definitions: Vec<(String, String)>,
@@ -349,18 +352,50 @@ impl Fixture {
                 effective_prefill_tps: Some(prompt / (ttft / 1000.0)),
             }
         }));
-        let queues = vec![RunQueue {
-            run_id: "r-dp2".to_owned(),
-            samples: (0..40)
-                .flat_map(|t| {
-                    (0..2).map(move |replica| QueueSample {
-                        replica,
-                        t_s: t as f64,
-                        waiting: ((t * 3 + replica as i32) % 5) as f64,
-                        running: 8.0 - (t % 3) as f64,
+        let queues = vec![
+            RunQueue {
+                run_id: "r-tp1".to_owned(),
+                scrapes: 42,
+                metrics: 17,
+                runtime: None,
+                samples: Vec::new(),
+            },
+            RunQueue {
+                run_id: "r-dp2".to_owned(),
+                scrapes: 80,
+                metrics: 12,
+                runtime: Some("vllm".to_owned()),
+                samples: (0..40)
+                    .flat_map(|t| {
+                        (0..2).map(move |replica| QueueSample {
+                            replica,
+                            t_s: t as f64,
+                            waiting: ((t * 3 + replica as i32) % 5) as f64,
+                            running: 8.0 - (t % 3) as f64,
+                        })
                     })
-                })
-                .collect(),
+                    .collect(),
+            },
+        ];
+        let client_queues = vec![ClientQueue {
+            run_id: "r-dp2".to_owned(),
+            schedule: "poisson".to_owned(),
+            rate_per_s: Some(2.5),
+            requests: 100,
+            queued_over_1ms: 37,
+            p50_ms: Some(0.4),
+            p95_ms: Some(1830.0),
+            max_ms: Some(21_700.0),
+        }];
+        let server_timings = vec![ServerTimings {
+            run_id: "r-tp2".to_owned(),
+            requests: 98,
+            prefill_p50_ms: Some(326.2),
+            queue_p50_ms: Some(176.4),
+            queue_max_ms: Some(441.2),
+            generation_diff_p50_ms: Some(0.09),
+            generation_diff_max_abs_ms: Some(1.25),
+            token_mismatches: 0,
         }];
         let snippet_text = payload.map_or_else(
             || "reply carried ANV-00000000abcd".to_owned(),
@@ -402,6 +437,8 @@ impl Fixture {
             headline,
             requests,
             queues,
+            client_queues,
+            server_timings,
         }
     }
 
@@ -419,6 +456,8 @@ impl Fixture {
             runs: &self.runs,
             requests: &self.requests,
             queues: &self.queues,
+            client_queues: &self.client_queues,
+            server_timings: &self.server_timings,
             tokens_per_chunk: &self.chunks,
             snippets: &self.snippets,
             definitions: &self.definitions,
@@ -549,6 +588,21 @@ fn report_has_every_section_and_well_formed_charts_with_their_series() {
     );
     let server = svgs(section(&html, "server"));
     assert!(server[0].contains("replica 1: waiting") && server[0].contains("replica 0: running"));
+    let server = section(&html, "server");
+    // Scrapes without a known queue gauge are named, not passed over as "no scrapes".
+    assert!(
+        server.contains("run r-tp1: 42 scrapes of 17 metrics, none of them a known queue gauge"),
+        "{server}"
+    );
+    assert!(server.contains("llama.cpp requests_processing and requests_deferred"));
+    assert!(
+        server.contains("poisson, 2.5 requests per second") && server.contains("21,700 ms"),
+        "{server}"
+    );
+    assert!(
+        server.contains("176 ms") && server.contains("441 ms"),
+        "{server}"
+    );
 
     assert!(section(&html, "spec-decode").contains("73.4%"));
     assert!(section(&html, "spec-decode").contains("3.42 tok"));
@@ -741,6 +795,8 @@ fn sections_without_evidence_say_so() {
         runs: &[],
         requests: &[],
         queues: &[],
+        client_queues: &[],
+        server_timings: &[],
         tokens_per_chunk: &[],
         snippets: &[],
         definitions: &[],
@@ -1088,6 +1144,8 @@ fn the_page_is_balanced_html() {
         runs: &[],
         requests: &[],
         queues: &[],
+        client_queues: &[],
+        server_timings: &[],
         tokens_per_chunk: &[],
         snippets: &[],
         definitions: &[],

@@ -153,23 +153,63 @@ pub struct RequestTiming {
     pub effective_prefill_tps: Option<f64>,
 }
 
-/// One `/metrics` scrape of a replica's scheduler gauges.
+/// One `/metrics` scrape of a replica's scheduler gauges (the `server_queue` view).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct QueueSample {
     pub replica: u32,
     /// Seconds since the run's start.
     pub t_s: f64,
-    /// `num_requests_waiting`.
+    /// Requests waiting (vLLM `num_requests_waiting`, SGLang `num_queue_reqs`, llama.cpp
+    /// `requests_deferred`).
     pub waiting: f64,
-    /// `num_requests_running`.
+    /// Requests being processed (`num_requests_running`, `num_running_reqs`,
+    /// `requests_processing`).
     pub running: f64,
 }
 
-/// A run's queue samples.
+/// A run's scrapes: how many, and the queue samples among them.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct RunQueue {
     pub run_id: String,
+    /// Scrapes recorded (all replicas).
+    pub scrapes: i64,
+    /// Distinct metric names they carried.
+    pub metrics: i64,
+    /// The runtime whose queue gauge names matched, when one did.
+    pub runtime: Option<String>,
     pub samples: Vec<QueueSample>,
+}
+
+/// Client-side queueing of one run (the `client_queueing` view).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ClientQueue {
+    pub run_id: String,
+    /// `closed`, `constant` or `poisson`.
+    pub schedule: String,
+    pub rate_per_s: Option<f64>,
+    pub requests: i64,
+    pub queued_over_1ms: i64,
+    pub p50_ms: Option<f64>,
+    pub p95_ms: Option<f64>,
+    pub max_ms: Option<f64>,
+}
+
+/// What the server reported about its own timings, over one run's measured requests (the
+/// `server_timings` view, aggregated).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ServerTimings {
+    pub run_id: String,
+    /// Measured requests whose stream carried the server's timings.
+    pub requests: i64,
+    pub prefill_p50_ms: Option<f64>,
+    /// TTFT minus the server's prefill time: queued or batched, plus transport.
+    pub queue_p50_ms: Option<f64>,
+    pub queue_max_ms: Option<f64>,
+    /// anvil's generation time minus the server's decode time.
+    pub generation_diff_p50_ms: Option<f64>,
+    pub generation_diff_max_abs_ms: Option<f64>,
+    /// Requests whose usage completion tokens differ from the server's generated count.
+    pub token_mismatches: i64,
 }
 
 /// Usage completion tokens per streamed content chunk of one run and replica (speculative
@@ -224,6 +264,8 @@ pub struct ReportInput<'a> {
     pub runs: &'a [RunInfo],
     pub requests: &'a [RequestTiming],
     pub queues: &'a [RunQueue],
+    pub client_queues: &'a [ClientQueue],
+    pub server_timings: &'a [ServerTimings],
     pub tokens_per_chunk: &'a [TokensPerChunk],
     pub snippets: &'a [OutputSnippet],
     /// Metric definitions `(name, text)` from the SQL files' header comments.
@@ -245,7 +287,7 @@ pub struct ReportView {
     pub controls: ControlsView,
     pub topology: Vec<TopologyView>,
     pub spec_decode: Vec<SpecDecodeRow>,
-    pub server: Vec<ServerRunView>,
+    pub server: ServerView,
     pub verdicts: VerdictsView,
     pub open_gates: Vec<String>,
     pub appendix: AppendixView,
@@ -496,12 +538,48 @@ pub struct SpecDecodeRow {
     pub tokens_per_chunk: String,
 }
 
-/// Section 9: one run's server view.
+/// Section 9: the server's queue per run, the client's own queueing, and the timings the
+/// server reported.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ServerView {
+    pub runs: Vec<ServerRunView>,
+    pub client_queue: Vec<ClientQueueView>,
+    pub timings: Vec<ServerTimingsView>,
+}
+
+/// One run's server queue: a chart, or what was there instead.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ServerRunView {
     pub arm: String,
     pub run_id: String,
-    pub chart: TimeSeriesChart,
+    pub chart: Option<TimeSeriesChart>,
+    /// Why there is no chart (scrapes without a known queue gauge).
+    pub note: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ClientQueueView {
+    pub arm: String,
+    pub run_id: String,
+    pub schedule: String,
+    pub requests: String,
+    pub p50: String,
+    pub p95: String,
+    pub max: String,
+    pub queued: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ServerTimingsView {
+    pub arm: String,
+    pub run_id: String,
+    pub requests: String,
+    pub prefill_p50: String,
+    pub queue_p50: String,
+    pub queue_max: String,
+    pub generation_diff_p50: String,
+    pub generation_diff_max: String,
+    pub token_mismatches: String,
 }
 
 /// Section 10.
@@ -684,7 +762,12 @@ pub fn build(input: &ReportInput<'_>) -> ReportView {
         controls: controls_view(input.manifest, &comparisons),
         topology: topology_view(&input.check.topology),
         spec_decode: spec_decode_view(input.artifacts, input.tokens_per_chunk),
-        server: server_view(input.artifacts, input.queues),
+        server: server_view(
+            input.artifacts,
+            input.queues,
+            input.client_queues,
+            input.server_timings,
+        ),
         verdicts: verdicts_view(input.plan, input.check, input.artifacts, input.snippets),
         open_gates: input.plan.post_campaign_open_gates.clone(),
         appendix: appendix_view(input.definitions, input.artifacts, input.runs),
@@ -1282,14 +1365,38 @@ pub fn spec_decode_view(artifacts: &[Artifact], chunks: &[TokensPerChunk]) -> Ve
     rows
 }
 
-/// Section 9: one queue chart per run with scrapes.
-pub fn server_view(artifacts: &[Artifact], queues: &[RunQueue]) -> Vec<ServerRunView> {
-    queues
+/// The queue gauge names anvil knows, for the note on a run whose scrapes carry none.
+const KNOWN_QUEUE_GAUGES: &str = "vLLM num_requests_running and num_requests_waiting, SGLang \
+num_running_reqs and num_queue_reqs, llama.cpp requests_processing and requests_deferred";
+
+/// Section 9: per run with scrapes a queue chart (or why there is none), the client-side
+/// queueing of every run, and the server-reported timings where a server gave them.
+pub fn server_view(
+    artifacts: &[Artifact],
+    queues: &[RunQueue],
+    client: &[ClientQueue],
+    timings: &[ServerTimings],
+) -> ServerView {
+    let arm = |run_id: &str| {
+        arm_of(artifacts, run_id)
+            .unwrap_or("unknown arm")
+            .to_owned()
+    };
+    let runs = queues
         .iter()
         .map(|q| {
-            let arm = arm_of(artifacts, &q.run_id)
-                .unwrap_or("unknown arm")
-                .to_owned();
+            let arm = arm(&q.run_id);
+            if q.samples.is_empty() {
+                return ServerRunView {
+                    note: Some(format!(
+                        "{arm}, run {}: {} scrapes of {} metrics, none of them a known queue gauge ({KNOWN_QUEUE_GAUGES}): this runtime exports no queue metric anvil knows.",
+                        q.run_id, q.scrapes, q.metrics
+                    )),
+                    chart: None,
+                    arm,
+                    run_id: q.run_id.clone(),
+                };
+            }
             let mut replicas: Vec<u32> = q.samples.iter().map(|s| s.replica).collect();
             replicas.sort_unstable();
             replicas.dedup();
@@ -1314,16 +1421,55 @@ pub fn server_view(artifacts: &[Artifact], queues: &[RunQueue]) -> Vec<ServerRun
                 });
             }
             ServerRunView {
-                chart: TimeSeriesChart {
+                chart: Some(TimeSeriesChart {
                     title: format!("Server queue: {arm}, run {}", q.run_id),
-                    y_label: "requests (num_requests_waiting / running)".to_owned(),
+                    y_label: format!(
+                        "requests waiting / running ({})",
+                        q.runtime.as_deref().unwrap_or("server")
+                    ),
                     series,
-                },
+                }),
+                note: None,
                 arm,
                 run_id: q.run_id.clone(),
             }
         })
-        .collect()
+        .collect();
+    let client_queue = client
+        .iter()
+        .map(|c| ClientQueueView {
+            arm: arm(&c.run_id),
+            run_id: c.run_id.clone(),
+            schedule: match c.rate_per_s {
+                Some(r) => format!("{}, {r} requests per second", c.schedule),
+                None => c.schedule.clone(),
+            },
+            requests: c.requests.to_string(),
+            p50: fmt_unit(c.p50_ms, "ms"),
+            p95: fmt_unit(c.p95_ms, "ms"),
+            max: fmt_unit(c.max_ms, "ms"),
+            queued: c.queued_over_1ms.to_string(),
+        })
+        .collect();
+    let timings = timings
+        .iter()
+        .map(|t| ServerTimingsView {
+            arm: arm(&t.run_id),
+            run_id: t.run_id.clone(),
+            requests: t.requests.to_string(),
+            prefill_p50: fmt_unit(t.prefill_p50_ms, "ms"),
+            queue_p50: fmt_unit(t.queue_p50_ms, "ms"),
+            queue_max: fmt_unit(t.queue_max_ms, "ms"),
+            generation_diff_p50: fmt_unit(t.generation_diff_p50_ms, "ms"),
+            generation_diff_max: fmt_unit(t.generation_diff_max_abs_ms, "ms"),
+            token_mismatches: t.token_mismatches.to_string(),
+        })
+        .collect();
+    ServerView {
+        runs,
+        client_queue,
+        timings,
+    }
 }
 
 /// Section 10: each arm's advance-rule verdicts with the evidence behind them.
@@ -1402,11 +1548,7 @@ pub fn verdicts_view(
                         run_id: run.clone(),
                         request: String::new(),
                         what: format!("replica {} restarted", r.replica),
-                        detail: format!(
-                            "process start {} → {}",
-                            fmt_num(Some(r.start_time_before_s)),
-                            fmt_num(Some(r.start_time_after_s))
-                        ),
+                        detail: r.evidence(),
                     });
                 }
                 for s in snippets.iter().filter(|s| &s.run_id == run) {

@@ -65,6 +65,7 @@ pub fn completion(runs: &[&Artifact]) -> Verdict {
         return Verdict::NotRun("no artifacts for this arm".to_owned());
     }
     let mut problems = Vec::new();
+    let mut missing = Vec::new();
     for run in runs {
         let id = &run.facts.run_id;
         let figures = &run.figures;
@@ -89,14 +90,18 @@ pub fn completion(runs: &[&Artifact]) -> Verdict {
         }
         for restart in &figures.restarts {
             problems.push(format!(
-                "run {id}: replica {} restarted (process start {} → {})",
+                "run {id}: replica {} restarted ({})",
                 restart.replica,
-                num(restart.start_time_before_s),
-                num(restart.start_time_after_s)
+                restart.evidence()
+            ));
+        }
+        for replica in &figures.restart_undetectable {
+            missing.push(format!(
+                "run {id}: replica {replica}: restart detection not possible (its metrics have neither process_start_time_seconds nor a counter)"
             ));
         }
     }
-    verdict(problems, Vec::new())
+    verdict(problems, missing)
 }
 
 /// Failed outcomes as `timeout_idle 2, http_error 1`.
@@ -408,7 +413,7 @@ pub fn topology(arms: &[(&str, Vec<&Artifact>)]) -> Option<TopologyAssessment> {
 #[cfg(test)]
 mod tests {
     use super::super::fixtures::{artifact, fail_requests, full_stats};
-    use super::super::input::{CanaryResult, FunctionalResult, Restart};
+    use super::super::input::{CanaryResult, FunctionalResult, Restart, RestartSignal};
     use super::*;
     use crate::artifact::run::Outcome;
 
@@ -430,15 +435,17 @@ mod tests {
         fail_requests(&mut a, Outcome::TimeoutIdle, 2);
         a.figures.restarts.push(Restart {
             replica: 1,
-            start_time_before_s: 1_790_000_000.0,
-            start_time_after_s: 1_790_000_420.0,
+            signal: RestartSignal::StartTime {
+                before_s: 1_790_000_000.0,
+                after_s: 1_790_000_420.0,
+            },
         });
         assert_eq!(
             completion(&[&a]),
             Verdict::Fail(
                 "run r-a: 3 of 100 requests lost (97 recorded); \
                  run r-a: 2 of 97 measured requests did not complete (timeout_idle 2); \
-                 run r-a: replica 1 restarted (process start 1790000000 → 1790000420)"
+                 run r-a: replica 1 restarted (process_start_time_seconds 1790000000 → 1790000420)"
                     .to_owned()
             )
         );

@@ -124,6 +124,7 @@ pub fn artifact(run_id: &str, arm: &str, config: &[(&str, &str)], tps: f64) -> A
             })
             .collect(),
         restarts: Vec::new(),
+        restart_undetectable: Vec::new(),
         server_errors: Vec::new(),
         spec_decode: Vec::new(),
         functional: ["structured_json", "tools", "responses"]

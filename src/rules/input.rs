@@ -253,14 +253,44 @@ pub struct CanaryResult {
 }
 
 /// A replica whose `process_start_time_seconds` changed during the run.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Restart {
     /// Replica index.
     pub replica: u32,
-    /// Process start time before the run, seconds since the Unix epoch.
-    pub start_time_before_s: f64,
-    /// Process start time after (or during) the run, seconds since the Unix epoch.
-    pub start_time_after_s: f64,
+    /// What showed it.
+    pub signal: RestartSignal,
+}
+
+/// The evidence of a restart (the `restarts` view's `signal`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub enum RestartSignal {
+    /// `process_start_time_seconds` changed, seconds since the Unix epoch.
+    StartTime { before_s: f64, after_s: f64 },
+    /// Monotonic counters fell between two scrapes: the server counted from 0 again.
+    CounterReset {
+        /// How many series fell.
+        counters: u64,
+        /// One of them, `name{labels}`.
+        example: String,
+    },
+}
+
+impl Restart {
+    /// The evidence in words, e.g. `process_start_time_seconds 100 → 250.5` or
+    /// `3 counters fell, e.g. llamacpp:prompt_tokens_total`.
+    pub fn evidence(&self) -> String {
+        match &self.signal {
+            RestartSignal::StartTime { before_s, after_s } => format!(
+                "process_start_time_seconds {} → {}",
+                num(*before_s),
+                num(*after_s)
+            ),
+            RestartSignal::CounterReset { counters, example } => format!(
+                "{counters} counter{} fell between two scrapes, e.g. {example}: the server began counting again",
+                if *counters == 1 { "" } else { "s" }
+            ),
+        }
+    }
 }
 
 /// A failed measured request with the error the server (or the client) gave.
@@ -350,6 +380,9 @@ pub struct ArtifactFigures {
     pub canaries: Vec<CanaryResult>,
     /// Replicas that restarted during the run.
     pub restarts: Vec<Restart>,
+    /// Replicas that exported neither restart signal (no `process_start_time_seconds`, no
+    /// counter): a restart there could not have been seen.
+    pub restart_undetectable: Vec<u32>,
     /// Failed measured requests with their error text.
     pub server_errors: Vec<ServerError>,
     /// Speculative-decoding figures per replica; empty without speculative decoding.

@@ -12,7 +12,7 @@ use crate::artifact::run::Outcome;
 use crate::manifest::RunPlan;
 
 use super::advance::{indices, outcomes};
-use super::input::{Artifact, FunctionalFailure, STRUCTURED_OUTPUT_CHECK, num};
+use super::input::{Artifact, FunctionalFailure, STRUCTURED_OUTPUT_CHECK};
 
 /// Plan stage whose evidence shows the starting service was restored.
 pub const RESTORE_STAGE: &str = "restore";
@@ -188,7 +188,8 @@ pub fn unexplained_loss(artifact: &Artifact) -> Option<StopFinding> {
     })
 }
 
-/// A replica whose `process_start_time_seconds` changed during the run.
+/// A replica that restarted during the run: its `process_start_time_seconds` changed, or
+/// its counters fell (see the `restarts` view).
 pub fn restarts(artifact: &Artifact) -> Vec<StopFinding> {
     artifact
         .figures
@@ -198,11 +199,10 @@ pub fn restarts(artifact: &Artifact) -> Vec<StopFinding> {
             kind: StopKind::Restart,
             run_id: Some(artifact.facts.run_id.clone()),
             reason: format!(
-                "run {}: replica {} restarted (process_start_time_seconds {} → {})",
+                "run {}: replica {} restarted ({})",
                 artifact.facts.run_id,
                 restart.replica,
-                num(restart.start_time_before_s),
-                num(restart.start_time_after_s)
+                restart.evidence()
             ),
         })
         .collect()
@@ -319,7 +319,7 @@ pub fn stop_rules(
 #[cfg(test)]
 mod tests {
     use super::super::fixtures::{artifact, fail_requests, plan};
-    use super::super::input::{FunctionalResult, Restart, ServerError};
+    use super::super::input::{FunctionalResult, Restart, RestartSignal, ServerError};
     use super::*;
     use crate::artifact::run::Outcome;
 
@@ -399,12 +399,26 @@ mod tests {
         let mut a = artifact("r-a", "A", &[], 1000.0);
         a.figures.restarts.push(Restart {
             replica: 0,
-            start_time_before_s: 100.0,
-            start_time_after_s: 250.5,
+            signal: RestartSignal::StartTime {
+                before_s: 100.0,
+                after_s: 250.5,
+            },
         });
         assert_eq!(
             restarts(&a)[0].reason,
             "run r-a: replica 0 restarted (process_start_time_seconds 100 → 250.5)"
+        );
+        a.figures.restarts[0] = Restart {
+            replica: 1,
+            signal: RestartSignal::CounterReset {
+                counters: 12,
+                example: "llamacpp:prompt_tokens_total".to_owned(),
+            },
+        };
+        assert_eq!(
+            restarts(&a)[0].reason,
+            "run r-a: replica 1 restarted (12 counters fell between two scrapes, e.g. \
+             llamacpp:prompt_tokens_total: the server began counting again)"
         );
     }
 

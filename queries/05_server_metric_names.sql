@@ -1,0 +1,37 @@
+-- server_metric_names: which Prometheus series anvil reads from each runtime's `/metrics`,
+-- one row per (runtime, role, metric): the one place the runtimes' names are written down,
+-- used by spec_decode, spec_decode_positions, server_queue and restarts. Roles:
+--   spec_drafts, spec_draft_tokens, spec_accepted_tokens   counters of speculative decoding
+--                                    (draft steps, tokens proposed, tokens accepted);
+--   spec_accepted_per_position       counter of accepted draft tokens per draft position
+--                                    (label `position`); a position's series appears only
+--                                    once it is non-zero, so an absent series counts from 0;
+--   spec_accept_rate, spec_accept_length  gauges of runtimes that export no counters
+--                                    (SGLang's windowed averages);
+--   queue_running, queue_waiting     scheduler gauges: requests being processed, requests
+--                                    waiting for a slot;
+--   process_start                    the process start time (a change is a restart).
+-- vLLM: `vllm:` names; SGLang: `sglang:`; llama.cpp's llama-server: `llamacpp:` (with
+-- --metrics; it exports no process_start_time_seconds: its restarts show as counters
+-- falling, see restarts).
+CREATE VIEW server_metric_names AS
+SELECT column1 AS runtime, column2 AS role, column3 AS metric
+FROM (VALUES
+    ('vllm', 'spec_drafts', 'vllm:spec_decode_num_drafts_total'),
+    ('vllm', 'spec_draft_tokens', 'vllm:spec_decode_num_draft_tokens_total'),
+    ('vllm', 'spec_accepted_tokens', 'vllm:spec_decode_num_accepted_tokens_total'),
+    ('vllm', 'spec_accepted_per_position', 'vllm:spec_decode_num_accepted_tokens_per_pos_total'),
+    ('vllm', 'queue_running', 'vllm:num_requests_running'),
+    ('vllm', 'queue_waiting', 'vllm:num_requests_waiting'),
+    ('sglang', 'spec_accept_rate', 'sglang:spec_accept_rate'),
+    ('sglang', 'spec_accept_length', 'sglang:spec_accept_length'),
+    ('sglang', 'queue_running', 'sglang:num_running_reqs'),
+    ('sglang', 'queue_waiting', 'sglang:num_queue_reqs'),
+    ('llama.cpp', 'spec_drafts', 'llamacpp:spec_decode_num_drafts_total'),
+    ('llama.cpp', 'spec_draft_tokens', 'llamacpp:spec_decode_num_draft_tokens_total'),
+    ('llama.cpp', 'spec_accepted_tokens', 'llamacpp:spec_decode_num_accepted_tokens_total'),
+    ('llama.cpp', 'spec_accepted_per_position', 'llamacpp:spec_decode_num_accepted_tokens_per_pos_total'),
+    ('llama.cpp', 'queue_running', 'llamacpp:requests_processing'),
+    ('llama.cpp', 'queue_waiting', 'llamacpp:requests_deferred'),
+    ('any', 'process_start', 'process_start_time_seconds')
+)

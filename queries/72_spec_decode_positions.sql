@@ -1,0 +1,24 @@
+-- spec_decode_positions: accepted draft tokens per draft position of each replica over the
+-- run (vLLM's and llama.cpp's `..._accepted_tokens_per_pos_total{position=}`), the increase
+-- as counter_increases computes it: a position's series appears only once it is non-zero,
+-- so one missing from the first scrape counts from 0.
+--   position         0-based draft position (the `position` label);
+--   accepted_tokens  tokens accepted at that position;
+--   acceptance_rate  accepted_tokens / spec_decode.drafts (how often a draft step got that
+--                    far).
+CREATE VIEW spec_decode_positions AS
+SELECT
+    c.run_id,
+    ru.arm,
+    ru.cell_id,
+    c.replica,
+    n.runtime,
+    CAST((regexp_match(c.labels, 'position="([0-9]+)"'))[1] AS BIGINT) AS position,
+    sum(c.increase) AS accepted_tokens,
+    sum(c.increase) / nullif(max(d.drafts), 0) AS acceptance_rate
+FROM counter_increases c
+JOIN server_metric_names n ON n.metric = c.metric AND n.role = 'spec_accepted_per_position'
+JOIN runs ru ON ru.run_id = c.run_id
+LEFT JOIN spec_decode d ON d.run_id = c.run_id AND d.replica = c.replica
+GROUP BY c.run_id, ru.arm, ru.cell_id, c.replica, n.runtime,
+    CAST((regexp_match(c.labels, 'position="([0-9]+)"'))[1] AS BIGINT)

@@ -1,0 +1,63 @@
+-- server_timings: per measured request, the timings the server reported for it beside anvil's
+-- own figures, where the server reports them: llama.cpp's `timings` object on its last
+-- chunk(s) (`prompt_n`, `prompt_ms`, `predicted_n`, `predicted_ms`, `cache_n`, `draft_n`,
+-- `draft_n_accepted`), read from the raw payload of the request's last event that has one.
+-- Requests whose stream carried no timings have no row.
+--   server_prefill_ms     the server's prompt processing time (`prompt_ms`);
+--   queue_ms              anvil's TTFT minus the server's prefill: the time the request spent
+--                         queued or batched before its prefill began, plus transport both
+--                         ways (client-observed, so a loaded server shows here first);
+--   server_decode_ms      the server's generation time (`predicted_ms`);
+--   generation_diff_ms    anvil's generation time (first content -> stream completion) minus
+--                         the server's: transport and client-side framing, near 0 when both
+--                         clocks see the same decode;
+--   server_tokens         `predicted_n`, the tokens the server generated;
+--   token_diff            usage completion tokens minus `predicted_n` (0 when usage and the
+--                         server's own count agree);
+--   cached_tokens         `cache_n`, prompt tokens reused from the server's cache;
+--   draft_tokens, draft_accepted   `draft_n`, `draft_n_accepted` (speculative decoding).
+CREATE VIEW server_timings AS
+WITH reported AS (
+    SELECT
+        run_id,
+        request_index,
+        last_value(data ORDER BY seq) AS payload
+    FROM events
+    WHERE strpos(data, '"timings"') > 0
+    GROUP BY run_id, request_index
+),
+parsed AS (
+    SELECT
+        run_id,
+        request_index,
+        CAST(json_pointer(payload, '/timings/prompt_n') AS BIGINT) AS server_prompt_tokens,
+        CAST(json_pointer(payload, '/timings/prompt_ms') AS DOUBLE) AS server_prefill_ms,
+        CAST(json_pointer(payload, '/timings/predicted_n') AS BIGINT) AS server_tokens,
+        CAST(json_pointer(payload, '/timings/predicted_ms') AS DOUBLE) AS server_decode_ms,
+        CAST(json_pointer(payload, '/timings/cache_n') AS BIGINT) AS cached_tokens,
+        CAST(json_pointer(payload, '/timings/draft_n') AS BIGINT) AS draft_tokens,
+        CAST(json_pointer(payload, '/timings/draft_n_accepted') AS BIGINT) AS draft_accepted
+    FROM reported
+)
+SELECT
+    m.run_id,
+    m.arm,
+    m.cell_id,
+    m.replica,
+    m.request_index,
+    m.outcome,
+    m.ttft_ms,
+    p.server_prompt_tokens,
+    p.server_prefill_ms,
+    m.ttft_ms - p.server_prefill_ms AS queue_ms,
+    m.generation_ms,
+    p.server_decode_ms,
+    m.generation_ms - p.server_decode_ms AS generation_diff_ms,
+    m.completion_tokens,
+    p.server_tokens,
+    m.completion_tokens - p.server_tokens AS token_diff,
+    p.cached_tokens,
+    p.draft_tokens,
+    p.draft_accepted
+FROM request_metrics m
+JOIN parsed p ON p.run_id = m.run_id AND p.request_index = m.request_index
