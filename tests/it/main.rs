@@ -6,6 +6,8 @@ mod common;
 mod compare;
 #[cfg(feature = "analysis")]
 mod functional;
+#[cfg(feature = "analysis")]
+mod llama;
 mod manifest;
 #[cfg(feature = "analysis")]
 mod pipeline;

@@ -1,0 +1,692 @@
+//! anvil against a real serving engine: llama.cpp's `llama-server` (built offline from the
+//! llama-cpp-python sdist by `scripts/llama-server.sh`, a small random-weight Qwen2-style
+//! model made locally), started on loopback by each test. Every capture feature that the
+//! simulator tests for timing and faults is checked here for wire behaviour, against the
+//! server's own numbers (its `/metrics`, its per-request `timings`, its `usage`).
+//!
+//! The engine is found through `ANVIL_LLAMA_SERVER` and `ANVIL_LLAMA_MODELS` (what
+//! `scripts/llama-server.sh env` prints), else in the script's default cache. Where it is
+//! missing the tests say SKIPPED loudly and pass; with `ANVIL_REQUIRE_LLAMA=1` (set by
+//! `.ci/run` once the build succeeded) a missing engine fails them instead.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anvil::artifact::{CalibrationMethod, RunJson};
+
+use super::common::{ANVIL, CAPTURE, anvil_check, batches, ints, run, strs};
+
+/// Where the engine and its models are.
+struct Engine {
+    server: PathBuf,
+    models: PathBuf,
+}
+
+/// The script's default cache (`scripts/llama-server.sh`).
+fn default_cache() -> Option<PathBuf> {
+    if let Ok(c) = std::env::var("ANVIL_ENGINE_CACHE") {
+        return Some(PathBuf::from(c));
+    }
+    let base = std::env::var("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .or_else(|_| std::env::var("HOME").map(|h| PathBuf::from(h).join(".cache")))
+        .ok()?;
+    Some(base.join("anvil-engines"))
+}
+
+/// The engine, or `None` after a loud skip message (a panic when it is required).
+fn engine(test: &str) -> Option<Engine> {
+    let cache = default_cache();
+    let server = std::env::var("ANVIL_LLAMA_SERVER")
+        .map(PathBuf::from)
+        .ok()
+        .or_else(|| {
+            cache
+                .as_ref()
+                .map(|c| c.join("llama.cpp-0.3.36/bin/llama-server"))
+        });
+    let models = std::env::var("ANVIL_LLAMA_MODELS")
+        .map(PathBuf::from)
+        .ok()
+        .or_else(|| cache.as_ref().map(|c| c.join("models-v1")));
+    if let (Some(server), Some(models)) = (server, models)
+        && server.is_file()
+        && models.join("tiny.gguf").is_file()
+        && models.join("draft.gguf").is_file()
+    {
+        return Some(Engine { server, models });
+    }
+    let why = std::env::var("ANVIL_LLAMA_UNAVAILABLE")
+        .map(|w| format!(" ({w})"))
+        .unwrap_or_default();
+    assert!(
+        std::env::var("ANVIL_REQUIRE_LLAMA").as_deref() != Ok("1"),
+        "{test}: ANVIL_REQUIRE_LLAMA=1 but no llama-server and models were found; run scripts/llama-server.sh env"
+    );
+    eprintln!(
+        "SKIPPED: {test} needs a real llama-server and its models: run `scripts/llama-server.sh env` (about 4-7 minutes to build once){why}"
+    );
+    None
+}
+
+/// A free loopback port (bound, then released for the server).
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A running llama-server on loopback, killed when dropped.
+struct Llama {
+    child: Child,
+    port: u16,
+    args: Vec<String>,
+    server: PathBuf,
+    log: PathBuf,
+}
+
+impl Llama {
+    /// Start the tiny model with `slots` parallel slots of `ctx / slots` tokens each, plus
+    /// `extra` flags; waits for `/health`.
+    fn start(engine: &Engine, dir: &Path, slots: u32, ctx: u32, extra: &[String]) -> Llama {
+        let port = free_port();
+        let mut args: Vec<String> = [
+            "-m",
+            &engine.models.join("tiny.gguf").to_string_lossy(),
+            "-a",
+            "tiny",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            &port.to_string(),
+            "-c",
+            &ctx.to_string(),
+            "-np",
+            &slots.to_string(),
+            "--metrics",
+            "--no-webui",
+            "-t",
+            "1",
+            "--poll",
+            "0",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        args.extend(extra.iter().cloned());
+        let log = dir.join(format!("llama-{port}.log"));
+        let child = spawn(&engine.server, &args, &log);
+        let l = Llama {
+            child,
+            port,
+            args,
+            server: engine.server.clone(),
+            log,
+        };
+        l.wait_ready();
+        l
+    }
+
+    fn url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    fn wait_ready(&self) {
+        let deadline = Instant::now() + Duration::from_secs(120);
+        loop {
+            if ureq::get(&format!("{}/health", self.url()))
+                .call()
+                .is_ok_and(|r| r.status() == 200)
+            {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "llama-server did not become ready: {}",
+                std::fs::read_to_string(&self.log).unwrap_or_default()
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// SIGKILL the server and start it again with the same flags on the same port.
+    fn kill_and_restart(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        self.child = spawn(&self.server, &self.args, &self.log);
+        self.wait_ready();
+    }
+
+    /// The server's `/metrics` samples whose name contains `needle`, `name{labels}` → value.
+    fn metrics(&self, needle: &str) -> BTreeMap<String, f64> {
+        let text = ureq::get(&format!("{}/metrics", self.url()))
+            .call()
+            .unwrap()
+            .into_body()
+            .read_to_string()
+            .unwrap();
+        text.lines()
+            .filter(|l| !l.starts_with('#') && l.contains(needle))
+            .filter_map(|l| {
+                let (k, v) = l.rsplit_once(' ')?;
+                Some((k.to_owned(), v.parse().ok()?))
+            })
+            .collect()
+    }
+}
+
+fn spawn(server: &Path, args: &[String], log: &Path) -> Child {
+    let out = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(log)
+        .unwrap();
+    Command::new(server)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(out.try_clone().unwrap())
+        .stderr(out)
+        .spawn()
+        .expect("spawn llama-server")
+}
+
+impl Drop for Llama {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The sample manifest, as every user's campaign would give it.
+fn manifest() -> String {
+    concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/sample-data/workload-manifest.json"
+    )
+    .to_owned()
+}
+
+/// `anvil-capture run` against `url` with `args`; returns (exit code, stderr, artifact dir).
+fn capture(url: &str, out: &Path, args: &[&str]) -> (Option<i32>, String, PathBuf) {
+    let m = manifest();
+    let mut all = vec![
+        "run",
+        "--manifest",
+        &m,
+        "--off-manifest",
+        "--endpoint",
+        url,
+        "--quiet",
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    all.extend_from_slice(args);
+    let o = run(CAPTURE, &all, &[]);
+    let stderr = String::from_utf8_lossy(&o.stderr).into_owned();
+    let dir = String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .last()
+        .map(PathBuf::from)
+        .unwrap_or_default();
+    (o.status.code(), stderr, dir)
+}
+
+/// `anvil sql --format json` rows of `query` over `data`.
+fn sql(data: &Path, query: &str) -> Vec<serde_json::Value> {
+    let o = run(
+        ANVIL,
+        &[
+            "sql",
+            "--data",
+            data.to_str().unwrap(),
+            "--format",
+            "json",
+            query,
+        ],
+        &[],
+    );
+    assert!(
+        o.status.success(),
+        "{query}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let text = String::from_utf8_lossy(&o.stdout);
+    text.lines()
+        .filter(|l| !l.trim().is_empty())
+        .flat_map(|l| match serde_json::from_str::<serde_json::Value>(l) {
+            Ok(serde_json::Value::Array(rows)) => rows,
+            Ok(v) => vec![v],
+            Err(e) => panic!("{query}: not JSON ({e}): {l}"),
+        })
+        .collect()
+}
+
+fn f(v: &serde_json::Value, k: &str) -> f64 {
+    v[k].as_f64()
+        .unwrap_or_else(|| panic!("{k} is not a number in {v}"))
+}
+
+/// Outcomes of the measured requests, by outcome.
+fn outcomes(dir: &Path) -> BTreeMap<String, usize> {
+    let r = batches(&dir.join("requests.parquet"));
+    let kind = strs(&r, "kind");
+    let mut by = BTreeMap::new();
+    for (k, o) in kind.iter().zip(strs(&r, "outcome")) {
+        if k.as_deref() == Some("measured") {
+            *by.entry(o.unwrap()).or_default() += 1;
+        }
+    }
+    by
+}
+
+/// The headline shape at 4K against 4 slots: calibrated by the server's own tokenizer
+/// (`/apply-template` + `/tokenize`, checked against usage), 12 of 12 requests ok with prompt
+/// tokens within 1% of 4096 by usage, nothing lost to the server's close after each stream,
+/// and the server's own timings agreeing with anvil's.
+#[test]
+fn llama_headline_cell_is_calibrated_by_the_servers_tokenizer_and_loses_nothing() {
+    let Some(engine) = engine("llama_headline_cell") else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let llama = Llama::start(&engine, tmp.path(), 4, 32768, &[]);
+    let out = tmp.path().join("out");
+    let (code, stderr, dir) = capture(
+        &llama.url(),
+        &out,
+        &[
+            "--class",
+            "headline-sustained-output",
+            "--requests",
+            "12",
+            "--concurrency",
+            "4",
+            "--arm",
+            "llama",
+        ],
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(!stderr.contains("warning"), "{stderr}");
+    assert_eq!(outcomes(&dir), BTreeMap::from([("ok".to_owned(), 12)]));
+    let run_json = RunJson::read(&dir.join("run.json")).unwrap();
+    let c = &run_json.calibration;
+    assert_eq!(c.method, CalibrationMethod::Tokenize, "{c:?}");
+    assert_eq!(c.dialect.as_deref(), Some("llama.cpp"));
+    assert_eq!(c.tokenize_tokens, c.usage_prompt_tokens);
+    assert_eq!(
+        run_json.topology.endpoints[0].server_info["connection_after_stream"],
+        "closed"
+    );
+    assert_eq!(run_json.workload.response_words, Some(256));
+
+    // Usage prompt tokens: the server's count of what was sent.
+    let rows = sql(
+        &out,
+        "SELECT request_index, prompt_tokens, completion_tokens, outcome FROM request_metrics",
+    );
+    assert_eq!(rows.len(), 12);
+    for r in &rows {
+        let p = f(r, "prompt_tokens");
+        assert!(
+            (p - 4096.0).abs() <= 41.0,
+            "prompt tokens {p} not within 1% of 4096: {r}"
+        );
+    }
+    let calibrated = sql(
+        &out,
+        "SELECT count(*) AS n FROM prompt_calibration WHERE calibrated_tokens = actual_tokens",
+    );
+    assert_eq!(f(&calibrated[0], "n"), 12.0, "tokenizer counts equal usage");
+
+    // The server's timings beside anvil's: same token counts, the same decode time within
+    // a few ms, and TTFT never below the server's own prefill.
+    let timings = sql(
+        &out,
+        "SELECT request_index, queue_ms, generation_diff_ms, token_diff FROM server_timings",
+    );
+    assert_eq!(timings.len(), 12);
+    for t in &timings {
+        assert_eq!(f(t, "token_diff"), 0.0, "{t}");
+        assert!(f(t, "generation_diff_ms").abs() < 25.0, "{t}");
+        assert!(f(t, "queue_ms") > 0.0, "{t}");
+    }
+    // ... and in summary.
+    let o = run(ANVIL, &["summary", "--data", out.to_str().unwrap()], &[]);
+    let summary = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        summary.contains("server-reported timings (12 requests)")
+            && summary.contains("usage completion tokens differ from the server's count in 0"),
+        "{summary}"
+    );
+    assert!(
+        summary.contains("client queueing (sent - intended)"),
+        "{summary}"
+    );
+
+    // The server view knows llama.cpp's queue gauges.
+    let queue = sql(
+        &out,
+        "SELECT max(running) AS running, count(*) AS n, max(runtime) AS runtime FROM server_queue",
+    );
+    assert_eq!(queue[0]["runtime"], "llama.cpp");
+    assert!(
+        f(&queue[0], "n") > 2.0 && f(&queue[0], "running") >= 1.0,
+        "{queue:?}"
+    );
+}
+
+/// A sequential run on the server's connections: 30 requests, none lost, each on the fresh
+/// connection the server's close after every stream calls for.
+#[test]
+fn llama_sequential_requests_lose_none_to_the_servers_close() {
+    let Some(engine) = engine("llama_sequential_requests") else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let llama = Llama::start(&engine, tmp.path(), 2, 8192, &[]);
+    let out = tmp.path().join("out");
+    let (code, stderr, dir) = capture(
+        &llama.url(),
+        &out,
+        &[
+            "--class",
+            "headline-sustained-output",
+            "--context",
+            "256",
+            "--requests",
+            "30",
+            "--concurrency",
+            "1",
+            "--arm",
+            "llama",
+        ],
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(outcomes(&dir), BTreeMap::from([("ok".to_owned(), 30)]));
+}
+
+/// The functional class against a random-weight model: every request accepted and recorded
+/// with an honest reason. A random model fails the content checks; the reasons must say how
+/// (cut by the token ceiling, no tool call, an error the server reported in the stream),
+/// never "disconnected", and no structured-output corruption is claimed for replies the
+/// server's grammar kept valid.
+#[test]
+fn llama_functional_run_records_every_request_with_an_honest_reason() {
+    let Some(engine) = engine("llama_functional_run") else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let llama = Llama::start(&engine, tmp.path(), 4, 32768, &[]);
+    let out = tmp.path().join("out");
+    let (code, stderr, dir) = capture(
+        &llama.url(),
+        &out,
+        &[
+            "--class",
+            "functional",
+            "--requests",
+            "16",
+            "--arm",
+            "llama",
+        ],
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    let by = outcomes(&dir);
+    assert_eq!(by.values().sum::<usize>(), 16, "{by:?}");
+    assert!(!by.contains_key("disconnected"), "{by:?}");
+    for o in by.keys() {
+        assert!(matches!(o.as_str(), "ok" | "stream_error"), "{by:?}");
+    }
+    let rows = sql(
+        &out,
+        "SELECT request_index, \"check\", passed, failure, reason FROM functional_results",
+    );
+    assert_eq!(rows.len(), 16);
+    for r in &rows {
+        let reason = r["reason"].as_str().unwrap_or("");
+        assert!(
+            !reason.contains("disconnected") && !reason.contains("corruption"),
+            "{r}"
+        );
+        if r["check"] == "structured_json" {
+            assert_ne!(r["failure"], "invalid", "the grammar keeps JSON valid: {r}");
+        }
+        if r["failure"] == "incomplete" {
+            assert!(
+                reason.contains("the server reported an error in the stream"),
+                "{r}"
+            );
+        }
+        if r["failure"] == "truncated" {
+            assert!(reason.contains("token ceiling"), "{r}");
+        }
+    }
+    let plan = concat!(env!("CARGO_MANIFEST_DIR"), "/sample-data/run-plan.json");
+    let (_, check) = anvil_check(&out, plan, Path::new(&manifest()));
+    assert!(!check.contains("StructuredOutputCorruption"), "{check}");
+}
+
+/// `--api completions`: llama.cpp puts usage inside the final chunk that still carries the
+/// finish reason; `--api responses`: its prompts are counted through the chat template.
+#[test]
+fn llama_completions_and_responses_streams_are_recorded_with_their_usage() {
+    let Some(engine) = engine("llama_completions_and_responses") else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let llama = Llama::start(&engine, tmp.path(), 2, 8192, &[]);
+    for api in ["completions", "responses"] {
+        let out = tmp.path().join(api);
+        let (code, stderr, dir) = capture(
+            &llama.url(),
+            &out,
+            &[
+                "--class",
+                "headline-sustained-output",
+                "--context",
+                "512",
+                "--requests",
+                "4",
+                "--concurrency",
+                "2",
+                "--api",
+                api,
+                "--arm",
+                "llama",
+            ],
+        );
+        assert_eq!(code, Some(0), "{api}: {stderr}");
+        assert_eq!(
+            outcomes(&dir),
+            BTreeMap::from([("ok".to_owned(), 4)]),
+            "{api}"
+        );
+        let c = RunJson::read(&dir.join("run.json")).unwrap().calibration;
+        assert_eq!(c.method, CalibrationMethod::Tokenize, "{api}: {c:?}");
+        assert_eq!(c.tokenize_tokens, c.usage_prompt_tokens, "{api}");
+        for r in sql(
+            &out,
+            "SELECT prompt_tokens, completion_tokens FROM request_metrics",
+        ) {
+            let p = f(&r, "prompt_tokens");
+            assert!((p - 512.0).abs() <= 8.0, "{api}: {p} prompt tokens");
+            assert!(f(&r, "completion_tokens") > 0.0, "{api}: {r}");
+        }
+        if api == "completions" {
+            let e = batches(&dir.join("events.parquet"));
+            let finish = strs(&e, "finish_reason");
+            let usage = ints(&e, "usage_completion_tokens");
+            let both = finish
+                .iter()
+                .zip(&usage)
+                .filter(|(f, u)| f.is_some() && u.is_some())
+                .count();
+            assert_eq!(
+                both, 4,
+                "usage beside finish_reason in one chunk per request"
+            );
+        }
+    }
+}
+
+/// Speculative decoding with llama.cpp's synthetic acceptance: `spec_decode` (and its
+/// positions) equal the server's own counter deltas exactly.
+#[test]
+fn llama_spec_decode_equals_the_servers_counter_deltas() {
+    let Some(engine) = engine("llama_spec_decode") else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let draft = engine
+        .models
+        .join("draft.gguf")
+        .to_string_lossy()
+        .into_owned();
+    let extra: Vec<String> = [
+        "--spec-type",
+        "draft-simple",
+        "-md",
+        &draft,
+        "--spec-draft-n-max",
+        "4",
+        "--spec-synth-len",
+        "2.5",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let llama = Llama::start(&engine, tmp.path(), 2, 8192, &extra);
+    let before = llama.metrics("spec_decode");
+    let out = tmp.path().join("out");
+    let (code, stderr, _) = capture(
+        &llama.url(),
+        &out,
+        &[
+            "--class",
+            "headline-sustained-output",
+            "--context",
+            "256",
+            "--requests",
+            "6",
+            "--concurrency",
+            "2",
+            "--arm",
+            "spec",
+        ],
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    let after = llama.metrics("spec_decode");
+    let delta = |name: &str| {
+        after.get(name).copied().unwrap_or(0.0) - before.get(name).copied().unwrap_or(0.0)
+    };
+    let s = &sql(
+        &out,
+        "SELECT runtime, drafts, draft_tokens, accepted_tokens, mean_accepted_length FROM spec_decode",
+    )[0];
+    assert_eq!(s["runtime"], "llama.cpp");
+    let drafts = delta("llamacpp:spec_decode_num_drafts_total");
+    assert!(drafts > 0.0, "the server drafted: {after:?}");
+    assert_eq!(f(s, "drafts"), drafts);
+    assert_eq!(
+        f(s, "draft_tokens"),
+        delta("llamacpp:spec_decode_num_draft_tokens_total")
+    );
+    assert_eq!(
+        f(s, "accepted_tokens"),
+        delta("llamacpp:spec_decode_num_accepted_tokens_total")
+    );
+    let positions = sql(
+        &out,
+        "SELECT position, accepted_tokens FROM spec_decode_positions ORDER BY position",
+    );
+    assert!(!positions.is_empty());
+    for p in &positions {
+        let name = format!(
+            "llamacpp:spec_decode_num_accepted_tokens_per_pos_total{{position=\"{}\"}}",
+            p["position"]
+        );
+        assert_eq!(f(p, "accepted_tokens"), delta(&name), "{name}");
+    }
+}
+
+/// A server killed and started again mid-run: llama.cpp exports no process start time, but
+/// its counters begin again from 0, and `anvil check` names the restart.
+#[test]
+fn llama_restart_mid_run_is_detected_from_its_counters() {
+    let Some(engine) = engine("llama_restart_mid_run") else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let mut llama = Llama::start(&engine, tmp.path(), 2, 8192, &[]);
+    let out = tmp.path().join("out");
+    let m = manifest();
+    let url = llama.url();
+    let child = Command::new(CAPTURE)
+        .args([
+            "run",
+            "--manifest",
+            &m,
+            "--off-manifest",
+            "--class",
+            "headline-sustained-output",
+            "--context",
+            "256",
+            "--requests",
+            "40",
+            "--concurrency",
+            "2",
+            // Paced, so the requests due while the server is down are few and the run goes
+            // on against the restarted server (closed loop would spend the rest at once on
+            // refused connections).
+            "--rate",
+            "5",
+            "--arm",
+            "restarted",
+            "--endpoint",
+            &url,
+            "--quiet",
+            "--out",
+            out.to_str().unwrap(),
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Restart once the run has recorded a few scrapes of the first server.
+    let dir = out.join(
+        "2026-09-04-qwen38-27b-pro6000-possibility/restarted/headline-sustained-output.ctx256.c2.n40.rate5",
+    );
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while !dir.join("scrapes.parts").exists()
+        || std::fs::read_dir(dir.join("scrapes.parts")).map_or(0, |d| d.count()) < 3
+    {
+        assert!(Instant::now() < deadline, "the run did not start");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    llama.kill_and_restart();
+    let o = child.wait_with_output().unwrap();
+    assert!(
+        matches!(o.status.code(), Some(0)),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let r = &sql(&out, "SELECT restarted, signal, detectable FROM restarts")[0];
+    assert_eq!(r["restarted"], true, "{r}");
+    assert_eq!(r["signal"], "counter_reset", "{r}");
+    let plan = concat!(env!("CARGO_MANIFEST_DIR"), "/sample-data/run-plan.json");
+    let (code, check) = anvil_check(&out, plan, Path::new(&m));
+    assert_eq!(code, Some(1), "{check}");
+    let stop = check
+        .lines()
+        .find(|l| l.contains("STOP Restart"))
+        .unwrap_or_else(|| panic!("no restart stop:\n{check}"));
+    assert!(
+        stop.contains("replica 0 restarted") && stop.contains("counters fell"),
+        "{stop}"
+    );
+}
