@@ -5,6 +5,7 @@
 --   actual           = the server's API usage prompt tokens (NULL when no usage event);
 --   error_tokens     = actual - target;
 --   relative_error   = (actual - target) / target.
+-- Functional requests (requests.check set) are not sized to the target and are left out.
 CREATE VIEW prompt_calibration AS
 SELECT
     t.run_id,
@@ -21,3 +22,5 @@ SELECT
         / CAST(nullif(t.prompt_tokens_target, 0) AS DOUBLE) AS relative_error
 FROM request_timing t
 JOIN runs ru ON ru.run_id = t.run_id
+JOIN requests q ON q.run_id = t.run_id AND q.request_index = t.request_index
+WHERE q."check" IS NULL

@@ -1,6 +1,7 @@
 -- prompt_calibration_cells: prompt calibration per artifact (cell run), over its measured
 -- requests that report usage: the target, the min / mean / max actual (usage) prompt tokens
 -- and the largest relative error |actual - target| / target (prompt_calibration per request).
+-- A functional artifact, whose requests have no prompt-token target, has no row.
 CREATE VIEW prompt_calibration_cells AS
 SELECT
     run_id,

@@ -213,6 +213,20 @@ pub fn render_markdown(view: &ReportView) -> String {
             let _ = writeln!(out, "_{}_\n", escape(&view.headline.empty_note));
         }
     }
+    if !view.headline.left_out.is_empty() {
+        out.push_str("Headline-class artifacts left out (not the manifest's headline cell):\n\n");
+        for l in &view.headline.left_out {
+            let _ = writeln!(
+                out,
+                "- {} `{}` ({}): {}",
+                escape(&l.arm),
+                escape(&l.run_id),
+                escape(&l.workload),
+                escape(&l.reason)
+            );
+        }
+        out.push('\n');
+    }
 
     out.push_str("## Optimization screens (within-screen selection only)\n\n");
     if view.screens.is_empty() {
@@ -313,5 +327,5 @@ pub fn render_markdown(view: &ReportView) -> String {
     for g in &view.open_gates {
         let _ = writeln!(out, "- {}", escape(g));
     }
-    out
+    super::visible_controls(&out)
 }

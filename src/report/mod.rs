@@ -161,7 +161,34 @@ pub fn render_html(view: &ReportView) -> Result<String, ReportError> {
     let context = tera::Context::from_serialize(&page)
         .map_err(|e| ReportError::template("report.html", &e))?;
     tera.render("report.html", &context)
+        .map(|html| visible_controls(&html))
         .map_err(|e| ReportError::template("report.html", &e))
+}
+
+/// `text` with every control character a reply or a server error may carry made visible:
+/// C0 controls (but tab, line feed and carriage return) as their Unicode control pictures
+/// (U+0012 → ␒), DEL as ␡, C1 controls as `\u{…}`. HTML forbids them and terminals act on
+/// them; the report shows what was received without letting it act.
+pub fn visible_controls(text: &str) -> String {
+    if !text.chars().any(is_hidden_control) {
+        return text.to_owned();
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        match c {
+            c if !is_hidden_control(c) => out.push(c),
+            '\u{7f}' => out.push('\u{2421}'),
+            c if (c as u32) < 0x20 => {
+                out.push(char::from_u32(0x2400 + c as u32).unwrap_or('\u{fffd}'))
+            }
+            c => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
+        }
+    }
+    out
+}
+
+fn is_hidden_control(c: char) -> bool {
+    c.is_control() && !matches!(c, '\t' | '\n' | '\r')
 }
 
 #[cfg(test)]

@@ -824,6 +824,7 @@ fn a_refused_headline_shows_the_refusal_and_its_differences() {
         comparison: None,
         refusal: Some(super::view::refusal_view(&refusal)),
         empty_note: String::new(),
+        left_out: Vec::new(),
     };
     let html = render_html(&input_view).unwrap();
     let head = section(&html, "headline");
@@ -1231,4 +1232,51 @@ fn charts_survive_extreme_finite_values() {
             assert!(!svg.contains("NaN"), "{values:?}");
         }
     }
+}
+
+/// A headline-class run that is not the manifest's headline cell is named as left out, with
+/// why, instead of the section claiming no headline artifacts exist.
+#[test]
+fn headline_class_runs_off_the_headline_cell_are_listed_as_left_out() {
+    let mut fixture = Fixture::new("TP2", None);
+    let mut small = fixture.artifacts[0].clone();
+    small.facts.run_id = "r-small".to_owned();
+    small.facts.workload.total_requests = 12;
+    small.facts.workload.concurrency_per_replica = 4;
+    fixture.artifacts.push(small);
+    let view = fixture.view();
+    assert_eq!(view.headline.left_out.len(), 1);
+    let l = &view.headline.left_out[0];
+    assert_eq!(l.run_id, "r-small");
+    assert!(
+        l.reason.contains("total_requests: 12 vs 100")
+            && l.reason.contains("concurrency_per_replica: 4 vs 8"),
+        "{}",
+        l.reason
+    );
+    let html = render_html(&view).unwrap();
+    assert!(section(&html, "headline").contains("Headline-class artifacts left out"));
+    assert!(render_markdown(&view).contains("Headline-class artifacts left out"));
+}
+
+/// Control characters a random model's reply carries (U+0012, ESC, DEL, C1) reach neither the
+/// HTML nor the Markdown raw: they show as control pictures.
+#[test]
+fn control_characters_from_replies_are_shown_not_passed_through() {
+    let fixture = Fixture::new("TP2", Some("x\u{12}y\u{1b}[31m\u{7f}\u{85}z"));
+    let view = fixture.view();
+    let html = render_html(&view).unwrap();
+    let md = render_markdown(&view);
+    for out in [&html, &md] {
+        assert!(
+            !out.chars()
+                .any(|c| c.is_control() && !matches!(c, '\t' | '\n' | '\r')),
+            "a control character passed through"
+        );
+    }
+    assert!(
+        html.contains("x\u{2412}y\u{241b}[31m\u{2421}\\u{85}z"),
+        "no control pictures"
+    );
+    assert_eq!(super::visible_controls("a\tb\nc"), "a\tb\nc");
 }

@@ -362,6 +362,18 @@ pub struct HeadlineView {
     pub refusal: Option<RefusalView>,
     /// Said when there is neither a comparison nor a refusal.
     pub empty_note: String,
+    /// Artifacts of the headline class that are not the manifest's headline cell, with why.
+    pub left_out: Vec<LeftOutView>,
+}
+
+/// An artifact of the headline class left out of the headline comparison.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LeftOutView {
+    pub arm: String,
+    pub run_id: String,
+    /// Prompt tokens, concurrency and requests of its workload.
+    pub workload: String,
+    pub reason: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -703,7 +715,31 @@ impl Palette {
 /// Build the whole view.
 pub fn build(input: &ReportInput<'_>) -> ReportView {
     let palette = Palette::new(input.plan, input.artifacts);
-    let headline = match input.headline {
+    let left_out: Vec<LeftOutView> = crate::rules::HeadlineSelection::from_manifest(input.manifest)
+        .map(|selection| {
+            input
+                .artifacts
+                .iter()
+                .filter(|a| a.facts.workload.class == crate::rules::headline::HEADLINE_CLASS)
+                .filter_map(|a| {
+                    let c = crate::rules::classify(&a.facts, &selection);
+                    (c.kind != crate::rules::ClassKind::Headline).then(|| LeftOutView {
+                        arm: a.facts.arm.clone(),
+                        run_id: a.facts.run_id.clone(),
+                        workload: format!(
+                            "{} tokens, C{} per replica, {} requests, {}",
+                            a.facts.workload.prompt_tokens_target,
+                            a.facts.workload.concurrency_per_replica,
+                            a.facts.workload.total_requests,
+                            a.facts.workload.schedule
+                        ),
+                        reason: c.reason,
+                    })
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut headline = match input.headline {
         Some(Ok(comparison)) => HeadlineView {
             comparison: Some(comparison_view(
                 comparison,
@@ -712,18 +748,31 @@ pub fn build(input: &ReportInput<'_>) -> ReportView {
             )),
             refusal: None,
             empty_note: String::new(),
+            left_out: Vec::new(),
         },
         Some(Err(refusal)) => HeadlineView {
             comparison: None,
             refusal: Some(refusal_view(refusal)),
             empty_note: String::new(),
+            left_out: Vec::new(),
+        },
+        None if !left_out.is_empty() => HeadlineView {
+            comparison: None,
+            refusal: None,
+            empty_note: format!(
+                "no artifact matches the manifest's headline cell; {} of the headline class are left out (below)",
+                left_out.len()
+            ),
+            left_out: Vec::new(),
         },
         None => HeadlineView {
             comparison: None,
             refusal: None,
             empty_note: "no headline artifacts recorded".to_owned(),
+            left_out: Vec::new(),
         },
     };
+    headline.left_out = left_out;
     let screens = input
         .screens
         .iter()
