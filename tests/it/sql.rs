@@ -158,7 +158,13 @@ fn events(run_no: u32, leak: &str) -> Vec<(u32, i64, String)> {
         (0, 60, content("world")),
         (0, 70, content(" again")),
         (0, 75, STOP.to_owned()),
-        (0, 80, usage(1000, 11)),
+        // ... with the server's own timings, as llama.cpp's server sends them.
+        (0, 80, {
+            let mut u: serde_json::Value = serde_json::from_str(&usage(1000, 11)).unwrap();
+            u["timings"] = serde_json::json!({"prompt_n": 1000, "prompt_ms": 30.5,
+                "predicted_n": 11, "predicted_ms": 39.0, "cache_n": 0});
+            u.to_string()
+        }),
         (0, 90, "[DONE]".to_owned()),
         // Request 1, replica 1, sent at 0: role chunk with content "" at 5, content at 25
         // and 45 carrying its own canary and request 2's, usage 900/5 at 50, [DONE] at 55.
@@ -306,6 +312,59 @@ fn build_run(root: &Path, run_no: u32, leak: &str) -> PathBuf {
             ScrapePhase::After,
             "process_start_time_seconds",
             2000.0,
+        ),
+    ] {
+        writer.push_scrape(row).unwrap();
+    }
+    // Replica 1 also exports llama.cpp's names, typed: its drafts counter goes 5 -> 9, then
+    // falls to 3 with the restart (an increase of 4 + 3); position 0's series is absent
+    // before (it counts from 0), 4 during, 2 after the restart (4 + 2); the queue gauges.
+    let typed = |t_ms: i64, phase, metric: &str, labels: &str, kind: &str, value| ScrapeRow {
+        replica: 1,
+        t_ns: t_ms * MS,
+        phase,
+        metric: metric.into(),
+        labels: labels.into(),
+        metric_type: kind.into(),
+        value,
+    };
+    let drafts = "llamacpp:spec_decode_num_drafts_total";
+    let per_pos = "llamacpp:spec_decode_num_accepted_tokens_per_pos_total";
+    for row in [
+        typed(0, ScrapePhase::Before, drafts, "", "counter", 5.0),
+        typed(60, ScrapePhase::During, drafts, "", "counter", 9.0),
+        typed(
+            60,
+            ScrapePhase::During,
+            per_pos,
+            "position=\"0\"",
+            "counter",
+            4.0,
+        ),
+        typed(
+            60,
+            ScrapePhase::During,
+            "llamacpp:requests_processing",
+            "",
+            "gauge",
+            2.0,
+        ),
+        typed(
+            60,
+            ScrapePhase::During,
+            "llamacpp:requests_deferred",
+            "",
+            "gauge",
+            1.0,
+        ),
+        typed(110, ScrapePhase::After, drafts, "", "counter", 3.0),
+        typed(
+            110,
+            ScrapePhase::After,
+            per_pos,
+            "position=\"0\"",
+            "counter",
+            2.0,
         ),
     ] {
         writer.push_scrape(row).unwrap();
@@ -619,16 +678,39 @@ fn scrape_views_find_spec_decode_and_restarts() {
     let dir = build_artifact(tmp.path());
     let (rt, s) = session(&dir);
     let r = query(&rt, &s, "SELECT * FROM spec_decode ORDER BY replica");
-    assert_column(&r, "drafts", &[Some(10.0), None]);
+    // Replica 1 speaks llama.cpp's names: 5 -> 9, then a fall to 3 at the restart (counted
+    // from 0): 4 + 3.
+    assert_eq!(
+        strings(&r, "runtime"),
+        [Some("vllm".to_owned()), Some("llama.cpp".to_owned())]
+    );
+    assert_column(&r, "drafts", &[Some(10.0), Some(7.0)]);
     assert_column(&r, "draft_tokens", &[Some(40.0), None]);
     assert_column(&r, "accepted_tokens", &[Some(30.0), None]);
     assert_column(&r, "acceptance_rate", &[Some(0.75), None]);
     assert_column(&r, "mean_accepted_length", &[Some(4.0), None]);
+    // A position series absent before the run counts from 0: 4, then 2 after the fall.
+    let r = query(&rt, &s, "SELECT * FROM spec_decode_positions");
+    assert_eq!(ints(&r, "position"), [Some(0)]);
+    assert_column(&r, "accepted_tokens", &[Some(6.0)]);
     let r = query(&rt, &s, "SELECT * FROM restarts ORDER BY replica");
     assert_eq!(
         strings(&r, "restarted"),
         [Some("false".to_owned()), Some("true".to_owned())]
     );
+    assert_eq!(ints(&r, "counters_reset"), [Some(0), Some(2)]);
+    assert_eq!(
+        strings(&r, "detectable"),
+        [Some("true".to_owned()), Some("true".to_owned())]
+    );
+    let r = query(&rt, &s, "SELECT * FROM server_queue");
+    assert_column(&r, "running", &[Some(2.0)]);
+    assert_column(&r, "waiting", &[Some(1.0)]);
+    // The server's timings beside anvil's: TTFT 40 ms - prefill 30.5; generation 40 - 39.
+    let r = query(&rt, &s, "SELECT * FROM server_timings");
+    assert_column(&r, "queue_ms", &[Some(9.5)]);
+    assert_column(&r, "generation_diff_ms", &[Some(1.0)]);
+    assert_eq!(ints(&r, "token_diff"), [Some(0)]);
 }
 
 #[test]
@@ -763,7 +845,7 @@ fn cli_sql_bad_column_lists_the_available_columns() {
     let out = anvil(&["sql", "--data", dir.to_str().unwrap(), "SELECT * FROM nope"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(
-        text(&out.stderr).contains("views: request_timing"),
+        text(&out.stderr).contains("views: server_metric_names, counter_increases, request_timing"),
         "{}",
         text(&out.stderr)
     );
