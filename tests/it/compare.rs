@@ -156,6 +156,40 @@ fn compare_refuses_a_different_workload_naming_fields_and_quoting_the_rule() {
         "{out}"
     );
 
+    // The same cell open loop (`--rate`) against closed loop: the schedule differs, so the
+    // load the server saw differs; refused, naming the schedule.
+    let open = capture_cell(
+        &sim,
+        &manifest,
+        &tmp.path().join("open"),
+        &[
+            "--class",
+            "headline-sustained-output",
+            "--concurrency",
+            "4",
+            "--requests",
+            "10",
+            "--off-manifest",
+            "--arm",
+            "K4",
+            "--rate",
+            "20",
+        ],
+    );
+    assert!(open.ends_with("headline-sustained-output.ctx512.c4.n10.rate20"), "{open:?}");
+    let (code, out, err) = anvil(&[
+        "compare",
+        "--manifest",
+        manifest.to_str().unwrap(),
+        "--plan",
+        PLAN,
+        a.to_str().unwrap(),
+        open.to_str().unwrap(),
+    ]);
+    assert_eq!(code, Some(3), "{out}{err}");
+    assert!(out.contains("schedule"), "{out}");
+    assert!(!out.contains("no variable differs"), "{out}");
+
     // A headline cell (the manifest's headline made 10 requests at 512 tokens) beside a
     // natural-completion screen: the headline comparison rule refuses and is quoted.
     let dir = tmp.path().join("headline");
