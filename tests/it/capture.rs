@@ -191,6 +191,24 @@ fn a_headline_shaped_cell_gives_a_complete_valid_artifact() {
     let r = measured_requests(&dir);
     let idx = ints(&r, "request_index");
     assert_eq!(idx.len(), 20);
+    // The first wave's intended time is the synchronised release: one instant for all of
+    // it, so a slot that started late shows as client-side queueing.
+    let intended: BTreeMap<i64, i64> = idx
+        .iter()
+        .zip(ints(&r, "t_intended_ns"))
+        .map(|(i, t)| (i.unwrap(), t.unwrap()))
+        .collect();
+    let c = run_json.workload.concurrency_per_replica as i64;
+    let first: BTreeSet<i64> = (0..c).map(|i| intended[&i]).collect();
+    assert_eq!(
+        first.len(),
+        1,
+        "first wave intended at one instant: {intended:?}"
+    );
+    assert!(
+        intended[&c] > intended[&0],
+        "later requests are intended when a slot frees"
+    );
     let set: BTreeSet<i64> = idx.iter().map(|i| i.unwrap()).collect();
     assert_eq!(set, (0..20).collect());
     assert!(
@@ -789,6 +807,17 @@ fn missing_metrics_give_a_warning_and_an_empty_scrapes_table() {
         run_json.topology.endpoints[0].metrics_url.as_deref(),
         Some(metrics.as_str())
     );
+    // Without metrics a restart could not be seen: check says so instead of passing it.
+    #[cfg(feature = "analysis")]
+    {
+        let plan = concat!(env!("CARGO_MANIFEST_DIR"), "/sample-data/run-plan.json");
+        let (_, out) = super::common::anvil_check(&dir, plan, &manifest);
+        let line = out
+            .lines()
+            .find(|l| l.contains("restart detection not possible"))
+            .unwrap_or_else(|| panic!("no restart-detection note:\n{out}"));
+        assert!(line.contains("replica 0"), "{line}");
+    }
 }
 
 #[test]

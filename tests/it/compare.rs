@@ -176,7 +176,10 @@ fn compare_refuses_a_different_workload_naming_fields_and_quoting_the_rule() {
             "20",
         ],
     );
-    assert!(open.ends_with("headline-sustained-output.ctx512.c4.n10.rate20"), "{open:?}");
+    assert!(
+        open.ends_with("headline-sustained-output.ctx512.c4.n10.rate20"),
+        "{open:?}"
+    );
     let (code, out, err) = anvil(&[
         "compare",
         "--manifest",
