@@ -57,12 +57,6 @@ pub enum CalibrateError {
     Failed(String),
 }
 
-/// The token-count oracle in use.
-enum Oracle {
-    Tokenize(TokenizeOracle),
-    Probe,
-}
-
 /// The chosen oracle and what the probe rows need.
 pub struct Calibrator<'a> {
     cfg: &'a RunConfig,
@@ -75,7 +69,8 @@ pub struct Calibrator<'a> {
     next_row: AtomicU64,
     /// One-token requests of the cell's API on replica 0.
     prober: ProbeOracle,
-    oracle: Oracle,
+    /// The server's tokenizer when it passed the check; `None`: every count is a probe.
+    tokenizer: Option<TokenizeOracle>,
     /// What run.json records.
     pub record: artifact::Calibration,
 }
@@ -111,7 +106,7 @@ impl<'a> Calibrator<'a> {
                 api_key: cfg.api_key.clone(),
                 timeout: cfg.timeouts.total,
             },
-            oracle: Oracle::Probe,
+            tokenizer: None,
             record: artifact::Calibration {
                 method: CalibrationMethod::Probe,
                 dialect: None,
@@ -164,7 +159,7 @@ impl<'a> Calibrator<'a> {
                 this.record.method = CalibrationMethod::Tokenize;
                 this.record.dialect = Some(oracle.dialect.as_str().to_owned());
                 this.record.tokenize_tokens = Some(n);
-                this.oracle = Oracle::Tokenize(oracle);
+                this.tokenizer = Some(oracle);
             }
             Some((oracle, n)) => {
                 this.record.tokenize_tokens = Some(n);
@@ -200,18 +195,18 @@ impl<'a> Calibrator<'a> {
 
     /// Count `content` with the chosen oracle.
     async fn count(&self, content: &PromptContent) -> Result<u64, OracleError> {
-        match &self.oracle {
-            Oracle::Tokenize(t) => t.count(content).await,
-            Oracle::Probe => self.probe(content).await,
+        match &self.tokenizer {
+            Some(t) => t.count(content).await,
+            None => self.probe(content).await,
         }
     }
 
     /// The builder whose prompts the oracle counts: the run's own for a tokenizer (nothing
     /// reaches the server's cache), the calibration salt's for probes.
     fn counted_builder(&self) -> &PromptBuilder {
-        match self.oracle {
-            Oracle::Tokenize(_) => self.builder,
-            Oracle::Probe => &self.probe_builder,
+        match self.tokenizer {
+            Some(_) => self.builder,
+            None => &self.probe_builder,
         }
     }
 
