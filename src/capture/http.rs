@@ -42,6 +42,48 @@ impl GetError {
     }
 }
 
+/// A fresh connection to `server`, its driver spawned; `url` names it in errors.
+async fn connect<B>(
+    server: &Endpoint,
+    timeout: Duration,
+    url: &str,
+) -> Result<
+    (
+        hyper::client::conn::http1::SendRequest<B>,
+        tokio::task::JoinHandle<hyper::Result<()>>,
+    ),
+    GetError,
+>
+where
+    B: hyper::body::Body + Send + 'static,
+    B::Data: Send,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    let stream = server.connect(timeout).await?;
+    let (sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+        .await
+        .map_err(|e| GetError::Http {
+            url: url.to_owned(),
+            detail: e.to_string(),
+        })?;
+    Ok((sender, tokio::spawn(conn)))
+}
+
+/// `exchange` within `timeout`, or a timeout error naming `url`.
+async fn within<T>(
+    timeout: Duration,
+    url: String,
+    exchange: impl std::future::Future<Output = Result<T, GetError>>,
+) -> Result<T, GetError> {
+    match tokio::time::timeout(timeout, exchange).await {
+        Ok(r) => r,
+        Err(_) => Err(GetError::Timeout {
+            url,
+            after_ms: timeout.as_millis(),
+        }),
+    }
+}
+
 /// GET `path` (below the server's root and prefix) and return its status and body.
 pub async fn get(
     server: &Endpoint,
@@ -56,11 +98,7 @@ pub async fn get(
         detail: e.to_string(),
     };
     let exchange = async {
-        let stream = server.connect(timeout).await?;
-        let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
-            .await
-            .map_err(|e| http(&e))?;
-        let conn = tokio::spawn(conn);
+        let (mut sender, conn) = connect(server, timeout, &url).await?;
         let mut req = Request::builder()
             .method(Method::GET)
             .uri(uri)
@@ -79,13 +117,7 @@ pub async fn get(
         conn.abort();
         Ok((status, body))
     };
-    match tokio::time::timeout(timeout, exchange).await {
-        Ok(r) => r,
-        Err(_) => Err(GetError::Timeout {
-            url,
-            after_ms: timeout.as_millis(),
-        }),
-    }
+    within(timeout, url.clone(), exchange).await
 }
 
 /// How long [`closes_after_stream`] waits for the server to close after its response.
@@ -108,11 +140,7 @@ pub async fn closes_after_stream(
         detail: e.to_string(),
     };
     let exchange = async {
-        let stream = server.connect(timeout).await?;
-        let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
-            .await
-            .map_err(|e| http(&e))?;
-        let mut conn = tokio::spawn(conn);
+        let (mut sender, mut conn) = connect(server, timeout, &url).await?;
         let mut req = Request::builder()
             .method(Method::POST)
             .uri(uri)
@@ -140,11 +168,5 @@ pub async fn closes_after_stream(
         drop(sender);
         Ok(closed || announced_close)
     };
-    match tokio::time::timeout(timeout, exchange).await {
-        Ok(r) => r,
-        Err(_) => Err(GetError::Timeout {
-            url,
-            after_ms: timeout.as_millis(),
-        }),
-    }
+    within(timeout, url.clone(), exchange).await
 }

@@ -63,15 +63,6 @@ const SCRAPES_SQL: &str = "\
 SELECT run_id, count(DISTINCT t_ns) AS scrapes, count(DISTINCT metric) AS metrics \
 FROM scrapes GROUP BY run_id ORDER BY run_id";
 
-const CLIENT_QUEUE_SQL: &str = "\
-SELECT run_id, schedule, rate_per_s, requests, queued_over_1ms, p50_ms, p95_ms, max_ms \
-FROM client_queueing ORDER BY run_id";
-
-const SERVER_TIMINGS_SQL: &str = "\
-SELECT run_id, requests, prefill_p50_ms, queue_p50_ms, queue_max_ms, generation_diff_p50_ms, \
-       generation_diff_max_abs_ms, token_mismatches \
-FROM server_timing_summary ORDER BY run_id";
-
 /// Usage completion tokens per content chunk, per run and replica.
 const TOKENS_PER_CHUNK_SQL: &str = "\
 SELECT run_id, replica, \
@@ -216,53 +207,8 @@ pub async fn gather(session: &AnvilSession) -> Result<Gathered, QueryError> {
     }
     let queues = by_run.into_values().collect();
 
-    let r = session.query(CLIENT_QUEUE_SQL).await?;
-    let ids = column_str(&r, "run_id")?;
-    let schedule = column_str(&r, "schedule")?;
-    let rate = column_f64(&r, "rate_per_s")?;
-    let sent = column_i64(&r, "requests")?;
-    let over = column_i64(&r, "queued_over_1ms")?;
-    let [p50, p95, max] = ["p50_ms", "p95_ms", "max_ms"].map(|c| column_f64(&r, c));
-    let (p50, p95, max) = (p50?, p95?, max?);
-    let client_queues = (0..ids.len())
-        .map(|i| ClientQueue {
-            run_id: ids[i].clone(),
-            schedule: schedule[i].clone(),
-            rate_per_s: rate[i],
-            requests: sent[i].unwrap_or(0),
-            queued_over_1ms: over[i].unwrap_or(0),
-            p50_ms: p50[i],
-            p95_ms: p95[i],
-            max_ms: max[i],
-        })
-        .collect();
-
-    let r = session.query(SERVER_TIMINGS_SQL).await?;
-    let ids = column_str(&r, "run_id")?;
-    let timed = column_i64(&r, "requests")?;
-    let mismatches = column_i64(&r, "token_mismatches")?;
-    let [prefill, queue_p50, queue_max, gen_p50, gen_max] = [
-        "prefill_p50_ms",
-        "queue_p50_ms",
-        "queue_max_ms",
-        "generation_diff_p50_ms",
-        "generation_diff_max_abs_ms",
-    ]
-    .map(|c| column_f64(&r, c));
-    let (prefill, queue_p50, queue_max, gen_p50, gen_max) =
-        (prefill?, queue_p50?, queue_max?, gen_p50?, gen_max?);
-    let server_timings = (0..ids.len())
-        .map(|i| ServerTimings {
-            run_id: ids[i].clone(),
-            requests: timed[i].unwrap_or(0),
-            prefill_p50_ms: prefill[i],
-            queue_p50_ms: queue_p50[i],
-            queue_max_ms: queue_max[i],
-            generation_diff_p50_ms: gen_p50[i],
-            generation_diff_max_abs_ms: gen_max[i],
-            token_mismatches: mismatches[i].unwrap_or(0),
-        })
-        .collect();
+    let client_queues = super::summary::client_queues(session).await?;
+    let server_timings = super::summary::server_timings(session).await?;
 
     let r = session.query(TOKENS_PER_CHUNK_SQL).await?;
     let ids = column_str(&r, "run_id")?;

@@ -11,6 +11,7 @@ use datafusion::error::DataFusionError;
 use serde::Serialize;
 
 use super::{AnvilSession, QueryError, StatementResult};
+use crate::report::view::{ClientQueue, ServerTimings};
 
 /// The flat summary rows (`--format csv|json`): cell_stats beside the run's aggregate output
 /// throughput, one row per artifact × metric.
@@ -28,35 +29,68 @@ FROM aggregate_throughput t WHERE t.scope = 'run' ORDER BY t.run_id";
 
 const RUNS_SQL: &str = "SELECT run_id, arm, cell_id, status, dir FROM runs ORDER BY run_id";
 
-const QUEUE_SQL: &str = "\
-SELECT run_id, requests, queued_over_1ms, p50_ms, p95_ms, max_ms FROM client_queueing \
-ORDER BY run_id";
+const CLIENT_QUEUE_SQL: &str = "\
+SELECT run_id, schedule, rate_per_s, requests, queued_over_1ms, p50_ms, p95_ms, max_ms \
+FROM client_queueing ORDER BY run_id";
 
 const SERVER_TIMINGS_SQL: &str = "\
 SELECT run_id, requests, prefill_p50_ms, queue_p50_ms, queue_max_ms, generation_diff_p50_ms, \
        generation_diff_max_abs_ms, token_mismatches \
 FROM server_timing_summary ORDER BY run_id";
 
-/// What the server reported about its own timings (the `server_timing_summary` view).
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct ServerTimings {
-    pub requests: i64,
-    pub prefill_p50_ms: Option<f64>,
-    pub queue_p50_ms: Option<f64>,
-    pub queue_max_ms: Option<f64>,
-    pub generation_diff_p50_ms: Option<f64>,
-    pub generation_diff_max_abs_ms: Option<f64>,
-    pub token_mismatches: i64,
+/// Every artifact's client-side queueing (the `client_queueing` view), in run id order.
+pub async fn client_queues(session: &AnvilSession) -> Result<Vec<ClientQueue>, QueryError> {
+    let r = session.query(CLIENT_QUEUE_SQL).await?;
+    let ids = column_str(&r, "run_id")?;
+    let schedule = column_str(&r, "schedule")?;
+    let rate = column_f64(&r, "rate_per_s")?;
+    let sent = column_i64(&r, "requests")?;
+    let over = column_i64(&r, "queued_over_1ms")?;
+    let [p50, p95, max] = ["p50_ms", "p95_ms", "max_ms"].map(|c| column_f64(&r, c));
+    let (p50, p95, max) = (p50?, p95?, max?);
+    Ok((0..ids.len())
+        .map(|i| ClientQueue {
+            run_id: ids[i].clone(),
+            schedule: schedule[i].clone(),
+            rate_per_s: rate[i],
+            requests: sent[i].unwrap_or(0),
+            queued_over_1ms: over[i].unwrap_or(0),
+            p50_ms: p50[i],
+            p95_ms: p95[i],
+            max_ms: max[i],
+        })
+        .collect())
 }
 
-/// Client-side queueing of one artifact (the `client_queueing` view).
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct ClientQueue {
-    pub requests: i64,
-    pub queued_over_1ms: i64,
-    pub p50_ms: Option<f64>,
-    pub p95_ms: Option<f64>,
-    pub max_ms: Option<f64>,
+/// Every artifact's server-reported timings (the `server_timing_summary` view), in run id
+/// order; artifacts whose server reported none are absent.
+pub async fn server_timings(session: &AnvilSession) -> Result<Vec<ServerTimings>, QueryError> {
+    let r = session.query(SERVER_TIMINGS_SQL).await?;
+    let ids = column_str(&r, "run_id")?;
+    let timed = column_i64(&r, "requests")?;
+    let mismatches = column_i64(&r, "token_mismatches")?;
+    let [prefill, queue_p50, queue_max, gen_p50, gen_max] = [
+        "prefill_p50_ms",
+        "queue_p50_ms",
+        "queue_max_ms",
+        "generation_diff_p50_ms",
+        "generation_diff_max_abs_ms",
+    ]
+    .map(|c| column_f64(&r, c));
+    let (prefill, queue_p50, queue_max, gen_p50, gen_max) =
+        (prefill?, queue_p50?, queue_max?, gen_p50?, gen_max?);
+    Ok((0..ids.len())
+        .map(|i| ServerTimings {
+            run_id: ids[i].clone(),
+            requests: timed[i].unwrap_or(0),
+            prefill_p50_ms: prefill[i],
+            queue_p50_ms: queue_p50[i],
+            queue_max_ms: queue_max[i],
+            generation_diff_p50_ms: gen_p50[i],
+            generation_diff_max_abs_ms: gen_max[i],
+            token_mismatches: mismatches[i].unwrap_or(0),
+        })
+        .collect())
 }
 
 /// The statistics of one metric of one artifact.
@@ -231,55 +265,6 @@ impl Summary {
                 },
             ));
         }
-        let queue = session.query(QUEUE_SQL).await?;
-        let q_ids = column_str(&queue, "run_id")?;
-        let q_requests = column_i64(&queue, "requests")?;
-        let q_over = column_i64(&queue, "queued_over_1ms")?;
-        let [p50, p95, max] = ["p50_ms", "p95_ms", "max_ms"].map(|c| column_f64(&queue, c));
-        let (p50, p95, max) = (p50?, p95?, max?);
-        let queues: Vec<(Option<usize>, ClientQueue)> = (0..q_ids.len())
-            .map(|i| {
-                (
-                    index(&q_ids[i]),
-                    ClientQueue {
-                        requests: q_requests[i].unwrap_or(0),
-                        queued_over_1ms: q_over[i].unwrap_or(0),
-                        p50_ms: p50[i],
-                        p95_ms: p95[i],
-                        max_ms: max[i],
-                    },
-                )
-            })
-            .collect();
-        let timings = session.query(SERVER_TIMINGS_SQL).await?;
-        let t_ids = column_str(&timings, "run_id")?;
-        let t_requests = column_i64(&timings, "requests")?;
-        let t_mismatch = column_i64(&timings, "token_mismatches")?;
-        let [prefill, q50, qmax, g50, gmax] = [
-            "prefill_p50_ms",
-            "queue_p50_ms",
-            "queue_max_ms",
-            "generation_diff_p50_ms",
-            "generation_diff_max_abs_ms",
-        ]
-        .map(|c| column_f64(&timings, c));
-        let (prefill, q50, qmax, g50, gmax) = (prefill?, q50?, qmax?, g50?, gmax?);
-        let server_timings: Vec<(Option<usize>, ServerTimings)> = (0..t_ids.len())
-            .map(|i| {
-                (
-                    index(&t_ids[i]),
-                    ServerTimings {
-                        requests: t_requests[i].unwrap_or(0),
-                        prefill_p50_ms: prefill[i],
-                        queue_p50_ms: q50[i],
-                        queue_max_ms: qmax[i],
-                        generation_diff_p50_ms: g50[i],
-                        generation_diff_max_abs_ms: gmax[i],
-                        token_mismatches: t_mismatch[i].unwrap_or(0),
-                    },
-                )
-            })
-            .collect();
         for (at, row) in rows {
             if let Some(at) = at {
                 artifacts[at].metrics.push(row);
@@ -290,14 +275,14 @@ impl Summary {
                 artifacts[at].throughput = Some(t);
             }
         }
-        for (at, q) in queues {
-            if let Some(at) = at {
-                artifacts[at].client_queue = Some(q);
+        for q in client_queues(session).await? {
+            if let Some(a) = artifacts.iter_mut().find(|a| a.run_id == q.run_id) {
+                a.client_queue = Some(q);
             }
         }
-        for (at, t) in server_timings {
-            if let Some(at) = at {
-                artifacts[at].server_timings = Some(t);
+        for t in server_timings(session).await? {
+            if let Some(a) = artifacts.iter_mut().find(|a| a.run_id == t.run_id) {
+                a.server_timings = Some(t);
             }
         }
         Ok(Self { artifacts })

@@ -863,6 +863,24 @@ fn warmup_requests_are_recorded_with_their_kind_and_not_counted_as_measured() {
 /// a tokenizer endpoint) and pipes every other connection through unchanged. It looks only at
 /// the first request of each connection: the recorder opens a fresh connection per token count.
 fn proxy_without_tokenize(upstream: u16) -> u16 {
+    proxy_answering_tokenize(
+        upstream,
+        b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
+    )
+}
+
+/// A proxy whose `/tokenize` and `/apply-template` answer as llama.cpp's `/tokenize` does to a
+/// body it does not read: HTTP 200 `{"tokens": []}`.
+fn proxy_with_empty_tokenize(upstream: u16) -> u16 {
+    proxy_answering_tokenize(
+        upstream,
+        b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 13\r\nconnection: close\r\n\r\n{\"tokens\":[]}",
+    )
+}
+
+/// A proxy in front of the simulator that answers `POST /tokenize` and `POST
+/// /apply-template` itself with `answer` and forwards everything else.
+fn proxy_answering_tokenize(upstream: u16, answer: &'static [u8]) -> u16 {
     use std::io::{Read, Write};
     use std::net::{TcpListener, TcpStream};
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
@@ -876,10 +894,10 @@ fn proxy_without_tokenize(upstream: u16) -> u16 {
                     return;
                 };
                 head.truncate(n);
-                if head.starts_with(b"POST /tokenize ") {
-                    let _ = client.write_all(
-                        b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
-                    );
+                if head.starts_with(b"POST /tokenize ")
+                    || head.starts_with(b"POST /apply-template ")
+                {
+                    let _ = client.write_all(answer);
                     return;
                 }
                 let Ok(mut server) = TcpStream::connect(("127.0.0.1", upstream)) else {
@@ -984,47 +1002,6 @@ fn a_second_sigint_stops_at_once_and_leaves_a_recoverable_folder() {
 /// What run.json says about calibration, and the rows' kinds.
 fn calibration_of(dir: &Path) -> anvil::artifact::Calibration {
     RunJson::read(&dir.join("run.json")).unwrap().calibration
-}
-
-/// A proxy in front of the simulator whose `/tokenize` answers as llama.cpp's does to a body
-/// it does not read: HTTP 200 `{"tokens": []}`.
-fn proxy_with_empty_tokenize(upstream: u16) -> u16 {
-    use std::io::{Read, Write};
-    use std::net::{TcpListener, TcpStream};
-    let l = TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = l.local_addr().unwrap().port();
-    std::thread::spawn(move || {
-        for client in l.incoming() {
-            let Ok(mut client) = client else { continue };
-            std::thread::spawn(move || {
-                let mut head = vec![0u8; 64];
-                let Ok(n) = client.read(&mut head) else {
-                    return;
-                };
-                head.truncate(n);
-                if head.starts_with(b"POST /tokenize ")
-                    || head.starts_with(b"POST /apply-template ")
-                {
-                    let _ = client.write_all(
-                        b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 13\r\nconnection: close\r\n\r\n{\"tokens\":[]}",
-                    );
-                    return;
-                }
-                let Ok(mut server) = TcpStream::connect(("127.0.0.1", upstream)) else {
-                    return;
-                };
-                let _ = server.write_all(&head);
-                let (mut c2, mut s2) = (client.try_clone().unwrap(), server.try_clone().unwrap());
-                std::thread::spawn(move || {
-                    let _ = std::io::copy(&mut s2, &mut c2);
-                    let _ = c2.shutdown(std::net::Shutdown::Write);
-                });
-                let _ = std::io::copy(&mut client, &mut server);
-                let _ = server.shutdown(std::net::Shutdown::Write);
-            });
-        }
-    });
-    port
 }
 
 /// The simulator speaks vLLM's `/tokenize`: it is detected, checked against a probe's usage
