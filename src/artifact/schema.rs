@@ -272,7 +272,7 @@ pub static REQUESTS_COLUMNS: &[Column] = &[
         Boolean,
         false,
         "-",
-        "True when the request was sent a second time, on a fresh connection, because the first attempt provably never reached the server: the kept connection had been closed by the server before any request byte was written, or the server reset it without reading the request (a TCP reset, no response byte). Never set for a failure the server could have seen.",
+        "True when the request was sent a second time, on a fresh connection, because the first attempt provably never reached the server: the kept connection had been closed by the server before any request byte was written, or the server's close (its FIN) came before any response byte and a reset then answered the request's bytes (its socket was already closed when they arrived). Never set for a failure the server could have seen: a bare reset, which an abortive close after reading also gives, stays a failure.",
     ),
 ];
 

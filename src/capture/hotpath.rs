@@ -23,15 +23,17 @@
 //! retries. The one exception is a request that provably never reached the server, which is
 //! sent once more on a fresh connection and marked `resent`: hyper reports it never written
 //! (a kept connection had just closed), the socket showed the server's close before the
-//! request's first byte was written, or the server reset the connection without a response
-//! byte (its socket closed with the request unread). A failure after the server could have
-//! read the request stays a failure.
+//! request's first byte was written, or the server's FIN came before any response byte and a
+//! reset then answered the request's bytes (its socket was closed when they arrived). A
+//! failure after the server could have read the request stays a failure: a bare reset, which
+//! an abortive close after reading also gives, is one.
 //!
 //! A connection is reused only when the last response was read to its end, did not say
 //! `Connection: close`, and the socket shows no close by the server just before the next
 //! request's first write. A worker that once finds the server closing a kept connection
-//! (llama.cpp's server closes after every streamed response while announcing keep-alive)
-//! opens a fresh connection for each later request instead of racing that close.
+//! soon after a response (llama.cpp's server closes after every streamed response while
+//! announcing keep-alive) opens a fresh connection for each later request instead of racing
+//! that close; a close after an idle spell (a keep-alive timeout) changes nothing.
 
 use std::future::Future;
 use std::io;
@@ -89,7 +91,7 @@ impl Default for Timeouts {
 /// How a request ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Outcome {
-    /// The stream ended after its terminal event (`[DONE]`, or `response.completed`).
+    /// The stream ended after its terminal event (`[DONE]`, or the final Responses event).
     Ok,
     /// The server answered with a non-2xx status; its error body is in the error text.
     HttpError,
@@ -354,10 +356,14 @@ struct IoStamps {
     /// The server had closed the connection (end of stream, or bytes nobody asked for) before
     /// the request's first byte was written: nothing was sent.
     closed_before_write: AtomicBool,
-    /// The server reset the connection without a response byte: its socket was closed with
-    /// the request unread (a host that closes a socket holding unread data, or receives data
-    /// for a closed one, answers with a TCP reset, RFC 1122 4.2.2.13).
-    reset_unread: AtomicBool,
+    /// The connection ended (the server's FIN) before any response byte.
+    eof_before_response: AtomicBool,
+    /// After that end of stream, a reset answered the request's bytes: the server's socket
+    /// was already closed when they arrived (a host that receives data for a closed socket
+    /// answers with a reset, RFC 793 3.4, RFC 1122 4.2.2.13), so its application never read
+    /// them. A reset without the FIN before it proves nothing: an abortive close after
+    /// reading looks the same.
+    reset_after_eof: AtomicBool,
 }
 
 impl IoStamps {
@@ -367,15 +373,17 @@ impl IoStamps {
         self.sent_at_first_read_ns.store(0, Ordering::Relaxed);
         self.check_before_write.store(true, Ordering::Relaxed);
         self.closed_before_write.store(false, Ordering::Relaxed);
-        self.reset_unread.store(false, Ordering::Relaxed);
+        self.eof_before_response.store(false, Ordering::Relaxed);
+        self.reset_after_eof.store(false, Ordering::Relaxed);
     }
 
     /// Whether the current request provably never reached the server: nothing was written,
-    /// or the server reset the connection without reading it and without a response byte.
+    /// or the server had closed its side before the request's bytes arrived (its FIN, then a
+    /// reset answering those bytes), and no response byte came.
     fn never_reached_server(&self) -> bool {
         self.first_read_ns.load(Ordering::Relaxed) == 0
             && (self.closed_before_write.load(Ordering::Relaxed)
-                || self.reset_unread.load(Ordering::Relaxed))
+                || self.reset_after_eof.load(Ordering::Relaxed))
     }
 
     fn sent(&self) -> Option<i64> {
@@ -479,29 +487,18 @@ impl AsyncRead for TimedStream {
         let before = buf.filled().len();
         let r = Pin::new(&mut self.inner).poll_read(cx, buf);
         let s = &self.stamps;
-        let nothing_read = s.first_read_ns.load(Ordering::Relaxed) == 0;
-        match &r {
-            // A reset before any response byte: the request went unread.
-            Poll::Ready(Err(e))
-                if nothing_read
-                    && matches!(
-                        e.kind(),
-                        io::ErrorKind::ConnectionReset | io::ErrorKind::BrokenPipe
-                    ) =>
-            {
-                s.reset_unread.store(true, Ordering::Relaxed);
+        // End of stream before any response byte, after the request was written: the server
+        // closed. A reset that answered the request's bytes is then left pending on the
+        // socket (it may also arrive a round trip later: see `never_reached_server`).
+        if let Poll::Ready(Ok(())) = r
+            && buf.filled().len() == before
+            && s.first_read_ns.load(Ordering::Relaxed) == 0
+            && s.last_write_ns.load(Ordering::Relaxed) != 0
+        {
+            s.eof_before_response.store(true, Ordering::Relaxed);
+            if socket_reset(std::os::fd::AsRawFd::as_raw_fd(&self.inner)) {
+                s.reset_after_eof.store(true, Ordering::Relaxed);
             }
-            // End of stream before any response byte: a reset that answered the request's
-            // bytes (after the server's FIN) is left pending on the socket.
-            Poll::Ready(Ok(()))
-                if nothing_read
-                    && buf.filled().len() == before
-                    && s.last_write_ns.load(Ordering::Relaxed) != 0
-                    && socket_reset(std::os::fd::AsRawFd::as_raw_fd(&self.inner)) =>
-            {
-                s.reset_unread.store(true, Ordering::Relaxed);
-            }
-            _ => {}
         }
         if let Poll::Ready(Ok(())) = r
             && buf.filled().len() > before
@@ -589,10 +586,14 @@ struct Connection {
     stamps: Arc<IoStamps>,
     /// The socket, for the reset check after a failure (open while `driver` lives).
     fd: std::os::fd::RawFd,
+    /// How long the TCP connect took: a round trip, the scale of a reset's delay.
+    connect_time: Duration,
+    /// When this connection last finished a complete response.
+    last_response_end: Option<Instant>,
 }
 
 impl Connection {
-    async fn open(stream: TcpStream) -> Result<Self, hyper::Error> {
+    async fn open(stream: TcpStream, connect_time: Duration) -> Result<Self, hyper::Error> {
         let fd = std::os::fd::AsRawFd::as_raw_fd(&stream);
         let stamps = Arc::new(IoStamps::default());
         let io = TokioIo::new(TimedStream {
@@ -608,7 +609,16 @@ impl Connection {
             },
             stamps,
             fd,
+            connect_time,
+            last_response_end: None,
         })
+    }
+
+    /// Whether the server closed this connection soon after a complete response (within
+    /// [`CLOSE_AFTER_RESPONSE`]) rather than after sitting idle (a keep-alive timeout).
+    fn closed_after_response(&self) -> bool {
+        self.last_response_end
+            .is_some_and(|t| t.elapsed() < CLOSE_AFTER_RESPONSE)
     }
 
     /// Whether the connection can take another request: lets the connection notice a close
@@ -780,8 +790,9 @@ impl Worker {
         if self.conn.is_some() {
             return;
         }
+        let t0 = Instant::now();
         if let Ok(stream) = self.endpoint.connect(self.timeouts.connect).await
-            && let Ok(c) = Connection::open(stream).await
+            && let Ok(c) = Connection::open(stream, t0.elapsed()).await
         {
             self.conn = Some(c);
             self.connections_opened += 1;
@@ -857,8 +868,10 @@ impl Worker {
         if let Some(c) = self.conn.as_mut()
             && !c.is_usable().await
         {
+            // A close right after a response (not an idle keep-alive timeout): this server
+            // closes after every response; give each later request its own connection.
+            self.server_closes_kept |= c.closed_after_response();
             self.conn = None;
-            self.server_closes_kept = true;
         }
 
         let mut request = self.build_request(req);
@@ -867,6 +880,7 @@ impl Worker {
             if self.conn.is_none() {
                 let remaining = total_deadline.saturating_duration_since(Instant::now());
                 let budget = self.timeouts.connect.min(remaining);
+                let t_connect = Instant::now();
                 let connected = tokio::select! {
                     biased;
                     () = cancel.cancelled() => return finish(out, Outcome::Cancelled, None),
@@ -884,7 +898,7 @@ impl Worker {
                     }
                     Err(e) => return finish(out, Outcome::ConnectError, Some(e.to_string())),
                 };
-                match Connection::open(stream).await {
+                match Connection::open(stream, t_connect.elapsed()).await {
                     Ok(c) => self.conn = Some(c),
                     Err(e) => return finish(out, Outcome::ConnectError, Some(e.to_string())),
                 }
@@ -903,13 +917,16 @@ impl Worker {
                 total_deadline,
                 idle: self.timeouts.idle,
             };
+            let closed_after_response = conn.closed_after_response();
             let Connection {
                 sender,
                 driver,
                 stamps,
                 fd,
+                connect_time,
+                ..
             } = conn;
-            let fd = *fd;
+            let (fd, connect_time) = (*fd, *connect_time);
             let result = drive(
                 driver,
                 exchange(
@@ -921,29 +938,36 @@ impl Worker {
             out.t_first_byte_ns = stamps.first_byte();
             let stamps = stamps.clone();
             let ended = driver.ended.is_some();
-            let kept = !out.new_connection;
             match result? {
                 Exchange::Done {
                     outcome,
                     error,
                     reusable,
                 } => {
+                    let t_done_ns = monotonic_ns();
                     if outcome == Outcome::Disconnected
                         && !resent
-                        && never_reached_server(&stamps, fd).await
+                        && never_reached_server(&stamps, fd, connect_time).await
                     {
                         // Provably unsent or unread: send it once more on a fresh connection.
                         self.conn = None;
-                        self.server_closes_kept |= kept;
+                        self.server_closes_kept |= closed_after_response;
                         resent = true;
                         out.resent = true;
                         out.http_status = None;
                         request = self.build_request(req);
                         continue;
                     }
-                    let t_done_ns = monotonic_ns();
+                    // A kept connection that ended, soon after a response, with nothing of
+                    // this request's answer read: the server closes after each response (the
+                    // request itself stays a failure: it may have been read).
+                    if outcome == Outcome::Disconnected && stamps.first_byte().is_none() {
+                        self.server_closes_kept |= closed_after_response;
+                    }
                     if !reusable || ended || (self.server_closes_kept && outcome == Outcome::Ok) {
                         self.conn = None;
+                    } else if let Some(c) = self.conn.as_mut() {
+                        c.last_response_end = Some(Instant::now());
                     }
                     out.outcome = outcome;
                     out.error = error;
@@ -957,7 +981,7 @@ impl Worker {
                     }
                     // The kept connection closed under us before hyper took the request: the
                     // server never saw it, so send it on a fresh connection.
-                    self.server_closes_kept |= kept;
+                    self.server_closes_kept |= closed_after_response;
                     resent = true;
                     out.resent = true;
                     request = *r;
@@ -969,19 +993,23 @@ impl Worker {
 
 /// After a request failed with no response: whether it provably never reached the server
 /// (see [`IoStamps::never_reached_server`]). A reset answering request bytes sent after the
-/// server's close can trail the end of stream by a round trip: the socket is asked again for
-/// up to [`RESET_WAIT`].
-async fn never_reached_server(stamps: &IoStamps, fd: std::os::fd::RawFd) -> bool {
+/// server's FIN can trail that end of stream by a round trip: the socket is asked again for
+/// up to three connect times (at least [`RESET_WAIT`]).
+async fn never_reached_server(
+    stamps: &IoStamps,
+    fd: std::os::fd::RawFd,
+    connect_time: Duration,
+) -> bool {
     if stamps.first_byte().is_some() {
         return false;
     }
     if stamps.never_reached_server() {
         return true;
     }
-    if stamps.last_write_ns.load(Ordering::Relaxed) == 0 {
+    if !stamps.eof_before_response.load(Ordering::Relaxed) {
         return false;
     }
-    let until = Instant::now() + RESET_WAIT;
+    let until = Instant::now() + RESET_WAIT.max(connect_time * 3);
     loop {
         if socket_reset(fd) {
             return true;
@@ -993,8 +1021,14 @@ async fn never_reached_server(stamps: &IoStamps, fd: std::os::fd::RawFd) -> bool
     }
 }
 
-/// How long a failed request's socket is watched for the reset that proves it went unread.
+/// How long a failed request's socket is watched, at least, for the reset that proves it went
+/// unread.
 const RESET_WAIT: Duration = Duration::from_millis(20);
+
+/// A server that closes a kept connection within this long after a complete response closes
+/// after every response (llama.cpp's server does, ~0.05 ms after it); a later close is an idle
+/// keep-alive timeout (vLLM's is 5 s).
+const CLOSE_AFTER_RESPONSE: Duration = Duration::from_secs(1);
 
 /// The deadlines of one request, and the pairing of its tokio `Instant` start with its
 /// `CLOCK_MONOTONIC` start (the same clock on Linux).
@@ -1170,7 +1204,7 @@ async fn exchange(
                     } else {
                         let expected = match api {
                             Api::Chat | Api::Completions => "data: [DONE]",
-                            Api::Responses => "a response.completed event",
+                            Api::Responses => "a response.completed, response.incomplete or response.failed event",
                         };
                         done(
                             Outcome::Disconnected,

@@ -322,6 +322,69 @@ async fn the_connection_is_reused_and_reopened_after_the_server_closes_it() {
     assert_ordered(&c, &events);
 }
 
+/// A server that closes 30 ms after its response, without reading what arrived meanwhile
+/// (the request sat unread in its socket, so the close answers with a reset and no FIN
+/// first): that request could have been read as far as the client can tell, so it stays a
+/// failure and is not sent again; the worker then gives every later request its own
+/// connection, and those succeed.
+#[tokio::test]
+async fn a_close_racing_a_reused_connection_is_a_failure_and_later_requests_get_fresh_ones() {
+    let mut closing = chat_stream();
+    closing.push(Pause(30));
+    closing.push(Close);
+    let mut r = rig(
+        vec![closing, chat_stream(), chat_stream(), chat_stream()],
+        quick_timeouts(),
+    )
+    .await;
+    let (a, _) = r.run(Api::Chat, 0).await;
+    assert_eq!(a.outcome, Outcome::Ok, "{a:?}");
+    let (b, _) = r.run(Api::Chat, 1).await;
+    assert_eq!(b.outcome, Outcome::Disconnected, "{b:?}");
+    assert!(
+        !b.resent,
+        "a request the server could have read is not sent again: {b:?}"
+    );
+    assert!(!b.new_connection);
+    for i in 2..4 {
+        let (c, _) = r.run(Api::Chat, i).await;
+        assert_eq!(c.outcome, Outcome::Ok, "{c:?}");
+        assert!(c.new_connection, "request {i} gets its own connection");
+        assert!(!c.resent);
+    }
+    assert_eq!(r.log.lock().unwrap().connections, 3);
+}
+
+/// A worker told the server closes after each stream opens a connection per request and
+/// never races the close.
+#[tokio::test]
+async fn fresh_connections_are_opened_for_every_request_when_asked() {
+    let closing = || {
+        let mut s = chat_stream();
+        s.push(Close);
+        s
+    };
+    let (addr, log) = scripted(vec![closing(), closing(), closing()]).await;
+    let (sink, _rx) = event_channel(1024);
+    let ep = Arc::new(Endpoint::parse(0, &format!("http://{addr}")).unwrap());
+    let mut worker = Worker::new(ep, quick_timeouts(), None, sink)
+        .unwrap()
+        .with_fresh_connections(true);
+    for i in 0..3 {
+        let out = worker
+            .execute(
+                &prepared(Api::Chat, i, "{}"),
+                monotonic_ns(),
+                &Cancel::new(),
+            )
+            .await
+            .unwrap();
+        assert_eq!(out.outcome, Outcome::Ok, "{out:?}");
+        assert!(out.new_connection && !out.resent, "{out:?}");
+    }
+    assert_eq!(log.lock().unwrap().connections, 3);
+}
+
 #[tokio::test]
 async fn http_error_keeps_the_servers_error_body() {
     let body = r#"{"object":"error","message":"This model's maximum context length is 4096 tokens. However, you requested 5000 tokens.","type":"BadRequestError","code":400}"#;
