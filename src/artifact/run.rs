@@ -499,14 +499,18 @@ pub enum Outcome {
 }
 
 /// Finish reasons (and Responses final statuses) of a generation the server completed:
-/// stopped, cut by the token ceiling, ended in a tool call, or filtered. Any other finish
-/// reason on an otherwise complete stream makes the request [`Outcome::Aborted`].
+/// stopped, cut by the token ceiling, ended in a tool call, or filtered, in the spellings of
+/// the OpenAI APIs and of servers that differ (TGI's `eos_token` and `stop_sequence` mean
+/// stop). Any other finish reason on an otherwise complete stream (vLLM's `abort`, `error`,
+/// a Responses status `failed` or `cancelled`) makes the request [`Outcome::Aborted`].
 pub const NORMAL_FINISH_REASONS: &[&str] = &[
     "stop",
     "length",
     "tool_calls",
     "function_call",
     "content_filter",
+    "eos_token",
+    "stop_sequence",
     "completed",
     "incomplete",
     "max_output_tokens",

@@ -62,12 +62,17 @@ impl Api {
         }
     }
 
-    /// The SSE event that ends a complete stream: `data: [DONE]` for chat and completions,
-    /// an `event: response.completed` for the Responses API.
+    /// The SSE event that ends a complete stream: `data: [DONE]` for chat and completions;
+    /// for the Responses API the final `response.completed`, `response.incomplete` (cut by
+    /// `max_output_tokens`) or `response.failed` event (the writer then reads its status and
+    /// error).
     pub fn is_terminal(self, event: Option<&str>, data: &str) -> bool {
         match self {
             Self::Chat | Self::Completions => data == "[DONE]",
-            Self::Responses => event == Some("response.completed"),
+            Self::Responses => matches!(
+                event,
+                Some("response.completed" | "response.incomplete" | "response.failed")
+            ),
         }
     }
 }
