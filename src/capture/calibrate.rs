@@ -1,13 +1,13 @@
 //! Prompt calibration before the run: which token count to trust, then each request's filler
 //! size, against replica 0.
 //!
-//! 1. **Detection**, once per run: one sample prompt is counted by each
-//!    [`TokenizeDialect`] in turn (vLLM's `/tokenize`, then llama.cpp's `/apply-template` +
-//!    `/tokenize`) and by one `max_tokens: 1` probe of the cell's own API, which reads the
-//!    server's `usage.prompt_tokens`. A dialect is used only when its count equals that
-//!    usage exactly; otherwise (no tokenizer endpoint, a count of 0, a count that
-//!    disagrees) the run calibrates with probes and says why. What was found goes to
-//!    run.json (`calibration`).
+//! 1. **Detection**, once per run: one sample prompt is counted by every
+//!    [`TokenizeDialect`] (vLLM's `/tokenize`, llama.cpp's `/apply-template` + `/tokenize`)
+//!    and by one `max_tokens: 1` probe of the cell's own API (up to [`CHECK_ATTEMPTS`] on
+//!    errors), which reads the server's `usage.prompt_tokens`. A dialect is used only when
+//!    its count equals that usage exactly; otherwise (no tokenizer endpoint, a count of 0,
+//!    counts that disagree) the run calibrates with probes and says why. What was found
+//!    goes to run.json (`calibration`).
 //! 2. **Reachability**: the prompt without filler is counted; a target below it can never be
 //!    met, which is bad input, refused before any artifact is written.
 //! 3. **Sizing**: every request's filler is searched ([`calibrate_from`]), starting from the
@@ -36,7 +36,13 @@ use crate::clock::{Origin, monotonic_ns};
 const SAMPLE_UNITS: u32 = 64;
 
 /// Attempts of the probe that checks the tokenizer's count.
-const CHECK_ATTEMPTS: u32 = 3;
+pub const CHECK_ATTEMPTS: u32 = 3;
+
+/// The time limit of a calibration or connection-check call: the side-call limit, or the
+/// first-byte limit where a long prompt's prefill needs it (at most two minutes).
+pub fn side_timeout(cfg: &RunConfig) -> Duration {
+    super::driver::SIDE_TIMEOUT.max(cfg.timeouts.first_byte.min(Duration::from_secs(120)))
+}
 
 /// Why calibration could not go ahead.
 #[derive(Debug, thiserror::Error)]
@@ -117,7 +123,9 @@ impl<'a> Calibrator<'a> {
             },
         };
         let sample = this.probe_builder.build(0, SAMPLE_UNITS).content;
-        let mut candidate: Option<(TokenizeOracle, u64)> = None;
+        // Every dialect counts the sample: a server may answer one it does not speak with a
+        // wrong count rather than an error.
+        let mut counted: Vec<(TokenizeOracle, u64)> = Vec::new();
         let mut tried: Vec<String> = Vec::new();
         for dialect in TokenizeDialect::ALL {
             let oracle = TokenizeOracle {
@@ -127,19 +135,18 @@ impl<'a> Calibrator<'a> {
                 api: opts.api,
                 dialect,
                 chat_extra: chat_extra.clone(),
-                timeout: super::driver::SIDE_TIMEOUT
-                    .max(cfg.timeouts.first_byte.min(Duration::from_secs(120))),
+                timeout: side_timeout(cfg),
             };
             match oracle.count(&sample).await {
                 Ok(n) => {
-                    candidate = Some((oracle, n));
-                    break;
+                    tried.push(format!("{}: {n} tokens", dialect.as_str()));
+                    counted.push((oracle, n));
                 }
                 Err(e) => tried.push(format!("{}: {e}", dialect.as_str())),
             }
         }
-        // The check probe may meet a transient server error; each attempt is its own
-        // recorded calibration row.
+        // The check probe may meet a transient server error (a model still loading): each
+        // attempt is its own recorded calibration row, a second apart.
         let mut attempt = 0;
         let usage = loop {
             attempt += 1;
@@ -150,26 +157,24 @@ impl<'a> Calibrator<'a> {
                         "the calibration probe failed {attempt} times, last: {e}"
                     )));
                 }
-                Err(_) => {}
+                Err(_) => tokio::time::sleep(Duration::from_secs(u64::from(attempt))).await,
             }
         };
         this.record.usage_prompt_tokens = Some(usage);
-        match candidate {
-            Some((oracle, n)) if n == usage => {
+        match counted.iter().position(|(_, n)| *n == usage) {
+            Some(i) => {
+                let (oracle, n) = counted.swap_remove(i);
                 this.record.method = CalibrationMethod::Tokenize;
                 this.record.dialect = Some(oracle.dialect.as_str().to_owned());
                 this.record.tokenize_tokens = Some(n);
                 this.tokenizer = Some(oracle);
             }
-            Some((oracle, n)) => {
-                this.record.tokenize_tokens = Some(n);
-                this.record.note = Some(format!(
-                    "the {} tokenizer endpoint counted {n} tokens where the server's usage says {usage} for the same prompt: no usable /tokenize",
-                    oracle.dialect.as_str()
-                ));
-            }
             None => {
-                this.record.note = Some(format!("no usable /tokenize ({})", tried.join("; ")));
+                this.record.tokenize_tokens = counted.first().map(|(_, n)| *n);
+                this.record.note = Some(format!(
+                    "no usable /tokenize: the server's usage says {usage} tokens for the sample prompt ({})",
+                    tried.join("; ")
+                ));
             }
         }
         if let Some(note) = &this.record.note {

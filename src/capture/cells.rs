@@ -23,7 +23,7 @@ use std::fmt;
 
 use crate::manifest::WorkloadManifest;
 
-use super::prompt::PromptCacheMode;
+use super::prompt::{PromptCacheMode, PromptForm, PromptSpec, ResponseLength};
 
 /// The headline class id.
 pub const HEADLINE: &str = "headline-sustained-output";
@@ -83,6 +83,26 @@ impl Cell {
             "{}.ctx{}.c{}.n{}",
             self.class, self.context, self.concurrency, self.requests
         )
+    }
+}
+
+impl Cell {
+    /// What determines this cell's prompts, for a run with `run_salt` on an API taking
+    /// `form` (the manifest's `seed`).
+    pub fn prompt_spec(&self, seed: u64, run_salt: &str, form: PromptForm) -> PromptSpec {
+        PromptSpec {
+            seed,
+            run_salt: run_salt.to_owned(),
+            workload_class: self.class.clone(),
+            context_target: self.context,
+            cache_mode: self.cache_mode,
+            response_length: match self.reply.words() {
+                Some(words) => ResponseLength::AboutWords(words),
+                None => ResponseLength::Natural,
+            },
+            canaries: self.canaries,
+            form,
+        }
     }
 }
 

@@ -153,6 +153,12 @@ pub struct RunArgs {
     /// No progress bar and no quick-look summary.
     #[arg(long)]
     pub quiet: bool,
+    /// Send no thinking switch. By default, when the manifest disables thinking, chat and
+    /// Responses requests carry `chat_template_kwargs: {"enable_thinking": false}`; a server
+    /// that refuses unknown request fields needs it left out. run.json `thinking_switch`
+    /// records what was sent.
+    #[arg(long)]
+    pub no_thinking_switch: bool,
     /// Keep ordinary scheduling (see `realtime_help` for the default).
     #[arg(long, help = realtime_help())]
     pub no_realtime: bool,

@@ -80,6 +80,8 @@ pub struct RunConfig {
     /// contract); an in-process caller that reads [`RunConfig::artifact_dir`] turns it off.
     pub print_path: bool,
     pub thinking_disabled: bool,
+    /// Leave the thinking switch out of every request (`--no-thinking-switch`).
+    pub omit_thinking_switch: bool,
     /// The cell id with the schedule's suffix (`Schedule::cell_id_suffix`): `run.json`
     /// `cell_id` and the artifact's folder name.
     pub cell_id: String,
@@ -322,19 +324,11 @@ impl RunConfig {
         if cell.class != super::cells::FUNCTIONAL {
             // The prompt's fixed part (prefix, system text, instruction) costs at least one
             // token per word: a target below it can never be met.
-            let fixed = super::prompt::PromptBuilder::new(super::prompt::PromptSpec {
-                seed: manifest.selection.random_prefix_seed,
-                run_salt: String::new(),
-                workload_class: cell.class.clone(),
-                context_target: cell.context,
-                cache_mode: cell.cache_mode,
-                response_length: match cell.reply.words() {
-                    Some(w) => super::prompt::ResponseLength::AboutWords(w),
-                    None => super::prompt::ResponseLength::Natural,
-                },
-                canaries: cell.canaries,
-                form: api.prompt_form(),
-            })
+            let fixed = super::prompt::PromptBuilder::new(cell.prompt_spec(
+                manifest.selection.random_prefix_seed,
+                "",
+                api.prompt_form(),
+            ))
             .build(0, 0)
             .content
             .words();
@@ -366,6 +360,7 @@ impl RunConfig {
         }
         Ok(Self {
             thinking_disabled: manifest.selection.thinking == Thinking::Disabled,
+            omit_thinking_switch: a.no_thinking_switch,
             manifest,
             cell,
             off_manifest: chosen.off_manifest,

@@ -2,11 +2,15 @@
 //! [`RunConfig`] to a finished artifact.
 //!
 //! 1. Preflight (bad input, exit 2, nothing written): each replica's `GET /v1/models` must
-//!    answer (model name, server info); `GET /version` is read when present.
-//! 2. The artifact is created (`run.json` with status `running`).
-//! 3. Calibration: each request's filler is sized with the server's `POST /tokenize`, or,
-//!    when that answers 404/405/501, with one-token non-streaming probes (recorded as
-//!    `calibration` rows, with a separate salt so the measured prompts stay uncached).
+//!    answer (model name, server info); `GET /version` is read when present; one streamed
+//!    one-token request per replica shows whether the server closes connections after a
+//!    streamed response (`server_info.connection_after_stream`).
+//! 2. Calibration's detection ([`super::calibrate`]): which token count to trust (the
+//!    server's tokenizer in its dialect, checked against a probe's usage, or probes), and a
+//!    context target the fixed prompt already exceeds refused (exit 2, nothing written).
+//! 3. The artifact is created (`run.json` with status `running`, its `calibration` record),
+//!    then every request's filler is sized (probes recorded as `calibration` rows, with a
+//!    separate salt so the measured prompts stay uncached).
 //! 4. Requests are prepared (bodies serialised) and the writer thread starts.
 //! 5. `before` scrapes; each worker (C per replica) opens its connection and runs the warm-up
 //!    requests (closed loop); then every worker and the dispatcher wait at one barrier and the
@@ -19,7 +23,10 @@
 //!    measured requests never sent are recorded as `cancelled`; the artifact is finalised as
 //!    `interrupted`. A second SIGINT exits at once, leaving parts that `recover` merges.
 //!
-//! No request is retried; every failure is a row with its outcome and the run goes on.
+//! No request is retried, except one that provably never reached the server, sent once more
+//! and marked `resent` (see [`super::hotpath`]); every failure is a row with its outcome and
+//! the run goes on. A run that cannot be measured (calibration impossible, the writer gone)
+//! exits 5.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -36,7 +43,7 @@ use super::config::{RunConfig, Schedule};
 use super::endpoint::Endpoint;
 use super::functional;
 use super::hotpath::{self, Cancel, EventSink, Outcome, Worker, event_channel};
-use super::prompt::{PromptBuilder, PromptContent, PromptSpec, ResponseLength};
+use super::prompt::{PromptBuilder, PromptContent};
 use super::recorder::{Msg, Progress, Recorder, RequestMeta, RunMeta};
 use super::request::{self, Api, PreparedRequest, RequestOptions};
 use super::scrape;
@@ -236,26 +243,14 @@ async fn run_async(cfg: RunConfig) -> anyhow::Result<u8> {
     let sel = &cfg.manifest.selection;
     let n = cell.requests as u32;
     let w = cfg.warmup as u32;
-    let spec = PromptSpec {
-        seed: sel.random_prefix_seed,
-        run_salt: salt.clone(),
-        workload_class: cell.class.clone(),
-        context_target: cell.context,
-        cache_mode: cell.cache_mode,
-        response_length: match cell.reply.words() {
-            Some(words) => ResponseLength::AboutWords(words),
-            None => ResponseLength::Natural,
-        },
-        canaries: cell.canaries,
-        form: cfg.api.prompt_form(),
-    };
+    let spec = cell.prompt_spec(sel.random_prefix_seed, &salt, cfg.api.prompt_form());
     let builder = PromptBuilder::new(spec);
     let opts = RequestOptions {
         api: cfg.api,
         model: model.clone(),
         max_tokens: Some(cell.max_tokens),
         thinking_disabled: cfg.thinking_disabled,
-        omit_thinking_kwarg: false,
+        omit_thinking_kwarg: cfg.omit_thinking_switch,
     };
     // Whether each replica closes connections after a streamed response: then its workers
     // open a fresh connection per request instead of racing the close.
@@ -272,28 +267,27 @@ async fn run_async(cfg: RunConfig) -> anyhow::Result<u8> {
         let body = bytes::Bytes::from(request::body_json(&opts, 0, &content, true, Some(1))?);
         let mut out = Vec::with_capacity(cfg.endpoints.len());
         for (ep, f) in cfg.endpoints.iter().zip(facts.iter_mut()) {
-            let closes = match super::http::closes_after_stream(
+            let (closes, finding) = match super::http::closes_after_stream(
                 ep,
                 ep.uri(cfg.api).clone(),
                 body.clone(),
                 auth.as_ref(),
-                SIDE_TIMEOUT.max(cfg.timeouts.first_byte.min(Duration::from_secs(120))),
+                super::calibrate::side_timeout(&cfg),
             )
             .await
             {
-                Ok(c) => c,
+                Ok(true) => (true, "closed".to_owned()),
+                Ok(false) => (false, "kept".to_owned()),
                 Err(e) => {
                     eprintln!(
                         "anvil-capture: warning: `{}`: the connection check failed ({e}); connections will be reused until the server is seen closing one",
                         ep.url
                     );
-                    false
+                    (false, format!("unknown: the check failed ({e})"))
                 }
             };
-            f.info.insert(
-                "connection_after_stream".into(),
-                Value::from(if closes { "closed" } else { "kept" }),
-            );
+            f.info
+                .insert("connection_after_stream".into(), Value::from(finding));
             out.push(closes);
         }
         out

@@ -120,6 +120,14 @@ pub async fn get(
     within(timeout, url.clone(), exchange).await
 }
 
+/// Whether a response's `Connection` header says the server will close the connection.
+pub fn announces_close(headers: &hyper::HeaderMap) -> bool {
+    headers.get_all(header::CONNECTION).iter().any(|v| {
+        v.to_str()
+            .is_ok_and(|v| v.to_ascii_lowercase().contains("close"))
+    })
+}
+
 /// How long [`closes_after_stream`] waits for the server to close after its response.
 pub const CLOSE_WAIT: Duration = Duration::from_millis(200);
 

@@ -6,7 +6,8 @@
 //!   `POST /apply-template` then `POST /tokenize {"content"}`, answering `{"tokens": [...]}`.
 //!   Chat and Responses prompts are counted through the chat template (servers turn a
 //!   Responses `input` into a user message), completions prompts as raw text.
-//! - [`ProbeOracle`]: for servers without `/tokenize`, a non-streaming request of the cell's own
+//! - [`ProbeOracle`]: the check of the tokenizer's count, and the count itself for servers
+//!   without a usable tokenizer endpoint: a non-streaming request of the cell's own
 //!   API with a one-token ceiling, reading `usage.prompt_tokens` (`usage.input_tokens` for the
 //!   Responses API). A probe puts the prompt into the server's prefix cache, so calibrate a
 //!   `unique` cell with a different salt than the run's (`PromptBuilder::with_salt`).
