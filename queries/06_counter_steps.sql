@@ -1,15 +1,17 @@
--- counter_increases: how much every monotonic series of every replica grew over the run, as
--- Prometheus' increase() counts it, one row per (run, replica, metric, labels). A series is
+-- counter_steps: every monotonic series of every replica, scrape by scrape, as Prometheus'
+-- increase() counts it: one row per (run, replica, metric, labels, scrape). A series is
 -- monotonic when its family's TYPE is counter (or it is a histogram/summary `_count` or
 -- `_bucket`), when it has no TYPE and its name ends in `_total`, or when
--- server_metric_names lists it as a counter. Between two consecutive scrapes the increase is the difference, or, when the
--- value fell (the server restarted and its counters began again), the new value; a series
--- missing from the replica's first scrape counts from 0 (llama.cpp and vLLM add labelled
--- series only once they are non-zero).
---   increase  the growth over the run;
---   resets    how many times the series fell between two scrapes (a restart, see restarts);
---   first_t_ns, last_t_ns, samples   where the series was seen.
-CREATE VIEW counter_increases AS
+-- server_metric_names lists it as a counter; a counter family's `_created` series (a creation
+-- timestamp, not a count) is not one.
+--   step          the growth since the series' previous scrape: the difference, or, when the
+--                 value fell (the server restarted and began counting again), the new value;
+--                 at a series' first scrape 0, or its value when the replica's first scrape
+--                 did not carry it (llama.cpp and vLLM add labelled series only once they are
+--                 non-zero: an absent series counts from 0);
+--   fell          the value fell below the previous scrape's;
+--   was_positive  the previous scrape's value was above 0 (a series that can be seen fall).
+CREATE VIEW counter_steps AS
 WITH first_scrape AS (
     SELECT run_id, replica, min(t_ns) AS t0 FROM scrapes GROUP BY run_id, replica
 ),
@@ -25,7 +27,7 @@ monotonic AS (
             PARTITION BY s.run_id, s.replica, s.metric, s.labels ORDER BY s.t_ns
         ) AS previous
     FROM scrapes s
-    WHERE s.metric_type = 'counter'
+    WHERE (s.metric_type = 'counter' AND s.metric NOT LIKE '%\_created' ESCAPE '\')
        OR (s.metric_type IN ('histogram', 'summary')
            AND (s.metric LIKE '%\_count' ESCAPE '\' OR s.metric LIKE '%\_bucket' ESCAPE '\'))
        OR (s.metric_type IN ('', 'untyped') AND s.metric LIKE '%\_total' ESCAPE '\')
@@ -47,19 +49,10 @@ steps AS (
             WHEN m.value >= m.previous THEN m.value - m.previous
             ELSE m.value
         END AS step,
-        m.previous IS NOT NULL AND m.value < m.previous AS fell
+        m.previous IS NOT NULL AND m.value < m.previous AS fell,
+        coalesce(m.previous, 0) > 0 AS was_positive
     FROM monotonic m
     JOIN first_scrape f ON f.run_id = m.run_id AND f.replica = m.replica
 )
-SELECT
-    run_id,
-    replica,
-    metric,
-    labels,
-    sum(step) AS increase,
-    count(*) FILTER (WHERE fell) AS resets,
-    min(t_ns) AS first_t_ns,
-    max(t_ns) AS last_t_ns,
-    count(*) AS samples
+SELECT run_id, replica, metric, labels, t_ns, step, fell, was_positive
 FROM steps
-GROUP BY run_id, replica, metric, labels

@@ -17,8 +17,10 @@
 --   client_queue_ms       client-side queueing, not a server figure: (t_sent - t_intended) / 1e6,
 --                         how long the client held the request past the time its schedule
 --                         meant it to go (open loop: every slot was busy; closed loop: the
---                         first wave's start skew after the synchronised release). TTFT and
---                         E2E count from t_sent, so this time is in neither.
+--                         first wave's start skew after the synchronised release), including a
+--                         TCP connect when the request opened one (requests.new_connection)
+--                         and a first attempt that never reached the server (requests.resent).
+--                         TTFT and E2E count from t_sent, so this time is in neither.
 --
 -- Token figures use API usage tokens, never chunk counts. NULL, never a division by zero:
 -- no usage event -> NULL token figures (prompt_tokens, completion_tokens, prefill, decode,

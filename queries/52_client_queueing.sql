@@ -1,8 +1,9 @@
 -- client_queueing: client-side queueing per artifact, over its measured requests that were
 -- sent (request_figures.client_queue_ms = t_sent - t_intended): how long requests waited in
--- the client past their intended start. It is not part of TTFT or E2E (both count from
--- t_sent), but an open loop whose slots were all busy, or a client that could not keep up,
--- offers the server less load than its schedule says: read the figures beside it.
+-- the client past their intended start (a connect a request opened included). It is not part
+-- of TTFT or E2E (both count from t_sent), but an open loop whose slots were all busy, or a
+-- client that could not keep up, offers the server less load than its schedule says: read
+-- the figures beside it.
 --   requests         measured requests with a send time;
 --   queued_over_1ms  of them, those that waited more than 1 ms;
 --   mean_ms, p50_ms, p95_ms (nearest rank), max_ms.

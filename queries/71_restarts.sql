@@ -2,15 +2,16 @@
 -- (e.g. process_start_time_seconds changed)"). Two signals:
 --   start time  the replica's `process_start_time_seconds` took more than one value across
 --               its scrapes (before, during, after);
---   counters    a monotonic counter of the replica fell between two scrapes
---               (counter_increases.resets > 0): a restarted server counts from 0 again.
---               llama.cpp's server exports no start time; this is how its restarts show.
+--   counters    most of the replica's counters fell at one scrape (counter_falls.most_fell):
+--               a restarted server counts from 0 again. llama.cpp's server exports no start
+--               time; this is how its restarts show.
 -- `restarted` is the verdict (either signal); `signal` names the first that fired
 -- ('process_start_time_seconds' or 'counter_reset'); `detectable` is false for a replica
 -- that exported neither signal (no start time, no counter): a restart there could not be
--- seen, and anvil check says so. `start_times` counts distinct start times (restarts =
--- start_times - 1); `counters_reset` counts the series that fell, `counter_reset_example`
--- names one.
+-- seen, and anvil check says so; `scraped` is false when the replica has no scrape at all.
+-- `start_times` counts distinct start times (restarts = start_times - 1); `reset_scrapes`
+-- counts the scrapes at which most counters fell; `counters_reset` counts the series that
+-- ever fell, `counter_reset_example` names one.
 CREATE VIEW restarts AS
 WITH replicas AS (
     SELECT run_id, arm, cell_id, unnest(range(0, replicas)) AS replica
@@ -38,6 +39,14 @@ counters AS (
             FILTER (WHERE resets > 0) AS counter_reset_example
     FROM counter_increases
     GROUP BY run_id, replica
+),
+falls AS (
+    SELECT run_id, replica, count(*) FILTER (WHERE most_fell) AS reset_scrapes
+    FROM counter_falls
+    GROUP BY run_id, replica
+),
+scraped AS (
+    SELECT DISTINCT run_id, replica FROM scrapes
 )
 SELECT
     r.run_id,
@@ -50,13 +59,17 @@ SELECT
     s.last_start_time_s,
     coalesce(c.counters, 0) AS counters,
     coalesce(c.counters_reset, 0) AS counters_reset,
+    coalesce(fl.reset_scrapes, 0) AS reset_scrapes,
     c.counter_reset_example,
-    coalesce(s.start_times, 0) > 1 OR coalesce(c.counters_reset, 0) > 0 AS restarted,
+    coalesce(s.start_times, 0) > 1 OR coalesce(fl.reset_scrapes, 0) > 0 AS restarted,
     CASE
         WHEN coalesce(s.start_times, 0) > 1 THEN 'process_start_time_seconds'
-        WHEN coalesce(c.counters_reset, 0) > 0 THEN 'counter_reset'
+        WHEN coalesce(fl.reset_scrapes, 0) > 0 THEN 'counter_reset'
     END AS signal,
-    s.run_id IS NOT NULL OR coalesce(c.counters, 0) > 0 AS detectable
+    s.run_id IS NOT NULL OR coalesce(c.counters, 0) > 0 AS detectable,
+    sc.run_id IS NOT NULL AS scraped
 FROM replicas r
 LEFT JOIN starts s ON s.run_id = r.run_id AND s.replica = r.replica
 LEFT JOIN counters c ON c.run_id = r.run_id AND c.replica = r.replica
+LEFT JOIN falls fl ON fl.run_id = r.run_id AND fl.replica = r.replica
+LEFT JOIN scraped sc ON sc.run_id = r.run_id AND sc.replica = r.replica

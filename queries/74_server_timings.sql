@@ -2,11 +2,12 @@
 -- own figures, where the server reports them: llama.cpp's `timings` object on its last
 -- chunk(s) (`prompt_n`, `prompt_ms`, `predicted_n`, `predicted_ms`, `cache_n`, `draft_n`,
 -- `draft_n_accepted`), read from the raw payload of the request's last event that has one.
--- Requests whose stream carried no timings have no row.
+-- Requests whose stream carried no timings have no row; a value that is not a number is NULL.
 --   server_prefill_ms     the server's prompt processing time (`prompt_ms`);
 --   queue_ms              anvil's TTFT minus the server's prefill: the time the request spent
 --                         queued or batched before its prefill began, plus transport both
---                         ways (client-observed, so a loaded server shows here first);
+--                         ways, plus the decode of the first token (and of any reasoning
+--                         tokens before the first content); a loaded server shows here first;
 --   server_decode_ms      the server's generation time (`predicted_ms`);
 --   generation_diff_ms    anvil's generation time (first content -> stream completion) minus
 --                         the server's: transport and client-side framing, near 0 when both
@@ -30,13 +31,13 @@ parsed AS (
     SELECT
         run_id,
         request_index,
-        CAST(json_pointer(payload, '/timings/prompt_n') AS BIGINT) AS server_prompt_tokens,
-        CAST(json_pointer(payload, '/timings/prompt_ms') AS DOUBLE) AS server_prefill_ms,
-        CAST(json_pointer(payload, '/timings/predicted_n') AS BIGINT) AS server_tokens,
-        CAST(json_pointer(payload, '/timings/predicted_ms') AS DOUBLE) AS server_decode_ms,
-        CAST(json_pointer(payload, '/timings/cache_n') AS BIGINT) AS cached_tokens,
-        CAST(json_pointer(payload, '/timings/draft_n') AS BIGINT) AS draft_tokens,
-        CAST(json_pointer(payload, '/timings/draft_n_accepted') AS BIGINT) AS draft_accepted
+        TRY_CAST(json_pointer(payload, '/timings/prompt_n') AS BIGINT) AS server_prompt_tokens,
+        TRY_CAST(json_pointer(payload, '/timings/prompt_ms') AS DOUBLE) AS server_prefill_ms,
+        TRY_CAST(json_pointer(payload, '/timings/predicted_n') AS BIGINT) AS server_tokens,
+        TRY_CAST(json_pointer(payload, '/timings/predicted_ms') AS DOUBLE) AS server_decode_ms,
+        TRY_CAST(json_pointer(payload, '/timings/cache_n') AS BIGINT) AS cached_tokens,
+        TRY_CAST(json_pointer(payload, '/timings/draft_n') AS BIGINT) AS draft_tokens,
+        TRY_CAST(json_pointer(payload, '/timings/draft_n_accepted') AS BIGINT) AS draft_accepted
     FROM reported
 )
 SELECT

@@ -3,7 +3,7 @@
 --   requests                 successful measured requests whose stream carried timings;
 --   prefill_p50_ms           the server's prefill time, p50 (nearest rank);
 --   queue_p50_ms, queue_max_ms   TTFT minus the server's prefill: queued or batched before
---                            prefill, plus transport;
+--                            prefill, plus transport and the first token's decode;
 --   generation_diff_p50_ms   anvil's generation time minus the server's decode time, p50;
 --   generation_diff_max_abs_ms   its largest magnitude;
 --   token_mismatches         requests whose usage completion tokens differ from the server's

@@ -44,7 +44,7 @@ SELECT run_id, request_index, canary_ok, \
 FROM request_metrics WHERE canary IS NOT NULL ORDER BY run_id, request_index";
 
 const RESTARTS_SQL: &str = "\
-SELECT run_id, replica, restarted, detectable, signal, first_start_time_s, last_start_time_s, \
+SELECT run_id, replica, restarted, detectable, scraped, signal, first_start_time_s, last_start_time_s, \
        counters_reset, coalesce(counter_reset_example, '') AS counter_reset_example \
 FROM restarts WHERE restarted OR NOT detectable ORDER BY run_id, replica";
 
@@ -62,7 +62,7 @@ FROM functional_results ORDER BY run_id, request_index";
 
 const SPEC_SQL: &str = "\
 SELECT run_id, replica, acceptance_rate, mean_accepted_length FROM spec_decode \
-WHERE draft_tokens IS NOT NULL ORDER BY run_id, replica";
+WHERE coalesce(drafts, 0) > 0 OR source = 'gauges' ORDER BY run_id, replica";
 
 /// Every artifact of the session with its facts and figures, in the session's order.
 pub async fn read_artifacts(session: &AnvilSession) -> Result<Vec<Artifact>, QueryError> {
@@ -269,6 +269,7 @@ pub async fn read_artifacts(session: &AnvilSession) -> Result<Vec<Artifact>, Que
     let replica = column_i64(&r, "replica")?;
     let restarted = column_i64(&r, "restarted")?;
     let detectable = column_i64(&r, "detectable")?;
+    let scraped = column_i64(&r, "scraped")?;
     let signal = column_str(&r, "signal")?;
     let before = column_f64(&r, "first_start_time_s")?;
     let after = column_f64(&r, "last_start_time_s")?;
@@ -282,7 +283,8 @@ pub async fn read_artifacts(session: &AnvilSession) -> Result<Vec<Artifact>, Que
             continue;
         };
         if detectable[i] == Some(0) {
-            f.restart_undetectable.push(replica);
+            f.restart_undetectable
+                .push((replica, scraped[i] == Some(1)));
         }
         if restarted[i] != Some(1) {
             continue;

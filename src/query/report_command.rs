@@ -58,6 +58,12 @@ SELECT q.run_id, q.replica, q.runtime, CAST(q.t_ns - b.t0 AS DOUBLE) / 1e9 AS t_
 FROM server_queue q JOIN base b ON b.run_id = q.run_id \
 ORDER BY q.run_id, q.replica, q.t_ns";
 
+/// The queue gauges of each runtime, as the views read them.
+const QUEUE_GAUGES_SQL: &str = "\
+SELECT runtime, array_to_string(array_agg(metric ORDER BY role), ' and ') AS metrics \
+FROM server_metric_names WHERE role IN ('queue_running', 'queue_waiting') \
+GROUP BY runtime ORDER BY runtime";
+
 /// How many scrapes each run has, and of how many metrics.
 const SCRAPES_SQL: &str = "\
 SELECT run_id, count(DISTINCT t_ns) AS scrapes, count(DISTINCT metric) AS metrics \
@@ -95,6 +101,7 @@ pub struct Gathered {
     pub runs: Vec<RunInfo>,
     pub requests: Vec<RequestTiming>,
     pub queues: Vec<RunQueue>,
+    pub known_queue_gauges: String,
     pub client_queues: Vec<ClientQueue>,
     pub server_timings: Vec<ServerTimings>,
     pub tokens_per_chunk: Vec<TokensPerChunk>,
@@ -206,6 +213,13 @@ pub async fn gather(session: &AnvilSession) -> Result<Gathered, QueryError> {
         });
     }
     let queues = by_run.into_values().collect();
+    let r = session.query(QUEUE_GAUGES_SQL).await?;
+    let known_queue_gauges = column_str(&r, "runtime")?
+        .into_iter()
+        .zip(column_str(&r, "metrics")?)
+        .map(|(runtime, metrics)| format!("{runtime} {metrics}"))
+        .collect::<Vec<_>>()
+        .join(", ");
 
     let client_queues = super::summary::client_queues(session).await?;
     let server_timings = super::summary::server_timings(session).await?;
@@ -255,6 +269,7 @@ pub async fn gather(session: &AnvilSession) -> Result<Gathered, QueryError> {
         runs,
         requests,
         queues,
+        known_queue_gauges,
         client_queues,
         server_timings,
         tokens_per_chunk,
@@ -399,6 +414,7 @@ pub fn render(
         runs: &gathered.runs,
         requests: &gathered.requests,
         queues: &gathered.queues,
+        known_queue_gauges: &gathered.known_queue_gauges,
         client_queues: &gathered.client_queues,
         server_timings: &gathered.server_timings,
         tokens_per_chunk: &gathered.tokens_per_chunk,

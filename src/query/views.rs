@@ -27,7 +27,9 @@ macro_rules! view {
 /// Every view, in load order.
 pub const VIEWS: &[ViewFile] = &[
     view!("server_metric_names", "05_server_metric_names.sql"),
-    view!("counter_increases", "06_counter_increases.sql"),
+    view!("counter_steps", "06_counter_steps.sql"),
+    view!("counter_increases", "07_counter_increases.sql"),
+    view!("counter_falls", "08_counter_falls.sql"),
     view!("request_timing", "10_request_timing.sql"),
     view!("request_figures", "20_request_figures.sql"),
     view!("request_canaries", "25_request_canaries.sql"),

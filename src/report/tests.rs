@@ -456,6 +456,8 @@ impl Fixture {
             runs: &self.runs,
             requests: &self.requests,
             queues: &self.queues,
+            known_queue_gauges: "llama.cpp llamacpp:requests_processing and llamacpp:requests_deferred, \
+                                 vllm vllm:num_requests_running and vllm:num_requests_waiting",
             client_queues: &self.client_queues,
             server_timings: &self.server_timings,
             tokens_per_chunk: &self.chunks,
@@ -594,7 +596,9 @@ fn report_has_every_section_and_well_formed_charts_with_their_series() {
         server.contains("run r-tp1: 42 scrapes of 17 metrics, none of them a known queue gauge"),
         "{server}"
     );
-    assert!(server.contains("llama.cpp requests_processing and requests_deferred"));
+    assert!(
+        server.contains("llama.cpp llamacpp:requests_processing and llamacpp:requests_deferred")
+    );
     assert!(
         server.contains("poisson, 2.5 requests per second") && server.contains("21,700 ms"),
         "{server}"
@@ -795,6 +799,7 @@ fn sections_without_evidence_say_so() {
         runs: &[],
         requests: &[],
         queues: &[],
+        known_queue_gauges: "",
         client_queues: &[],
         server_timings: &[],
         tokens_per_chunk: &[],
@@ -1145,6 +1150,7 @@ fn the_page_is_balanced_html() {
         runs: &[],
         requests: &[],
         queues: &[],
+        known_queue_gauges: "",
         client_queues: &[],
         server_timings: &[],
         tokens_per_chunk: &[],

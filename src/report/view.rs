@@ -264,6 +264,9 @@ pub struct ReportInput<'a> {
     pub runs: &'a [RunInfo],
     pub requests: &'a [RequestTiming],
     pub queues: &'a [RunQueue],
+    /// The queue gauges anvil reads, per runtime (from `server_metric_names`), for the note
+    /// on a run whose scrapes carry none.
+    pub known_queue_gauges: &'a str,
     pub client_queues: &'a [ClientQueue],
     pub server_timings: &'a [ServerTimings],
     pub tokens_per_chunk: &'a [TokensPerChunk],
@@ -814,6 +817,7 @@ pub fn build(input: &ReportInput<'_>) -> ReportView {
         server: server_view(
             input.artifacts,
             input.queues,
+            input.known_queue_gauges,
             input.client_queues,
             input.server_timings,
         ),
@@ -1414,15 +1418,12 @@ pub fn spec_decode_view(artifacts: &[Artifact], chunks: &[TokensPerChunk]) -> Ve
     rows
 }
 
-/// The queue gauge names anvil knows, for the note on a run whose scrapes carry none.
-const KNOWN_QUEUE_GAUGES: &str = "vLLM num_requests_running and num_requests_waiting, SGLang \
-num_running_reqs and num_queue_reqs, llama.cpp requests_processing and requests_deferred";
-
 /// Section 9: per run with scrapes a queue chart (or why there is none), the client-side
 /// queueing of every run, and the server-reported timings where a server gave them.
 pub fn server_view(
     artifacts: &[Artifact],
     queues: &[RunQueue],
+    known_queue_gauges: &str,
     client: &[ClientQueue],
     timings: &[ServerTimings],
 ) -> ServerView {
@@ -1438,7 +1439,7 @@ pub fn server_view(
             if q.samples.is_empty() {
                 return ServerRunView {
                     note: Some(format!(
-                        "{arm}, run {}: {} scrapes of {} metrics, none of them a known queue gauge ({KNOWN_QUEUE_GAUGES}): this runtime exports no queue metric anvil knows.",
+                        "{arm}, run {}: {} scrapes of {} metrics, none of them a known queue gauge ({known_queue_gauges}): this runtime exports no queue metric anvil knows.",
                         q.run_id, q.scrapes, q.metrics
                     )),
                     chart: None,

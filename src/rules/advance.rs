@@ -95,9 +95,14 @@ pub fn completion(runs: &[&Artifact]) -> Verdict {
                 restart.evidence()
             ));
         }
-        for replica in &figures.restart_undetectable {
+        for (replica, scraped) in &figures.restart_undetectable {
+            let why = if *scraped {
+                "its scrapes carry neither process_start_time_seconds nor a counter"
+            } else {
+                "no scrape of its metrics was recorded"
+            };
             missing.push(format!(
-                "run {id}: replica {replica}: restart detection not possible (its metrics have neither process_start_time_seconds nor a counter)"
+                "run {id}: replica {replica}: restart detection not possible ({why})"
             ));
         }
     }

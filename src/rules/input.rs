@@ -381,8 +381,9 @@ pub struct ArtifactFigures {
     /// Replicas that restarted during the run.
     pub restarts: Vec<Restart>,
     /// Replicas that exported neither restart signal (no `process_start_time_seconds`, no
-    /// counter): a restart there could not have been seen.
-    pub restart_undetectable: Vec<u32>,
+    /// counter): a restart there could not have been seen. With each, whether it was
+    /// scraped at all.
+    pub restart_undetectable: Vec<(u32, bool)>,
     /// Failed measured requests with their error text.
     pub server_errors: Vec<ServerError>,
     /// Speculative-decoding figures per replica; empty without speculative decoding.

@@ -845,7 +845,7 @@ fn cli_sql_bad_column_lists_the_available_columns() {
     let out = anvil(&["sql", "--data", dir.to_str().unwrap(), "SELECT * FROM nope"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(
-        text(&out.stderr).contains("views: server_metric_names, counter_increases, request_timing"),
+        text(&out.stderr).contains("views: server_metric_names, counter_steps, counter_increases, counter_falls, request_timing"),
         "{}",
         text(&out.stderr)
     );
