@@ -222,3 +222,34 @@ pub fn anvil_check(data: &Path, plan: &str, manifest: &Path) -> (Option<i32>, St
         String::from_utf8_lossy(&o.stdout).into_owned(),
     )
 }
+
+/// The rows `anvil sql --data data --format json query` prints (one JSON array per
+/// statement, flattened); fails the test, naming the query, when anvil does.
+pub fn sql_rows(data: &Path, query: &str) -> Vec<serde_json::Value> {
+    let o = run(
+        ANVIL,
+        &[
+            "sql",
+            "--data",
+            data.to_str().unwrap(),
+            "--format",
+            "json",
+            query,
+        ],
+        &[],
+    );
+    assert!(
+        o.status.success(),
+        "{query}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .flat_map(|l| match serde_json::from_str::<serde_json::Value>(l) {
+            Ok(serde_json::Value::Array(rows)) => rows,
+            Ok(v) => vec![v],
+            Err(e) => panic!("{query}: not JSON ({e}): {l}"),
+        })
+        .collect()
+}

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use super::common::{ANVIL, Sim, capture_cell, run, small_manifest};
+use super::common::{ANVIL, Sim, capture_cell, run, small_manifest, sql_rows};
 
 const PLAN: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/sample-data/run-plan.json");
 const SAMPLE_MANIFEST: &str = concat!(
@@ -279,26 +279,11 @@ fn check_stops_on_contamination_naming_the_requests() {
     assert_eq!(code, Some(1), "{out}{err}");
 
     // The requests the SQL finds contaminated are the ones the stop rule names.
-    let o = run(
-        ANVIL,
-        &[
-            "sql",
-            "--data",
-            data.to_str().unwrap(),
-            "--format",
-            "json",
-            "SELECT request_index FROM request_metrics WHERE foreign_canary_count > 0 \
-             ORDER BY request_index",
-        ],
-        &[],
+    let rows = sql_rows(
+        &data,
+        "SELECT request_index FROM request_metrics WHERE foreign_canary_count > 0 \
+         ORDER BY request_index",
     );
-    assert!(o.status.success());
-    let text = String::from_utf8_lossy(&o.stdout);
-    let rows: Vec<Value> = serde_json::from_str(text.trim()).unwrap_or_else(|_| {
-        text.lines()
-            .map(|l| serde_json::from_str(l).unwrap())
-            .collect()
-    });
     assert!(!rows.is_empty(), "contaminate=0.5 contaminated some reply");
     let stop = out
         .lines()

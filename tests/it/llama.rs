@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use anvil::artifact::{CalibrationMethod, RunJson};
 
-use super::common::{ANVIL, CAPTURE, anvil_check, batches, ints, run, strs};
+use super::common::{ANVIL, CAPTURE, anvil_check, batches, ints, run, sql_rows as sql, strs};
 
 /// Where the engine and its models are.
 struct Engine {
@@ -259,36 +259,6 @@ fn capture(url: &str, out: &Path, args: &[&str]) -> (Option<i32>, String, PathBu
         .map(PathBuf::from)
         .unwrap_or_default();
     (o.status.code(), stderr, dir)
-}
-
-/// `anvil sql --format json` rows of `query` over `data`.
-fn sql(data: &Path, query: &str) -> Vec<serde_json::Value> {
-    let o = run(
-        ANVIL,
-        &[
-            "sql",
-            "--data",
-            data.to_str().unwrap(),
-            "--format",
-            "json",
-            query,
-        ],
-        &[],
-    );
-    assert!(
-        o.status.success(),
-        "{query}: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    let text = String::from_utf8_lossy(&o.stdout);
-    text.lines()
-        .filter(|l| !l.trim().is_empty())
-        .flat_map(|l| match serde_json::from_str::<serde_json::Value>(l) {
-            Ok(serde_json::Value::Array(rows)) => rows,
-            Ok(v) => vec![v],
-            Err(e) => panic!("{query}: not JSON ({e}): {l}"),
-        })
-        .collect()
 }
 
 fn f(v: &serde_json::Value, k: &str) -> f64 {

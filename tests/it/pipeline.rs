@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use super::common::{ANVIL, Sim, capture_cell, run, small_manifest};
+use super::common::{ANVIL, Sim, capture_cell, run, small_manifest, sql_rows as sql};
 
 /// Capture a small headline-shaped cell (512-token prompts, 24 words) against `sim`.
 fn capture(sim: &Sim, out: &Path, arm: &str, requests: &str) -> PathBuf {
@@ -28,36 +28,6 @@ fn capture(sim: &Sim, out: &Path, arm: &str, requests: &str) -> PathBuf {
             arm,
         ],
     )
-}
-
-/// `anvil sql --format json` rows.
-fn sql(dir: &Path, query: &str) -> Vec<Value> {
-    let o = run(
-        ANVIL,
-        &[
-            "sql",
-            "--data",
-            dir.to_str().unwrap(),
-            "--format",
-            "json",
-            query,
-        ],
-        &[],
-    );
-    assert!(
-        o.status.success(),
-        "anvil sql failed: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    let text = String::from_utf8_lossy(&o.stdout);
-    let text = text.trim();
-    if text.starts_with('[') {
-        serde_json::from_str(text).unwrap()
-    } else {
-        text.lines()
-            .map(|l| serde_json::from_str(l).unwrap())
-            .collect()
-    }
 }
 
 #[test]
