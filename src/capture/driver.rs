@@ -254,44 +254,7 @@ async fn run_async(cfg: RunConfig) -> anyhow::Result<u8> {
     };
     // Whether each replica closes connections after a streamed response: then its workers
     // open a fresh connection per request instead of racing the close.
-    let closes_after_stream = {
-        let content = match cfg.api.prompt_form() {
-            super::prompt::PromptForm::Messages => {
-                PromptContent::Messages(vec![super::prompt::ChatMessage {
-                    role: "user",
-                    content: "Reply with one word.".into(),
-                }])
-            }
-            super::prompt::PromptForm::Text => PromptContent::Text("Reply with one word.".into()),
-        };
-        let body = bytes::Bytes::from(request::body_json(&opts, 0, &content, true, Some(1))?);
-        let mut out = Vec::with_capacity(cfg.endpoints.len());
-        for (ep, f) in cfg.endpoints.iter().zip(facts.iter_mut()) {
-            let (closes, finding) = match super::http::closes_after_stream(
-                ep,
-                ep.uri(cfg.api).clone(),
-                body.clone(),
-                auth.as_ref(),
-                super::calibrate::side_timeout(&cfg),
-            )
-            .await
-            {
-                Ok(true) => (true, "closed".to_owned()),
-                Ok(false) => (false, "kept".to_owned()),
-                Err(e) => {
-                    eprintln!(
-                        "anvil-capture: warning: `{}`: the connection check failed ({e}); connections will be reused until the server is seen closing one",
-                        ep.url
-                    );
-                    (false, format!("unknown: the check failed ({e})"))
-                }
-            };
-            f.info
-                .insert("connection_after_stream".into(), Value::from(finding));
-            out.push(closes);
-        }
-        out
-    };
+    let closes_after_stream = connection_checks(&cfg, &opts, auth.as_ref(), &mut facts).await?;
     let (msgs, msgs_rx) = std::sync::mpsc::channel::<Msg>();
     // Why the run failed, if it did (set once, first cause wins).
     let mut failed: Option<String> = None;
@@ -327,10 +290,11 @@ async fn run_async(cfg: RunConfig) -> anyhow::Result<u8> {
             ..artifact::Calibration::none()
         },
     };
-    let apis: &[Api] = if functional_run {
-        &[Api::Chat, Api::Responses]
+    // The APIs the run sends to (the map keeps each once).
+    let apis: Vec<Api> = if functional_run {
+        functional::Check::ALL.iter().map(|c| c.api()).collect()
     } else {
-        std::slice::from_ref(&cfg.api)
+        vec![cfg.api]
     };
     let thinking_switch = apis
         .iter()
@@ -725,6 +689,53 @@ async fn run_async(cfg: RunConfig) -> anyhow::Result<u8> {
         Status::Interrupted => exit::INTERRUPTED,
         Status::Failed | Status::Running => exit::CAPTURE_FAILED,
     })
+}
+
+/// Per replica, whether it closes the connection after a streamed response: one streamed
+/// one-token request each (`http::closes_after_stream`), the finding recorded in its server
+/// info (`connection_after_stream`: `closed`, `kept`, or `unknown` with why).
+async fn connection_checks(
+    cfg: &RunConfig,
+    opts: &RequestOptions,
+    auth: Option<&hyper::header::HeaderValue>,
+    facts: &mut [ServerFacts],
+) -> anyhow::Result<Vec<bool>> {
+    let content = match cfg.api.prompt_form() {
+        super::prompt::PromptForm::Messages => {
+            PromptContent::Messages(vec![super::prompt::ChatMessage {
+                role: "user",
+                content: "Reply with one word.".into(),
+            }])
+        }
+        super::prompt::PromptForm::Text => PromptContent::Text("Reply with one word.".into()),
+    };
+    let body = bytes::Bytes::from(request::body_json(opts, 0, &content, true, Some(1))?);
+    let mut out = Vec::with_capacity(cfg.endpoints.len());
+    for (ep, f) in cfg.endpoints.iter().zip(facts.iter_mut()) {
+        let (closes, finding) = match super::http::closes_after_stream(
+            ep,
+            ep.uri(cfg.api).clone(),
+            body.clone(),
+            auth,
+            super::calibrate::side_timeout(cfg),
+        )
+        .await
+        {
+            Ok(true) => (true, "closed".to_owned()),
+            Ok(false) => (false, "kept".to_owned()),
+            Err(e) => {
+                eprintln!(
+                    "anvil-capture: warning: `{}`: the connection check failed ({e}); connections will be reused until the server is seen closing one",
+                    ep.url
+                );
+                (false, format!("unknown: the check failed ({e})"))
+            }
+        };
+        f.info
+            .insert("connection_after_stream".into(), Value::from(finding));
+        out.push(closes);
+    }
+    Ok(out)
 }
 
 /// A second SIGINT: leave at once; the parts on disk stay recoverable.

@@ -309,20 +309,22 @@ impl Recorder {
         }
     }
 
-    /// Move every event waiting in the channel into the tables; `false` once the channel is
-    /// finished.
-    fn drain_events(&mut self, buf: &mut Vec<RawEvent>) -> bool {
+    /// Move every event waiting in the channel into the tables: how many, and `false` once
+    /// the channel is finished.
+    fn drain_events(&mut self, buf: &mut Vec<RawEvent>) -> (usize, bool) {
+        let mut moved = 0;
         loop {
             buf.clear();
             let (n, open) = match self.events.drain_into(buf, BATCH) {
                 Drained::Open(n) => (n, true),
                 Drained::Closed(n) => (n, false),
             };
+            moved += n;
             for e in buf.drain(..) {
                 self.event(e);
             }
             if !open || n < BATCH {
-                return open;
+                return (moved, open);
             }
         }
     }
@@ -338,17 +340,9 @@ impl Recorder {
         while events_open || msgs_open {
             let mut moved = 0;
             if events_open {
-                buf.clear();
-                match self.events.drain_into(&mut buf, BATCH) {
-                    Drained::Open(n) => moved += n,
-                    Drained::Closed(n) => {
-                        moved += n;
-                        events_open = false;
-                    }
-                }
-                for e in buf.drain(..) {
-                    self.event(e);
-                }
+                let (n, open) = self.drain_events(&mut buf);
+                moved += n;
+                events_open = open;
             }
             while msgs_open {
                 match self.msgs.try_recv() {
@@ -356,7 +350,7 @@ impl Recorder {
                         // The request's events were in the channel before its outcome was
                         // sent: take them all first, so the outcome sees its finish reason.
                         if events_open {
-                            events_open = self.drain_events(&mut buf);
+                            events_open = self.drain_events(&mut buf).1;
                         }
                         self.outcome(o)
                     }
