@@ -3,13 +3,17 @@
 -- Definition (run plan advance/stop rules, docs/artifact.md): concatenate the request's
 -- content deltas in `seq` order (request_timing.content); it must contain the request's own
 -- canary (requests.canary) and no other canary marker (`ANV-` + 12 lowercase hex, found by
--- the canaries() function).
---   canary_ok            own canary present in the reply; NULL when the request has no canary;
---   foreign_canaries     sorted distinct canaries of OTHER requests of the same campaign (any
---                        run of it) found in the reply: cross-request contamination; NULL when
---                        none; foreign_canary_count is their number (0 when none);
---   stray_canaries       other markers that belong to no request of the campaign loaded
---                        (NULL when none); stray_canary_count likewise.
+-- the canaries() function). Any other marker is contamination, wherever it came from: another
+-- request of this campaign, another run, another tenant or a prompt cache (per-run salts make
+-- markers from outside the loaded campaign the realistic kind).
+--   own_canary           own canary present in the reply; NULL when the request has no canary;
+--   canary_ok            own canary present and no other marker; NULL when no canary;
+--   foreign_canaries     sorted distinct markers other than the request's own found in the
+--                        reply (NULL when none); foreign_canary_count is their number (0 when
+--                        none). A request without a canary of its own still counts them;
+--   stray_canaries       the foreign markers that belong to no request of the campaign loaded
+--                        (from outside it: another run, tenant or cache; NULL when none);
+--                        stray_canary_count likewise. A subset of foreign_canaries.
 CREATE VIEW request_canaries AS
 WITH measured AS (
     SELECT t.run_id, t.request_index, t.canary, t.content, ru.campaign_id
@@ -31,8 +35,7 @@ others AS (
     SELECT
         f.run_id,
         f.request_index,
-        array_sort(array_agg(DISTINCT f.marker) FILTER (WHERE o.marker IS NOT NULL))
-            AS foreign_canaries,
+        array_sort(array_agg(DISTINCT f.marker)) AS foreign_canaries,
         array_sort(array_agg(DISTINCT f.marker) FILTER (WHERE o.marker IS NULL))
             AS stray_canaries
     FROM found f
@@ -45,7 +48,10 @@ SELECT
     m.request_index,
     m.canary,
     CASE WHEN m.canary IS NOT NULL THEN array_has(canaries(m.content), m.canary) END
-        AS canary_ok,
+        AS own_canary,
+    CASE WHEN m.canary IS NOT NULL THEN
+        array_has(canaries(m.content), m.canary) AND o.foreign_canaries IS NULL
+    END AS canary_ok,
     o.foreign_canaries,
     coalesce(cardinality(o.foreign_canaries), 0) AS foreign_canary_count,
     o.stray_canaries,

@@ -29,6 +29,7 @@ SELECT
     f.tokens_per_chunk,
     f.finish_reason,
     c.canary,
+    c.own_canary,
     c.canary_ok,
     c.foreign_canaries,
     c.foreign_canary_count,

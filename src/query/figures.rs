@@ -39,9 +39,10 @@ SELECT run_id, outcome, count(*) AS requests FROM request_timing \
 WHERE kind = 'measured' GROUP BY run_id, outcome";
 
 const CANARY_SQL: &str = "\
-SELECT run_id, request_index, canary_ok, \
+SELECT run_id, request_index, own_canary IS NOT FALSE AS own_canary, \
        coalesce(array_to_string(foreign_canaries, ','), '') AS foreign_list \
-FROM request_metrics WHERE canary IS NOT NULL ORDER BY run_id, request_index";
+FROM request_metrics WHERE canary IS NOT NULL OR foreign_canary_count > 0 \
+ORDER BY run_id, request_index";
 
 const RESTARTS_SQL: &str = "\
 SELECT run_id, replica, restarted, detectable, scraped, signal, first_start_time_s, last_start_time_s, \
@@ -208,7 +209,7 @@ pub async fn read_artifacts(session: &AnvilSession) -> Result<Vec<Artifact>, Que
     let r = session.query(CANARY_SQL).await?;
     let ids = column_str(&r, "run_id")?;
     let request = column_i64(&r, "request_index")?;
-    let own = column_i64(&r, "canary_ok")?;
+    let own = column_i64(&r, "own_canary")?;
     let foreign = column_str(&r, "foreign_list")?;
     for i in 0..ids.len() {
         let (Some(request_index), Some(f)) = (request[i], slot(&mut artifacts, &index, &ids[i]))

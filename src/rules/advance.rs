@@ -178,7 +178,7 @@ pub fn canaries(runs: &[&Artifact]) -> Verdict {
                 .collect();
             if !foreign.is_empty() {
                 failures.push(format!(
-                    "run {id}: request {} returned other requests' canaries {}",
+                    "run {id}: request {} returned canary markers other than its own: {}",
                     result.request_index,
                     foreign.join(", ")
                 ));
@@ -475,7 +475,7 @@ mod tests {
             canaries(&[&a]),
             Verdict::Fail(
                 "run r-a: requests 3 did not return their own canary; \
-                 run r-a: request 7 returned other requests' canaries ANV-0000000000aa"
+                 run r-a: request 7 returned canary markers other than its own: ANV-0000000000aa"
                     .to_owned()
             )
         );

@@ -271,7 +271,7 @@ mod tests {
             [
                 "run r-tp2: cross-request contamination: request 12 returned ANV-00000000abcd",
                 "TP2: \"every unique request returns its own canary and no other canary\" \
-                 failed: run r-tp2: request 12 returned other requests' canaries ANV-00000000abcd",
+                 failed: run r-tp2: request 12 returned canary markers other than its own: ANV-00000000abcd",
             ]
         );
     }

@@ -244,11 +244,13 @@ impl RequestCounts {
 pub struct CanaryResult {
     /// `request_index` of the request.
     pub request_index: i64,
-    /// Whether the reply contained the request's own canary.
+    /// Whether the reply contained the request's own canary (true for a request that carried
+    /// none but is listed for the markers in its reply).
     pub own_present: bool,
-    /// Other requests' canaries found in the reply's content.
+    /// Canary markers other than the request's own found in the reply's content, wherever
+    /// they came from (another request, run, tenant or a prompt cache).
     pub foreign: Vec<String>,
-    /// Other requests' canaries found in the reply's tool-call arguments.
+    /// Canary markers other than the request's own found in its tool-call arguments.
     pub foreign_in_tool_arguments: Vec<String>,
 }
 

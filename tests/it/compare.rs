@@ -297,6 +297,59 @@ fn check_stops_on_contamination_naming_the_requests() {
 }
 
 #[test]
+fn a_marker_from_outside_the_campaign_fails_the_canary_check_and_stops_it() {
+    // At C1 no other request is in flight: the simulator's contamination is a marker no
+    // request of the campaign owns (the realistic kind: another run, tenant or prompt cache).
+    let sim = Sim::start(&["--fault", "contaminate=0.5", "--seed", "7"]);
+    let tmp = tempfile::tempdir().unwrap();
+    let manifest = small_manifest(tmp.path(), |_| {});
+    let data = tmp.path().join("data");
+    off_manifest_cell(&sim, &manifest, &data, "K4", "1");
+
+    let rows = sql_rows(
+        &data,
+        "SELECT request_index, canary_ok, array_to_string(stray_canaries, ',') AS stray \
+         FROM request_metrics WHERE foreign_canary_count > 0 ORDER BY request_index",
+    );
+    assert!(!rows.is_empty(), "contaminate=0.5 contaminated some reply");
+    for r in &rows {
+        assert_eq!(r["canary_ok"], serde_json::Value::Bool(false), "{r}");
+        assert!(
+            r["stray"].as_str().is_some_and(|s| s.starts_with("ANV-")),
+            "{r}"
+        );
+    }
+
+    let (code, out, err) = anvil(&[
+        "check",
+        "--data",
+        data.to_str().unwrap(),
+        "--plan",
+        PLAN,
+        "--manifest",
+        SAMPLE_MANIFEST,
+    ]);
+    assert_eq!(code, Some(1), "{out}{err}");
+    let stop = out
+        .lines()
+        .find(|l| l.contains("STOP Contamination"))
+        .unwrap_or_else(|| panic!("no contamination stop:\n{out}"));
+    for r in &rows {
+        let named = format!(
+            "request {} returned {}",
+            r["request_index"],
+            r["stray"].as_str().unwrap()
+        );
+        assert!(stop.contains(&named), "{named} not named: {stop}");
+    }
+    let canaries = out
+        .lines()
+        .find(|l| l.split_whitespace().nth(1) == Some("Canaries"))
+        .unwrap_or_else(|| panic!("no Canaries line:\n{out}"));
+    assert!(canaries.contains("FAIL"), "{canaries}");
+}
+
+#[test]
 fn check_reports_missing_evidence_per_stage_and_exits_incomplete() {
     let sim = Sim::start(&[]);
     let tmp = tempfile::tempdir().unwrap();

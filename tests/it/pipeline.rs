@@ -73,8 +73,9 @@ fn simulator_contamination_shows_in_foreign_canaries() {
 
     let rows = sql(
         &dir,
-        "SELECT request_index, foreign_canary_count, stray_canary_count, \
-                array_to_string(foreign_canaries, ',') AS foreign_list \
+        "SELECT request_index, canary_ok, foreign_canary_count, stray_canary_count, \
+                array_to_string(foreign_canaries, ',') AS foreign_list, \
+                coalesce(array_to_string(stray_canaries, ','), '') AS stray_list \
          FROM request_metrics ORDER BY request_index",
     );
     assert_eq!(rows.len(), 12);
@@ -83,18 +84,26 @@ fn simulator_contamination_shows_in_foreign_canaries() {
         let foreign = r["foreign_canary_count"].as_i64().unwrap();
         let stray = r["stray_canary_count"].as_i64().unwrap();
         // At rate 1 every reply carries a marker that is not its own: another in-flight
-        // request's canary, or a made-up one when none was in flight.
+        // request's canary, or a made-up one when none was in flight. Either fails the
+        // request's canary check.
         assert!(
-            foreign + stray >= 1,
+            foreign >= 1,
             "uncontaminated reply under contaminate=1: {r}"
         );
-        if foreign > 0 {
-            with_foreign += 1;
-            for c in r["foreign_list"].as_str().unwrap().split(',') {
-                assert!(
-                    own.contains(c),
-                    "foreign canary {c} belongs to this run: {r}"
-                );
+        assert_eq!(r["canary_ok"], Value::Bool(false), "{r}");
+        assert!(
+            stray <= foreign,
+            "stray markers are a subset of foreign ones: {r}"
+        );
+        for c in r["foreign_list"].as_str().unwrap().split(',') {
+            let from_outside = r["stray_list"].as_str().unwrap().split(',').any(|s| s == c);
+            assert_eq!(
+                own.contains(c),
+                !from_outside,
+                "{c} is stray exactly when no request of the run owns it: {r}"
+            );
+            if own.contains(c) {
+                with_foreign += 1;
             }
         }
     }
