@@ -16,6 +16,9 @@
 --                       tokens under speculative decoding, so token figures use usage);
 --   usage_*           = the API usage of the event that carries it (NULL when no event did);
 --   finish_reason     = the last non-null finish reason of the stream;
+--   parse_errors      = events whose data could not be parsed (events.parse_error set:
+--                       invalid JSON or UTF-8, not an object): parser corruption, whatever
+--                       the outcome; first_parse_error is the first of them in `seq` order;
 --   content           = every content delta concatenated in `seq` order ('' when none;
 --                       ordered_concat(x, k) is string_agg(x, '' ORDER BY k)).
 CREATE VIEW request_timing AS
@@ -33,6 +36,9 @@ WITH per_request AS (
         last_value(finish_reason ORDER BY seq) FILTER (WHERE finish_reason IS NOT NULL)
             AS finish_reason,
         ordered_concat(content_delta, seq) AS content,
+        count(*) FILTER (WHERE parse_error IS NOT NULL) AS parse_errors,
+        first_value(parse_error ORDER BY seq) FILTER (WHERE parse_error IS NOT NULL)
+            AS first_parse_error,
         count(*) AS events
     FROM events
     GROUP BY run_id, request_index
@@ -62,6 +68,8 @@ SELECT
     e.usage_cached_tokens,
     e.finish_reason,
     coalesce(e.content, '') AS content,
+    coalesce(e.parse_errors, 0) AS parse_errors,
+    e.first_parse_error,
     coalesce(e.events, 0) AS events
 FROM requests r
 LEFT JOIN per_request e

@@ -6,7 +6,8 @@
 -- tokens of the measured requests / (last stream completion t_done_ns - first request start
 -- t_sent_ns), all replicas of a data-parallel run together for scope 'run'; per replica, the
 -- same over that replica's measured requests. Requests without usage add no tokens
--- (requests_without_usage counts them); failed requests still occupy the span.
+-- (requests_without_usage counts them; succeeded_without_usage those of them that
+-- succeeded, which make the token figures incomplete); failed requests still occupy the span.
 CREATE VIEW aggregate_throughput AS
 WITH m AS (
     SELECT run_id, replica, outcome, t_sent_ns, t_done_ns, usage_completion_tokens
@@ -21,6 +22,8 @@ spans AS (
         count(*) AS requests,
         count(*) FILTER (WHERE outcome = 'ok') AS succeeded,
         count(*) FILTER (WHERE usage_completion_tokens IS NULL) AS requests_without_usage,
+        count(*) FILTER (WHERE outcome = 'ok' AND usage_completion_tokens IS NULL)
+            AS succeeded_without_usage,
         sum(usage_completion_tokens) AS completion_tokens,
         min(t_sent_ns) AS t_first_sent_ns,
         max(t_done_ns) AS t_last_done_ns
@@ -34,6 +37,8 @@ spans AS (
         count(*) AS requests,
         count(*) FILTER (WHERE outcome = 'ok') AS succeeded,
         count(*) FILTER (WHERE usage_completion_tokens IS NULL) AS requests_without_usage,
+        count(*) FILTER (WHERE outcome = 'ok' AND usage_completion_tokens IS NULL)
+            AS succeeded_without_usage,
         sum(usage_completion_tokens) AS completion_tokens,
         min(t_sent_ns) AS t_first_sent_ns,
         max(t_done_ns) AS t_last_done_ns
@@ -49,6 +54,7 @@ SELECT
     s.requests,
     s.succeeded,
     s.requests_without_usage,
+    s.succeeded_without_usage,
     s.completion_tokens,
     s.t_first_sent_ns,
     s.t_last_done_ns,

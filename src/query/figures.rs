@@ -9,7 +9,8 @@ use std::collections::BTreeMap;
 use crate::artifact::run::Outcome;
 use crate::rules::{
     Artifact, ArtifactFacts, ArtifactFigures, CanaryResult, FunctionalResult, MetricId,
-    ReplicaThroughput, RequestValue, Restart, RestartSignal, ServerError, SpecDecode, Stats,
+    ParseErrors, ReplicaThroughput, RequestValue, Restart, RestartSignal, ServerError, SpecDecode,
+    Stats,
 };
 
 use super::summary::{column_f64, column_i64, column_str};
@@ -24,7 +25,12 @@ SELECT run_id, request_index, ttft_ms, effective_prefill_tps, decode_tps, tpot_m
 FROM request_metrics WHERE outcome = 'ok' ORDER BY run_id, request_index";
 
 const THROUGHPUT_SQL: &str = "\
-SELECT run_id, scope, replica, output_tps FROM aggregate_throughput ORDER BY run_id, replica";
+SELECT run_id, scope, replica, output_tps, succeeded_without_usage FROM aggregate_throughput \
+ORDER BY run_id, replica";
+
+const PARSE_ERRORS_SQL: &str = "\
+SELECT run_id, request_index, parse_errors, coalesce(first_parse_error, '') AS first_parse_error \
+FROM request_timing WHERE kind = 'measured' AND parse_errors > 0 ORDER BY run_id, request_index";
 
 const COMPLETION_SQL: &str = "\
 SELECT run_id, median(CAST(completion_tokens AS DOUBLE)) AS completion_tokens_p50 \
@@ -149,12 +155,16 @@ pub async fn read_artifacts(session: &AnvilSession) -> Result<Vec<Artifact>, Que
     let scope = column_str(&r, "scope")?;
     let replica = column_i64(&r, "replica")?;
     let tps = column_f64(&r, "output_tps")?;
+    let without_usage = column_i64(&r, "succeeded_without_usage")?;
     for i in 0..ids.len() {
         let Some(f) = slot(&mut artifacts, &index, &ids[i]) else {
             continue;
         };
         match (scope[i].as_str(), replica[i], tps[i]) {
-            ("run", _, tps) => f.aggregate_output_tps = tps,
+            ("run", _, tps) => {
+                f.aggregate_output_tps = tps;
+                f.succeeded_without_usage = count_u64(without_usage[i]);
+            }
             ("replica", Some(replica), Some(output_tps)) => {
                 if let Ok(replica) = u32::try_from(replica) {
                     f.aggregate_output_tps_per_replica.push(ReplicaThroughput {
@@ -165,6 +175,23 @@ pub async fn read_artifacts(session: &AnvilSession) -> Result<Vec<Artifact>, Que
             }
             _ => {}
         }
+    }
+
+    let r = session.query(PARSE_ERRORS_SQL).await?;
+    let ids = column_str(&r, "run_id")?;
+    let request = column_i64(&r, "request_index")?;
+    let events = column_i64(&r, "parse_errors")?;
+    let first = column_str(&r, "first_parse_error")?;
+    for i in 0..ids.len() {
+        let (Some(request_index), Some(f)) = (request[i], slot(&mut artifacts, &index, &ids[i]))
+        else {
+            continue;
+        };
+        f.parse_errors.push(ParseErrors {
+            request_index,
+            events: count_u64(events[i]),
+            first: first[i].clone(),
+        });
     }
 
     let r = session.query(COMPLETION_SQL).await?;

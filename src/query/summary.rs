@@ -24,7 +24,10 @@ LEFT JOIN aggregate_throughput a ON a.run_id = s.run_id AND a.scope = 'run' \
 ORDER BY s.run_id, s.metric_order";
 
 const THROUGHPUT_SQL: &str = "\
-SELECT t.run_id, t.output_tps, t.completion_tokens, t.span_s, t.requests, t.succeeded \
+SELECT t.run_id, t.output_tps, t.completion_tokens, t.span_s, t.requests, t.succeeded, \
+       t.succeeded_without_usage, \
+       (SELECT count(*) FROM request_timing r \
+        WHERE r.run_id = t.run_id AND r.kind = 'measured' AND r.parse_errors > 0) AS parse_error_requests \
 FROM aggregate_throughput t WHERE t.scope = 'run' ORDER BY t.run_id";
 
 const RUNS_SQL: &str = "SELECT run_id, arm, cell_id, status, dir FROM runs ORDER BY run_id";
@@ -129,6 +132,10 @@ pub struct Throughput {
     pub span_s: Option<f64>,
     pub requests: i64,
     pub succeeded: i64,
+    /// Successful requests without API usage (their tokens are in no figure).
+    pub succeeded_without_usage: i64,
+    /// Measured requests with events that could not be parsed.
+    pub parse_error_requests: i64,
 }
 
 /// One artifact's summary.
@@ -252,6 +259,8 @@ impl Summary {
         let span = column_f64(&throughput, "span_s")?;
         let requests = column_i64(&throughput, "requests")?;
         let succeeded = column_i64(&throughput, "succeeded")?;
+        let without_usage = column_i64(&throughput, "succeeded_without_usage")?;
+        let parse_errors = column_i64(&throughput, "parse_error_requests")?;
         let mut throughputs = Vec::with_capacity(t_ids.len());
         for i in 0..t_ids.len() {
             throughputs.push((
@@ -262,6 +271,8 @@ impl Summary {
                     span_s: span[i],
                     requests: requests[i].unwrap_or(0),
                     succeeded: succeeded[i].unwrap_or(0),
+                    succeeded_without_usage: without_usage[i].unwrap_or(0),
+                    parse_error_requests: parse_errors[i].unwrap_or(0),
                 },
             ));
         }
@@ -363,6 +374,20 @@ pub fn render_table(summary: &Summary) -> String {
                     t.succeeded,
                     t.requests
                 );
+                let without = u64::try_from(t.succeeded_without_usage).unwrap_or(0);
+                let succeeded = u64::try_from(t.succeeded).unwrap_or(0);
+                if let Some(gap) = crate::rules::usage_gap(&a.run_id, without, succeeded) {
+                    let _ = writeln!(out, "  WARNING: {gap}");
+                }
+                if t.parse_error_requests > 0 {
+                    let _ = writeln!(
+                        out,
+                        "  WARNING: run {}: {} measured requests have events that could not be \
+                         parsed (parser corruption; `SELECT request_index, first_parse_error FROM \
+                         request_timing WHERE parse_errors > 0`)",
+                        a.run_id, t.parse_error_requests
+                    );
+                }
             }
             None => {
                 let _ = writeln!(out, "  aggregate output: - (no measured requests)");

@@ -129,6 +129,8 @@ fn artifact(
             replica: 0,
             output_tps: tps,
         }],
+        succeeded_without_usage: 0,
+        parse_errors: Vec::new(),
         completion_tokens_p50: Some(340.0),
         finish_reasons: [("stop".to_owned(), n)].into_iter().collect(),
         requests: RequestCounts {

@@ -253,8 +253,13 @@ pub fn performance_claim(runs: &[&Artifact]) -> Verdict {
                 .into_iter()
                 .filter_map(|metric| claim_gaps(metric, run.figures.metrics.get(&metric)))
                 .collect();
-            (!gaps.is_empty())
-                .then(|| format!("run {}: claim lacks {}", run.facts.run_id, gaps.join("; ")))
+            let lacking = (!gaps.is_empty())
+                .then(|| format!("run {}: claim lacks {}", run.facts.run_id, gaps.join("; ")));
+            let usage = run.figures.usage_gap(&run.facts.run_id);
+            match (lacking, usage) {
+                (Some(a), Some(b)) => Some(format!("{a}; {b}")),
+                (a, b) => a.or(b),
+            }
         })
         .collect();
     verdict(failures, Vec::new())

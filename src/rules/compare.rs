@@ -248,6 +248,9 @@ pub fn compare(set: &MatchedSet<'_>, baseline: &str, scope: Scope) -> Result<Com
             ));
         }
     }
+    for member in set.members() {
+        warnings.extend(member.figures.usage_gap(&member.facts.run_id));
+    }
     let mut controls = Vec::new();
     let mut output_length = Vec::new();
     for arm in &others {

@@ -109,6 +109,8 @@ pub fn artifact(run_id: &str, arm: &str, config: &[(&str, &str)], tps: f64) -> A
         per_request: BTreeMap::new(),
         aggregate_output_tps: Some(tps),
         aggregate_output_tps_per_replica: Vec::new(),
+        succeeded_without_usage: 0,
+        parse_errors: Vec::new(),
         completion_tokens_p50: Some(340.0),
         finish_reasons: [("stop".to_owned(), 100)].into_iter().collect(),
         requests: RequestCounts {

@@ -372,6 +372,11 @@ pub struct ArtifactFigures {
     pub aggregate_output_tps: Option<f64>,
     /// The same per replica.
     pub aggregate_output_tps_per_replica: Vec<ReplicaThroughput>,
+    /// Successful measured requests whose stream carried no API usage: their tokens are in
+    /// no token figure (TPOT, decode rate, aggregate throughput), which are then incomplete.
+    pub succeeded_without_usage: u64,
+    /// Measured requests with events whose data could not be parsed.
+    pub parse_errors: Vec<ParseErrors>,
     /// Median usage completion tokens per successful request, tokens.
     pub completion_tokens_p50: Option<f64>,
     /// Successful requests by finish reason (`stop`, `length`, …).
@@ -392,6 +397,37 @@ pub struct ArtifactFigures {
     pub spec_decode: Vec<SpecDecode>,
     /// Functional results; empty when the run had none.
     pub functional: Vec<FunctionalResult>,
+}
+
+/// A measured request with events that could not be parsed (`events.parse_error`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ParseErrors {
+    pub request_index: i64,
+    /// How many of its events.
+    pub events: u64,
+    /// The first one's error.
+    pub first: String,
+}
+
+impl ArtifactFigures {
+    /// Why the artifact's token figures are incomplete ([`usage_gap`]).
+    pub fn usage_gap(&self, run_id: &str) -> Option<String> {
+        usage_gap(run_id, self.succeeded_without_usage, self.requests.ok)
+    }
+}
+
+/// Why a run's token figures are incomplete: successful measured requests without API usage
+/// (the manifest's control is "API usage tokens rather than streamed chunk count", so their
+/// tokens are counted nowhere). `None` when every one carried usage. The one text that
+/// `summary`, `compare`, `check` and the report print.
+pub fn usage_gap(run_id: &str, without_usage: u64, succeeded: u64) -> Option<String> {
+    (without_usage > 0).then(|| {
+        format!(
+            "run {run_id}: {without_usage} of {succeeded} successful measured requests carried no \
+             API usage; token figures (TPOT, decode rate, aggregate throughput) leave their \
+             tokens out and are incomplete"
+        )
+    })
 }
 
 /// One artifact as the rules see it: its facts and its figures.

@@ -41,8 +41,8 @@ pub use headline::{
 };
 pub use input::{
     Artifact, ArtifactFacts, ArtifactFigures, CanaryResult, FunctionalFailure, FunctionalResult,
-    MetricId, ReplicaThroughput, RequestCounts, RequestValue, Restart, RestartSignal, ServerError,
-    SpecDecode, Stats, Topology,
+    MetricId, ParseErrors, ReplicaThroughput, RequestCounts, RequestValue, Restart, RestartSignal,
+    ServerError, SpecDecode, Stats, Topology, usage_gap,
 };
 pub use matching::{MatchedSet, match_artifacts};
 pub use refusal::{FieldDifference, Refusal, RefusalKind};

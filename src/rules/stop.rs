@@ -237,18 +237,19 @@ pub fn server_errors(artifact: &Artifact) -> Vec<StopFinding> {
 }
 
 /// Parser corruption: measured requests whose response was not a valid stream (outcome
-/// `protocol_error`), whether or not an error text explains them.
+/// `protocol_error`), whether or not an error text explains them, and measured requests with
+/// events whose data could not be parsed (invalid JSON or UTF-8), whatever their outcome.
 pub fn parser_corruption(artifact: &Artifact) -> Option<StopFinding> {
-    let count = artifact
-        .figures
+    let figures = &artifact.figures;
+    let count = figures
         .requests
         .failed
         .get(&Outcome::ProtocolError)
         .copied()
         .unwrap_or(0);
-    (count > 0).then(|| {
-        let requests: Vec<i64> = artifact
-            .figures
+    let mut parts = Vec::new();
+    if count > 0 {
+        let requests: Vec<i64> = figures
             .server_errors
             .iter()
             .filter(|e| e.outcome == Outcome::ProtocolError)
@@ -259,14 +260,23 @@ pub fn parser_corruption(artifact: &Artifact) -> Option<StopFinding> {
         } else {
             format!(" (requests {})", indices(requests))
         };
-        StopFinding {
-            kind: StopKind::ParserCorruption,
-            run_id: Some(artifact.facts.run_id.clone()),
-            reason: format!(
-                "run {}: {count} responses could not be parsed as a stream{at}",
-                artifact.facts.run_id
-            ),
-        }
+        parts.push(format!(
+            "{count} responses could not be parsed as a stream{at}"
+        ));
+    }
+    if let Some(first) = figures.parse_errors.first() {
+        let events: u64 = figures.parse_errors.iter().map(|p| p.events).sum();
+        parts.push(format!(
+            "{events} events of requests {} could not be parsed (request {}: {})",
+            indices(figures.parse_errors.iter().map(|p| p.request_index)),
+            first.request_index,
+            first.first
+        ));
+    }
+    (!parts.is_empty()).then(|| StopFinding {
+        kind: StopKind::ParserCorruption,
+        run_id: Some(artifact.facts.run_id.clone()),
+        reason: format!("run {}: {}", artifact.facts.run_id, parts.join("; ")),
     })
 }
 

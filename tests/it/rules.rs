@@ -119,6 +119,82 @@ fn failed_requests_with_an_error_text_fail_completion_without_an_unexplained_los
 }
 
 #[test]
+fn an_in_stream_cuda_error_is_its_own_outcome_and_stops_the_campaign() {
+    // vLLM and SGLang end a failed generation with `data: {"error": ...}` mid-stream; the
+    // simulator's says "CUDA error: an illegal memory access was encountered".
+    let tmp = tempfile::tempdir().unwrap();
+    let manifest = small_manifest(tmp.path(), |_| {});
+    let sim = Sim::start(&["--fault", "stream-error=0.3", "--seed", "5"]);
+    let data = data_dir(tmp.path(), "data");
+    cell(&sim, &manifest, &data, "K4", "12", &[]);
+    let (code, out) = anvil_check(&data, PLAN, &manifest);
+    assert_eq!(code, Some(1), "{out}");
+    let stop = out
+        .lines()
+        .find(|l| l.contains("CUDA server errors in requests"))
+        .unwrap_or_else(|| panic!("no CUDA stop:\n{out}"));
+    assert!(stop.contains("STOP"), "{stop}");
+    let completion = advance(&out, "K4", "Completion");
+    assert!(
+        completion.contains("FAIL") && completion.contains("stream_error"),
+        "{completion}"
+    );
+}
+
+#[test]
+fn replies_without_usage_make_token_figures_incomplete_everywhere_they_are_shown() {
+    let tmp = tempfile::tempdir().unwrap();
+    let manifest = small_manifest(tmp.path(), |_| {});
+    let sim = Sim::start(&["--fault", "no-usage=0.3", "--seed", "11"]);
+    let data = data_dir(tmp.path(), "data");
+    let dir = cell(&sim, &manifest, &data, "K4", "12", &[]);
+    let base = cell(&sim, &manifest, &data, "K8", "12", &["--set", "spec_k=8"]);
+    let gap = "successful measured requests carried no API usage; token figures";
+
+    let (code, out) = anvil(&["summary", "--data", dir.to_str().unwrap()]);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(
+        out.contains(&format!("WARNING: run ")) && out.contains(gap),
+        "{out}"
+    );
+
+    let (code, out) = anvil_check(&data, PLAN, &manifest);
+    assert_eq!(code, Some(1), "{out}");
+    let claim = advance(&out, "K4", "PerformanceClaim");
+    assert!(
+        claim.contains("FAIL") && claim.contains("carried no"),
+        "{claim}"
+    );
+
+    let (code, out) = anvil(&["compare", dir.to_str().unwrap(), base.to_str().unwrap()]);
+    assert!(matches!(code, Some(0) | Some(3)), "{out}");
+    assert!(out.contains(gap), "{out}");
+}
+
+#[test]
+fn events_that_cannot_be_parsed_are_parser_corruption() {
+    // One extra `data:` line that is not JSON; the stream goes on and the request is `ok`.
+    let tmp = tempfile::tempdir().unwrap();
+    let manifest = small_manifest(tmp.path(), |_| {});
+    let sim = Sim::start(&["--fault", "malformed=0.3", "--seed", "11"]);
+    let data = data_dir(tmp.path(), "data");
+    let dir = cell(&sim, &manifest, &data, "K4", "12", &[]);
+    let (code, out) = anvil_check(&data, PLAN, &manifest);
+    assert_eq!(code, Some(1), "{out}");
+    let stop = out
+        .lines()
+        .find(|l| l.contains("STOP ParserCorruption"))
+        .unwrap_or_else(|| panic!("no parser corruption stop:\n{out}"));
+    assert!(stop.contains("could not be parsed (request "), "{stop}");
+    assert!(stop.contains("invalid JSON"), "{stop}");
+    let (_, out) = anvil(&["summary", "--data", dir.to_str().unwrap()]);
+    assert!(
+        out.contains("have events that could not be parsed"),
+        "{out}"
+    );
+}
+
+#[test]
 fn output_length_mismatch_warns_that_throughput_is_not_comparable() {
     let tmp = tempfile::tempdir().unwrap();
     // Replies asked for "about 24 words" come back at 24 words from any simulator: the
