@@ -480,6 +480,7 @@ pub fn run_demo(args: &DemoArgs) -> anyhow::Result<u8> {
         std::slice::from_ref(&out),
         &plan,
         &manifest,
+        ["the demo's workload manifest", "the demo's run plan"],
         crate::cli::ReportFormat::Html,
     )?;
     write_file(&report, &html)?;

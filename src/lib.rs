@@ -12,6 +12,7 @@ pub mod clock;
 #[cfg(feature = "analysis")]
 pub mod demo;
 pub mod exit;
+pub mod json;
 pub mod manifest;
 #[cfg(feature = "analysis")]
 pub mod query;

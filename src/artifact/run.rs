@@ -646,7 +646,7 @@ impl RunJson {
 
     /// Parse `run.json` text; `path` is used in messages.
     pub fn parse(text: &str, path: &Path) -> Result<Self> {
-        let value: serde_json::Value = serde_json::from_str(text)
+        let value: serde_json::Value = crate::json::parse_strict(text)
             .map_err(|e| ArtifactError::run_json(path, "(document)", format!("not JSON: {e}")))?;
         match value.get("schema") {
             Some(serde_json::Value::String(s)) if s == SCHEMA => {}
@@ -685,6 +685,13 @@ impl RunJson {
     /// Check the invariants a finished artifact's `run.json` must hold: the fingerprint
     /// matches the workload, times parse, topology is consistent, status is final.
     pub fn check(&self, path: &Path) -> Result<()> {
+        self.check_recorded(path)?;
+        self.check_ended(path)
+    }
+
+    /// The checks of [`RunJson::check`] that hold while the run is still being recorded:
+    /// fingerprint, identifiers, times, topology (not the final status).
+    pub fn check_recorded(&self, path: &Path) -> Result<()> {
         let computed = self.workload.fingerprint();
         if self.workload_fingerprint != computed {
             return Err(ArtifactError::Fingerprint {
@@ -739,6 +746,11 @@ impl RunJson {
                 ));
             }
         }
+        Ok(())
+    }
+
+    /// The final status and its companions (reason, end time).
+    fn check_ended(&self, path: &Path) -> Result<()> {
         match self.status {
             Status::Running => {
                 return Err(ArtifactError::run_json(

@@ -167,7 +167,7 @@ pub(crate) fn read_document(path: &Path) -> Result<String, ManifestError> {
 
 /// Parse text as JSON, reporting syntax errors with line and column.
 pub fn parse_document(text: &str, file: impl AsRef<Path>) -> Result<Value, ManifestError> {
-    serde_json::from_str(text).map_err(|error| ManifestError::Syntax {
+    crate::json::parse_strict(text).map_err(|error| ManifestError::Syntax {
         file: file.as_ref().to_path_buf(),
         line: error.line(),
         column: error.column(),

@@ -382,10 +382,12 @@ pub fn definitions() -> Vec<(String, String)> {
 }
 
 /// Render the report of the artifacts beneath `data` to a string (HTML or Markdown).
+/// `names` are how the manifest and plan are named in messages.
 pub fn render(
     data: &[PathBuf],
     plan: &RunPlan,
     manifest: &WorkloadManifest,
+    names: [&str; 2],
     format: ReportFormat,
 ) -> anyhow::Result<(String, u8)> {
     let selection = HeadlineSelection::from_manifest(manifest)
@@ -395,6 +397,7 @@ pub fn render(
         let session = open_session_materialized("report", data).await?;
         anyhow::Ok(gather(&session).await?)
     })?;
+    super::rules_command::one_campaign(manifest, plan, names, &gathered.artifacts)?;
     let check = check_data(plan, &gathered.artifacts, data)?;
     let (headline, screens) = comparisons(&gathered.artifacts, &selection, plan);
     let data_folder: Vec<String> = data.iter().map(|d| d.display().to_string()).collect();
@@ -436,7 +439,8 @@ pub fn run_report(args: &ReportArgs) -> anyhow::Result<u8> {
         .with_context(|| format!("--manifest {}", args.manifest.display()))?;
     let plan =
         RunPlan::load(&args.plan).with_context(|| format!("--plan {}", args.plan.display()))?;
-    let (text, outcome) = render(&args.data, &plan, &manifest, args.format)?;
+    let [m, p] = super::rules_command::document_names(&args.manifest, &args.plan);
+    let (text, outcome) = render(&args.data, &plan, &manifest, [&m, &p], args.format)?;
     let out = match (&args.out, args.format) {
         (Some(path), _) => Some(path.clone()),
         (None, ReportFormat::Html) => Some(PathBuf::from("reports/campaign.html")),

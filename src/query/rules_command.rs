@@ -54,6 +54,8 @@ pub fn run_compare(args: &CompareArgs) -> anyhow::Result<u8> {
     let Some(baseline) = baseline else {
         anyhow::bail!("no artifact (a folder holding run.json) under the ARTIFACT_DIRs given");
     };
+    let [m, p] = document_names(&args.manifest, &args.plan);
+    one_campaign(&manifest, &plan, [&m, &p], &artifacts)?;
     let mut out = std::io::stdout().lock();
     match rules::compare_artifacts(&artifacts, &[], &baseline, &selection, &plan) {
         Ok(comparison) => {
@@ -96,6 +98,8 @@ pub fn run_check(args: &CheckArgs) -> anyhow::Result<u8> {
         let session = open_session_materialized("check", &args.data).await?;
         anyhow::Ok(read_artifacts(&session).await?)
     })?;
+    let [m, p] = document_names(&args.manifest, &args.plan);
+    one_campaign(&manifest, &plan, [&m, &p], &artifacts)?;
     let report = check_data(&plan, &artifacts, &args.data)?;
     let text = match args.format {
         RulesFormat::Json => json(&report)?,
@@ -106,6 +110,43 @@ pub fn run_check(args: &CheckArgs) -> anyhow::Result<u8> {
         .context("writing the report")?;
     out.flush().context("writing the report")?;
     Ok(report.exit_code())
+}
+
+/// Refuse a manifest, plan and artifacts of different campaigns: the rules of one campaign
+/// say nothing about the runs of another. Names the first file that differs.
+/// `names` are how the manifest and the plan are shown (`--manifest PATH`, `--plan PATH`).
+pub(crate) fn one_campaign(
+    manifest: &WorkloadManifest,
+    plan: &RunPlan,
+    names: [&str; 2],
+    artifacts: &[rules::Artifact],
+) -> anyhow::Result<()> {
+    let [manifest_name, plan_name] = names;
+    let campaign = &manifest.campaign_id;
+    if plan.campaign_id != *campaign {
+        anyhow::bail!(
+            "{plan_name}: campaign_id is `{}` but {manifest_name} is campaign `{campaign}`; \
+             pass the plan and the manifest of one campaign",
+            plan.campaign_id,
+        );
+    }
+    if let Some(other) = artifacts.iter().find(|a| a.facts.campaign_id != *campaign) {
+        anyhow::bail!(
+            "run {} is of campaign `{}`, but {manifest_name} and {plan_name} are campaign \
+             `{campaign}`; pass only that campaign's artifacts",
+            other.facts.run_id,
+            other.facts.campaign_id,
+        );
+    }
+    Ok(())
+}
+
+/// How `--manifest` and `--plan` are named in messages.
+pub(crate) fn document_names(manifest: &Path, plan: &Path) -> [String; 2] {
+    [
+        format!("--manifest {}", manifest.display()),
+        format!("--plan {}", plan.display()),
+    ]
 }
 
 /// The rules' check of `artifacts` against `plan`, the evidence files being every file

@@ -24,13 +24,44 @@ impl ArtifactSource {
         &self.files[table as usize]
     }
 
-    /// Read `dir/run.json` and list the table files.
+    /// Read `dir/run.json`, list the table files and check them with the checks of `anvil
+    /// validate` ([`crate::artifact::validate`]), so that nothing computes figures over a
+    /// damaged or mixed artifact: a finished artifact is validated whole (run.json and its
+    /// fingerprint, each table's footer, version, columns and run id, the counts); a run still
+    /// being recorded (its tables only in `*.parts`) has run.json and every part file checked.
     pub fn open(dir: &Path) -> Result<Self, QueryError> {
-        let run = RunJson::read(&dir.join(RUN_JSON)).map_err(|e| QueryError::Artifact {
+        let refused = |e: crate::artifact::ArtifactError| QueryError::Artifact {
             dir: dir.to_owned(),
             message: e.to_string(),
-        })?;
+        };
+        let run_path = dir.join(RUN_JSON);
+        let run = RunJson::read(&run_path).map_err(refused)?;
         let files = Table::ALL.map(|table| table_files(dir, table));
+        let finished = Table::ALL
+            .iter()
+            .all(|table| dir.join(table.file_name()).is_file());
+        let recording = !finished
+            && Table::ALL
+                .iter()
+                .any(|table| dir.join(table.parts_dir_name()).is_dir());
+        if recording {
+            run.check_recorded(&run_path).map_err(refused)?;
+            for path in files.iter().flatten() {
+                let table = crate::artifact::open_table(path).map_err(refused)?;
+                if let Some(id) = table.run_id.as_deref().filter(|id| **id != run.run_id) {
+                    return Err(refused(crate::artifact::ArtifactError::Inconsistent {
+                        path: path.clone(),
+                        problem: format!(
+                            "metadata `anvil.run_id` is `{id}` but run.json `run_id` is `{}`: \
+                             files of different runs were mixed",
+                            run.run_id
+                        ),
+                    }));
+                }
+            }
+        } else {
+            crate::artifact::validate(dir).map_err(refused)?;
+        }
         Ok(Self {
             dir: dir.to_owned(),
             run,

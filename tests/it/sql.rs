@@ -382,6 +382,16 @@ fn build_run(root: &Path, run_no: u32, leak: &str) -> PathBuf {
 pub fn build_hostile(root: &Path, payload: &str) -> PathBuf {
     let dir = root.join("hostile");
     let mut run = run_json("run-hostile");
+    // Reported beside the sample campaign, so one of its runs.
+    let manifest: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/sample-data/workload-manifest.json"
+        ))
+        .unwrap(),
+    )
+    .unwrap();
+    run.campaign_id = manifest["campaign_id"].as_str().unwrap().to_owned();
     run.arm.name = format!("K12{payload}");
     run.arm.stage = format!("stage{payload}");
     run.arm.config = [("spec_depth", format!("12{payload}"))]
