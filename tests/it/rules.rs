@@ -153,10 +153,7 @@ fn replies_without_usage_make_token_figures_incomplete_everywhere_they_are_shown
 
     let (code, out) = anvil(&["summary", "--data", dir.to_str().unwrap()]);
     assert_eq!(code, Some(0), "{out}");
-    assert!(
-        out.contains(&format!("WARNING: run ")) && out.contains(gap),
-        "{out}"
-    );
+    assert!(out.contains("WARNING: run ") && out.contains(gap), "{out}");
 
     let (code, out) = anvil_check(&data, PLAN, &manifest);
     assert_eq!(code, Some(1), "{out}");
