@@ -211,7 +211,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args = parse_args()?;
     let run = run_json(&args);
     let dir =
-        anvil::artifact::artifact_dir(&args.out, &run.campaign_id, &run.arm.name, &run.cell_id);
+        anvil::artifact::artifact_dir(&args.out, &run.campaign_id, &run.arm.name, &run.cell_id)?;
     let run_id = run.run_id.clone();
     let started = std::time::Instant::now();
     let mut writer = ArtifactWriter::create(&dir, run.clone())?;

@@ -14,6 +14,7 @@ pub mod demo;
 pub mod exit;
 pub mod json;
 pub mod manifest;
+pub mod outfile;
 #[cfg(feature = "analysis")]
 pub mod query;
 pub mod realtime;

@@ -58,9 +58,48 @@ pub use writer::{ArtifactWriter, RecoverReport, WriterOptions, recover};
 /// File name of the run document inside an artifact folder.
 pub const RUN_JSON: &str = "run.json";
 
-/// The conventional folder of one artifact: `<out>/<campaign_id>/<arm>/<cell_id>`.
-pub fn artifact_dir(out: &Path, campaign_id: &str, arm: &str, cell_id: &str) -> PathBuf {
-    out.join(campaign_id).join(arm).join(cell_id)
+/// The conventional folder of one artifact: `<out>/<campaign_id>/<arm>/<cell_id>`. Each of
+/// the three must be a [`path_component`]; the error names which one and why.
+pub fn artifact_dir(
+    out: &Path,
+    campaign_id: &str,
+    arm: &str,
+    cell_id: &str,
+) -> Result<PathBuf, String> {
+    for (what, value) in [
+        ("campaign_id", campaign_id),
+        ("arm", arm),
+        ("cell id", cell_id),
+    ] {
+        path_component(value).map_err(|why| format!("{what} `{}` {why}", value.escape_debug()))?;
+    }
+    Ok(out.join(campaign_id).join(arm).join(cell_id))
+}
+
+/// The longest identifier that may become a folder name, in bytes.
+pub const MAX_PATH_COMPONENT: usize = 128;
+
+/// The one check of an identifier that becomes a path component (campaign id, arm, cell id):
+/// it must name one folder inside the output directory, so no separators, no `.`/`..`, no
+/// leading dot (hidden folders are not searched), no control characters, at most
+/// [`MAX_PATH_COMPONENT`] bytes. `Err` says what is wrong (to follow the identifier's name).
+pub fn path_component(value: &str) -> Result<(), &'static str> {
+    if value.trim().is_empty() {
+        return Err("is empty: it names a folder");
+    }
+    if value.contains(['/', '\\']) {
+        return Err("contains a path separator (`/` or `\\`): it names one folder");
+    }
+    if value.starts_with('.') {
+        return Err("starts with `.`: it names a folder, which must not be `.`, `..` or hidden");
+    }
+    if value.chars().any(char::is_control) {
+        return Err("contains a control character: it names a folder");
+    }
+    if value.len() > MAX_PATH_COMPONENT {
+        return Err("is longer than 128 bytes: it names a folder");
+    }
+    Ok(())
 }
 
 /// The files of a finished artifact.

@@ -104,16 +104,9 @@ fn seconds(name: &'static str, v: Option<f64>, default: Duration) -> Result<Dura
     }
 }
 
-/// A folder name under the output root: no separators, not `.`/`..`, not empty.
+/// A folder name under the output root ([`artifact::path_component`]).
 fn path_component(name: &'static str, v: &str) -> Result<(), ConfigError> {
-    if v.is_empty() || v == "." || v == ".." || v.contains(['/', '\\', '\0']) {
-        return Err(flag(
-            name,
-            v,
-            "must be a plain name usable as a folder (no `/`, not `.` or `..`)",
-        ));
-    }
-    Ok(())
+    artifact::path_component(v).map_err(|why| flag(name, v, why))
 }
 
 /// The default metrics URL of a replica: its origin + `/metrics`.
@@ -351,7 +344,8 @@ impl RunConfig {
             ));
         }
         let cell_id = format!("{}{}", cell.id(), schedule.cell_id_suffix());
-        let artifact_dir = artifact::artifact_dir(&a.out, &manifest.campaign_id, &a.arm, &cell_id);
+        let artifact_dir = artifact::artifact_dir(&a.out, &manifest.campaign_id, &a.arm, &cell_id)
+            .map_err(|why| flag("--manifest", a.manifest.display(), why))?;
         check_out(&a.out, &artifact_dir)?;
         if let Some(m) = &a.model
             && (m.is_empty() || m.contains(['"', '\n']))

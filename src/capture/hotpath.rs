@@ -155,8 +155,8 @@ pub struct RawEvent {
     pub t_ns: i64,
     /// The `event:` name, if any.
     pub event: Option<Box<str>>,
-    /// The `data:` payload.
-    pub data: Box<str>,
+    /// The `data:` payload, the bytes as received.
+    pub data: Box<[u8]>,
 }
 
 /// What happened to one request (a row of requests.parquet, before the writer adds the

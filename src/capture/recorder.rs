@@ -133,13 +133,7 @@ impl Recorder {
 
     fn event(&mut self, e: RawEvent) {
         let t = self.origin.offset(e.t_ns);
-        let row = EventRow::from_raw(
-            e.request_index,
-            e.seq,
-            t,
-            e.event.as_deref(),
-            e.data.as_bytes(),
-        );
+        let row = EventRow::from_raw(e.request_index, e.seq, t, e.event.as_deref(), &e.data);
         let f = self.facts.entry(e.request_index).or_default();
         if f.first_content_ns.is_none()
             && row

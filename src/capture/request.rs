@@ -66,9 +66,9 @@ impl Api {
     /// for the Responses API the final `response.completed`, `response.incomplete` (cut by
     /// `max_output_tokens`) or `response.failed` event (the writer then reads its status and
     /// error).
-    pub fn is_terminal(self, event: Option<&str>, data: &str) -> bool {
+    pub fn is_terminal(self, event: Option<&str>, data: &[u8]) -> bool {
         match self {
-            Self::Chat | Self::Completions => data == "[DONE]",
+            Self::Chat | Self::Completions => data == b"[DONE]",
             Self::Responses => matches!(
                 event,
                 Some("response.completed" | "response.incomplete" | "response.failed")
@@ -417,9 +417,9 @@ mod tests {
 
     #[test]
     fn terminal_events() {
-        assert!(Api::Chat.is_terminal(None, "[DONE]"));
-        assert!(!Api::Chat.is_terminal(None, "{\"choices\":[]}"));
-        assert!(Api::Responses.is_terminal(Some("response.completed"), "{}"));
-        assert!(!Api::Responses.is_terminal(None, "[DONE]"));
+        assert!(Api::Chat.is_terminal(None, b"[DONE]"));
+        assert!(!Api::Chat.is_terminal(None, b"{\"choices\":[]}"));
+        assert!(Api::Responses.is_terminal(Some("response.completed"), b"{}"));
+        assert!(!Api::Responses.is_terminal(None, b"[DONE]"));
     }
 }

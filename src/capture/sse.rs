@@ -36,15 +36,14 @@ pub const MAX_LINE_BYTES: usize = 64 << 20;
 pub struct SseEvent {
     /// The `event:` name; `None` for the default type `message`.
     pub event: Option<Box<str>>,
-    /// The `data:` payload (lines joined with `\n`), as received.
-    pub data: Box<str>,
+    /// The `data:` payload (lines joined with `\n`), the bytes as received: not checked for
+    /// UTF-8 here (the artifact writer keeps invalid bytes as U+FFFD and flags the event).
+    pub data: Box<[u8]>,
 }
 
 /// Why a body could not be framed.
 #[derive(Debug, thiserror::Error)]
 pub enum SseError<E> {
-    #[error("event data is not valid UTF-8: {0}")]
-    Utf8(std::str::Utf8Error),
     #[error("an SSE line exceeds {MAX_LINE_BYTES} bytes")]
     LineTooLong,
     #[error("reading the body failed: {0}")]
@@ -183,15 +182,9 @@ impl Framer {
             return None;
         }
         self.has_data = false;
-        let data = match std::str::from_utf8(&self.data) {
-            Ok(s) => Ok(SseEvent {
-                event,
-                data: Box::from(s),
-            }),
-            Err(e) => Err(SseError::Utf8(e)),
-        };
+        let data = Box::from(&self.data[..]);
         self.data.clear();
-        Some(data)
+        Some(Ok(SseEvent { event, data }))
     }
 }
 
@@ -272,7 +265,8 @@ pub(crate) mod tests {
         let mut out = Vec::new();
         while let Some(ev) = s.next_event().await {
             let ev = ev.unwrap();
-            out.push((ev.event.map(String::from), String::from(ev.data)));
+            let data = String::from_utf8(ev.data.into_vec()).expect("valid UTF-8 in these tests");
+            out.push((ev.event.map(String::from), data));
         }
         out
     }
@@ -395,21 +389,26 @@ pub(crate) mod tests {
         }
         assert!(saw);
         f.push(b"\ndata: ok\n\n");
-        assert_eq!(&*f.next_event::<()>().unwrap().unwrap().data, "ok");
+        assert_eq!(&*f.next_event::<()>().unwrap().unwrap().data, b"ok");
     }
 
     #[tokio::test]
-    async fn invalid_utf8_is_an_error_not_a_silent_drop() {
-        let mut s = SseStream::new(chunks(vec![b"data: a\n\ndata: \xff\xfe\n\n".to_vec()]));
-        assert_eq!(&*s.next_event().await.unwrap().unwrap().data, "a");
-        let mut saw_error = false;
+    async fn invalid_utf8_is_kept_as_received_even_split_across_chunks() {
+        // The bytes go to the artifact writer as they came (it flags the event); the stream
+        // goes on.
+        let mut s = SseStream::new(chunks(vec![
+            b"data: a\n\ndata: \xff".to_vec(),
+            b"\xfe\xe2\x82".to_vec(),
+            b"\n\ndata: b\n\n".to_vec(),
+        ]));
+        let mut datas = Vec::new();
         while let Some(ev) = s.next_event().await {
-            if ev.is_err() {
-                saw_error = true;
-                break;
-            }
+            datas.push(ev.unwrap().data.into_vec());
         }
-        assert!(saw_error);
+        assert_eq!(
+            datas,
+            [b"a".to_vec(), b"\xff\xfe\xe2\x82".to_vec(), b"b".to_vec()]
+        );
     }
 
     /// Chunks of the crate's framer, for comparison.

@@ -28,6 +28,15 @@ impl Checks {
         }
     }
 
+    /// An identifier that becomes a folder name ([`crate::artifact::path_component`]).
+    pub(crate) fn path_component(&mut self, field: impl Into<String>, value: &str) {
+        if value.trim().is_empty() {
+            self.text(field, value);
+        } else if let Err(why) = crate::artifact::path_component(value) {
+            self.push(field, why);
+        }
+    }
+
     /// Every entry of a list of texts must say something.
     pub(crate) fn texts(&mut self, field: &str, values: &[String]) {
         for (index, value) in values.iter().enumerate() {

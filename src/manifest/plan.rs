@@ -125,7 +125,7 @@ impl RunPlan {
                 ),
             );
         }
-        checks.text("campaign_id", &self.campaign_id);
+        checks.path_component("campaign_id", &self.campaign_id);
         checks.text("goal", &self.goal);
 
         checks.non_empty("execution_order", &self.execution_order);

@@ -148,7 +148,7 @@ impl WorkloadManifest {
                 ),
             );
         }
-        checks.text("campaign_id", &self.campaign_id);
+        checks.path_component("campaign_id", &self.campaign_id);
 
         let selection = &self.selection;
         for (field, values) in [

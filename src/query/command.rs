@@ -2,7 +2,6 @@
 //! the command line, a file, standard input or an interactive prompt) or read the summary,
 //! and write the results.
 
-use std::fs::File;
 use std::io::{self, BufWriter, IsTerminal, Read, Write};
 use std::path::PathBuf;
 
@@ -10,6 +9,7 @@ use anyhow::Context;
 
 use crate::cli::{SqlArgs, SummaryArgs, VerifyArgs};
 use crate::exit;
+use crate::outfile::OutputFile;
 
 use super::summary::{SUMMARY_SQL, Summary, render_table};
 use super::{Access, AnvilSession, Format, QueryError, write_result};
@@ -53,15 +53,46 @@ fn say_if_empty(command: &str, data: &[PathBuf], session: &AnvilSession) {
     }
 }
 
-/// Where results go: a file (`--out`) or standard output.
-fn sink(out: Option<&PathBuf>) -> anyhow::Result<Box<dyn Write>> {
-    Ok(match out {
-        Some(path) => {
-            Box::new(BufWriter::new(File::create(path).with_context(|| {
-                format!("--out {}: cannot create", path.display())
-            })?))
+/// Where results go: a file (`--out`, written whole by [`crate::outfile`]) or standard
+/// output. [`Sink::finish`] flushes and, for a file, puts it in place.
+enum Sink {
+    File(BufWriter<OutputFile>),
+    Stdout(BufWriter<io::Stdout>),
+}
+
+impl Sink {
+    fn finish(self) -> anyhow::Result<()> {
+        match self {
+            Sink::File(file) => {
+                let file = file.into_inner().map_err(|e| e.into_error())?;
+                let path = file.path().display().to_string();
+                file.commit().with_context(|| format!("--out {path}"))
+            }
+            Sink::Stdout(mut out) => Ok(out.flush()?),
         }
-        None => Box::new(BufWriter::new(io::stdout())),
+    }
+}
+
+impl Write for Sink {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match self {
+            Sink::File(f) => f.write(buf),
+            Sink::Stdout(o) => o.write(buf),
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        match self {
+            Sink::File(f) => f.flush(),
+            Sink::Stdout(o) => o.flush(),
+        }
+    }
+}
+
+fn sink(out: Option<&PathBuf>) -> anyhow::Result<Sink> {
+    Ok(match out {
+        Some(path) => Sink::File(BufWriter::new(OutputFile::create(path).context("--out")?)),
+        None => Sink::Stdout(BufWriter::new(io::stdout())),
     })
 }
 
@@ -97,7 +128,7 @@ pub fn run_sql(args: &SqlArgs) -> anyhow::Result<u8> {
         if args.list {
             let listing = session.list().await?;
             write_result(&mut out, format, &listing)?;
-            out.flush().context("writing the result")?;
+            out.finish().context("writing the result")?;
             return Ok(exit::OK);
         }
         let sql = match (&args.query, &args.file) {
@@ -118,7 +149,7 @@ pub fn run_sql(args: &SqlArgs) -> anyhow::Result<u8> {
         };
         let results = session.run_sql(&sql, access).await?;
         write_all(&mut out, format, &results)?;
-        out.flush().context("writing the result")?;
+        out.finish().context("writing the result")?;
         Ok(exit::OK)
     })
 }
@@ -174,7 +205,7 @@ async fn interactive(
                 Ok(listing) => {
                     let mut out = sink(out_path)?;
                     write_result(&mut out, format, &listing)?;
-                    out.flush().context("writing the result")?;
+                    out.finish().context("writing the result")?;
                 }
                 Err(e) => eprintln!("{e}"),
             }
@@ -193,7 +224,7 @@ async fn interactive(
             Ok(results) => {
                 let mut out = sink(out_path)?;
                 write_all(&mut out, format, &results)?;
-                out.flush().context("writing the result")?;
+                out.finish().context("writing the result")?;
             }
             Err(e) => eprintln!("{e}"),
         }
@@ -223,7 +254,7 @@ pub fn run_summary(args: &SummaryArgs) -> anyhow::Result<u8> {
                 write_result(&mut out, format, &rows)?;
             }
         }
-        out.flush().context("writing the summary")?;
+        out.finish().context("writing the summary")?;
         Ok(exit::OK)
     })
 }
@@ -256,10 +287,10 @@ pub fn run_verify(args: &VerifyArgs) -> anyhow::Result<u8> {
                 verify::TOLERANCE
             )
             .context("writing the result")?;
-            out.flush().context("writing the result")?;
+            out.finish().context("writing the result")?;
             Ok(exit::OK)
         } else {
-            out.flush().context("writing the result")?;
+            out.finish().context("writing the result")?;
             eprintln!(
                 "anvil verify: {failing} figure famil{} differ by more than {:e} relative",
                 if failing == 1 { "y" } else { "ies" },

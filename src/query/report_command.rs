@@ -475,14 +475,7 @@ fn outcome_word(code: u8) -> &'static str {
     }
 }
 
-/// Write `text` to `path` through a temporary file beside it, creating the folder.
+/// Write `text` to `path` whole ([`crate::outfile`]), creating the folder.
 pub fn write_file(path: &Path, text: &str) -> anyhow::Result<()> {
-    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-        std::fs::create_dir_all(parent)
-            .with_context(|| format!("--out {}: cannot create its folder", path.display()))?;
-    }
-    let tmp = path.with_extension("tmp");
-    std::fs::write(&tmp, text)
-        .and_then(|()| std::fs::rename(&tmp, path))
-        .with_context(|| format!("--out {}: cannot write", path.display()))
+    crate::outfile::write_file(path, text.as_bytes()).context("--out")
 }

@@ -15,7 +15,6 @@
 //! parsed and planned, so their deadline minus the `request_read` time is the simulator's
 //! own processing time; later deadlines follow the timing model (see `engine`).
 
-use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::Path;
 use std::sync::Arc;
@@ -144,8 +143,8 @@ impl Truth {
     pub fn start(path: Option<&Path>) -> anyhow::Result<Self> {
         let out = match path {
             Some(p) => {
-                let f = File::create(p)
-                    .with_context(|| format!("creating truth file {}", p.display()))?;
+                // Written whole: renamed over the target when the simulator finishes.
+                let f = crate::outfile::OutputFile::create(p).context("--truth")?;
                 let mut w = BufWriter::with_capacity(1 << 20, f);
                 writeln!(w, "{HEADER}").with_context(|| format!("writing {}", p.display()))?;
                 Some((w, p.to_path_buf()))
@@ -186,7 +185,7 @@ impl Truth {
 
 fn run(
     rx: Receiver<Msg>,
-    mut out: Option<(BufWriter<File>, std::path::PathBuf)>,
+    mut out: Option<(BufWriter<crate::outfile::OutputFile>, std::path::PathBuf)>,
 ) -> anyhow::Result<LagHistogram> {
     let mut hist = LagHistogram::default();
     let mut line = String::with_capacity(128);
@@ -214,9 +213,12 @@ fn run(
                 .with_context(|| format!("writing {}", p.display()))?;
         }
     }
-    if let Some((mut w, p)) = out {
-        w.flush()
-            .with_context(|| format!("flushing {}", p.display()))?;
+    if let Some((w, p)) = out {
+        w.into_inner()
+            .map_err(|e| e.into_error())
+            .with_context(|| format!("flushing {}", p.display()))?
+            .commit()
+            .context("--truth")?;
     }
     Ok(hist)
 }

@@ -222,7 +222,7 @@ fn read_table(path: &Path) -> RecordBatch {
 #[test]
 fn written_artifact_reads_back_with_equal_rows_and_values() {
     let tmp = tempfile::tempdir().unwrap();
-    let dir = anvil::artifact::artifact_dir(tmp.path(), "camp", "DP2", "headline-4k-c8");
+    let dir = anvil::artifact::artifact_dir(tmp.path(), "camp", "DP2", "headline-4k-c8").unwrap();
     let (reqs, evs, scrapes) = write_sample(&dir, "run-a");
 
     let summary = validate_dir(&dir).unwrap();

@@ -200,7 +200,10 @@ fn assert_ordered(out: &RequestOutcome, events: &[RawEvent]) {
 }
 
 fn datas(events: &[RawEvent]) -> Vec<&str> {
-    events.iter().map(|e| &*e.data).collect()
+    events
+        .iter()
+        .map(|e| std::str::from_utf8(&e.data).expect("UTF-8 test stream"))
+        .collect()
 }
 
 const E_ROLE: &str =
