@@ -467,3 +467,37 @@ fn run_validate(args: &ValidateArgs) -> anyhow::Result<u8> {
         Ok(exit::BAD_INPUT)
     }
 }
+
+/// Stack of the thread a command runs on, and of the query engine's workers: planning a
+/// query recurses once per level of its expression tree, and a long chain (`a + a + … + a`,
+/// thousands of terms) overflows the default 8 MiB, which aborts the process. Reserved, not
+/// committed: only what a query uses is ever touched.
+pub const STACK_BYTES: usize = 1 << 30;
+
+/// Run a command on a thread with [`STACK_BYTES`] of stack, turning a panic (a bug: no user
+/// input may cause one) into an error, so that the process exits 2 with a message instead of
+/// aborting. `program` names the binary in the message.
+pub fn guarded(
+    program: &'static str,
+    command: impl FnOnce() -> anyhow::Result<u8> + Send + 'static,
+) -> anyhow::Result<u8> {
+    let worker = std::thread::Builder::new()
+        .name(program.to_owned())
+        .stack_size(STACK_BYTES)
+        .spawn(move || std::panic::catch_unwind(std::panic::AssertUnwindSafe(command)))
+        .context("starting the command's thread")?;
+    match worker.join() {
+        Ok(Ok(result)) => result,
+        Ok(Err(panic)) | Err(panic) => {
+            let what = panic
+                .downcast_ref::<&str>()
+                .map(|s| (*s).to_owned())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown panic".to_owned());
+            anyhow::bail!(
+                "internal error ({what}): {program} stopped instead of reading this input; \
+                 nothing already recorded was changed. Please report it with the command line"
+            )
+        }
+    }
+}

@@ -36,6 +36,7 @@ pub mod error;
 pub mod event;
 pub mod fingerprint;
 pub mod reader;
+pub mod redact;
 pub mod rows;
 pub mod run;
 pub mod schema;
@@ -46,11 +47,12 @@ use std::path::{Path, PathBuf};
 pub use error::ArtifactError;
 pub use event::{ParsedEvent, parse_event};
 pub use reader::{OpenedTable, open_table, validate};
+pub use redact::{REDACTED, Redactor};
 pub use rows::{EventRow, RequestRow, ScrapePhase, ScrapeRow, prompt_sha256};
 pub use run::{
     Api, Arm, ArmConfig, Arrivals, Calibration, CalibrationMethod, Clock, Counts, Endpoint,
-    Outcome, RequestKind, RunJson, SCHEMA, Schedule, Status, Tool, Topology, Workload, redact_args,
-    redact_url,
+    Outcome, RequestKind, RunJson, SCHEMA, Schedule, Status, Tool, Topology, Workload,
+    is_secret_name, redact_args, redact_url,
 };
 pub use schema::{SCHEMA_VERSION, Table, events_schema, requests_schema, scrapes_schema};
 pub use writer::{ArtifactWriter, RecoverReport, WriterOptions, recover};

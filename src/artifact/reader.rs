@@ -99,7 +99,7 @@ pub fn open_table(path: &Path) -> Result<OpenedTable> {
         },
         _ => ArtifactError::io(path, "cannot open", e),
     })?;
-    check_magic(&mut file, path)?;
+    let file_len = check_magic(&mut file, path)?;
     let builder = ParquetRecordBatchReaderBuilder::try_new(file).map_err(|e| {
         ArtifactError::TruncatedParquet {
             path: path.to_owned(),
@@ -107,6 +107,7 @@ pub fn open_table(path: &Path) -> Result<OpenedTable> {
             detail: e.to_string(),
         }
     })?;
+    check_chunks(path, builder.metadata(), file_len)?;
     let kv: BTreeMap<String, Option<String>> = builder
         .metadata()
         .file_metadata()
@@ -170,7 +171,8 @@ pub fn open_table(path: &Path) -> Result<OpenedTable> {
     })
 }
 
-fn check_magic(file: &mut File, path: &Path) -> Result<()> {
+/// Check the magic bytes at both ends; the file's length.
+fn check_magic(file: &mut File, path: &Path) -> Result<u64> {
     let len = file
         .metadata()
         .map_err(|e| ArtifactError::io(path, "cannot stat", e))?
@@ -206,7 +208,52 @@ fn check_magic(file: &mut File, path: &Path) -> Result<()> {
     }
     file.seek(SeekFrom::Start(0))
         .map_err(|e| ArtifactError::io(path, "cannot seek", e))?;
+    Ok(len)
+}
+
+/// Every column chunk the footer describes must lie inside the file. The Parquet reader
+/// trusts these numbers (a negative offset or length is an assertion failure there, a panic),
+/// so a damaged footer is refused here, before any reader is built.
+fn check_chunks(
+    path: &Path,
+    metadata: &parquet::file::metadata::ParquetMetaData,
+    file_len: u64,
+) -> Result<()> {
+    for (g, group) in metadata.row_groups().iter().enumerate() {
+        if group.num_rows() < 0 {
+            return Err(damaged(
+                path,
+                format!("row group {g} has {} rows", group.num_rows()),
+            ));
+        }
+        for (c, chunk) in group.columns().iter().enumerate() {
+            let start = chunk
+                .dictionary_page_offset()
+                .unwrap_or_else(|| chunk.data_page_offset());
+            let len = chunk.compressed_size();
+            let inside = u64::try_from(start)
+                .ok()
+                .zip(u64::try_from(len).ok())
+                .and_then(|(start, len)| start.checked_add(len))
+                .is_some_and(|end| end <= file_len);
+            if !inside {
+                return Err(damaged(
+                    path,
+                    format!(
+                        "row group {g} column {c} claims bytes {start}..+{len} of a {file_len}-byte file"
+                    ),
+                ));
+            }
+        }
+    }
     Ok(())
+}
+
+fn damaged(path: &Path, detail: String) -> ArtifactError {
+    ArtifactError::NotParquet {
+        path: path.to_owned(),
+        detail: format!("its footer is damaged: {detail}"),
+    }
 }
 
 fn check_columns(path: &Path, table: Table, found: &arrow::datatypes::SchemaRef) -> Result<()> {

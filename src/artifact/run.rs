@@ -827,6 +827,22 @@ pub fn parse_utc(s: &str) -> Option<i128> {
         .map(|t| t.unix_timestamp_nanos())
 }
 
+/// Whether a flag or configuration key names a secret: `api-key…`, `auth…`, or a name that
+/// is or ends in `key`, `token`, `secret`, `password` or `passwd` (`-` and `_` alike, leading
+/// dashes ignored).
+pub fn is_secret_name(name: &str) -> bool {
+    let name = name
+        .trim_start_matches('-')
+        .to_ascii_lowercase()
+        .replace('_', "-");
+    const WORDS: [&str; 5] = ["key", "token", "secret", "password", "passwd"];
+    name.starts_with("api-key")
+        || name.starts_with("auth")
+        || WORDS
+            .iter()
+            .any(|w| name == *w || name.ends_with(&format!("-{w}")))
+}
+
 /// The command line with secrets removed: values of `--api-key`-style flags (any flag whose
 /// name contains `key`, `token`, `secret` or `password`, as `--flag value` or
 /// `--flag=value`) become `<redacted>`, as does any argument equal to or containing one of
@@ -834,19 +850,7 @@ pub fn parse_utc(s: &str) -> Option<i128> {
 pub fn redact_args<S: AsRef<str>>(args: &[S], secrets: &[&str]) -> Vec<String> {
     const REDACTED: &str = "<redacted>";
     let secrets: Vec<&str> = secrets.iter().copied().filter(|s| !s.is_empty()).collect();
-    let is_secret_flag = |flag: &str| {
-        let name = flag
-            .trim_start_matches('-')
-            .to_ascii_lowercase()
-            .replace('_', "-");
-        const WORDS: [&str; 5] = ["key", "token", "secret", "password", "passwd"];
-        flag.starts_with('-')
-            && (name.starts_with("api-key")
-                || name.starts_with("auth")
-                || WORDS
-                    .iter()
-                    .any(|w| name == *w || name.ends_with(&format!("-{w}"))))
-    };
+    let is_secret_flag = |flag: &str| flag.starts_with('-') && is_secret_name(flag);
     let mut out = Vec::with_capacity(args.len());
     let mut redact_next = false;
     for arg in args {

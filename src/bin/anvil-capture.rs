@@ -9,7 +9,7 @@ use clap::Parser;
 fn main() -> ExitCode {
     let argv: Vec<String> = std::env::args().collect();
     let cli = anvil::capture::cli::Cli::parse();
-    match anvil::capture::cli::run(cli, argv) {
+    match anvil::cli::guarded("anvil-capture", move || anvil::capture::cli::run(cli, argv)) {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
             eprintln!("anvil-capture: {e:#}");

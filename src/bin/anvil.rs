@@ -6,7 +6,7 @@ use clap::Parser;
 
 fn main() -> ExitCode {
     let cli = anvil::cli::Cli::parse();
-    match anvil::cli::run(cli) {
+    match anvil::cli::guarded("anvil", move || anvil::cli::run(cli)) {
         Ok(code) => ExitCode::from(code),
         Err(error) => {
             eprintln!("anvil: {error:#}");

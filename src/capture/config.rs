@@ -70,6 +70,8 @@ pub struct RunConfig {
     pub model: Option<String>,
     pub api: Api,
     pub api_key: Option<ApiKey>,
+    /// Removes the key's value from everything the capture writes.
+    pub redactor: artifact::Redactor,
     pub schedule: Schedule,
     pub warmup: u64,
     pub timeouts: Timeouts,
@@ -103,6 +105,9 @@ fn seconds(name: &'static str, v: Option<f64>, default: Duration) -> Result<Dura
         Some(s) => Err(flag(name, s, "must be a positive number of seconds")),
     }
 }
+
+/// The longest an open-loop schedule may take to release its requests, seconds.
+pub const MAX_SCHEDULE_S: f64 = 86_400.0;
 
 /// A folder name under the output root ([`artifact::path_component`]).
 fn path_component(name: &'static str, v: &str) -> Result<(), ConfigError> {
@@ -246,6 +251,17 @@ impl RunConfig {
             &argv,
             &api_key.as_deref().map(|k| vec![k]).unwrap_or_default(),
         );
+        // The key's value is kept out of everything written, whatever the server echoes;
+        // configuration values under secret-like keys (`--set hf_token=…`) too.
+        let redactor = artifact::Redactor::new(api_key.as_slice());
+        let mut arm = arm;
+        for (key, value) in arm.config.0.iter_mut() {
+            if artifact::is_secret_name(key) {
+                *value = artifact::REDACTED.to_owned();
+            } else {
+                redactor.in_place(value);
+            }
+        }
         let api_key = api_key.map(ApiKey::new);
         if let Some(k) = &api_key {
             k.header_value().map_err(|_| {
@@ -275,6 +291,20 @@ impl RunConfig {
                 ));
             }
         };
+        if let Some(rate) = schedule.rate_per_s() {
+            let span_s = cell.requests.saturating_sub(1) as f64 / rate;
+            if span_s > MAX_SCHEDULE_S {
+                return Err(flag(
+                    "--rate",
+                    rate,
+                    format!(
+                        "releases the {} requests over {span_s:.0} s; a schedule may span at most \
+                         {MAX_SCHEDULE_S:.0} s (a day): give a higher rate or fewer requests",
+                        cell.requests
+                    ),
+                ));
+            }
+        }
         if cell.class == super::cells::FUNCTIONAL {
             // The functional checks choose their own APIs and concurrency (see `functional`).
             if cell.requests % 4 != 0 {
@@ -365,6 +395,7 @@ impl RunConfig {
             model: a.model,
             api,
             api_key,
+            redactor,
             schedule,
             warmup: a.warmup,
             timeouts,

@@ -487,6 +487,7 @@ async fn run_async(cfg: RunConfig) -> anyhow::Result<u8> {
         model: model.clone(),
         prompt_tokens_target: cell.context,
         max_tokens: Some(cell.max_tokens),
+        redactor: cfg.redactor.clone(),
     });
     let (sink, events_rx) = event_channel(CHANNEL_CAPACITY);
     let recorder = Recorder::new(
@@ -556,16 +557,16 @@ async fn run_async(cfg: RunConfig) -> anyhow::Result<u8> {
                 }
             })
         };
-        let sink_failed = match functional::phases(n).filter(|_| functional_run) {
+        let drive_failed = match functional::phases(n).filter(|_| functional_run) {
             // A functional run: each check's requests at the check's own concurrency, one
             // check after another.
             Some(phases) => {
-                let mut sink_failed = false;
+                let mut drive_failed = None;
                 for phase in phases {
-                    if sink_failed || stop.is_cancelled() {
+                    if drive_failed.is_some() || stop.is_cancelled() {
                         break;
                     }
-                    sink_failed = drive(
+                    drive_failed = drive(
                         &cfg,
                         &closes_after_stream,
                         prepared.clone(),
@@ -579,7 +580,7 @@ async fn run_async(cfg: RunConfig) -> anyhow::Result<u8> {
                     )
                     .await;
                 }
-                sink_failed
+                drive_failed
             }
             None => {
                 drive(
@@ -609,8 +610,8 @@ async fn run_async(cfg: RunConfig) -> anyhow::Result<u8> {
             false,
         )
         .await;
-        if sink_failed {
-            failed.get_or_insert("the event writer stopped during the run".to_owned());
+        if let Some(why) = drive_failed {
+            failed.get_or_insert(why);
         }
     }
     let reason = if interrupted.load(Ordering::SeqCst) {
@@ -653,6 +654,7 @@ async fn run_async(cfg: RunConfig) -> anyhow::Result<u8> {
         (Status::Complete, None)
     };
     final_run.status = status;
+    let reason = reason.map(|r| cfg.redactor.text(&r).into_owned());
     final_run.status_reason = reason.clone();
     final_run.ended_utc = None;
     let paths = match recorded.writer.finish(final_run) {
@@ -838,7 +840,7 @@ async fn drive(
     msgs: &Sender<Msg>,
     stop: &Cancel,
     cancel: &Cancel,
-) -> bool {
+) -> Option<String> {
     let n = measured.end;
     // One worker per (concurrency slot, replica), built before anything starts, in slot
     // order across replicas, so that the wake-up after the barrier reaches the replicas' first
@@ -858,7 +860,7 @@ async fn drive(
                 ),
                 // The key was checked with the configuration: this does not happen, but if it
                 // did, no request could be sent.
-                Err(_) => return true,
+                Err(e) => return Some(format!("no request could be sent: {e}")),
             }
         }
     }
@@ -957,8 +959,21 @@ async fn drive(
             dispatch(tx, n, rate_per_s, poisson, seed, &stop).await;
         });
     }
-    while tasks.join_next().await.is_some() {}
-    sink_failed.load(Ordering::SeqCst)
+    let mut failure = None;
+    while let Some(joined) = tasks.join_next().await {
+        if let Err(e) = joined
+            && failure.is_none()
+        {
+            // A worker or the scheduler stopped: the run did not issue what it said it would.
+            failure = Some(format!("a capture task stopped: {e}"));
+            stop.cancel();
+            cancel.cancel();
+        }
+    }
+    if sink_failed.load(Ordering::SeqCst) {
+        failure.get_or_insert("the event writer stopped during the run".to_owned());
+    }
+    failure
 }
 
 /// Send one request and hand its outcome to the writer; `false` if the writer is gone.
@@ -990,8 +1005,10 @@ async fn dispatch(
     let start = monotonic_ns();
     let mut offset_s = 0.0f64;
     for i in 0..n {
-        let intended = start + (offset_s * 1e9) as i64;
-        let wait = Duration::from_nanos((intended - monotonic_ns()).max(0) as u64);
+        // (`as` saturates; the configuration bounds the schedule to a day, Poisson gaps may
+        // draw a little past it)
+        let intended = start.saturating_add((offset_s * 1e9) as i64);
+        let wait = Duration::from_nanos(intended.saturating_sub(monotonic_ns()).max(0) as u64);
         tokio::select! {
             biased;
             () = stop.cancelled() => return,

@@ -47,6 +47,8 @@ pub struct RunMeta {
     pub model: String,
     pub prompt_tokens_target: u64,
     pub max_tokens: Option<u32>,
+    /// Secrets removed from event data, error texts and scrape labels before they are written.
+    pub redactor: artifact::Redactor,
 }
 
 /// A message to the writer thread besides events.
@@ -133,7 +135,10 @@ impl Recorder {
 
     fn event(&mut self, e: RawEvent) {
         let t = self.origin.offset(e.t_ns);
-        let row = EventRow::from_raw(e.request_index, e.seq, t, e.event.as_deref(), &e.data);
+        let redactor = &self.meta.redactor;
+        let name = e.event.as_deref().map(|n| redactor.text(n));
+        let data = redactor.bytes(&e.data);
+        let row = EventRow::from_raw(e.request_index, e.seq, t, name.as_deref(), &data);
         let f = self.facts.entry(e.request_index).or_default();
         if f.first_content_ns.is_none()
             && row
@@ -227,7 +232,7 @@ impl Recorder {
             t_done_ns: self.origin.offset(o.t_done_ns),
             http_status: o.http_status,
             outcome,
-            error: o.error,
+            error: o.error.map(|e| self.meta.redactor.text(&e).into_owned()),
             events: o.events,
             new_connection: o.new_connection,
             resent: o.resent,
@@ -289,7 +294,12 @@ impl Recorder {
                 t_done_ns: t,
                 http_status: None,
                 outcome: artifact::Outcome::Cancelled,
-                error: Some(format!("never sent: {reason}")),
+                error: Some(
+                    self.meta
+                        .redactor
+                        .text(&format!("never sent: {reason}"))
+                        .into_owned(),
+                ),
                 events: 0,
                 new_connection: false,
                 resent: false,
@@ -348,12 +358,17 @@ impl Recorder {
                         }
                         self.outcome(o)
                     }
-                    Ok(Msg::Row(r)) => {
+                    Ok(Msg::Row(mut r)) => {
+                        if let Some(e) = r.error.as_mut() {
+                            self.meta.redactor.in_place(e);
+                        }
                         let r = self.writer.push_request(*r);
                         self.keep(r);
                     }
                     Ok(Msg::Scrapes(rows)) => {
-                        for row in rows {
+                        for mut row in rows {
+                            self.meta.redactor.in_place(&mut row.labels);
+                            self.meta.redactor.in_place(&mut row.metric);
                             let r = self.writer.push_scrape(row);
                             self.keep(r);
                         }

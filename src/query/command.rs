@@ -18,6 +18,7 @@ use super::{Access, AnvilSession, Format, QueryError, write_result};
 pub(crate) fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()
+        .thread_stack_size(crate::cli::STACK_BYTES)
         .build()
         .context("starting the async runtime")
 }

@@ -14,6 +14,57 @@ use super::QueryError;
 use super::context::{AnvilSession, TABLES};
 use super::views::VIEWS;
 
+/// The deepest expression a statement may hold. Planning and optimizing cost grows faster
+/// than linearly with depth (measured, debug build: a chain of 500 `+` terms plans in 1.2 s,
+/// 2,000 in 18.7 s), and no analysis needs more than a few dozen levels.
+pub const MAX_EXPRESSION_DEPTH: usize = 256;
+
+/// Refuse a statement whose expressions nest deeper than [`MAX_EXPRESSION_DEPTH`] (a chain
+/// `a + b + c` nests once per operator).
+fn check_depth(statement: &Statement) -> Result<(), QueryError> {
+    use std::ops::ControlFlow;
+
+    use datafusion::sql::sqlparser::ast::{Expr, Visit, Visitor};
+
+    #[derive(Default)]
+    struct Depth {
+        now: usize,
+    }
+    impl Visitor for Depth {
+        type Break = ();
+        fn pre_visit_expr(&mut self, _: &Expr) -> ControlFlow<()> {
+            self.now += 1;
+            if self.now > MAX_EXPRESSION_DEPTH {
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue(())
+            }
+        }
+        fn post_visit_expr(&mut self, _: &Expr) -> ControlFlow<()> {
+            self.now -= 1;
+            ControlFlow::Continue(())
+        }
+    }
+    let too_deep = match statement {
+        Statement::Statement(inner) => inner.visit(&mut Depth::default()).is_break(),
+        Statement::Explain(explain) => return check_depth(&explain.statement),
+        _ => false,
+    };
+    if too_deep {
+        return Err(QueryError::Sql {
+            message: format!(
+                "an expression nests deeper than {MAX_EXPRESSION_DEPTH} levels (each operator of \
+                 a chain like `a + b + c` is one level)"
+            ),
+            hint: Some(
+                "split it: compute parts in a WITH clause or a subquery, or sum a column instead"
+                    .to_owned(),
+            ),
+        });
+    }
+    Ok(())
+}
+
 /// Whether statements that write or change state may run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Access {
@@ -79,6 +130,9 @@ impl AnvilSession {
                         .to_owned(),
                 ),
             });
+        }
+        for statement in &statements {
+            check_depth(statement)?;
         }
         let mut results = Vec::with_capacity(statements.len());
         for statement in statements {

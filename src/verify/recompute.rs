@@ -135,9 +135,11 @@ pub fn recompute(artifact: &ArtifactSource) -> PolarsResult<Recomputed> {
 
     let mut figures = Vec::with_capacity(index.len());
     for i in 0..index.len() {
-        let ttft_ns = first[i].zip(sent[i]).map(|(f, s)| f - s);
-        let generation_ns = done[i].zip(first[i]).map(|(d, f)| d - f);
-        let e2e_ns = done[i].zip(sent[i]).map(|(d, s)| d - s);
+        // Recorded instants are whatever the file holds: a difference that overflows is no
+        // figure (the SQL side refuses the same artifact with an overflow error).
+        let ttft_ns = first[i].zip(sent[i]).and_then(|(f, s)| f.checked_sub(s));
+        let generation_ns = done[i].zip(first[i]).and_then(|(d, f)| d.checked_sub(f));
+        let e2e_ns = done[i].zip(sent[i]).and_then(|(d, s)| d.checked_sub(s));
         let after_first = completion[i].filter(|c| *c > 1).map(|c| c - 1);
         let nonzero = |v: Option<i64>| v.filter(|v| *v != 0);
         // TTFT = first content − start; prefill = usage prompt tokens / TTFT (s);

@@ -1,0 +1,105 @@
+//! Secrets out of everything an artifact holds: the API key's value (and any other secret
+//! the capture was given) replaced by [`REDACTED`] wherever it appears, whatever the server
+//! sends back (a 401 body that quotes the `Authorization` header, a stream that echoes it, a
+//! `--set` value that repeats it).
+//!
+//! Applied by the writer thread (never the hot path) to event data and names, error texts,
+//! scrape labels, and by the capture to `run.json`'s configuration and status reason.
+
+use std::borrow::Cow;
+
+/// What a secret is replaced by.
+pub const REDACTED: &str = "<redacted>";
+
+/// Secrets shorter than this are not searched for: a one- or two-character "key" would blank
+/// out ordinary text and protects nothing.
+const MIN_SECRET: usize = 4;
+
+/// The secrets of one run.
+#[derive(Debug, Clone, Default)]
+pub struct Redactor {
+    secrets: Vec<memchr::memmem::Finder<'static>>,
+}
+
+impl Redactor {
+    /// A redactor for `secrets` (empty and very short ones are ignored).
+    pub fn new<S: AsRef<str>>(secrets: &[S]) -> Self {
+        let mut secrets: Vec<&str> = secrets
+            .iter()
+            .map(AsRef::as_ref)
+            .filter(|s| s.len() >= MIN_SECRET)
+            .collect();
+        // Longest first, so a secret containing another is replaced whole.
+        secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
+        Self {
+            secrets: secrets
+                .into_iter()
+                .map(|s| memchr::memmem::Finder::new(s.as_bytes()).into_owned())
+                .collect(),
+        }
+    }
+
+    /// Whether there is anything to redact.
+    pub fn is_empty(&self) -> bool {
+        self.secrets.is_empty()
+    }
+
+    /// `bytes` with every secret replaced.
+    pub fn bytes<'a>(&self, bytes: &'a [u8]) -> Cow<'a, [u8]> {
+        let mut out: Cow<'a, [u8]> = Cow::Borrowed(bytes);
+        for finder in &self.secrets {
+            if finder.find(&out).is_none() {
+                continue;
+            }
+            let mut replaced = Vec::with_capacity(out.len());
+            let mut rest: &[u8] = &out;
+            while let Some(at) = finder.find(rest) {
+                replaced.extend_from_slice(&rest[..at]);
+                replaced.extend_from_slice(REDACTED.as_bytes());
+                rest = &rest[at + finder.needle().len()..];
+            }
+            replaced.extend_from_slice(rest);
+            out = Cow::Owned(replaced);
+        }
+        out
+    }
+
+    /// `text` with every secret replaced.
+    pub fn text<'a>(&self, text: &'a str) -> Cow<'a, str> {
+        match self.bytes(text.as_bytes()) {
+            Cow::Borrowed(_) => Cow::Borrowed(text),
+            // Replacing whole UTF-8 sequences with ASCII keeps the text UTF-8.
+            Cow::Owned(b) => Cow::Owned(String::from_utf8_lossy(&b).into_owned()),
+        }
+    }
+
+    /// Redact a string in place.
+    pub fn in_place(&self, text: &mut String) {
+        if let Cow::Owned(t) = self.text(text) {
+            *text = t;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_occurrence_is_replaced_and_other_text_kept() {
+        let r = Redactor::new(&["sk-secret-123"]);
+        assert_eq!(
+            r.text("401: bad key Bearer sk-secret-123 (sk-secret-123)"),
+            "401: bad key Bearer <redacted> (<redacted>)"
+        );
+        assert!(matches!(r.text("nothing here"), Cow::Borrowed(_)));
+        assert_eq!(&*r.bytes(b"\xffsk-secret-123\xfe"), b"\xff<redacted>\xfe");
+    }
+
+    #[test]
+    fn short_or_empty_secrets_are_ignored_and_the_longest_wins() {
+        assert!(Redactor::new(&["", "ab"]).is_empty());
+        let r = Redactor::new(&["abcd", "abcdefgh"]);
+        assert_eq!(r.text("xabcdefghx abcd"), "x<redacted>x <redacted>");
+    }
+}
