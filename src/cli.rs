@@ -274,6 +274,7 @@ pub enum DemoCampaign {
 
 #[cfg(feature = "analysis")]
 #[derive(Debug, Args)]
+#[command(allow_negative_numbers = true)]
 pub struct DemoArgs {
     /// Folder for the artifacts (and the seeds, when it has none) [default: a new folder
     /// under the system temp directory].

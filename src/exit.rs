@@ -15,6 +15,9 @@ pub const INCOMPLETE: u8 = 4;
 /// (prompt calibration impossible against the server, the artifact writer failed); the
 /// artifact, when one was written, is marked `failed` and says why.
 pub const CAPTURE_FAILED: u8 = 5;
+/// `anvil-sim` could not serve (its port is taken, a replica failed): like
+/// [`CAPTURE_FAILED`], the tool could not do its job with valid input.
+pub const SERVE_FAILED: u8 = 5;
 /// `anvil-capture run` stopped by SIGINT; the artifact was finalised as `interrupted`
 /// (128 + SIGINT, the shell's convention).
 pub const INTERRUPTED: u8 = 130;

@@ -14,11 +14,11 @@ fn main() -> ExitCode {
             return ExitCode::from(anvil::exit::BAD_INPUT);
         }
     };
-    match anvil::sim::run(cfg) {
-        Ok(()) => ExitCode::from(anvil::exit::OK),
+    match anvil::cli::guarded("anvil-sim", move || anvil::sim::run(cfg).map(|()| 0)) {
+        Ok(code) => ExitCode::from(code),
         Err(e) => {
             eprintln!("anvil-sim: {e:#}");
-            ExitCode::from(anvil::exit::RULE_FAILED)
+            ExitCode::from(anvil::exit::SERVE_FAILED)
         }
     }
 }

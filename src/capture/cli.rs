@@ -77,6 +77,9 @@ pub struct RecoverArgs {
 
 /// What `run` was given, unchecked.
 #[derive(Debug, Args, Clone)]
+// A negative number is a value, so `--requests -1` is refused as an invalid count rather than
+// reported as a stray argument.
+#[command(allow_negative_numbers = true)]
 pub struct RunArgs {
     /// The workload manifest (anvil-serving.benchmark-workload-manifest/v1).
     #[arg(long, value_name = "FILE")]

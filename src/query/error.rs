@@ -52,7 +52,7 @@ pub enum QueryError {
     )]
     WriteRefused { what: String },
 
-    #[error("{0}")]
+    #[error("{}", datafusion_message(.0))]
     DataFusion(#[from] DataFusionError),
 
     #[error("{context}: {source}")]
@@ -61,4 +61,26 @@ pub enum QueryError {
         #[source]
         source: std::io::Error,
     },
+}
+
+/// A DataFusion error; one raised reading Parquet or Arrow data (a table damaged after it was
+/// validated, say a data page) says what to do.
+fn datafusion_message(e: &DataFusionError) -> String {
+    use datafusion::arrow::error::ArrowError;
+    let reading = match e.find_root() {
+        DataFusionError::ParquetError(_) | DataFusionError::IoError(_) => true,
+        DataFusionError::ArrowError(a, _) => {
+            matches!(**a, ArrowError::ParquetError(_) | ArrowError::IoError(..))
+        }
+        _ => false,
+    };
+    if reading {
+        format!(
+            "{e}\nhint: an artifact table could not be read: `anvil validate` on the --data folder \
+             names each damaged file; re-record that run, or run `anvil-capture recover` on it if \
+             it was killed"
+        )
+    } else {
+        e.to_string()
+    }
 }

@@ -19,8 +19,11 @@ use crate::rules::{
     Verdict,
 };
 
+// Every recorded string in Markdown output goes through the report's one escaping function
+// (a `|` or `<script>` in an arm or tool name stays text).
 use super::command::{open_session_materialized, runtime};
 use super::figures::read_artifacts;
+use crate::report::markdown::escape;
 
 /// `anvil compare`: exit 0 compared, 3 refused, 2 bad input.
 pub fn run_compare(args: &CompareArgs) -> anyhow::Result<u8> {
@@ -209,7 +212,10 @@ impl Grid {
 
     fn render(&self, format: RulesFormat, out: &mut String) {
         if format == RulesFormat::Md {
-            let line = |cells: &[String]| format!("| {} |\n", cells.join(" | "));
+            let line = |cells: &[String]| {
+                let cells: Vec<String> = cells.iter().map(|c| escape(c)).collect();
+                format!("| {} |\n", cells.join(" | "))
+            };
             out.push_str(&line(&self.header));
             out.push_str(&line(&vec!["---".to_owned(); self.header.len()]));
             for row in &self.rows {
@@ -242,7 +248,7 @@ impl Grid {
 
 fn heading(format: RulesFormat, level: usize, text: &str, out: &mut String) {
     if format == RulesFormat::Md {
-        let _ = writeln!(out, "{} {text}\n", "#".repeat(level + 1));
+        let _ = writeln!(out, "{} {}\n", "#".repeat(level + 1), escape(text));
     } else {
         let _ = writeln!(out, "{text}");
     }
@@ -250,7 +256,7 @@ fn heading(format: RulesFormat, level: usize, text: &str, out: &mut String) {
 
 fn line(format: RulesFormat, text: &str, out: &mut String) {
     if format == RulesFormat::Md {
-        let _ = writeln!(out, "- {text}");
+        let _ = writeln!(out, "- {}", escape(text));
     } else {
         let _ = writeln!(out, "  {text}");
     }

@@ -191,7 +191,8 @@ pub fn long_help() -> String {
     version,
     about = "OpenAI-compatible LLM server simulator with a known timing model and fault injection",
     after_long_help = long_help(),
-    after_help = "Run with --help for the profile table, fault kinds, tokenizer and timing model."
+    after_help = "Run with --help for the profile table, fault kinds, tokenizer and timing model.",
+    allow_negative_numbers = true
 )]
 pub struct Args {
     /// Address to listen on.
