@@ -244,6 +244,37 @@ fn check_chunks(
                     ),
                 ));
             }
+            check_instants(path, chunk)?;
+        }
+    }
+    Ok(())
+}
+
+/// The largest magnitude a recorded instant (`t_*ns`, nanoseconds from the run's origin)
+/// may have: 2^53 ns, 104 days, exact in a double and far from overflowing a difference.
+pub const MAX_INSTANT_NS: i64 = 1 << 53;
+
+/// An instant column's footer statistics must lie within ±[`MAX_INSTANT_NS`]: SQL
+/// arithmetic on larger values wraps silently (DataFusion's Int64 `-` does not check).
+fn check_instants(path: &Path, chunk: &parquet::file::metadata::ColumnChunkMetaData) -> Result<()> {
+    use parquet::file::statistics::Statistics;
+    let name = chunk.column_path().string();
+    if !(name.starts_with("t_") && name.ends_with("ns")) {
+        return Ok(());
+    }
+    if let Some(Statistics::Int64(stats)) = chunk.statistics() {
+        for value in [stats.min_opt(), stats.max_opt()].into_iter().flatten() {
+            if value.unsigned_abs() > MAX_INSTANT_NS.unsigned_abs() {
+                return Err(ArtifactError::Column {
+                    path: path.to_owned(),
+                    column: name,
+                    problem: format!(
+                        "holds {value} ns, beyond the ±{MAX_INSTANT_NS} ns (104 days) an instant \
+                         from the run's origin can be; the artifact was edited or damaged: \
+                         re-record the run"
+                    ),
+                });
+            }
         }
     }
     Ok(())

@@ -5,6 +5,8 @@ mod common;
 #[cfg(feature = "analysis")]
 mod compare;
 #[cfg(feature = "analysis")]
+mod corpus;
+#[cfg(feature = "analysis")]
 mod functional;
 #[cfg(feature = "analysis")]
 mod llama;
