@@ -12,6 +12,8 @@ mod functional;
 mod llama;
 mod manifest;
 #[cfg(feature = "analysis")]
+mod misbehaving;
+#[cfg(feature = "analysis")]
 mod pipeline;
 #[cfg(feature = "analysis")]
 mod report;
