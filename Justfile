@@ -71,3 +71,18 @@ bench-sql requests="40000" profile="release":
         touch "$data/.complete"
     fi
     python3 bench/bench_sql.py "$target/$out/anvil" "$data"
+
+# Fuzz one target (sse_framer, documents, event_parser, artifact_reader) for SECONDS, or all
+# of them one after another: `just fuzz`, `just fuzz documents 60`. Needs the nightly
+# toolchain and `cargo install cargo-fuzz`; crashing inputs land in fuzz/artifacts/<target>/
+# and belong in tests/it/corpus/ once fixed. Not part of CI.
+fuzz target="all" seconds="600":
+    #!/usr/bin/env bash
+    set -euo pipefail
+    cd fuzz
+    targets="{{target}}"
+    if [ "$targets" = all ]; then targets="sse_framer documents event_parser artifact_reader"; fi
+    for t in $targets; do
+        mkdir -p "corpus/$t"
+        cargo +nightly fuzz run -O "$t" "corpus/$t" seeds/"$t" -- -max_total_time={{seconds}} -rss_limit_mb=2048 -timeout=10
+    done

@@ -474,6 +474,42 @@ mod tests {
     }
 
     #[test]
+    fn secrets_passed_through_set_are_kept_out_of_the_arm_config() {
+        let c = parse(&[
+            "--class",
+            "headline-sustained-output",
+            "--endpoint",
+            "http://127.0.0.1:8000/v1",
+            "--set",
+            "auth=Bearer s3cret-token",
+            "--set",
+            "hf_token=hf_abcdef",
+            "--set",
+            "max_tokens=64",
+            "--api-key-env",
+            "KEY",
+        ])
+        .unwrap();
+        // The key's value wherever it appears; values under secret-like names whatever they are.
+        assert_eq!(c.arm.config.get("auth"), Some("<redacted>"));
+        assert_eq!(c.arm.config.get("hf_token"), Some("<redacted>"));
+        assert_eq!(c.arm.config.get("max_tokens"), Some("64"));
+        let c = parse(&[
+            "--class",
+            "headline-sustained-output",
+            "--endpoint",
+            "http://127.0.0.1:8000/v1",
+            "--set",
+            "note=key is s3cret-token",
+            "--api-key-env",
+            "KEY",
+        ])
+        .unwrap();
+        assert_eq!(c.arm.config.get("note"), Some("key is <redacted>"));
+        assert!(!c.command_line.join(" ").contains("s3cret"));
+    }
+
+    #[test]
     fn the_headline_run_is_accepted_with_its_defaults() {
         let c = parse(&[
             "--class",

@@ -575,3 +575,24 @@ pub fn render_check(report: &CheckReport, format: RulesFormat) -> String {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rules::fixtures::{artifact, plan};
+
+    #[test]
+    fn markdown_escapes_recorded_text_in_tables_headings_and_lines() {
+        let hostile = "K|12<script>alert(1)</script>";
+        let mut a = artifact("r-a", hostile, &[("spec_k", "8")], 100.0);
+        a.figures.canaries[0].foreign = vec!["ANV-|`x`".to_owned()];
+        let report = rules::check(&plan(), &[a], &[]);
+        let md = render_check(&report, RulesFormat::Md);
+        assert!(!md.contains("<script>"), "{md}");
+        assert!(md.contains("K\\|12&lt;script&gt;"), "{md}");
+        assert!(md.contains("ANV-\\|\\`x\\`"), "{md}");
+        // Text output is not Markdown and stays as recorded.
+        let text = render_check(&report, RulesFormat::Table);
+        assert!(text.contains(hostile), "{text}");
+    }
+}

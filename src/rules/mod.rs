@@ -49,4 +49,4 @@ pub use refusal::{FieldDifference, Refusal, RefusalKind};
 pub use stop::{StopFinding, StopKind, stop_rules};
 
 #[cfg(test)]
-mod fixtures;
+pub(crate) mod fixtures;
