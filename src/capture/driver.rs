@@ -120,6 +120,7 @@ struct ServerFacts {
 async fn preflight(
     ep: &Endpoint,
     auth: Option<&hyper::header::HeaderValue>,
+    redactor: &artifact::Redactor,
 ) -> Result<ServerFacts, String> {
     let mut facts = ServerFacts::default();
     match super::http::get(ep, "/v1/models", auth, SIDE_TIMEOUT).await {
@@ -148,6 +149,19 @@ async fn preflight(
                     }
                 }
             }
+        }
+        Ok((status, body)) if status == 401 || status == 403 => {
+            let said = String::from_utf8_lossy(&body[..body.len().min(300)]).into_owned();
+            let what = if auth.is_some() {
+                "refused the API key sent (--api-key-env)"
+            } else {
+                "wants an API key: name the environment variable holding it with --api-key-env"
+            };
+            return Err(format!(
+                "--endpoint `{}`: GET /v1/models answered {status} ({}): the server {what}",
+                ep.url,
+                redactor.text(said.trim())
+            ));
         }
         Ok((status, _)) => {
             facts
@@ -191,7 +205,7 @@ async fn run_async(cfg: RunConfig) -> anyhow::Result<u8> {
     // 1. Preflight.
     let mut facts = Vec::new();
     for ep in &cfg.endpoints {
-        match preflight(ep, auth.as_ref()).await {
+        match preflight(ep, auth.as_ref(), &cfg.redactor).await {
             Ok(f) => facts.push(f),
             Err(msg) => {
                 eprintln!("anvil-capture: {msg}");
@@ -207,8 +221,13 @@ async fn run_async(cfg: RunConfig) -> anyhow::Result<u8> {
         Some(m) => m,
         None => {
             eprintln!(
-                "anvil-capture: --model: not given, and `{}` /v1/models lists no model; name the model with --model",
-                cfg.endpoints[0].url
+                "anvil-capture: --model: not given, and `{}` /v1/models lists no model{}; name the model with --model",
+                cfg.endpoints[0].url,
+                facts[0]
+                    .info
+                    .get("models.status")
+                    .map(|s| format!(" (it answered HTTP {s})"))
+                    .unwrap_or_default()
             );
             return Ok(exit::BAD_INPUT);
         }

@@ -722,3 +722,70 @@ fn llama_restart_mid_run_is_detected_from_its_counters() {
         "{stop}"
     );
 }
+
+/// A server behind an API key: the key goes in every request (calibration, the connection
+/// check, /metrics scrapes and the measured requests all pass), a wrong key is refused before
+/// anything is measured with the server's own 401 reason, and neither key lands in any file
+/// of the artifact.
+#[test]
+fn llama_behind_an_api_key_is_recorded_without_the_key() {
+    let Some((engine, _turn)) = engine("llama_api_key") else {
+        return;
+    };
+    const KEY: &str = "sk-llama-test-9f8e7d6c5b4a";
+    let tmp = tempfile::tempdir().unwrap();
+    let llama = Llama::start(
+        &engine,
+        tmp.path(),
+        2,
+        4096,
+        &["--api-key".to_owned(), KEY.to_owned()],
+    );
+    let m = manifest();
+    let url = llama.url();
+    let out = tmp.path().join("out");
+    let args = |arm: &'static str| {
+        vec![
+            "run",
+            "--manifest",
+            &m,
+            "--off-manifest",
+            "--endpoint",
+            &url,
+            "--quiet",
+            "--out",
+            out.to_str().unwrap(),
+            "--class",
+            "headline-sustained-output",
+            "--context",
+            "256",
+            "--requests",
+            "4",
+            "--concurrency",
+            "2",
+            "--arm",
+            arm,
+            "--api-key-env",
+            "ANVIL_KEY",
+        ]
+    };
+    let o = run(CAPTURE, &args("keyed"), &[("ANVIL_KEY", KEY)]);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{stderr}");
+    let dir = PathBuf::from(String::from_utf8_lossy(&o.stdout).lines().last().unwrap());
+    assert_eq!(outcomes(&dir), BTreeMap::from([("ok".to_owned(), 4)]));
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let bytes = std::fs::read(entry.unwrap().path()).unwrap();
+        assert!(
+            !bytes.windows(KEY.len()).any(|w| w == KEY.as_bytes()),
+            "the key was written"
+        );
+    }
+
+    let wrong = "sk-wrong-key-000000";
+    let o = run(CAPTURE, &args("wrong"), &[("ANVIL_KEY", wrong)]);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_ne!(o.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("401"), "{stderr}");
+    assert!(!stderr.contains(wrong), "{stderr}");
+}
