@@ -61,6 +61,7 @@ fn run_all(cases: Vec<Case>, min: usize) {
     let mut failures = Vec::new();
     let total = cases.len();
     assert!(total >= min, "{total} cases, expected at least {min}");
+    eprintln!("corpus: {total} cases");
     for c in cases {
         if let Err(why) = run_case(&c) {
             let mut args = c.args.join(" ");
