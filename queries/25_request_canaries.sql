@@ -3,9 +3,10 @@
 -- Definition (run plan advance/stop rules, docs/artifact.md): concatenate the request's
 -- content deltas in `seq` order (request_timing.content); it must contain the request's own
 -- canary (requests.canary) and no other canary marker (`ANV-` + 12 lowercase hex, found by
--- the canaries() function). Any other marker is contamination, wherever it came from: another
--- request of this campaign, another run, another tenant or a prompt cache (per-run salts make
--- markers from outside the loaded campaign the realistic kind).
+-- the canaries() function) in its content or its reasoning. Any other marker is
+-- contamination, wherever it came from: another request of this campaign, another run,
+-- another tenant or a prompt cache (per-run salts make markers from outside the loaded
+-- campaign the realistic kind).
 --   own_canary           own canary present in the reply; NULL when the request has no canary;
 --   canary_ok            own canary present and no other marker; NULL when no canary;
 --   foreign_canaries     sorted distinct markers other than the request's own found in the
@@ -15,14 +16,24 @@
 --                        (from outside it: another run, tenant or cache; NULL when none);
 --                        stray_canary_count likewise. A subset of foreign_canaries.
 CREATE VIEW request_canaries AS
-WITH measured AS (
-    SELECT t.run_id, t.request_index, t.canary, t.content, ru.campaign_id
+WITH reasoning AS (
+    SELECT run_id, request_index, ordered_concat(reasoning_delta, seq) AS reasoning
+    FROM events
+    WHERE reasoning_delta <> ''
+    GROUP BY run_id, request_index
+),
+measured AS (
+    SELECT t.run_id, t.request_index, t.canary, t.content,
+           coalesce(r.reasoning, '') AS reasoning, ru.campaign_id
     FROM request_timing t
     JOIN runs ru ON ru.run_id = t.run_id
+    LEFT JOIN reasoning r ON r.run_id = t.run_id AND r.request_index = t.request_index
     WHERE t.kind = 'measured'
 ),
 found AS (
-    SELECT run_id, request_index, campaign_id, canary, unnest(canaries(content)) AS marker
+    -- Markers are looked for in the reasoning text too: a leak there is a leak.
+    SELECT run_id, request_index, campaign_id, canary,
+           unnest(canaries(content || ' ' || reasoning)) AS marker
     FROM measured
 ),
 owned AS (

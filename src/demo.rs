@@ -377,8 +377,10 @@ fn capture_args(
 /// A document the demo needs in `out`: the one already there (checked), else the seed.
 fn seed(out: &Path, name: &str, text: &str) -> anyhow::Result<PathBuf> {
     let path = out.join(name);
-    if !path.exists() {
-        std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
+    // `symlink_metadata`: a dangling link is there too, and is not written through.
+    if std::fs::symlink_metadata(&path).is_err() {
+        crate::outfile::write_file(&path, text.as_bytes())
+            .with_context(|| format!("writing {}", path.display()))?;
     }
     Ok(path)
 }

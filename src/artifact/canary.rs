@@ -49,8 +49,10 @@ pub fn find_all(text: &str) -> Vec<&str> {
         let end = start + LEN;
         let preceded = start > 0 && bytes[start - 1].is_ascii_alphanumeric();
         let followed = bytes.get(end).is_some_and(|b| b.is_ascii_hexdigit());
-        if !preceded && !followed && end <= text.len() && is_canary(&text[start..end]) {
-            out.push(&text[start..end]);
+        // (`get`: the 12 bytes after the prefix may end inside a multi-byte character)
+        let candidate = text.get(start..end).filter(|c| is_canary(c));
+        if let Some(canary) = candidate.filter(|_| !preceded && !followed) {
+            out.push(canary);
             from = end;
         } else {
             from = start + 1;
@@ -67,6 +69,15 @@ pub fn find_first(text: &str) -> Option<&str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_marker_cut_inside_a_multibyte_character_is_no_canary_and_no_panic() {
+        assert_eq!(
+            find_all("ANV-0123456789aé and ANV-0123456789ab"),
+            ["ANV-0123456789ab"]
+        );
+        assert!(find_all("ANV-éééééé").is_empty());
+    }
 
     #[test]
     fn made_canaries_are_unique_and_well_formed() {

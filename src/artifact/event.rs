@@ -57,7 +57,57 @@ pub fn parse_event(event_name: Option<&str>, data: &[u8]) -> ParsedEvent {
         out.parse_error = Some("empty data".to_owned());
         return out;
     }
-    fast_path(event_name, trimmed).unwrap_or_else(|| general_path(event_name, trimmed))
+    let mut out =
+        fast_path(event_name, trimmed).unwrap_or_else(|| general_path(event_name, trimmed));
+    if out.parse_error.is_some() && event_name == Some("error") {
+        // An `event: error` whose data is plain text (`CUDA error: out of memory`): the
+        // server's error, not a stream anvil failed to parse.
+        out.parse_error = None;
+        out.stream_error = Some(trimmed.to_owned());
+    }
+    bound_usage(&mut out);
+    out
+}
+
+/// The largest usage count taken as such (2^32 tokens); anything larger or negative is
+/// a broken count, not a figure: summed, it would wrap the throughput.
+pub const MAX_USAGE_TOKENS: i64 = 1 << 32;
+
+fn bound_usage(out: &mut ParsedEvent) {
+    for (name, slot) in [
+        ("prompt_tokens", &mut out.usage_prompt_tokens),
+        ("completion_tokens", &mut out.usage_completion_tokens),
+        ("cached_tokens", &mut out.usage_cached_tokens),
+    ] {
+        if let Some(n) = *slot
+            && !(0..=MAX_USAGE_TOKENS).contains(&n)
+        {
+            *slot = None;
+            out.parse_error.get_or_insert(format!(
+                "usage {name} is {n}, outside 0..={MAX_USAGE_TOKENS}"
+            ));
+        }
+    }
+}
+
+impl ParsedEvent {
+    /// Remove the secrets of `redactor` from every parsed text (a key the server sent
+    /// JSON-escaped is plain text only once parsed).
+    pub fn redact(&mut self, redactor: &super::Redactor) {
+        for text in [
+            &mut self.content_delta,
+            &mut self.reasoning_delta,
+            &mut self.tool_call_delta,
+            &mut self.finish_reason,
+            &mut self.stream_error,
+            &mut self.parse_error,
+        ]
+        .into_iter()
+        .flatten()
+        {
+            redactor.in_place(text);
+        }
+    }
 }
 
 /// The common chunk shapes, borrowing strings from the payload. Any field of an unexpected
@@ -373,6 +423,17 @@ mod tests {
         assert!(e.done);
         assert_eq!(e.parse_error, None);
         assert!(p(" [DONE]\n").done);
+    }
+
+    #[test]
+    fn usage_beyond_any_real_count_is_a_parse_error_and_plain_text_error_events_are_errors() {
+        let e = parse_event(None, br#"{"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":9223372036854775807}}"#);
+        assert_eq!(e.usage_completion_tokens, None);
+        assert_eq!(e.usage_prompt_tokens, Some(3));
+        assert!(e.parse_error.unwrap().contains("completion_tokens"));
+        let e = parse_event(Some("error"), b"CUDA error: out of memory");
+        assert_eq!(e.parse_error, None);
+        assert_eq!(e.stream_error.as_deref(), Some("CUDA error: out of memory"));
     }
 
     #[test]

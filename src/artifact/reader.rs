@@ -47,6 +47,53 @@ impl std::fmt::Debug for OpenedTable {
 }
 
 impl OpenedTable {
+    /// Whether every row's `run_id` is `run_id`, from the footer statistics of the column
+    /// (the rows of another run copied in would widen its min/max). `Err` names the file.
+    pub fn check_row_run_ids(&self, run_id: &str) -> Result<()> {
+        use parquet::file::statistics::Statistics;
+        let metadata = self.builder.metadata();
+        for group in metadata.row_groups() {
+            let Some(chunk) = group
+                .columns()
+                .iter()
+                .find(|c| c.column_path().string() == "run_id")
+            else {
+                continue;
+            };
+            let range = match chunk.statistics() {
+                Some(Statistics::ByteArray(s)) => s
+                    .min_opt()
+                    .zip(s.max_opt())
+                    .map(|(a, b)| (a.data().to_vec(), b.data().to_vec())),
+                _ => None,
+            };
+            match range {
+                Some((min, max)) if min == run_id.as_bytes() && max == run_id.as_bytes() => {}
+                Some((min, max)) => {
+                    return Err(ArtifactError::Inconsistent {
+                        path: self.path.clone(),
+                        problem: format!(
+                            "column `run_id` holds `{}`..`{}` but run.json `run_id` is `{run_id}`: \
+                             rows of different runs were mixed",
+                            String::from_utf8_lossy(&min),
+                            String::from_utf8_lossy(&max)
+                        ),
+                    });
+                }
+                None => {
+                    return Err(ArtifactError::Column {
+                        path: self.path.clone(),
+                        column: "run_id".to_owned(),
+                        problem: "has no statistics in the footer; anvil-capture writes them, so \
+                                  the file was rewritten by something else: re-record the run"
+                            .to_owned(),
+                    });
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// A reader over all columns.
     pub fn reader(self) -> Result<ParquetRecordBatchReader> {
         let path = self.path;
@@ -245,6 +292,34 @@ fn check_chunks(
                 ));
             }
             check_instants(path, chunk)?;
+            check_usage(path, chunk)?;
+        }
+    }
+    Ok(())
+}
+
+/// A usage column's footer statistics must lie within 0..=[`crate::artifact::event::MAX_USAGE_TOKENS`]
+/// (the parser refuses larger counts, so a larger one was written by something else; summed,
+/// it would wrap the throughput silently).
+fn check_usage(path: &Path, chunk: &parquet::file::metadata::ColumnChunkMetaData) -> Result<()> {
+    use parquet::file::statistics::Statistics;
+    let name = chunk.column_path().string();
+    if !name.starts_with("usage_") {
+        return Ok(());
+    }
+    let max = super::event::MAX_USAGE_TOKENS;
+    if let Some(Statistics::Int64(stats)) = chunk.statistics() {
+        for value in [stats.min_opt(), stats.max_opt()].into_iter().flatten() {
+            if !(0..=max).contains(value) {
+                return Err(ArtifactError::Column {
+                    path: path.to_owned(),
+                    column: name,
+                    problem: format!(
+                        "holds {value}, outside the 0..={max} tokens a usage count can be; the \
+                         artifact was edited or damaged: re-record the run"
+                    ),
+                });
+            }
         }
     }
     Ok(())
@@ -262,7 +337,16 @@ fn check_instants(path: &Path, chunk: &parquet::file::metadata::ColumnChunkMetaD
     if !(name.starts_with("t_") && name.ends_with("ns")) {
         return Ok(());
     }
-    if let Some(Statistics::Int64(stats)) = chunk.statistics() {
+    let Some(Statistics::Int64(stats)) = chunk.statistics() else {
+        return Err(ArtifactError::Column {
+            path: path.to_owned(),
+            column: name,
+            problem: "has no Int64 statistics in the footer; anvil-capture writes them, so the \
+                      file was rewritten by something else: re-record the run"
+                .to_owned(),
+        });
+    };
+    {
         for value in [stats.min_opt(), stats.max_opt()].into_iter().flatten() {
             if value.unsigned_abs() > MAX_INSTANT_NS.unsigned_abs() {
                 return Err(ArtifactError::Column {
@@ -466,6 +550,7 @@ pub fn validate(dir: &Path) -> Result<ArtifactSummary> {
                 ),
             });
         }
+        opened.check_row_run_ids(&run.run_id)?;
         rows.insert(table.name(), opened.num_rows);
     }
 

@@ -73,6 +73,24 @@ impl Redactor {
         }
     }
 
+    /// Redact every string (and object key) of a JSON value in place.
+    pub fn json(&self, value: &mut serde_json::Value) {
+        use serde_json::Value;
+        match value {
+            Value::String(text) => self.in_place(text),
+            Value::Array(items) => items.iter_mut().for_each(|v| self.json(v)),
+            Value::Object(map) => {
+                let entries = std::mem::take(map);
+                for (mut key, mut v) in entries {
+                    self.in_place(&mut key);
+                    self.json(&mut v);
+                    map.insert(key, v);
+                }
+            }
+            _ => {}
+        }
+    }
+
     /// Redact a string in place.
     pub fn in_place(&self, text: &mut String) {
         if let Cow::Owned(t) = self.text(text) {

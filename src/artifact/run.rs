@@ -797,6 +797,26 @@ impl RunJson {
         Ok(())
     }
 
+    /// The same run with every secret of `redactor` removed from every string it holds
+    /// (server facts, URLs, notes, reasons, configuration), the fingerprint recomputed.
+    pub fn redacted(self, redactor: &super::Redactor) -> Self {
+        if redactor.is_empty() {
+            return self;
+        }
+        let Ok(mut value) = serde_json::to_value(&self) else {
+            return self;
+        };
+        redactor.json(&mut value);
+        match serde_json::from_value::<RunJson>(value) {
+            Ok(mut run) => {
+                run.workload_fingerprint = run.workload.fingerprint();
+                run
+            }
+            // Replacing text inside strings keeps every field's type; not reached.
+            Err(_) => self,
+        }
+    }
+
     /// Serialise as pretty JSON (the on-disk form).
     pub fn to_json_pretty(&self) -> String {
         // A struct of strings, numbers and maps with string keys always serialises.

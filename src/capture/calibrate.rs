@@ -179,8 +179,9 @@ impl<'a> Calibrator<'a> {
         }
         if let Some(note) = &this.record.note {
             eprintln!(
-                "anvil-capture: warning: `{}`: {note}; calibrating with max_tokens:1 probes (recorded as calibration rows)",
-                ep.url
+                "anvil-capture: warning: `{}`: {}; calibrating with max_tokens:1 probes (recorded as calibration rows)",
+                ep.url,
+                cfg.redactor.text(note)
             );
         }
         Ok(this)

@@ -208,7 +208,7 @@ async fn run_async(cfg: RunConfig) -> anyhow::Result<u8> {
         match preflight(ep, auth.as_ref(), &cfg.redactor).await {
             Ok(f) => facts.push(f),
             Err(msg) => {
-                eprintln!("anvil-capture: {msg}");
+                eprintln!("anvil-capture: {}", cfg.redactor.text(&msg));
                 return Ok(exit::BAD_INPUT);
             }
         }
@@ -286,7 +286,7 @@ async fn run_async(cfg: RunConfig) -> anyhow::Result<u8> {
             Ok(c) => match c.check_reachable().await {
                 Ok(()) => Some(c),
                 Err(e @ CalibrateError::BelowOverhead { .. }) => {
-                    eprintln!("anvil-capture: {e}");
+                    eprintln!("anvil-capture: {}", cfg.redactor.text(&e.to_string()));
                     return Ok(exit::BAD_INPUT);
                 }
                 Err(e) => {
@@ -379,6 +379,7 @@ async fn run_async(cfg: RunConfig) -> anyhow::Result<u8> {
         status_reason: None,
         counts: Counts::default(),
     };
+    let header = header.redacted(&cfg.redactor);
     let writer = match ArtifactWriter::create(&cfg.artifact_dir, header) {
         Ok(w) => w,
         Err(e) => {
@@ -432,7 +433,7 @@ async fn run_async(cfg: RunConfig) -> anyhow::Result<u8> {
         }
     };
     if let Some(f) = &failed {
-        eprintln!("anvil-capture: {f}");
+        eprintln!("anvil-capture: {}", cfg.redactor.text(f));
     }
 
     // 4. Prepared requests and the writer thread.
@@ -676,6 +677,7 @@ async fn run_async(cfg: RunConfig) -> anyhow::Result<u8> {
     let reason = reason.map(|r| cfg.redactor.text(&r).into_owned());
     final_run.status_reason = reason.clone();
     final_run.ended_utc = None;
+    let final_run = final_run.redacted(&cfg.redactor);
     let paths = match recorded.writer.finish(final_run) {
         Ok(p) => p,
         Err(e) => {
@@ -700,7 +702,11 @@ async fn run_async(cfg: RunConfig) -> anyhow::Result<u8> {
         eprint!("{}", summary::quick_look(&recorded.facts, channel_full));
     }
     if let Some(r) = &reason {
-        eprintln!("anvil-capture: run {}: {r}", status.as_str());
+        eprintln!(
+            "anvil-capture: run {}: {}",
+            status.as_str(),
+            cfg.redactor.text(r)
+        );
     }
     if cfg.print_path {
         println!("{}", paths.dir.display());

@@ -138,7 +138,10 @@ impl Recorder {
         let redactor = &self.meta.redactor;
         let name = e.event.as_deref().map(|n| redactor.text(n));
         let data = redactor.bytes(&e.data);
-        let row = EventRow::from_raw(e.request_index, e.seq, t, name.as_deref(), &data);
+        let mut row = EventRow::from_raw(e.request_index, e.seq, t, name.as_deref(), &data);
+        if !redactor.is_empty() {
+            row.parsed.redact(redactor);
+        }
         let f = self.facts.entry(e.request_index).or_default();
         if f.first_content_ns.is_none()
             && row

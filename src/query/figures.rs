@@ -55,9 +55,18 @@ SELECT run_id, replica, restarted, detectable, scraped, signal, first_start_time
        counters_reset, coalesce(counter_reset_example, '') AS counter_reset_example \
 FROM restarts WHERE restarted OR NOT detectable ORDER BY run_id, replica";
 
+/// Failed measured requests with their error text, and the error a stream carried when the
+/// request ended otherwise (an error event, then the server hung: `timeout_idle`).
 const ERRORS_SQL: &str = "\
-SELECT run_id, request_index, outcome, coalesce(error, '') AS error FROM request_timing \
-WHERE kind = 'measured' AND outcome <> 'ok' ORDER BY run_id, request_index";
+WITH streamed AS ( \
+    SELECT run_id, request_index, first_value(stream_error ORDER BY seq) AS stream_error \
+    FROM events WHERE stream_error IS NOT NULL GROUP BY run_id, request_index) \
+SELECT t.run_id, t.request_index, t.outcome, \
+       concat_ws('; ', t.error, CASE WHEN s.stream_error IS DISTINCT FROM t.error \
+                                     THEN 'in the stream: ' || s.stream_error END) AS error \
+FROM request_timing t \
+LEFT JOIN streamed s ON s.run_id = t.run_id AND s.request_index = t.request_index \
+WHERE t.kind = 'measured' AND t.outcome <> 'ok' ORDER BY t.run_id, t.request_index";
 
 const FUNCTIONAL_SQL: &str = "\
 SELECT run_id, request_index, \"check\", passed, coalesce(reason, '') AS reason, \

@@ -74,7 +74,11 @@ pub fn run_compare(args: &CompareArgs) -> anyhow::Result<u8> {
         Err(refusal) => {
             let text = match args.format {
                 RulesFormat::Json => json(&refusal)?,
-                _ => render_refusal(&refusal),
+                RulesFormat::Md => render_refusal(&refusal)
+                    .lines()
+                    .map(|l| format!("{}\n", escape(l)))
+                    .collect(),
+                RulesFormat::Table => render_refusal(&refusal),
             };
             out.write_all(text.as_bytes())
                 .context("writing the refusal")?;

@@ -40,7 +40,11 @@ impl ArtifactSource {
         let finished = Table::ALL
             .iter()
             .all(|table| dir.join(table.file_name()).is_file());
+        // Only a run whose run.json says it is still being recorded is read from its parts; a
+        // finished one is validated whole (a missing table with an empty parts folder beside
+        // it is a damaged artifact, not a live one).
         let recording = !finished
+            && run.status == crate::artifact::Status::Running
             && Table::ALL
                 .iter()
                 .any(|table| dir.join(table.parts_dir_name()).is_dir());

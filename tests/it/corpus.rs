@@ -488,11 +488,16 @@ fn damaged(root: &Path, name: &str, damage: impl FnOnce(&Path)) -> PathBuf {
 /// Rewrite `dir/requests.parquet` with `change` applied to each batch, keeping its anvil
 /// metadata (so only the change is wrong).
 fn rewrite_requests(dir: &Path, change: impl Fn(RecordBatch) -> RecordBatch) {
+    rewrite(dir, "requests.parquet", change);
+}
+
+/// Rewrite `dir/file` with `change` applied to each batch, keeping its anvil metadata.
+fn rewrite(dir: &Path, file: &str, change: impl Fn(RecordBatch) -> RecordBatch) {
     use parquet::arrow::ArrowWriter;
     use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
     use parquet::file::properties::WriterProperties;
 
-    let path = dir.join("requests.parquet");
+    let path = dir.join(file);
     let builder =
         ParquetRecordBatchReaderBuilder::try_new(std::fs::File::open(&path).unwrap()).unwrap();
     let kv = builder
