@@ -270,8 +270,19 @@ pub fn run_verify(args: &VerifyArgs) -> anyhow::Result<u8> {
         let session = open_session("verify", &args.data.data).await?;
         let mut recomputed = Vec::with_capacity(session.artifacts().len());
         for artifact in session.artifacts() {
-            let r = verify::recompute(artifact)
-                .with_context(|| format!("{}: recomputing with polars", artifact.dir.display()))?;
+            // polars reads the files itself; a panic there (a damaged table that passed the
+            // footer checks) is an error naming the artifact, not an abort.
+            let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                verify::recompute(artifact)
+            }))
+            .map_err(|_| {
+                anyhow::anyhow!(
+                    "{}: polars could not read the tables (it stopped on them); the artifact is \
+                     damaged: re-record the run",
+                    artifact.dir.display()
+                )
+            })?
+            .with_context(|| format!("{}: recomputing with polars", artifact.dir.display()))?;
             recomputed.push(r);
         }
         let differences = verify::compare(&session, &recomputed).await?;
