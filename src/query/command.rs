@@ -247,7 +247,7 @@ pub fn run_summary(args: &SummaryArgs) -> anyhow::Result<u8> {
         match Format::from(args.format) {
             Format::Table => {
                 let summary = Summary::read(&session).await?;
-                out.write_all(render_table(&summary).as_bytes())
+                out.write_all(super::output::printable(&render_table(&summary)).as_bytes())
                     .context("writing the summary")?;
             }
             format => {

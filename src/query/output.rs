@@ -33,6 +33,28 @@ fn out_err(e: impl std::fmt::Display) -> QueryError {
     }
 }
 
+/// Text for a terminal: control characters other than line ends and tabs (an escape
+/// sequence a model streamed, a carriage return) become U+FFFD, one column wide like the
+/// character they replace, so recorded text can neither drive the terminal nor misalign a
+/// table. CSV and JSON keep the recorded bytes.
+pub fn printable(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text
+        .chars()
+        .any(|c| c.is_control() && c != '\n' && c != '\t')
+    {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    text.chars()
+        .map(|c| {
+            if c.is_control() && c != '\n' && c != '\t' {
+                '\u{fffd}'
+            } else {
+                c
+            }
+        })
+        .collect()
+}
+
 /// Write `result` to `out` in `format`.
 pub fn write_result(
     out: &mut dyn Write,
@@ -43,7 +65,7 @@ pub fn write_result(
         Format::Table => {
             let table = pretty_format_batches_with_schema(result.schema.clone(), &result.batches)
                 .map_err(out_err)?;
-            writeln!(out, "{table}").map_err(out_err)?;
+            writeln!(out, "{}", printable(&table.to_string())).map_err(out_err)?;
         }
         Format::Csv => {
             let mut writer = datafusion::arrow::csv::WriterBuilder::new()
@@ -118,6 +140,18 @@ mod tests {
 
     use super::*;
     use crate::query::exec::StatementResult;
+
+    #[test]
+    fn terminal_text_has_no_control_characters() {
+        assert_eq!(
+            printable("a\u{1b}[31mred\r\n\tb"),
+            "a\u{fffd}[31mred\u{fffd}\n\tb"
+        );
+        assert!(matches!(
+            printable("plain\n"),
+            std::borrow::Cow::Borrowed(_)
+        ));
+    }
 
     #[test]
     fn csv_writes_lists_as_json_text() {

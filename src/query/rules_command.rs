@@ -64,6 +64,10 @@ pub fn run_compare(args: &CompareArgs) -> anyhow::Result<u8> {
         Ok(comparison) => {
             let text = match args.format {
                 RulesFormat::Json => json(&comparison)?,
+                RulesFormat::Table => {
+                    super::output::printable(&render_comparison(&comparison, args.format))
+                        .into_owned()
+                }
                 format => render_comparison(&comparison, format),
             };
             out.write_all(text.as_bytes())
@@ -78,7 +82,9 @@ pub fn run_compare(args: &CompareArgs) -> anyhow::Result<u8> {
                     .lines()
                     .map(|l| format!("{}\n", escape(l)))
                     .collect(),
-                RulesFormat::Table => render_refusal(&refusal),
+                RulesFormat::Table => {
+                    super::output::printable(&render_refusal(&refusal)).into_owned()
+                }
             };
             out.write_all(text.as_bytes())
                 .context("writing the refusal")?;
@@ -110,6 +116,9 @@ pub fn run_check(args: &CheckArgs) -> anyhow::Result<u8> {
     let report = check_data(&plan, &artifacts, &args.data)?;
     let text = match args.format {
         RulesFormat::Json => json(&report)?,
+        RulesFormat::Table => {
+            super::output::printable(&render_check(&report, RulesFormat::Table)).into_owned()
+        }
         format => render_check(&report, format),
     };
     let mut out = std::io::stdout().lock();
