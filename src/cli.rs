@@ -476,12 +476,20 @@ fn run_validate(args: &ValidateArgs) -> anyhow::Result<u8> {
 pub const STACK_BYTES: usize = 1 << 30;
 
 /// Run a command on a thread with [`STACK_BYTES`] of stack, turning a panic (a bug: no user
-/// input may cause one) into an error, so that the process exits 2 with a message instead of
-/// aborting. `program` names the binary in the message.
+/// input may cause one) into an error, so that the process exits with a message instead of
+/// aborting. `program` names the binary in the message. The panic hook prints nothing: the
+/// places that contain a library's panic (a damaged Parquet page) report it as an error, and
+/// an uncaught one is reported here, once, with where it happened.
 pub fn guarded(
     program: &'static str,
     command: impl FnOnce() -> anyhow::Result<u8> + Send + 'static,
 ) -> anyhow::Result<u8> {
+    static LAST_PANIC: std::sync::Mutex<String> = std::sync::Mutex::new(String::new());
+    std::panic::set_hook(Box::new(|info| {
+        if let Ok(mut last) = LAST_PANIC.lock() {
+            *last = info.to_string().replace('\n', " ");
+        }
+    }));
     let worker = std::thread::Builder::new()
         .name(program.to_owned())
         .stack_size(STACK_BYTES)
@@ -490,15 +498,25 @@ pub fn guarded(
     match worker.join() {
         Ok(Ok(result)) => result,
         Ok(Err(panic)) | Err(panic) => {
-            let what = panic
-                .downcast_ref::<&str>()
-                .map(|s| (*s).to_owned())
-                .or_else(|| panic.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "unknown panic".to_owned());
+            let what = LAST_PANIC
+                .lock()
+                .map(|l| l.clone())
+                .ok()
+                .filter(|l| !l.is_empty())
+                .unwrap_or_else(|| panic_text(&panic));
             anyhow::bail!(
                 "internal error ({what}): {program} stopped instead of reading this input; \
                  nothing already recorded was changed. Please report it with the command line"
             )
         }
     }
+}
+
+/// The message of a panic payload.
+pub fn panic_text(panic: &Box<dyn std::any::Any + Send>) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic".to_owned())
 }

@@ -110,6 +110,13 @@ pub enum ArtifactError {
         source: parquet::errors::ParquetError,
     },
 
+    /// The Parquet decoder stopped on this file's data pages (a panic inside it, contained).
+    #[error(
+        "{}: its data pages are damaged (the Parquet decoder stopped on them: {detail}); re-record the run",
+        path.display()
+    )]
+    DamagedPages { path: PathBuf, detail: String },
+
     /// An Arrow error while building or reading batches of this file.
     #[error("{}: {source}", path.display())]
     Arrow {

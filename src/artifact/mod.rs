@@ -46,7 +46,7 @@ use std::path::{Path, PathBuf};
 
 pub use error::ArtifactError;
 pub use event::{ParsedEvent, parse_event};
-pub use reader::{OpenedTable, open_table, validate};
+pub use reader::{OpenedTable, open_table, read_pages, validate, validate_deep};
 pub use redact::{REDACTED, Redactor};
 pub use rows::{EventRow, RequestRow, ScrapePhase, ScrapeRow, prompt_sha256};
 pub use run::{
@@ -150,5 +150,5 @@ pub struct ArtifactSummary {
 /// Check an artifact folder (run.json + the three Parquet tables) and summarise it; the error
 /// names the file, the field or column, and what to do. See [`validate`] for the typed error.
 pub fn validate_dir(dir: &Path) -> Result<ArtifactSummary, String> {
-    validate(dir).map_err(|e| e.to_string())
+    validate_deep(dir).map_err(|e| e.to_string())
 }

@@ -512,14 +512,65 @@ pub fn tally_requests(path: &Path) -> Result<RequestTally> {
         "t_done_ns",
     ])?;
     let mut tally = RequestTally::default();
-    for batch in reader {
-        let batch = batch.map_err(|source| ArtifactError::Arrow {
-            path: path.to_owned(),
-            source,
-        })?;
-        tally.add(&batch, path)?;
+    for batch in contained(path, reader) {
+        tally.add(&batch?, path)?;
     }
     Ok(tally)
+}
+
+/// The batches of `reader`, each decoded inside `catch_unwind`: the Parquet decoder asserts
+/// on some damaged data pages (found by the fuzz target `artifact_reader`), and a damaged
+/// file must be an error naming it, never a panic. After an error the iteration ends.
+fn contained<'a>(
+    path: &'a Path,
+    mut reader: ParquetRecordBatchReader,
+) -> impl Iterator<Item = Result<RecordBatch>> + 'a {
+    let mut done = false;
+    std::iter::from_fn(move || {
+        if done {
+            return None;
+        }
+        let next = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| reader.next()));
+        let item = match next {
+            Ok(None) => None,
+            Ok(Some(Ok(batch))) => Some(Ok(batch)),
+            Ok(Some(Err(source))) => Some(Err(ArtifactError::Arrow {
+                path: path.to_owned(),
+                source,
+            })),
+            Err(panic) => Some(Err(ArtifactError::DamagedPages {
+                path: path.to_owned(),
+                detail: crate::cli::panic_text(&panic)
+                    .lines()
+                    .next()
+                    .unwrap_or_default()
+                    .to_owned(),
+            })),
+        };
+        done = !matches!(item, Some(Ok(_)));
+        item
+    })
+}
+
+/// Decode every page of an artifact table; its row count. What `anvil validate` adds to the
+/// footer checks every reading command makes: a damaged data page is found here, named.
+pub fn read_pages(path: &Path) -> Result<u64> {
+    let reader = open_table(path)?.reader()?;
+    let mut rows = 0u64;
+    for batch in contained(path, reader) {
+        rows += batch?.num_rows() as u64;
+    }
+    Ok(rows)
+}
+
+/// [`validate`], then decode every page of the events and scrapes tables (requests are
+/// decoded by the counts check already): `anvil validate`'s full check.
+pub fn validate_deep(dir: &Path) -> Result<ArtifactSummary> {
+    let summary = validate(dir)?;
+    for table in [Table::Events, Table::Scrapes] {
+        read_pages(&dir.join(table.file_name()))?;
+    }
+    Ok(summary)
 }
 
 /// Validate an artifact folder: `run.json` (schema, fields, fingerprint, final status), the
@@ -661,13 +712,5 @@ pub fn validate(dir: &Path) -> Result<ArtifactSummary> {
 
 /// Read every row of a table into memory (small tables and tests only).
 pub fn read_all(path: &Path) -> Result<Vec<RecordBatch>> {
-    open_table(path)?
-        .reader()?
-        .map(|b| {
-            b.map_err(|source| ArtifactError::Arrow {
-                path: path.to_owned(),
-                source,
-            })
-        })
-        .collect()
+    contained(path, open_table(path)?.reader()?).collect()
 }

@@ -66,6 +66,15 @@ pub enum QueryError {
 /// A DataFusion error; one raised reading Parquet or Arrow data (a table damaged after it was
 /// validated, say a data page) says what to do.
 fn datafusion_message(e: &DataFusionError) -> String {
+    match reading_hint(e) {
+        Some(hint) => format!("{e}\nhint: {hint}"),
+        None => e.to_string(),
+    }
+}
+
+/// What to do about an error raised while reading an artifact's Parquet data: the footer
+/// checks made on opening passed, so a data page is damaged.
+pub(crate) fn reading_hint(e: &DataFusionError) -> Option<String> {
     use datafusion::arrow::error::ArrowError;
     let reading = match e.find_root() {
         DataFusionError::ParquetError(_) | DataFusionError::IoError(_) => true,
@@ -74,13 +83,10 @@ fn datafusion_message(e: &DataFusionError) -> String {
         }
         _ => false,
     };
-    if reading {
-        format!(
-            "{e}\nhint: an artifact table could not be read: `anvil validate` on the --data folder \
-             names each damaged file; re-record that run, or run `anvil-capture recover` on it if \
-             it was killed"
-        )
-    } else {
-        e.to_string()
-    }
+    reading.then(|| {
+        "an artifact table could not be read: `anvil validate` on the --data folder decodes \
+         every page and names each damaged file; re-record that run, or run `anvil-capture \
+         recover` on it if it was killed"
+            .to_owned()
+    })
 }

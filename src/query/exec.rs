@@ -175,9 +175,28 @@ impl AnvilSession {
             Err(e) => return Err(self.with_hint(e, &references).await),
         };
         let schema = SchemaRef::new(frame.schema().as_arrow().clone());
-        match frame.collect().await {
-            Ok(batches) => Ok(StatementResult { schema, batches }),
-            Err(e) => Err(self.with_hint(e, &references).await),
+        // On its own task: the Parquet decoder asserts on some damaged data pages (the
+        // footer checks made on opening cannot see them), and that must be an error that
+        // says what to do, not an abort.
+        match tokio::spawn(frame.collect()).await {
+            Ok(Ok(batches)) => Ok(StatementResult { schema, batches }),
+            Ok(Err(e)) => Err(self.with_hint(e, &references).await),
+            Err(joined) => Err(QueryError::Sql {
+                message: format!(
+                    "reading the artifact tables stopped inside the Parquet decoder ({}): a data \
+                     page is damaged",
+                    if joined.is_panic() {
+                        crate::cli::panic_text(&joined.into_panic())
+                    } else {
+                        joined.to_string()
+                    }
+                ),
+                hint: Some(
+                    "`anvil validate` on the --data folder decodes every page and names the \
+                     damaged file; re-record that run"
+                        .to_owned(),
+                ),
+            }),
         }
     }
 
@@ -211,7 +230,7 @@ impl AnvilSession {
                 views.join(", ")
             ))
         } else {
-            None
+            super::error::reading_hint(&error)
         };
         QueryError::Sql { message, hint }
     }

@@ -778,6 +778,45 @@ fn corpus_artifacts() {
         }
     }
 
+    // A data page the Parquet decoder asserts on (found by fuzzing): the footer is sound, so
+    // opening succeeds; `validate` decodes every page and names the file, and a query that
+    // reaches the page says what to do.
+    let functional = "2026-09-04-qwen38-27b-pro6000-possibility/K16/functional.ctx4096.c1.n8";
+    let paged = copy_artifact(
+        &Path::new(SAMPLE).join(functional),
+        &root.join("damaged-page"),
+    );
+    std::fs::copy(
+        Path::new(KEPT).join("events-damaged-data-page.parquet"),
+        paged.join("events.parquet"),
+    )
+    .unwrap();
+    let d = s(&paged);
+    cases.push(case(
+        "damaged data page / validate",
+        ANVIL,
+        &["validate", &d],
+        2,
+        "events.parquet: its data pages are damaged",
+    ));
+    for args in [
+        vec![
+            "sql",
+            "--data",
+            &d,
+            "SELECT count(*), max(length(data)) FROM events",
+        ],
+        vec!["summary", "--data", &d],
+    ] {
+        cases.push(case(
+            format!("damaged data page / {}", args[0]),
+            ANVIL,
+            &args,
+            2,
+            "`anvil validate` on the --data folder decodes every page",
+        ));
+    }
+
     // Mixed campaigns: a plan of another campaign, an artifact of another campaign.
     let base = Path::new(SAMPLE).join(BASE_ARTIFACT);
     let mut other_plan: Value = seed("run-plan.json");
