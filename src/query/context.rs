@@ -112,7 +112,7 @@ impl AnvilSession {
             };
             let frame = ctx.table(view.name).await.map_err(failed)?;
             let schema = Arc::new(frame.schema().as_arrow().clone());
-            let batches = frame.collect().await.map_err(failed)?;
+            let batches = super::exec::collect(frame).await?.map_err(failed)?;
             let table = MemTable::try_new(schema, vec![batches]).map_err(failed)?;
             ctx.register_table(view.name, Arc::new(table))
                 .map_err(failed)?;

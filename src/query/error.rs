@@ -34,7 +34,7 @@ pub enum QueryError {
         source: DataFusionError,
     },
 
-    #[error("queries/{file}: {source}")]
+    #[error("queries/{file}: {}", datafusion_message(source))]
     View {
         file: &'static str,
         #[source]

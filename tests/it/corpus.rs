@@ -791,7 +791,7 @@ fn corpus_artifacts() {
         paged.join("events.parquet"),
     )
     .unwrap();
-    let d = s(&paged);
+    let (d, m, p) = (s(&paged), s(&manifest), s(&plan));
     cases.push(case(
         "damaged data page / validate",
         ANVIL,
@@ -807,6 +807,18 @@ fn corpus_artifacts() {
             "SELECT count(*), max(length(data)) FROM events",
         ],
         vec!["summary", "--data", &d],
+        vec!["check", "--data", &d, "--plan", &p, "--manifest", &m],
+        vec![
+            "report",
+            "--data",
+            &d,
+            "--plan",
+            &p,
+            "--manifest",
+            &m,
+            "--format",
+            "md",
+        ],
     ] {
         cases.push(case(
             format!("damaged data page / {}", args[0]),
