@@ -261,12 +261,27 @@ fn corpus_documents() {
     ));
 
     // Workload manifests.
-    let mut manifest_case = |name: &str, pointer: &str, value: Option<Value>, fragment: &str| {
-        let mut doc = manifest.clone();
+    // A seed document with one value changed (or removed), validated.
+    let edited = |seed: &Value,
+                  n: usize,
+                  name: &str,
+                  pointer: &str,
+                  value: Option<Value>,
+                  fragment: &str| {
+        let mut doc = seed.clone();
         edit(&mut doc, pointer, value);
-        let file = format!("manifest-{}.json", cases.len());
-        let path = put(dir, &file, doc.to_string());
-        cases.push(validate(name, &path, 2, fragment));
+        let path = put(dir, &format!("edited-{n}.json"), doc.to_string());
+        validate(name, &path, 2, fragment)
+    };
+    let mut manifest_case = |name: &str, pointer: &str, value: Option<Value>, fragment: &str| {
+        cases.push(edited(
+            &manifest,
+            cases.len(),
+            name,
+            pointer,
+            value,
+            fragment,
+        ));
     };
     manifest_case(
         "campaign id escapes",
@@ -405,11 +420,7 @@ fn corpus_documents() {
 
     // Run plans.
     let mut plan_case = |name: &str, pointer: &str, value: Option<Value>, fragment: &str| {
-        let mut doc = plan.clone();
-        edit(&mut doc, pointer, value);
-        let file = format!("plan-{}.json", cases.len());
-        let path = put(dir, &file, doc.to_string());
-        cases.push(validate(name, &path, 2, fragment));
+        cases.push(edited(&plan, cases.len(), name, pointer, value, fragment));
     };
     plan_case(
         "plan campaign id escapes",
