@@ -512,6 +512,31 @@ pub fn guarded(
     }
 }
 
+/// Set when a write to standard output found it closed: writers that turn I/O errors into
+/// text (Arrow's CSV writer) lose the error's kind on the way to the edge.
+static STDOUT_CLOSED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// `result` of a write to standard output, noting a closed pipe (see [`is_broken_pipe`]).
+pub fn noting_closed_stdout<T>(result: io::Result<T>) -> io::Result<T> {
+    if let Err(e) = &result
+        && e.kind() == io::ErrorKind::BrokenPipe
+    {
+        STDOUT_CLOSED.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+    result
+}
+
+/// Whether `error` is a write to a closed standard output (`anvil sql … | head`): the reader
+/// took what it wanted, which is success, not a failure to report.
+pub fn is_broken_pipe(error: &anyhow::Error) -> bool {
+    STDOUT_CLOSED.load(std::sync::atomic::Ordering::Relaxed)
+        || error.chain().any(|cause| {
+            cause
+                .downcast_ref::<io::Error>()
+                .is_some_and(|e| e.kind() == io::ErrorKind::BrokenPipe)
+        })
+}
+
 /// The message of a panic payload.
 pub fn panic_text(panic: &Box<dyn std::any::Any + Send>) -> String {
     panic

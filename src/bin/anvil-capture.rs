@@ -11,6 +11,7 @@ fn main() -> ExitCode {
     let cli = anvil::capture::cli::Cli::parse();
     match anvil::cli::guarded("anvil-capture", move || anvil::capture::cli::run(cli, argv)) {
         Ok(code) => ExitCode::from(code),
+        Err(e) if anvil::cli::is_broken_pipe(&e) => ExitCode::from(anvil::exit::OK),
         Err(e) => {
             eprintln!("anvil-capture: {e:#}");
             ExitCode::from(anvil::exit::CAPTURE_FAILED)

@@ -78,14 +78,14 @@ impl Write for Sink {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         match self {
             Sink::File(f) => f.write(buf),
-            Sink::Stdout(o) => o.write(buf),
+            Sink::Stdout(o) => crate::cli::noting_closed_stdout(o.write(buf)),
         }
     }
 
     fn flush(&mut self) -> io::Result<()> {
         match self {
             Sink::File(f) => f.flush(),
-            Sink::Stdout(o) => o.flush(),
+            Sink::Stdout(o) => crate::cli::noting_closed_stdout(o.flush()),
         }
     }
 }

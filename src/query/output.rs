@@ -26,10 +26,24 @@ pub enum Format {
     Json,
 }
 
-fn out_err(e: impl std::fmt::Display) -> QueryError {
+/// A failed write as an I/O error that keeps its kind (a closed pipe stays `BrokenPipe`,
+/// which the edge treats as success), whether it came from `write!` or an Arrow writer.
+fn out_err(e: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> QueryError {
+    let source = match e.into().downcast::<std::io::Error>() {
+        Ok(io) => *io,
+        Err(other) => match other.downcast::<datafusion::arrow::error::ArrowError>() {
+            Ok(arrow) => match *arrow {
+                datafusion::arrow::error::ArrowError::IoError(text, io) => {
+                    std::io::Error::new(io.kind(), text)
+                }
+                arrow => std::io::Error::other(arrow.to_string()),
+            },
+            Err(other) => std::io::Error::other(other.to_string()),
+        },
+    };
     QueryError::Output {
         context: "writing the result".to_owned(),
-        source: std::io::Error::other(e.to_string()),
+        source,
     }
 }
 

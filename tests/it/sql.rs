@@ -1306,3 +1306,37 @@ fn a_run_still_recording_is_queried_from_its_part_files() {
     assert_column(&r, "ttft_ms", &[Some(10.0)]);
     drop(writer);
 }
+
+#[test]
+fn cli_sql_into_a_pipe_closed_early_succeeds() {
+    // `anvil sql … | head -1`: the reader took what it wanted; that is not a failure.
+    use std::io::{BufRead, BufReader};
+    let data = concat!(env!("CARGO_MANIFEST_DIR"), "/sample-data");
+    for format in ["table", "csv", "json"] {
+        let mut child = std::process::Command::new(super::common::ANVIL)
+            .args([
+                "sql",
+                "--data",
+                data,
+                "--format",
+                format,
+                "SELECT * FROM request_metrics",
+            ])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut first = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut first)
+            .unwrap();
+        assert!(!first.is_empty());
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{format}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
