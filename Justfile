@@ -86,3 +86,7 @@ fuzz target="all" seconds="600":
         mkdir -p "corpus/$t"
         cargo +nightly fuzz run -O "$t" "corpus/$t" seeds/"$t" -- -max_total_time={{seconds}} -rss_limit_mb=2048 -timeout=10
     done
+
+# Import cycles between the modules (scripts/module_cycles.py; `--edges` lists them).
+cycles *ARGS:
+    python3 scripts/module_cycles.py src {{ARGS}}

@@ -503,7 +503,7 @@ pub fn guarded(
                 .map(|l| l.clone())
                 .ok()
                 .filter(|l| !l.is_empty())
-                .unwrap_or_else(|| panic_text(&panic));
+                .unwrap_or_else(|| crate::panics::text(&panic));
             anyhow::bail!(
                 "internal error ({what}): {program} stopped instead of reading this input; \
                  nothing already recorded was changed. Please report it with the command line"
@@ -535,13 +535,4 @@ pub fn is_broken_pipe(error: &anyhow::Error) -> bool {
                 .downcast_ref::<io::Error>()
                 .is_some_and(|e| e.kind() == io::ErrorKind::BrokenPipe)
         })
-}
-
-/// The message of a panic payload.
-pub fn panic_text(panic: &Box<dyn std::any::Any + Send>) -> String {
-    panic
-        .downcast_ref::<&str>()
-        .map(|s| (*s).to_owned())
-        .or_else(|| panic.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "a panic".to_owned())
 }

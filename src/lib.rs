@@ -15,6 +15,7 @@ pub mod exit;
 pub mod json;
 pub mod manifest;
 pub mod outfile;
+pub mod panics;
 #[cfg(feature = "analysis")]
 pub mod query;
 pub mod realtime;

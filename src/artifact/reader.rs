@@ -540,7 +540,7 @@ fn contained<'a>(
             })),
             Err(panic) => Some(Err(ArtifactError::DamagedPages {
                 path: path.to_owned(),
-                detail: crate::cli::panic_text(&panic)
+                detail: crate::panics::text(&panic)
                     .lines()
                     .next()
                     .unwrap_or_default()

@@ -112,7 +112,7 @@ impl AnvilSession {
             };
             let frame = ctx.table(view.name).await.map_err(failed)?;
             let schema = Arc::new(frame.schema().as_arrow().clone());
-            let batches = super::exec::collect(frame).await?.map_err(failed)?;
+            let batches = collect(frame).await?.map_err(failed)?;
             let table = MemTable::try_new(schema, vec![batches]).map_err(failed)?;
             ctx.register_table(view.name, Arc::new(table))
                 .map_err(failed)?;
@@ -318,4 +318,31 @@ fn runs_table(artifacts: &[ArtifactSource]) -> Result<MemTable, QueryError> {
         table: "runs",
         source,
     })
+}
+
+/// Run a frame to its batches on its own task: the Parquet decoder asserts on some damaged
+/// data pages (the footer checks made on opening cannot see them), and that must be an error
+/// that says what to do, not an abort. The outer error is that case; the inner one
+/// DataFusion's own.
+pub(crate) async fn collect(
+    frame: datafusion::dataframe::DataFrame,
+) -> Result<Result<Vec<RecordBatch>, DataFusionError>, QueryError> {
+    tokio::spawn(frame.collect())
+        .await
+        .map_err(|joined| QueryError::Sql {
+            message: format!(
+                "reading the artifact tables stopped inside the Parquet decoder ({}): a data page \
+             is damaged",
+                if joined.is_panic() {
+                    crate::panics::text(&joined.into_panic())
+                } else {
+                    joined.to_string()
+                }
+            ),
+            hint: Some(
+                "`anvil validate` on the --data folder decodes every page and names the damaged \
+             file; re-record that run"
+                    .to_owned(),
+            ),
+        })
 }

@@ -14,33 +14,6 @@ use super::QueryError;
 use super::context::{AnvilSession, TABLES};
 use super::views::VIEWS;
 
-/// Run a frame to its batches on its own task: the Parquet decoder asserts on some damaged
-/// data pages (the footer checks made on opening cannot see them), and that must be an error
-/// that says what to do, not an abort. The outer error is that case; the inner one
-/// DataFusion's own.
-pub(crate) async fn collect(
-    frame: datafusion::dataframe::DataFrame,
-) -> Result<Result<Vec<RecordBatch>, DataFusionError>, QueryError> {
-    tokio::spawn(frame.collect())
-        .await
-        .map_err(|joined| QueryError::Sql {
-            message: format!(
-                "reading the artifact tables stopped inside the Parquet decoder ({}): a data page \
-             is damaged",
-                if joined.is_panic() {
-                    crate::cli::panic_text(&joined.into_panic())
-                } else {
-                    joined.to_string()
-                }
-            ),
-            hint: Some(
-                "`anvil validate` on the --data folder decodes every page and names the damaged \
-             file; re-record that run"
-                    .to_owned(),
-            ),
-        })
-}
-
 /// The deepest expression a statement may hold. Planning and optimizing cost grows faster
 /// than linearly with depth (measured, debug build: a chain of 500 `+` terms plans in 1.2 s,
 /// 2,000 in 18.7 s), and no analysis needs more than a few dozen levels.
@@ -202,7 +175,7 @@ impl AnvilSession {
             Err(e) => return Err(self.with_hint(e, &references).await),
         };
         let schema = SchemaRef::new(frame.schema().as_arrow().clone());
-        match collect(frame).await? {
+        match super::context::collect(frame).await? {
             Ok(batches) => Ok(StatementResult { schema, batches }),
             Err(e) => Err(self.with_hint(e, &references).await),
         }

@@ -1,0 +1,131 @@
+#!/usr/bin/env python3
+"""Import cycles between anvil's modules, from the `crate::` and `super::` paths its code names.
+
+Usage: python3 scripts/module_cycles.py [SRC_DIR] [--edges]
+
+One node per module file (src/a/b.rs and src/a/b/mod.rs are `a::b`); an edge A -> B when A's
+code (its `#[cfg(test)] mod tests` left out) names an item of B. Edges from a module to one of
+its ancestors are not counted: a child reaching its parent's re-exports is the usual shape of a
+Rust module tree, not a layering cycle. Prints every strongly connected component of more than
+one module (a cycle), one per line, and with --edges the edges inside each.
+"""
+
+import re
+import sys
+from pathlib import Path
+
+
+def module_of(src: Path, file: Path) -> str:
+    parts = list(file.relative_to(src).with_suffix("").parts)
+    if parts[-1] in ("mod", "lib"):
+        parts = parts[:-1]
+    if parts and parts[0] == "bin":
+        return "bin::" + "::".join(parts[1:])
+    return "::".join(parts) or "crate"
+
+
+def code_of(text: str) -> str:
+    cut = re.search(r"#\[cfg\(test\)\]\s*(pub(\([a-z]+\))?\s+)?mod\s+\w+\s*[;{]", text)
+    if cut:
+        text = text[: cut.start()]
+    text = re.sub(r"//[^\n]*", "", text)
+    return text
+
+
+def paths_in(code: str):
+    """Every `crate::…` / `super::…` path, with `{…}` groups expanded one level deep."""
+    for m in re.finditer(r"\b(crate|super)((?:::\w+)*)::\{", code):
+        depth, i = 1, m.end()
+        start = i
+        while i < len(code) and depth:
+            depth += {"{": 1, "}": -1}.get(code[i], 0)
+            i += 1
+        inner = code[start : i - 1]
+        level, item, items = 0, "", []
+        for ch in inner:
+            if ch == "{":
+                level += 1
+            elif ch == "}":
+                level -= 1
+            if ch == "," and level == 0:
+                items.append(item)
+                item = ""
+            else:
+                item += ch
+        items.append(item)
+        for it in items:
+            head = re.match(r"\s*(\w+(?:::\w+)*)", it)
+            if head:
+                yield m.group(1), (m.group(2) + "::" + head.group(1)).strip(":").split("::")
+    for m in re.finditer(r"\b(crate|super)((?:::\w+)+)", code):
+        yield m.group(1), m.group(2).strip(":").split("::")
+
+
+def main() -> None:
+    args = [a for a in sys.argv[1:] if not a.startswith("--")]
+    show_edges = "--edges" in sys.argv
+    src = Path(args[0] if args else "src")
+    files = sorted(p for p in src.rglob("*.rs"))
+    modules = {module_of(src, f): f for f in files}
+    known = set(modules)
+    edges = {m: set() for m in modules}
+    for mod, file in modules.items():
+        code = code_of(file.read_text())
+        base = [] if mod == "crate" else mod.split("::")
+        for root, segs in paths_in(code):
+            # `super::x` in module a::b (file a/b.rs or a/b/mod.rs) is a::x
+            path = list(segs) if root == "crate" else base[:-1] + segs
+            # the longest known module the path starts with
+            target = None
+            for k in range(len(path), 0, -1):
+                cand = "::".join(path[:k])
+                if cand in known:
+                    target = cand
+                    break
+            if target is None or target == mod:
+                continue
+            if mod.startswith(target + "::") or target == "crate":
+                continue  # reaching an ancestor
+            edges[mod].add(target)
+
+    # Tarjan's strongly connected components.
+    index, low, stack, on, sccs = {}, {}, [], set(), []
+    counter = [0]
+    sys.setrecursionlimit(10000)
+
+    def visit(v):
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in sorted(edges[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            sccs.append(sorted(comp))
+
+    for v in sorted(edges):
+        if v not in index:
+            visit(v)
+    cycles = [c for c in sccs if len(c) > 1]
+    print(f"{len(modules)} modules, {sum(len(e) for e in edges.values())} edges, {len(cycles)} cycles")
+    for c in sorted(cycles):
+        print("cycle: " + " <-> ".join(c))
+        if show_edges:
+            for a in c:
+                for b in sorted(edges[a] & set(c)):
+                    print(f"    {a} -> {b}")
+
+
+if __name__ == "__main__":
+    main()
