@@ -148,10 +148,6 @@ pub struct ClassShape {
     pub requests: Option<u64>,
 }
 
-fn cache_mode(m: crate::manifest::PromptCacheMode) -> PromptCacheMode {
-    PromptCacheMode::parse(m.as_str()).unwrap_or(PromptCacheMode::Unique)
-}
-
 fn clamp_u32(v: u64) -> u32 {
     u32::try_from(v).unwrap_or(u32::MAX)
 }
@@ -167,7 +163,7 @@ pub fn shape(manifest: &WorkloadManifest, class: &str) -> ClassShape {
     let base = ClassShape {
         reply: ReplyMode::Natural,
         max_tokens: clamp_u32(h.max_tokens),
-        cache_mode: cache_mode(h.prompt_cache_mode),
+        cache_mode: h.prompt_cache_mode,
         canaries: h.request_canaries,
         context: None,
         concurrency: None,

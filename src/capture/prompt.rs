@@ -25,32 +25,8 @@ use sha2::{Digest, Sha256};
 use super::oracle::OracleError;
 use crate::artifact::canary;
 
-/// The manifest's `prompt_cache_mode`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PromptCacheMode {
-    /// Every request starts with its own random prefix: nothing is reusable from a prefix cache.
-    Unique,
-    /// No unique prefix: requests may share cached prefixes.
-    Shared,
-}
-
-impl PromptCacheMode {
-    /// Parse the manifest's spelling (`unique`, `shared`).
-    pub fn parse(s: &str) -> Option<Self> {
-        match s {
-            "unique" => Some(Self::Unique),
-            "shared" => Some(Self::Shared),
-            _ => None,
-        }
-    }
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Unique => "unique",
-            Self::Shared => "shared",
-        }
-    }
-}
+/// The manifest's `prompt_cache_mode`: the manifest's own type, not a copy of it.
+pub use crate::manifest::PromptCacheMode;
 
 /// How long a reply the prompt asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
