@@ -234,6 +234,16 @@ impl Api {
             Api::Responses => "responses",
         }
     }
+
+    /// Parse that name (also the manifest's and the command line's spelling).
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "chat" => Some(Self::Chat),
+            "completions" => Some(Self::Completions),
+            "responses" => Some(Self::Responses),
+            _ => None,
+        }
+    }
 }
 
 /// The workload of one cell: everything that must be equal for two runs to be compared.

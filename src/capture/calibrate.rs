@@ -289,7 +289,7 @@ impl<'a> Calibrator<'a> {
             check: None,
             replica: ep.replica,
             endpoint: artifact::redact_url(&ep.url),
-            api: super::driver::artifact_api(opts.api),
+            api: opts.api,
             model: opts.model.clone(),
             canary: None,
             prompt_sha256: {

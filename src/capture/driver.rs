@@ -79,14 +79,6 @@ pub fn artifact_outcome(o: Outcome) -> artifact::Outcome {
     }
 }
 
-pub(crate) fn artifact_api(api: Api) -> artifact::Api {
-    match api {
-        Api::Chat => artifact::Api::Chat,
-        Api::Completions => artifact::Api::Completions,
-        Api::Responses => artifact::Api::Responses,
-    }
-}
-
 /// Record the run `cfg` describes; returns the exit code.
 pub fn run(cfg: RunConfig) -> anyhow::Result<u8> {
     let threads = std::thread::available_parallelism()
@@ -338,7 +330,7 @@ async fn run_async(cfg: RunConfig) -> anyhow::Result<u8> {
         canaries: cell.canaries,
         seed: sel.random_prefix_seed,
         thinking: sel.thinking.as_str().to_owned(),
-        api: artifact_api(cfg.api),
+        api: cfg.api,
         schedule: cfg.schedule,
         off_manifest: cfg.off_manifest,
     };
@@ -453,7 +445,7 @@ async fn run_async(cfg: RunConfig) -> anyhow::Result<u8> {
                         prompt_tokens_calibrated: None,
                         request_body: Some(p.body.clone()),
                         check: Some(check.name()),
-                        api: Some(artifact_api(check.api())),
+                        api: Some(check.api()),
                     });
                     prepared.push(p);
                 }
@@ -503,7 +495,7 @@ async fn run_async(cfg: RunConfig) -> anyhow::Result<u8> {
             .iter()
             .map(|e| artifact::redact_url(&e.url))
             .collect(),
-        api: artifact_api(cfg.api),
+        api: cfg.api,
         model: model.clone(),
         prompt_tokens_target: cell.context,
         max_tokens: Some(cell.max_tokens),

@@ -18,33 +18,10 @@ use serde::Serialize;
 
 use super::prompt::{ChatMessage, Prompt, PromptContent, PromptForm};
 
-/// Which API a cell drives.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Api {
-    Chat,
-    Completions,
-    Responses,
-}
+/// Which API a cell drives: the artifact's own type; what capture needs of it is here.
+pub use crate::artifact::Api;
 
 impl Api {
-    /// Parse the manifest / command-line spelling (`chat`, `completions`, `responses`).
-    pub fn parse(s: &str) -> Option<Self> {
-        match s {
-            "chat" => Some(Self::Chat),
-            "completions" => Some(Self::Completions),
-            "responses" => Some(Self::Responses),
-            _ => None,
-        }
-    }
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Chat => "chat",
-            Self::Completions => "completions",
-            Self::Responses => "responses",
-        }
-    }
-
     /// The request path below the server root.
     pub fn path(self) -> &'static str {
         match self {
