@@ -42,7 +42,7 @@ use super::calibrate::{CalibrateError, Calibrator};
 use super::config::{RunConfig, Schedule};
 use super::endpoint::Endpoint;
 use super::functional;
-use super::hotpath::{self, Cancel, EventSink, Outcome, Worker, event_channel};
+use super::hotpath::{self, Cancel, EventSink, Worker, event_channel};
 use super::prompt::{PromptBuilder, PromptContent};
 use super::recorder::{Msg, Progress, Recorder, RequestMeta, RunMeta};
 use super::request::{self, Api, PreparedRequest, RequestOptions};
@@ -61,23 +61,6 @@ pub const GRACE: Duration = Duration::from_secs(10);
 pub const CHANNEL_CAPACITY: usize = 64 * 1024;
 /// Time limit of preflight, scrape and `/tokenize` calls.
 pub(crate) const SIDE_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// The artifact's spelling of a hot-path outcome. Exhaustive: a new hot-path outcome does not
-/// compile until the artifact's vocabulary (and docs/artifact.md) has it.
-pub fn artifact_outcome(o: Outcome) -> artifact::Outcome {
-    match o {
-        Outcome::Ok => artifact::Outcome::Ok,
-        Outcome::HttpError => artifact::Outcome::HttpError,
-        Outcome::TimeoutConnect => artifact::Outcome::TimeoutConnect,
-        Outcome::ConnectError => artifact::Outcome::ConnectError,
-        Outcome::TimeoutFirstByte => artifact::Outcome::TimeoutFirstByte,
-        Outcome::TimeoutIdle => artifact::Outcome::TimeoutIdle,
-        Outcome::TimeoutTotal => artifact::Outcome::TimeoutTotal,
-        Outcome::Disconnected => artifact::Outcome::Disconnected,
-        Outcome::ProtocolError => artifact::Outcome::ProtocolError,
-        Outcome::Cancelled => artifact::Outcome::Cancelled,
-    }
-}
 
 /// Record the run `cfg` describes; returns the exit code.
 pub fn run(cfg: RunConfig) -> anyhow::Result<u8> {
@@ -1038,26 +1021,5 @@ async fn dispatch(
             (true, Some(e)) => rand_distr::Distribution::sample(e, &mut rng),
             _ => 1.0 / rate,
         };
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// The artifact has two outcomes more than the hot path, which the writer decides from
-    /// the parsed events: `aborted` (the finish reason) and `stream_error`.
-    #[test]
-    fn every_hot_path_outcome_has_the_same_name_in_the_artifact() {
-        for o in Outcome::ALL {
-            assert_eq!(artifact_outcome(o).as_str(), o.as_str());
-        }
-        let hot: Vec<&str> = Outcome::ALL.iter().map(|o| o.as_str()).collect();
-        let writer_only: Vec<&str> = artifact::Outcome::ALL
-            .iter()
-            .map(|o| o.as_str())
-            .filter(|o| !hot.contains(o))
-            .collect();
-        assert_eq!(writer_only, ["aborted", "stream_error"]);
     }
 }

@@ -88,62 +88,9 @@ impl Default for Timeouts {
     }
 }
 
-/// How a request ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Outcome {
-    /// The stream ended after its terminal event (`[DONE]`, or the final Responses event).
-    Ok,
-    /// The server answered with a non-2xx status; its error body is in the error text.
-    HttpError,
-    /// No TCP connection within the connect timeout.
-    TimeoutConnect,
-    /// The TCP connection was refused or failed.
-    ConnectError,
-    /// No first SSE event (or error response head) within the first-byte timeout.
-    TimeoutFirstByte,
-    /// The gap after an event exceeded the idle timeout.
-    TimeoutIdle,
-    /// The whole request exceeded the total timeout.
-    TimeoutTotal,
-    /// The connection or the stream ended before the terminal event.
-    Disconnected,
-    /// The server's bytes were not valid HTTP, SSE or UTF-8, or not an event stream.
-    ProtocolError,
-    /// The run was cancelled while the request was in flight.
-    Cancelled,
-}
-
-impl Outcome {
-    /// The spelling stored in requests.parquet.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Ok => "ok",
-            Self::HttpError => "http_error",
-            Self::TimeoutConnect => "timeout_connect",
-            Self::ConnectError => "connect_error",
-            Self::TimeoutFirstByte => "timeout_first_byte",
-            Self::TimeoutIdle => "timeout_idle",
-            Self::TimeoutTotal => "timeout_total",
-            Self::Disconnected => "disconnected",
-            Self::ProtocolError => "protocol_error",
-            Self::Cancelled => "cancelled",
-        }
-    }
-
-    /// Every outcome, in a stable order.
-    pub const ALL: [Outcome; 10] = [
-        Self::Ok,
-        Self::HttpError,
-        Self::TimeoutConnect,
-        Self::ConnectError,
-        Self::TimeoutFirstByte,
-        Self::TimeoutIdle,
-        Self::TimeoutTotal,
-        Self::Disconnected,
-        Self::ProtocolError,
-        Self::Cancelled,
-    ];
-}
+/// How a request ended: the artifact's own vocabulary. The hot path decides all of it but
+/// `aborted` and `stream_error`, which the writer reads from the parsed events.
+pub use crate::artifact::Outcome;
 
 /// One framed SSE event as received: the writer parses `data` later.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -187,7 +187,7 @@ impl Recorder {
         };
         // What the parsed events say beyond the transport: an error the server reported in
         // the stream, or a complete stream whose finish reason says the server gave up.
-        let mut outcome = super::driver::artifact_outcome(o.outcome);
+        let mut outcome = o.outcome;
         let facts = self.facts.get(&o.request_index);
         let transport_ended = matches!(
             o.outcome,
