@@ -10,6 +10,7 @@
 //! `aggregate_throughput`, ..., `functional_results`).
 //! [`AnvilSession::run_sql`] runs statements read-only unless writes are allowed.
 
+pub mod aggregate_state;
 pub mod catalog;
 pub mod command;
 pub mod context;

@@ -22,7 +22,7 @@ use datafusion::logical_expr::{
     TypeSignatureClass, Volatility,
 };
 
-use super::udf::{list_array, list_state_field, selected};
+use super::aggregate_state::{list_array, list_state_field, selected};
 
 /// `ordered_concat(text, key)`.
 #[derive(Debug, PartialEq, Eq, Hash)]

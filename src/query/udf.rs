@@ -17,13 +17,11 @@ use std::sync::Arc;
 use datafusion::arrow::array::{
     Array, ArrayRef, AsArray, BooleanArray, Float64Array, ListArray, ListBuilder, StringBuilder,
 };
-use datafusion::arrow::buffer::OffsetBuffer;
 use datafusion::arrow::datatypes::{DataType, Field, FieldRef, Float64Type};
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::common::types::{NativeType, logical_float64, logical_string};
 use datafusion::common::{DataFusionError, Result, ScalarValue, exec_err, plan_err};
 use datafusion::logical_expr::function::{AccumulatorArgs, StateFieldsArgs};
-use datafusion::logical_expr::utils::format_state_name;
 use datafusion::logical_expr::{
     Accumulator, AggregateUDF, AggregateUDFImpl, Coercion, ColumnarValue, EmitTo,
     GroupsAccumulator, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, TypeSignatureClass,
@@ -32,6 +30,7 @@ use datafusion::logical_expr::{
 use datafusion::physical_plan::PhysicalExpr;
 use datafusion::prelude::SessionContext;
 
+use super::aggregate_state::{list_array, list_state_field, selected};
 use super::ordered_concat::OrderedConcat;
 use crate::artifact::canary;
 use crate::stats::{Probability, Sample};
@@ -81,22 +80,6 @@ fn float64_signature(args: usize) -> Signature {
         (0..args).map(|_| coercion()).collect(),
         Volatility::Immutable,
     )
-}
-
-/// A nullable list-of-`item` state field of the aggregate being planned (`args`).
-pub(crate) fn list_state_field(args: &StateFieldsArgs, state: &str, item: DataType) -> FieldRef {
-    Arc::new(Field::new(
-        format_state_name(args.name, state),
-        DataType::List(Arc::new(Field::new_list_field(item, true))),
-        true,
-    ))
-}
-
-/// `values` cut into consecutive lists of `lengths` (a state array, one list per group).
-pub(crate) fn list_array(values: ArrayRef, lengths: impl IntoIterator<Item = usize>) -> ArrayRef {
-    let field = Arc::new(Field::new_list_field(values.data_type().clone(), true));
-    let offsets = OffsetBuffer::from_lengths(lengths);
-    Arc::new(ListArray::new(field, offsets, values, None))
 }
 
 /// What a collecting aggregate computes from the non-null values of its group.
@@ -158,11 +141,6 @@ impl Statistic {
 fn values_lists(groups: Vec<Vec<f64>>) -> ArrayRef {
     let lengths: Vec<usize> = groups.iter().map(Vec::len).collect();
     list_array(Arc::new(Float64Array::from(groups.concat())), lengths)
-}
-
-/// Whether an aggregate's `FILTER (WHERE ...)` keeps `row` (NULL drops it, as in SQL).
-pub(crate) fn selected(opt_filter: Option<&BooleanArray>, row: usize) -> bool {
-    opt_filter.is_none_or(|f| f.is_valid(row) && f.value(row))
 }
 
 /// Ungrouped (and window) form: collects the values of one group.
