@@ -9,7 +9,7 @@ use hyper::Uri;
 use hyper::header::HeaderValue;
 use tokio::net::TcpStream;
 
-use super::request::Api;
+use crate::artifact::Api;
 
 /// A replica's base URL, validated.
 #[derive(Debug, Clone)]

@@ -22,7 +22,6 @@
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
-use super::oracle::OracleError;
 use crate::artifact::canary;
 
 /// The manifest's `prompt_cache_mode`: the manifest's own type, not a copy of it.
@@ -481,8 +480,9 @@ pub enum CalibrationError {
     Oracle {
         request_index: u32,
         calls: u32,
+        /// The token counter's own error (the oracle's; this module does not know its type).
         #[source]
-        source: OracleError,
+        source: Box<dyn std::error::Error + Send + Sync>,
     },
 }
 
@@ -499,14 +499,15 @@ pub const MAX_FILLER_UNITS: u32 = 4_000_000;
 /// typically takes three or four calls. A target that no size can hit (the count jumps over
 /// the window), one below the fixed overhead, or one beyond [`MAX_FILLER_UNITS`] is an error,
 /// never a loop.
-pub async fn calibrate<F>(
+pub async fn calibrate<F, E>(
     builder: &PromptBuilder,
     request_index: u32,
     target_tokens: u64,
     oracle: F,
 ) -> Result<Calibration, CalibrationError>
 where
-    F: AsyncFnMut(&PromptContent) -> Result<u64, OracleError>,
+    F: AsyncFnMut(&PromptContent) -> Result<u64, E>,
+    E: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
     calibrate_from(builder, request_index, target_tokens, None, oracle).await
 }
@@ -515,7 +516,7 @@ where
 /// every request's filler has about the same token density, so the hint usually lands inside
 /// the tolerance and one count settles it). A miss costs that one count, then the search runs
 /// as without a hint.
-pub async fn calibrate_from<F>(
+pub async fn calibrate_from<F, E>(
     builder: &PromptBuilder,
     request_index: u32,
     target_tokens: u64,
@@ -523,7 +524,8 @@ pub async fn calibrate_from<F>(
     mut oracle: F,
 ) -> Result<Calibration, CalibrationError>
 where
-    F: AsyncFnMut(&PromptContent) -> Result<u64, OracleError>,
+    F: AsyncFnMut(&PromptContent) -> Result<u64, E>,
+    E: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
     let tol = tolerance(target_tokens);
     let within = |tokens: u64| tokens.abs_diff(target_tokens) <= tol;
@@ -540,7 +542,7 @@ where
                     .map_err(|source| CalibrationError::Oracle {
                         request_index,
                         calls,
-                        source,
+                        source: source.into(),
                     })?;
             if calls == 1 || tokens.abs_diff(target_tokens) < closest.1.abs_diff(target_tokens) {
                 closest = (units, tokens);
@@ -660,6 +662,7 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::capture::oracle::OracleError;
 
     fn spec(mode: PromptCacheMode, form: PromptForm) -> PromptSpec {
         PromptSpec {
@@ -833,9 +836,12 @@ mod tests {
             let b = PromptBuilder::new(spec(PromptCacheMode::Unique, form));
             for target in [200u64, 512, 4096, 32768, 131072] {
                 for index in [0u32, 41] {
-                    let c = calibrate(&b, index, target, async |p: &PromptContent| {
-                        Ok(toy_tokens(p))
-                    })
+                    let c = calibrate::<_, OracleError>(
+                        &b,
+                        index,
+                        target,
+                        async |p: &PromptContent| Ok(toy_tokens(p)),
+                    )
                     .await
                     .unwrap();
                     let actual = toy_tokens(&b.build(index, c.filler_units).content);
@@ -853,10 +859,11 @@ mod tests {
     #[tokio::test]
     async fn a_good_hint_settles_calibration_in_one_count_and_a_bad_one_still_converges() {
         let b = PromptBuilder::new(spec(PromptCacheMode::Unique, PromptForm::Messages));
-        let first = calibrate(&b, 0, 4096, async |p: &PromptContent| Ok(toy_tokens(p)))
-            .await
-            .unwrap();
-        let next = calibrate_from(
+        let first =
+            calibrate::<_, OracleError>(&b, 0, 4096, async |p: &PromptContent| Ok(toy_tokens(p)))
+                .await
+                .unwrap();
+        let next = calibrate_from::<_, OracleError>(
             &b,
             1,
             4096,
@@ -867,11 +874,12 @@ mod tests {
         .unwrap();
         assert_eq!(next.oracle_calls, 1);
         assert!(next.prompt_tokens.abs_diff(4096) <= tolerance(4096));
-        let far = calibrate_from(&b, 2, 4096, Some(5), async |p: &PromptContent| {
-            Ok(toy_tokens(p))
-        })
-        .await
-        .unwrap();
+        let far =
+            calibrate_from::<_, OracleError>(&b, 2, 4096, Some(5), async |p: &PromptContent| {
+                Ok(toy_tokens(p))
+            })
+            .await
+            .unwrap();
         assert!(far.prompt_tokens.abs_diff(4096) <= tolerance(4096));
     }
 
@@ -883,12 +891,15 @@ mod tests {
             let t = toy_tokens(p);
             Ok(if t < 4000 { t } else { t + 1000 })
         };
-        let err = calibrate(&b, 0, 4096, jumpy).await.unwrap_err();
-        assert!(matches!(err, CalibrationError::Unreachable { .. }), "{err}");
-
-        let err = calibrate(&b, 0, 10, async |p: &PromptContent| Ok(toy_tokens(p)))
+        let err = calibrate::<_, OracleError>(&b, 0, 4096, jumpy)
             .await
             .unwrap_err();
+        assert!(matches!(err, CalibrationError::Unreachable { .. }), "{err}");
+
+        let err =
+            calibrate::<_, OracleError>(&b, 0, 10, async |p: &PromptContent| Ok(toy_tokens(p)))
+                .await
+                .unwrap_err();
         assert!(
             matches!(err, CalibrationError::TargetBelowOverhead { .. }),
             "{err}"
@@ -896,7 +907,9 @@ mod tests {
 
         // The count never grows: no size reaches the target.
         let flat = async |_: &PromptContent| Ok(100u64);
-        let err = calibrate(&b, 0, 4096, flat).await.unwrap_err();
+        let err = calibrate::<_, OracleError>(&b, 0, 4096, flat)
+            .await
+            .unwrap_err();
         assert!(matches!(err, CalibrationError::TooLarge { .. }), "{err}");
 
         // The count jumps around: give up after MAX_ORACLE_CALLS, never loop.
@@ -905,7 +918,9 @@ mod tests {
             n += 1;
             Ok(if n.is_multiple_of(2) { 9000 } else { 50 })
         };
-        let err = calibrate(&b, 0, 4096, noisy).await.unwrap_err();
+        let err = calibrate::<_, OracleError>(&b, 0, 4096, noisy)
+            .await
+            .unwrap_err();
         assert!(
             matches!(
                 err,
@@ -918,7 +933,7 @@ mod tests {
     #[tokio::test]
     async fn calibration_reports_oracle_failure() {
         let b = PromptBuilder::new(spec(PromptCacheMode::Unique, PromptForm::Text));
-        let err = calibrate(&b, 3, 4096, async |_: &PromptContent| {
+        let err = calibrate::<_, OracleError>(&b, 3, 4096, async |_: &PromptContent| {
             Err(OracleError::Status {
                 url: "http://127.0.0.1:1/tokenize".into(),
                 status: 404,
