@@ -49,6 +49,20 @@ impl std::fmt::Debug for OpenedTable {
 }
 
 impl OpenedTable {
+    /// Whether the file belongs to run `run_id`: its `anvil.run_id` metadata (when present)
+    /// and every row's `run_id` ([`OpenedTable::check_row_run_ids`]).
+    pub fn check_run(&self, run_id: &str) -> Result<()> {
+        if let Some(id) = self.run_id.as_deref().filter(|id| *id != run_id) {
+            return Err(ArtifactError::Inconsistent {
+                path: self.path.clone(),
+                problem: format!(
+                    "metadata `{META_RUN_ID}` is `{id}` but run.json `run_id` is `{run_id}`: files of different runs were mixed"
+                ),
+            });
+        }
+        self.check_row_run_ids(run_id)
+    }
+
     /// Whether every row's `run_id` is `run_id`, from the footer statistics of the column
     /// (the rows of another run copied in would widen its min/max). `Err` names the file.
     pub fn check_row_run_ids(&self, run_id: &str) -> Result<()> {
@@ -353,19 +367,17 @@ fn check_instants(path: &Path, chunk: &parquet::file::metadata::ColumnChunkMetaD
                 .to_owned(),
         });
     };
-    {
-        for value in [stats.min_opt(), stats.max_opt()].into_iter().flatten() {
-            if value.unsigned_abs() > MAX_INSTANT_NS.unsigned_abs() {
-                return Err(ArtifactError::Column {
-                    path: path.to_owned(),
-                    column: name,
-                    problem: format!(
-                        "holds {value} ns, beyond the ±{MAX_INSTANT_NS} ns (104 days) an instant \
-                         from the run's origin can be; the artifact was edited or damaged: \
-                         re-record the run"
-                    ),
-                });
-            }
+    for value in [stats.min_opt(), stats.max_opt()].into_iter().flatten() {
+        if value.unsigned_abs() > MAX_INSTANT_NS.unsigned_abs() {
+            return Err(ArtifactError::Column {
+                path: path.to_owned(),
+                column: name,
+                problem: format!(
+                    "holds {value} ns, beyond the ±{MAX_INSTANT_NS} ns (104 days) an instant \
+                     from the run's origin can be; the artifact was edited or damaged: \
+                     re-record the run"
+                ),
+            });
         }
     }
     Ok(())
@@ -597,18 +609,7 @@ pub fn validate(dir: &Path) -> Result<ArtifactSummary> {
             return Err(ArtifactError::Missing { path, hint });
         }
         let opened = open_table(&path)?;
-        if let Some(id) = &opened.run_id
-            && *id != run.run_id
-        {
-            return Err(ArtifactError::Inconsistent {
-                path,
-                problem: format!(
-                    "metadata `{META_RUN_ID}` is `{id}` but run.json `run_id` is `{}`: files of different runs were mixed",
-                    run.run_id
-                ),
-            });
-        }
-        opened.check_row_run_ids(&run.run_id)?;
+        opened.check_run(&run.run_id)?;
         rows.insert(table.name(), opened.num_rows);
     }
 

@@ -52,16 +52,7 @@ impl ArtifactSource {
             run.check_recorded(&run_path).map_err(refused)?;
             for path in files.iter().flatten() {
                 let table = crate::artifact::open_table(path).map_err(refused)?;
-                if let Some(id) = table.run_id.as_deref().filter(|id| **id != run.run_id) {
-                    return Err(refused(crate::artifact::ArtifactError::Inconsistent {
-                        path: path.clone(),
-                        problem: format!(
-                            "metadata `anvil.run_id` is `{id}` but run.json `run_id` is `{}`: \
-                             files of different runs were mixed",
-                            run.run_id
-                        ),
-                    }));
-                }
+                table.check_run(&run.run_id).map_err(refused)?;
             }
         } else {
             crate::artifact::validate(dir).map_err(refused)?;
