@@ -238,6 +238,16 @@ fn manifest() -> String {
 
 /// `anvil-capture run` against `url` with `args`; returns (exit code, stderr, artifact dir).
 fn capture(url: &str, out: &Path, args: &[&str]) -> (Option<i32>, String, PathBuf) {
+    capture_with_env(url, out, args, &[])
+}
+
+/// [`capture`] with extra environment variables (an API key).
+fn capture_with_env(
+    url: &str,
+    out: &Path,
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> (Option<i32>, String, PathBuf) {
     let m = manifest();
     let mut all = vec![
         "run",
@@ -251,7 +261,7 @@ fn capture(url: &str, out: &Path, args: &[&str]) -> (Option<i32>, String, PathBu
         out.to_str().unwrap(),
     ];
     all.extend_from_slice(args);
-    let o = run(CAPTURE, &all, &[]);
+    let o = run(CAPTURE, &all, env);
     let stderr = String::from_utf8_lossy(&o.stderr).into_owned();
     let dir = String::from_utf8_lossy(&o.stdout)
         .lines()
@@ -741,20 +751,9 @@ fn llama_behind_an_api_key_is_recorded_without_the_key() {
         4096,
         &["--api-key".to_owned(), KEY.to_owned()],
     );
-    let m = manifest();
-    let url = llama.url();
     let out = tmp.path().join("out");
     let args = |arm: &'static str| {
-        vec![
-            "run",
-            "--manifest",
-            &m,
-            "--off-manifest",
-            "--endpoint",
-            &url,
-            "--quiet",
-            "--out",
-            out.to_str().unwrap(),
+        [
             "--class",
             "headline-sustained-output",
             "--context",
@@ -769,10 +768,9 @@ fn llama_behind_an_api_key_is_recorded_without_the_key() {
             "ANVIL_KEY",
         ]
     };
-    let o = run(CAPTURE, &args("keyed"), &[("ANVIL_KEY", KEY)]);
-    let stderr = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(0), "{stderr}");
-    let dir = PathBuf::from(String::from_utf8_lossy(&o.stdout).lines().last().unwrap());
+    let (code, stderr, dir) =
+        capture_with_env(&llama.url(), &out, &args("keyed"), &[("ANVIL_KEY", KEY)]);
+    assert_eq!(code, Some(0), "{stderr}");
     assert_eq!(outcomes(&dir), BTreeMap::from([("ok".to_owned(), 4)]));
     for entry in std::fs::read_dir(&dir).unwrap() {
         let bytes = std::fs::read(entry.unwrap().path()).unwrap();
@@ -783,9 +781,9 @@ fn llama_behind_an_api_key_is_recorded_without_the_key() {
     }
 
     let wrong = "sk-wrong-key-000000";
-    let o = run(CAPTURE, &args("wrong"), &[("ANVIL_KEY", wrong)]);
-    let stderr = String::from_utf8_lossy(&o.stderr);
-    assert_ne!(o.status.code(), Some(0), "{stderr}");
+    let (code, stderr, _) =
+        capture_with_env(&llama.url(), &out, &args("wrong"), &[("ANVIL_KEY", wrong)]);
+    assert_ne!(code, Some(0), "{stderr}");
     assert!(stderr.contains("401"), "{stderr}");
     assert!(!stderr.contains(wrong), "{stderr}");
 }
