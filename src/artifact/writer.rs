@@ -999,6 +999,7 @@ mod tests {
 
     /// Encode cost per event of one part file, per codec. Run with
     /// `cargo test --no-default-features --lib measure_part_encode_cost -- --ignored --nocapture`.
+    #[allow(clippy::print_stdout)] // an ignored measurement prints its figures
     #[test]
     #[ignore = "measurement, prints figures"]
     fn measure_part_encode_cost() {

@@ -41,7 +41,7 @@ pub const CHECK_ATTEMPTS: u32 = 3;
 /// The time limit of a calibration or connection-check call: the side-call limit, or the
 /// first-byte limit where a long prompt's prefill needs it (at most two minutes).
 pub fn side_timeout(cfg: &RunConfig) -> Duration {
-    super::driver::SIDE_TIMEOUT.max(cfg.timeouts.first_byte.min(Duration::from_secs(120)))
+    super::http::SIDE_TIMEOUT.max(cfg.timeouts.first_byte.min(Duration::from_secs(120)))
 }
 
 /// Why calibration could not go ahead.
@@ -176,13 +176,6 @@ impl<'a> Calibrator<'a> {
                     tried.join("; ")
                 ));
             }
-        }
-        if let Some(note) = &this.record.note {
-            eprintln!(
-                "anvil-capture: warning: `{}`: {}; calibrating with max_tokens:1 probes (recorded as calibration rows)",
-                ep.url,
-                cfg.redactor.text(note)
-            );
         }
         Ok(this)
     }

@@ -1,4 +1,5 @@
-//! Raw `run` arguments → a checked [`RunConfig`]: the manifest loaded, the cell chosen, URLs
+//! Raw `run` arguments ([`RunRequest`], what was typed, as plain values) → a checked
+//! [`RunConfig`]: the manifest loaded, the cell chosen, URLs
 //! parsed, durations in units, the API key read from its variable, the output folder checked.
 //! Every refusal names the flag at fault and why ([`ConfigError`]); nothing here touches the
 //! network.
@@ -7,7 +8,6 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::cells::{self, Cell, CellError, CellQuery};
-use super::cli::RunArgs;
 use super::endpoint::{Endpoint, EndpointError};
 use super::hotpath::Timeouts;
 use super::request::{Api, ApiKey};
@@ -56,6 +56,39 @@ pub struct MetricsTarget {
     pub path: String,
 }
 
+/// What `anvil-capture run` was given, unchecked: one field per flag (see
+/// `anvil-capture run --help` for each one's meaning). Built by the command line
+/// (`crate::app::capture`) and by in-process callers such as the demo.
+#[derive(Debug, Clone, Default)]
+pub struct RunRequest {
+    pub manifest: PathBuf,
+    pub class: String,
+    pub context: Option<u64>,
+    pub concurrency: Option<u32>,
+    pub requests: Option<u64>,
+    pub off_manifest: bool,
+    pub arm: String,
+    pub stage: Option<String>,
+    /// `KEY=VALUE`, order kept.
+    pub set: Vec<String>,
+    pub endpoints: Vec<String>,
+    pub model: Option<String>,
+    /// `chat`, `responses` or `completions`.
+    pub api: String,
+    pub api_key_env: Option<String>,
+    pub rate: Option<f64>,
+    pub poisson: bool,
+    pub warmup: u64,
+    pub metrics_urls: Vec<String>,
+    pub timeout_first_byte: Option<f64>,
+    pub timeout_idle: Option<f64>,
+    pub timeout_total: Option<f64>,
+    pub quiet: bool,
+    pub no_thinking_switch: bool,
+    pub no_realtime: bool,
+    pub out: PathBuf,
+}
+
 /// A checked `run` configuration.
 #[derive(Debug)]
 pub struct RunConfig {
@@ -78,9 +111,6 @@ pub struct RunConfig {
     pub quiet: bool,
     /// Run the hot-path threads SCHED_FIFO when permitted.
     pub realtime: bool,
-    /// Print the artifact folder as the last line of standard output (the command line's
-    /// contract); an in-process caller that reads [`RunConfig::artifact_dir`] turns it off.
-    pub print_path: bool,
     pub thinking_disabled: bool,
     /// Leave the thinking switch out of every request (`--no-thinking-switch`).
     pub omit_thinking_switch: bool,
@@ -93,7 +123,7 @@ pub struct RunConfig {
     pub command_line: Vec<String>,
 }
 
-/// The process environment, for [`RunConfig::from_args`].
+/// The process environment, for [`RunConfig::from_request`].
 pub fn process_env(name: &str) -> Option<String> {
     std::env::var(name).ok()
 }
@@ -144,8 +174,8 @@ fn metrics_target(replica: u32, url: &str) -> Result<MetricsTarget, EndpointErro
 impl RunConfig {
     /// Check `a`; `argv` is the command line to record (redacted here), `env` reads
     /// environment variables (the API key).
-    pub fn from_args(
-        a: RunArgs,
+    pub fn from_request(
+        a: RunRequest,
         argv: Vec<String>,
         env: &dyn Fn(&str) -> Option<String>,
     ) -> Result<Self, ConfigError> {
@@ -401,7 +431,6 @@ impl RunConfig {
             timeouts,
             quiet: a.quiet,
             realtime: !a.no_realtime,
-            print_path: true,
             cell_id,
             artifact_dir,
             command_line,
@@ -437,147 +466,4 @@ fn check_out(out: &Path, dir: &Path) -> Result<(), ConfigError> {
         )));
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use clap::Parser;
-
-    fn parse(extra: &[&str]) -> Result<RunConfig, ConfigError> {
-        let manifest = concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/sample-data/workload-manifest.json"
-        );
-        let out = std::env::temp_dir().join("anvil-capture-config-test");
-        let mut argv = vec![
-            "anvil-capture",
-            "run",
-            "--manifest",
-            manifest,
-            "--arm",
-            "K12",
-            "--out",
-            out.to_str().unwrap(),
-        ];
-        argv.extend_from_slice(extra);
-        let cli = super::super::cli::Cli::try_parse_from(&argv).unwrap();
-        let super::super::cli::Command::Run(a) = cli.command else {
-            panic!("not run")
-        };
-        let env = |k: &str| (k == "KEY").then(|| "s3cret-token".to_owned());
-        RunConfig::from_args(*a, argv.iter().map(|s| s.to_string()).collect(), &env)
-    }
-
-    fn err(extra: &[&str]) -> String {
-        parse(extra).unwrap_err().to_string()
-    }
-
-    #[test]
-    fn secrets_passed_through_set_are_kept_out_of_the_arm_config() {
-        let c = parse(&[
-            "--class",
-            "headline-sustained-output",
-            "--endpoint",
-            "http://127.0.0.1:8000/v1",
-            "--set",
-            "auth=Bearer s3cret-token",
-            "--set",
-            "hf_token=hf_abcdef",
-            "--set",
-            "max_tokens=64",
-            "--api-key-env",
-            "KEY",
-        ])
-        .unwrap();
-        // The key's value wherever it appears; values under secret-like names whatever they are.
-        assert_eq!(c.arm.config.get("auth"), Some("<redacted>"));
-        assert_eq!(c.arm.config.get("hf_token"), Some("<redacted>"));
-        assert_eq!(c.arm.config.get("max_tokens"), Some("64"));
-        let c = parse(&[
-            "--class",
-            "headline-sustained-output",
-            "--endpoint",
-            "http://127.0.0.1:8000/v1",
-            "--set",
-            "note=key is s3cret-token",
-            "--api-key-env",
-            "KEY",
-        ])
-        .unwrap();
-        assert_eq!(c.arm.config.get("note"), Some("key is <redacted>"));
-        assert!(!c.command_line.join(" ").contains("s3cret"));
-    }
-
-    #[test]
-    fn the_headline_run_is_accepted_with_its_defaults() {
-        let c = parse(&[
-            "--class",
-            "headline-sustained-output",
-            "--endpoint",
-            "http://127.0.0.1:8000/v1",
-            "--set",
-            "spec_depth=12",
-            "--api-key-env",
-            "KEY",
-        ])
-        .unwrap();
-        assert_eq!(c.cell.id(), "headline-sustained-output.ctx4096.c8.n100");
-        assert_eq!(c.metrics[0].url, "http://127.0.0.1:8000/metrics");
-        assert_eq!(c.arm.config.get("spec_depth"), Some("12"));
-        assert!(c.artifact_dir.ends_with(
-            "2026-09-04-qwen38-27b-pro6000-possibility/K12/headline-sustained-output.ctx4096.c8.n100"
-        ));
-        assert!(!c.command_line.join(" ").contains("s3cret"));
-        assert_eq!(c.schedule, Schedule::Closed);
-        let c = parse(&[
-            "--class",
-            "headline-sustained-output",
-            "--endpoint",
-            "http://127.0.0.1:8000",
-            "--rate",
-            "2.5",
-            "--poisson",
-        ])
-        .unwrap();
-        assert_eq!(
-            c.cell_id,
-            "headline-sustained-output.ctx4096.c8.n100.poisson2.5"
-        );
-        assert!(
-            c.artifact_dir
-                .ends_with("K12/headline-sustained-output.ctx4096.c8.n100.poisson2.5")
-        );
-        assert_eq!(c.schedule.rate_per_s(), Some(2.5));
-    }
-
-    #[test]
-    fn each_bad_flag_is_named() {
-        let ep = ["--endpoint", "http://127.0.0.1:8000"];
-        let with = |more: &[&str]| {
-            let mut v = vec!["--class", "headline-sustained-output"];
-            v.extend_from_slice(&ep);
-            v.extend_from_slice(more);
-            err(&v)
-        };
-        assert!(with(&["--context", "1000"]).contains("--context 1000"));
-        let e = with(&["--context", "32", "--off-manifest"]);
-        assert!(e.contains("--context `32`: the prompt's fixed part"), "{e}");
-        assert!(e.contains("already 4"), "{e}");
-        assert!(with(&["--rate", "-1"]).contains("--rate"));
-        assert!(with(&["--timeout-idle", "0"]).contains("--timeout-idle"));
-        assert!(with(&["--set", "novalue"]).contains("--set"));
-        assert!(with(&["--api", "grpc"]).contains("--api"));
-        assert!(with(&["--api-key-env", "MISSING"]).contains("--api-key-env"));
-        assert!(with(&["--metrics-url", "a", "--metrics-url", "b"]).contains("--metrics-url"));
-        let e = err(&["--class", "nope", "--endpoint", "http://h:1"]);
-        assert!(e.contains("--class `nope`"), "{e}");
-        let e = err(&[
-            "--class",
-            "headline-sustained-output",
-            "--endpoint",
-            "localhost:8000",
-        ]);
-        assert!(e.contains("--endpoint"), "{e}");
-    }
 }

@@ -53,17 +53,59 @@ use crate::artifact::{
     Workload,
 };
 use crate::clock::{Origin, monotonic_ns};
-use crate::exit;
+use crate::notice::Notices;
 
 /// How long requests in flight may finish after the first SIGINT before they are cancelled.
 pub const GRACE: Duration = Duration::from_secs(10);
 /// Event channel capacity (events), between the hot path and the writer thread.
 pub const CHANNEL_CAPACITY: usize = 64 * 1024;
-/// Time limit of preflight, scrape and `/tokenize` calls.
-pub(crate) const SIDE_TIMEOUT: Duration = Duration::from_secs(10);
+use super::http::SIDE_TIMEOUT;
 
-/// Record the run `cfg` describes; returns the exit code.
-pub fn run(cfg: RunConfig) -> anyhow::Result<u8> {
+/// Why a run could not be recorded.
+#[derive(Debug, thiserror::Error)]
+pub enum CaptureError {
+    /// Nothing was recorded: what was given cannot be run as asked (an endpoint unreachable
+    /// or refusing the key, no model named, a context the fixed prompt already exceeds, an
+    /// output folder that cannot be created).
+    #[error("{0}")]
+    BadInput(String),
+    /// The run could not be carried out or finished (the runtime, the writer thread, the
+    /// artifact's final write); what was recorded stays in its folder.
+    #[error("{0}")]
+    Failed(String),
+}
+
+impl CaptureError {
+    /// Whether nothing was recorded because of what was given.
+    pub fn is_bad_input(&self) -> bool {
+        matches!(self, CaptureError::BadInput(_))
+    }
+}
+
+/// A recorded run: where, how it ended, and what to show.
+#[derive(Debug, Clone)]
+pub struct RunSummary {
+    /// The artifact folder.
+    pub dir: std::path::PathBuf,
+    /// Its final status.
+    pub status: Status,
+    /// Why the run did not complete, redacted.
+    pub reason: Option<String>,
+    /// The quick look (empty when the run was quiet).
+    pub quick_look: String,
+}
+
+/// What a run tells its caller while it runs, and how it leaves at once on a second SIGINT
+/// (the parts on disk stay recoverable).
+#[derive(Debug, Clone)]
+pub struct RunHooks {
+    pub notices: Notices,
+    /// Called after the notice of a second SIGINT; ends the process.
+    pub abort: fn() -> !,
+}
+
+/// Record the run `cfg` describes.
+pub fn run(cfg: RunConfig, hooks: RunHooks) -> Result<RunSummary, CaptureError> {
     let threads = std::thread::available_parallelism()
         .map_or(2, |n| n.get())
         .clamp(2, 4);
@@ -79,10 +121,11 @@ pub fn run(cfg: RunConfig) -> anyhow::Result<u8> {
             }
         })
         .enable_all()
-        .build()?;
-    let code = rt.block_on(run_async(cfg));
+        .build()
+        .map_err(|e| CaptureError::Failed(format!("starting the async runtime: {e}")))?;
+    let summary = rt.block_on(run_async(cfg, hooks));
     rt.shutdown_timeout(Duration::from_millis(200));
-    code
+    summary
 }
 
 /// What a replica said about itself before the run.
@@ -169,23 +212,20 @@ fn compact_utc(utc_unix_ns: i128) -> String {
         .unwrap_or_else(|| "19700101T000000Z".to_owned())
 }
 
-async fn run_async(cfg: RunConfig) -> anyhow::Result<u8> {
-    let auth = match cfg.api_key.as_ref().map(|k| k.header_value()).transpose() {
-        Ok(a) => a,
-        Err(e) => {
-            eprintln!("anvil-capture: --api-key-env: {e}");
-            return Ok(exit::BAD_INPUT);
-        }
-    };
+async fn run_async(cfg: RunConfig, hooks: RunHooks) -> Result<RunSummary, CaptureError> {
+    let notices = &hooks.notices;
+    let auth = cfg
+        .api_key
+        .as_ref()
+        .map(|k| k.header_value())
+        .transpose()
+        .map_err(|e| CaptureError::BadInput(format!("--api-key-env: {e}")))?;
     // 1. Preflight.
     let mut facts = Vec::new();
     for ep in &cfg.endpoints {
         match preflight(ep, auth.as_ref(), &cfg.redactor).await {
             Ok(f) => facts.push(f),
-            Err(msg) => {
-                eprintln!("anvil-capture: {}", cfg.redactor.text(&msg));
-                return Ok(exit::BAD_INPUT);
-            }
+            Err(msg) => return Err(CaptureError::BadInput(cfg.redactor.text(&msg).into_owned())),
         }
     }
     let model = match cfg
@@ -195,25 +235,24 @@ async fn run_async(cfg: RunConfig) -> anyhow::Result<u8> {
     {
         Some(m) => m,
         None => {
-            eprintln!(
-                "anvil-capture: --model: not given, and `{}` /v1/models lists no model{}; name the model with --model",
+            return Err(CaptureError::BadInput(format!(
+                "--model: not given, and `{}` /v1/models lists no model{}; name the model with --model",
                 cfg.endpoints[0].url,
                 facts[0]
                     .info
                     .get("models.status")
                     .map(|s| format!(" (it answered HTTP {s})"))
                     .unwrap_or_default()
-            );
-            return Ok(exit::BAD_INPUT);
+            )));
         }
     };
     for (ep, f) in cfg.endpoints.iter().zip(&facts) {
         if !f.models.is_empty() && !f.models.contains(&model) {
-            eprintln!(
+            notices.say(&format!(
                 "anvil-capture: warning: `{}` does not list model `{model}` (it lists {})",
                 ep.url,
                 f.models.join(", ")
-            );
+            ));
         }
     }
     let mut arm = cfg.arm.clone();
@@ -248,7 +287,8 @@ async fn run_async(cfg: RunConfig) -> anyhow::Result<u8> {
     };
     // Whether each replica closes connections after a streamed response: then its workers
     // open a fresh connection per request instead of racing the close.
-    let closes_after_stream = connection_checks(&cfg, &opts, auth.as_ref(), &mut facts).await?;
+    let closes_after_stream =
+        connection_checks(&cfg, &opts, auth.as_ref(), &mut facts, notices).await?;
     let (msgs, msgs_rx) = std::sync::mpsc::channel::<Msg>();
     // Why the run failed, if it did (set once, first cause wins).
     let mut failed: Option<String> = None;
@@ -257,12 +297,23 @@ async fn run_async(cfg: RunConfig) -> anyhow::Result<u8> {
     let calibrator = if functional_run {
         None
     } else {
-        match Calibrator::detect(&cfg, &builder, &opts, n + w, &msgs, &origin).await {
+        let detected = Calibrator::detect(&cfg, &builder, &opts, n + w, &msgs, &origin).await;
+        if let Ok(c) = &detected
+            && let Some(note) = &c.record.note
+        {
+            notices.say(&format!(
+                "anvil-capture: warning: `{}`: {}; calibrating with max_tokens:1 probes (recorded as calibration rows)",
+                cfg.endpoints[0].url,
+                cfg.redactor.text(note)
+            ));
+        }
+        match detected {
             Ok(c) => match c.check_reachable().await {
                 Ok(()) => Some(c),
                 Err(e @ CalibrateError::BelowOverhead { .. }) => {
-                    eprintln!("anvil-capture: {}", cfg.redactor.text(&e.to_string()));
-                    return Ok(exit::BAD_INPUT);
+                    return Err(CaptureError::BadInput(
+                        cfg.redactor.text(&e.to_string()).into_owned(),
+                    ));
                 }
                 Err(e) => {
                     failed = Some(format!("calibration failed: {e}"));
@@ -355,13 +406,8 @@ async fn run_async(cfg: RunConfig) -> anyhow::Result<u8> {
         counts: Counts::default(),
     };
     let header = header.redacted(&cfg.redactor);
-    let writer = match ArtifactWriter::create(&cfg.artifact_dir, header) {
-        Ok(w) => w,
-        Err(e) => {
-            eprintln!("anvil-capture: --out: {e}");
-            return Ok(exit::BAD_INPUT);
-        }
-    };
+    let writer = ArtifactWriter::create(&cfg.artifact_dir, header)
+        .map_err(|e| CaptureError::BadInput(format!("--out: {e}")))?;
 
     // SIGINT: stop issuing, grace, cancel; a second one exits at once.
     let stop = Cancel::new();
@@ -370,22 +416,23 @@ async fn run_async(cfg: RunConfig) -> anyhow::Result<u8> {
     {
         let (stop, cancel, interrupted) = (stop.clone(), cancel.clone(), interrupted.clone());
         let dir = cfg.artifact_dir.clone();
+        let hooks = hooks.clone();
         tokio::spawn(async move {
             if tokio::signal::ctrl_c().await.is_err() {
                 return;
             }
             interrupted.store(true, Ordering::SeqCst);
             stop.cancel();
-            eprintln!(
+            hooks.notices.say(&format!(
                 "\nanvil-capture: interrupted: no new requests; requests in flight have {} s to finish (interrupt again to stop at once)",
                 GRACE.as_secs()
-            );
+            ));
             tokio::select! {
                 () = tokio::time::sleep(GRACE) => cancel.cancel(),
-                r = tokio::signal::ctrl_c() => if r.is_ok() { exit_now(&dir) },
+                r = tokio::signal::ctrl_c() => if r.is_ok() { exit_now(&dir, &hooks) },
             }
             if tokio::signal::ctrl_c().await.is_ok() {
-                exit_now(&dir);
+                exit_now(&dir, &hooks);
             }
         });
     }
@@ -408,7 +455,7 @@ async fn run_async(cfg: RunConfig) -> anyhow::Result<u8> {
         }
     };
     if let Some(f) = &failed {
-        eprintln!("anvil-capture: {}", cfg.redactor.text(f));
+        notices.say(&format!("anvil-capture: {}", cfg.redactor.text(f)));
     }
 
     // 4. Prepared requests and the writer thread.
@@ -502,7 +549,8 @@ async fn run_async(cfg: RunConfig) -> anyhow::Result<u8> {
             // Parsing and encoding are batch work: never real-time, whoever spawned us.
             crate::realtime::ordinary_priority();
             recorder.run()
-        })?;
+        })
+        .map_err(|e| CaptureError::Failed(format!("starting the writer thread: {e}")))?;
 
     // 5. Drive.
     if failed.is_none() && prepared.len() == (n + w) as usize {
@@ -520,16 +568,17 @@ async fn run_async(cfg: RunConfig) -> anyhow::Result<u8> {
             ScrapePhase::Before,
             &msgs,
             &origin,
-            true,
+            (true, notices),
         )
         .await;
         let scraper = {
             let cfg_metrics = cfg.metrics.clone();
-            let (auth, enabled, msgs, scraping) = (
+            let (auth, enabled, msgs, scraping, notices) = (
                 auth.clone(),
                 scrape_enabled.clone(),
                 msgs.clone(),
                 scraping.clone(),
+                notices.clone(),
             );
             tokio::spawn(async move {
                 let mut tick = tokio::time::interval(Duration::from_secs(1));
@@ -546,7 +595,7 @@ async fn run_async(cfg: RunConfig) -> anyhow::Result<u8> {
                         ScrapePhase::During,
                         &msgs,
                         &origin,
-                        false,
+                        (false, &notices),
                     )
                     .await;
                 }
@@ -602,7 +651,7 @@ async fn run_async(cfg: RunConfig) -> anyhow::Result<u8> {
             ScrapePhase::After,
             &msgs,
             &origin,
-            false,
+            (false, notices),
         )
         .await;
         if let Some(why) = drive_failed {
@@ -623,8 +672,9 @@ async fn run_async(cfg: RunConfig) -> anyhow::Result<u8> {
     drop(msgs);
     drop(sink);
     let recorded = tokio::task::spawn_blocking(move || writer_thread.join())
-        .await?
-        .map_err(|_| anyhow::anyhow!("the writer thread panicked"))?;
+        .await
+        .map_err(|e| CaptureError::Failed(format!("waiting for the writer thread: {e}")))?
+        .map_err(|_| CaptureError::Failed("the writer thread panicked".to_owned()))?;
 
     // 6. Finish.
     let channel_full = recorded.channel_full;
@@ -653,43 +703,32 @@ async fn run_async(cfg: RunConfig) -> anyhow::Result<u8> {
     final_run.status_reason = reason.clone();
     final_run.ended_utc = None;
     let final_run = final_run.redacted(&cfg.redactor);
-    let paths = match recorded.writer.finish(final_run) {
-        Ok(p) => p,
-        Err(e) => {
-            eprintln!(
-                "anvil-capture: finishing the artifact failed: {e}; run `anvil-capture recover {}`",
-                cfg.artifact_dir.display()
-            );
-            return Ok(exit::CAPTURE_FAILED);
-        }
-    };
+    let paths = recorded.writer.finish(final_run).map_err(|e| {
+        CaptureError::Failed(format!(
+            "finishing the artifact failed: {e}; run `anvil-capture recover {}`",
+            cfg.artifact_dir.display()
+        ))
+    })?;
     if !recorded.off_target.is_empty() {
         let tol = super::prompt::tolerance(cell.context);
-        eprintln!(
+        notices.say(&format!(
             "anvil-capture: warning: {} measured requests report prompt tokens outside {} ± {tol} (e.g. request {} used {})",
             recorded.off_target.len(),
             cell.context,
             recorded.off_target[0].0,
             recorded.off_target[0].1
-        );
+        ));
     }
-    if !cfg.quiet {
-        eprint!("{}", summary::quick_look(&recorded.facts, channel_full));
-    }
-    if let Some(r) = &reason {
-        eprintln!(
-            "anvil-capture: run {}: {}",
-            status.as_str(),
-            cfg.redactor.text(r)
-        );
-    }
-    if cfg.print_path {
-        println!("{}", paths.dir.display());
-    }
-    Ok(match status {
-        Status::Complete => exit::OK,
-        Status::Interrupted => exit::INTERRUPTED,
-        Status::Failed | Status::Running => exit::CAPTURE_FAILED,
+    let quick_look = if cfg.quiet {
+        String::new()
+    } else {
+        summary::quick_look(&recorded.facts, channel_full)
+    };
+    Ok(RunSummary {
+        dir: paths.dir,
+        status,
+        reason,
+        quick_look,
     })
 }
 
@@ -701,7 +740,8 @@ async fn connection_checks(
     opts: &RequestOptions,
     auth: Option<&hyper::header::HeaderValue>,
     facts: &mut [ServerFacts],
-) -> anyhow::Result<Vec<bool>> {
+    notices: &Notices,
+) -> Result<Vec<bool>, CaptureError> {
     let content = match cfg.api.prompt_form() {
         super::prompt::PromptForm::Messages => {
             PromptContent::Messages(vec![super::prompt::ChatMessage {
@@ -711,7 +751,9 @@ async fn connection_checks(
         }
         super::prompt::PromptForm::Text => PromptContent::Text("Reply with one word.".into()),
     };
-    let body = bytes::Bytes::from(request::body_json(opts, 0, &content, true, Some(1))?);
+    let body = request::body_json(opts, 0, &content, true, Some(1))
+        .map_err(|e| CaptureError::Failed(format!("the connection check's request: {e}")))?;
+    let body = bytes::Bytes::from(body);
     let mut out = Vec::with_capacity(cfg.endpoints.len());
     for (ep, f) in cfg.endpoints.iter().zip(facts.iter_mut()) {
         let (closes, finding) = match super::http::closes_after_stream(
@@ -726,10 +768,10 @@ async fn connection_checks(
             Ok(true) => (true, "closed".to_owned()),
             Ok(false) => (false, "kept".to_owned()),
             Err(e) => {
-                eprintln!(
+                notices.say(&format!(
                     "anvil-capture: warning: `{}`: the connection check failed ({e}); connections will be reused until the server is seen closing one",
                     ep.url
-                );
+                ));
                 (false, format!("unknown: the check failed ({e})"))
             }
         };
@@ -741,16 +783,16 @@ async fn connection_checks(
 }
 
 /// A second SIGINT: leave at once; the parts on disk stay recoverable.
-fn exit_now(dir: &std::path::Path) -> ! {
-    eprintln!(
+fn exit_now(dir: &std::path::Path, hooks: &RunHooks) -> ! {
+    hooks.notices.say(&format!(
         "\nanvil-capture: interrupted again: stopping now; run `anvil-capture recover {}` to finalise what was recorded",
         dir.display()
-    );
-    std::process::exit(i32::from(exit::INTERRUPTED));
+    ));
+    (hooks.abort)()
 }
 
-/// Scrape every enabled replica once; a replica whose metrics are missing is warned about
-/// (on the first round) and not scraped again.
+/// Scrape every enabled replica once; a replica whose metrics are missing on the `first`
+/// round is warned about and not scraped again, a later failure is warned about.
 async fn scrape_targets(
     targets: &[super::config::MetricsTarget],
     auth: &Option<hyper::header::HeaderValue>,
@@ -758,7 +800,7 @@ async fn scrape_targets(
     phase: ScrapePhase,
     msgs: &Sender<Msg>,
     origin: &Origin,
-    warn: bool,
+    (first, notices): (bool, &Notices),
 ) {
     for (i, target) in targets.iter().enumerate() {
         if !enabled[i].load(Ordering::Relaxed) {
@@ -775,17 +817,17 @@ async fn scrape_targets(
                 )));
             }
             Err(e) => {
-                if warn {
-                    eprintln!(
+                if first {
+                    notices.say(&format!(
                         "anvil-capture: warning: replica {}: no metrics ({e}); its scrapes will be empty",
                         target.server.replica
-                    );
+                    ));
                     enabled[i].store(false, Ordering::Relaxed);
                 } else {
-                    eprintln!(
+                    notices.say(&format!(
                         "anvil-capture: warning: replica {}: scrape failed ({e})",
                         target.server.replica
-                    );
+                    ));
                 }
             }
         }

@@ -13,6 +13,9 @@ use hyper_util::rt::TokioIo;
 
 use super::endpoint::{Endpoint, EndpointError};
 
+/// Time limit of preflight, scrape and `/tokenize` calls.
+pub const SIDE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// Largest body read by [`get`].
 const MAX_BODY: usize = 32 << 20;
 

@@ -22,11 +22,13 @@
 //!          events.parquet; request outcomes go to requests.parquet
 //! ```
 //!
-//! The command line: [`cli`] (clap structs, what was typed) → [`config`] (checked
-//! [`config::RunConfig`], which flag is wrong and why) → [`driver`] (preflight, calibration,
-//! the run, SIGINT, finishing the artifact). [`cells`] derives the manifest's cells,
-//! [`scrape`] reads `/metrics`, [`summary`] prints the quick look, [`http`] does the one-shot
-//! GETs off the hot path.
+//! A run: [`config::RunRequest`] (what was asked, plain values; the command line in
+//! `crate::app::capture` builds it) → [`config`] (checked [`config::RunConfig`], which flag
+//! is wrong and why) → [`run`] (preflight, calibration, the run, SIGINT, finishing the
+//! artifact), which returns a [`RunSummary`] or a [`CaptureError`] and never prints: what it
+//! notices while running goes to the caller's [`crate::notice::Notices`]. [`cells`] derives
+//! the manifest's cells, [`scrape`] reads `/metrics`, [`summary`] writes the quick look,
+//! [`http`] does the one-shot GETs off the hot path.
 //!
 //! Budget: at most 8 µs of CPU per event for the whole recording thread. Measured at
 //! opt-level 1 on this 2-core machine while other builds kept its load average at 6–8.5
@@ -38,7 +40,6 @@
 
 pub mod calibrate;
 pub mod cells;
-pub mod cli;
 pub mod config;
 pub mod driver;
 pub mod endpoint;
@@ -52,3 +53,5 @@ pub mod request;
 pub mod scrape;
 pub mod sse;
 pub mod summary;
+
+pub use driver::{CaptureError, RunHooks, RunSummary, run};

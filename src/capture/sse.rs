@@ -488,6 +488,7 @@ pub(crate) mod tests {
     /// Framing cost per event (run with `--ignored --nocapture`): typical chat chunks, one per
     /// body chunk as vLLM and SGLang send them, and 64 per body chunk (a burst read); this
     /// framer and the `eventsource-stream` crate.
+    #[allow(clippy::print_stdout)] // an ignored measurement prints its figures
     #[tokio::test]
     #[ignore = "measurement, prints its figures"]
     async fn framing_cost_per_event() {

@@ -153,7 +153,7 @@ impl SchemaProvider for AnvilSchema {
 #[cfg(test)]
 mod tests {
     use crate::query::AnvilSession;
-    use crate::query::summary::column_str;
+    use crate::query::rows::column_str;
     use crate::query::views::VIEWS;
 
     #[tokio::test]

@@ -12,18 +12,14 @@
 
 pub mod aggregate_state;
 pub mod catalog;
-pub mod command;
 pub mod context;
 pub mod error;
 pub mod exec;
-pub mod figures;
 pub mod functional_udf;
 pub mod ordered_concat;
 pub mod output;
-pub mod report_command;
-pub mod rules_command;
+pub mod rows;
 pub mod source;
-pub mod summary;
 pub mod udf;
 pub mod views;
 

@@ -10,6 +10,9 @@
 
 pub mod charts;
 pub mod markdown;
+pub mod summary;
+pub mod table;
+pub mod text;
 pub mod view;
 
 use serde::Serialize;

@@ -465,6 +465,7 @@ impl Fixture {
             tokens_per_chunk: &self.chunks,
             snippets: &self.snippets,
             definitions: &self.definitions,
+            check_exit_code: check_exit_code(self.check.outcome),
         })
     }
 }
@@ -807,6 +808,7 @@ fn sections_without_evidence_say_so() {
         tokens_per_chunk: &[],
         snippets: &[],
         definitions: &[],
+        check_exit_code: 0,
     });
     let html = render_html(&view).unwrap();
     for id in SECTION_IDS {
@@ -1158,6 +1160,7 @@ fn the_page_is_balanced_html() {
         tokens_per_chunk: &[],
         snippets: &[],
         definitions: &[],
+        check_exit_code: 0,
     });
     assert_balanced_html(&render_html(&view).unwrap());
 }
@@ -1287,4 +1290,14 @@ fn control_characters_from_replies_are_shown_not_passed_through() {
         "no control pictures"
     );
     assert_eq!(super::visible_controls("a\tb\nc"), "a\tb\nc");
+}
+
+/// The exit code stated beside an outcome (the edge's mapping; any number would do here).
+fn check_exit_code(outcome: crate::rules::Outcome) -> u8 {
+    use crate::rules::Outcome;
+    match outcome {
+        Outcome::Holds => 0,
+        Outcome::StopRuleFired | Outcome::RuleFailed => 1,
+        Outcome::Incomplete => 4,
+    }
 }

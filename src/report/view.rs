@@ -240,13 +240,7 @@ pub struct RunInfo {
     pub servers: Vec<String>,
 }
 
-/// A screen's comparison (or its refusal).
-#[derive(Debug, Clone, PartialEq)]
-pub struct ScreenResult {
-    /// The screen, e.g. the plan stage `SGLang optimization`.
-    pub name: String,
-    pub result: Result<Comparison, Refusal>,
-}
+pub use crate::rules::baseline::ScreenResult;
 
 /// Everything the report is built from.
 #[derive(Debug, Clone, Copy)]
@@ -273,6 +267,9 @@ pub struct ReportInput<'a> {
     pub snippets: &'a [OutputSnippet],
     /// Metric definitions `(name, text)` from the SQL files' header comments.
     pub definitions: &'a [(String, String)],
+    /// The exit code `anvil check` gives for [`ReportInput::check`]'s outcome, stated
+    /// beside it.
+    pub check_exit_code: u8,
 }
 
 // ---------------------------------------------------------------------------------------
@@ -860,7 +857,7 @@ pub fn header_view(input: &ReportInput<'_>) -> HeaderView {
         promotion_authorized: input.plan.promotion_authorized,
         outcome: outcome.to_owned(),
         outcome_class: outcome_class.to_owned(),
-        exit_code: input.check.exit_code(),
+        exit_code: input.check_exit_code,
         reasons: input.check.reasons.clone(),
         stops: input
             .check

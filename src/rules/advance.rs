@@ -38,6 +38,12 @@ pub enum AdvanceRule {
     Topology,
 }
 
+impl std::fmt::Display for AdvanceRule {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 impl AdvanceRule {
     pub const ALL: [AdvanceRule; 5] = [
         AdvanceRule::Completion,
@@ -46,6 +52,17 @@ impl AdvanceRule {
         AdvanceRule::PerformanceClaim,
         AdvanceRule::Topology,
     ];
+
+    /// The rule's name as `check` prints it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AdvanceRule::Completion => "Completion",
+            AdvanceRule::Canaries => "Canaries",
+            AdvanceRule::Functional => "Functional",
+            AdvanceRule::PerformanceClaim => "PerformanceClaim",
+            AdvanceRule::Topology => "Topology",
+        }
+    }
 
     /// Position in the run plan's `advance_rules` list (0-based).
     pub fn index(self) -> usize {

@@ -1,11 +1,13 @@
 //! The overall verdict of `anvil check`: every advance rule per arm, every stop rule, plan
-//! coverage, and the exit code.
+//! coverage, and the campaign's [`Outcome`].
 //!
-//! Exit codes ([`crate::exit`]): 0 every advance rule holds, every claim is supported and
-//! no stop rule fired; 1 a stop rule fired, or recorded evidence contradicts an advance rule
-//! or a stage's claim; 4 nothing fired or failed but evidence is missing (an advance rule
+//! [`Outcome::Holds`]: every advance rule holds, every claim is supported and no stop rule
+//! fired; [`Outcome::StopRuleFired`] / [`Outcome::RuleFailed`]: a stop rule fired, or
+//! recorded evidence contradicts an advance rule or a stage's claim;
+//! [`Outcome::Incomplete`]: nothing fired or failed but evidence is missing (an advance rule
 //! not run, a plan arm without artifacts, a claim that could not be matched to recorded
-//! arms). Bad input (2) is the caller's to report before the rules run.
+//! arms). Bad input is the caller's to report before the rules run; the edge maps outcomes
+//! to exit codes.
 
 use std::collections::BTreeMap;
 
@@ -44,13 +46,35 @@ pub enum Outcome {
 }
 
 impl Outcome {
-    /// The process exit code for this outcome.
-    pub fn exit_code(self) -> u8 {
+    /// The outcome's name as reports print it.
+    pub fn as_str(self) -> &'static str {
         match self {
-            Outcome::Holds => crate::exit::OK,
-            Outcome::StopRuleFired | Outcome::RuleFailed => crate::exit::RULE_FAILED,
-            Outcome::Incomplete => crate::exit::INCOMPLETE,
+            Outcome::Holds => "Holds",
+            Outcome::StopRuleFired => "StopRuleFired",
+            Outcome::RuleFailed => "RuleFailed",
+            Outcome::Incomplete => "Incomplete",
         }
+    }
+
+    /// Whether a stop rule fired or a rule failed.
+    pub fn failed(self) -> bool {
+        matches!(self, Outcome::StopRuleFired | Outcome::RuleFailed)
+    }
+
+    /// What the outcome means, in words.
+    pub fn meaning(self) -> &'static str {
+        match self {
+            Outcome::Holds => "holds",
+            Outcome::StopRuleFired => "stop rule fired",
+            Outcome::RuleFailed => "rule failed",
+            Outcome::Incomplete => "incomplete (evidence missing)",
+        }
+    }
+}
+
+impl std::fmt::Display for Outcome {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 
@@ -65,12 +89,6 @@ pub struct CheckReport {
     pub outcome: Outcome,
     /// Why, one line per cause.
     pub reasons: Vec<String>,
-}
-
-impl CheckReport {
-    pub fn exit_code(&self) -> u8 {
-        self.outcome.exit_code()
-    }
 }
 
 /// Evaluate every rule. `files_present` lists the file names in the data folder (for the
@@ -233,7 +251,7 @@ mod tests {
             ["every advance rule holds and no stop rule fired"]
         );
         assert_eq!(report.outcome, Outcome::Holds);
-        assert_eq!(report.exit_code(), 0);
+        assert_eq!(report.outcome, Outcome::Holds);
         assert_eq!(
             report.topology[0].winner.as_deref(),
             Some("two independent TP1 replicas")
@@ -255,7 +273,7 @@ mod tests {
         }
         let report = check(&topology_plan(), &artifacts, &["restoration.json"]);
         assert_eq!(report.topology.len(), 1);
-        assert_eq!(report.exit_code(), 0, "{:?}", report.reasons);
+        assert_eq!(report.outcome, Outcome::Holds, "{:?}", report.reasons);
     }
 
     #[test]
@@ -264,7 +282,7 @@ mod tests {
         artifacts[1].figures.canaries[12].foreign = vec!["ANV-00000000abcd".to_owned()];
         let report = check(&topology_plan(), &artifacts, &["restoration.json"]);
         assert_eq!(report.outcome, Outcome::StopRuleFired);
-        assert_eq!(report.exit_code(), crate::exit::RULE_FAILED);
+        assert!(report.outcome.failed(), "{:?}", report.outcome);
         assert_eq!(report.stops[0].kind, StopKind::Contamination);
         assert_eq!(
             report.reasons,
@@ -279,7 +297,7 @@ mod tests {
     #[test]
     fn missing_restore_evidence_is_a_stop() {
         let report = check(&topology_plan(), &topology_stage(1900.0), &["run.json"]);
-        assert_eq!(report.exit_code(), 1);
+        assert!(report.outcome.failed(), "{:?}", report.outcome);
         assert_eq!(
             report.reasons,
             ["stage 6 restore: evidence file restoration.json is missing from the data folder"]
@@ -292,7 +310,7 @@ mod tests {
         artifacts[0].figures.functional.clear();
         let report = check(&topology_plan(), &artifacts, &["restoration.json"]);
         assert_eq!(report.outcome, Outcome::Incomplete);
-        assert_eq!(report.exit_code(), crate::exit::INCOMPLETE);
+        assert_eq!(report.outcome, Outcome::Incomplete);
         assert_eq!(
             report.reasons,
             [
@@ -310,7 +328,7 @@ mod tests {
             &["restoration.json"],
         );
         assert_eq!(report.outcome, Outcome::RuleFailed);
-        assert_eq!(report.exit_code(), 1);
+        assert!(report.outcome.failed(), "{:?}", report.outcome);
         assert_eq!(report.reasons.len(), 2, "{:?}", report.reasons);
         assert!(
             report.reasons[0].starts_with(
@@ -324,7 +342,7 @@ mod tests {
     #[test]
     fn the_seed_plan_with_only_topology_evidence_is_incomplete() {
         let report = check(&plan(), &topology_stage(1900.0), &["restoration.json"]);
-        assert_eq!(report.exit_code(), 4);
+        assert_eq!(report.outcome, Outcome::Incomplete);
         assert!(
             report.reasons.contains(
                 &"stage 1 baseline: no artifacts for Inferact target-only, Inferact DFlash2 K8"
@@ -333,7 +351,7 @@ mod tests {
             "{:?}",
             report.reasons
         );
-        assert_eq!(check(&plan(), &[], &[]).exit_code(), 1);
+        assert!(check(&plan(), &[], &[]).outcome.failed());
     }
 
     #[test]
@@ -376,7 +394,7 @@ mod tests {
         }
         artifacts[0].facts.config = [("topology", "TP99999999999")].into_iter().collect();
         let report = check(&plan(), &artifacts, &[]);
-        assert_eq!(report.exit_code(), 1);
+        assert!(report.outcome.failed(), "{:?}", report.outcome);
         let set = match_artifacts(&artifacts).unwrap();
         let comparison = compare(&set, "TP1", Scope::Headline).unwrap();
         assert_eq!(comparison.metrics[0].differences[0].welch, None);

@@ -283,7 +283,7 @@ pub fn compare(set: &MatchedSet<'_>, baseline: &str, scope: Scope) -> Result<Com
 
 /// What `anvil compare` runs: the headline comparison rule over the artifacts and any
 /// external figures, then the matching check, then the comparison with `baseline`. Every
-/// refusal carries its reason (exit code [`crate::exit::REFUSED`]).
+/// refusal carries its reason.
 pub fn compare_artifacts(
     artifacts: &[Artifact],
     external_sources: &[&str],

@@ -85,6 +85,18 @@ pub enum ClaimVerdict {
     Unmatched,
 }
 
+impl std::fmt::Display for ClaimVerdict {
+    /// The verdict's name as `check` prints it.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            ClaimVerdict::Supported => "Supported",
+            ClaimVerdict::NotSupported => "NotSupported",
+            ClaimVerdict::MissingEvidence => "MissingEvidence",
+            ClaimVerdict::Unmatched => "Unmatched",
+        })
+    }
+}
+
 /// One clause of a `selected` or `rejected` claim, checked.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ClaimCheck {

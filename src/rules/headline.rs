@@ -69,13 +69,6 @@ pub enum SelectionError {
     NoContext,
 }
 
-impl SelectionError {
-    /// Always [`crate::exit::BAD_INPUT`]: the manifest is wrong.
-    pub fn exit_code(&self) -> u8 {
-        crate::exit::BAD_INPUT
-    }
-}
-
 impl HeadlineSelection {
     /// The headline selection of a manifest (see the module documentation).
     pub fn from_manifest(manifest: &WorkloadManifest) -> Result<Self, SelectionError> {
@@ -409,7 +402,6 @@ mod tests {
             "workload class `headline-sustained-output` states C12, which is not in \
              selection.concurrency [1, 2, 3, 4, 8, 16]"
         );
-        assert_eq!(error.exit_code(), crate::exit::BAD_INPUT);
     }
 
     #[test]
@@ -451,7 +443,6 @@ mod tests {
         )
         .unwrap_err();
         assert_eq!(refusal.kind, RefusalKind::HeadlineRule);
-        assert_eq!(refusal.exit_code(), 3);
         assert_eq!(
             refusal.to_string(),
             "refused: headline aggregate throughput cannot be put beside run r-screen \

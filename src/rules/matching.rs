@@ -186,7 +186,6 @@ mod tests {
         let artifacts = [artifact("r-head", "TP1", &[], 1000.0), screen];
         let refusal = match_artifacts(&artifacts).unwrap_err();
         assert_eq!(refusal.kind, RefusalKind::NotMatched);
-        assert_eq!(refusal.exit_code(), crate::exit::REFUSED);
         assert_eq!(
             refusal.reason,
             "artifacts are not matched (compared with r-head): r-screen: \

@@ -8,16 +8,20 @@
 //! returns a typed result with a reason written for a reviewer.
 //!
 //! Entry points:
-//! - `anvil compare`: [`HeadlineSelection::from_manifest`] (exit 2 on a bad manifest), then
-//!   [`compare_artifacts`] (headline gate → [`match_artifacts`] → [`compare()`]); a
-//!   [`Refusal`] exits 3.
+//! - `anvil compare`: [`HeadlineSelection::from_manifest`] (an error is a bad manifest),
+//!   then [`compare_artifacts`] (headline gate → [`match_artifacts`] → [`compare()`]) or a
+//!   [`Refusal`].
 //! - `anvil check`: [`check()`] with the plan, the artifacts and the names of the files in
-//!   the data folder; [`CheckReport::exit_code`] is 0, 1 or 4.
+//!   the data folder; its [`CheckReport::outcome`] is the campaign's [`Outcome`].
+//! - `anvil report`: [`baseline::comparisons`] (the headline and each screen).
+//! - all three: [`one_campaign`] first.
 //!
 //! Data flows one way: manifest and artifact types in, plain serde structs out for the
 //! report layer.
 
 pub mod advance;
+pub mod baseline;
+pub mod campaign;
 pub mod check;
 pub mod compare;
 pub mod control;
@@ -30,6 +34,8 @@ pub mod stats;
 pub mod stop;
 
 pub use advance::{AdvanceRule, TopologyAssessment, TopologyRow, Verdict};
+pub use baseline::{ScreenResult, comparisons};
+pub use campaign::{CampaignMismatch, one_campaign};
 pub use check::{ArmAdvance, CheckReport, Outcome, check};
 pub use compare::{
     Comparison, OutputLength, Paired, ThroughputEstimate, compare, compare_artifacts,

@@ -1,5 +1,5 @@
-//! A comparison the campaign's rules forbid, refused with its reason (exit code
-//! [`crate::exit::REFUSED`]).
+//! A comparison the campaign's rules forbid, refused with its reason (the edge exits with
+//! "refused" for it).
 
 use std::fmt;
 
@@ -47,13 +47,6 @@ pub struct Refusal {
     pub differences: Vec<FieldDifference>,
     /// The run plan rule the refusal enforces, quoted as the plan writes it.
     pub rule: Option<String>,
-}
-
-impl Refusal {
-    /// Always [`crate::exit::REFUSED`].
-    pub fn exit_code(&self) -> u8 {
-        crate::exit::REFUSED
-    }
 }
 
 impl fmt::Display for Refusal {

@@ -38,6 +38,22 @@ impl ErrorKind {
     }
 }
 
+impl std::fmt::Display for StopKind {
+    /// The stop rule's name as `check` prints it (`STOP Contamination …`).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            StopKind::Contamination => "Contamination",
+            StopKind::StructuredOutputCorruption => "StructuredOutputCorruption",
+            StopKind::UnexplainedLoss => "UnexplainedLoss",
+            StopKind::Restart => "Restart",
+            StopKind::ServerError(ErrorKind::OutOfMemory) => "ServerError(OutOfMemory)",
+            StopKind::ServerError(ErrorKind::Cuda) => "ServerError(Cuda)",
+            StopKind::ParserCorruption => "ParserCorruption",
+            StopKind::NotRestored => "NotRestored",
+        })
+    }
+}
+
 /// The kinds a server error body mentions (a CUDA out-of-memory error is both).
 pub fn classify_error(body: &str) -> Vec<ErrorKind> {
     let lower = body.to_lowercase();

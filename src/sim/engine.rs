@@ -30,7 +30,7 @@ use bytes::Bytes;
 use tokio::sync::mpsc::UnboundedSender;
 
 use super::cache::PrefixCache;
-use super::cli::Timing;
+use super::config::Timing;
 use super::metrics::ReplicaMetrics;
 use super::truth::LagHistogram;
 use crate::clock::monotonic_ns;

@@ -7,7 +7,8 @@
 //! metrics, and listens on its own port.
 //!
 //! Modules, by job, data flowing one way per request:
-//! [`cli`] (flags → [`Config`]) · [`server`] (HTTP, routing) → [`api`] (request bodies) →
+//! [`config`] (the profiles and the checked [`Config`]; the flags are `crate::app::sim`) ·
+//! [`server`] (HTTP, routing) → [`api`] (request bodies) →
 //! [`faults`] (per-request draw) → [`reply`] (what is said, over [`tokenizer`]) →
 //! [`render`] (pre-rendered SSE bytes, spec-decode steps) → [`engine`] (timing model on
 //! one timer thread) → [`body`] (write timestamps) → [`truth`] (CSV + lag report).
@@ -31,7 +32,7 @@
 pub mod api;
 pub mod body;
 pub mod cache;
-pub mod cli;
+pub mod config;
 pub mod engine;
 pub mod faults;
 pub mod metrics;
@@ -43,23 +44,34 @@ pub mod tokenizer;
 pub mod truth;
 
 use std::collections::HashMap;
-use std::io::Write;
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::Context;
 
-pub use cli::{Args, Config, ConfigError};
+use crate::notice::Notices;
+
+pub use config::{Config, ConfigError};
 
 use engine::{Engine, ReplicaShared};
 use server::{ReplicaCtx, ServerState};
 use truth::Truth;
 
-/// Run the simulator until SIGINT or SIGTERM; then flush the truth file and print the lag
-/// report to stderr.
-pub fn run(cfg: Config) -> anyhow::Result<()> {
-    run_until(cfg, Stop::Signal)
+/// Told the replicas' listening addresses, once.
+pub type Listening = Box<dyn FnOnce(&[std::net::SocketAddr]) -> anyhow::Result<()> + Send>;
+
+/// Where a simulator run by [`run`] reports: `listening` gets the replicas' addresses once
+/// every replica listens; `notices` what the operator should know (the scheduling it got,
+/// the profile, failed accepts, and at the end the timer-lag and write-lag reports).
+pub struct Console {
+    pub notices: Notices,
+    pub listening: Listening,
+}
+
+/// Run the simulator until SIGINT or SIGTERM; then flush the truth file and report the lag.
+pub fn run(cfg: Config, console: Console) -> anyhow::Result<()> {
+    run_until(cfg, Stop::Signal(console))
 }
 
 /// A simulator running on a thread of this process (`anvil demo`): its replicas' base URLs,
@@ -134,8 +146,8 @@ pub fn start_in_process(mut cfg: Config) -> anyhow::Result<InProcess> {
 
 /// What ends a run.
 enum Stop {
-    /// SIGINT or SIGTERM; listening addresses and the lag report are printed.
-    Signal,
+    /// SIGINT or SIGTERM; listening addresses and the lag report go to the console.
+    Signal(Console),
     /// The sender is dropped or fires; addresses go to `ready`, nothing is printed.
     InProcess {
         stop: tokio::sync::oneshot::Receiver<()>,
@@ -144,15 +156,18 @@ enum Stop {
 }
 
 fn run_until(cfg: Config, stop: Stop) -> anyhow::Result<()> {
-    let quiet = matches!(stop, Stop::InProcess { .. });
-    if !quiet {
+    let notices = match &stop {
+        Stop::Signal(console) => console.notices.clone(),
+        Stop::InProcess { .. } => Notices::silent(),
+    };
+    if let Stop::Signal(_) = stop {
         realtime::tight_timer_slack();
         if cfg.realtime
             && let Err(e) = realtime::fifo(realtime::FIFO_PRIORITY)
         {
-            eprintln!(
+            notices.say(&format!(
                 "anvil-sim: SCHED_FIFO not permitted ({e}); running with ordinary scheduling"
-            );
+            ));
         }
     }
     let truth = Truth::start(cfg.truth.as_deref())?;
@@ -179,15 +194,14 @@ fn run_until(cfg: Config, stop: Stop) -> anyhow::Result<()> {
         truth: truth.sink(),
         inflight: Arc::new(Mutex::new(HashMap::new())),
         next_key: AtomicU64::new(0),
+        notices: notices.clone(),
     });
     let result = rt.block_on(serve(state, replicas, stop));
     rt.shutdown_timeout(Duration::from_millis(200));
     let timer = engine.shutdown();
     let hist = truth.finish().context("finishing the truth file")?;
-    if !quiet {
-        eprintln!("{}", timer.report_as("timer lag"));
-        eprintln!("{}", hist.report());
-    }
+    notices.say(&timer.report_as("timer lag"));
+    notices.say(&hist.report());
     result
 }
 
@@ -217,18 +231,12 @@ async fn serve(
             let _ = ready.send(addrs);
             let _ = stop.await;
         }
-        Stop::Signal => {
+        Stop::Signal(console) => {
             let mut term =
                 tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
                     .context("installing the SIGTERM handler")?;
-            {
-                let mut out = std::io::stdout().lock();
-                for (i, addr) in addrs.iter().enumerate() {
-                    writeln!(out, "anvil-sim replica {i} listening on http://{addr}")?;
-                }
-                out.flush()?;
-            }
-            eprintln!(
+            (console.listening)(&addrs)?;
+            console.notices.say(&format!(
                 "anvil-sim: profile {}, prefill {} tok/s, decode {} tok/s, batch {}, spec {}@{}, chunk {}, seed {}",
                 c.profile,
                 c.timing.prefill_tps,
@@ -238,7 +246,7 @@ async fn serve(
                 c.timing.spec_accept,
                 c.timing.chunked_prefill,
                 c.seed
-            );
+            ));
             tokio::select! {
                 r = tokio::signal::ctrl_c() => r.context("waiting for SIGINT")?,
                 _ = term.recv() => {}

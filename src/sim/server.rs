@@ -23,7 +23,7 @@ use tokio::net::TcpListener;
 
 use super::api::{self, Api, ApiError};
 use super::body::{Inflight, InflightGuard, SimBody, StreamState};
-use super::cli::Config;
+use super::config::Config;
 use super::engine::{EngineHandle, Job, ReplicaShared};
 use super::faults::FaultKind;
 use super::render::{RenderCtx, render};
@@ -42,6 +42,8 @@ pub struct ServerState {
     pub truth: TruthSink,
     pub inflight: Inflight,
     pub next_key: AtomicU64,
+    /// Where the operator is told what happens (failed accepts).
+    pub notices: crate::notice::Notices,
 }
 
 /// One replica's handler context.
@@ -79,7 +81,10 @@ pub async fn serve_replica(listener: TcpListener, ctx: Arc<ReplicaCtx>) {
         let (stream, _peer): (_, SocketAddr) = match listener.accept().await {
             Ok(c) => c,
             Err(e) => {
-                eprintln!("anvil-sim: replica {}: accept failed: {e}", ctx.rep.index);
+                ctx.server.notices.say(&format!(
+                    "anvil-sim: replica {}: accept failed: {e}",
+                    ctx.rep.index
+                ));
                 tokio::time::sleep(std::time::Duration::from_millis(10)).await;
                 continue;
             }

@@ -425,7 +425,7 @@ fn figures_read_for_the_rules_agree_with_the_sql_views() {
         let session = anvil::query::AnvilSession::open(std::slice::from_ref(&dir))
             .await
             .unwrap();
-        let artifacts = anvil::query::figures::read_artifacts(&session)
+        let artifacts = anvil::gather::rules_input::read_artifacts(&session)
             .await
             .unwrap();
         let sql = session

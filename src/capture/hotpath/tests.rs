@@ -872,6 +872,7 @@ struct Bench {
     full: u64,
 }
 
+#[allow(clippy::print_stdout)] // an ignored measurement prints its figures
 #[test]
 #[ignore = "measurement, prints its figures"]
 fn hot_path_cpu_per_event() {

@@ -1,35 +1,20 @@
-//! The `anvil report` command: open the artifacts, read the rules' inputs and the report's
-//! per-request and time-series data from the views, run the rules (check, the headline
-//! comparison, one comparison per optimization screen), and hand everything to the pure
-//! renderers of [`crate::report`].
+//! The report's data read from a session: the rules' inputs ([`super::rules_input`]),
+//! each run's facts, per-request timings for the Gantt and the context curve, the server's
+//! queue gauges, client queueing, server timings, tokens per chunk and the replies shown as
+//! evidence, as the plain structs of [`crate::report::view`].
 //!
-//! Every figure comes from a view of `queries/` (or a plain SQL aggregate over one); the
-//! verdicts come from [`crate::rules`]; this module only gathers and routes them.
+//! Every figure comes from a view of `queries/` (or a plain SQL aggregate over one).
 
 use std::collections::BTreeMap;
-use std::io::Write;
-use std::path::{Path, PathBuf};
 
-use anyhow::Context;
-
-use crate::cli::{ReportArgs, ReportFormat};
-use crate::exit;
-use crate::manifest::{RunPlan, WorkloadManifest};
+use crate::query::rows::{column_f64, column_i64, column_str};
+use crate::query::views::VIEWS;
+use crate::query::{AnvilSession, QueryError};
 use crate::report::view::{
-    ClientQueue, OutputSnippet, QueueSample, RequestTiming, RunInfo, RunQueue, ScreenResult,
-    ServerTimings, TokensPerChunk,
+    ClientQueue, OutputSnippet, QueueSample, RequestTiming, RunInfo, RunQueue, ServerTimings,
+    TokensPerChunk,
 };
-use crate::report::{ReportInput, render_html, render_markdown};
-use crate::rules::control::control;
-use crate::rules::headline::{ClassKind, classify};
-use crate::rules::{self, Artifact, Comparison, HeadlineSelection, Refusal};
-
-use super::command::{open_session_materialized, runtime};
-use super::figures::read_artifacts;
-use super::rules_command::check_data;
-use super::summary::{column_f64, column_i64, column_str};
-use super::views::VIEWS;
-use super::{AnvilSession, QueryError};
+use crate::rules::Artifact;
 
 /// Per measured request that succeeded: the Gantt bar and the context-curve point. Times
 /// are seconds since the run's first measured send.
@@ -110,7 +95,7 @@ pub struct Gathered {
 
 /// Read the report's data from `session`.
 pub async fn gather(session: &AnvilSession) -> Result<Gathered, QueryError> {
-    let artifacts = read_artifacts(session).await?;
+    let artifacts = super::rules_input::read_artifacts(session).await?;
     let runs = session
         .artifacts()
         .iter()
@@ -277,205 +262,10 @@ pub async fn gather(session: &AnvilSession) -> Result<Gathered, QueryError> {
     })
 }
 
-/// The headline comparison's baseline: the first of the plan's arms (in execution order)
-/// that the group holds, else the group's first arm.
-fn plan_first_arm(plan: &RunPlan, group: &[Artifact]) -> String {
-    plan.execution_order
-        .iter()
-        .flat_map(|stage| stage.arms.iter().flatten())
-        .find(|arm| group.iter().any(|a| &a.facts.arm == *arm))
-        .cloned()
-        .unwrap_or_else(|| group[0].facts.arm.clone())
-}
-
-/// A screen's baseline: of the group's arms, the one that the
-/// most other arms differ from in exactly one configuration key (so a sweep is read against
-/// its centre, e.g. K12 for a depth sweep and a chunk sweep run at K12); ties go to the
-/// arm the plan names first, then to the first recorded.
-fn sweep_centre_arm(plan: &RunPlan, group: &[Artifact]) -> String {
-    let plan_rank = |arm: &str| {
-        plan.execution_order
-            .iter()
-            .flat_map(|stage| stage.arms.iter().flatten())
-            .position(|a| a == arm)
-            .unwrap_or(usize::MAX)
-    };
-    let mut arms: Vec<&Artifact> = Vec::new();
-    for a in group {
-        if !arms.iter().any(|b| b.facts.arm == a.facts.arm) {
-            arms.push(a);
-        }
-    }
-    let one_variable = |base: &Artifact| {
-        arms.iter()
-            .filter(|a| control(&base.facts.config, &a.facts.config).holds())
-            .count()
-    };
-    arms.iter()
-        .enumerate()
-        .max_by_key(|(i, a)| {
-            (
-                one_variable(a),
-                std::cmp::Reverse(plan_rank(&a.facts.arm)),
-                std::cmp::Reverse(*i),
-            )
-        })
-        .map_or_else(String::new, |(_, a)| a.facts.arm.clone())
-}
-
-/// The rules' comparisons for the report: the headline comparison over every artifact
-/// whose workload is the headline selection, and one within-screen comparison per
-/// optimization screen (artifacts of one stage and one fingerprint).
-pub fn comparisons(
-    artifacts: &[Artifact],
-    selection: &HeadlineSelection,
-    plan: &RunPlan,
-) -> (Option<Result<Comparison, Refusal>>, Vec<ScreenResult>) {
-    let headline: Vec<Artifact> = artifacts
-        .iter()
-        .filter(|a| classify(&a.facts, selection).kind == ClassKind::Headline)
-        .cloned()
-        .collect();
-    let headline = (!headline.is_empty()).then(|| {
-        let baseline = plan_first_arm(plan, &headline);
-        rules::compare_artifacts(&headline, &[], &baseline, selection, plan)
-    });
-    let mut screens: BTreeMap<(usize, String, String), Vec<Artifact>> = BTreeMap::new();
-    for a in artifacts {
-        if classify(&a.facts, selection).kind != ClassKind::OptimizationScreen {
-            continue;
-        }
-        let order = plan
-            .execution_order
-            .iter()
-            .position(|s| s.stage == a.facts.stage)
-            .unwrap_or(usize::MAX);
-        screens
-            .entry((order, a.facts.stage.clone(), a.facts.fingerprint.clone()))
-            .or_default()
-            .push(a.clone());
-    }
-    let screens = screens
-        .into_iter()
-        .map(|((_, stage, _), group)| {
-            let w = &group[0].facts.workload;
-            let name = format!(
-                "{stage}: {} tokens, C{} per replica",
-                w.prompt_tokens_target, w.concurrency_per_replica
-            );
-            let baseline = sweep_centre_arm(plan, &group);
-            ScreenResult {
-                name,
-                result: rules::compare_artifacts(&group, &[], &baseline, selection, plan),
-            }
-        })
-        .collect();
-    (headline, screens)
-}
-
 /// Metric definitions `(view, text)` from the SQL files' header comments.
 pub fn definitions() -> Vec<(String, String)> {
     VIEWS
         .iter()
         .map(|v| (v.name.to_owned(), v.definition()))
         .collect()
-}
-
-/// Render the report of the artifacts beneath `data` to a string (HTML or Markdown).
-/// `names` are how the manifest and plan are named in messages.
-pub fn render(
-    data: &[PathBuf],
-    plan: &RunPlan,
-    manifest: &WorkloadManifest,
-    names: [&str; 2],
-    format: ReportFormat,
-) -> anyhow::Result<(String, u8)> {
-    let selection = HeadlineSelection::from_manifest(manifest)
-        .map_err(|e| anyhow::anyhow!("the manifest defines no headline workload: {e}"))?;
-    let rt = runtime()?;
-    let gathered = rt.block_on(async {
-        let session = open_session_materialized("report", data).await?;
-        anyhow::Ok(gather(&session).await?)
-    })?;
-    super::rules_command::one_campaign(manifest, plan, names, &gathered.artifacts)?;
-    let check = check_data(plan, &gathered.artifacts, data)?;
-    let (headline, screens) = comparisons(&gathered.artifacts, &selection, plan);
-    let data_folder: Vec<String> = data.iter().map(|d| d.display().to_string()).collect();
-    let data_folder = data_folder.join(", ");
-    let generated = crate::artifact::run::utc_now();
-    let definitions = definitions();
-    let input = ReportInput {
-        data_folder: &data_folder,
-        generated_utc: &generated,
-        tool_version: env!("CARGO_PKG_VERSION"),
-        plan,
-        manifest,
-        check: &check,
-        artifacts: &gathered.artifacts,
-        headline: headline.as_ref().map(|r| r.as_ref()),
-        screens: &screens,
-        runs: &gathered.runs,
-        requests: &gathered.requests,
-        queues: &gathered.queues,
-        known_queue_gauges: &gathered.known_queue_gauges,
-        client_queues: &gathered.client_queues,
-        server_timings: &gathered.server_timings,
-        tokens_per_chunk: &gathered.tokens_per_chunk,
-        snippets: &gathered.snippets,
-        definitions: &definitions,
-    };
-    let view = crate::report::build(&input);
-    let text = match format {
-        ReportFormat::Html => render_html(&view)?,
-        ReportFormat::Md => render_markdown(&view),
-    };
-    Ok((text, check.exit_code()))
-}
-
-/// `anvil report`: exit 0 when the report was written, 2 on bad input. The campaign's own
-/// outcome (what `anvil check` exits with) is stated in the report and on standard error.
-pub fn run_report(args: &ReportArgs) -> anyhow::Result<u8> {
-    let manifest = WorkloadManifest::load(&args.manifest)
-        .with_context(|| format!("--manifest {}", args.manifest.display()))?;
-    let plan =
-        RunPlan::load(&args.plan).with_context(|| format!("--plan {}", args.plan.display()))?;
-    let [m, p] = super::rules_command::document_names(&args.manifest, &args.plan);
-    let (text, outcome) = render(&args.data, &plan, &manifest, [&m, &p], args.format)?;
-    let out = match (&args.out, args.format) {
-        (Some(path), _) => Some(path.clone()),
-        (None, ReportFormat::Html) => Some(PathBuf::from("reports/campaign.html")),
-        (None, ReportFormat::Md) => None,
-    };
-    match out {
-        Some(path) => {
-            write_file(&path, &text)?;
-            eprintln!(
-                "anvil report: campaign outcome {} (exit code of `anvil check`: {outcome})",
-                outcome_word(outcome)
-            );
-            println!("{}", path.display());
-        }
-        None => {
-            let mut stdout = std::io::stdout().lock();
-            stdout
-                .write_all(text.as_bytes())
-                .and_then(|()| stdout.flush())
-                .context("writing the report to standard output")?;
-        }
-    }
-    Ok(exit::OK)
-}
-
-fn outcome_word(code: u8) -> &'static str {
-    match code {
-        exit::OK => "holds",
-        exit::RULE_FAILED => "rule failed or stop rule fired",
-        exit::INCOMPLETE => "incomplete (evidence missing)",
-        _ => "not judged",
-    }
-}
-
-/// Write `text` to `path` whole ([`crate::outfile`]), creating the folder.
-pub fn write_file(path: &Path, text: &str) -> anyhow::Result<()> {
-    crate::outfile::write_file(path, text.as_bytes()).context("--out")
 }

@@ -25,16 +25,17 @@ use std::time::Instant;
 use anyhow::Context;
 use clap::Parser;
 
-use crate::capture::cli::{Cli as CaptureCli, Command as CaptureCommand};
+use super::args::{DemoArgs, DemoCampaign, ReportFormat};
+use super::report::render;
+use crate::app::capture::{Cli as CaptureCli, Command as CaptureCommand, capture_error, hooks};
+use crate::app::output::{self, write_file};
+use crate::app::{AppError, Exit};
 use crate::capture::config::{RunConfig, process_env};
-use crate::cli::{DemoArgs, DemoCampaign};
-use crate::exit;
 use crate::manifest::{RunPlan, WorkloadManifest};
-use crate::query::report_command::{render, write_file};
 
 /// The seeds, embedded so the demo runs from any folder.
-const MANIFEST: &str = include_str!("../sample-data/workload-manifest.json");
-const PLAN: &str = include_str!("../sample-data/run-plan.json");
+const MANIFEST: &str = include_str!("../../../sample-data/workload-manifest.json");
+const PLAN: &str = include_str!("../../../sample-data/run-plan.json");
 
 /// How much faster than its profile the small demo's simulator runs.
 pub const DEMO_SPEED: f64 = 8.0;
@@ -321,7 +322,7 @@ fn sim_args(arm: &Arm, speed: f64) -> anyhow::Result<Vec<String>> {
             .and_then(|i| arm.sim.get(i + 1))
             .copied()
             .unwrap_or("default");
-        let profile = crate::sim::cli::find_profile(name)
+        let profile = crate::sim::config::find_profile(name)
             .with_context(|| format!("arm {}: unknown simulator profile {name}", arm.arm))?;
         args.extend([
             "--prefill-tps".to_owned(),
@@ -398,7 +399,7 @@ fn quoted(arg: &str) -> String {
 }
 
 /// `anvil demo`: exit 0 with the report's path on standard output.
-pub fn run_demo(args: &DemoArgs) -> anyhow::Result<u8> {
+pub fn run(args: &DemoArgs) -> anyhow::Result<Exit> {
     let started = Instant::now();
     let out = match &args.out {
         Some(dir) => dir.clone(),
@@ -419,8 +420,10 @@ pub fn run_demo(args: &DemoArgs) -> anyhow::Result<u8> {
         DemoCampaign::Sample => 1.0,
     });
     if !(speed.is_finite() && speed > 0.0 && speed <= 1000.0) {
-        eprintln!("anvil demo: --speed {speed}: expected a number in (0, 1000]");
-        return Ok(exit::BAD_INPUT);
+        return Err(AppError::wrap(
+            Exit::BadInput,
+            anyhow::anyhow!("demo: --speed {speed}: expected a number in (0, 1000]"),
+        ));
     }
     let arms = arms(args.campaign);
     let total: usize = arms.iter().map(|a| a.cells.len()).sum();
@@ -432,10 +435,10 @@ pub fn run_demo(args: &DemoArgs) -> anyhow::Result<u8> {
     );
     for arm in &arms {
         let sim_argv = sim_args(arm, speed)?;
-        let sim_cfg = crate::sim::Args::try_parse_from(&sim_argv)
+        let sim_cfg = crate::app::sim::Args::try_parse_from(&sim_argv)
             .map_err(|e| anyhow::anyhow!("arm {}: simulator arguments: {e}", arm.arm))
             .and_then(|a| {
-                crate::sim::Config::from_args(a)
+                crate::app::sim::config(a)
                     .map_err(|e| anyhow::anyhow!("arm {}: simulator arguments: {e}", arm.arm))
             })?;
         let sim = crate::sim::start_in_process(sim_cfg)
@@ -451,19 +454,25 @@ pub fn run_demo(args: &DemoArgs) -> anyhow::Result<u8> {
             let CaptureCommand::Run(run_args) = cli.command else {
                 anyhow::bail!("arm {}: capture arguments did not parse as `run`", arm.arm);
             };
-            let mut cfg = RunConfig::from_args(*run_args, argv.clone(), &process_env)
+            let cfg = RunConfig::from_request((*run_args).into(), argv.clone(), &process_env)
                 .map_err(|e| anyhow::anyhow!("arm {}: {e}", arm.arm))?;
-            cfg.print_path = false;
             let dir = cfg.artifact_dir.clone();
-            let code = crate::capture::driver::run(cfg)?;
-            if code != exit::OK {
+            let recorded = crate::capture::run(cfg, hooks()).map_err(capture_error)?;
+            let exit = crate::app::capture::status_exit(recorded.status);
+            if exit != Exit::Ok {
                 eprintln!(
-                    "anvil demo: arm {}: recording {} ended with exit code {code}; what was recorded is in {}",
+                    "anvil demo: arm {}: recording {} ended {} (exit code {}){}; what was recorded is in {}",
                     arm.arm,
                     cell.class,
+                    recorded.status.as_str(),
+                    exit.code(),
+                    recorded
+                        .reason
+                        .map(|r| format!(": {r}"))
+                        .unwrap_or_default(),
                     dir.display()
                 );
-                return Ok(code);
+                return Ok(exit);
             }
             eprintln!(
                 "anvil demo:        {} ({:.1} s)",
@@ -483,13 +492,14 @@ pub fn run_demo(args: &DemoArgs) -> anyhow::Result<u8> {
         &plan,
         &manifest,
         ["the demo's workload manifest", "the demo's run plan"],
-        crate::cli::ReportFormat::Html,
+        ReportFormat::Html,
     )?;
     write_file(&report, &html)?;
     eprintln!(
-        "anvil demo: {total} cells recorded and the report written in {:.1} s; `anvil check` would exit {outcome}",
-        started.elapsed().as_secs_f64()
+        "anvil demo: {total} cells recorded and the report written in {:.1} s; `anvil check` would exit {}",
+        started.elapsed().as_secs_f64(),
+        Exit::from(outcome).code()
     );
-    println!("{}", report.display());
-    Ok(exit::OK)
+    output::stdout(&format!("{}\n", report.display()), "the report's path")?;
+    Ok(Exit::Ok)
 }

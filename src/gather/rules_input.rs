@@ -13,8 +13,8 @@ use crate::rules::{
     Stats,
 };
 
-use super::summary::{column_f64, column_i64, column_str};
-use super::{AnvilSession, QueryError};
+use crate::query::rows::{column_f64, column_i64, column_str};
+use crate::query::{AnvilSession, QueryError};
 
 const STATS_SQL: &str = "\
 SELECT run_id, metric, n, mean, sd, ci95_low, ci95_high, min, p25, p50, p75, p90, p95, p99, max \

@@ -1,21 +1,18 @@
-//! The `anvil` command line: clap structs holding what was typed, and [`run`], which carries
-//! out one subcommand and returns the process exit code (see [`crate::exit`]).
+//! Every `anvil` subcommand's arguments as clap parses them; the doc comments are the
+//! `--help` text, and each command's exit codes are printed after it.
 
-use std::io::{self, Write};
 use std::path::PathBuf;
 
-use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
 
-use crate::exit;
-use crate::validate;
+use crate::app::Exit;
 
 /// Exit codes, as printed at the end of `--help`.
 fn exit_codes_help() -> String {
     let verify = if cfg!(feature = "analysis") {
         format!(
             "\n  {}  anvil verify: the SQL and the independent recomputation differ",
-            exit::RULE_FAILED
+            Exit::RuleFailed.code()
         )
     } else {
         String::new()
@@ -24,8 +21,8 @@ fn exit_codes_help() -> String {
         "Exit codes:\n  \
          {}  every input is valid{verify}\n  \
          {}  bad input: a malformed or unknown document, artifact, path or flag",
-        exit::OK,
-        exit::BAD_INPUT
+        Exit::Ok.code(),
+        Exit::BadInput.code()
     )
 }
 
@@ -36,12 +33,11 @@ fn sql_exit_codes_help() -> String {
         "Exit codes:\n  \
          {}  the statements ran\n  \
          {}  bad input: an unreadable artifact, an SQL error, or a write refused without --allow-write",
-        exit::OK,
-        exit::BAD_INPUT
+        Exit::Ok.code(),
+        Exit::BadInput.code()
     )
 }
 
-#[cfg(feature = "analysis")]
 /// Exit codes of `anvil verify`.
 #[cfg(feature = "analysis")]
 fn verify_exit_codes_help() -> String {
@@ -50,9 +46,9 @@ fn verify_exit_codes_help() -> String {
          {}  the SQL figures and the independent recomputation agree (relative difference <= 1e-9)\n  \
          {}  a figure differs\n  \
          {}  bad input: an unreadable artifact or path",
-        exit::OK,
-        exit::RULE_FAILED,
-        exit::BAD_INPUT
+        Exit::Ok.code(),
+        Exit::RuleFailed.code(),
+        Exit::BadInput.code()
     )
 }
 
@@ -64,9 +60,9 @@ fn compare_exit_codes_help() -> String {
          {}  the artifacts were compared\n  \
          {}  bad input: an unreadable manifest, plan, artifact or path\n  \
          {}  refused: the campaign's rules forbid this comparison (differing fields and the rule are printed)",
-        exit::OK,
-        exit::BAD_INPUT,
-        exit::REFUSED
+        Exit::Ok.code(),
+        Exit::BadInput.code(),
+        Exit::Refused.code()
     )
 }
 
@@ -79,10 +75,10 @@ fn check_exit_codes_help() -> String {
          {}  a stop rule fired, or the evidence contradicts an advance rule or a claim\n  \
          {}  bad input: an unreadable manifest, plan, artifact or path\n  \
          {}  incomplete: nothing failed, but evidence is missing",
-        exit::OK,
-        exit::RULE_FAILED,
-        exit::BAD_INPUT,
-        exit::INCOMPLETE
+        Exit::Ok.code(),
+        Exit::RuleFailed.code(),
+        Exit::BadInput.code(),
+        Exit::Incomplete.code()
     )
 }
 
@@ -93,8 +89,8 @@ fn report_exit_codes_help() -> String {
          {}  the report was written (the campaign's own outcome is in the report and on\n     \
          standard error; `anvil check` exits with it)\n  \
          {}  bad input: an unreadable manifest, plan, artifact or path",
-        exit::OK,
-        exit::BAD_INPUT,
+        Exit::Ok.code(),
+        Exit::BadInput.code(),
     )
 }
 
@@ -105,9 +101,9 @@ fn demo_exit_codes_help() -> String {
          {}  the campaign was recorded and the report written\n  \
          {}  a cell could not be recorded (what was recorded stays in --out)\n  \
          {}  bad input: an unusable --out, --speed or seed in --out",
-        exit::OK,
-        exit::RULE_FAILED,
-        exit::BAD_INPUT,
+        Exit::Ok.code(),
+        Exit::RuleFailed.code(),
+        Exit::BadInput.code(),
     )
 }
 
@@ -420,119 +416,4 @@ pub struct ValidateArgs {
     /// Documents, artifact folders, or directories to search.
     #[arg(required = true, value_name = "FILE|DIR")]
     pub paths: Vec<PathBuf>,
-}
-
-/// Run one subcommand; the result is the process exit code.
-pub fn run(cli: Cli) -> anyhow::Result<u8> {
-    match cli.command {
-        Command::Validate(args) => run_validate(&args),
-        #[cfg(feature = "analysis")]
-        Command::Sql(args) => crate::query::command::run_sql(&args),
-        #[cfg(feature = "analysis")]
-        Command::Summary(args) => crate::query::command::run_summary(&args),
-        #[cfg(feature = "analysis")]
-        Command::Verify(args) => crate::query::command::run_verify(&args),
-        #[cfg(feature = "analysis")]
-        Command::Compare(args) => crate::query::rules_command::run_compare(&args),
-        #[cfg(feature = "analysis")]
-        Command::Check(args) => crate::query::rules_command::run_check(&args),
-        #[cfg(feature = "analysis")]
-        Command::Report(args) => crate::query::report_command::run_report(&args),
-        #[cfg(feature = "analysis")]
-        Command::Demo(args) => crate::demo::run_demo(&args),
-    }
-}
-
-fn run_validate(args: &ValidateArgs) -> anyhow::Result<u8> {
-    let stdout = io::stdout();
-    let mut out = stdout.lock();
-    let mut invalid = 0usize;
-    for path in &args.paths {
-        for finding in validate::validate_path(path) {
-            writeln!(out, "{finding}").context("writing to standard output")?;
-            if !finding.is_valid() {
-                invalid += 1;
-            }
-        }
-    }
-    out.flush().context("writing to standard output")?;
-    if invalid == 0 {
-        Ok(exit::OK)
-    } else {
-        let inputs = if invalid == 1 {
-            "input is"
-        } else {
-            "inputs are"
-        };
-        eprintln!("anvil validate: {invalid} {inputs} not valid");
-        Ok(exit::BAD_INPUT)
-    }
-}
-
-/// Stack of the thread a command runs on, and of the query engine's workers: planning a
-/// query recurses once per level of its expression tree, and a long chain (`a + a + … + a`,
-/// thousands of terms) overflows the default 8 MiB, which aborts the process. Reserved, not
-/// committed: only what a query uses is ever touched.
-pub const STACK_BYTES: usize = 1 << 30;
-
-/// Run a command on a thread with [`STACK_BYTES`] of stack, turning a panic (a bug: no user
-/// input may cause one) into an error, so that the process exits with a message instead of
-/// aborting. `program` names the binary in the message. The panic hook prints nothing: the
-/// places that contain a library's panic (a damaged Parquet page) report it as an error, and
-/// an uncaught one is reported here, once, with where it happened.
-pub fn guarded(
-    program: &'static str,
-    command: impl FnOnce() -> anyhow::Result<u8> + Send + 'static,
-) -> anyhow::Result<u8> {
-    static LAST_PANIC: std::sync::Mutex<String> = std::sync::Mutex::new(String::new());
-    std::panic::set_hook(Box::new(|info| {
-        if let Ok(mut last) = LAST_PANIC.lock() {
-            *last = info.to_string().replace('\n', " ");
-        }
-    }));
-    let worker = std::thread::Builder::new()
-        .name(program.to_owned())
-        .stack_size(STACK_BYTES)
-        .spawn(move || std::panic::catch_unwind(std::panic::AssertUnwindSafe(command)))
-        .context("starting the command's thread")?;
-    match worker.join() {
-        Ok(Ok(result)) => result,
-        Ok(Err(panic)) | Err(panic) => {
-            let what = LAST_PANIC
-                .lock()
-                .map(|l| l.clone())
-                .ok()
-                .filter(|l| !l.is_empty())
-                .unwrap_or_else(|| crate::panics::text(&panic));
-            anyhow::bail!(
-                "internal error ({what}): {program} stopped instead of reading this input; \
-                 nothing already recorded was changed. Please report it with the command line"
-            )
-        }
-    }
-}
-
-/// Set when a write to standard output found it closed: writers that turn I/O errors into
-/// text (Arrow's CSV writer) lose the error's kind on the way to the edge.
-static STDOUT_CLOSED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-
-/// `result` of a write to standard output, noting a closed pipe (see [`is_broken_pipe`]).
-pub fn noting_closed_stdout<T>(result: io::Result<T>) -> io::Result<T> {
-    if let Err(e) = &result
-        && e.kind() == io::ErrorKind::BrokenPipe
-    {
-        STDOUT_CLOSED.store(true, std::sync::atomic::Ordering::Relaxed);
-    }
-    result
-}
-
-/// Whether `error` is a write to a closed standard output (`anvil sql … | head`): the reader
-/// took what it wanted, which is success, not a failure to report.
-pub fn is_broken_pipe(error: &anyhow::Error) -> bool {
-    STDOUT_CLOSED.load(std::sync::atomic::Ordering::Relaxed)
-        || error.chain().any(|cause| {
-            cause
-                .downcast_ref::<io::Error>()
-                .is_some_and(|e| e.kind() == io::ErrorKind::BrokenPipe)
-        })
 }

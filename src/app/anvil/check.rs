@@ -1,0 +1,51 @@
+//! `anvil check`: the campaign's rules over the artifacts against the run plan.
+
+use std::path::PathBuf;
+
+use super::args::{CheckArgs, RulesFormat};
+use super::compare::text_format;
+use super::{json, load_documents, open_session_materialized, runtime};
+use crate::app::{AppError, Exit, output};
+use crate::gather::evidence::evidence_files;
+use crate::gather::rules_input::read_artifacts;
+use crate::manifest::RunPlan;
+use crate::query::output::printable;
+use crate::report::text;
+use crate::rules::{self, Artifact, CheckReport, HeadlineSelection};
+
+/// `anvil check`: exit 0 holds, 1 a stop rule fired or evidence contradicts a rule, 4
+/// evidence missing, 2 bad input.
+pub fn run(args: &CheckArgs) -> anyhow::Result<Exit> {
+    let (manifest, plan, [m, p]) = load_documents(&args.manifest, &args.plan)?;
+    // The manifest must yield a headline selection for the claims to be judged at all.
+    HeadlineSelection::from_manifest(&manifest)
+        .map_err(|e| AppError::wrap(Exit::BadInput, anyhow::anyhow!("{m}: {e}")))?;
+    let rt = runtime()?;
+    let artifacts = rt.block_on(async {
+        let session = open_session_materialized("check", &args.data).await?;
+        anyhow::Ok(read_artifacts(&session).await?)
+    })?;
+    rules::one_campaign(&manifest, &plan, [&m, &p], &artifacts)?;
+    let report = check_data(&plan, &artifacts, &args.data)?;
+    let text = match args.format {
+        RulesFormat::Json => json(&report)?,
+        RulesFormat::Table => {
+            printable(&text::check(&report, text_format(args.format))).into_owned()
+        }
+        RulesFormat::Md => text::check(&report, text_format(args.format)),
+    };
+    output::stdout(&text, "the report")?;
+    Ok(report.outcome.into())
+}
+
+/// The rules' check of `artifacts` against `plan`, the evidence files being every file
+/// name beneath the `data` folders.
+pub fn check_data(
+    plan: &RunPlan,
+    artifacts: &[Artifact],
+    data: &[PathBuf],
+) -> anyhow::Result<CheckReport> {
+    let names = evidence_files(data)?;
+    let present: Vec<&str> = names.iter().map(String::as_str).collect();
+    Ok(rules::check(plan, artifacts, &present))
+}

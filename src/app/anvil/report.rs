@@ -1,0 +1,100 @@
+//! `anvil report`: gather the campaign's data from the views, run the rules (check, the
+//! headline comparison, one comparison per optimization screen), and write the report the
+//! pure renderers of [`crate::report`] make of it.
+
+use std::path::PathBuf;
+
+use super::args::{ReportArgs, ReportFormat};
+use super::check::check_data;
+use super::{load_documents, open_session_materialized, runtime};
+use crate::app::{Exit, output};
+use crate::gather::report_input::{definitions, gather};
+use crate::manifest::{RunPlan, WorkloadManifest};
+use crate::report::{ReportInput, render_html, render_markdown};
+use crate::rules::{self, HeadlineSelection, Outcome};
+
+/// The report of the artifacts beneath `data` (HTML or Markdown), and the campaign's
+/// outcome. `names` are how the manifest and plan are named in messages.
+pub fn render(
+    data: &[PathBuf],
+    plan: &RunPlan,
+    manifest: &WorkloadManifest,
+    names: [&str; 2],
+    format: ReportFormat,
+) -> anyhow::Result<(String, Outcome)> {
+    let selection = HeadlineSelection::from_manifest(manifest)
+        .map_err(|e| anyhow::anyhow!("the manifest defines no headline workload: {e}"))?;
+    let rt = runtime()?;
+    let gathered = rt.block_on(async {
+        let session = open_session_materialized("report", data).await?;
+        anyhow::Ok(gather(&session).await?)
+    })?;
+    rules::one_campaign(manifest, plan, names, &gathered.artifacts)?;
+    let check = check_data(plan, &gathered.artifacts, data)?;
+    let (headline, screens) = rules::comparisons(&gathered.artifacts, &selection, plan);
+    let data_folder: Vec<String> = data.iter().map(|d| d.display().to_string()).collect();
+    let data_folder = data_folder.join(", ");
+    let generated = crate::artifact::run::utc_now();
+    let definitions = definitions();
+    let input = ReportInput {
+        data_folder: &data_folder,
+        generated_utc: &generated,
+        tool_version: env!("CARGO_PKG_VERSION"),
+        plan,
+        manifest,
+        check: &check,
+        artifacts: &gathered.artifacts,
+        headline: headline.as_ref().map(|r| r.as_ref()),
+        screens: &screens,
+        runs: &gathered.runs,
+        requests: &gathered.requests,
+        queues: &gathered.queues,
+        known_queue_gauges: &gathered.known_queue_gauges,
+        client_queues: &gathered.client_queues,
+        server_timings: &gathered.server_timings,
+        tokens_per_chunk: &gathered.tokens_per_chunk,
+        snippets: &gathered.snippets,
+        definitions: &definitions,
+        check_exit_code: Exit::from(check.outcome).code(),
+    };
+    let view = crate::report::build(&input);
+    let text = match format {
+        ReportFormat::Html => render_html(&view)?,
+        ReportFormat::Md => render_markdown(&view),
+    };
+    Ok((text, check.outcome))
+}
+
+/// `anvil report`: exit 0 when the report was written, 2 on bad input. The campaign's own
+/// outcome (what `anvil check` exits with) is stated in the report and on standard error.
+pub fn run(args: &ReportArgs) -> anyhow::Result<Exit> {
+    let (manifest, plan, [m, p]) = load_documents(&args.manifest, &args.plan)?;
+    let (text, outcome) = render(&args.data, &plan, &manifest, [&m, &p], args.format)?;
+    let out = match (&args.out, args.format) {
+        (Some(path), _) => Some(path.clone()),
+        (None, ReportFormat::Html) => Some(PathBuf::from("reports/campaign.html")),
+        (None, ReportFormat::Md) => None,
+    };
+    match out {
+        Some(path) => {
+            output::write_file(&path, &text)?;
+            eprintln!(
+                "anvil report: campaign outcome {} (exit code of `anvil check`: {})",
+                outcome_words(outcome),
+                Exit::from(outcome).code()
+            );
+            output::stdout(&format!("{}\n", path.display()), "the report's path")?;
+        }
+        None => output::stdout(&text, "the report to standard output")?,
+    }
+    Ok(Exit::Ok)
+}
+
+/// The outcome as the report's closing line says it.
+fn outcome_words(outcome: Outcome) -> &'static str {
+    if outcome.failed() {
+        "rule failed or stop rule fired"
+    } else {
+        outcome.meaning()
+    }
+}

@@ -1,0 +1,63 @@
+//! `anvil verify`: recompute every figure with polars and compare it with the SQL.
+
+use std::io::Write;
+
+use anyhow::Context;
+
+use super::args::VerifyArgs;
+use super::{open_session, runtime};
+use crate::app::Exit;
+use crate::app::output::Sink;
+
+/// `anvil verify`: recompute with polars, compare with the SQL, print the largest relative
+/// difference per metric; exit 1 when one exceeds [`crate::verify::TOLERANCE`].
+pub fn run(args: &VerifyArgs) -> anyhow::Result<Exit> {
+    use crate::verify;
+
+    let rt = runtime()?;
+    rt.block_on(async {
+        let session = open_session("verify", &args.data.data).await?;
+        let mut recomputed = Vec::with_capacity(session.artifacts().len());
+        for artifact in session.artifacts() {
+            // polars reads the files itself; a panic there (a damaged table that passed the
+            // footer checks) is an error naming the artifact, not an abort.
+            let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                verify::recompute(artifact)
+            }))
+            .map_err(|_| {
+                anyhow::anyhow!(
+                    "{}: polars could not read the tables (it stopped on them); the artifact is \
+                     damaged: re-record the run",
+                    artifact.dir.display()
+                )
+            })?
+            .with_context(|| format!("{}: recomputing with polars", artifact.dir.display()))?;
+            recomputed.push(r);
+        }
+        let differences = verify::compare(&session, &recomputed).await?;
+        let mut out = Sink::open(None)?;
+        for d in &differences {
+            writeln!(out, "{d}").context("writing the result")?;
+        }
+        let failing = differences.iter().filter(|d| !d.within_tolerance()).count();
+        if failing == 0 {
+            writeln!(
+                out,
+                "verify: {} artifact(s): SQL and polars agree within {:e} relative",
+                recomputed.len(),
+                verify::TOLERANCE
+            )
+            .context("writing the result")?;
+            out.finish().context("writing the result")?;
+            Ok(Exit::Ok)
+        } else {
+            out.finish().context("writing the result")?;
+            eprintln!(
+                "anvil verify: {failing} figure famil{} differ by more than {:e} relative",
+                if failing == 1 { "y" } else { "ies" },
+                verify::TOLERANCE
+            );
+            Ok(Exit::RuleFailed)
+        }
+    })
+}

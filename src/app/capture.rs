@@ -1,0 +1,449 @@
+//! `anvil-capture`: the command line (`cells`, `run`, `recover`) as clap parses it, and
+//! [`run`], which turns `run`'s flags into a [`RunRequest`], has it checked
+//! ([`RunConfig::from_request`]), records the cell and says how it ended.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use anyhow::Context;
+use clap::{Args, Parser, Subcommand};
+
+use super::output::Sink;
+use super::{AppError, Exit};
+use crate::artifact::Status;
+use crate::capture::cells;
+use crate::capture::config::{self, RunConfig, RunRequest};
+#[cfg(test)]
+use crate::capture::config::{ConfigError, Schedule};
+use crate::manifest::WorkloadManifest;
+
+fn exit_codes_help() -> String {
+    format!(
+        "Exit codes:\n  \
+         {}    the run completed (failed requests are recorded, not fatal)\n  \
+         {}    bad input: a malformed manifest, flag, URL, output folder or unreachable endpoint;\n       \
+         nothing was written\n  \
+         {}    the run could not be measured: calibration failed against the server, or the\n       \
+         recorder failed while running (the artifact is marked `failed` and says why)\n  \
+         {}  interrupted by SIGINT (the artifact is finalised as `interrupted`)",
+        Exit::Ok.code(),
+        Exit::BadInput.code(),
+        Exit::Failed.code(),
+        Exit::Interrupted.code()
+    )
+}
+
+/// The `--no-realtime` help, naming the priority the code actually uses.
+fn realtime_help() -> String {
+    format!(
+        "Keep ordinary scheduling. By default the threads that read the sockets and stamp \
+         events run SCHED_FIFO (priority {}) when the system permits, so that other work on \
+         the client machine cannot delay a timestamp; the writer thread stays ordinary.",
+        crate::realtime::CAPTURE_PRIORITY
+    )
+}
+
+/// anvil-capture: record one cell of a workload manifest against one or more endpoints.
+#[derive(Debug, Parser)]
+#[command(name = "anvil-capture", version, after_help = exit_codes_help())]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// List every cell the manifest defines, one per line, tab-separated, with a stable id.
+    Cells(CellsArgs),
+    /// Record one cell: drive the endpoints and write one artifact folder.
+    ///
+    /// The artifact goes to OUT/<campaign_id>/<arm>/<cell_id>/ and its path is the last line
+    /// of standard output. Progress and the quick-look summary go to standard error.
+    #[command(after_help = exit_codes_help())]
+    Run(Box<RunArgs>),
+    /// Turn what a killed run left in DIR into a valid artifact marked `interrupted`.
+    Recover(RecoverArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct CellsArgs {
+    /// The workload manifest (anvil-serving.benchmark-workload-manifest/v1).
+    #[arg(long, value_name = "FILE")]
+    pub manifest: PathBuf,
+}
+
+#[derive(Debug, Args)]
+pub struct RecoverArgs {
+    /// The artifact folder of the killed run.
+    #[arg(value_name = "DIR")]
+    pub dir: PathBuf,
+}
+
+/// What `run` was given, unchecked.
+#[derive(Debug, Args, Clone)]
+// A negative number is a value, so `--requests -1` is refused as an invalid count rather than
+// reported as a stray argument.
+#[command(allow_negative_numbers = true)]
+pub struct RunArgs {
+    /// The workload manifest (anvil-serving.benchmark-workload-manifest/v1).
+    #[arg(long, value_name = "FILE")]
+    pub manifest: PathBuf,
+    /// Workload class id from the manifest, e.g. headline-sustained-output.
+    ///
+    /// `functional` runs four checks in one artifact (the `check` column of requests), the
+    /// requests split evenly over them (--requests must be a multiple of 4): `coding` (a
+    /// named Python function in a fenced block) one at a time, `structured_json` (strict
+    /// json_schema with a nested object, an enum, an array and required fields) all of its
+    /// share at once, `tools` (four tool definitions behind a long shared system prompt, the
+    /// canary as the `ticket` argument) all at once, and `responses` (streamed
+    /// /v1/responses) one at a time. The verdicts are computed by `anvil sql`'s
+    /// functional_results view.
+    #[arg(long, value_name = "CLASS")]
+    pub class: String,
+    /// Prompt token target (must be one of the manifest's for the class).
+    #[arg(long, value_name = "TOKENS")]
+    pub context: Option<u64>,
+    /// Concurrent requests per replica.
+    #[arg(long, value_name = "C")]
+    pub concurrency: Option<u32>,
+    /// Measured requests, all replicas together.
+    #[arg(long, value_name = "N")]
+    pub requests: Option<u64>,
+    /// Allow values outside the manifest's lists; run.json then says `off_manifest: true`.
+    #[arg(long)]
+    pub off_manifest: bool,
+    /// Arm name (a folder level of the artifact path), e.g. K12.
+    #[arg(long, value_name = "NAME")]
+    pub arm: String,
+    /// Run-plan stage of the arm.
+    #[arg(long, value_name = "NAME")]
+    pub stage: Option<String>,
+    /// Arm configuration as KEY=VALUE (repeatable, order kept), e.g. --set spec_depth=12.
+    /// `runtime=...` also names the arm's runtime.
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub set: Vec<String>,
+    /// Base URL of one replica (repeat for each replica), e.g. http://127.0.0.1:8000.
+    #[arg(long = "endpoint", value_name = "URL", required = true)]
+    pub endpoints: Vec<String>,
+    /// Model name to send; default: the first model the first endpoint's /v1/models lists.
+    #[arg(long, value_name = "NAME")]
+    pub model: Option<String>,
+    /// API to drive: chat, responses or completions.
+    #[arg(long, value_name = "API", default_value = "chat")]
+    pub api: String,
+    /// Name of an environment variable holding a bearer token (never written anywhere).
+    #[arg(long, value_name = "VAR")]
+    pub api_key_env: Option<String>,
+    /// Open loop: release R requests per second (all replicas together) instead of closed
+    /// loop; each goes to the next free worker (C per replica), so C caps what is in flight.
+    #[arg(long, value_name = "R", allow_negative_numbers = true)]
+    pub rate: Option<f64>,
+    /// With --rate: exponential (Poisson-process) gaps instead of constant ones.
+    #[arg(long, requires = "rate")]
+    pub poisson: bool,
+    /// Warm-up requests before the measured ones (recorded with kind `warmup`).
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub warmup: u64,
+    /// Prometheus URL of each replica, in replica order (default: the endpoint's origin +
+    /// /metrics).
+    #[arg(long = "metrics-url", value_name = "URL")]
+    pub metrics_urls: Vec<String>,
+    /// Seconds from sending a request to its first event (covers queueing and prefill).
+    #[arg(long, value_name = "S", allow_negative_numbers = true)]
+    pub timeout_first_byte: Option<f64>,
+    /// Longest silence between two events, in seconds.
+    #[arg(long, value_name = "S", allow_negative_numbers = true)]
+    pub timeout_idle: Option<f64>,
+    /// Longest request, in seconds.
+    #[arg(long, value_name = "S", allow_negative_numbers = true)]
+    pub timeout_total: Option<f64>,
+    /// No progress bar and no quick-look summary.
+    #[arg(long)]
+    pub quiet: bool,
+    /// Send no thinking switch. By default, when the manifest disables thinking, chat and
+    /// Responses requests carry `chat_template_kwargs: {"enable_thinking": false}`; a server
+    /// that refuses unknown request fields needs it left out. run.json `thinking_switch`
+    /// records what was sent.
+    #[arg(long)]
+    pub no_thinking_switch: bool,
+    /// Keep ordinary scheduling (see `realtime_help` for the default).
+    #[arg(long, help = realtime_help())]
+    pub no_realtime: bool,
+    /// Output root folder.
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+}
+
+impl From<RunArgs> for RunRequest {
+    fn from(a: RunArgs) -> Self {
+        RunRequest {
+            manifest: a.manifest,
+            class: a.class,
+            context: a.context,
+            concurrency: a.concurrency,
+            requests: a.requests,
+            off_manifest: a.off_manifest,
+            arm: a.arm,
+            stage: a.stage,
+            set: a.set,
+            endpoints: a.endpoints,
+            model: a.model,
+            api: a.api,
+            api_key_env: a.api_key_env,
+            rate: a.rate,
+            poisson: a.poisson,
+            warmup: a.warmup,
+            metrics_urls: a.metrics_urls,
+            timeout_first_byte: a.timeout_first_byte,
+            timeout_idle: a.timeout_idle,
+            timeout_total: a.timeout_total,
+            quiet: a.quiet,
+            no_thinking_switch: a.no_thinking_switch,
+            no_realtime: a.no_realtime,
+            out: a.out,
+        }
+    }
+}
+
+/// Carry out one subcommand. `argv` is the full command line, recorded (redacted) in
+/// run.json.
+pub fn run(cli: Cli, argv: Vec<String>) -> anyhow::Result<Exit> {
+    match cli.command {
+        Command::Cells(a) => run_cells(&a),
+        Command::Run(a) => {
+            let cfg = RunConfig::from_request((*a).into(), argv, &config::process_env)
+                .map_err(|e| AppError::wrap(Exit::BadInput, e))?;
+            record(cfg)
+        }
+        Command::Recover(a) => recover(&a),
+    }
+}
+
+/// Record one checked cell: progress and the quick look on standard error, the artifact's
+/// folder as the last line of standard output.
+pub fn record(cfg: RunConfig) -> anyhow::Result<Exit> {
+    let quiet = cfg.quiet;
+    let summary = crate::capture::run(cfg, hooks()).map_err(capture_error)?;
+    if !quiet {
+        eprint!("{}", summary.quick_look);
+    }
+    if let Some(reason) = &summary.reason {
+        eprintln!("anvil-capture: run {}: {reason}", summary.status.as_str());
+    }
+    let mut out = Sink::open(None)?;
+    writeln!(out, "{}", summary.dir.display()).context("writing the artifact's path")?;
+    out.finish().context("writing the artifact's path")?;
+    Ok(status_exit(summary.status))
+}
+
+/// A run's notices on standard error; a second SIGINT ends the process as interrupted.
+pub fn hooks() -> crate::capture::RunHooks {
+    crate::capture::RunHooks {
+        notices: super::stderr_notices(),
+        abort: || std::process::exit(i32::from(Exit::Interrupted.code())),
+    }
+}
+
+/// How a recorded run's status ends the process.
+pub fn status_exit(status: Status) -> Exit {
+    match status {
+        Status::Complete => Exit::Ok,
+        Status::Interrupted => Exit::Interrupted,
+        Status::Failed | Status::Running => Exit::Failed,
+    }
+}
+
+/// A capture error with its exit class: bad input when nothing was recorded because of what
+/// was given, a failure otherwise.
+pub fn capture_error(e: crate::capture::CaptureError) -> anyhow::Error {
+    let exit = if e.is_bad_input() {
+        Exit::BadInput
+    } else {
+        Exit::Failed
+    };
+    AppError::wrap(exit, e)
+}
+
+fn recover(a: &RecoverArgs) -> anyhow::Result<Exit> {
+    let report = crate::artifact::recover(&a.dir)
+        .map_err(|e| AppError::wrap(Exit::BadInput, anyhow::anyhow!("recover: {e}")))?;
+    for note in &report.notes {
+        eprintln!("anvil-capture recover: {note}");
+    }
+    for (table, merged) in &report.tables {
+        eprintln!(
+            "anvil-capture recover: {}: {} rows from {} parts",
+            table.name(),
+            merged.rows,
+            merged.parts
+        );
+    }
+    eprintln!(
+        "anvil-capture recover: status {} -> {}",
+        report.status_before.as_str(),
+        report.status_after.as_str()
+    );
+    let mut out = Sink::open(None)?;
+    writeln!(out, "{}", report.dir.display()).context("writing the artifact's path")?;
+    out.finish().context("writing the artifact's path")?;
+    Ok(Exit::Ok)
+}
+
+fn run_cells(a: &CellsArgs) -> anyhow::Result<Exit> {
+    let manifest =
+        WorkloadManifest::load(&a.manifest).map_err(|e| AppError::wrap(Exit::BadInput, e))?;
+    let mut out = Sink::open(None)?;
+    writeln!(out, "{}", cells::TABLE_HEADER)?;
+    for cell in cells::cells(&manifest) {
+        writeln!(out, "{cell}")?;
+    }
+    out.finish()?;
+    Ok(Exit::Ok)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    fn parse(extra: &[&str]) -> Result<RunConfig, ConfigError> {
+        let manifest = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/sample-data/workload-manifest.json"
+        );
+        let out = std::env::temp_dir().join("anvil-capture-config-test");
+        let mut argv = vec![
+            "anvil-capture",
+            "run",
+            "--manifest",
+            manifest,
+            "--arm",
+            "K12",
+            "--out",
+            out.to_str().unwrap(),
+        ];
+        argv.extend_from_slice(extra);
+        let cli = Cli::try_parse_from(&argv).unwrap();
+        let Command::Run(a) = cli.command else {
+            panic!("not run")
+        };
+        let env = |k: &str| (k == "KEY").then(|| "s3cret-token".to_owned());
+        RunConfig::from_request(
+            (*a).into(),
+            argv.iter().map(|s| s.to_string()).collect(),
+            &env,
+        )
+    }
+
+    fn err(extra: &[&str]) -> String {
+        parse(extra).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn secrets_passed_through_set_are_kept_out_of_the_arm_config() {
+        let c = parse(&[
+            "--class",
+            "headline-sustained-output",
+            "--endpoint",
+            "http://127.0.0.1:8000/v1",
+            "--set",
+            "auth=Bearer s3cret-token",
+            "--set",
+            "hf_token=hf_abcdef",
+            "--set",
+            "max_tokens=64",
+            "--api-key-env",
+            "KEY",
+        ])
+        .unwrap();
+        // The key's value wherever it appears; values under secret-like names whatever they are.
+        assert_eq!(c.arm.config.get("auth"), Some("<redacted>"));
+        assert_eq!(c.arm.config.get("hf_token"), Some("<redacted>"));
+        assert_eq!(c.arm.config.get("max_tokens"), Some("64"));
+        let c = parse(&[
+            "--class",
+            "headline-sustained-output",
+            "--endpoint",
+            "http://127.0.0.1:8000/v1",
+            "--set",
+            "note=key is s3cret-token",
+            "--api-key-env",
+            "KEY",
+        ])
+        .unwrap();
+        assert_eq!(c.arm.config.get("note"), Some("key is <redacted>"));
+        assert!(!c.command_line.join(" ").contains("s3cret"));
+    }
+
+    #[test]
+    fn the_headline_run_is_accepted_with_its_defaults() {
+        let c = parse(&[
+            "--class",
+            "headline-sustained-output",
+            "--endpoint",
+            "http://127.0.0.1:8000/v1",
+            "--set",
+            "spec_depth=12",
+            "--api-key-env",
+            "KEY",
+        ])
+        .unwrap();
+        assert_eq!(c.cell.id(), "headline-sustained-output.ctx4096.c8.n100");
+        assert_eq!(c.metrics[0].url, "http://127.0.0.1:8000/metrics");
+        assert_eq!(c.arm.config.get("spec_depth"), Some("12"));
+        assert!(c.artifact_dir.ends_with(
+            "2026-09-04-qwen38-27b-pro6000-possibility/K12/headline-sustained-output.ctx4096.c8.n100"
+        ));
+        assert!(!c.command_line.join(" ").contains("s3cret"));
+        assert_eq!(c.schedule, Schedule::Closed);
+        let c = parse(&[
+            "--class",
+            "headline-sustained-output",
+            "--endpoint",
+            "http://127.0.0.1:8000",
+            "--rate",
+            "2.5",
+            "--poisson",
+        ])
+        .unwrap();
+        assert_eq!(
+            c.cell_id,
+            "headline-sustained-output.ctx4096.c8.n100.poisson2.5"
+        );
+        assert!(
+            c.artifact_dir
+                .ends_with("K12/headline-sustained-output.ctx4096.c8.n100.poisson2.5")
+        );
+        assert_eq!(c.schedule.rate_per_s(), Some(2.5));
+    }
+
+    #[test]
+    fn each_bad_flag_is_named() {
+        let ep = ["--endpoint", "http://127.0.0.1:8000"];
+        let with = |more: &[&str]| {
+            let mut v = vec!["--class", "headline-sustained-output"];
+            v.extend_from_slice(&ep);
+            v.extend_from_slice(more);
+            err(&v)
+        };
+        assert!(with(&["--context", "1000"]).contains("--context 1000"));
+        let e = with(&["--context", "32", "--off-manifest"]);
+        assert!(e.contains("--context `32`: the prompt's fixed part"), "{e}");
+        assert!(e.contains("already 4"), "{e}");
+        assert!(with(&["--rate", "-1"]).contains("--rate"));
+        assert!(with(&["--timeout-idle", "0"]).contains("--timeout-idle"));
+        assert!(with(&["--set", "novalue"]).contains("--set"));
+        assert!(with(&["--api", "grpc"]).contains("--api"));
+        assert!(with(&["--api-key-env", "MISSING"]).contains("--api-key-env"));
+        assert!(with(&["--metrics-url", "a", "--metrics-url", "b"]).contains("--metrics-url"));
+        let e = err(&["--class", "nope", "--endpoint", "http://h:1"]);
+        assert!(e.contains("--class `nope`"), "{e}");
+        let e = err(&[
+            "--class",
+            "headline-sustained-output",
+            "--endpoint",
+            "localhost:8000",
+        ]);
+        assert!(e.contains("--endpoint"), "{e}");
+    }
+}

@@ -1,0 +1,363 @@
+//! `anvil-sim`'s command line: the flags as clap parses them ([`Args`], with the profile and
+//! fault tables after `--help`) and [`config`], which checks them into a
+//! [`crate::sim::Config`].
+
+use std::path::PathBuf;
+
+use clap::Parser;
+
+use crate::sim::config::{Config, ConfigError, PROFILES, Timing, find_profile};
+use crate::sim::faults::{FaultKind, FaultRates};
+
+/// The profile and fault tables and the wire rules, shown after `--help`.
+pub fn long_help() -> String {
+    let mut s = String::from("Profiles (explicit flags override their values):\n");
+    s.push_str(&format!(
+        "  {:<13} {:>9} {:>7} {:>6} {:>6} {:>5} {:>6} {:>8}  {}\n",
+        "name", "prefill/s", "decode", "batch", "bcost", "spec", "accept", "chunk", "what"
+    ));
+    for p in PROFILES {
+        s.push_str(&format!(
+            "  {:<13} {:>9} {:>7} {:>6} {:>6} {:>5} {:>6} {:>8}  {}\n",
+            p.name,
+            p.prefill_tps,
+            p.decode_tps,
+            p.max_batch,
+            p.batch_cost,
+            p.spec_depth,
+            p.spec_accept,
+            p.chunked_prefill,
+            p.what
+        ));
+    }
+    s.push_str("\nFault kinds (--fault KIND=RATE, RATE in [0,1], drawn per request, seeded):\n");
+    for k in FaultKind::ALL {
+        s.push_str(&format!("  {:<20} {}\n", k.name(), k.wire_behaviour()));
+    }
+    s.push_str(
+        "\nTokenizer: each maximal run of letters/digits is split into pieces of at most 4\n\
+         characters, every other non-space character is one token, and whitespace attaches to\n\
+         the following token (trailing whitespace is one token). Chat template: 3 tokens per\n\
+         message + the role's tokens + the content's tokens (+ the JSON of `tools`), then 3\n\
+         tokens of assistant prime. `/tokenize` applies the same rule, so its count equals\n\
+         usage.prompt_tokens exactly. Generated words are one token each.\n\
+         \n\
+         Timing: one timer thread holds every stream's absolute deadlines; prefill runs FIFO at\n\
+         --prefill-tps over uncached tokens; each sequence then steps on its own phase, a step\n\
+         costing (1 - bcost + bcost * running) / decode-tps seconds (x (1 + 0.03 * spec-depth)),\n\
+         with small seeded jitter; while a prefill runs, a step also pays one prefill chunk\n\
+         (--chunked-prefill; 0 = waits for the whole prefill). --truth FILE: CSV\n\
+         request_id,replica,seq,tokens,kind,t_deadline_ns,t_write_ns, one row per SSE event\n\
+         written plus one `request_read` row per request (CLOCK_MONOTONIC ns).\n\
+         \n\
+         Exit codes: 0 clean shutdown (SIGINT/SIGTERM), 1 runtime error, 2 bad flag.\n",
+    );
+    s
+}
+
+/// What was typed on the command line.
+#[derive(Debug, Clone, Parser)]
+#[command(
+    name = "anvil-sim",
+    version,
+    about = "OpenAI-compatible LLM server simulator with a known timing model and fault injection",
+    after_long_help = long_help(),
+    after_help = "Run with --help for the profile table, fault kinds, tokenizer and timing model.",
+    allow_negative_numbers = true
+)]
+pub struct Args {
+    /// Address to listen on.
+    #[arg(long, default_value = "127.0.0.1")]
+    pub host: String,
+    /// First replica's port; replica i listens on PORT+i (0 = pick free ports).
+    #[arg(long, default_value_t = 8000)]
+    pub port: u16,
+    /// Number of independent replicas (each with its own scheduler, cache, metrics).
+    #[arg(long, default_value_t = 1)]
+    pub replicas: usize,
+    /// Timing preset (see the table below).
+    #[arg(long, default_value = "default")]
+    pub profile: String,
+    /// Seed for replies, faults and jitter.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Prefill throughput, uncached prompt tokens per second.
+    #[arg(long)]
+    pub prefill_tps: Option<f64>,
+    /// Decode steps per second of one sequence running alone.
+    #[arg(long)]
+    pub decode_tps: Option<f64>,
+    /// Maximum running sequences per replica; the rest wait FIFO.
+    #[arg(long)]
+    pub max_batch: Option<usize>,
+    /// Extra step cost per running sequence, fraction of the single-sequence step (0..=1).
+    #[arg(long)]
+    pub batch_cost: Option<f64>,
+    /// Speculative drafts proposed per decode step (0 = off).
+    #[arg(long)]
+    pub spec_depth: Option<u32>,
+    /// Probability each draft is accepted, in turn, until the first rejection.
+    #[arg(long)]
+    pub spec_accept: Option<f64>,
+    /// Chunked-prefill chunk size in tokens (0 = off).
+    #[arg(long)]
+    pub chunked_prefill: Option<u32>,
+    /// Inject a fault: KIND=RATE (repeatable).
+    #[arg(long = "fault", value_name = "KIND=RATE")]
+    pub faults: Vec<String>,
+    /// How long the `stall` fault holds a stream silent, in milliseconds.
+    #[arg(long, default_value_t = 5000)]
+    pub stall_ms: u64,
+    /// Close the connection right after every streamed response, without announcing it
+    /// (no `Connection: close`), as llama.cpp's server does.
+    #[arg(long)]
+    pub close_after_stream: bool,
+    /// Write one CSV row per SSE event written (and per request read) to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub truth: Option<PathBuf>,
+    /// Served model name; when given, requests naming another model get HTTP 400.
+    #[arg(long)]
+    pub model: Option<String>,
+    /// Context length: prompt + max_tokens beyond it get HTTP 400.
+    #[arg(long, default_value_t = 32768)]
+    pub max_model_len: u32,
+    /// Mean reply length in words when the prompt asks for no count.
+    #[arg(long, default_value_t = 120)]
+    pub mean_words: u32,
+    /// Run SCHED_FIFO when permitted (best effort; the default).
+    #[arg(long, overrides_with = "no_realtime")]
+    pub realtime: bool,
+    /// Keep ordinary scheduling.
+    #[arg(long)]
+    pub no_realtime: bool,
+    /// Timer thread: stop sleeping this many microseconds before a deadline and spin.
+    #[arg(long, default_value_t = 50, hide = true)]
+    pub spin_us: u32,
+    /// HTTP worker threads.
+    #[arg(long, default_value_t = 2, hide = true)]
+    pub http_threads: usize,
+}
+
+fn check(
+    ok: bool,
+    flag: &'static str,
+    value: impl ToString,
+    rule: &'static str,
+) -> Result<(), ConfigError> {
+    if ok {
+        Ok(())
+    } else {
+        Err(ConfigError::OutOfRange {
+            flag,
+            value: value.to_string(),
+            rule,
+        })
+    }
+}
+
+/// Turn what was typed into a checked configuration: explicit flags override the chosen
+/// profile's values; every check names the flag at fault and, for enumerations (profiles,
+/// fault kinds), lists the valid values.
+pub fn config(a: Args) -> Result<Config, ConfigError> {
+    let p = find_profile(&a.profile).ok_or_else(|| {
+        ConfigError::UnknownProfile(
+            a.profile.clone(),
+            PROFILES
+                .iter()
+                .map(|p| p.name)
+                .collect::<Vec<_>>()
+                .join(", "),
+        )
+    })?;
+    let timing = Timing {
+        prefill_tps: a.prefill_tps.unwrap_or(p.prefill_tps),
+        decode_tps: a.decode_tps.unwrap_or(p.decode_tps),
+        max_batch: a.max_batch.unwrap_or(p.max_batch),
+        batch_cost: a.batch_cost.unwrap_or(p.batch_cost),
+        spec_depth: a.spec_depth.unwrap_or(p.spec_depth),
+        spec_accept: a.spec_accept.unwrap_or(p.spec_accept),
+        chunked_prefill: a.chunked_prefill.unwrap_or(p.chunked_prefill),
+    };
+    let t = &timing;
+    check(
+        t.prefill_tps.is_finite() && t.prefill_tps > 0.0,
+        "--prefill-tps",
+        t.prefill_tps,
+        "a positive number",
+    )?;
+    check(
+        t.decode_tps.is_finite() && t.decode_tps > 0.0,
+        "--decode-tps",
+        t.decode_tps,
+        "a positive number",
+    )?;
+    check(t.max_batch >= 1, "--max-batch", t.max_batch, "at least 1")?;
+    check(
+        (0.0..=1.0).contains(&t.batch_cost),
+        "--batch-cost",
+        t.batch_cost,
+        "in [0,1]",
+    )?;
+    check(
+        t.spec_depth <= 64,
+        "--spec-depth",
+        t.spec_depth,
+        "in 0..=64",
+    )?;
+    check(
+        (0.0..=1.0).contains(&t.spec_accept),
+        "--spec-accept",
+        t.spec_accept,
+        "in [0,1]",
+    )?;
+    check(
+        a.replicas >= 1 && a.replicas <= 64,
+        "--replicas",
+        a.replicas,
+        "in 1..=64",
+    )?;
+    check(
+        a.port == 0 || (a.port as usize) + a.replicas - 1 <= u16::MAX as usize,
+        "--port",
+        a.port,
+        "such that PORT + replicas - 1 <= 65535",
+    )?;
+    check(
+        a.max_model_len >= 16,
+        "--max-model-len",
+        a.max_model_len,
+        "at least 16",
+    )?;
+    check(
+        a.mean_words >= 1,
+        "--mean-words",
+        a.mean_words,
+        "at least 1",
+    )?;
+    check(
+        a.stall_ms <= 600_000,
+        "--stall-ms",
+        a.stall_ms,
+        "at most 600000",
+    )?;
+
+    if let Some(t) = &a.truth {
+        let dir = t.parent().filter(|d| !d.as_os_str().is_empty());
+        check(
+            dir.is_none_or(|d| d.is_dir()),
+            "--truth",
+            t.display(),
+            "a file in an existing directory",
+        )?;
+    }
+
+    let mut faults = FaultRates::default();
+    for f in &a.faults {
+        let (kind, rate) = f
+            .split_once('=')
+            .ok_or_else(|| ConfigError::FaultSyntax(f.clone()))?;
+        let kind = FaultKind::parse(kind.trim()).ok_or_else(|| {
+            ConfigError::UnknownFault(
+                f.clone(),
+                FaultKind::ALL
+                    .iter()
+                    .map(|k| k.name())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            )
+        })?;
+        let rate: f64 = rate
+            .trim()
+            .parse()
+            .map_err(|_| ConfigError::FaultSyntax(f.clone()))?;
+        check((0.0..=1.0).contains(&rate), "--fault rate", f, "in [0,1]")?;
+        faults.set(kind, rate);
+    }
+    Ok(Config {
+        host: a.host,
+        port: a.port,
+        replicas: a.replicas,
+        profile: p.name,
+        seed: a.seed,
+        timing,
+        faults,
+        stall_ms: a.stall_ms,
+        close_after_stream: a.close_after_stream,
+        truth: a.truth,
+        strict_model: a.model.is_some(),
+        model: a.model.unwrap_or_else(|| "anvil-sim".to_string()),
+        max_model_len: a.max_model_len,
+        mean_words: a.mean_words,
+        realtime: !a.no_realtime,
+        spin_us: a.spin_us.min(10_000),
+        http_threads: a.http_threads.clamp(1, 64),
+    })
+}
+
+/// `anvil-sim`: check the flags, then serve until SIGINT or SIGTERM; each replica's
+/// address on standard output, everything else on standard error.
+pub fn run(args: Args) -> anyhow::Result<super::Exit> {
+    let cfg = config(args).map_err(|e| super::AppError::wrap(super::Exit::BadInput, e))?;
+    let console = crate::sim::Console {
+        notices: super::stderr_notices(),
+        listening: Box::new(|addrs| {
+            use std::io::Write;
+            let mut out = super::output::Sink::open(None)?;
+            for (i, addr) in addrs.iter().enumerate() {
+                writeln!(out, "anvil-sim replica {i} listening on http://{addr}")?;
+            }
+            out.finish()
+        }),
+    };
+    crate::sim::run(cfg, console)?;
+    Ok(super::Exit::Ok)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Result<Config, ConfigError> {
+        let mut v = vec!["anvil-sim"];
+        v.extend_from_slice(args);
+        config(Args::try_parse_from(v).unwrap())
+    }
+
+    #[test]
+    fn every_profile_is_valid_and_named_once() {
+        let mut names = std::collections::HashSet::new();
+        for p in PROFILES {
+            assert!(names.insert(p.name), "{} twice", p.name);
+            assert!(parse(&["--profile", p.name]).is_ok(), "{}", p.name);
+        }
+        for required in [
+            "default", "fast", "slow", "no-spec", "spec-k4", "spec-k8", "spec-k12", "spec-k16",
+        ] {
+            assert!(find_profile(required).is_some(), "{required}");
+        }
+    }
+
+    #[test]
+    fn flags_override_profile() {
+        let c = parse(&["--profile", "spec-k8", "--spec-accept", "0.5"]).unwrap();
+        assert_eq!(c.timing.spec_depth, 8);
+        assert_eq!(c.timing.spec_accept, 0.5);
+    }
+
+    #[test]
+    fn bad_values_name_the_flag_and_list_valid_ones() {
+        let e = parse(&["--profile", "nope"]).unwrap_err().to_string();
+        assert!(e.contains("spec-k16") && e.contains("nope"), "{e}");
+        let e = parse(&["--fault", "boom=0.1"]).unwrap_err().to_string();
+        assert!(e.contains("contaminate") && e.contains("restart"), "{e}");
+        let e = parse(&["--fault", "stall=1.5"]).unwrap_err().to_string();
+        assert!(e.contains("[0,1]"), "{e}");
+        assert!(parse(&["--spec-accept", "2"]).is_err());
+        let e = parse(&["--truth", "/no/such/dir/t.csv"])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("--truth"), "{e}");
+        assert!(parse(&["--truth", "t.csv"]).is_ok());
+        assert!(parse(&["--no-realtime"]).is_ok_and(|c| !c.realtime));
+    }
+}
