@@ -520,3 +520,53 @@ fn compare_and_check_exit_2_on_bad_input_and_document_their_exit_codes() {
     let (_, help, _) = anvil(&["compare", "--help"]);
     assert!(help.contains("3  refused"), "{help}");
 }
+
+#[test]
+fn markdown_of_compare_and_check_escapes_a_recorded_arm_name() {
+    let sim = Sim::start(&[]);
+    let tmp = tempfile::tempdir().unwrap();
+    let manifest = small_manifest(tmp.path(), |_| {});
+    let data = tmp.path().join("data");
+    let hostile = "K|12<script>alert(1)";
+    let a = off_manifest_cell(&sim, &manifest, &data, "baseline", "2");
+    let b = off_manifest_cell(&sim, &manifest, &data, hostile, "2");
+    let (m, d) = (manifest.to_str().unwrap(), data.to_str().unwrap());
+    let (a, b) = (a.to_str().unwrap(), b.to_str().unwrap());
+    let escaped = "K\\|12&lt;script&gt;alert(1)";
+
+    let compare = [
+        "compare",
+        "--manifest",
+        m,
+        "--plan",
+        PLAN,
+        "--format",
+        "md",
+        a,
+        b,
+    ];
+    let (code, out, err) = anvil(&compare);
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(out.contains(escaped), "{out}");
+    assert!(!out.contains("<script>") && !out.contains("K|12"), "{out}");
+    // Text output is not Markdown: the name stays as recorded.
+    let (code, out, _) = anvil(&["compare", "--manifest", m, "--plan", PLAN, a, b]);
+    assert_eq!(code, Some(0));
+    assert!(out.contains(hostile), "text output is not Markdown: {out}");
+
+    let check = [
+        "check",
+        "--data",
+        d,
+        "--plan",
+        PLAN,
+        "--manifest",
+        m,
+        "--format",
+        "md",
+    ];
+    let (code, out, err) = anvil(&check);
+    assert!(matches!(code, Some(1 | 4)), "{code:?} {out}{err}");
+    assert!(out.contains(escaped), "{out}");
+    assert!(!out.contains("<script>") && !out.contains("K|12"), "{out}");
+}

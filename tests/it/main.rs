@@ -8,6 +8,7 @@ mod compare;
 mod corpus;
 #[cfg(feature = "analysis")]
 mod functional;
+mod layers;
 #[cfg(feature = "analysis")]
 mod llama;
 mod manifest;
@@ -22,3 +23,5 @@ mod rules;
 mod sim;
 #[cfg(feature = "analysis")]
 mod sql;
+#[cfg(feature = "analysis")]
+mod text;

@@ -1,0 +1,106 @@
+//! Snapshots of every human-facing text output over the committed sample campaign in
+//! `sample-data/`: `anvil summary`, `anvil compare` (text and Markdown), `anvil check` (text
+//! and Markdown) and `anvil report --format md`, each from the real binary. A change to
+//! what a reader sees shows up as a snapshot diff (`cargo insta review`, or
+//! `INSTA_UPDATE=always cargo test --test it -- text::`).
+
+use super::common::{ANVIL, run};
+
+const CAMPAIGN: &str = "sample-data/2026-09-04-qwen38-27b-pro6000-possibility";
+const PLAN: &str = "sample-data/run-plan.json";
+const MANIFEST: &str = "sample-data/workload-manifest.json";
+const HEADLINE: &str = "headline-sustained-output.ctx4096.c8.n100";
+
+/// `anvil ARGS` from the package root: (exit code, standard output), standard error shown
+/// when the code is not `expected`.
+fn anvil(args: &[&str], expected: i32) -> String {
+    let o = run(ANVIL, args, &[]);
+    assert_eq!(
+        o.status.code(),
+        Some(expected),
+        "anvil {args:?}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8(o.stdout).expect("UTF-8 output")
+}
+
+/// The two headline arms of the baseline stage.
+fn headline_pair() -> [String; 2] {
+    ["Inferact target-only", "Inferact DFlash2 K8"]
+        .map(|arm| format!("{CAMPAIGN}/{arm}/{HEADLINE}"))
+}
+
+fn compare(format: &str) -> String {
+    let [a, b] = headline_pair();
+    anvil(
+        &[
+            "compare",
+            "--manifest",
+            MANIFEST,
+            "--plan",
+            PLAN,
+            "--format",
+            format,
+            &a,
+            &b,
+        ],
+        0,
+    )
+}
+
+#[test]
+fn summary_text() {
+    insta::assert_snapshot!(anvil(&["summary", "--data", "sample-data"], 0));
+}
+
+#[test]
+fn compare_text() {
+    insta::assert_snapshot!(compare("table"));
+}
+
+#[test]
+fn compare_markdown() {
+    insta::assert_snapshot!(compare("md"));
+}
+
+/// The sample campaign's own outcome: its plan's later stages have no evidence here.
+const CHECK_EXIT: i32 = 1;
+
+#[test]
+fn check_text() {
+    let args = [
+        "check",
+        "--data",
+        "sample-data",
+        "--plan",
+        PLAN,
+        "--manifest",
+        MANIFEST,
+    ];
+    insta::assert_snapshot!(anvil(&args, CHECK_EXIT));
+}
+
+#[test]
+fn check_markdown() {
+    let args = [
+        "check",
+        "--data",
+        "sample-data",
+        "--plan",
+        PLAN,
+        "--manifest",
+        MANIFEST,
+        "--format",
+        "md",
+    ];
+    insta::assert_snapshot!(anvil(&args, CHECK_EXIT));
+}
+
+#[test]
+fn report_markdown() {
+    let out = anvil(&["report", "--format", "md"], 0);
+    let mut settings = insta::Settings::clone_current();
+    settings.add_filter(r"generated \d{4}-\d\d-\d\dT[0-9:.]+Z", "generated [UTC]");
+    settings.add_filter(r"anvil \d+\.\d+\.\d+", "anvil [version]");
+    settings.bind(|| insta::assert_snapshot!(out));
+}
