@@ -9,6 +9,7 @@
 //! reads files, computes a figure or touches the network.
 
 pub mod charts;
+pub mod format;
 pub mod markdown;
 pub mod summary;
 pub mod table;

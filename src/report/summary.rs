@@ -6,6 +6,7 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
+use super::format::{NA, fmt_num};
 use super::table::{Table, TextFormat};
 use super::view::{ClientQueue, ServerTimings};
 
@@ -71,11 +72,6 @@ pub struct Summary {
     pub artifacts: Vec<ArtifactStats>,
 }
 
-/// A number as the summary shows it: three decimals, `-` for none.
-fn number(v: Option<f64>) -> String {
-    v.map_or_else(|| "-".to_owned(), |v| format!("{v:.3}"))
-}
-
 /// Render the summary as text: per artifact a heading, one aligned row per metric, and the
 /// aggregate output throughput.
 pub fn render(summary: &Summary) -> String {
@@ -104,7 +100,7 @@ pub fn render(summary: &Summary) -> String {
                 m.failed.to_string(),
                 m.n_null.to_string(),
             ];
-            row.extend(m.values.iter().map(|v| number(*v)));
+            row.extend(m.values.iter().map(|v| fmt_num(*v)));
             table.row(row);
         }
         table.render(TextFormat::Text, &mut out);
@@ -113,10 +109,10 @@ pub fn render(summary: &Summary) -> String {
                 let _ = writeln!(
                     out,
                     "  aggregate output: {} tok/s ({} completion tokens over {} s; {} of {} measured requests ok)",
-                    number(t.output_tps),
+                    fmt_num(t.output_tps),
                     t.completion_tokens
-                        .map_or_else(|| "-".to_owned(), |v| v.to_string()),
-                    number(t.span_s),
+                        .map_or_else(|| NA.to_owned(), |v| v.to_string()),
+                    fmt_num(t.span_s),
                     t.succeeded,
                     t.requests
                 );
@@ -136,16 +132,16 @@ pub fn render(summary: &Summary) -> String {
                 }
             }
             None => {
-                let _ = writeln!(out, "  aggregate output: - (no measured requests)");
+                let _ = writeln!(out, "  aggregate output: n/a (no measured requests)");
             }
         }
         if let Some(q) = &a.client_queue {
             let _ = writeln!(
                 out,
                 "  client queueing (sent - intended): p50 {} ms, p95 {} ms, max {} ms; {} of {} sent requests waited over 1 ms",
-                number(q.p50_ms),
-                number(q.p95_ms),
-                number(q.max_ms),
+                fmt_num(q.p50_ms),
+                fmt_num(q.p95_ms),
+                fmt_num(q.max_ms),
                 q.queued_over_1ms,
                 q.requests
             );
@@ -157,11 +153,11 @@ pub fn render(summary: &Summary) -> String {
                  (queued or batched, plus transport) p50 {} ms, max {} ms; generation - server decode \
                  p50 {} ms, largest {} ms; usage completion tokens differ from the server's count in {}",
                 t.requests,
-                number(t.prefill_p50_ms),
-                number(t.queue_p50_ms),
-                number(t.queue_max_ms),
-                number(t.generation_diff_p50_ms),
-                number(t.generation_diff_max_abs_ms),
+                fmt_num(t.prefill_p50_ms),
+                fmt_num(t.queue_p50_ms),
+                fmt_num(t.queue_max_ms),
+                fmt_num(t.generation_diff_p50_ms),
+                fmt_num(t.generation_diff_max_abs_ms),
                 t.token_mismatches
             );
         }

@@ -1013,7 +1013,7 @@ fn log_scale_leaves_out_zero_and_negative_values() {
 
 #[test]
 fn numbers_are_formatted_with_units_and_precision() {
-    use super::view::{fmt_diff, fmt_interval, fmt_num, fmt_percent, fmt_ratio, fmt_unit};
+    use super::format::{fmt_diff, fmt_interval, fmt_num, fmt_percent, fmt_ratio, fmt_unit};
     assert_eq!(fmt_num(Some(1523.4)), "1,523");
     assert_eq!(fmt_num(Some(-1_234_567.0)), "-1,234,567");
     assert_eq!(fmt_num(Some(87.44)), "87.4");

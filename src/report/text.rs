@@ -5,6 +5,7 @@
 
 use std::fmt::Write as _;
 
+use super::format::{NA, fmt_diff, fmt_interval, fmt_num, fmt_percent, fmt_ratio};
 use super::markdown::escape;
 use super::table::{Table, TextFormat};
 use crate::rules::{CheckReport, Comparison, OutputLength, Paired, Refusal, RefusalKind, Verdict};
@@ -22,17 +23,6 @@ fn line(format: TextFormat, text: &str, out: &mut String) {
         let _ = writeln!(out, "- {}", escape(text));
     } else {
         let _ = writeln!(out, "  {text}");
-    }
-}
-
-fn n3(v: Option<f64>) -> String {
-    v.map_or_else(|| "-".to_owned(), |v| format!("{v:.3}"))
-}
-
-fn interval(low: Option<f64>, high: Option<f64>) -> String {
-    match (low, high) {
-        (Some(l), Some(h)) => format!("[{l:.3}, {h:.3}]"),
-        _ => "-".to_owned(),
     }
 }
 
@@ -76,11 +66,11 @@ pub fn comparison(c: &Comparison, format: TextFormat) -> String {
                     arm.arm.clone(),
                     run.run_id.clone(),
                     run.n.to_string(),
-                    n3(run.mean),
-                    interval(run.ci95_low, run.ci95_high),
-                    n3(run.p50),
-                    n3(run.p95),
-                    n3(run.p99),
+                    fmt_num(run.mean),
+                    fmt_interval(run.ci95_low, run.ci95_high),
+                    fmt_num(run.p50),
+                    fmt_num(run.p95),
+                    fmt_num(run.p99),
                 ]);
             }
         }
@@ -97,20 +87,21 @@ pub fn comparison(c: &Comparison, format: TextFormat) -> String {
         for d in &m.differences {
             let paired = match &d.paired {
                 Paired::Interval { pairs, interval: i } => format!(
-                    "{:.3} [{:.3}, {:.3}] over {pairs} pairs",
-                    i.estimate, i.low, i.high
+                    "{} {} over {pairs} pairs",
+                    fmt_diff(Some(i.estimate)),
+                    fmt_interval(Some(i.low), Some(i.high))
                 ),
                 Paired::NotPaired { reason } => format!("not paired: {reason}"),
             };
             diffs.row(vec![
                 d.arm.clone(),
                 c.baseline.clone(),
-                n3(d.difference),
-                d.ratio
-                    .map_or_else(|| "-".to_owned(), |r| format!("{r:.3}x")),
-                d.welch
-                    .as_ref()
-                    .map_or_else(|| "-".to_owned(), |w| interval(Some(w.low), Some(w.high))),
+                fmt_diff(d.difference),
+                fmt_ratio(d.ratio),
+                d.welch.as_ref().map_or_else(
+                    || NA.to_owned(),
+                    |w| fmt_interval(Some(w.low), Some(w.high)),
+                ),
                 paired,
             ]);
         }
@@ -127,14 +118,14 @@ pub fn comparison(c: &Comparison, format: TextFormat) -> String {
             .flat_map(|(run, replicas)| {
                 replicas
                     .iter()
-                    .map(move |r| format!("{run}/r{}: {:.3}", r.replica, r.output_tps))
+                    .map(move |r| format!("{run}/r{}: {}", r.replica, fmt_num(Some(r.output_tps))))
             })
             .collect();
         grid.row(vec![
             t.arm.clone(),
-            n3(t.estimate.value()),
+            fmt_num(t.estimate.value()),
             t.estimate.label(),
-            n3(t.ratio_to_baseline),
+            fmt_ratio(t.ratio_to_baseline),
             per_replica.join(", "),
         ]);
     }
@@ -155,8 +146,8 @@ pub fn comparison(c: &Comparison, format: TextFormat) -> String {
                 s.arm.clone(),
                 s.run_id.clone(),
                 r.replica.to_string(),
-                n3(r.acceptance_rate),
-                n3(r.mean_accepted_length),
+                fmt_percent(r.acceptance_rate),
+                fmt_num(r.mean_accepted_length),
             ]);
         }
     }
@@ -248,11 +239,11 @@ pub fn check(report: &CheckReport, format: TextFormat) -> String {
         for r in &t.rows {
             grid.row(vec![
                 r.arm.clone(),
-                r.topology.map_or_else(|| "-".to_owned(), |t| t.to_string()),
-                r.gpus.map_or_else(|| "-".to_owned(), |g| g.to_string()),
-                n3(r.output_tps),
-                n3(r.output_tps_per_gpu),
-                n3(r.scaling_efficiency),
+                r.topology.map_or_else(|| NA.to_owned(), |t| t.to_string()),
+                r.gpus.map_or_else(|| NA.to_owned(), |g| g.to_string()),
+                fmt_num(r.output_tps),
+                fmt_num(r.output_tps_per_gpu),
+                fmt_percent(r.scaling_efficiency),
                 verdict(&r.verdict),
             ]);
         }

@@ -351,25 +351,39 @@ fn topology_efficiency_and_selection_support_come_from_the_recorded_throughput()
     for header in ["tok/s per GPU", "scaling efficiency"] {
         assert!(out.contains(header), "{header} missing:\n{out}");
     }
-    // Topology rows: arm, topology, GPUs, output tok/s, per GPU, efficiency, verdict.
-    let row = |arm: &str| -> Vec<String> {
-        out.lines()
-            .map(|l| l.split_whitespace().map(str::to_owned).collect::<Vec<_>>())
-            .find(|cells| cells.len() > 6 && cells[0] == arm && cells[1].starts_with(arm))
-            .unwrap_or_else(|| panic!("no topology row for {arm}:\n{out}"))
+    // The figures themselves from the JSON form (the text rounds them for reading).
+    let o = run(
+        ANVIL,
+        &[
+            "check",
+            "--data",
+            data.to_str().unwrap(),
+            "--plan",
+            supported.to_str().unwrap(),
+            "--manifest",
+            manifest.to_str().unwrap(),
+            "--format",
+            "json",
+        ],
+        &[],
+    );
+    let report: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let rows = report["topology"][0]["rows"].as_array().unwrap();
+    let row = |arm: &str| {
+        rows.iter()
+            .find(|r| r["arm"] == arm)
+            .unwrap_or_else(|| panic!("no topology row for {arm}: {report}"))
     };
     let (tp1_row, tp2_row) = (row("TP1"), row("TP2"));
-    assert_eq!(tp2_row[2], "2", "TP2 counts two GPUs: {tp2_row:?}");
-    let (tps1, tps2, per_gpu2, eff2): (f64, f64, f64, f64) = (
-        tp1_row[3].parse().unwrap(),
-        tp2_row[3].parse().unwrap(),
-        tp2_row[4].parse().unwrap(),
-        tp2_row[5].parse().unwrap(),
-    );
-    assert!((per_gpu2 - tps2 / 2.0).abs() < 1e-2, "{tp2_row:?}");
+    assert_eq!(tp2_row["gpus"], 2, "TP2 counts two GPUs: {tp2_row}");
+    let figure = |r: &serde_json::Value, k: &str| r[k].as_f64().unwrap();
+    let (tps1, tps2) = (figure(tp1_row, "output_tps"), figure(tp2_row, "output_tps"));
+    let per_gpu2 = figure(tp2_row, "output_tps_per_gpu");
+    let eff2 = figure(tp2_row, "scaling_efficiency");
+    assert!((per_gpu2 - tps2 / 2.0).abs() < 1e-9, "{tp2_row}");
     assert!(
-        (eff2 - tps2 / (2.0 * tps1)).abs() < 1e-2,
-        "{tp2_row:?} vs {tp1_row:?}"
+        (eff2 - tps2 / (2.0 * tps1)).abs() < 1e-9,
+        "{tp2_row} vs {tp1_row}"
     );
     assert!(
         out.contains("selected \"DP2 for aggregate throughput\": Supported"),
