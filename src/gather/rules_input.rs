@@ -10,10 +10,9 @@ use crate::artifact::run::Outcome;
 use crate::rules::{
     Artifact, ArtifactFacts, ArtifactFigures, CanaryResult, FunctionalResult, MetricId,
     ParseErrors, ReplicaThroughput, RequestValue, Restart, RestartSignal, ServerError, SpecDecode,
-    Stats,
 };
 
-use crate::query::rows::{column_f64, column_i64, column_str};
+use crate::query::rows::{column_f64, column_i64, column_stats, column_str};
 use crate::query::{AnvilSession, QueryError};
 
 const STATS_SQL: &str = "\
@@ -99,46 +98,13 @@ pub async fn read_artifacts(session: &AnvilSession) -> Result<Vec<Artifact>, Que
     let r = session.query(STATS_SQL).await?;
     let ids = column_str(&r, "run_id")?;
     let metric = column_str(&r, "metric")?;
-    let n = column_i64(&r, "n")?;
-    let cols = [
-        "mean",
-        "sd",
-        "ci95_low",
-        "ci95_high",
-        "min",
-        "p25",
-        "p50",
-        "p75",
-        "p90",
-        "p95",
-        "p99",
-        "max",
-    ]
-    .map(|c| column_f64(&r, c));
-    let [mean, sd, lo, hi, min, p25, p50, p75, p90, p95, p99, max] = unwrap_all(cols)?;
+    let stats = column_stats(&r)?;
     for i in 0..ids.len() {
         let Some(id) = MetricId::ALL.into_iter().find(|m| m.as_str() == metric[i]) else {
             continue;
         };
         if let Some(f) = slot(&mut artifacts, &index, &ids[i]) {
-            f.metrics.insert(
-                id,
-                Stats {
-                    n: n[i].map_or(0, |v| u64::try_from(v).unwrap_or(0)),
-                    mean: mean[i],
-                    sd: sd[i],
-                    ci95_low: lo[i],
-                    ci95_high: hi[i],
-                    min: min[i],
-                    p25: p25[i],
-                    p50: p50[i],
-                    p75: p75[i],
-                    p90: p90[i],
-                    p95: p95[i],
-                    p99: p99[i],
-                    max: max[i],
-                },
-            );
+            f.metrics.insert(id, stats[i]);
         }
     }
 
@@ -385,16 +351,6 @@ fn slot<'a>(
         .get(run_id)
         .and_then(|&i| artifacts.get_mut(i))
         .map(|a| &mut a.figures)
-}
-
-fn unwrap_all<const N: usize>(
-    cols: [Result<Vec<Option<f64>>, QueryError>; N],
-) -> Result<[Vec<Option<f64>>; N], QueryError> {
-    let mut out: [Vec<Option<f64>>; N] = std::array::from_fn(|_| Vec::new());
-    for (slot, col) in out.iter_mut().zip(cols) {
-        *slot = col?;
-    }
-    Ok(out)
 }
 
 fn count_u64(count: Option<i64>) -> u64 {

@@ -2,9 +2,9 @@
 //! `aggregate_throughput` views (never recomputed here), and each artifact's client-side
 //! queueing and server-reported timings, as the plain structs of [`crate::report::summary`].
 
-use crate::query::rows::{column_f64, column_i64, column_str};
+use crate::query::rows::{column_f64, column_i64, column_stats, column_str};
 use crate::query::{AnvilSession, QueryError};
-use crate::report::summary::{ArtifactStats, MetricRow, Summary, Throughput, VALUE_COLUMNS};
+use crate::report::summary::{ArtifactStats, MetricRow, Summary, Throughput};
 use crate::report::view::{ClientQueue, ServerTimings};
 
 /// The flat summary rows (`--format csv|json`): cell_stats beside the run's aggregate output
@@ -120,22 +120,17 @@ pub async fn read(session: &AnvilSession) -> Result<Summary, QueryError> {
     let ids = column_str(&stats, "run_id")?;
     let metric = column_str(&stats, "metric")?;
     let unit = column_str(&stats, "unit")?;
-    let n = column_i64(&stats, "n")?;
     let failed = column_i64(&stats, "failed")?;
     let n_null = column_i64(&stats, "n_null")?;
-    let values = VALUE_COLUMNS
-        .iter()
-        .map(|c| column_f64(&stats, c))
-        .collect::<Result<Vec<_>, _>>()?;
+    let values = column_stats(&stats)?;
     let mut rows = Vec::with_capacity(ids.len());
     for i in 0..ids.len() {
         let row = MetricRow {
             metric: metric[i].clone(),
             unit: unit[i].clone(),
-            n: n[i].unwrap_or(0),
             failed: failed[i].unwrap_or(0),
             n_null: n_null[i].unwrap_or(0),
-            values: std::array::from_fn(|k| values[k][i]),
+            stats: values[i],
         };
         rows.push((index(&ids[i]), row));
     }

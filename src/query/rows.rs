@@ -8,6 +8,7 @@ use datafusion::arrow::datatypes::{DataType, Float64Type, Int64Type};
 use datafusion::error::DataFusionError;
 
 use super::{QueryError, StatementResult};
+use crate::stats::{STATISTICS, Stats};
 
 /// Column `name` as `f64`s (null as `None`).
 pub fn column_f64(r: &StatementResult, name: &str) -> Result<Vec<Option<f64>>, QueryError> {
@@ -54,4 +55,19 @@ fn missing(name: &str) -> QueryError {
         message: format!("column `{name}` missing from the query result"),
         hint: None,
     }
+}
+
+/// The [`Stats`] of each row: the columns named by [`STATISTICS`] (`cell_stats`'s).
+pub fn column_stats(r: &StatementResult) -> Result<Vec<Stats>, QueryError> {
+    let n = column_i64(r, STATISTICS[0])?;
+    let values = STATISTICS[1..]
+        .iter()
+        .map(|c| column_f64(r, c))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok((0..n.len())
+        .map(|i| {
+            let count = n[i].map_or(0, |v| u64::try_from(v).unwrap_or(0));
+            Stats::from_values(count, std::array::from_fn(|k| values[k][i]))
+        })
+        .collect())
 }

@@ -606,7 +606,7 @@ mod tests {
                 let n = xs.len() as f64;
                 let mean = xs.iter().sum::<f64>() / n;
                 let sd = (xs.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt();
-                let t = crate::stats::t_quantile_975(xs.len() - 1).unwrap();
+                let t = crate::stats::t_quantile((xs.len() - 1) as f64).unwrap();
                 let expected = mean + t * sd / n.sqrt();
                 assert!(
                     (hi.value(row) - expected).abs() <= 1e-9 * expected,

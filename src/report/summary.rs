@@ -9,34 +9,18 @@ use serde::Serialize;
 use super::format::{NA, fmt_num};
 use super::table::{Table, TextFormat};
 use super::view::{ClientQueue, ServerTimings};
+use crate::stats::{STATISTICS, Stats};
 
 /// The statistics of one metric of one artifact.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct MetricRow {
     pub metric: String,
     pub unit: String,
-    pub n: i64,
     pub failed: i64,
     pub n_null: i64,
-    /// mean, sd, ci95_low, ci95_high, min, p25, p50, p75, p90, p95, p99, max.
-    pub values: [Option<f64>; 12],
+    /// n and the other statistics.
+    pub stats: Stats,
 }
-
-/// Names of [`MetricRow::values`], in order.
-pub const VALUE_COLUMNS: [&str; 12] = [
-    "mean",
-    "sd",
-    "ci95_low",
-    "ci95_high",
-    "min",
-    "p25",
-    "p50",
-    "p75",
-    "p90",
-    "p95",
-    "p99",
-    "max",
-];
 
 /// Aggregate output throughput of one artifact.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -90,17 +74,17 @@ pub fn render(summary: &Summary) -> String {
             a.run_id, a.arm, a.cell_id, a.status, a.dir
         );
         let mut header = vec!["metric", "unit", "n", "failed", "null"];
-        header.extend(VALUE_COLUMNS);
+        header.extend(&STATISTICS[1..]);
         let mut table = Table::new(&header).numbers_from(2);
         for m in &a.metrics {
             let mut row = vec![
                 m.metric.clone(),
                 m.unit.clone(),
-                m.n.to_string(),
+                m.stats.n.to_string(),
                 m.failed.to_string(),
                 m.n_null.to_string(),
             ];
-            row.extend(m.values.iter().map(|v| fmt_num(*v)));
+            row.extend(m.stats.values().iter().map(|v| fmt_num(*v)));
             table.row(row);
         }
         table.render(TextFormat::Text, &mut out);

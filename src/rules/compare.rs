@@ -15,7 +15,7 @@ use super::headline::{Comparand, HeadlineSelection, Scope, gate};
 use super::input::{Artifact, MetricId, ReplicaThroughput, SpecDecode, num};
 use super::matching::{MatchedSet, match_artifacts};
 use super::refusal::{Refusal, RefusalKind};
-use super::stats::{Interval, Moments, Sample, mean_interval, paired_interval, welch_interval};
+use crate::stats::{Interval, Moments, Sample, mean_interval, paired_interval, welch_interval};
 
 /// Relative difference of completion-token medians above which output lengths differ.
 pub const MEDIAN_TOLERANCE: f64 = 0.10;

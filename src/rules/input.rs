@@ -175,30 +175,7 @@ impl fmt::Display for MetricId {
     }
 }
 
-/// One metric's distribution over a run's measured, successful requests, in the metric's
-/// unit (see [`MetricId`]). A statistic is `None` when n is too small for it (sd and CI
-/// need n ≥ 2) or the query layer did not compute it.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
-pub struct Stats {
-    /// Requests the statistics are over.
-    pub n: u64,
-    pub mean: Option<f64>,
-    /// Sample standard deviation (n − 1).
-    pub sd: Option<f64>,
-    /// Lower end of the Student t 95% confidence interval of the mean.
-    pub ci95_low: Option<f64>,
-    /// Upper end of the Student t 95% confidence interval of the mean.
-    pub ci95_high: Option<f64>,
-    pub min: Option<f64>,
-    /// Nearest-rank percentiles.
-    pub p25: Option<f64>,
-    pub p50: Option<f64>,
-    pub p75: Option<f64>,
-    pub p90: Option<f64>,
-    pub p95: Option<f64>,
-    pub p99: Option<f64>,
-    pub max: Option<f64>,
-}
+pub use crate::stats::Stats;
 
 /// One request's value of a metric.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]

@@ -30,7 +30,6 @@ pub mod headline;
 pub mod input;
 pub mod matching;
 pub mod refusal;
-pub mod stats;
 pub mod stop;
 
 pub use advance::{AdvanceRule, TopologyAssessment, TopologyRow, Verdict};

@@ -29,22 +29,8 @@ pub const METRICS: [&str; 6] = [
     "e2e_ms",
 ];
 
-/// Statistic names, in [`Figures`] order.
-pub const STATISTICS: [&str; 13] = [
-    "n",
-    "mean",
-    "sd",
-    "ci95_low",
-    "ci95_high",
-    "min",
-    "p25",
-    "p50",
-    "p75",
-    "p90",
-    "p95",
-    "p99",
-    "max",
-];
+/// Statistic names, in [`Figures`] order (the one list of `crate::stats`).
+pub use crate::stats::STATISTICS;
 
 /// The statistics of one metric of one artifact, in [`STATISTICS`] order.
 pub type Figures = [Option<f64>; 13];

@@ -1054,8 +1054,8 @@ fn cli_summary_prints_every_statistic_per_artifact() {
         .unwrap()
         .split_whitespace()
         .collect();
-    assert_eq!(&ttft[..6], ["ttft_ms", "ms", "4", "1", "0", "21.750"]);
-    assert_eq!(ttft[11], "12.000");
+    assert_eq!(&ttft[..6], ["ttft_ms", "ms", "4", "1", "0", "21.8"]);
+    assert_eq!(ttft[11], "12.0");
     for metric in [
         "effective_prefill_tps",
         "decode_tps",
@@ -1066,7 +1066,7 @@ fn cli_summary_prints_every_statistic_per_artifact() {
         assert!(stdout.contains(metric), "{metric} missing:\n{stdout}");
     }
     assert!(
-        stdout.contains("aggregate output: 170.000 tok/s (17 completion tokens over 0.100 s; 4 of 5 measured requests ok)"),
+        stdout.contains("aggregate output: 170 tok/s (17 completion tokens over 0.100 s; 4 of 5 measured requests ok)"),
         "{stdout}"
     );
     let out = anvil(&[

@@ -1,142 +1,16 @@
-//! Statistics the rules need beyond what the query layer hands over: the Student t interval
-//! of a mean, Welch's interval for a difference of two means, and the paired t interval.
-//!
-//! Pure math over [`Sample`] (never empty, never NaN or infinite) and [`Moments`] (n ≥ 2,
-//! finite mean, finite non-negative standard deviation), so no function here can be handed
-//! a value it cannot use. Quantiles of Student's t come from `statrs`.
+//! The intervals the rules report, all at [`super::LEVEL`]: the Student t interval of a mean,
+//! Welch's interval for a difference of two means, and the paired t interval; over
+//! [`Moments`] (n ≥ 2, finite mean, finite non-negative standard deviation), so no function
+//! here can be handed a value it cannot use.
 
 use serde::Serialize;
-use statrs::distribution::{ContinuousCDF, StudentsT};
 
-/// Confidence level of every interval the rules report.
-pub const LEVEL: f64 = 0.95;
+use super::quantile::t_quantile;
+#[cfg(test)]
+use super::sample::SampleError;
+use super::sample::{Moments, Sample};
 
-/// Why a set of numbers cannot be a [`Sample`] or [`Moments`].
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub enum SampleError {
-    #[error("a sample needs at least one value")]
-    Empty,
-    #[error("value {index} is not a finite number ({value})")]
-    NotFinite { index: usize, value: f64 },
-    #[error("an interval needs at least two values, found {0}")]
-    TooFew(u64),
-    #[error("the standard deviation must be finite and non-negative, found {0}")]
-    BadSpread(f64),
-}
-
-/// A non-empty list of finite numbers.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Sample(Vec<f64>);
-
-impl Sample {
-    /// The values, refused when empty or when any is NaN or infinite.
-    pub fn new(values: Vec<f64>) -> Result<Self, SampleError> {
-        if values.is_empty() {
-            return Err(SampleError::Empty);
-        }
-        if let Some((index, value)) = values.iter().enumerate().find(|(_, v)| !v.is_finite()) {
-            return Err(SampleError::NotFinite {
-                index,
-                value: *value,
-            });
-        }
-        Ok(Self(values))
-    }
-
-    pub fn values(&self) -> &[f64] {
-        &self.0
-    }
-
-    pub fn len(&self) -> usize {
-        self.0.len()
-    }
-
-    /// Always false: a sample is never empty.
-    pub fn is_empty(&self) -> bool {
-        false
-    }
-
-    /// Arithmetic mean.
-    pub fn mean(&self) -> f64 {
-        self.0.iter().sum::<f64>() / self.0.len() as f64
-    }
-
-    /// Sample standard deviation (denominator n − 1); `None` for a single value.
-    pub fn sd(&self) -> Option<f64> {
-        let n = self.0.len();
-        if n < 2 {
-            return None;
-        }
-        let mean = self.mean();
-        let ss: f64 = self.0.iter().map(|v| (v - mean) * (v - mean)).sum();
-        Some((ss / (n - 1) as f64).sqrt())
-    }
-
-    /// Count, mean and standard deviation; `None` for a single value (or values so large
-    /// that their mean or spread is not finite).
-    pub fn moments(&self) -> Option<Moments> {
-        Moments::new(self.0.len() as u64, self.mean(), self.sd()?).ok()
-    }
-}
-
-/// Count, mean and sample standard deviation of a sample of at least two values: what the
-/// query layer's per-metric statistics carry, and all Welch's interval needs.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct Moments {
-    n: u64,
-    mean: f64,
-    sd: f64,
-}
-
-impl Moments {
-    pub fn new(n: u64, mean: f64, sd: f64) -> Result<Self, SampleError> {
-        if n < 2 {
-            return Err(SampleError::TooFew(n));
-        }
-        if !mean.is_finite() {
-            return Err(SampleError::NotFinite {
-                index: 0,
-                value: mean,
-            });
-        }
-        if !sd.is_finite() || sd < 0.0 {
-            return Err(SampleError::BadSpread(sd));
-        }
-        Ok(Self { n, mean, sd })
-    }
-
-    pub fn n(&self) -> u64 {
-        self.n
-    }
-
-    pub fn mean(&self) -> f64 {
-        self.mean
-    }
-
-    pub fn sd(&self) -> f64 {
-        self.sd
-    }
-
-    /// The moments of the union of several samples, from each one's moments alone:
-    /// N = Σnᵢ, m = Σnᵢmᵢ / N, s² = (Σ(nᵢ − 1)sᵢ² + Σnᵢ(mᵢ − m)²) / (N − 1)
-    /// (the exact decomposition of the total sum of squares into within- and between-sample
-    /// parts). `None` for an empty list.
-    pub fn pooled(parts: &[Moments]) -> Option<Moments> {
-        let n: u64 = parts.iter().fold(0, |n, p| n.saturating_add(p.n));
-        if parts.is_empty() || n < 2 {
-            return None;
-        }
-        let mean = parts.iter().map(|p| p.n as f64 * p.mean).sum::<f64>() / n as f64;
-        let within: f64 = parts.iter().map(|p| (p.n - 1) as f64 * p.sd * p.sd).sum();
-        let between: f64 = parts
-            .iter()
-            .map(|p| p.n as f64 * (p.mean - mean) * (p.mean - mean))
-            .sum();
-        Moments::new(n, mean, ((within + between) / (n - 1) as f64).sqrt()).ok()
-    }
-}
-
-/// A two-sided interval at [`LEVEL`] around an estimate.
+/// A two-sided interval at [`super::LEVEL`] around an estimate.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Interval {
     pub estimate: f64,
@@ -146,25 +20,14 @@ pub struct Interval {
     pub df: f64,
 }
 
-/// The two-sided (1 − LEVEL)/2 upper quantile of Student's t with `df` degrees of freedom.
-/// `None` when `df` is not a positive finite number.
-pub fn t_quantile(df: f64) -> Option<f64> {
-    if !(df.is_finite() && df > 0.0) {
-        return None;
-    }
-    let t = StudentsT::new(0.0, 1.0, df).ok()?;
-    let q = t.inverse_cdf(1.0 - (1.0 - LEVEL) / 2.0);
-    q.is_finite().then_some(q)
-}
-
 /// Student t interval of a mean: m ± t(0.975, n − 1) · s / √n.
 pub fn mean_interval(m: Moments) -> Option<Interval> {
-    let df = (m.n - 1) as f64;
-    let half = t_quantile(df)? * m.sd / (m.n as f64).sqrt();
+    let df = (m.n() - 1) as f64;
+    let half = t_quantile(df)? * m.sd() / (m.n() as f64).sqrt();
     Some(Interval {
-        estimate: m.mean,
-        low: m.mean - half,
-        high: m.mean + half,
+        estimate: m.mean(),
+        low: m.mean() - half,
+        high: m.mean() + half,
         df,
     })
 }
@@ -181,19 +44,19 @@ pub fn mean_interval(m: Moments) -> Option<Interval> {
 /// When both standard deviations are zero the difference is known exactly: the interval has
 /// zero width and df is n_a + n_b − 2.
 pub fn welch_interval(a: Moments, b: Moments) -> Option<Interval> {
-    let va = a.sd * a.sd / a.n as f64;
-    let vb = b.sd * b.sd / b.n as f64;
+    let va = a.sd() * a.sd() / a.n() as f64;
+    let vb = b.sd() * b.sd() / b.n() as f64;
     let se2 = va + vb;
-    let estimate = b.mean - a.mean;
+    let estimate = b.mean() - a.mean();
     if se2 == 0.0 {
         return Some(Interval {
             estimate,
             low: estimate,
             high: estimate,
-            df: (a.n as f64) + (b.n as f64) - 2.0,
+            df: (a.n() as f64) + (b.n() as f64) - 2.0,
         });
     }
-    let df = se2 * se2 / (va * va / (a.n - 1) as f64 + vb * vb / (b.n - 1) as f64);
+    let df = se2 * se2 / (va * va / (a.n() - 1) as f64 + vb * vb / (b.n() - 1) as f64);
     let half = t_quantile(df)? * se2.sqrt();
     Some(Interval {
         estimate,
