@@ -29,6 +29,7 @@ pub mod clock;
 pub mod gather;
 pub mod json;
 pub mod manifest;
+pub mod metric;
 pub mod notice;
 pub mod outfile;
 pub mod panics;

@@ -100,7 +100,7 @@ pub async fn read_artifacts(session: &AnvilSession) -> Result<Vec<Artifact>, Que
     let metric = column_str(&r, "metric")?;
     let stats = column_stats(&r)?;
     for i in 0..ids.len() {
-        let Some(id) = MetricId::ALL.into_iter().find(|m| m.as_str() == metric[i]) else {
+        let Some(id) = MetricId::from_column(&metric[i]) else {
             continue;
         };
         if let Some(f) = slot(&mut artifacts, &index, &ids[i]) {

@@ -44,11 +44,7 @@ pub fn comparison(c: &Comparison, format: TextFormat) -> String {
     }
     out.push('\n');
     for m in &c.metrics {
-        let unit = if m.metric.higher_is_better() {
-            "tok/s"
-        } else {
-            "ms"
-        };
+        let unit = m.metric.unit();
         heading(format, 1, &format!("{} ({unit})", m.metric), &mut out);
         let mut grid = Table::new(&[
             "arm",

@@ -26,18 +26,6 @@ use super::charts::{
 };
 use super::format::{NA, fmt_diff, fmt_interval, fmt_num, fmt_percent, fmt_ratio, fmt_unit};
 
-/// A metric's display name and unit.
-pub fn metric_label(metric: MetricId) -> (&'static str, &'static str) {
-    match metric {
-        MetricId::TtftMs => ("TTFT", "ms"),
-        MetricId::EffectivePrefillTps => ("Effective prefill", "tok/s"),
-        MetricId::DecodeTps => ("Decode", "tok/s"),
-        MetricId::TpotMs => ("TPOT", "ms"),
-        MetricId::ItlMs => ("Mean ITL", "ms"),
-        MetricId::E2eMs => ("E2E", "ms"),
-    }
-}
-
 // ---------------------------------------------------------------------------------------
 // Query-layer inputs the rules do not carry (per-request and time series data)
 // ---------------------------------------------------------------------------------------
@@ -921,7 +909,7 @@ pub fn comparison_view(
         .metrics
         .iter()
         .map(|m| {
-            let (name, unit) = metric_label(m.metric);
+            let (name, unit) = (m.metric.label(), m.metric.unit());
             MetricTableView {
                 name: name.to_owned(),
                 unit: unit.to_owned(),

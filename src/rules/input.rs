@@ -123,58 +123,7 @@ impl fmt::Display for Topology {
     }
 }
 
-/// The per-request metrics the rules read.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
-pub enum MetricId {
-    /// Time to first content delta, milliseconds.
-    TtftMs,
-    /// Usage prompt tokens / TTFT, tokens per second.
-    EffectivePrefillTps,
-    /// (Usage completion tokens − 1) / generation time, tokens per second.
-    DecodeTps,
-    /// Generation time / (usage completion tokens − 1), milliseconds.
-    TpotMs,
-    /// Mean inter-token latency (the same per-request aggregate as TPOT), milliseconds.
-    ItlMs,
-    /// Request start to stream completion, milliseconds.
-    E2eMs,
-}
-
-impl MetricId {
-    /// Every metric, in report order.
-    pub const ALL: [MetricId; 6] = [
-        MetricId::TtftMs,
-        MetricId::EffectivePrefillTps,
-        MetricId::DecodeTps,
-        MetricId::TpotMs,
-        MetricId::ItlMs,
-        MetricId::E2eMs,
-    ];
-
-    /// The column name the query layer uses.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            MetricId::TtftMs => "ttft_ms",
-            MetricId::EffectivePrefillTps => "effective_prefill_tps",
-            MetricId::DecodeTps => "decode_tps",
-            MetricId::TpotMs => "tpot_ms",
-            MetricId::ItlMs => "itl_ms",
-            MetricId::E2eMs => "e2e_ms",
-        }
-    }
-
-    /// Whether a larger value is better (throughputs) or worse (latencies).
-    pub fn higher_is_better(self) -> bool {
-        matches!(self, MetricId::EffectivePrefillTps | MetricId::DecodeTps)
-    }
-}
-
-impl fmt::Display for MetricId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
+pub use crate::metric::MetricId;
 pub use crate::stats::Stats;
 
 /// One request's value of a metric.

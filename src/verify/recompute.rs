@@ -19,15 +19,8 @@ pub struct RequestFigures {
     pub metrics: [Option<f64>; 6],
 }
 
-/// Metric names, in [`RequestFigures::metrics`] order.
-pub const METRICS: [&str; 6] = [
-    "ttft_ms",
-    "effective_prefill_tps",
-    "decode_tps",
-    "tpot_ms",
-    "itl_ms",
-    "e2e_ms",
-];
+/// Metric names, in [`RequestFigures::metrics`] order (the catalogue's columns).
+pub const METRICS: [&str; 6] = crate::metric::MetricId::COLUMNS;
 
 /// Statistic names, in [`Figures`] order (the one list of `crate::stats`).
 pub use crate::stats::STATISTICS;
