@@ -221,6 +221,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let content_chunks = k - 3;
     let concurrency = 8 * i64::from(args.replicas);
     let mut total_events = 0u64;
+    // The `after` scrape follows the last request (an instant the reader accepts).
+    let mut last_done = 0i64;
     for i in 0..args.requests {
         let replica = i % args.replicas;
         // Requests start in waves of `concurrency`, one wave every ~5 s of streaming.
@@ -261,6 +263,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             true,
         );
         let t_done = t + MS / 10;
+        last_done = last_done.max(t_done);
         debug_assert!(t_first > t_sent);
         if events.len() >= 50_000 {
             total_events += events.len() as u64;
@@ -299,7 +302,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         writer.append_events(events.take_batch(&run_id)?)?;
     }
     for replica in 0..args.replicas {
-        for (phase, t) in [(ScrapePhase::Before, 0), (ScrapePhase::After, i64::MAX / 2)] {
+        for (phase, t) in [(ScrapePhase::Before, 0), (ScrapePhase::After, last_done)] {
             writer.push_scrape(ScrapeRow {
                 replica,
                 t_ns: t,

@@ -46,3 +46,4 @@ pub mod stats;
 pub mod validate;
 #[cfg(feature = "analysis")]
 pub mod verify;
+pub mod workload;

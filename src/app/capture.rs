@@ -11,11 +11,11 @@ use clap::{Args, Parser, Subcommand};
 use super::output::Sink;
 use super::{AppError, Exit};
 use crate::artifact::Status;
-use crate::capture::cells;
 use crate::capture::config::{self, RunConfig, RunRequest};
 #[cfg(test)]
 use crate::capture::config::{ConfigError, Schedule};
 use crate::manifest::WorkloadManifest;
+use crate::workload::cells;
 
 fn exit_codes_help() -> String {
     format!(

@@ -23,13 +23,13 @@ use std::time::Duration;
 
 use super::config::RunConfig;
 use super::oracle::{OracleError, ProbeOracle, TokenizeDialect, TokenizeOracle};
-use super::prompt::{
-    Calibration, CalibrationError, PromptBuilder, PromptContent, calibrate_from, tolerance,
-};
 use super::recorder::Msg;
-use super::request::{self, RequestOptions};
 use crate::artifact::{self, CalibrationMethod, RequestKind, RequestRow};
 use crate::clock::{Origin, monotonic_ns};
+use crate::workload::prompt::{
+    Calibration, CalibrationError, PromptBuilder, PromptContent, calibrate_from, tolerance,
+};
+use crate::workload::request::{self, RequestOptions};
 
 /// Filler words of the sample prompt that detection counts: long enough that every
 /// tokenizer gives a count well above zero, short enough to cost nothing.
@@ -69,8 +69,8 @@ pub struct Calibrator<'a> {
     builder: &'a PromptBuilder,
     probe_builder: PromptBuilder,
     opts: &'a RequestOptions,
-    msgs: &'a Sender<Msg>,
-    origin: &'a Origin,
+    msgs: Sender<Msg>,
+    origin: Origin,
     /// Row index of the next probe (after every measured and warm-up index).
     next_row: AtomicU64,
     /// One-token requests of the cell's API on replica 0.
@@ -83,14 +83,15 @@ pub struct Calibrator<'a> {
 
 impl<'a> Calibrator<'a> {
     /// Detect which oracle to trust (see the module doc); `rows` is the number of measured
-    /// and warm-up requests (probe rows are numbered after them). Warnings go to stderr.
+    /// and warm-up requests (probe rows are numbered after them). A fallback to probes is
+    /// explained in `record.note`.
     pub async fn detect(
         cfg: &'a RunConfig,
         builder: &'a PromptBuilder,
         opts: &'a RequestOptions,
         rows: u32,
-        msgs: &'a Sender<Msg>,
-        origin: &'a Origin,
+        msgs: Sender<Msg>,
+        origin: Origin,
     ) -> Result<Calibrator<'a>, CalibrateError> {
         let ep = cfg.endpoints[0].clone();
         let mut chat_extra = serde_json::Map::new();

@@ -7,12 +7,12 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use super::cells::{self, Cell, CellError, CellQuery};
 use super::endpoint::{Endpoint, EndpointError};
 use super::hotpath::Timeouts;
-use super::request::{Api, ApiKey};
 use crate::artifact::{self, ArmConfig};
 use crate::manifest::{ManifestError, Thinking, WorkloadManifest};
+use crate::workload::cells::{self, Cell, CellError, CellQuery};
+use crate::workload::request::{Api, ApiKey};
 
 /// Why `run` arguments were refused.
 #[derive(Debug, thiserror::Error)]
@@ -335,7 +335,7 @@ impl RunConfig {
                 ));
             }
         }
-        if cell.class == super::cells::FUNCTIONAL {
+        if cell.class == crate::workload::cells::FUNCTIONAL {
             // The functional checks choose their own APIs and concurrency (see `functional`).
             if cell.requests % 4 != 0 {
                 return Err(flag(
@@ -374,10 +374,10 @@ impl RunConfig {
             total: seconds("--timeout-total", a.timeout_total, d.total)?,
         };
 
-        if cell.class != super::cells::FUNCTIONAL {
+        if cell.class != crate::workload::cells::FUNCTIONAL {
             // The prompt's fixed part (prefix, system text, instruction) costs at least one
             // token per word: a target below it can never be met.
-            let fixed = super::prompt::PromptBuilder::new(cell.prompt_spec(
+            let fixed = crate::workload::prompt::PromptBuilder::new(cell.prompt_spec(
                 manifest.selection.random_prefix_seed,
                 "",
                 api.prompt_form(),

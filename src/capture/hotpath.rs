@@ -56,9 +56,9 @@ use tokio::sync::{Notify, mpsc};
 use tokio::time::Instant;
 
 use super::endpoint::{Endpoint, EndpointError};
-use super::request::{Api, ApiKey, PreparedRequest, RequestError};
 use super::sse::{SseError, SseStream};
 use crate::clock::monotonic_ns;
+use crate::workload::request::{Api, ApiKey, PreparedRequest, RequestError};
 
 /// The longest server error body kept in a request's error text.
 pub const ERROR_BODY_LIMIT: usize = 4096;

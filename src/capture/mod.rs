@@ -4,10 +4,11 @@
 //! # Architecture
 //!
 //! ```text
-//!  prompt ──► request ──► PreparedRequest (body serialised to Bytes before the run)
+//!  workload: prompt ──► request ──► PreparedRequest (body serialised to Bytes before the run)
 //!                               │
-//!   driver (driver.rs): one Worker per (replica, concurrency slot), each sending its
-//!   requests one after another at their intended times on one reused HTTP/1.1 connection
+//!   run (run.rs, the steps) · schedule (schedule.rs): one Worker per (replica, concurrency
+//!   slot), each sending its requests one after another at their intended times on one
+//!   reused HTTP/1.1 connection
 //!                               │
 //!          hot path (hotpath.rs, sse.rs): write the request, note t_sent at the write that
 //!          completed it and t_first_byte at the first read; frame SSE events and stamp each
@@ -24,11 +25,12 @@
 //!
 //! A run: [`config::RunRequest`] (what was asked, plain values; the command line in
 //! `crate::app::capture` builds it) → [`config`] (checked [`config::RunConfig`], which flag
-//! is wrong and why) → [`run`] (preflight, calibration, the run, SIGINT, finishing the
-//! artifact), which returns a [`RunSummary`] or a [`CaptureError`] and never prints: what it
-//! notices while running goes to the caller's [`crate::notice::Notices`]. [`cells`] derives
-//! the manifest's cells, [`scrape`] reads `/metrics`, [`summary`] writes the quick look,
-//! [`http`] does the one-shot GETs off the hot path.
+//! is wrong and why) → [`run()`] (the steps: [`preflight`], [`calibrate`], the artifact,
+//! [`schedule`], SIGINT, finishing), which returns a [`RunSummary`] or a [`CaptureError`]
+//! and never prints: what it notices while running goes to the caller's
+//! [`crate::notice::Notices`]. What is sent comes from [`crate::workload`]; [`scrape`] reads
+//! `/metrics`, [`summary`] writes the quick look, [`http`] does the one-shot GETs off the
+//! hot path.
 //!
 //! Budget: at most 8 µs of CPU per event for the whole recording thread. Measured at
 //! opt-level 1 on this 2-core machine while other builds kept its load average at 6–8.5
@@ -39,19 +41,19 @@
 //! wake-ups); SSE framing is 0.2–0.4 µs of it. A measurement on a quiet machine is still due.
 
 pub mod calibrate;
-pub mod cells;
 pub mod config;
-pub mod driver;
 pub mod endpoint;
-pub mod functional;
+pub mod error;
 pub mod hotpath;
 pub mod http;
 pub mod oracle;
-pub mod prompt;
+pub mod preflight;
 pub mod recorder;
-pub mod request;
+pub mod run;
+pub mod schedule;
 pub mod scrape;
 pub mod sse;
 pub mod summary;
 
-pub use driver::{CaptureError, RunHooks, RunSummary, run};
+pub use error::CaptureError;
+pub use run::{RunHooks, RunSummary, run};

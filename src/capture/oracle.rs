@@ -25,8 +25,8 @@ use hyper_util::rt::TokioIo;
 use serde_json::{Map, Value, json};
 
 use super::endpoint::Endpoint;
-use super::prompt::{ChatMessage, PromptContent};
-use super::request::{self, Api, ApiKey, RequestOptions};
+use crate::workload::prompt::{ChatMessage, PromptContent};
+use crate::workload::request::{self, Api, ApiKey, RequestOptions};
 
 /// Largest oracle response read (a `/tokenize` answer lists every token id).
 const MAX_RESPONSE_BYTES: usize = 64 << 20;

@@ -166,7 +166,7 @@ impl Recorder {
         if let Some(p) = row.parsed.usage_prompt_tokens {
             f.prompt_tokens = Some(p);
             let target = self.meta.prompt_tokens_target;
-            let tol = super::prompt::tolerance(target);
+            let tol = crate::workload::prompt::tolerance(target);
             let measured = self
                 .meta
                 .requests

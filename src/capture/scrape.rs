@@ -8,14 +8,21 @@
 //! (`# HELP`, `# EOF`) and blank lines are skipped; a line that does not parse is skipped and
 //! counted, never fatal. It is small enough to own rather than add a dependency.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::Sender;
 use std::time::Duration;
 
 use hyper::header::HeaderValue;
 
 use super::config::MetricsTarget;
-use super::http::{self, GetError};
+use super::hotpath::Cancel;
+use super::http::{self, GetError, SIDE_TIMEOUT};
+use super::recorder::Msg;
 use crate::artifact::schema::canonical_labels;
 use crate::artifact::{ScrapePhase, ScrapeRow};
+use crate::clock::Origin;
+use crate::notice::Notices;
 
 /// One parsed sample.
 #[derive(Debug, Clone, PartialEq)]
@@ -188,6 +195,101 @@ pub fn rows(replica: u32, t_ns: i64, phase: ScrapePhase, samples: Vec<Sample>) -
             value: s.value,
         })
         .collect()
+}
+
+/// The scrapes of one run: every replica once per round, a replica whose metrics are
+/// missing in the `before` round warned about and not scraped again, a later failure warned
+/// about; the rows go to the writer thread.
+#[derive(Clone)]
+pub struct MetricsScraper {
+    targets: Arc<[MetricsTarget]>,
+    auth: Option<HeaderValue>,
+    enabled: Arc<[AtomicBool]>,
+    msgs: Sender<Msg>,
+    origin: Origin,
+    notices: Notices,
+}
+
+/// The once-a-second `during` scrapes, until [`During::stop`].
+pub struct During {
+    stop: Cancel,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl During {
+    /// Stop scraping and wait for the round in progress.
+    pub async fn stop(self) {
+        self.stop.cancel();
+        let _ = self.task.await;
+    }
+}
+
+impl MetricsScraper {
+    pub fn new(
+        targets: &[MetricsTarget],
+        auth: Option<HeaderValue>,
+        msgs: Sender<Msg>,
+        origin: Origin,
+        notices: Notices,
+    ) -> Self {
+        Self {
+            targets: targets.into(),
+            auth,
+            enabled: targets.iter().map(|_| AtomicBool::new(true)).collect(),
+            msgs,
+            origin,
+            notices,
+        }
+    }
+
+    /// Scrape every enabled replica once.
+    pub async fn round(&self, phase: ScrapePhase) {
+        for (i, target) in self.targets.iter().enumerate() {
+            if !self.enabled[i].load(Ordering::Relaxed) {
+                continue;
+            }
+            match scrape(target, self.auth.as_ref(), SIDE_TIMEOUT).await {
+                Ok(samples) => {
+                    let t = self.origin.elapsed_ns();
+                    let _ = self.msgs.send(Msg::Scrapes(rows(
+                        target.server.replica,
+                        t,
+                        phase,
+                        samples,
+                    )));
+                }
+                Err(e) if phase == ScrapePhase::Before => {
+                    self.notices.say(&format!(
+                        "anvil-capture: warning: replica {}: no metrics ({e}); its scrapes will be empty",
+                        target.server.replica
+                    ));
+                    self.enabled[i].store(false, Ordering::Relaxed);
+                }
+                Err(e) => self.notices.say(&format!(
+                    "anvil-capture: warning: replica {}: scrape failed ({e})",
+                    target.server.replica
+                )),
+            }
+        }
+    }
+
+    /// A `during` round every second from one second on.
+    pub fn every_second(&self) -> During {
+        let stop = Cancel::new();
+        let (this, until) = (self.clone(), stop.clone());
+        let task = tokio::spawn(async move {
+            let mut tick = tokio::time::interval(Duration::from_secs(1));
+            tick.tick().await;
+            loop {
+                tokio::select! {
+                    () = until.cancelled() => break,
+                    _ = tick.tick() => {}
+                }
+                this.round(ScrapePhase::During).await;
+            }
+        });
+        During { stop, task }
+    }
 }
 
 #[cfg(test)]

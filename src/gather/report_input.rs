@@ -16,32 +16,13 @@ use crate::report::view::{
 };
 use crate::rules::Artifact;
 
-/// Per measured request that succeeded: the Gantt bar and the context-curve point. Times
-/// are seconds since the run's first measured send.
-const TIMING_SQL: &str = "\
-WITH base AS ( \
-    SELECT run_id, min(t_sent_ns) AS t0 FROM request_timing WHERE kind = 'measured' GROUP BY run_id \
-) \
-SELECT t.run_id, t.replica, t.request_index, \
-       CAST(t.t_sent_ns - b.t0 AS DOUBLE) / 1e9 AS start_s, \
-       CAST(t.t_first_content_ns - b.t0 AS DOUBLE) / 1e9 AS first_token_s, \
-       CAST(t.t_done_ns - b.t0 AS DOUBLE) / 1e9 AS end_s, \
-       m.ttft_ms, m.tpot_ms, m.prompt_tokens, m.effective_prefill_tps \
-FROM request_timing t \
-JOIN base b ON b.run_id = t.run_id \
-JOIN request_metrics m ON m.run_id = t.run_id AND m.request_index = t.request_index \
-WHERE t.kind = 'measured' AND m.outcome = 'ok' \
-ORDER BY t.run_id, t.request_index";
+/// The Gantt bars and context-curve points (the `request_timeline` view).
+const TIMING_SQL: &str = "SELECT * FROM request_timeline ORDER BY run_id, request_index";
 
-/// The scheduler gauges of every scrape (the `server_queue` view), on the same time base as
-/// [`TIMING_SQL`].
+/// The scheduler gauges on the same clock (the `server_queue_timeline` view).
 const QUEUE_SQL: &str = "\
-WITH base AS ( \
-    SELECT run_id, min(t_sent_ns) AS t0 FROM request_timing WHERE kind = 'measured' GROUP BY run_id \
-) \
-SELECT q.run_id, q.replica, q.runtime, CAST(q.t_ns - b.t0 AS DOUBLE) / 1e9 AS t_s, q.waiting, q.running \
-FROM server_queue q JOIN base b ON b.run_id = q.run_id \
-ORDER BY q.run_id, q.replica, q.t_ns";
+SELECT run_id, replica, runtime, t_s, waiting, running FROM server_queue_timeline \
+ORDER BY run_id, replica, t_ns";
 
 /// The queue gauges of each runtime, as the views read them.
 const QUEUE_GAUGES_SQL: &str = "\
@@ -54,13 +35,9 @@ const SCRAPES_SQL: &str = "\
 SELECT run_id, count(DISTINCT t_ns) AS scrapes, count(DISTINCT metric) AS metrics \
 FROM scrapes GROUP BY run_id ORDER BY run_id";
 
-/// Usage completion tokens per content chunk, per run and replica.
-const TOKENS_PER_CHUNK_SQL: &str = "\
-SELECT run_id, replica, \
-       CAST(sum(completion_tokens) AS DOUBLE) / CAST(sum(content_chunks) AS DOUBLE) AS tokens_per_chunk \
-FROM request_metrics \
-WHERE outcome = 'ok' AND completion_tokens IS NOT NULL AND content_chunks > 0 \
-GROUP BY run_id, replica ORDER BY run_id, replica";
+/// Usage completion tokens per content chunk (the `tokens_per_chunk` view).
+const TOKENS_PER_CHUNK_SQL: &str =
+    "SELECT run_id, replica, tokens_per_chunk FROM tokens_per_chunk ORDER BY run_id, replica";
 
 /// Replies that are evidence against a request: its own canary missing, or another
 /// request's canary present. A tool call answers in its arguments, not in text: those are

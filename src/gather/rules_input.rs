@@ -31,9 +31,7 @@ const PARSE_ERRORS_SQL: &str = "\
 SELECT run_id, request_index, parse_errors, coalesce(first_parse_error, '') AS first_parse_error \
 FROM request_timing WHERE kind = 'measured' AND parse_errors > 0 ORDER BY run_id, request_index";
 
-const COMPLETION_SQL: &str = "\
-SELECT run_id, median(CAST(completion_tokens AS DOUBLE)) AS completion_tokens_p50 \
-FROM request_metrics WHERE outcome = 'ok' GROUP BY run_id";
+const COMPLETION_SQL: &str = "SELECT run_id, completion_tokens_p50 FROM completion_lengths";
 
 const FINISH_SQL: &str = "\
 SELECT run_id, finish_reason, count(*) AS requests FROM request_metrics \

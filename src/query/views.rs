@@ -44,6 +44,10 @@ pub const VIEWS: &[ViewFile] = &[
     view!("server_queue", "73_server_queue.sql"),
     view!("server_timings", "74_server_timings.sql"),
     view!("server_timing_summary", "75_server_timing_summary.sql"),
+    view!("request_timeline", "76_request_timeline.sql"),
+    view!("server_queue_timeline", "77_server_queue_timeline.sql"),
+    view!("tokens_per_chunk", "78_tokens_per_chunk.sql"),
+    view!("completion_lengths", "79_completion_lengths.sql"),
     view!("prompt_calibration", "80_prompt_calibration.sql"),
     view!(
         "prompt_calibration_cells",

@@ -9,7 +9,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 
 use super::*;
-use crate::capture::request::{ApiKey, PreparedRequest};
+use crate::workload::request::{ApiKey, PreparedRequest};
 
 /// One step of a scripted reply.
 #[derive(Clone)]

@@ -196,7 +196,7 @@ struct ResponsesBody<'a> {
 }
 
 /// Serialise a body for `content`. `stream: false` with `max_tokens` overridden is the
-/// calibration probe (see [`super::oracle::ProbeOracle`]).
+/// calibration probe (see `crate::capture::oracle::ProbeOracle`).
 pub fn body_json(
     opts: &RequestOptions,
     request_index: u32,
@@ -290,7 +290,7 @@ pub fn prepare(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::capture::prompt::{PromptBuilder, PromptCacheMode, PromptSpec, ResponseLength};
+    use crate::workload::prompt::{PromptBuilder, PromptCacheMode, PromptSpec, ResponseLength};
     use serde_json::{Value, json};
 
     fn prompt(api: Api) -> Prompt {

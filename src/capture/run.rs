@@ -1,0 +1,742 @@
+//! `anvil-capture run`: one cell against one or more replicas, from a checked
+//! [`RunConfig`] to a finished artifact, as a sequence of steps over one [`Run`] state:
+//!
+//! 1. [`servers`]: each replica's `GET /v1/models` must answer (model name, server info);
+//!    `GET /version` is read when present; one streamed one-token request per replica shows
+//!    whether the server closes connections after a streamed response
+//!    (`server_info.connection_after_stream`). Bad input (nothing written) otherwise.
+//! 2. [`Run::calibration`]: which token count to trust (the server's tokenizer in its
+//!    dialect, checked against a probe's usage, or probes; [`super::calibrate`]); a context
+//!    target the fixed prompt already exceeds is bad input, nothing written.
+//! 3. [`Run::create_artifact`]: `run.json` with status `running` and its `calibration`
+//!    record; then [`Run::watch_interrupts`] and [`Run::size_fillers`] (every request's
+//!    filler sized, probes recorded as `calibration` rows, with a separate salt so the
+//!    measured prompts stay uncached).
+//! 4. [`Run::prepare`]: request bodies serialised ([`crate::workload`]); [`Run::start_writer`]
+//!    starts the writer thread.
+//! 5. [`Run::drive`]: `before` scrapes; the warm-up and the measured requests
+//!    ([`super::schedule`]), `during` scrapes every second; `after` scrapes.
+//! 6. SIGINT: no new requests; those in flight get [`GRACE`] to finish, then are cancelled;
+//!    measured requests never sent are recorded as `cancelled`; the artifact is finalised as
+//!    `interrupted`. A second SIGINT leaves at once ([`RunHooks::abort`]), leaving parts that
+//!    `recover` merges.
+//! 7. [`Run::finish`]: the status, its reason, the final `run.json`, the quick look.
+//!
+//! No request is retried, except one that provably never reached the server, sent once more
+//! and marked `resent` (see [`super::hotpath`]); every failure is a row with its outcome and
+//! the run goes on. A run that cannot be measured (calibration impossible, the writer gone)
+//! is recorded as `failed` with why; the caller decides what that means for the process.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{Receiver, Sender};
+use std::time::Duration;
+
+use rand::Rng;
+use serde_json::Value;
+
+use super::calibrate::{CalibrateError, Calibrator};
+use super::config::RunConfig;
+use super::error::CaptureError;
+use super::hotpath::{Cancel, EventSink, event_channel};
+use super::preflight::{ServerFacts, connection_checks, preflight};
+use super::recorder::{Msg, Progress, Recorded, Recorder, RequestMeta, RunMeta};
+use super::scrape::MetricsScraper;
+use super::{schedule, summary};
+use crate::artifact::{
+    self, ArtifactWriter, Clock, Counts, RequestKind, RunJson, ScrapePhase, Status, Tool, Topology,
+    Workload,
+};
+use crate::clock::{Origin, monotonic_ns};
+use crate::notice::Notices;
+use crate::workload::functional;
+use crate::workload::prompt::PromptBuilder;
+use crate::workload::request::{self, Api, PreparedRequest, RequestOptions};
+
+/// How long requests in flight may finish after the first SIGINT before they are cancelled.
+pub const GRACE: Duration = Duration::from_secs(10);
+/// Event channel capacity (events), between the hot path and the writer thread.
+pub const CHANNEL_CAPACITY: usize = 64 * 1024;
+
+/// A recorded run: where, how it ended, and what to show.
+#[derive(Debug, Clone)]
+pub struct RunSummary {
+    /// The artifact folder.
+    pub dir: std::path::PathBuf,
+    /// Its final status.
+    pub status: Status,
+    /// Why the run did not complete, redacted.
+    pub reason: Option<String>,
+    /// The quick look (empty when the run was quiet).
+    pub quick_look: String,
+}
+
+/// What a run tells its caller while it runs, and how it leaves at once on a second SIGINT
+/// (the parts on disk stay recoverable).
+#[derive(Debug, Clone)]
+pub struct RunHooks {
+    pub notices: Notices,
+    /// Called after the notice of a second SIGINT; ends the process.
+    pub abort: fn() -> !,
+}
+
+/// Record the run `cfg` describes.
+pub fn run(cfg: RunConfig, hooks: RunHooks) -> Result<RunSummary, CaptureError> {
+    let threads = std::thread::available_parallelism()
+        .map_or(2, |n| n.get())
+        .clamp(2, 4);
+    let realtime = cfg.realtime;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(threads)
+        .thread_name("anvil-capture")
+        .on_thread_start(move || {
+            // Best effort: without the privilege the run goes on with ordinary scheduling.
+            if realtime {
+                crate::realtime::tight_timer_slack();
+                let _ = crate::realtime::fifo(crate::realtime::CAPTURE_PRIORITY);
+            }
+        })
+        .enable_all()
+        .build()
+        .map_err(|e| CaptureError::Failed(format!("starting the async runtime: {e}")))?;
+    let summary = rt.block_on(run_steps(&cfg, hooks));
+    rt.shutdown_timeout(Duration::from_millis(200));
+    summary
+}
+
+/// The steps, in order (see the module documentation).
+async fn run_steps(cfg: &RunConfig, hooks: RunHooks) -> Result<RunSummary, CaptureError> {
+    let auth = cfg
+        .api_key
+        .as_ref()
+        .map(|k| k.header_value())
+        .transpose()
+        .map_err(|e| CaptureError::BadInput(format!("--api-key-env: {e}")))?;
+    let mut servers = servers(cfg, auth.as_ref(), &hooks.notices).await?;
+    let (msgs, msgs_rx) = std::sync::mpsc::channel::<Msg>();
+    let mut run = Run::new(cfg, hooks, auth, msgs);
+    let (builder, opts) = run.what_to_send(&servers.model);
+    let closes_after_stream = connection_checks(
+        cfg,
+        &opts,
+        run.auth.as_ref(),
+        &mut servers.facts,
+        &run.hooks.notices,
+    )
+    .await?;
+    let calibrator = run.calibration(&builder, &opts).await?;
+    let writer = run.create_artifact(&servers, &opts, &calibrator)?;
+    run.watch_interrupts();
+    let calibrations = run.size_fillers(calibrator.as_ref()).await;
+    // The calibrator holds a sender of the writer's messages: the writer ends only when
+    // every sender is gone.
+    drop(calibrator);
+    let (prepared, metas) = run.prepare(&builder, &opts, &calibrations);
+    let (sink, writer_thread) = run.start_writer(writer, msgs_rx, metas, &servers.model)?;
+    if run.failed.is_none() && prepared.len() == run.requests() as usize {
+        run.drive(&closes_after_stream, Arc::new(prepared), &sink)
+            .await;
+    }
+    run.finish(sink, writer_thread).await
+}
+
+/// What the replicas said before the run: each one's facts, the model to send, and the arm
+/// with its runtime (from `--set runtime=…`, else from the server).
+struct Servers {
+    facts: Vec<ServerFacts>,
+    model: String,
+    arm: artifact::Arm,
+}
+
+/// Step 1: every replica's facts; the model (`--model`, else the first the first replica
+/// lists); the runtime when `--set` did not name it.
+async fn servers(
+    cfg: &RunConfig,
+    auth: Option<&hyper::header::HeaderValue>,
+    notices: &Notices,
+) -> Result<Servers, CaptureError> {
+    let mut facts = Vec::new();
+    for ep in &cfg.endpoints {
+        match preflight(ep, auth, &cfg.redactor).await {
+            Ok(f) => facts.push(f),
+            Err(msg) => return Err(CaptureError::BadInput(cfg.redactor.text(&msg).into_owned())),
+        }
+    }
+    let Some(model) = cfg
+        .model
+        .clone()
+        .or_else(|| facts[0].models.first().cloned())
+    else {
+        return Err(CaptureError::BadInput(format!(
+            "--model: not given, and `{}` /v1/models lists no model{}; name the model with --model",
+            cfg.endpoints[0].url,
+            facts[0]
+                .info
+                .get("models.status")
+                .map(|s| format!(" (it answered HTTP {s})"))
+                .unwrap_or_default()
+        )));
+    };
+    for (ep, f) in cfg.endpoints.iter().zip(&facts) {
+        if !f.models.is_empty() && !f.models.contains(&model) {
+            notices.say(&format!(
+                "anvil-capture: warning: `{}` does not list model `{model}` (it lists {})",
+                ep.url,
+                f.models.join(", ")
+            ));
+        }
+    }
+    let mut arm = cfg.arm.clone();
+    if !cfg.runtime_given {
+        let info = &facts[0].info;
+        let owner = info.get("models.owned_by").and_then(Value::as_str);
+        let version = info.get("server_version").and_then(Value::as_str);
+        arm.runtime = match (owner, version) {
+            (Some(o), Some(v)) => format!("{o} {v}"),
+            (Some(o), None) => o.to_owned(),
+            (None, Some(v)) => format!("unknown {v}"),
+            (None, None) => "unknown".to_owned(),
+        };
+    }
+    Ok(Servers { facts, model, arm })
+}
+
+/// One run's state from preflight to finish.
+struct Run<'c> {
+    cfg: &'c RunConfig,
+    hooks: RunHooks,
+    auth: Option<hyper::header::HeaderValue>,
+    /// The run's clock origin: every `t_*_ns` is relative to it.
+    origin: Origin,
+    run_id: String,
+    /// The salt of the measured prompts (calibration probes use another).
+    salt: String,
+    /// Rows and scrapes to the writer thread.
+    msgs: Sender<Msg>,
+    /// SIGINT: no new requests.
+    stop: Cancel,
+    /// SIGINT plus [`GRACE`]: requests in flight are cancelled.
+    cancel: Cancel,
+    interrupted: Arc<AtomicBool>,
+    /// Why the run failed, if it did (set once, first cause wins): the artifact says so.
+    failed: Option<String>,
+}
+
+impl<'c> Run<'c> {
+    fn new(
+        cfg: &'c RunConfig,
+        hooks: RunHooks,
+        auth: Option<hyper::header::HeaderValue>,
+        msgs: Sender<Msg>,
+    ) -> Self {
+        let origin = Origin::now();
+        Self {
+            cfg,
+            hooks,
+            auth,
+            run_id: format!("{}-{}", compact_utc(origin.utc_unix_ns), random_hex(4)),
+            salt: random_hex(8),
+            origin,
+            msgs,
+            stop: Cancel::new(),
+            cancel: Cancel::new(),
+            interrupted: Arc::new(AtomicBool::new(false)),
+            failed: None,
+        }
+    }
+
+    /// Measured requests.
+    fn measured(&self) -> u32 {
+        self.cfg.cell.requests as u32
+    }
+
+    /// Measured and warm-up requests.
+    fn requests(&self) -> u32 {
+        self.measured() + self.cfg.warmup as u32
+    }
+
+    /// Whether the cell is the functional checks (nothing to calibrate: no token target).
+    fn functional(&self) -> bool {
+        self.cfg.cell.class == crate::workload::cells::FUNCTIONAL
+    }
+
+    /// Note why the run failed, unless an earlier cause was noted.
+    fn fail(&mut self, why: String) {
+        self.failed.get_or_insert(why);
+    }
+
+    /// The prompts and the request options of the cell.
+    fn what_to_send(&self, model: &str) -> (PromptBuilder, RequestOptions) {
+        let cfg = self.cfg;
+        let cell = &cfg.cell;
+        let spec = cell.prompt_spec(
+            cfg.manifest.selection.random_prefix_seed,
+            &self.salt,
+            cfg.api.prompt_form(),
+        );
+        let opts = RequestOptions {
+            api: cfg.api,
+            model: model.to_owned(),
+            max_tokens: Some(cell.max_tokens),
+            thinking_disabled: cfg.thinking_disabled,
+            omit_thinking_kwarg: cfg.omit_thinking_switch,
+        };
+        (PromptBuilder::new(spec), opts)
+    }
+
+    /// Step 2: detect how prompts are counted. A context the fixed prompt already exceeds is
+    /// bad input; any other calibration failure is recorded and the run ends `failed`.
+    async fn calibration<'a>(
+        &mut self,
+        builder: &'a PromptBuilder,
+        opts: &'a RequestOptions,
+    ) -> Result<Option<Calibrator<'a>>, CaptureError>
+    where
+        'c: 'a,
+    {
+        if self.functional() {
+            return Ok(None);
+        }
+        let (cfg, rows) = (self.cfg, self.requests());
+        let detected =
+            Calibrator::detect(cfg, builder, opts, rows, self.msgs.clone(), self.origin).await;
+        let c = match detected {
+            Ok(c) => c,
+            Err(e) => {
+                self.failed
+                    .get_or_insert(format!("calibration failed: {e}"));
+                return Ok(None);
+            }
+        };
+        if let Some(note) = &c.record.note {
+            self.hooks.notices.say(&format!(
+                "anvil-capture: warning: `{}`: {}; calibrating with max_tokens:1 probes (recorded as calibration rows)",
+                cfg.endpoints[0].url,
+                cfg.redactor.text(note)
+            ));
+        }
+        match c.check_reachable().await {
+            Ok(()) => {}
+            Err(e @ CalibrateError::BelowOverhead { .. }) => {
+                return Err(CaptureError::BadInput(
+                    cfg.redactor.text(&e.to_string()).into_owned(),
+                ));
+            }
+            Err(e) => {
+                self.failed
+                    .get_or_insert(format!("calibration failed: {e}"));
+            }
+        }
+        Ok(Some(c))
+    }
+
+    /// Step 3: `run.json` (status `running`) and the artifact's writer.
+    fn create_artifact(
+        &self,
+        servers: &Servers,
+        opts: &RequestOptions,
+        calibrator: &Option<Calibrator<'_>>,
+    ) -> Result<ArtifactWriter, CaptureError> {
+        let cfg = self.cfg;
+        let cell = &cfg.cell;
+        let sel = &cfg.manifest.selection;
+        let calibration = match (calibrator, self.functional()) {
+            (Some(c), _) => c.record.clone(),
+            (None, true) => artifact::Calibration::none(),
+            (None, false) => artifact::Calibration {
+                method: artifact::CalibrationMethod::Probe,
+                note: self.failed.clone(),
+                ..artifact::Calibration::none()
+            },
+        };
+        // The APIs the run sends to (the map keeps each once).
+        let apis: Vec<Api> = if self.functional() {
+            functional::Check::ALL.iter().map(|c| c.api()).collect()
+        } else {
+            vec![cfg.api]
+        };
+        let thinking_switch = apis
+            .iter()
+            .map(|api| {
+                (
+                    api.as_str().to_owned(),
+                    opts.thinking_kwargs(*api)
+                        .map(|k| serde_json::json!({ "chat_template_kwargs": k })),
+                )
+            })
+            .collect();
+        let workload = Workload {
+            class: cell.class.clone(),
+            prompt_tokens_target: cell.context,
+            concurrency_per_replica: cell.concurrency,
+            total_requests: cell.requests,
+            response_words: cell.reply.words(),
+            max_tokens: cell.max_tokens,
+            prompt_cache_mode: cell.cache_mode.as_str().to_owned(),
+            canaries: cell.canaries,
+            seed: sel.random_prefix_seed,
+            thinking: sel.thinking.as_str().to_owned(),
+            api: cfg.api,
+            schedule: cfg.schedule,
+            off_manifest: cfg.off_manifest,
+        };
+        let endpoints = cfg
+            .endpoints
+            .iter()
+            .zip(&servers.facts)
+            .zip(&cfg.metrics)
+            .map(|((ep, f), m)| artifact::Endpoint {
+                replica: ep.replica,
+                url: artifact::redact_url(&ep.url),
+                model: servers.model.clone(),
+                server_info: f.info.clone(),
+                metrics_url: Some(artifact::redact_url(&m.url)),
+            })
+            .collect();
+        let header = RunJson {
+            schema: artifact::SCHEMA.to_owned(),
+            campaign_id: cfg.manifest.campaign_id.clone(),
+            arm: servers.arm.clone(),
+            cell_id: cfg.cell_id.clone(),
+            run_id: self.run_id.clone(),
+            workload_fingerprint: workload.fingerprint(),
+            workload,
+            topology: Topology {
+                replica_count: cfg.endpoints.len() as u32,
+                endpoints,
+            },
+            calibration,
+            thinking_switch,
+            prompt_salt: self.salt.clone(),
+            clock: Clock::from_origin(&self.origin),
+            started_utc: artifact::run::format_utc_ns(self.origin.utc_unix_ns),
+            ended_utc: None,
+            tool: Tool::this("anvil-capture"),
+            command_line: cfg.command_line.clone(),
+            status: Status::Running,
+            status_reason: None,
+            counts: Counts::default(),
+        };
+        ArtifactWriter::create(&cfg.artifact_dir, header.redacted(&cfg.redactor))
+            .map_err(|e| CaptureError::BadInput(format!("--out: {e}")))
+    }
+
+    /// SIGINT: stop issuing, grace, cancel; a second one leaves at once.
+    fn watch_interrupts(&self) {
+        let (stop, cancel, interrupted) = (
+            self.stop.clone(),
+            self.cancel.clone(),
+            self.interrupted.clone(),
+        );
+        let dir = self.cfg.artifact_dir.clone();
+        let hooks = self.hooks.clone();
+        tokio::spawn(async move {
+            if tokio::signal::ctrl_c().await.is_err() {
+                return;
+            }
+            interrupted.store(true, Ordering::SeqCst);
+            stop.cancel();
+            hooks.notices.say(&format!(
+                "\nanvil-capture: interrupted: no new requests; requests in flight have {} s to finish (interrupt again to stop at once)",
+                GRACE.as_secs()
+            ));
+            tokio::select! {
+                () = tokio::time::sleep(GRACE) => cancel.cancel(),
+                r = tokio::signal::ctrl_c() => if r.is_ok() { leave_now(&dir, &hooks) },
+            }
+            if tokio::signal::ctrl_c().await.is_ok() {
+                leave_now(&dir, &hooks);
+            }
+        });
+    }
+
+    /// Size every request's filler (nothing when calibration failed or was interrupted).
+    async fn size_fillers(
+        &mut self,
+        calibrator: Option<&Calibrator<'_>>,
+    ) -> Vec<crate::workload::prompt::Calibration> {
+        let calibrations = match calibrator.filter(|_| self.failed.is_none()) {
+            None => Ok(Vec::new()),
+            Some(c) => tokio::select! {
+                biased;
+                () = self.stop.cancelled() => Err("interrupted during calibration".to_owned()),
+                r = c.calibrate_all(self.requests()) => r.map_err(|e| e.to_string()),
+            },
+        };
+        let calibrations = match calibrations {
+            Ok(c) => c,
+            Err(_) if self.interrupted.load(Ordering::SeqCst) => Vec::new(),
+            Err(e) => {
+                self.fail(format!("calibration failed: {e}"));
+                Vec::new()
+            }
+        };
+        if let Some(f) = &self.failed {
+            self.hooks
+                .notices
+                .say(&format!("anvil-capture: {}", self.cfg.redactor.text(f)));
+        }
+        calibrations
+    }
+
+    /// Step 4: every request's body and what the writer records about it.
+    fn prepare(
+        &mut self,
+        builder: &PromptBuilder,
+        opts: &RequestOptions,
+        calibrations: &[crate::workload::prompt::Calibration],
+    ) -> (Vec<PreparedRequest>, Vec<RequestMeta>) {
+        let (n, replicas) = (self.measured(), self.cfg.endpoints.len() as u32);
+        let mut prepared = Vec::with_capacity(calibrations.len());
+        let mut metas = Vec::with_capacity(self.requests() as usize);
+        for idx in 0..self.requests() {
+            if self.functional() {
+                match functional::prepare(opts, &self.run_id, idx, n, builder.canary(idx)) {
+                    Ok((check, p)) => {
+                        metas.push(RequestMeta {
+                            kind: RequestKind::Measured,
+                            replica_hint: idx % replicas,
+                            canary: p.canary.clone(),
+                            prompt_sha256: p.prompt_sha256.clone(),
+                            prompt_chars: p.prompt_chars,
+                            prompt_tokens_calibrated: None,
+                            request_body: Some(p.body.clone()),
+                            check: Some(check.name()),
+                            api: Some(check.api()),
+                        });
+                        prepared.push(p);
+                    }
+                    Err(e) => self.fail(format!("preparing requests: {e}")),
+                }
+                continue;
+            }
+            let calibrated = calibrations.get(idx as usize);
+            let prompt = builder.build(idx, calibrated.map_or(0, |c| c.filler_units));
+            let mut meta = RequestMeta {
+                kind: if idx < n {
+                    RequestKind::Measured
+                } else {
+                    RequestKind::Warmup
+                },
+                replica_hint: idx % replicas,
+                canary: prompt.canary.clone(),
+                prompt_sha256: prompt.sha256.clone(),
+                prompt_chars: prompt.chars,
+                prompt_tokens_calibrated: calibrated.map(|c| c.prompt_tokens),
+                request_body: None,
+                check: None,
+                api: None,
+            };
+            if calibrated.is_some() {
+                match request::prepare(opts, &self.run_id, &prompt) {
+                    Ok(p) => {
+                        // The body is shared with the prepared request, not copied.
+                        meta.request_body = Some(p.body.clone());
+                        prepared.push(p);
+                    }
+                    Err(e) => self.fail(format!("preparing requests: {e}")),
+                }
+            }
+            metas.push(meta);
+        }
+        (prepared, metas)
+    }
+
+    /// The writer thread, fed by the hot path's event channel and the run's messages.
+    fn start_writer(
+        &self,
+        writer: ArtifactWriter,
+        msgs: Receiver<Msg>,
+        requests: Vec<RequestMeta>,
+        model: &str,
+    ) -> Result<(EventSink, std::thread::JoinHandle<Recorded>), CaptureError> {
+        let cfg = self.cfg;
+        let meta = Arc::new(RunMeta {
+            requests,
+            endpoints: cfg
+                .endpoints
+                .iter()
+                .map(|e| artifact::redact_url(&e.url))
+                .collect(),
+            api: cfg.api,
+            model: model.to_owned(),
+            prompt_tokens_target: cfg.cell.context,
+            max_tokens: Some(cfg.cell.max_tokens),
+            redactor: cfg.redactor.clone(),
+        });
+        let (sink, events) = event_channel(CHANNEL_CAPACITY);
+        let progress = Progress {
+            enabled: !cfg.quiet,
+            measured: cfg.cell.requests,
+        };
+        let recorder = Recorder::new(writer, events, msgs, meta, self.origin, progress);
+        let thread = std::thread::Builder::new()
+            .name("anvil-writer".into())
+            .spawn(move || {
+                // Parsing and encoding are batch work: never real-time, whoever spawned us.
+                crate::realtime::ordinary_priority();
+                recorder.run()
+            })
+            .map_err(|e| CaptureError::Failed(format!("starting the writer thread: {e}")))?;
+        Ok((sink, thread))
+    }
+
+    /// Step 5: scrape before, drive the requests while scraping every second, scrape after.
+    async fn drive(
+        &mut self,
+        closes_after_stream: &[bool],
+        prepared: Arc<Vec<PreparedRequest>>,
+        sink: &EventSink,
+    ) {
+        let cfg = self.cfg;
+        let scraper = MetricsScraper::new(
+            &cfg.metrics,
+            self.auth.clone(),
+            self.msgs.clone(),
+            self.origin,
+            self.hooks.notices.clone(),
+        );
+        scraper.round(ScrapePhase::Before).await;
+        let during = scraper.every_second();
+        let n = self.measured();
+        let drive = schedule::Drive {
+            cfg,
+            closes_after_stream,
+            prepared: &prepared,
+            sink,
+            msgs: &self.msgs,
+            stop: &self.stop,
+            cancel: &self.cancel,
+        };
+        let failure = match functional::phases(n).filter(|_| self.functional()) {
+            // The functional checks: each check's requests at its own concurrency, one check
+            // after another.
+            Some(phases) => {
+                let mut failure = None;
+                for phase in phases {
+                    if failure.is_some() || self.stop.is_cancelled() {
+                        break;
+                    }
+                    failure = drive
+                        .run(phase.concurrency, phase.start..phase.end, 0..0)
+                        .await;
+                }
+                failure
+            }
+            None => {
+                drive
+                    .run(cfg.cell.concurrency, 0..n, n..self.requests())
+                    .await
+            }
+        };
+        during.stop().await;
+        scraper.round(ScrapePhase::After).await;
+        if let Some(why) = failure {
+            self.fail(why);
+        }
+    }
+
+    /// Step 7: requests never sent recorded as cancelled, the writer joined, the status and
+    /// its reason decided, `run.json` finalised.
+    async fn finish(
+        self,
+        sink: EventSink,
+        writer_thread: std::thread::JoinHandle<Recorded>,
+    ) -> Result<RunSummary, CaptureError> {
+        let cfg = self.cfg;
+        let interrupted = self.interrupted.load(Ordering::SeqCst);
+        let reason = if interrupted {
+            "the run was interrupted (SIGINT) before it was issued".to_owned()
+        } else if let Some(f) = &self.failed {
+            format!("the run failed before it was issued ({f})")
+        } else {
+            "the run ended before it was issued".to_owned()
+        };
+        let _ = self.msgs.send(Msg::CancelRest {
+            t_ns: monotonic_ns(),
+            reason,
+        });
+        drop(self.msgs);
+        drop(sink);
+        let recorded = tokio::task::spawn_blocking(move || writer_thread.join())
+            .await
+            .map_err(|e| CaptureError::Failed(format!("waiting for the writer thread: {e}")))?
+            .map_err(|_| CaptureError::Failed("the writer thread panicked".to_owned()))?;
+
+        let channel_full = recorded.channel_full;
+        let mut final_run = recorded.writer.run().clone();
+        final_run.counts.channel_full = channel_full;
+        let (status, reason) = if let Some(e) = &recorded.error {
+            (
+                Status::Failed,
+                Some(format!("writing the artifact failed: {e}")),
+            )
+        } else if let Some(f) = &self.failed {
+            (Status::Failed, Some(f.clone()))
+        } else if interrupted {
+            (
+                Status::Interrupted,
+                Some(format!(
+                    "interrupted by SIGINT: no new requests were sent; requests in flight had {} s to finish, then were cancelled; measured requests never sent are recorded as cancelled",
+                    GRACE.as_secs()
+                )),
+            )
+        } else {
+            (Status::Complete, None)
+        };
+        final_run.status = status;
+        let reason = reason.map(|r| cfg.redactor.text(&r).into_owned());
+        final_run.status_reason = reason.clone();
+        final_run.ended_utc = None;
+        let final_run = final_run.redacted(&cfg.redactor);
+        let paths = recorded.writer.finish(final_run).map_err(|e| {
+            CaptureError::Failed(format!(
+                "finishing the artifact failed: {e}; run `anvil-capture recover {}`",
+                cfg.artifact_dir.display()
+            ))
+        })?;
+        if let Some((request, used)) = recorded.off_target.first() {
+            let tol = crate::workload::prompt::tolerance(cfg.cell.context);
+            self.hooks.notices.say(&format!(
+                "anvil-capture: warning: {} measured requests report prompt tokens outside {} ± {tol} (e.g. request {request} used {used})",
+                recorded.off_target.len(),
+                cfg.cell.context,
+            ));
+        }
+        let quick_look = if cfg.quiet {
+            String::new()
+        } else {
+            summary::quick_look(&recorded.facts, channel_full)
+        };
+        Ok(RunSummary {
+            dir: paths.dir,
+            status,
+            reason,
+            quick_look,
+        })
+    }
+}
+
+/// A second SIGINT: leave at once; the parts on disk stay recoverable.
+fn leave_now(dir: &std::path::Path, hooks: &RunHooks) -> ! {
+    hooks.notices.say(&format!(
+        "\nanvil-capture: interrupted again: stopping now; run `anvil-capture recover {}` to finalise what was recorded",
+        dir.display()
+    ));
+    (hooks.abort)()
+}
+
+fn random_hex(bytes: usize) -> String {
+    let mut rng = rand::rng();
+    (0..bytes)
+        .map(|_| format!("{:02x}", rng.random::<u8>()))
+        .collect()
+}
+
+fn compact_utc(utc_unix_ns: i128) -> String {
+    let fmt = time::macros::format_description!("[year][month][day]T[hour][minute][second]Z");
+    time::OffsetDateTime::from_unix_timestamp_nanos(utc_unix_ns)
+        .ok()
+        .and_then(|t| t.format(&fmt).ok())
+        .unwrap_or_else(|| "19700101T000000Z".to_owned())
+}

@@ -1,0 +1,282 @@
+//! Scheduling the measured requests: one worker per (concurrency slot, replica), a barrier
+//! that releases them together after the warm-up, and either a closed loop (each worker
+//! takes the next index when it is free) or an open loop (a dispatcher releases index i at
+//! its intended time, constant or exponential gaps, to the next free worker of any replica,
+//! so client-side queueing shows as `t_sent_ns - t_intended_ns`).
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc::Sender;
+use std::time::Duration;
+
+use rand::SeedableRng;
+use tokio::sync::Barrier;
+
+use super::config::{RunConfig, Schedule};
+use super::endpoint::Endpoint;
+use super::hotpath::{self, Cancel, EventSink, Worker};
+use super::recorder::Msg;
+use crate::clock::monotonic_ns;
+use crate::workload::request::PreparedRequest;
+
+/// The measured requests' queue.
+enum Queue {
+    /// Closed loop: the next index is taken when a worker is free.
+    Closed { next: AtomicU64, end: u64 },
+    /// Open loop: indices released by the dispatcher at their intended times.
+    Open {
+        rx: tokio::sync::Mutex<tokio::sync::mpsc::UnboundedReceiver<(u32, i64)>>,
+    },
+}
+
+impl Queue {
+    /// The next (request index, intended send time), or `None` when done or stopped.
+    async fn next(&self, stop: &Cancel) -> Option<(u32, i64)> {
+        if stop.is_cancelled() {
+            return None;
+        }
+        match self {
+            Queue::Closed { next, end } => {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                (i < *end).then(|| (i as u32, monotonic_ns()))
+            }
+            Queue::Open { rx } => {
+                let mut rx = rx.lock().await;
+                let item = tokio::select! {
+                    biased;
+                    () = stop.cancelled() => None,
+                    v = rx.recv() => v,
+                };
+                item.filter(|_| !stop.is_cancelled())
+            }
+        }
+    }
+}
+
+/// What every phase of a run's requests is driven with.
+pub struct Drive<'a> {
+    pub cfg: &'a RunConfig,
+    /// Per replica: open a fresh connection per request (the server closes them).
+    pub closes_after_stream: &'a [bool],
+    pub prepared: &'a Arc<Vec<PreparedRequest>>,
+    /// Events to the writer thread.
+    pub sink: &'a EventSink,
+    /// Request outcomes to the writer thread.
+    pub msgs: &'a Sender<Msg>,
+    /// No new requests.
+    pub stop: &'a Cancel,
+    /// Requests in flight cancelled.
+    pub cancel: &'a Cancel,
+}
+
+impl Drive<'_> {
+    /// Run the `warm` requests, then the `measured` ones, `concurrency` at a time on every
+    /// replica; `Some(why)` when the run did not issue what it said it would (the writer
+    /// went away, a task stopped).
+    pub async fn run(
+        &self,
+        concurrency: u32,
+        measured: std::ops::Range<u32>,
+        warm: std::ops::Range<u32>,
+    ) -> Option<String> {
+        drive(self, concurrency, measured, warm).await
+    }
+}
+
+async fn drive(
+    d: &Drive<'_>,
+    concurrency: u32,
+    measured: std::ops::Range<u32>,
+    warm: std::ops::Range<u32>,
+) -> Option<String> {
+    let Drive {
+        cfg,
+        closes_after_stream,
+        prepared,
+        sink,
+        msgs,
+        stop,
+        cancel,
+    } = *d;
+    let n = measured.end;
+    // One worker per (concurrency slot, replica), built before anything starts, in slot
+    // order across replicas, so that the wake-up after the barrier reaches the replicas' first
+    // workers one after another rather than one replica's workers first.
+    let endpoints: Vec<Arc<Endpoint>> = cfg.endpoints.iter().cloned().map(Arc::new).collect();
+    let mut workers = Vec::with_capacity(endpoints.len() * concurrency as usize);
+    for _ in 0..concurrency {
+        for ep in &endpoints {
+            match Worker::new(ep.clone(), cfg.timeouts, cfg.api_key.as_ref(), sink.clone()) {
+                Ok(w) => workers.push(
+                    w.with_fresh_connections(
+                        closes_after_stream
+                            .get(ep.replica as usize)
+                            .copied()
+                            .unwrap_or(false),
+                    ),
+                ),
+                // The key was checked with the configuration: this does not happen, but if it
+                // did, no request could be sent.
+                Err(e) => return Some(format!("no request could be sent: {e}")),
+            }
+        }
+    }
+    let barrier = Arc::new(Barrier::new(workers.len() + 1));
+    // When the barrier released the measured requests: the intended time of a closed loop's
+    // first wave, so a worker that starts late shows as client-side queueing. The last party
+    // to arrive stores it before it waits, so every party reads it after the release.
+    let parties = workers.len() + 1;
+    let arrived = Arc::new(AtomicU64::new(0));
+    let release_ns = Arc::new(std::sync::atomic::AtomicI64::new(0));
+    let arrive = {
+        let (arrived, release_ns) = (arrived.clone(), release_ns.clone());
+        move || {
+            if arrived.fetch_add(1, Ordering::SeqCst) + 1 == parties as u64 {
+                release_ns.store(monotonic_ns(), Ordering::SeqCst);
+            }
+        }
+    };
+    let closed = matches!(cfg.schedule, Schedule::Closed);
+    let warm = Arc::new(Queue::Closed {
+        next: AtomicU64::new(u64::from(warm.start)),
+        end: u64::from(warm.end),
+    });
+    let (open_tx, queue) = match cfg.schedule {
+        Schedule::Closed => (
+            None,
+            Queue::Closed {
+                next: AtomicU64::new(u64::from(measured.start)),
+                end: u64::from(measured.end),
+            },
+        ),
+        Schedule::Open { .. } => {
+            let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+            (
+                Some(tx),
+                Queue::Open {
+                    rx: tokio::sync::Mutex::new(rx),
+                },
+            )
+        }
+    };
+    let queue = Arc::new(queue);
+    let sink_failed = Arc::new(AtomicBool::new(false));
+    let mut tasks = tokio::task::JoinSet::new();
+    for mut worker in workers {
+        let (prepared, barrier, warm, queue, msgs) = (
+            prepared.clone(),
+            barrier.clone(),
+            warm.clone(),
+            queue.clone(),
+            msgs.clone(),
+        );
+        let (stop, cancel, sink_failed) = (stop.clone(), cancel.clone(), sink_failed.clone());
+        let (arrive, release_ns) = (arrive.clone(), release_ns.clone());
+        tasks.spawn(async move {
+            worker.preconnect().await;
+            let mut ok = true;
+            while ok && let Some((idx, t)) = warm.next(&stop).await {
+                ok = send_one(&mut worker, &prepared[idx as usize], t, &cancel, &msgs).await;
+            }
+            arrive();
+            barrier.wait().await;
+            let mut first = closed;
+            while ok {
+                let Some((idx, t)) = queue.next(&stop).await else {
+                    break;
+                };
+                let t = if std::mem::take(&mut first) {
+                    release_ns.load(Ordering::SeqCst)
+                } else {
+                    t
+                };
+                ok = send_one(&mut worker, &prepared[idx as usize], t, &cancel, &msgs).await;
+            }
+            if !ok {
+                sink_failed.store(true, Ordering::SeqCst);
+                stop.cancel();
+                cancel.cancel();
+            }
+        });
+    }
+    arrive();
+    barrier.wait().await;
+    if let (
+        Some(tx),
+        Schedule::Open {
+            rate_per_s,
+            arrivals,
+        },
+    ) = (open_tx, cfg.schedule)
+    {
+        let poisson = arrivals == super::config::Arrivals::Poisson;
+        let stop = stop.clone();
+        let seed = cfg.manifest.selection.random_prefix_seed;
+        tasks.spawn(async move {
+            dispatch(tx, n, rate_per_s, poisson, seed, &stop).await;
+        });
+    }
+    let mut failure = None;
+    while let Some(joined) = tasks.join_next().await {
+        if let Err(e) = joined
+            && failure.is_none()
+        {
+            // A worker or the scheduler stopped: the run did not issue what it said it would.
+            failure = Some(format!("a capture task stopped: {e}"));
+            stop.cancel();
+            cancel.cancel();
+        }
+    }
+    if sink_failed.load(Ordering::SeqCst) {
+        failure.get_or_insert("the event writer stopped during the run".to_owned());
+    }
+    failure
+}
+
+/// Send one request and hand its outcome to the writer; `false` if the writer is gone.
+async fn send_one(
+    worker: &mut Worker,
+    req: &PreparedRequest,
+    t_intended_ns: i64,
+    cancel: &Cancel,
+    msgs: &Sender<Msg>,
+) -> bool {
+    match worker.execute(req, t_intended_ns, cancel).await {
+        Ok(o) => msgs.send(Msg::Outcome(o)).is_ok(),
+        Err(hotpath::SinkClosed) => false,
+    }
+}
+
+/// Release indices `0..n` at their intended times: `start + i / rate`, or with exponential
+/// gaps of mean `1 / rate` (a Poisson process, seeded by the manifest seed).
+async fn dispatch(
+    tx: tokio::sync::mpsc::UnboundedSender<(u32, i64)>,
+    n: u32,
+    rate: f64,
+    poisson: bool,
+    seed: u64,
+    stop: &Cancel,
+) {
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed ^ 0x6f70_656e_6c6f_6f70);
+    let exp = rand_distr::Exp::new(rate).ok();
+    let start = monotonic_ns();
+    let mut offset_s = 0.0f64;
+    for i in 0..n {
+        // (`as` saturates; the configuration bounds the schedule to a day, Poisson gaps may
+        // draw a little past it)
+        let intended = start.saturating_add((offset_s * 1e9) as i64);
+        let wait = Duration::from_nanos(intended.saturating_sub(monotonic_ns()).max(0) as u64);
+        tokio::select! {
+            biased;
+            () = stop.cancelled() => return,
+            () = tokio::time::sleep(wait) => {}
+        }
+        if tx.send((i, intended)).is_err() {
+            return;
+        }
+        offset_s += match (poisson, &exp) {
+            (true, Some(e)) => rand_distr::Distribution::sample(e, &mut rng),
+            _ => 1.0 / rate,
+        };
+    }
+}

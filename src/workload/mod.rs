@@ -1,0 +1,10 @@
+//! What to send, with no socket in sight: the manifest's cells ([`cells`]), each request's
+//! prompt with its canary and filler ([`prompt`]), the functional checks' request bodies
+//! ([`functional`]), and the request bodies serialised before a run starts ([`request`]).
+//! The recorder (`crate::capture`) sends what this module prepared and times what comes
+//! back.
+
+pub mod cells;
+pub mod functional;
+pub mod prompt;
+pub mod request;
