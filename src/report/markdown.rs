@@ -8,6 +8,7 @@
 
 use std::fmt::Write;
 
+use super::table::{Table, TextFormat};
 use super::view::{ComparisonView, RefusalView, ReportView};
 
 /// Escape text for a Markdown table cell or paragraph: `|`, backticks, backslashes and
@@ -32,23 +33,16 @@ pub fn escape(text: &str) -> String {
     out
 }
 
-fn row(out: &mut String, cells: &[&str]) {
-    out.push('|');
-    for cell in cells {
-        out.push(' ');
-        out.push_str(&escape(cell));
-        out.push_str(" |");
+/// One Markdown table ([`Table`]), every cell escaped.
+fn table<'a, R>(out: &mut String, header: &[&str], rows: R)
+where
+    R: IntoIterator<Item = Vec<&'a str>>,
+{
+    let mut t = Table::new(header);
+    for r in rows {
+        t.row(r.into_iter().map(str::to_owned).collect());
     }
-    out.push('\n');
-}
-
-fn head(out: &mut String, cells: &[&str]) {
-    row(out, cells);
-    out.push('|');
-    for _ in cells {
-        out.push_str(" --- |");
-    }
-    out.push('\n');
+    t.render(TextFormat::Markdown, out);
 }
 
 fn refusal(out: &mut String, r: &RefusalView) {
@@ -57,10 +51,13 @@ fn refusal(out: &mut String, r: &RefusalView) {
         let _ = writeln!(out, "> {}\n", escape(&r.rule));
     }
     if !r.differences.is_empty() {
-        head(out, &["run", "field", "first artifact", "this artifact"]);
-        for d in &r.differences {
-            row(out, &[&d.run_id, &d.field, &d.first, &d.other]);
-        }
+        table(
+            out,
+            &["run", "field", "first artifact", "this artifact"],
+            r.differences
+                .iter()
+                .map(|d| vec![d.run_id.as_str(), &d.field, &d.first, &d.other]),
+        );
         out.push('\n');
     }
 }
@@ -81,7 +78,7 @@ fn comparison(out: &mut String, c: &ComparisonView, throughput_title: &str) {
     }
     for m in &c.metrics {
         let _ = writeln!(out, "#### {} ({})\n", escape(&m.name), escape(&m.unit));
-        head(
+        table(
             out,
             &[
                 "arm",
@@ -93,28 +90,35 @@ fn comparison(out: &mut String, c: &ComparisonView, throughput_title: &str) {
                 "p99",
                 "95% CI of mean",
             ],
+            m.rows.iter().map(|r| {
+                vec![
+                    r.arm.as_str(),
+                    &r.run_id,
+                    &r.n,
+                    &r.mean,
+                    &r.p50,
+                    &r.p95,
+                    &r.p99,
+                    &r.ci95,
+                ]
+            }),
         );
-        for r in &m.rows {
-            row(
-                out,
-                &[
-                    &r.arm, &r.run_id, &r.n, &r.mean, &r.p50, &r.p95, &r.p99, &r.ci95,
-                ],
-            );
-        }
         out.push('\n');
         if !m.differences.is_empty() {
             let versus = format!("arm vs {}", c.baseline);
-            head(
+            table(
                 out,
                 &[&versus, "difference", "ratio", "Welch 95% CI", "paired"],
+                m.differences.iter().map(|d| {
+                    vec![
+                        d.arm.as_str(),
+                        &d.difference,
+                        &d.ratio,
+                        &d.welch_ci,
+                        &d.paired,
+                    ]
+                }),
             );
-            for d in &m.differences {
-                row(
-                    out,
-                    &[&d.arm, &d.difference, &d.ratio, &d.welch_ci, &d.paired],
-                );
-            }
             out.push('\n');
         }
     }
@@ -122,7 +126,7 @@ fn comparison(out: &mut String, c: &ComparisonView, throughput_title: &str) {
     if c.throughput.is_empty() {
         out.push_str("No aggregate throughput recorded.\n\n");
     } else {
-        head(
+        table(
             out,
             &[
                 "arm",
@@ -131,19 +135,16 @@ fn comparison(out: &mut String, c: &ComparisonView, throughput_title: &str) {
                 "95% CI",
                 "ratio to baseline",
             ],
-        );
-        for t in &c.throughput {
-            row(
-                out,
-                &[
-                    &t.arm,
+            c.throughput.iter().map(|t| {
+                vec![
+                    t.arm.as_str(),
                     &t.output_tps,
                     &t.basis,
                     &t.ci95,
                     &t.ratio_to_baseline,
-                ],
-            );
-        }
+                ]
+            }),
+        );
         out.push('\n');
     }
     for o in c.output_length.iter().filter(|o| !o.comparable) {
@@ -255,23 +256,32 @@ pub fn render_markdown(view: &ReportView) -> String {
     }
     for a in &view.verdicts.arms {
         let _ = writeln!(out, "### {}\n", escape(&a.arm));
-        head(&mut out, &["advance rule", "verdict", "evidence"]);
-        for r in &a.rules {
-            row(&mut out, &[&r.rule, &r.verdict, &r.reason]);
-        }
+        table(
+            &mut out,
+            &["advance rule", "verdict", "evidence"],
+            a.rules
+                .iter()
+                .map(|r| vec![r.rule.as_str(), &r.verdict, &r.reason]),
+        );
         out.push('\n');
         if !a.functional.is_empty() {
-            head(&mut out, &["functional check", "requests passed"]);
-            for f in &a.functional {
-                row(&mut out, &[&f.check, &f.passed]);
-            }
+            table(
+                &mut out,
+                &["functional check", "requests passed"],
+                a.functional
+                    .iter()
+                    .map(|f| vec![f.check.as_str(), &f.passed]),
+            );
             out.push('\n');
         }
         if !a.evidence.is_empty() {
-            head(&mut out, &["run", "request", "finding", "detail"]);
-            for e in &a.evidence {
-                row(&mut out, &[&e.run_id, &e.request, &e.what, &e.detail]);
-            }
+            table(
+                &mut out,
+                &["run", "request", "finding", "detail"],
+                a.evidence
+                    .iter()
+                    .map(|e| vec![e.run_id.as_str(), &e.request, &e.what, &e.detail]),
+            );
             out.push('\n');
         }
     }
