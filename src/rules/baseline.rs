@@ -113,3 +113,89 @@ pub fn comparisons(
         .collect();
     (headline, screens)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rules::fixtures::{artifact, plan, screen_workload, selection};
+
+    /// An optimization-screen artifact of `arm` in the plan's `SGLang optimization` stage.
+    fn screen(run_id: &str, arm: &str, depth: &str, chunk: &str) -> Artifact {
+        let mut a = artifact(
+            run_id,
+            arm,
+            &[("spec_depth", depth), ("chunked_prefill", chunk)],
+            100.0,
+        );
+        a.facts.stage = "SGLang optimization".to_owned();
+        a.facts.workload = screen_workload();
+        a.facts.fingerprint = a.facts.workload.fingerprint();
+        a
+    }
+
+    #[test]
+    fn the_headline_baseline_is_the_plans_first_arm_the_group_holds() {
+        let group = [
+            artifact("r-k8", "Inferact DFlash2 K8", &[("spec_depth", "8")], 100.0),
+            artifact("r-t", "Inferact target-only", &[("spec_depth", "0")], 90.0),
+        ];
+        assert_eq!(plan_first_arm(&plan(), &group), "Inferact target-only");
+        // Arms the plan does not name: the group's first.
+        let unnamed = [
+            artifact("r-x", "X", &[], 1.0),
+            artifact("r-y", "Y", &[], 1.0),
+        ];
+        assert_eq!(plan_first_arm(&plan(), &unnamed), "X");
+    }
+
+    #[test]
+    fn a_sweep_is_read_against_its_centre_whatever_the_recording_order() {
+        let group = [
+            screen("r1", "K4", "4", "2048"),
+            screen("r2", "K16", "16", "2048"),
+            screen("r3", "chunk1K", "12", "1024"),
+            screen("r4", "chunk8K", "12", "8192"),
+            screen("r5", "K12", "12", "2048"),
+        ];
+        assert_eq!(sweep_centre_arm(&plan(), &group), "K12");
+        let mut reversed = group.to_vec();
+        reversed.reverse();
+        assert_eq!(sweep_centre_arm(&plan(), &reversed), "K12");
+    }
+
+    #[test]
+    fn a_tie_goes_to_the_arm_the_plan_names_first() {
+        // K16 and K4 differ from each other in one key: each is one arm's one-variable base.
+        let group = [
+            screen("r1", "K16", "16", "2048"),
+            screen("r2", "K4", "4", "2048"),
+        ];
+        assert_eq!(sweep_centre_arm(&plan(), &group), "K4");
+    }
+
+    #[test]
+    fn comparisons_split_the_headline_from_each_screen() {
+        let headline = [
+            artifact("r-t", "Inferact target-only", &[("spec_depth", "0")], 90.0),
+            artifact("r-k8", "Inferact DFlash2 K8", &[("spec_depth", "8")], 100.0),
+        ];
+        let screens = [
+            screen("r1", "K4", "4", "2048"),
+            screen("r2", "K12", "12", "2048"),
+        ];
+        let all: Vec<Artifact> = headline.iter().chain(&screens).cloned().collect();
+        let (head, screens) = comparisons(&all, &selection(), &plan());
+        let head = head.expect("a headline comparison").expect("not refused");
+        assert_eq!(head.baseline, "Inferact target-only");
+        assert_eq!(screens.len(), 1, "{screens:?}");
+        assert_eq!(
+            screens[0].name,
+            "SGLang optimization: 4096 tokens, C4 per replica"
+        );
+        let screen = screens[0].result.as_ref().expect("not refused");
+        assert_eq!(screen.baseline, "K4");
+        // No headline artifact: no headline comparison attempted.
+        let (head, _) = comparisons(&all[2..], &selection(), &plan());
+        assert!(head.is_none());
+    }
+}
