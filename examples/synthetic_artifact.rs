@@ -14,12 +14,12 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use anvil::artifact::run::{format_utc_ns, utc_now};
+use anvil::artifact::run::utc_now;
+use anvil::artifact::testing;
 use anvil::artifact::{
-    Api, Arm, ArtifactWriter, Clock, Counts, Endpoint, Outcome, RequestKind, RequestRow, RunJson,
-    SCHEMA, ScrapePhase, ScrapeRow, Status, Tool, Topology, Workload, events_schema,
+    Api, Arm, ArtifactWriter, Outcome, RequestKind, RequestRow, RunJson, ScrapePhase, ScrapeRow,
+    Status, Tool, Workload, events_schema,
 };
-use anvil::clock::Origin;
 use arrow::array::{ArrayRef, BooleanArray, Int64Array, RecordBatch, StringArray};
 
 const MS: i64 = 1_000_000;
@@ -82,59 +82,28 @@ impl Rng {
 }
 
 fn run_json(args: &Args) -> RunJson {
-    let origin = Origin::now();
     let workload = Workload {
-        class: "headline-sustained-output".into(),
-        prompt_tokens_target: 4096,
-        concurrency_per_replica: 8,
         total_requests: u64::from(args.requests),
-        response_words: Some(256),
-        max_tokens: 512,
-        prompt_cache_mode: "unique".into(),
-        canaries: true,
-        seed: 38027,
-        thinking: "disabled".into(),
-        api: Api::Chat,
-        schedule: anvil::artifact::Schedule::Closed,
         off_manifest: true,
+        ..testing::workload()
     };
-    RunJson {
-        schema: SCHEMA.into(),
-        campaign_id: "bench-synthetic".into(),
-        arm: Arm {
-            name: "SYN".into(),
-            stage: "benchmark".into(),
-            runtime: "synthetic".into(),
-            config: [("dp", args.replicas.to_string())].into_iter().collect(),
-        },
-        cell_id: "synthetic-4k-c8".into(),
-        run_id: format!("synthetic-{}", args.requests),
-        workload_fingerprint: workload.fingerprint(),
+    let mut run = testing::with_workload(
+        testing::run_json(&format!("synthetic-{}", args.requests)),
         workload,
-        topology: Topology {
-            replica_count: args.replicas,
-            endpoints: (0..args.replicas)
-                .map(|replica| Endpoint {
-                    replica,
-                    url: format!("http://127.0.0.1:{}", 8000 + replica),
-                    model: "synthetic".into(),
-                    server_info: Default::default(),
-                    metrics_url: None,
-                })
-                .collect(),
-        },
-        calibration: anvil::artifact::Calibration::none(),
-        thinking_switch: Default::default(),
-        prompt_salt: "bench".into(),
-        clock: Clock::from_origin(&origin),
-        started_utc: format_utc_ns(origin.utc_unix_ns),
-        ended_utc: None,
-        tool: Tool::this("synthetic_artifact"),
-        command_line: std::env::args().collect(),
-        status: Status::Running,
-        status_reason: None,
-        counts: Counts::default(),
-    }
+    );
+    run.campaign_id = "bench-synthetic".into();
+    run.arm = Arm {
+        name: "SYN".into(),
+        stage: "benchmark".into(),
+        runtime: "synthetic".into(),
+        config: [("dp", args.replicas.to_string())].into_iter().collect(),
+    };
+    run.cell_id = "synthetic-4k-c8".into();
+    run.topology = testing::topology(args.replicas, 8000, "synthetic");
+    run.prompt_salt = "bench".into();
+    run.tool = Tool::this("synthetic_artifact");
+    run.command_line = std::env::args().collect();
+    run
 }
 
 /// Column buffers of one events batch.

@@ -40,6 +40,7 @@ pub mod redact;
 pub mod rows;
 pub mod run;
 pub mod schema;
+pub mod testing;
 pub mod writer;
 
 use std::path::{Path, PathBuf};

@@ -931,71 +931,27 @@ pub fn redact_url(url: &str) -> String {
 pub(crate) mod tests {
     use super::*;
 
-    /// A complete, valid run.json for tests.
+    /// A complete, valid run.json for tests: the fixture, finished, with a configuration and
+    /// the server's facts.
     pub(crate) fn sample_run() -> RunJson {
-        let workload = sample_workload();
-        let origin = Origin::now();
-        RunJson {
-            schema: SCHEMA.to_owned(),
-            campaign_id: "2026-09-04-qwen38-27b-pro6000-possibility".to_owned(),
-            arm: Arm {
-                name: "K12".to_owned(),
-                stage: "SGLang optimization".to_owned(),
-                runtime: "sglang".to_owned(),
-                config: [
-                    ("speculative_num_steps", "12"),
-                    ("chunked_prefill_size", "1024"),
-                ]
-                .into_iter()
-                .collect(),
-            },
-            cell_id: "headline-4k-c8".to_owned(),
-            run_id: "run-0001".to_owned(),
-            workload_fingerprint: workload.fingerprint(),
-            workload,
-            topology: Topology {
-                replica_count: 1,
-                endpoints: vec![Endpoint {
-                    replica: 0,
-                    url: "http://127.0.0.1:8000".to_owned(),
-                    model: "qwen".to_owned(),
-                    server_info: BTreeMap::from([(
-                        "server_version".to_owned(),
-                        serde_json::json!("0.6.1"),
-                    )]),
-                    metrics_url: Some("http://127.0.0.1:8000/metrics".to_owned()),
-                }],
-            },
-            calibration: crate::artifact::Calibration::none(),
-            thinking_switch: Default::default(),
-            prompt_salt: "salt-1".to_owned(),
-            clock: Clock::from_origin(&origin),
-            started_utc: format_utc_ns(origin.utc_unix_ns),
-            ended_utc: Some(utc_now()),
-            tool: Tool::this("anvil-capture"),
-            command_line: vec!["anvil-capture".to_owned()],
-            status: Status::Complete,
-            status_reason: None,
-            counts: Counts::default(),
-        }
+        let mut run =
+            crate::artifact::testing::finished(crate::artifact::testing::run_json("run-0001"));
+        run.arm.config = [
+            ("speculative_num_steps", "12"),
+            ("chunked_prefill_size", "1024"),
+        ]
+        .into_iter()
+        .collect();
+        let endpoint = &mut run.topology.endpoints[0];
+        endpoint.server_info =
+            BTreeMap::from([("server_version".to_owned(), serde_json::json!("0.6.1"))]);
+        endpoint.metrics_url = Some("http://127.0.0.1:8000/metrics".to_owned());
+        run.prompt_salt = "salt-1".to_owned();
+        run
     }
 
     pub(crate) fn sample_workload() -> Workload {
-        Workload {
-            class: "headline-sustained-output".to_owned(),
-            prompt_tokens_target: 4096,
-            concurrency_per_replica: 8,
-            total_requests: 100,
-            response_words: Some(256),
-            max_tokens: 512,
-            prompt_cache_mode: "unique".to_owned(),
-            canaries: true,
-            seed: 38027,
-            thinking: "disabled".to_owned(),
-            api: Api::Chat,
-            schedule: crate::artifact::Schedule::Closed,
-            off_manifest: false,
-        }
+        crate::artifact::testing::workload()
     }
 
     #[test]

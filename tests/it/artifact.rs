@@ -10,12 +10,12 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anvil::artifact::reader::read_all;
-use anvil::artifact::run::{format_utc_ns, utc_now};
 use anvil::artifact::schema::{META_SCHEMA_VERSION, META_TABLE};
+use anvil::artifact::testing;
 use anvil::artifact::{
-    Api, Arm, ArtifactWriter, Clock, Counts, Endpoint, EventRow, Outcome, RequestKind, RequestRow,
-    RunJson, SCHEMA, SCHEMA_VERSION, ScrapePhase, ScrapeRow, Status, Table, Tool, Topology,
-    Workload, WriterOptions, open_table, recover, validate, validate_dir,
+    Api, Arm, ArtifactWriter, Clock, Endpoint, EventRow, Outcome, RequestKind, RequestRow, RunJson,
+    SCHEMA_VERSION, ScrapePhase, ScrapeRow, Status, Table, Topology, Workload, WriterOptions,
+    open_table, recover, validate, validate_dir,
 };
 use anvil::clock::{Origin, monotonic_ns};
 use arrow::array::{Array, AsArray, Int64Array, RecordBatch, StringArray};
@@ -26,21 +26,7 @@ use parquet::file::metadata::KeyValue;
 use parquet::file::properties::WriterProperties;
 
 fn workload() -> Workload {
-    Workload {
-        class: "headline-sustained-output".into(),
-        prompt_tokens_target: 4096,
-        concurrency_per_replica: 8,
-        total_requests: 100,
-        response_words: Some(256),
-        max_tokens: 512,
-        prompt_cache_mode: "unique".into(),
-        canaries: true,
-        seed: 38027,
-        thinking: "disabled".into(),
-        api: Api::Chat,
-        schedule: anvil::artifact::Schedule::Closed,
-        off_manifest: false,
-    }
+    testing::workload()
 }
 
 fn endpoint(replica: u32) -> Endpoint {
@@ -54,49 +40,29 @@ fn endpoint(replica: u32) -> Endpoint {
 }
 
 fn run_json(run_id: &str, arm: &str, replicas: u32) -> RunJson {
-    let origin = Origin::now();
-    let workload = workload();
-    RunJson {
-        schema: SCHEMA.into(),
-        campaign_id: "2026-09-04-qwen38-27b-pro6000-possibility".into(),
-        arm: Arm {
-            name: arm.into(),
-            stage: "matched topology".into(),
-            runtime: "sglang".into(),
-            config: [("tp", "1"), ("dp", replicas.to_string().as_str())]
-                .into_iter()
-                .collect(),
-        },
-        cell_id: "headline-4k-c8".into(),
-        run_id: run_id.into(),
-        workload_fingerprint: workload.fingerprint(),
-        workload,
-        topology: Topology {
-            replica_count: replicas,
-            endpoints: (0..replicas).map(endpoint).collect(),
-        },
-        calibration: anvil::artifact::Calibration::none(),
-        thinking_switch: Default::default(),
-        prompt_salt: format!("salt-{run_id}"),
-        clock: Clock::from_origin(&origin),
-        started_utc: format_utc_ns(origin.utc_unix_ns),
-        ended_utc: None,
-        tool: Tool::this("anvil-capture"),
-        command_line: vec![
-            "anvil-capture".into(),
-            "--cell".into(),
-            "headline-4k-c8".into(),
-        ],
-        status: Status::Running,
-        status_reason: None,
-        counts: Counts::default(),
-    }
+    let mut run = testing::with_workload(testing::run_json(run_id), workload());
+    run.arm = Arm {
+        name: arm.into(),
+        stage: "matched topology".into(),
+        runtime: "sglang".into(),
+        config: [("tp", "1"), ("dp", replicas.to_string().as_str())]
+            .into_iter()
+            .collect(),
+    };
+    run.topology = Topology {
+        replica_count: replicas,
+        endpoints: (0..replicas).map(endpoint).collect(),
+    };
+    run.command_line = vec![
+        "anvil-capture".into(),
+        "--cell".into(),
+        "headline-4k-c8".into(),
+    ];
+    run
 }
 
-fn finished(mut run: RunJson) -> RunJson {
-    run.status = Status::Complete;
-    run.ended_utc = Some(utc_now());
-    run
+fn finished(run: RunJson) -> RunJson {
+    testing::finished(run)
 }
 
 fn chunk(i: u32) -> String {

@@ -6,12 +6,12 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use anvil::artifact::run::{format_utc_ns, utc_now};
+use anvil::artifact::run::utc_now;
+use anvil::artifact::testing;
 use anvil::artifact::{
-    Api, Arm, ArtifactWriter, Clock, Counts, Endpoint, EventRow, Outcome, RequestKind, RequestRow,
-    RunJson, SCHEMA, ScrapePhase, ScrapeRow, Status, Tool, Topology, Workload,
+    Api, Arm, ArtifactWriter, EventRow, Outcome, RequestKind, RequestRow, RunJson, ScrapePhase,
+    ScrapeRow, Status, Workload,
 };
-use anvil::clock::Origin;
 use anvil::query::{AnvilSession, StatementResult};
 use arrow::array::AsArray;
 use arrow::compute::cast;
@@ -32,59 +32,26 @@ fn canary(i: u32) -> String {
 }
 
 fn run_json(run_id: &str) -> RunJson {
-    let origin = Origin::now();
     let workload = Workload {
-        class: "headline-sustained-output".into(),
         prompt_tokens_target: 1000,
         concurrency_per_replica: 2,
         total_requests: 5,
-        response_words: Some(256),
-        max_tokens: 512,
-        prompt_cache_mode: "unique".into(),
-        canaries: true,
-        seed: 38027,
-        thinking: "disabled".into(),
-        api: Api::Chat,
-        schedule: anvil::artifact::Schedule::Closed,
         off_manifest: true,
+        ..testing::workload()
     };
-    RunJson {
-        schema: SCHEMA.into(),
-        campaign_id: CAMPAIGN.into(),
-        arm: Arm {
-            name: "K12".into(),
-            stage: "test".into(),
-            runtime: "sim".into(),
-            config: [("tp", "1"), ("dp", "2")].into_iter().collect(),
-        },
-        cell_id: "hand-c2".into(),
-        run_id: run_id.into(),
-        workload_fingerprint: workload.fingerprint(),
-        workload,
-        topology: Topology {
-            replica_count: 2,
-            endpoints: (0..2)
-                .map(|replica| Endpoint {
-                    replica,
-                    url: format!("http://127.0.0.1:{}", 9000 + replica),
-                    model: "m".into(),
-                    server_info: BTreeMap::new(),
-                    metrics_url: None,
-                })
-                .collect(),
-        },
-        calibration: anvil::artifact::Calibration::none(),
-        thinking_switch: Default::default(),
-        prompt_salt: "salt".into(),
-        clock: Clock::from_origin(&origin),
-        started_utc: format_utc_ns(origin.utc_unix_ns),
-        ended_utc: None,
-        tool: Tool::this("anvil-capture"),
-        command_line: vec!["test".into()],
-        status: Status::Running,
-        status_reason: None,
-        counts: Counts::default(),
-    }
+    let mut run = testing::with_workload(testing::run_json(run_id), workload);
+    run.campaign_id = CAMPAIGN.into();
+    run.arm = Arm {
+        name: "K12".into(),
+        stage: "test".into(),
+        runtime: "sim".into(),
+        config: [("tp", "1"), ("dp", "2")].into_iter().collect(),
+    };
+    run.cell_id = "hand-c2".into();
+    run.topology = testing::topology(2, 9000, "m");
+    run.prompt_salt = "salt".into();
+    run.command_line = vec!["test".into()];
+    run
 }
 
 #[allow(clippy::too_many_arguments)]

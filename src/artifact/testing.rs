@@ -1,0 +1,112 @@
+//! Fixtures for tests, fuzz targets and benchmarks: a valid `run.json` and its parts, built
+//! once here so that every test that writes an artifact by hand starts from the same
+//! contract and changes only what it is about.
+
+use std::collections::BTreeMap;
+
+use super::run::{Arm, Clock, Counts, Endpoint, RunJson, Status, Tool, Topology, format_utc_ns};
+use super::{Api, SCHEMA, Schedule, Workload};
+use crate::clock::Origin;
+
+/// The seed campaign's id.
+pub const CAMPAIGN: &str = "2026-09-04-qwen38-27b-pro6000-possibility";
+
+/// The headline workload: 4096-token prompts, C8 per replica, 100 requests, 256 words
+/// under a 512-token ceiling, unique prompts with canaries, seed 38027, thinking disabled,
+/// chat, closed loop.
+pub fn workload() -> Workload {
+    Workload {
+        class: "headline-sustained-output".to_owned(),
+        prompt_tokens_target: 4096,
+        concurrency_per_replica: 8,
+        total_requests: 100,
+        response_words: Some(256),
+        max_tokens: 512,
+        prompt_cache_mode: "unique".to_owned(),
+        canaries: true,
+        seed: 38027,
+        thinking: "disabled".to_owned(),
+        api: Api::Chat,
+        schedule: Schedule::Closed,
+        off_manifest: false,
+    }
+}
+
+/// `replicas` endpoints, replica r on `http://127.0.0.1:{first_port + r}`, serving `model`,
+/// with no server facts and no metrics URL.
+pub fn topology(replicas: u32, first_port: u32, model: &str) -> Topology {
+    Topology {
+        replica_count: replicas,
+        endpoints: (0..replicas)
+            .map(|replica| Endpoint {
+                replica,
+                url: format!("http://127.0.0.1:{}", first_port + replica),
+                model: model.to_owned(),
+                server_info: BTreeMap::new(),
+                metrics_url: None,
+            })
+            .collect(),
+    }
+}
+
+/// A valid `run.json` of a run still recording: arm `K12` of the stage `SGLang
+/// optimization` (runtime `sglang`, no configuration), cell `headline-4k-c8`, the headline
+/// [`workload`], one replica on port 8000, its clock starting now.
+pub fn run_json(run_id: &str) -> RunJson {
+    let origin = Origin::now();
+    let workload = workload();
+    RunJson {
+        schema: SCHEMA.to_owned(),
+        campaign_id: CAMPAIGN.to_owned(),
+        arm: Arm {
+            name: "K12".to_owned(),
+            stage: "SGLang optimization".to_owned(),
+            runtime: "sglang".to_owned(),
+            config: Default::default(),
+        },
+        cell_id: "headline-4k-c8".to_owned(),
+        run_id: run_id.to_owned(),
+        workload_fingerprint: workload.fingerprint(),
+        workload,
+        topology: topology(1, 8000, "qwen"),
+        calibration: super::Calibration::none(),
+        thinking_switch: Default::default(),
+        prompt_salt: format!("salt-{run_id}"),
+        clock: Clock::from_origin(&origin),
+        started_utc: format_utc_ns(origin.utc_unix_ns),
+        ended_utc: None,
+        tool: Tool::this("anvil-capture"),
+        command_line: vec!["anvil-capture".to_owned()],
+        status: Status::Running,
+        status_reason: None,
+        counts: Counts::default(),
+    }
+}
+
+/// `run` recording `workload` instead (the fingerprint follows it).
+pub fn with_workload(mut run: RunJson, workload: Workload) -> RunJson {
+    run.workload_fingerprint = workload.fingerprint();
+    run.workload = workload;
+    run
+}
+
+/// `run` as a run that finished: status `complete`, its end time now.
+pub fn finished(mut run: RunJson) -> RunJson {
+    run.status = Status::Complete;
+    run.ended_utc = Some(super::run::utc_now());
+    run
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_fixture_is_a_valid_run_json() {
+        let run = finished(run_json("run-1"));
+        let text = serde_json::to_string(&run).unwrap();
+        let back = RunJson::parse(&text, std::path::Path::new("run.json")).unwrap();
+        assert_eq!(back, run);
+        assert_eq!(back.workload_fingerprint, workload().fingerprint());
+    }
+}
