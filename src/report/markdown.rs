@@ -11,27 +11,7 @@ use std::fmt::Write;
 use super::table::{Table, TextFormat};
 use super::view::{ComparisonView, RefusalView, ReportView};
 
-/// Escape text for a Markdown table cell or paragraph: `|`, backticks, backslashes and
-/// emphasis / link characters are backslash-escaped, `<` `>` `&` become entities, line
-/// breaks become spaces.
-pub fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '\\' | '|' | '`' | '*' | '_' | '[' | ']' | '#' => {
-                out.push('\\');
-                out.push(c);
-            }
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '&' => out.push_str("&amp;"),
-            '\r' | '\n' => out.push(' '),
-            c if c.is_control() => out.push(' '),
-            c => out.push(c),
-        }
-    }
-    out
-}
+pub use super::table::escape;
 
 /// One Markdown table ([`Table`]), every cell escaped.
 fn table<'a, R>(out: &mut String, header: &[&str], rows: R)

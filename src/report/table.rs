@@ -1,10 +1,30 @@
 //! The one table of anvil's human-facing text: a header and rows of cells, rendered as
 //! aligned text (`compare`, `check`, `summary` on a terminal) or as a Markdown table (their
 //! `--format md` and `anvil report --format md`), every Markdown cell escaped
-//! ([`crate::report::markdown::escape`]) so recorded text — an arm name, a reply, an error
+//! ([`escape`]) so recorded text — an arm name, a reply, an error
 //! body — stays text.
 
-use super::markdown::escape;
+/// Escape text for a Markdown table cell or paragraph: `|`, backticks, backslashes and
+/// emphasis / link characters are backslash-escaped, `<` `>` `&` become entities, line
+/// breaks become spaces.
+pub fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '\\' | '|' | '`' | '*' | '_' | '[' | ']' | '#' => {
+                out.push('\\');
+                out.push(c);
+            }
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '&' => out.push_str("&amp;"),
+            '\r' | '\n' => out.push(' '),
+            c if c.is_control() => out.push(' '),
+            c => out.push(c),
+        }
+    }
+    out
+}
 
 /// Which back end renders text: aligned plain text or Markdown.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -5,8 +5,9 @@ use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::sync::Mutex;
 
+use bytes::Bytes;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpStream};
 
 use super::*;
 use crate::workload::request::{ApiKey, PreparedRequest};
