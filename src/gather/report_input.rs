@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use crate::query::rows::{column_f64, column_i64, column_str};
 use crate::query::views::VIEWS;
 use crate::query::{AnvilSession, QueryError};
-use crate::report::view::{
+use crate::report::input::{
     ClientQueue, OutputSnippet, QueueSample, RequestTiming, RunInfo, RunQueue, ServerTimings,
     TokensPerChunk,
 };

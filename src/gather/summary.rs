@@ -4,8 +4,8 @@
 
 use crate::query::rows::{column_f64, column_i64, column_stats, column_str};
 use crate::query::{AnvilSession, QueryError};
+use crate::report::input::{ClientQueue, ServerTimings};
 use crate::report::summary::{ArtifactStats, MetricRow, Summary, Throughput};
-use crate::report::view::{ClientQueue, ServerTimings};
 
 /// The flat summary rows (`--format csv|json`): cell_stats beside the run's aggregate output
 /// throughput, one row per artifact × metric.

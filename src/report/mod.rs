@@ -1,15 +1,18 @@
 //! The campaign report's pure renderers: a [`ReportView`] goes in, an HTML page or a
 //! Markdown document comes out.
 //!
-//! [`view`] turns the rules' results, the plan, the manifest and the query layer's figures
-//! into plain structs of formatted strings and chart data; [`charts`] draws chart data as
+//! [`build()`] turns the rules' results, the plan, the manifest and the query layer's figures
+//! ([`input`]) into the plain structs of formatted strings and chart data of [`view`]
+//! (numbers by [`format`], the one policy); [`charts`] draws chart data as
 //! SVG; [`render_html`] lays the view out with the tera templates in `templates/`
 //! (embedded, autoescape on, so every string from an artifact is escaped and only our own
 //! SVG is inserted raw); [`render_markdown`] writes the same view as Markdown. Nothing here
 //! reads files, computes a figure or touches the network.
 
+pub mod build;
 pub mod charts;
 pub mod format;
+pub mod input;
 pub mod markdown;
 pub mod summary;
 pub mod table;
@@ -18,8 +21,10 @@ pub mod view;
 
 use serde::Serialize;
 
+pub use build::build;
+pub use input::ReportInput;
 pub use markdown::render_markdown;
-pub use view::{ReportInput, ReportView, build};
+pub use view::ReportView;
 
 use view::{ComparisonView, ScreenView, ServerRunView};
 

@@ -7,8 +7,8 @@ use std::fmt::Write as _;
 use serde::Serialize;
 
 use super::format::{NA, fmt_num};
+use super::input::{ClientQueue, ServerTimings};
 use super::table::{Table, TextFormat};
-use super::view::{ClientQueue, ServerTimings};
 use crate::stats::{STATISTICS, Stats};
 
 /// The statistics of one metric of one artifact.

@@ -17,13 +17,14 @@ use crate::rules::{
     check, compare, match_artifacts,
 };
 
+use super::build::build;
 use super::charts::{
     self, Bar, BarChart, CdfChart, ContextChart, ContextPoint, ContextSeries, DistributionChart,
     LineSeriesData, SampleSeries, TimeSeriesChart, TimelineBar, TimelineChart,
 };
-use super::view::{
+use super::input::{
     ClientQueue, OutputSnippet, QueueSample, ReportInput, RequestTiming, RunInfo, RunQueue,
-    ScreenResult, ServerTimings, TokensPerChunk, build,
+    ScreenResult, ServerTimings, TokensPerChunk,
 };
 use super::{ReportView, SECTION_IDS, render_html, render_markdown};
 
@@ -831,7 +832,7 @@ fn a_refused_headline_shows_the_refusal_and_its_differences() {
     let mut input_view = fixture.view();
     input_view.headline = super::view::HeadlineView {
         comparison: None,
-        refusal: Some(super::view::refusal_view(&refusal)),
+        refusal: Some(super::build::refusal_view(&refusal)),
         empty_note: String::new(),
         left_out: Vec::new(),
     };

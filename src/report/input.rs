@@ -1,0 +1,147 @@
+//! What the report is built from: [`ReportInput`], the rules' results beside the query
+//! layer's per-request and time-series data the rules do not carry (request timings, queue
+//! gauges, client queueing, server timings, tokens per chunk, evidence snippets), filled by
+//! `crate::gather::report_input`.
+
+use serde::Serialize;
+
+use crate::manifest::{RunPlan, WorkloadManifest};
+use crate::rules::check::CheckReport;
+use crate::rules::compare::Comparison;
+use crate::rules::input::Artifact;
+use crate::rules::refusal::Refusal;
+
+/// One measured request's timing, from the query layer (seconds since the run's start).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RequestTiming {
+    pub run_id: String,
+    pub replica: u32,
+    pub request_index: i64,
+    pub start_s: f64,
+    pub first_token_s: Option<f64>,
+    pub end_s: f64,
+    pub ttft_ms: Option<f64>,
+    pub tpot_ms: Option<f64>,
+    /// Usage prompt tokens.
+    pub prompt_tokens: Option<f64>,
+    pub effective_prefill_tps: Option<f64>,
+}
+
+/// One `/metrics` scrape of a replica's scheduler gauges (the `server_queue` view).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct QueueSample {
+    pub replica: u32,
+    /// Seconds since the run's start.
+    pub t_s: f64,
+    /// Requests waiting (vLLM `num_requests_waiting`, SGLang `num_queue_reqs`, llama.cpp
+    /// `requests_deferred`).
+    pub waiting: f64,
+    /// Requests being processed (`num_requests_running`, `num_running_reqs`,
+    /// `requests_processing`).
+    pub running: f64,
+}
+
+/// A run's scrapes: how many, and the queue samples among them.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RunQueue {
+    pub run_id: String,
+    /// Scrapes recorded (all replicas).
+    pub scrapes: i64,
+    /// Distinct metric names they carried.
+    pub metrics: i64,
+    /// The runtime whose queue gauge names matched, when one did.
+    pub runtime: Option<String>,
+    pub samples: Vec<QueueSample>,
+}
+
+/// Client-side queueing of one run (the `client_queueing` view).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ClientQueue {
+    pub run_id: String,
+    /// `closed`, `constant` or `poisson`.
+    pub schedule: String,
+    pub rate_per_s: Option<f64>,
+    pub requests: i64,
+    pub queued_over_1ms: i64,
+    pub p50_ms: Option<f64>,
+    pub p95_ms: Option<f64>,
+    pub max_ms: Option<f64>,
+}
+
+/// What the server reported about its own timings, over one run's measured requests (the
+/// `server_timings` view, aggregated).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ServerTimings {
+    pub run_id: String,
+    /// Measured requests whose stream carried the server's timings.
+    pub requests: i64,
+    pub prefill_p50_ms: Option<f64>,
+    /// TTFT minus the server's prefill time: queued or batched, plus transport.
+    pub queue_p50_ms: Option<f64>,
+    pub queue_max_ms: Option<f64>,
+    /// anvil's generation time minus the server's decode time.
+    pub generation_diff_p50_ms: Option<f64>,
+    pub generation_diff_max_abs_ms: Option<f64>,
+    /// Requests whose usage completion tokens differ from the server's generated count.
+    pub token_mismatches: i64,
+}
+
+/// Usage completion tokens per streamed content chunk of one run and replica (speculative
+/// decoding puts several tokens in one chunk).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TokensPerChunk {
+    pub run_id: String,
+    pub replica: u32,
+    pub tokens_per_chunk: f64,
+}
+
+/// A piece of a model's reply shown as evidence (e.g. a reply that carried a foreign
+/// canary).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct OutputSnippet {
+    pub run_id: String,
+    pub request_index: i64,
+    pub text: String,
+}
+
+/// What `run.json` says about a run beyond the rules' facts: times and servers.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RunInfo {
+    pub run_id: String,
+    pub started_utc: String,
+    pub ended_utc: Option<String>,
+    /// `replica: server_version` style lines from the endpoints' server info.
+    pub servers: Vec<String>,
+}
+
+pub use crate::rules::baseline::ScreenResult;
+
+/// Everything the report is built from.
+#[derive(Debug, Clone, Copy)]
+pub struct ReportInput<'a> {
+    pub data_folder: &'a str,
+    pub generated_utc: &'a str,
+    pub tool_version: &'a str,
+    pub plan: &'a RunPlan,
+    pub manifest: &'a WorkloadManifest,
+    pub check: &'a CheckReport,
+    pub artifacts: &'a [Artifact],
+    /// The headline comparison, its refusal, or `None` when none was attempted.
+    pub headline: Option<Result<&'a Comparison, &'a Refusal>>,
+    pub screens: &'a [ScreenResult],
+    pub runs: &'a [RunInfo],
+    pub requests: &'a [RequestTiming],
+    pub queues: &'a [RunQueue],
+    /// The queue gauges anvil reads, per runtime (from `server_metric_names`), for the note
+    /// on a run whose scrapes carry none.
+    pub known_queue_gauges: &'a str,
+    pub client_queues: &'a [ClientQueue],
+    pub server_timings: &'a [ServerTimings],
+    pub tokens_per_chunk: &'a [TokensPerChunk],
+    pub snippets: &'a [OutputSnippet],
+    /// Metric definitions `(name, text)` from the SQL files' header comments.
+    pub definitions: &'a [(String, String)],
+    /// The exit code `anvil check` gives for [`ReportInput::check`]'s outcome, stated
+    /// beside it.
+    pub check_exit_code: u8,
+}
