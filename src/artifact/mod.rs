@@ -34,8 +34,11 @@
 pub mod canary;
 pub mod error;
 pub mod event;
+pub mod files;
 pub mod fingerprint;
+pub mod merge;
 pub mod reader;
+pub mod recover;
 pub mod redact;
 pub mod rows;
 pub mod run;
@@ -48,6 +51,7 @@ use std::path::{Path, PathBuf};
 pub use error::ArtifactError;
 pub use event::{ParsedEvent, parse_event};
 pub use reader::{OpenedTable, open_table, read_pages, validate, validate_deep};
+pub use recover::{RecoverReport, recover};
 pub use redact::{REDACTED, Redactor};
 pub use rows::{EventRow, RequestRow, ScrapePhase, ScrapeRow, prompt_sha256};
 pub use run::{
@@ -56,7 +60,7 @@ pub use run::{
     is_secret_name, redact_args, redact_url,
 };
 pub use schema::{SCHEMA_VERSION, Table, events_schema, requests_schema, scrapes_schema};
-pub use writer::{ArtifactWriter, RecoverReport, WriterOptions, recover};
+pub use writer::{ArtifactWriter, WriterOptions};
 
 /// File name of the run document inside an artifact folder.
 pub const RUN_JSON: &str = "run.json";

@@ -1,4 +1,4 @@
-//! The streaming artifact writer and the recovery of killed runs.
+//! The streaming artifact writer (the recovery of killed runs is [`super::recover`]).
 //!
 //! Parquet is only readable once its footer is written, so a table is written while the run
 //! goes as a sequence of small, complete Parquet *part files* (`events.parts/000001.parquet`,
@@ -11,41 +11,29 @@
 //!
 //! [`ArtifactWriter::finish`] rolls the last rows, merges each table's parts into its final
 //! file (streaming part by part, so memory stays bounded by one row group), removes the parts
-//! and writes the final `run.json`. [`recover`] does the same for a killed run with whatever
+//! and writes the final `run.json`. [`super::recover::recover`] does the same for a killed run with whatever
 //! complete parts are on disk and marks it `interrupted`. `run.json` is written with status
 //! `running` at [`ArtifactWriter::create`], so recovery always has the run's metadata.
 
 use std::fs::{self, File};
-use std::io::{BufWriter, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use arrow::array::{AsArray, RecordBatch};
-use arrow::datatypes::Int64Type;
-use parquet::arrow::ArrowWriter;
-use parquet::basic::{Compression, ZstdLevel};
-use parquet::file::metadata::KeyValue;
-use parquet::file::properties::WriterProperties;
+use parquet::basic::Compression;
 
 use super::error::{ArtifactError, Result};
-use super::reader::{RequestTally, open_table};
+use super::files::{
+    LOCK_FILE, default_compression, part_file_name, release_lock, take_lock,
+    write_parquet_atomically, write_run_json, writer_properties,
+};
+use super::merge::merge_parts;
+use super::reader::RequestTally;
 use super::rows::{EventRow, RequestRow, ScrapeRow, events_batch, requests_batch, scrapes_batch};
-use super::run::{Counts, RunJson, SCHEMA, Status, format_utc_ns, utc_now};
-use super::schema::{META_RUN_ID, META_SCHEMA_VERSION, META_TABLE, SCHEMA_VERSION, Table};
+use super::run::{Counts, RunJson, SCHEMA, Status, utc_now};
+use super::schema::Table;
 use super::{ArtifactPaths, RUN_JSON};
-
-/// Compression of part and final files: zstd level 1. Measured on this machine with
-/// 20,000 chat chunks (`measure_part_encode_cost`; pyarrow's optimised writer on the same
-/// rows): zstd(1) costs about 0.06 µs/event more than snappy (0.38 vs 0.32 µs) and writes
-/// 3.4× fewer bytes (8.7 vs 29.3 bytes/event). See `docs/artifact.md`.
-pub fn default_compression() -> Compression {
-    Compression::ZSTD(ZstdLevel::default())
-}
-
-/// Largest row group of a merged final file, in rows.
-const FINAL_ROW_GROUP_ROWS: usize = 128 * 1024;
-/// Largest row group of a merged final file, in bytes (bounds memory while merging).
-const FINAL_ROW_GROUP_BYTES: usize = 64 * 1024 * 1024;
 
 /// Tunables of [`ArtifactWriter`].
 #[derive(Debug, Clone)]
@@ -65,101 +53,6 @@ impl Default for WriterOptions {
             max_rows_per_part: 50_000,
             compression: default_compression(),
         }
-    }
-}
-
-fn writer_properties(
-    table: Table,
-    run_id: &str,
-    compression: Compression,
-    row_group_rows: Option<usize>,
-    row_group_bytes: Option<usize>,
-) -> WriterProperties {
-    WriterProperties::builder()
-        .set_compression(compression)
-        .set_max_row_group_row_count(row_group_rows)
-        .set_max_row_group_bytes(row_group_bytes)
-        .set_key_value_metadata(Some(vec![
-            KeyValue::new(META_SCHEMA_VERSION.to_owned(), SCHEMA_VERSION.to_owned()),
-            KeyValue::new(META_TABLE.to_owned(), table.name().to_owned()),
-            KeyValue::new(META_RUN_ID.to_owned(), run_id.to_owned()),
-        ]))
-        .build()
-}
-
-/// Write `batches` as one complete Parquet file at `path`, via a temporary name and a rename,
-/// so `path` never exists half-written. Returns the rows written.
-fn write_parquet_atomically(
-    path: &Path,
-    table: Table,
-    props: WriterProperties,
-    batches: impl IntoIterator<Item = Result<RecordBatch>>,
-    sync: bool,
-) -> Result<u64> {
-    let file_name = path.file_name().and_then(|n| n.to_str()).unwrap_or("table");
-    let tmp = path.with_file_name(format!("_{file_name}.tmp"));
-    let file = File::create(&tmp).map_err(|e| ArtifactError::io(&tmp, "cannot create", e))?;
-    let perr = |source| ArtifactError::Parquet {
-        path: tmp.clone(),
-        source,
-    };
-    let mut writer =
-        ArrowWriter::try_new(BufWriter::new(file), table.schema(), Some(props)).map_err(perr)?;
-    let mut rows = 0u64;
-    for batch in batches {
-        let batch = batch?;
-        rows += batch.num_rows() as u64;
-        writer.write(&batch).map_err(perr)?;
-    }
-    let mut buf = writer.into_inner().map_err(perr)?;
-    buf.flush()
-        .map_err(|e| ArtifactError::io(&tmp, "cannot write", e))?;
-    let file = buf
-        .into_inner()
-        .map_err(|e| ArtifactError::io(&tmp, "cannot write", e.into_error()))?;
-    if sync {
-        file.sync_all()
-            .map_err(|e| ArtifactError::io(&tmp, "cannot sync", e))?;
-    }
-    drop(file);
-    fs::rename(&tmp, path).map_err(|e| ArtifactError::io(path, "cannot rename into place", e))?;
-    Ok(rows)
-}
-
-/// Write `run.json` atomically (temporary file, then rename).
-fn write_run_json(dir: &Path, run: &RunJson) -> Result<PathBuf> {
-    let path = dir.join(RUN_JSON);
-    let tmp = dir.join("_run.json.tmp");
-    fs::write(&tmp, run.to_json_pretty())
-        .map_err(|e| ArtifactError::io(&tmp, "cannot write", e))?;
-    fs::rename(&tmp, &path).map_err(|e| ArtifactError::io(&path, "cannot rename into place", e))?;
-    Ok(path)
-}
-
-/// Lock file held (with `flock`) by a live writer; the kernel releases it when the process
-/// dies, even by SIGKILL, so [`recover`] can tell a killed run from a running one.
-pub const LOCK_FILE: &str = ".anvil-writer.lock";
-
-/// Take the writer lock of `dir`, or say who holds it.
-fn take_lock(dir: &Path) -> Result<File> {
-    let path = dir.join(LOCK_FILE);
-    let file = fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .read(true)
-        .write(true)
-        .open(&path)
-        .map_err(|e| ArtifactError::io(&path, "cannot open lock file", e))?;
-    match file.try_lock() {
-        Ok(()) => Ok(file),
-        Err(fs::TryLockError::WouldBlock) => Err(ArtifactError::Locked {
-            holder: fs::read_to_string(&path)
-                .unwrap_or_default()
-                .trim()
-                .to_owned(),
-            path,
-        }),
-        Err(fs::TryLockError::Error(e)) => Err(ArtifactError::io(&path, "cannot lock", e)),
     }
 }
 
@@ -505,300 +398,11 @@ impl ArtifactWriter {
     }
 }
 
-/// Remove the lock file, then release the lock (closing the file).
-fn release_lock(dir: &Path, lock: File) -> Result<()> {
-    let path = dir.join(LOCK_FILE);
-    match fs::remove_file(&path) {
-        Ok(()) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-        Err(e) => return Err(ArtifactError::io(&path, "cannot remove", e)),
-    }
-    drop(lock);
-    Ok(())
-}
-
-fn part_file_name(index: u32) -> String {
-    format!("{index:06}.parquet")
-}
-
-/// Check that `part` is a complete part of `table` of run `run_id`; with `decode`, also read
-/// every row (recovery cannot afford to fail halfway through a merge on a damaged page).
-fn check_part(part: &Path, table: Table, run_id: &str, decode: bool) -> Result<()> {
-    let opened = open_table(part)?;
-    let problem = if opened.table != table {
-        Some(format!(
-            "holds table `{}`, not `{}`",
-            opened.table.name(),
-            table.name()
-        ))
-    } else if opened.run_id.as_deref().is_some_and(|id| id != run_id) {
-        Some(format!(
-            "belongs to run `{}`, not `{run_id}`",
-            opened.run_id.as_deref().unwrap_or_default()
-        ))
-    } else {
-        None
-    };
-    if let Some(problem) = problem {
-        return Err(ArtifactError::Inconsistent {
-            path: part.to_owned(),
-            problem,
-        });
-    }
-    if decode {
-        for batch in opened.reader()? {
-            batch.map_err(|source| ArtifactError::Arrow {
-                path: part.to_owned(),
-                source,
-            })?;
-        }
-    }
-    Ok(())
-}
-
-/// What merging one table's parts did.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct MergeOutcome {
-    /// Part files merged.
-    pub parts: usize,
-    /// Rows in the final file.
-    pub rows: u64,
-    /// Part files skipped (unreadable), with why.
-    pub skipped: Vec<String>,
-    /// Largest time column value seen (`t_ns` or `t_done_ns`).
-    pub max_t_ns: Option<i64>,
-}
-
-/// Sorted complete part files of `table`, and leftover temporary files.
-fn list_parts(dir: &Path, table: Table) -> Result<(Vec<PathBuf>, Vec<PathBuf>)> {
-    let parts_dir = dir.join(table.parts_dir_name());
-    let mut parts = Vec::new();
-    let mut temps = Vec::new();
-    let entries = match fs::read_dir(&parts_dir) {
-        Ok(e) => e,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((parts, temps)),
-        Err(e) => return Err(ArtifactError::io(&parts_dir, "cannot list", e)),
-    };
-    for entry in entries {
-        let entry = entry.map_err(|e| ArtifactError::io(&parts_dir, "cannot list", e))?;
-        let path = entry.path();
-        let name = entry.file_name().to_string_lossy().into_owned();
-        let is_part = name.len() == "000000.parquet".len()
-            && name.ends_with(".parquet")
-            && name[..6].bytes().all(|b| b.is_ascii_digit());
-        if is_part {
-            parts.push(path);
-        } else {
-            temps.push(path);
-        }
-    }
-    parts.sort();
-    temps.sort();
-    Ok((parts, temps))
-}
-
-/// Merge the parts of `table` into its final file and remove the parts folder.
-///
-/// With `lenient` (recovery), unreadable parts are skipped and reported; otherwise they are
-/// an error. If the final file already exists (a merge completed before a kill), the parts
-/// are simply removed. If there are no parts and no final file, an empty table is written.
-fn merge_parts(
-    dir: &Path,
-    table: Table,
-    run_id: &str,
-    compression: Compression,
-    lenient: bool,
-) -> Result<MergeOutcome> {
-    let final_path = dir.join(table.file_name());
-    let parts_dir = dir.join(table.parts_dir_name());
-    let mut outcome = MergeOutcome::default();
-    let (parts, temps) = list_parts(dir, table)?;
-    if final_path.exists() {
-        // The rename into place happens before parts are removed: the final file is whole.
-        let opened = open_table(&final_path)?;
-        outcome.rows = opened.num_rows;
-        outcome.max_t_ns = max_time(&final_path, table)?;
-        remove_dir_if_exists(&parts_dir)?;
-        return Ok(outcome);
-    }
-    for t in &temps {
-        outcome.skipped.push(format!(
-            "{}: incomplete part (the writer was killed while writing it), skipped",
-            t.display()
-        ));
-    }
-    let mut readable = Vec::new();
-    for part in parts {
-        match check_part(&part, table, run_id, lenient) {
-            Ok(()) => readable.push(part),
-            Err(e) if lenient => outcome.skipped.push(format!("{e}; skipped")),
-            Err(e) => return Err(e),
-        }
-    }
-    outcome.parts = readable.len();
-    let time_col = time_column(table);
-    let mut max_t: Option<i64> = None;
-    let batches = readable.iter().flat_map(|part| {
-        let reader = open_table(part).and_then(|o| o.reader());
-        let iter: Box<dyn Iterator<Item = Result<RecordBatch>>> = match reader {
-            Ok(r) => Box::new(r.map(move |b| {
-                b.map_err(|source| ArtifactError::Arrow {
-                    path: part.clone(),
-                    source,
-                })
-            })),
-            Err(e) => Box::new(std::iter::once(Err(e))),
-        };
-        iter
-    });
-    let batches = batches.inspect(|b| {
-        if let Ok(b) = b
-            && let Some(col) = b.column_by_name(time_col)
-        {
-            let arr = col.as_primitive::<Int64Type>();
-            if let Some(m) = arrow::compute::max(arr) {
-                max_t = Some(max_t.map_or(m, |x| x.max(m)));
-            }
-        }
-    });
-    let props = writer_properties(
-        table,
-        run_id,
-        compression,
-        Some(FINAL_ROW_GROUP_ROWS),
-        Some(FINAL_ROW_GROUP_BYTES),
-    );
-    outcome.rows = write_parquet_atomically(&final_path, table, props, batches, true)?;
-    outcome.max_t_ns = max_t;
-    remove_dir_if_exists(&parts_dir)?;
-    Ok(outcome)
-}
-
-fn time_column(table: Table) -> &'static str {
-    match table {
-        Table::Requests => "t_done_ns",
-        Table::Events | Table::Scrapes => "t_ns",
-    }
-}
-
-fn max_time(path: &Path, table: Table) -> Result<Option<i64>> {
-    let reader = open_table(path)?.reader_with_columns(&[time_column(table)])?;
-    let mut max_t: Option<i64> = None;
-    for b in reader {
-        let b = b.map_err(|source| ArtifactError::Arrow {
-            path: path.to_owned(),
-            source,
-        })?;
-        if let Some(m) = arrow::compute::max(b.column(0).as_primitive::<Int64Type>()) {
-            max_t = Some(max_t.map_or(m, |x| x.max(m)));
-        }
-    }
-    Ok(max_t)
-}
-
-fn remove_dir_if_exists(path: &Path) -> Result<()> {
-    match fs::remove_dir_all(path) {
-        Ok(()) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-        Err(e) => Err(ArtifactError::io(path, "cannot remove", e)),
-    }
-}
-
-/// What [`recover`] did.
-#[derive(Debug, Clone)]
-pub struct RecoverReport {
-    /// The artifact folder.
-    pub dir: PathBuf,
-    /// Status found in `run.json` before recovery.
-    pub status_before: Status,
-    /// Status after recovery (`interrupted` unless the run had already finished).
-    pub status_after: Status,
-    /// Per table: parts merged, rows, skipped parts.
-    pub tables: Vec<(Table, MergeOutcome)>,
-    /// Human-readable notes (skipped parts, what was left alone).
-    pub notes: Vec<String>,
-}
-
-impl RecoverReport {
-    /// Rows recovered in `table`.
-    pub fn rows(&self, table: Table) -> u64 {
-        self.tables
-            .iter()
-            .find(|(t, _)| *t == table)
-            .map_or(0, |(_, m)| m.rows)
-    }
-}
-
-/// Turn what a killed recorder left in `dir` into a valid artifact marked `interrupted`:
-/// merge every complete part of each table (skipping incomplete ones with a note), recompute
-/// the counts from the tables, and rewrite `run.json`. A run that already finished is left
-/// as it is (only stray parts are cleaned up).
-pub fn recover(dir: &Path) -> Result<RecoverReport> {
-    let run_path = dir.join(RUN_JSON);
-    let mut run = RunJson::read(&run_path).map_err(|e| match e {
-        ArtifactError::Missing { path, .. } => ArtifactError::Unrecoverable {
-            path,
-            problem: "no run.json: this folder was not started by anvil-capture, or the run died before writing anything".to_owned(),
-        },
-        other => other,
-    })?;
-    let lock = take_lock(dir)?;
-    let status_before = run.status;
-    let mut report = RecoverReport {
-        dir: dir.to_owned(),
-        status_before,
-        status_after: status_before,
-        tables: Vec::new(),
-        notes: Vec::new(),
-    };
-    let mut max_t: Option<i64> = None;
-    for table in Table::ALL {
-        let merged = merge_parts(dir, table, &run.run_id, default_compression(), true)?;
-        report.notes.extend(merged.skipped.iter().cloned());
-        if let Some(m) = merged.max_t_ns {
-            max_t = Some(max_t.map_or(m, |x| x.max(m)));
-        }
-        report.tables.push((table, merged));
-    }
-    if status_before != Status::Running {
-        report.notes.push(format!(
-            "run.json already has status `{}`: left unchanged",
-            status_before.as_str()
-        ));
-        release_lock(dir, lock)?;
-        return Ok(report);
-    }
-
-    let requests_path = dir.join(Table::Requests.file_name());
-    let tally = super::reader::tally_requests(&requests_path)?;
-    let mut counts = Counts {
-        channel_full: run.counts.channel_full,
-        ..Counts::default()
-    };
-    tally.apply_to(&mut counts);
-    counts.events = report.rows(Table::Events);
-    counts.scrapes = report.rows(Table::Scrapes);
-    run.counts = counts;
-    run.status = Status::Interrupted;
-    run.status_reason = Some(
-        "the recorder stopped without finishing (killed or crashed); recovered by `anvil-capture recover`: rows of the last ~1 s before the stop may be missing, and requests in flight have events but no requests row"
-            .to_owned(),
-    );
-    run.ended_utc = Some(
-        max_t
-            .and_then(|t| run.clock.utc_unix_ns_at(t))
-            .map(format_utc_ns)
-            .unwrap_or_else(|| run.started_utc.clone()),
-    );
-    write_run_json(dir, &run)?;
-    release_lock(dir, lock)?;
-    report.status_after = Status::Interrupted;
-    Ok(report)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::artifact::merge::list_parts;
+    use crate::artifact::recover::recover;
     use crate::artifact::run::tests::sample_run;
     use crate::artifact::{Api, Outcome, RequestKind, ScrapePhase};
 
