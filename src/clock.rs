@@ -4,7 +4,8 @@
 //! nanoseconds, so a client's receive time and the simulator's write time of the same SSE
 //! event can be joined and subtracted directly. Artifacts store times as offsets from the
 //! run's origin (`run.json` records the origin's absolute `CLOCK_MONOTONIC` value and its
-//! UTC wall-clock anchor).
+//! UTC wall-clock anchor). UTC instants are written as RFC 3339 with nanoseconds
+//! ([`format_utc_ns`], [`parse_utc`]).
 
 /// Current `CLOCK_MONOTONIC` time in nanoseconds (the clock `std::time::Instant` uses on Linux).
 #[inline]
@@ -50,6 +51,29 @@ impl Origin {
     pub fn elapsed_ns(&self) -> i64 {
         self.offset(monotonic_ns())
     }
+}
+
+/// RFC 3339 UTC with nine fractional digits, e.g. `2026-11-29T22:36:00.123456789Z`.
+pub fn format_utc_ns(utc_unix_ns: i128) -> String {
+    let fmt = time::macros::format_description!(
+        "[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:9]Z"
+    );
+    time::OffsetDateTime::from_unix_timestamp_nanos(utc_unix_ns)
+        .ok()
+        .and_then(|t| t.format(&fmt).ok())
+        .unwrap_or_else(|| "1970-01-01T00:00:00.000000000Z".to_owned())
+}
+
+/// UTC now, formatted by [`format_utc_ns`].
+pub fn utc_now() -> String {
+    format_utc_ns(time::OffsetDateTime::now_utc().unix_timestamp_nanos())
+}
+
+/// Parse an RFC 3339 time to UTC nanoseconds since the epoch.
+pub fn parse_utc(s: &str) -> Option<i128> {
+    time::OffsetDateTime::parse(s, &time::format_description::well_known::Rfc3339)
+        .ok()
+        .map(|t| t.unix_timestamp_nanos())
 }
 
 #[cfg(test)]

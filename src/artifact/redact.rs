@@ -99,6 +99,76 @@ impl Redactor {
     }
 }
 
+/// Whether a flag or configuration key names a secret: `api-key…`, `auth…`, or a name that
+/// is or ends in `key`, `token`, `secret`, `password` or `passwd` (`-` and `_` alike, leading
+/// dashes ignored).
+pub fn is_secret_name(name: &str) -> bool {
+    let name = name
+        .trim_start_matches('-')
+        .to_ascii_lowercase()
+        .replace('_', "-");
+    const WORDS: [&str; 5] = ["key", "token", "secret", "password", "passwd"];
+    name.starts_with("api-key")
+        || name.starts_with("auth")
+        || WORDS
+            .iter()
+            .any(|w| name == *w || name.ends_with(&format!("-{w}")))
+}
+
+/// The command line with secrets removed: values of `--api-key`-style flags (any flag whose
+/// name contains `key`, `token`, `secret` or `password`, as `--flag value` or
+/// `--flag=value`) become `<redacted>`, as does any argument equal to or containing one of
+/// `secrets`; credentials in URLs are stripped by [`redact_url`].
+pub fn redact_args<S: AsRef<str>>(args: &[S], secrets: &[&str]) -> Vec<String> {
+    const REDACTED: &str = "<redacted>";
+    let secrets: Vec<&str> = secrets.iter().copied().filter(|s| !s.is_empty()).collect();
+    let is_secret_flag = |flag: &str| flag.starts_with('-') && is_secret_name(flag);
+    let mut out = Vec::with_capacity(args.len());
+    let mut redact_next = false;
+    for arg in args {
+        let arg = arg.as_ref();
+        if redact_next {
+            redact_next = false;
+            out.push(REDACTED.to_owned());
+            continue;
+        }
+        if let Some((flag, _)) = arg.split_once('=')
+            && is_secret_flag(flag)
+        {
+            out.push(format!("{flag}={REDACTED}"));
+            continue;
+        }
+        if is_secret_flag(arg) {
+            out.push(arg.to_owned());
+            redact_next = true;
+            continue;
+        }
+        let mut cleaned = redact_url(arg);
+        if let Some(pos) = cleaned.to_ascii_lowercase().find("bearer ") {
+            cleaned = format!("{}{REDACTED}", &cleaned[..pos + "bearer ".len()]);
+        }
+        for s in &secrets {
+            if cleaned.contains(s) {
+                cleaned = cleaned.replace(s, REDACTED);
+            }
+        }
+        out.push(cleaned);
+    }
+    out
+}
+
+/// `url` without `user:password@` credentials (`https://u:p@h/x` → `https://<redacted>@h/x`).
+pub fn redact_url(url: &str) -> String {
+    if let Some(scheme_end) = url.find("://") {
+        let rest = &url[scheme_end + 3..];
+        let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+        if let Some(at) = rest[..authority_end].rfind('@') {
+            return format!("{}<redacted>@{}", &url[..scheme_end + 3], &rest[at + 1..]);
+        }
+    }
+    url.to_owned()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
