@@ -1,0 +1,106 @@
+//! Time series: server gauges (queue depth) over the run, one line per replica.
+
+use super::common::*;
+use plotters::prelude::*;
+use serde::Serialize;
+
+/// One line of a time series: `(seconds since run start, value)`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LineSeriesData {
+    pub name: String,
+    pub colour: usize,
+    pub points: Vec<(f64, f64)>,
+}
+
+/// Server-side time series (queue depth and running requests) of one run.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TimeSeriesChart {
+    pub title: String,
+    pub y_label: String,
+    pub series: Vec<LineSeriesData>,
+}
+
+/// Lines over time (server queue depth and running requests).
+pub fn time_series_svg(chart: &TimeSeriesChart) -> String {
+    let mut dropped = 0;
+    let series: Vec<(&LineSeriesData, Vec<(f64, f64)>)> = chart
+        .series
+        .iter()
+        .map(|s| {
+            let mut kept: Vec<(f64, f64)> = s
+                .points
+                .iter()
+                .copied()
+                .filter(|(t, v)| t.is_finite() && v.is_finite())
+                .collect();
+            dropped += s.points.len() - kept.len();
+            kept.sort_by(|a, b| a.0.total_cmp(&b.0));
+            (s, kept)
+        })
+        .filter(|(_, kept)| !kept.is_empty())
+        .collect();
+    let total: usize = series.iter().map(|(_, p)| p.len()).sum();
+    if total < 2 {
+        return no_data_svg(&chart.title, "fewer than two samples recorded");
+    }
+    let (Some((x0, x1)), Some((_, y1))) = (
+        span(
+            series.iter().flat_map(|(_, p)| p.iter().map(|(t, _)| *t)),
+            0.01,
+        ),
+        span(
+            series
+                .iter()
+                .flat_map(|(_, p)| p.iter().map(|(_, v)| *v))
+                .chain([0.0]),
+            0.08,
+        ),
+    ) else {
+        return no_data_svg(&chart.title, "no finite samples");
+    };
+    let note = dropped_note(dropped, "non-finite samples");
+    draw_svg(&chart.title, (WIDTH, HEIGHT), |root| {
+        let mut ctx = ChartBuilder::on(root)
+            .caption(&chart.title, (FONT, 22))
+            .margin(14)
+            .x_label_area_size(56)
+            .y_label_area_size(76)
+            .build_cartesian_2d(x0..x1, 0f64..y1.max(1.0))
+            .map_err(err)?;
+        ctx.configure_mesh()
+            .x_desc("time since run start (s)")
+            .y_desc(chart.y_label.as_str())
+            .label_style((FONT, 16))
+            .axis_desc_style((FONT, 17))
+            .x_label_formatter(&|v| short_number(*v))
+            .y_label_formatter(&|v| short_number(*v))
+            .light_line_style(RGBColor(0xee, 0xee, 0xee))
+            .draw()
+            .map_err(err)?;
+        for (s, kept) in &series {
+            let c = colour(s.colour);
+            // Gauges hold their value until the next scrape: draw steps.
+            let mut steps = Vec::with_capacity(kept.len() * 2);
+            for (i, (t, v)) in kept.iter().enumerate() {
+                if i > 0 {
+                    steps.push((*t, kept[i - 1].1));
+                }
+                steps.push((*t, *v));
+            }
+            ctx.draw_series(LineSeries::new(steps, c.stroke_width(2)))
+                .map_err(err)?
+                .label(s.name.clone())
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 18, y)], c.stroke_width(3))
+                });
+        }
+        ctx.configure_series_labels()
+            .position(SeriesLabelPosition::UpperRight)
+            .background_style(WHITE.mix(0.9))
+            .border_style(RGBColor(0x99, 0x99, 0x99))
+            .label_font((FONT, 16))
+            .draw()
+            .map_err(err)?;
+        footnote(root, &note)
+    })
+}
