@@ -7,7 +7,9 @@
 
 use std::collections::BTreeMap;
 
-use crate::query::rows::{column_f64, column_i64, column_str};
+use serde::Deserialize;
+
+use crate::query::rows::decode;
 use crate::query::views::VIEWS;
 use crate::query::{AnvilSession, QueryError};
 use crate::report::input::{
@@ -57,6 +59,63 @@ const SNIPPET_CHARS: usize = 400;
 /// Evidence snippets shown per run at most.
 const SNIPPETS_PER_RUN: usize = 5;
 
+/// A row of [`TIMING_SQL`].
+#[derive(Deserialize)]
+struct TimingRow {
+    run_id: String,
+    replica: u32,
+    request_index: i64,
+    start_s: Option<f64>,
+    first_token_s: Option<f64>,
+    end_s: Option<f64>,
+    ttft_ms: Option<f64>,
+    tpot_ms: Option<f64>,
+    prompt_tokens: Option<f64>,
+    effective_prefill_tps: Option<f64>,
+}
+
+/// A row of [`SCRAPES_SQL`].
+#[derive(Deserialize)]
+struct ScrapeCount {
+    run_id: String,
+    scrapes: i64,
+    metrics: i64,
+}
+
+/// A row of [`QUEUE_SQL`].
+#[derive(Deserialize)]
+struct QueueRow {
+    run_id: String,
+    replica: u32,
+    runtime: Option<String>,
+    t_s: Option<f64>,
+    waiting: Option<f64>,
+    running: Option<f64>,
+}
+
+/// A row of [`QUEUE_GAUGES_SQL`].
+#[derive(Deserialize)]
+struct GaugeNames {
+    runtime: String,
+    metrics: String,
+}
+
+/// A row of [`TOKENS_PER_CHUNK_SQL`].
+#[derive(Deserialize)]
+struct ChunkRow {
+    run_id: String,
+    replica: u32,
+    tokens_per_chunk: Option<f64>,
+}
+
+/// A row of [`SNIPPET_SQL`].
+#[derive(Deserialize)]
+struct SnippetRow {
+    run_id: String,
+    request_index: i64,
+    content: Option<String>,
+}
+
 /// What the report is built from, read from one session.
 pub struct Gathered {
     pub artifacts: Vec<Artifact>,
@@ -100,128 +159,89 @@ pub async fn gather(session: &AnvilSession) -> Result<Gathered, QueryError> {
         })
         .collect();
 
-    let r = session.query(TIMING_SQL).await?;
-    let ids = column_str(&r, "run_id")?;
-    let replica = column_i64(&r, "replica")?;
-    let index = column_i64(&r, "request_index")?;
-    let [start, first, end, ttft, tpot, prompt, prefill] = [
-        "start_s",
-        "first_token_s",
-        "end_s",
-        "ttft_ms",
-        "tpot_ms",
-        "prompt_tokens",
-        "effective_prefill_tps",
-    ]
-    .map(|c| column_f64(&r, c));
-    let (start, first, end, ttft, tpot, prompt, prefill) =
-        (start?, first?, end?, ttft?, tpot?, prompt?, prefill?);
-    let requests = (0..ids.len())
-        .filter_map(|i| {
+    let requests = decode::<TimingRow>(&session.query(TIMING_SQL).await?)?
+        .into_iter()
+        .filter_map(|r| {
             Some(RequestTiming {
-                run_id: ids[i].clone(),
-                replica: u32::try_from(replica[i]?).ok()?,
-                request_index: index[i]?,
-                start_s: start[i]?,
-                first_token_s: first[i],
-                end_s: end[i]?,
-                ttft_ms: ttft[i],
-                tpot_ms: tpot[i],
-                prompt_tokens: prompt[i],
-                effective_prefill_tps: prefill[i],
+                run_id: r.run_id,
+                replica: r.replica,
+                request_index: r.request_index,
+                start_s: r.start_s?,
+                first_token_s: r.first_token_s,
+                end_s: r.end_s?,
+                ttft_ms: r.ttft_ms,
+                tpot_ms: r.tpot_ms,
+                prompt_tokens: r.prompt_tokens,
+                effective_prefill_tps: r.effective_prefill_tps,
             })
         })
         .collect();
 
-    let r = session.query(SCRAPES_SQL).await?;
-    let ids = column_str(&r, "run_id")?;
-    let scrapes = column_i64(&r, "scrapes")?;
-    let metrics = column_i64(&r, "metrics")?;
-    let mut by_run: BTreeMap<String, RunQueue> = (0..ids.len())
-        .map(|i| {
-            (
-                ids[i].clone(),
-                RunQueue {
-                    run_id: ids[i].clone(),
-                    scrapes: scrapes[i].unwrap_or(0),
-                    metrics: metrics[i].unwrap_or(0),
+    let mut by_run: BTreeMap<String, RunQueue> =
+        decode::<ScrapeCount>(&session.query(SCRAPES_SQL).await?)?
+            .into_iter()
+            .map(|r| {
+                let queue = RunQueue {
+                    run_id: r.run_id.clone(),
+                    scrapes: r.scrapes,
+                    metrics: r.metrics,
                     runtime: None,
                     samples: Vec::new(),
-                },
-            )
-        })
-        .collect();
-    let r = session.query(QUEUE_SQL).await?;
-    let ids = column_str(&r, "run_id")?;
-    let replica = column_i64(&r, "replica")?;
-    let runtime = column_str(&r, "runtime")?;
-    let t = column_f64(&r, "t_s")?;
-    let waiting = column_f64(&r, "waiting")?;
-    let running = column_f64(&r, "running")?;
-    for i in 0..ids.len() {
-        let (Some(replica), Some(t_s), Some(q)) = (
-            replica[i].and_then(|r| u32::try_from(r).ok()),
-            t[i],
-            by_run.get_mut(&ids[i]),
-        ) else {
+                };
+                (r.run_id, queue)
+            })
+            .collect();
+    for r in decode::<QueueRow>(&session.query(QUEUE_SQL).await?)? {
+        let (Some(t_s), Some(q)) = (r.t_s, by_run.get_mut(&r.run_id)) else {
             continue;
         };
-        q.runtime.get_or_insert_with(|| runtime[i].clone());
+        if let Some(runtime) = r.runtime {
+            q.runtime.get_or_insert(runtime);
+        }
         q.samples.push(QueueSample {
-            replica,
+            replica: r.replica,
             t_s,
-            waiting: waiting[i].unwrap_or(0.0),
-            running: running[i].unwrap_or(0.0),
+            waiting: r.waiting.unwrap_or(0.0),
+            running: r.running.unwrap_or(0.0),
         });
     }
     let queues = by_run.into_values().collect();
-    let r = session.query(QUEUE_GAUGES_SQL).await?;
-    let known_queue_gauges = column_str(&r, "runtime")?
+    let known_queue_gauges = decode::<GaugeNames>(&session.query(QUEUE_GAUGES_SQL).await?)?
         .into_iter()
-        .zip(column_str(&r, "metrics")?)
-        .map(|(runtime, metrics)| format!("{runtime} {metrics}"))
+        .map(|g| format!("{} {}", g.runtime, g.metrics))
         .collect::<Vec<_>>()
         .join(", ");
 
     let client_queues = super::summary::client_queues(session).await?;
     let server_timings = super::summary::server_timings(session).await?;
 
-    let r = session.query(TOKENS_PER_CHUNK_SQL).await?;
-    let ids = column_str(&r, "run_id")?;
-    let replica = column_i64(&r, "replica")?;
-    let tpc = column_f64(&r, "tokens_per_chunk")?;
-    let tokens_per_chunk = (0..ids.len())
-        .filter_map(|i| {
+    let tokens_per_chunk = decode::<ChunkRow>(&session.query(TOKENS_PER_CHUNK_SQL).await?)?
+        .into_iter()
+        .filter_map(|r| {
             Some(TokensPerChunk {
-                run_id: ids[i].clone(),
-                replica: u32::try_from(replica[i]?).ok()?,
-                tokens_per_chunk: tpc[i]?,
+                run_id: r.run_id,
+                replica: r.replica,
+                tokens_per_chunk: r.tokens_per_chunk?,
             })
         })
         .collect();
 
-    let r = session.query(SNIPPET_SQL).await?;
-    let ids = column_str(&r, "run_id")?;
-    let index = column_i64(&r, "request_index")?;
-    let content = column_str(&r, "content")?;
-    let mut per_run: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut per_run: BTreeMap<String, usize> = BTreeMap::new();
     let mut snippets = Vec::new();
-    for i in 0..ids.len() {
-        let shown = per_run.entry(ids[i].as_str()).or_default();
+    for r in decode::<SnippetRow>(&session.query(SNIPPET_SQL).await?)? {
+        let shown = per_run.entry(r.run_id.clone()).or_default();
         if *shown >= SNIPPETS_PER_RUN {
             continue;
         }
-        let Some(request_index) = index[i] else {
-            continue;
-        };
         *shown += 1;
-        let mut text: String = content[i].chars().take(SNIPPET_CHARS).collect();
-        if content[i].chars().count() > SNIPPET_CHARS {
+        let content = r.content.unwrap_or_default();
+        let mut text: String = content.chars().take(SNIPPET_CHARS).collect();
+        if content.chars().count() > SNIPPET_CHARS {
             text.push('…');
         }
         snippets.push(OutputSnippet {
-            run_id: ids[i].clone(),
-            request_index,
+            run_id: r.run_id,
+            request_index: r.request_index,
             text,
         });
     }

@@ -2,7 +2,9 @@
 //! `aggregate_throughput` views (never recomputed here), and each artifact's client-side
 //! queueing and server-reported timings, as the plain structs of [`crate::report::summary`].
 
-use crate::query::rows::{column_f64, column_i64, column_stats, column_str};
+use serde::Deserialize;
+
+use crate::query::rows::{column_stats, decode};
 use crate::query::{AnvilSession, QueryError};
 use crate::report::input::{ClientQueue, ServerTimings};
 use crate::report::summary::{ArtifactStats, MetricRow, Summary, Throughput};
@@ -37,78 +39,65 @@ FROM server_timing_summary ORDER BY run_id";
 
 /// Every artifact's client-side queueing (the `client_queueing` view), in run id order.
 pub async fn client_queues(session: &AnvilSession) -> Result<Vec<ClientQueue>, QueryError> {
-    let r = session.query(CLIENT_QUEUE_SQL).await?;
-    let ids = column_str(&r, "run_id")?;
-    let schedule = column_str(&r, "schedule")?;
-    let rate = column_f64(&r, "rate_per_s")?;
-    let sent = column_i64(&r, "requests")?;
-    let over = column_i64(&r, "queued_over_1ms")?;
-    let [p50, p95, max] = ["p50_ms", "p95_ms", "max_ms"].map(|c| column_f64(&r, c));
-    let (p50, p95, max) = (p50?, p95?, max?);
-    Ok((0..ids.len())
-        .map(|i| ClientQueue {
-            run_id: ids[i].clone(),
-            schedule: schedule[i].clone(),
-            rate_per_s: rate[i],
-            requests: sent[i].unwrap_or(0),
-            queued_over_1ms: over[i].unwrap_or(0),
-            p50_ms: p50[i],
-            p95_ms: p95[i],
-            max_ms: max[i],
-        })
-        .collect())
+    decode(&session.query(CLIENT_QUEUE_SQL).await?)
 }
 
 /// Every artifact's server-reported timings (the `server_timing_summary` view), in run id
 /// order; artifacts whose server reported none are absent.
 pub async fn server_timings(session: &AnvilSession) -> Result<Vec<ServerTimings>, QueryError> {
-    let r = session.query(SERVER_TIMINGS_SQL).await?;
-    let ids = column_str(&r, "run_id")?;
-    let timed = column_i64(&r, "requests")?;
-    let mismatches = column_i64(&r, "token_mismatches")?;
-    let [prefill, queue_p50, queue_max, gen_p50, gen_max] = [
-        "prefill_p50_ms",
-        "queue_p50_ms",
-        "queue_max_ms",
-        "generation_diff_p50_ms",
-        "generation_diff_max_abs_ms",
-    ]
-    .map(|c| column_f64(&r, c));
-    let (prefill, queue_p50, queue_max, gen_p50, gen_max) =
-        (prefill?, queue_p50?, queue_max?, gen_p50?, gen_max?);
-    Ok((0..ids.len())
-        .map(|i| ServerTimings {
-            run_id: ids[i].clone(),
-            requests: timed[i].unwrap_or(0),
-            prefill_p50_ms: prefill[i],
-            queue_p50_ms: queue_p50[i],
-            queue_max_ms: queue_max[i],
-            generation_diff_p50_ms: gen_p50[i],
-            generation_diff_max_abs_ms: gen_max[i],
-            token_mismatches: mismatches[i].unwrap_or(0),
-        })
-        .collect())
+    decode(&session.query(SERVER_TIMINGS_SQL).await?)
+}
+
+/// A row of [`RUNS_SQL`].
+#[derive(Deserialize)]
+struct RunRow {
+    run_id: String,
+    arm: String,
+    cell_id: String,
+    status: String,
+    dir: String,
+}
+
+/// The columns of [`SUMMARY_SQL`] beside the statistics.
+#[derive(Deserialize)]
+struct StatsRow {
+    run_id: String,
+    metric: String,
+    unit: String,
+    #[serde(default)]
+    failed: i64,
+    #[serde(default)]
+    n_null: i64,
+}
+
+/// A row of [`THROUGHPUT_SQL`] (a NULL count is 0).
+#[derive(Deserialize)]
+struct ThroughputRow {
+    run_id: String,
+    output_tps: Option<f64>,
+    completion_tokens: Option<i64>,
+    span_s: Option<f64>,
+    #[serde(default)]
+    requests: i64,
+    #[serde(default)]
+    succeeded: i64,
+    #[serde(default)]
+    succeeded_without_usage: i64,
+    #[serde(default)]
+    parse_error_requests: i64,
 }
 
 /// Read the summary from the session's views.
 pub async fn read(session: &AnvilSession) -> Result<Summary, QueryError> {
     let stats = session.query(SUMMARY_SQL).await?;
-    let throughput = session.query(THROUGHPUT_SQL).await?;
-    let runs = session.query(RUNS_SQL).await?;
-
-    let run_ids = column_str(&runs, "run_id")?;
-    let mut artifacts: Vec<ArtifactStats> = run_ids
-        .iter()
-        .zip(column_str(&runs, "arm")?)
-        .zip(column_str(&runs, "cell_id")?)
-        .zip(column_str(&runs, "status")?)
-        .zip(column_str(&runs, "dir")?)
-        .map(|((((run_id, arm), cell_id), status), dir)| ArtifactStats {
-            run_id: run_id.clone(),
-            arm,
-            cell_id,
-            status,
-            dir,
+    let mut artifacts: Vec<ArtifactStats> = decode::<RunRow>(&session.query(RUNS_SQL).await?)?
+        .into_iter()
+        .map(|r| ArtifactStats {
+            run_id: r.run_id,
+            arm: r.arm,
+            cell_id: r.cell_id,
+            status: r.status,
+            dir: r.dir,
             metrics: Vec::new(),
             throughput: None,
             client_queue: None,
@@ -117,47 +106,35 @@ pub async fn read(session: &AnvilSession) -> Result<Summary, QueryError> {
         .collect();
     let index = |run_id: &str| artifacts.iter().position(|a| a.run_id == run_id);
 
-    let ids = column_str(&stats, "run_id")?;
-    let metric = column_str(&stats, "metric")?;
-    let unit = column_str(&stats, "unit")?;
-    let failed = column_i64(&stats, "failed")?;
-    let n_null = column_i64(&stats, "n_null")?;
-    let values = column_stats(&stats)?;
-    let mut rows = Vec::with_capacity(ids.len());
-    for i in 0..ids.len() {
-        let row = MetricRow {
-            metric: metric[i].clone(),
-            unit: unit[i].clone(),
-            failed: failed[i].unwrap_or(0),
-            n_null: n_null[i].unwrap_or(0),
-            stats: values[i],
-        };
-        rows.push((index(&ids[i]), row));
-    }
-
-    let t_ids = column_str(&throughput, "run_id")?;
-    let tps = column_f64(&throughput, "output_tps")?;
-    let tokens = column_i64(&throughput, "completion_tokens")?;
-    let span = column_f64(&throughput, "span_s")?;
-    let requests = column_i64(&throughput, "requests")?;
-    let succeeded = column_i64(&throughput, "succeeded")?;
-    let without_usage = column_i64(&throughput, "succeeded_without_usage")?;
-    let parse_errors = column_i64(&throughput, "parse_error_requests")?;
-    let mut throughputs = Vec::with_capacity(t_ids.len());
-    for i in 0..t_ids.len() {
-        throughputs.push((
-            index(&t_ids[i]),
-            Throughput {
-                output_tps: tps[i],
-                completion_tokens: tokens[i],
-                span_s: span[i],
-                requests: requests[i].unwrap_or(0),
-                succeeded: succeeded[i].unwrap_or(0),
-                succeeded_without_usage: without_usage[i].unwrap_or(0),
-                parse_error_requests: parse_errors[i].unwrap_or(0),
-            },
-        ));
-    }
+    let rows: Vec<_> = decode::<StatsRow>(&stats)?
+        .into_iter()
+        .zip(column_stats(&stats)?)
+        .map(|(r, stats)| {
+            let row = MetricRow {
+                metric: r.metric,
+                unit: r.unit,
+                failed: r.failed,
+                n_null: r.n_null,
+                stats,
+            };
+            (index(&r.run_id), row)
+        })
+        .collect();
+    let throughputs: Vec<_> = decode::<ThroughputRow>(&session.query(THROUGHPUT_SQL).await?)?
+        .into_iter()
+        .map(|t| {
+            let throughput = Throughput {
+                output_tps: t.output_tps,
+                completion_tokens: t.completion_tokens,
+                span_s: t.span_s,
+                requests: t.requests,
+                succeeded: t.succeeded,
+                succeeded_without_usage: t.succeeded_without_usage,
+                parse_error_requests: t.parse_error_requests,
+            };
+            (index(&t.run_id), throughput)
+        })
+        .collect();
     for (at, row) in rows {
         if let Some(at) = at {
             artifacts[at].metrics.push(row);

@@ -1,6 +1,6 @@
-//! Columns of a query result as Rust values: the one place that turns Arrow arrays of a
-//! [`StatementResult`] into `f64`, `i64` and `String` (cast first, so a view may widen a
-//! type without breaking its readers).
+//! A query result as Rust values: [`decode`] turns every row into a typed struct (serde, by
+//! column name), and the `column_*` readers take one column as `f64`, `i64` or `String` (cast
+//! first, so a view may widen a type without breaking its readers).
 
 use datafusion::arrow::array::{Array, AsArray};
 use datafusion::arrow::compute::cast;
@@ -9,6 +9,29 @@ use datafusion::error::DataFusionError;
 
 use super::{QueryError, StatementResult};
 use crate::stats::{STATISTICS, Stats};
+
+/// Every row of `r` as a `T`, its fields named as the columns (a NULL or missing column is
+/// `None` for an `Option` field; any other mismatch is an error naming the row). The rows go
+/// through Arrow's JSON writer and serde: the views hold numbers, text and booleans, which
+/// that round trip keeps exactly (floats in their shortest exact form).
+pub fn decode<T: serde::de::DeserializeOwned>(r: &StatementResult) -> Result<Vec<T>, QueryError> {
+    let mut writer = datafusion::arrow::json::ArrayWriter::new(Vec::new());
+    for batch in &r.batches {
+        writer.write(batch).map_err(DataFusionError::from)?;
+    }
+    writer.finish().map_err(DataFusionError::from)?;
+    let bytes = writer.into_inner();
+    if bytes.is_empty() {
+        return Ok(Vec::new());
+    }
+    serde_json::from_slice(&bytes).map_err(|e| QueryError::Sql {
+        message: format!(
+            "a query result does not have the columns its reader expects ({e}); this is a \
+             defect of anvil, please report it"
+        ),
+        hint: None,
+    })
+}
 
 /// Column `name` as `f64`s (null as `None`).
 pub fn column_f64(r: &StatementResult, name: &str) -> Result<Vec<Option<f64>>, QueryError> {
@@ -70,4 +93,68 @@ pub fn column_stats(r: &StatementResult) -> Result<Vec<Stats>, QueryError> {
             Stats::from_values(count, std::array::from_fn(|k| values[k][i]))
         })
         .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use datafusion::arrow::array::{Float64Array, Int64Array, RecordBatch, StringArray};
+    use datafusion::arrow::datatypes::{Field, Schema};
+
+    use super::*;
+
+    #[derive(Debug, PartialEq, serde::Deserialize)]
+    struct Row {
+        run_id: String,
+        n: Option<i64>,
+        x: f64,
+    }
+
+    fn result() -> StatementResult {
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("run_id", DataType::Utf8, false),
+            Field::new("n", DataType::Int64, true),
+            Field::new("x", DataType::Float64, false),
+        ]));
+        let batch = RecordBatch::try_new(
+            schema.clone(),
+            vec![
+                Arc::new(StringArray::from(vec!["a", "b"])),
+                Arc::new(Int64Array::from(vec![Some(7), None])),
+                Arc::new(Float64Array::from(vec![0.1 + 0.2, 1e-300])),
+            ],
+        )
+        .unwrap();
+        StatementResult {
+            schema,
+            batches: vec![batch.clone(), batch],
+        }
+    }
+
+    #[test]
+    fn rows_decode_by_column_name_with_nulls_and_exact_floats() {
+        let rows: Vec<Row> = decode(&result()).unwrap();
+        assert_eq!(rows.len(), 4);
+        assert_eq!(
+            rows[0],
+            Row {
+                run_id: "a".into(),
+                n: Some(7),
+                x: 0.1 + 0.2
+            }
+        );
+        assert_eq!((rows[1].n, rows[1].x), (None, 1e-300));
+    }
+
+    #[test]
+    fn a_column_the_reader_needs_but_the_result_lacks_is_an_error() {
+        #[derive(Debug, serde::Deserialize)]
+        #[allow(dead_code)]
+        struct Wants {
+            missing: String,
+        }
+        let err = decode::<Wants>(&result()).unwrap_err().to_string();
+        assert!(err.contains("missing"), "{err}");
+    }
 }

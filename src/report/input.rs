@@ -55,13 +55,15 @@ pub struct RunQueue {
 }
 
 /// Client-side queueing of one run (the `client_queueing` view).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct ClientQueue {
     pub run_id: String,
     /// `closed`, `constant` or `poisson`.
     pub schedule: String,
     pub rate_per_s: Option<f64>,
+    #[serde(default)]
     pub requests: i64,
+    #[serde(default)]
     pub queued_over_1ms: i64,
     pub p50_ms: Option<f64>,
     pub p95_ms: Option<f64>,
@@ -70,10 +72,11 @@ pub struct ClientQueue {
 
 /// What the server reported about its own timings, over one run's measured requests (the
 /// `server_timings` view, aggregated).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct ServerTimings {
     pub run_id: String,
     /// Measured requests whose stream carried the server's timings.
+    #[serde(default)]
     pub requests: i64,
     pub prefill_p50_ms: Option<f64>,
     /// TTFT minus the server's prefill time: queued or batched, plus transport.
@@ -83,6 +86,7 @@ pub struct ServerTimings {
     pub generation_diff_p50_ms: Option<f64>,
     pub generation_diff_max_abs_ms: Option<f64>,
     /// Requests whose usage completion tokens differ from the server's generated count.
+    #[serde(default)]
     pub token_mismatches: i64,
 }
 
