@@ -12,7 +12,9 @@ use crate::rules::{
     ParseErrors, ReplicaThroughput, RequestValue, Restart, RestartSignal, ServerError, SpecDecode,
 };
 
-use crate::query::rows::{column_f64, column_i64, column_stats, column_str};
+use serde::Deserialize;
+
+use crate::query::rows::{column_stats, decode};
 use crate::query::{AnvilSession, QueryError};
 
 const STATS_SQL: &str = "\
@@ -77,6 +79,134 @@ const SPEC_SQL: &str = "\
 SELECT run_id, replica, acceptance_rate, mean_accepted_length FROM spec_decode \
 WHERE coalesce(drafts, 0) > 0 OR source = 'gauges' ORDER BY run_id, replica";
 
+/// A row of [`STATS_SQL`] beside its statistics.
+#[derive(Deserialize)]
+struct StatsRow {
+    run_id: String,
+    metric: String,
+}
+
+/// A row of [`PER_REQUEST_SQL`]: each metric's value, in [`MetricId::ALL`] order.
+#[derive(Deserialize)]
+struct PerRequestRow {
+    run_id: String,
+    request_index: i64,
+    ttft_ms: Option<f64>,
+    effective_prefill_tps: Option<f64>,
+    decode_tps: Option<f64>,
+    tpot_ms: Option<f64>,
+    itl_ms: Option<f64>,
+    e2e_ms: Option<f64>,
+}
+
+impl PerRequestRow {
+    fn values(&self) -> [Option<f64>; 6] {
+        [
+            self.ttft_ms,
+            self.effective_prefill_tps,
+            self.decode_tps,
+            self.tpot_ms,
+            self.itl_ms,
+            self.e2e_ms,
+        ]
+    }
+}
+
+#[derive(Deserialize)]
+struct ThroughputRow {
+    run_id: String,
+    scope: String,
+    replica: Option<u32>,
+    output_tps: Option<f64>,
+    succeeded_without_usage: Option<i64>,
+}
+
+#[derive(Deserialize)]
+struct ParseErrorRow {
+    run_id: String,
+    request_index: i64,
+    parse_errors: Option<i64>,
+    first_parse_error: String,
+}
+
+#[derive(Deserialize)]
+struct CompletionRow {
+    run_id: String,
+    completion_tokens_p50: Option<f64>,
+}
+
+#[derive(Deserialize)]
+struct FinishRow {
+    run_id: String,
+    finish_reason: String,
+    requests: Option<i64>,
+}
+
+#[derive(Deserialize)]
+struct OutcomeRow {
+    run_id: String,
+    outcome: String,
+    requests: Option<i64>,
+}
+
+#[derive(Deserialize)]
+struct CanaryRow {
+    run_id: String,
+    request_index: i64,
+    own_canary: Option<bool>,
+    foreign_list: String,
+}
+
+#[derive(Deserialize)]
+struct FunctionalRow {
+    run_id: String,
+    request_index: Option<i64>,
+    check: Option<String>,
+    passed: Option<bool>,
+    reason: String,
+    failure: String,
+    foreign_list: String,
+    own_in_arguments: Option<bool>,
+}
+
+#[derive(Deserialize)]
+struct RestartRow {
+    run_id: String,
+    replica: u32,
+    restarted: Option<bool>,
+    detectable: Option<bool>,
+    scraped: Option<bool>,
+    signal: Option<String>,
+    first_start_time_s: Option<f64>,
+    last_start_time_s: Option<f64>,
+    counters_reset: Option<i64>,
+    counter_reset_example: String,
+}
+
+#[derive(Deserialize)]
+struct ErrorRow {
+    run_id: String,
+    request_index: i64,
+    outcome: String,
+    error: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct SpecRow {
+    run_id: String,
+    replica: u32,
+    acceptance_rate: Option<f64>,
+    mean_accepted_length: Option<f64>,
+}
+
+/// A comma-separated list (`array_to_string`), empty items dropped.
+fn list(text: &str) -> Vec<String> {
+    text.split(',')
+        .filter(|c| !c.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
 /// Every artifact of the session with its facts and figures, in the session's order.
 pub async fn read_artifacts(session: &AnvilSession) -> Result<Vec<Artifact>, QueryError> {
     let mut artifacts: Vec<Artifact> = session
@@ -94,109 +224,77 @@ pub async fn read_artifacts(session: &AnvilSession) -> Result<Vec<Artifact>, Que
         .collect();
 
     let r = session.query(STATS_SQL).await?;
-    let ids = column_str(&r, "run_id")?;
-    let metric = column_str(&r, "metric")?;
-    let stats = column_stats(&r)?;
-    for i in 0..ids.len() {
-        let Some(id) = MetricId::from_column(&metric[i]) else {
+    for (row, stats) in decode::<StatsRow>(&r)?.into_iter().zip(column_stats(&r)?) {
+        let Some(id) = MetricId::from_column(&row.metric) else {
             continue;
         };
-        if let Some(f) = slot(&mut artifacts, &index, &ids[i]) {
-            f.metrics.insert(id, stats[i]);
+        if let Some(f) = slot(&mut artifacts, &index, &row.run_id) {
+            f.metrics.insert(id, stats);
         }
     }
 
-    let r = session.query(PER_REQUEST_SQL).await?;
-    let ids = column_str(&r, "run_id")?;
-    let request = column_i64(&r, "request_index")?;
-    for metric in MetricId::ALL {
-        let values = column_f64(&r, metric.as_str())?;
-        for i in 0..ids.len() {
-            if let (Some(request_index), Some(value), Some(f)) =
-                (request[i], values[i], slot(&mut artifacts, &index, &ids[i]))
-            {
+    for row in decode::<PerRequestRow>(&session.query(PER_REQUEST_SQL).await?)? {
+        let Some(f) = slot(&mut artifacts, &index, &row.run_id) else {
+            continue;
+        };
+        for (metric, value) in MetricId::ALL.into_iter().zip(row.values()) {
+            if let Some(value) = value {
                 f.per_request.entry(metric).or_default().push(RequestValue {
-                    request_index,
+                    request_index: row.request_index,
                     value,
                 });
             }
         }
     }
 
-    let r = session.query(THROUGHPUT_SQL).await?;
-    let ids = column_str(&r, "run_id")?;
-    let scope = column_str(&r, "scope")?;
-    let replica = column_i64(&r, "replica")?;
-    let tps = column_f64(&r, "output_tps")?;
-    let without_usage = column_i64(&r, "succeeded_without_usage")?;
-    for i in 0..ids.len() {
-        let Some(f) = slot(&mut artifacts, &index, &ids[i]) else {
+    for row in decode::<ThroughputRow>(&session.query(THROUGHPUT_SQL).await?)? {
+        let Some(f) = slot(&mut artifacts, &index, &row.run_id) else {
             continue;
         };
-        match (scope[i].as_str(), replica[i], tps[i]) {
+        match (row.scope.as_str(), row.replica, row.output_tps) {
             ("run", _, tps) => {
                 f.aggregate_output_tps = tps;
-                f.succeeded_without_usage = count_u64(without_usage[i]);
+                f.succeeded_without_usage = count_u64(row.succeeded_without_usage);
             }
             ("replica", Some(replica), Some(output_tps)) => {
-                if let Ok(replica) = u32::try_from(replica) {
-                    f.aggregate_output_tps_per_replica.push(ReplicaThroughput {
-                        replica,
-                        output_tps,
-                    });
-                }
+                f.aggregate_output_tps_per_replica.push(ReplicaThroughput {
+                    replica,
+                    output_tps,
+                });
             }
             _ => {}
         }
     }
 
-    let r = session.query(PARSE_ERRORS_SQL).await?;
-    let ids = column_str(&r, "run_id")?;
-    let request = column_i64(&r, "request_index")?;
-    let events = column_i64(&r, "parse_errors")?;
-    let first = column_str(&r, "first_parse_error")?;
-    for i in 0..ids.len() {
-        let (Some(request_index), Some(f)) = (request[i], slot(&mut artifacts, &index, &ids[i]))
-        else {
-            continue;
-        };
-        f.parse_errors.push(ParseErrors {
-            request_index,
-            events: count_u64(events[i]),
-            first: first[i].clone(),
-        });
-    }
-
-    let r = session.query(COMPLETION_SQL).await?;
-    let ids = column_str(&r, "run_id")?;
-    let p50 = column_f64(&r, "completion_tokens_p50")?;
-    for i in 0..ids.len() {
-        if let Some(f) = slot(&mut artifacts, &index, &ids[i]) {
-            f.completion_tokens_p50 = p50[i];
+    for row in decode::<ParseErrorRow>(&session.query(PARSE_ERRORS_SQL).await?)? {
+        if let Some(f) = slot(&mut artifacts, &index, &row.run_id) {
+            f.parse_errors.push(ParseErrors {
+                request_index: row.request_index,
+                events: count_u64(row.parse_errors),
+                first: row.first_parse_error,
+            });
         }
     }
 
-    let r = session.query(FINISH_SQL).await?;
-    let ids = column_str(&r, "run_id")?;
-    let reason = column_str(&r, "finish_reason")?;
-    let count = column_i64(&r, "requests")?;
-    for i in 0..ids.len() {
-        if let Some(f) = slot(&mut artifacts, &index, &ids[i]) {
+    for row in decode::<CompletionRow>(&session.query(COMPLETION_SQL).await?)? {
+        if let Some(f) = slot(&mut artifacts, &index, &row.run_id) {
+            f.completion_tokens_p50 = row.completion_tokens_p50;
+        }
+    }
+
+    for row in decode::<FinishRow>(&session.query(FINISH_SQL).await?)? {
+        if let Some(f) = slot(&mut artifacts, &index, &row.run_id) {
             f.finish_reasons
-                .insert(reason[i].clone(), count_u64(count[i]));
+                .insert(row.finish_reason, count_u64(row.requests));
         }
     }
 
-    let r = session.query(OUTCOME_SQL).await?;
-    let ids = column_str(&r, "run_id")?;
-    let outcome = column_str(&r, "outcome")?;
-    let count = column_i64(&r, "requests")?;
-    for i in 0..ids.len() {
-        let Some(f) = slot(&mut artifacts, &index, &ids[i]) else {
+    for row in decode::<OutcomeRow>(&session.query(OUTCOME_SQL).await?)? {
+        let Some(f) = slot(&mut artifacts, &index, &row.run_id) else {
             continue;
         };
-        let n = count_u64(count[i]);
-        let parsed = parse_outcome(&ids[i], &outcome[i])?;
+        let n = count_u64(row.requests);
+        let parsed = parse_outcome(&row.run_id, &row.outcome)?;
         f.requests.measured = f.requests.measured.saturating_add(n);
         if parsed == Outcome::Ok {
             f.requests.ok = f.requests.ok.saturating_add(n);
@@ -206,132 +304,89 @@ pub async fn read_artifacts(session: &AnvilSession) -> Result<Vec<Artifact>, Que
         }
     }
 
-    let r = session.query(CANARY_SQL).await?;
-    let ids = column_str(&r, "run_id")?;
-    let request = column_i64(&r, "request_index")?;
-    let own = column_i64(&r, "own_canary")?;
-    let foreign = column_str(&r, "foreign_list")?;
-    for i in 0..ids.len() {
-        let (Some(request_index), Some(f)) = (request[i], slot(&mut artifacts, &index, &ids[i]))
-        else {
-            continue;
-        };
-        f.canaries.push(CanaryResult {
-            request_index,
-            own_present: own[i] == Some(1),
-            foreign: foreign[i]
-                .split(',')
-                .filter(|c| !c.is_empty())
-                .map(str::to_owned)
-                .collect(),
-            foreign_in_tool_arguments: Vec::new(),
-        });
-    }
-
-    // Functional checks; a tool call answers with arguments, not content, so there the
-    // request's canary is looked for (and other canaries are found) in the arguments.
-    let r = session.query(FUNCTIONAL_SQL).await?;
-    let ids = column_str(&r, "run_id")?;
-    let request = column_i64(&r, "request_index")?;
-    let check = column_str(&r, "check")?;
-    let passed = column_i64(&r, "passed")?;
-    let reason = column_str(&r, "reason")?;
-    let failure = column_str(&r, "failure")?;
-    let foreign = column_str(&r, "foreign_list")?;
-    let own_in_arguments = column_i64(&r, "own_in_arguments")?;
-    for i in 0..ids.len() {
-        let Some(f) = slot(&mut artifacts, &index, &ids[i]) else {
-            continue;
-        };
-        f.functional.push(FunctionalResult {
-            check: check[i].clone(),
-            request_index: request[i],
-            passed: passed[i] == Some(1),
-            reason: (!reason[i].is_empty()).then(|| reason[i].clone()),
-            failure: crate::rules::FunctionalFailure::parse(&failure[i]),
-        });
-        if check[i] == "tools"
-            && let Some(c) = f
-                .canaries
-                .iter_mut()
-                .find(|c| Some(c.request_index) == request[i])
-        {
-            c.own_present |= own_in_arguments[i] == Some(1);
-            c.foreign_in_tool_arguments = foreign[i]
-                .split(',')
-                .filter(|c| !c.is_empty())
-                .map(str::to_owned)
-                .collect();
-        }
-    }
-
-    let r = session.query(RESTARTS_SQL).await?;
-    let ids = column_str(&r, "run_id")?;
-    let replica = column_i64(&r, "replica")?;
-    let restarted = column_i64(&r, "restarted")?;
-    let detectable = column_i64(&r, "detectable")?;
-    let scraped = column_i64(&r, "scraped")?;
-    let signal = column_str(&r, "signal")?;
-    let before = column_f64(&r, "first_start_time_s")?;
-    let after = column_f64(&r, "last_start_time_s")?;
-    let reset = column_i64(&r, "counters_reset")?;
-    let example = column_str(&r, "counter_reset_example")?;
-    for i in 0..ids.len() {
-        let (Some(replica), Some(f)) = (
-            replica[i].and_then(|r| u32::try_from(r).ok()),
-            slot(&mut artifacts, &index, &ids[i]),
-        ) else {
-            continue;
-        };
-        if detectable[i] == Some(0) {
-            f.restart_undetectable
-                .push((replica, scraped[i] == Some(1)));
-        }
-        if restarted[i] != Some(1) {
-            continue;
-        }
-        let signal = match (signal[i].as_str(), before[i], after[i]) {
-            ("process_start_time_seconds", Some(before_s), Some(after_s)) => {
-                RestartSignal::StartTime { before_s, after_s }
-            }
-            _ => RestartSignal::CounterReset {
-                counters: reset[i].map_or(0, |n| n.max(0) as u64),
-                example: example[i].clone(),
-            },
-        };
-        f.restarts.push(Restart { replica, signal });
-    }
-
-    let r = session.query(ERRORS_SQL).await?;
-    let ids = column_str(&r, "run_id")?;
-    let request = column_i64(&r, "request_index")?;
-    let outcome = column_str(&r, "outcome")?;
-    let error = column_str(&r, "error")?;
-    for i in 0..ids.len() {
-        let parsed = parse_outcome(&ids[i], &outcome[i])?;
-        if let (Some(request_index), Some(f)) = (request[i], slot(&mut artifacts, &index, &ids[i]))
-        {
-            f.server_errors.push(ServerError {
-                request_index,
-                outcome: parsed,
-                body: error[i].clone(),
+    for row in decode::<CanaryRow>(&session.query(CANARY_SQL).await?)? {
+        if let Some(f) = slot(&mut artifacts, &index, &row.run_id) {
+            f.canaries.push(CanaryResult {
+                request_index: row.request_index,
+                own_present: row.own_canary == Some(true),
+                foreign: list(&row.foreign_list),
+                foreign_in_tool_arguments: Vec::new(),
             });
         }
     }
 
-    let r = session.query(SPEC_SQL).await?;
-    let ids = column_str(&r, "run_id")?;
-    let replica = column_i64(&r, "replica")?;
-    let rate = column_f64(&r, "acceptance_rate")?;
-    let length = column_f64(&r, "mean_accepted_length")?;
-    for i in 0..ids.len() {
-        if let (Some(replica), Some(f)) = (replica[i], slot(&mut artifacts, &index, &ids[i]))
-            && let Ok(replica) = u32::try_from(replica)
+    // Functional checks; a tool call answers with arguments, not content, so there the
+    // request's canary is looked for (and other canaries are found) in the arguments.
+    for row in decode::<FunctionalRow>(&session.query(FUNCTIONAL_SQL).await?)? {
+        let Some(f) = slot(&mut artifacts, &index, &row.run_id) else {
+            continue;
+        };
+        let check = row.check.unwrap_or_default();
+        f.functional.push(FunctionalResult {
+            check: check.clone(),
+            request_index: row.request_index,
+            passed: row.passed == Some(true),
+            reason: (!row.reason.is_empty()).then(|| row.reason.clone()),
+            failure: crate::rules::FunctionalFailure::parse(&row.failure),
+        });
+        if check == "tools"
+            && let Some(c) = f
+                .canaries
+                .iter_mut()
+                .find(|c| Some(c.request_index) == row.request_index)
         {
+            c.own_present |= row.own_in_arguments == Some(true);
+            c.foreign_in_tool_arguments = list(&row.foreign_list);
+        }
+    }
+
+    for row in decode::<RestartRow>(&session.query(RESTARTS_SQL).await?)? {
+        let Some(f) = slot(&mut artifacts, &index, &row.run_id) else {
+            continue;
+        };
+        if row.detectable == Some(false) {
+            f.restart_undetectable
+                .push((row.replica, row.scraped == Some(true)));
+        }
+        if row.restarted != Some(true) {
+            continue;
+        }
+        let signal = match (
+            row.signal.as_deref(),
+            row.first_start_time_s,
+            row.last_start_time_s,
+        ) {
+            (Some("process_start_time_seconds"), Some(before_s), Some(after_s)) => {
+                RestartSignal::StartTime { before_s, after_s }
+            }
+            _ => RestartSignal::CounterReset {
+                counters: row.counters_reset.map_or(0, |n| n.max(0) as u64),
+                example: row.counter_reset_example,
+            },
+        };
+        f.restarts.push(Restart {
+            replica: row.replica,
+            signal,
+        });
+    }
+
+    for row in decode::<ErrorRow>(&session.query(ERRORS_SQL).await?)? {
+        let parsed = parse_outcome(&row.run_id, &row.outcome)?;
+        if let Some(f) = slot(&mut artifacts, &index, &row.run_id) {
+            f.server_errors.push(ServerError {
+                request_index: row.request_index,
+                outcome: parsed,
+                body: row.error.unwrap_or_default(),
+            });
+        }
+    }
+
+    for row in decode::<SpecRow>(&session.query(SPEC_SQL).await?)? {
+        if let Some(f) = slot(&mut artifacts, &index, &row.run_id) {
             f.spec_decode.push(SpecDecode {
-                replica,
-                acceptance_rate: rate[i],
-                mean_accepted_length: length[i],
+                replica: row.replica,
+                acceptance_rate: row.acceptance_rate,
+                mean_accepted_length: row.mean_accepted_length,
             });
         }
     }
