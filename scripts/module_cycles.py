@@ -1,13 +1,15 @@
 #!/usr/bin/env python3
 """Import cycles between anvil's modules, from the `crate::` and `super::` paths its code names.
 
-Usage: python3 scripts/module_cycles.py [SRC_DIR] [--edges]
+Usage: python3 scripts/module_cycles.py [SRC_DIR] [--edges | --tree]
 
 One node per module file (src/a/b.rs and src/a/b/mod.rs are `a::b`); an edge A -> B when A's
 code (its `#[cfg(test)] mod tests` left out) names an item of B. Edges from a module to one of
 its ancestors are not counted: a child reaching its parent's re-exports is the usual shape of a
 Rust module tree, not a layering cycle. Prints every strongly connected component of more than
-one module (a cycle), one per line, and with --edges the edges inside each.
+one module (a cycle), one per line, and with --edges the edges inside each. With --tree,
+prints the module tree instead: one line per module, indented by depth, with the first line
+of its `//!` documentation.
 """
 
 import re
@@ -67,6 +69,20 @@ def main() -> None:
     src = Path(args[0] if args else "src")
     files = sorted(p for p in src.rglob("*.rs"))
     modules = {module_of(src, f): f for f in files}
+    if "--tree" in sys.argv:
+        names = set(modules)
+        for name in list(names):
+            parts = name.split("::")
+            names.update("::".join(parts[:k]) for k in range(1, len(parts)))
+        for name in sorted(names, key=lambda n: (n != "crate", n)):
+            text = modules[name].read_text() if name in modules else ""
+            doc = next((l[3:].strip() for l in text.splitlines() if l.startswith("//!")), "")
+            if name == "bin":
+                doc = "the three binaries: parse, run, exit code"
+            depth = 0 if name == "crate" else name.count("::")
+            leaf = name.split("::")[-1]
+            print(f"{'  ' * depth}{leaf:<{max(1, 28 - 2 * depth)}} {doc}")
+        return
     known = set(modules)
     edges = {m: set() for m in modules}
     for mod, file in modules.items():

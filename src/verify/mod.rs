@@ -13,12 +13,8 @@ pub mod recompute;
 use std::collections::BTreeMap;
 use std::fmt;
 
-use datafusion::arrow::array::{Array, AsArray};
-use datafusion::arrow::compute::cast;
-use datafusion::arrow::datatypes::{DataType, Float64Type};
-use datafusion::error::DataFusionError;
-
-use crate::query::{AnvilSession, QueryError, StatementResult};
+use crate::query::rows::{column_f64, column_str};
+use crate::query::{AnvilSession, QueryError};
 
 pub use recompute::{METRICS, Recomputed, STATISTICS, recompute};
 
@@ -86,33 +82,6 @@ impl Tracker {
     }
 }
 
-fn f64s(r: &StatementResult, name: &str) -> Result<Vec<Option<f64>>, QueryError> {
-    let mut out = Vec::with_capacity(r.num_rows());
-    for b in &r.batches {
-        let col = b.column_by_name(name).ok_or_else(|| QueryError::Sql {
-            message: format!("verify: column `{name}` missing"),
-            hint: None,
-        })?;
-        let col = cast(col, &DataType::Float64).map_err(DataFusionError::from)?;
-        out.extend(col.as_primitive::<Float64Type>().iter());
-    }
-    Ok(out)
-}
-
-fn strs(r: &StatementResult, name: &str) -> Result<Vec<String>, QueryError> {
-    let mut out = Vec::with_capacity(r.num_rows());
-    for b in &r.batches {
-        let col = b.column_by_name(name).ok_or_else(|| QueryError::Sql {
-            message: format!("verify: column `{name}` missing"),
-            hint: None,
-        })?;
-        let col = cast(col, &DataType::Utf8).map_err(DataFusionError::from)?;
-        let col = col.as_string::<i32>();
-        out.extend((0..col.len()).map(|i| col.value(i).to_owned()));
-    }
-    Ok(out)
-}
-
 /// Compare the session's `request_figures` and `cell_stats` with `recomputed` (one entry
 /// per artifact of the session). One [`Difference`] per metric and figure family.
 pub async fn compare(
@@ -139,11 +108,11 @@ pub async fn compare(
             METRICS.join(", ")
         ))
         .await?;
-    let runs = strs(&sql, "run_id")?;
-    let indices = f64s(&sql, "request_index")?;
+    let runs = column_str(&sql, "run_id")?;
+    let indices = column_f64(&sql, "request_index")?;
     let columns = METRICS
         .iter()
-        .map(|m| f64s(&sql, m))
+        .map(|m| column_f64(&sql, m))
         .collect::<Result<Vec<_>, _>>()?;
     let mut per_request: Vec<Tracker> = METRICS.iter().map(|_| Tracker::default()).collect();
     let mut seen = 0usize;
@@ -176,11 +145,11 @@ pub async fn compare(
             STATISTICS.join(", ")
         ))
         .await?;
-    let s_runs = strs(&stats, "run_id")?;
-    let s_metrics = strs(&stats, "metric")?;
+    let s_runs = column_str(&stats, "run_id")?;
+    let s_metrics = column_str(&stats, "metric")?;
     let s_columns = STATISTICS
         .iter()
-        .map(|c| f64s(&stats, c))
+        .map(|c| column_f64(&stats, c))
         .collect::<Result<Vec<_>, _>>()?;
     let mut per_stat: Vec<Tracker> = METRICS.iter().map(|_| Tracker::default()).collect();
     let mut stat_rows = 0usize;
