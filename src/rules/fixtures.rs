@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::artifact::run::{Api, ArmConfig, Outcome, Status, Workload};
+use crate::artifact::run::{ArmConfig, Outcome, Status, Workload};
 use crate::manifest::{RunPlan, WorkloadManifest};
 
 use super::headline::HeadlineSelection;
@@ -35,21 +35,7 @@ pub fn selection() -> HeadlineSelection {
 
 /// The headline workload of the seeds.
 pub fn headline_workload() -> Workload {
-    Workload {
-        class: "headline-sustained-output".to_owned(),
-        prompt_tokens_target: 4096,
-        concurrency_per_replica: 8,
-        total_requests: 100,
-        response_words: Some(256),
-        max_tokens: 512,
-        prompt_cache_mode: "unique".to_owned(),
-        canaries: true,
-        seed: 38027,
-        thinking: "disabled".to_owned(),
-        api: Api::Chat,
-        schedule: crate::artifact::Schedule::Closed,
-        off_manifest: false,
-    }
+    crate::artifact::testing::workload()
 }
 
 /// A screen workload (natural completion, 4K C4, 8 requests).
