@@ -23,6 +23,7 @@
 
 pub mod app;
 pub mod artifact;
+pub mod campaign;
 pub mod capture;
 pub mod clock;
 #[cfg(feature = "analysis")]

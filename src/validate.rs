@@ -1,5 +1,6 @@
-//! `anvil validate`: check campaign documents (workload manifests, run plans, chosen by their
-//! `schema` field) and artifact folders (a folder holding `run.json`), reporting one finding
+//! `anvil validate`: check campaign documents (workload manifests, run plans and campaign
+//! files, chosen by their `schema` field; a campaign file also against the manifest and plan
+//! it names) and artifact folders (a folder holding `run.json`), reporting one finding
 //! per input so a reviewer sees what each path is and whether it holds.
 
 use std::fmt;
@@ -17,6 +18,12 @@ const RUN_JSON: &str = "run.json";
 pub enum Finding {
     /// A valid workload manifest or run plan.
     Document { file: PathBuf, document: Document },
+    /// A valid campaign file, checked against its manifest and plan.
+    Campaign {
+        file: PathBuf,
+        campaign_id: String,
+        arms: usize,
+    },
     /// A valid artifact folder.
     Artifact {
         dir: PathBuf,
@@ -74,6 +81,17 @@ impl fmt::Display for Finding {
                 document.kind(),
                 document.schema(),
                 document.campaign_id()
+            ),
+            Finding::Campaign {
+                file,
+                campaign_id,
+                arms,
+            } => write!(
+                f,
+                "{}: campaign file {}, campaign {campaign_id}, {}: ok",
+                file.display(),
+                crate::campaign::CAMPAIGN_SCHEMA,
+                count(*arms, "arm")
             ),
             Finding::Artifact { dir, summary } => write!(
                 f,
@@ -150,7 +168,28 @@ pub fn validate_path(path: &Path) -> Vec<Finding> {
         };
         return vec![validate_artifact(dir)];
     }
+    if is_campaign_file(path) {
+        return vec![validate_campaign(path)];
+    }
     vec![Finding::from_document(path, manifest::load_any(path))]
+}
+
+/// Whether `path` says it is a campaign file (its `schema`, of any version).
+fn is_campaign_file(path: &Path) -> bool {
+    fs::read_to_string(path)
+        .is_ok_and(|text| text.contains(crate::campaign::CAMPAIGN_SCHEMA_FAMILY))
+}
+
+/// A campaign file, checked on its own and against the manifest and plan it names.
+fn validate_campaign(file: &Path) -> Finding {
+    match crate::campaign::CampaignFile::load_checked(file) {
+        Ok((campaign, _, _)) => Finding::Campaign {
+            file: file.to_path_buf(),
+            arms: campaign.all_arms().len(),
+            campaign_id: campaign.campaign_id,
+        },
+        Err(error) => Finding::invalid(file, error),
+    }
 }
 
 fn validate_artifact(dir: &Path) -> Finding {
@@ -256,6 +295,11 @@ fn validate_json_file(file: &Path, search: &mut Search) {
             return;
         }
     };
+    if text.contains(crate::campaign::CAMPAIGN_SCHEMA_FAMILY) {
+        search.documents += 1;
+        search.findings.push(validate_campaign(file));
+        return;
+    }
     let value = match manifest::parse_document(&text, file) {
         Ok(value) => value,
         // Broken JSON naming a campaign schema is a broken campaign document; other

@@ -192,6 +192,42 @@ impl Checked for RunPlan {
     }
 }
 
+/// Read a document of another schema family than the manifest's and the plan's (the campaign
+/// file) with the same rules: strict JSON (duplicate keys refused), its `schema` exactly
+/// `schema`, fields deserialized with their JSON paths, then `problems` run.
+pub(crate) fn load_typed<T: DeserializeOwned>(
+    path: &Path,
+    schema: &str,
+    problems: impl Fn(&T) -> Vec<Problem>,
+) -> Result<T, ManifestError> {
+    let value = parse_document(&read_document(path)?, path)?;
+    match schema_of(&value) {
+        Some(found) if found == schema => {}
+        Some(found) => {
+            return Err(ManifestError::field(
+                path,
+                "schema",
+                format!("\"{found}\": anvil reads \"{schema}\""),
+            ));
+        }
+        None => {
+            return Err(ManifestError::field(
+                path,
+                "schema",
+                format!("missing required field; anvil reads \"{schema}\""),
+            ));
+        }
+    }
+    let document: T = serde_path_to_error::deserialize(value)
+        .map_err(|error| ManifestError::invalid(path, vec![serde_problem(&error)]))?;
+    let found = problems(&document);
+    if found.is_empty() {
+        Ok(document)
+    } else {
+        Err(ManifestError::invalid(path, found))
+    }
+}
+
 /// Check the schema is `kind`'s, deserialize with JSON paths, then run the semantic check.
 fn typed_document<T: Checked>(
     kind: DocumentKind,

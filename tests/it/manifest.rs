@@ -513,3 +513,71 @@ fn unknown_run_plan_schema_version_is_refused() {
         "unsupported run plan version \"anvil-serving.benchmark-run-plan/v0\"",
     );
 }
+
+/// A campaign file beside copies of the seeds: one launched arm named `arm`, and a
+/// three-value depth sweep; returns the folder and the file.
+fn campaign_file(arm: &str) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    for name in [MANIFEST, PLAN] {
+        std::fs::copy(Path::new(SAMPLE_DATA).join(name), dir.path().join(name)).unwrap();
+    }
+    let campaign = json!({
+        "schema": "anvil-serving.benchmark-campaign/v1",
+        "campaign_id": seed(MANIFEST)["campaign_id"],
+        "manifest": MANIFEST,
+        "plan": PLAN,
+        "starting_service": {
+            "endpoints": ["http://127.0.0.1:30000"], "runtime": "sglang 0.6.1", "model": "qwen"
+        },
+        "arms": [{
+            "arm": arm,
+            "launch": {"argv": ["python3", "-m", "sglang.launch_server", "--port", "{port}"]},
+            "ports": [30001],
+            "runtime": "sglang 0.6.1",
+            "cells": {"classes": ["headline-sustained-output"]}
+        }],
+        "sweeps": [{
+            "key": "spec_depth",
+            "values": ["4", "12", "16"],
+            "template": {
+                "arm": "K{value}",
+                "launch": {"argv": ["python3", "-m", "sglang.launch_server", "--port", "{port}",
+                                     "--speculative-num-steps", "{value}"]},
+                "ports": [30002],
+                "runtime": "sglang 0.6.1",
+                "cells": {"classes": ["optimization-screen"]}
+            }
+        }]
+    });
+    let file = dir.path().join("campaign.json");
+    std::fs::write(&file, serde_json::to_string_pretty(&campaign).unwrap()).unwrap();
+    (dir, file)
+}
+
+#[test]
+fn validate_checks_a_campaign_file_against_its_plan_and_names_unknown_arms() {
+    let (_dir, file) = campaign_file("TP2");
+    let ok = anvil_validate(&[&file]);
+    assert_eq!(ok.code, 0, "{}{}", ok.stdout, ok.stderr);
+    assert!(
+        ok.stdout
+            .contains("campaign file anvil-serving.benchmark-campaign/v1")
+            && ok.stdout.contains("4 arms: ok"),
+        "{}",
+        ok.stdout
+    );
+
+    let (_dir, file) = campaign_file("TP3 turbo");
+    let bad = anvil_validate(&[&file]);
+    assert_eq!(bad.code, 2, "{}{}", bad.stdout, bad.stderr);
+    assert!(
+        bad.stdout.contains("not arms of the run plan: `TP3 turbo`"),
+        "{}",
+        bad.stdout
+    );
+    assert!(
+        bad.stdout.contains(&file.display().to_string()),
+        "{}",
+        bad.stdout
+    );
+}

@@ -119,7 +119,9 @@ pub struct Cli {
 pub enum Command {
     /// Check workload manifests, run plans and artifact folders.
     ///
-    /// A FILE is a workload manifest or run plan, chosen by its `schema` field. A DIR holding
+    /// A FILE is a workload manifest, run plan or campaign file, chosen by its `schema` field;
+    /// a campaign file is also checked against the manifest and plan it names (every arm an
+    /// arm of the plan, every cell one of the manifest). A DIR holding
     /// `run.json` is an artifact folder; any other DIR is searched recursively for both, and
     /// holding neither is an error. One line is printed per input, naming what it is and
     /// `ok`, or the file and JSON path of each problem.

@@ -1,0 +1,618 @@
+//! The campaign file (`anvil-serving.benchmark-campaign/v1`): how each arm of the run plan is
+//! served and which cells are recorded against it, beside the workload manifest and the run
+//! plan it names.
+//!
+//! Per arm (named as the plan spells it): a launch command (argv, environment, working
+//! directory; `{port}` and `{replica}` are replaced per replica), the replicas' ports, a
+//! readiness check (`GET /health` or `/v1/models` until 200, with a timeout), a stop method
+//! (SIGTERM or SIGINT, a grace period, then SIGKILL), the arm's configuration keys (what
+//! `anvil-capture run --set` records) and runtime, and the cells to record (by class or by
+//! cell id); or, instead of a launch command, the endpoints of servers already running. The
+//! starting service is described the same way, with what shows it is restored.
+//!
+//! A sweep is an arm template and a list of values for one configuration key: it expands into
+//! one arm per value (`{value}` replaced in the arm's name, its argv and its environment),
+//! each differing from the others in exactly that key, so the one-variable control rule holds
+//! by construction.
+//!
+//! [`CampaignFile::problems`] checks what the file states on its own;
+//! [`CampaignFile::check_against`] checks it against its manifest and plan (every arm in the
+//! plan, every cell in the manifest).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use crate::manifest::{ManifestError, Problem, RunPlan, WorkloadManifest};
+use crate::workload::cells;
+
+/// The campaign file's schema.
+pub const CAMPAIGN_SCHEMA: &str = "anvil-serving.benchmark-campaign/v1";
+
+/// Its schema family (any version), how `anvil validate` recognises one it cannot read.
+pub const CAMPAIGN_SCHEMA_FAMILY: &str = "anvil-serving.benchmark-campaign/";
+
+/// The placeholders a launch command may hold.
+pub const PLACEHOLDERS: [&str; 3] = ["{port}", "{replica}", "{value}"];
+
+/// A campaign file.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CampaignFile {
+    pub schema: String,
+    pub campaign_id: String,
+    /// The workload manifest, relative to the campaign file's folder.
+    pub manifest: PathBuf,
+    /// The run plan, relative to the campaign file's folder.
+    pub plan: PathBuf,
+    /// The service running before the campaign, restored after it.
+    pub starting_service: StartingService,
+    /// The arms, in any order (the plan's execution order decides when each runs).
+    #[serde(default)]
+    pub arms: Vec<Arm>,
+    /// Arm templates expanded into one arm per value.
+    #[serde(default)]
+    pub sweeps: Vec<Sweep>,
+}
+
+/// How one arm is served and what is recorded against it.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Arm {
+    /// The arm's name as the run plan spells it.
+    pub arm: String,
+    #[serde(flatten)]
+    pub service: Service,
+    /// The cells to record against it.
+    pub cells: Cells,
+}
+
+/// A server (or servers already running) for one arm or for the starting service.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Service {
+    /// How to start it; absent when `endpoints` name servers already running.
+    #[serde(default)]
+    pub launch: Option<Launch>,
+    /// Base URLs of servers already running (one per replica), instead of `launch`.
+    #[serde(default)]
+    pub endpoints: Vec<String>,
+    /// The port of each replica a launch starts (`{port}` in its argv), in replica order.
+    #[serde(default)]
+    pub ports: Vec<u16>,
+    #[serde(default)]
+    pub readiness: Readiness,
+    #[serde(default)]
+    pub stop: StopMethod,
+    /// The arm's configuration keys, recorded in run.json (`--set`).
+    #[serde(default)]
+    pub config: BTreeMap<String, String>,
+    /// The runtime, e.g. `vllm 0.11.0` (recorded as `--set runtime=…`).
+    pub runtime: String,
+}
+
+/// A launch command.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Launch {
+    /// The program and its arguments, one process per replica.
+    pub argv: Vec<String>,
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// Working directory, relative to the campaign file's folder.
+    #[serde(default)]
+    pub cwd: Option<PathBuf>,
+}
+
+/// When a launched server counts as ready.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Readiness {
+    /// `/health` or `/v1/models`, polled until it answers 200.
+    #[serde(default = "Readiness::default_path")]
+    pub path: String,
+    /// Seconds before a server that is not ready is recorded as failed to start.
+    #[serde(default = "Readiness::default_timeout")]
+    pub timeout_s: f64,
+}
+
+impl Readiness {
+    fn default_path() -> String {
+        "/v1/models".to_owned()
+    }
+
+    fn default_timeout() -> f64 {
+        600.0
+    }
+}
+
+impl Default for Readiness {
+    fn default() -> Self {
+        Self {
+            path: Self::default_path(),
+            timeout_s: Self::default_timeout(),
+        }
+    }
+}
+
+/// How a launched server is stopped: the signal, then SIGKILL after the grace period.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StopMethod {
+    /// `SIGTERM` or `SIGINT`.
+    #[serde(default = "StopMethod::default_signal")]
+    pub signal: String,
+    #[serde(default = "StopMethod::default_grace")]
+    pub grace_s: f64,
+}
+
+impl StopMethod {
+    fn default_signal() -> String {
+        "SIGTERM".to_owned()
+    }
+
+    fn default_grace() -> f64 {
+        30.0
+    }
+}
+
+impl Default for StopMethod {
+    fn default() -> Self {
+        Self {
+            signal: Self::default_signal(),
+            grace_s: Self::default_grace(),
+        }
+    }
+}
+
+/// Which cells of the manifest to record: every cell of the listed classes, and the listed
+/// cell ids (as `anvil-capture cells` prints them).
+#[derive(Debug, Clone, PartialEq, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Cells {
+    #[serde(default)]
+    pub classes: Vec<String>,
+    #[serde(default)]
+    pub ids: Vec<String>,
+}
+
+/// The starting service and what shows it is restored.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StartingService {
+    #[serde(flatten)]
+    pub service: Service,
+    /// The model the restored service must list (`/v1/models`).
+    pub model: String,
+}
+
+/// An arm template and the values of one configuration key.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Sweep {
+    /// The configuration key the sweep varies.
+    pub key: String,
+    /// Its values, one arm each.
+    pub values: Vec<String>,
+    /// The template: `{value}` in its arm name, argv and environment is each value.
+    pub template: Arm,
+}
+
+impl Sweep {
+    /// One arm per value, the key set to the value in each.
+    pub fn expand(&self) -> Vec<Arm> {
+        self.values
+            .iter()
+            .map(|value| {
+                let put = |s: &String| s.replace("{value}", value);
+                let mut arm = self.template.clone();
+                arm.arm = put(&arm.arm);
+                if let Some(launch) = &mut arm.service.launch {
+                    launch.argv = launch.argv.iter().map(put).collect();
+                    launch.env = launch
+                        .env
+                        .iter()
+                        .map(|(k, v)| (k.clone(), put(v)))
+                        .collect();
+                }
+                arm.service.config.insert(self.key.clone(), value.clone());
+                arm
+            })
+            .collect()
+    }
+}
+
+impl CampaignFile {
+    /// Read and check a campaign file on its own ([`CampaignFile::problems`]).
+    pub fn load(path: impl AsRef<Path>) -> Result<Self, ManifestError> {
+        crate::manifest::load_typed(path.as_ref(), CAMPAIGN_SCHEMA, CampaignFile::problems)
+    }
+
+    /// Read a campaign file, its manifest and its plan, and check the three together.
+    pub fn load_checked(
+        path: impl AsRef<Path>,
+    ) -> Result<(Self, WorkloadManifest, RunPlan), ManifestError> {
+        let path = path.as_ref();
+        let campaign = Self::load(path)?;
+        let (manifest_path, plan_path) = campaign.documents(path);
+        let manifest = WorkloadManifest::load(&manifest_path)?;
+        let plan = RunPlan::load(&plan_path)?;
+        let problems = campaign.check_against(&manifest, &plan);
+        if problems.is_empty() {
+            Ok((campaign, manifest, plan))
+        } else {
+            Err(ManifestError::invalid(path, problems))
+        }
+    }
+
+    /// The arms and every sweep's arms, in file order.
+    pub fn all_arms(&self) -> Vec<Arm> {
+        let mut arms = self.arms.clone();
+        for sweep in &self.sweeps {
+            arms.extend(sweep.expand());
+        }
+        arms
+    }
+
+    /// The manifest's and the plan's paths, resolved against the campaign file's folder.
+    pub fn documents(&self, file: &Path) -> (PathBuf, PathBuf) {
+        let dir = file.parent().unwrap_or(Path::new("."));
+        (dir.join(&self.manifest), dir.join(&self.plan))
+    }
+
+    /// What the file states wrongly on its own.
+    pub fn problems(&self) -> Vec<Problem> {
+        let mut out = Vec::new();
+        if self.campaign_id.trim().is_empty() {
+            out.push(Problem::new("campaign_id", "must not be empty"));
+        }
+        service_problems("starting_service", &self.starting_service.service, &mut out);
+        if self.starting_service.model.trim().is_empty() {
+            out.push(Problem::new("starting_service.model", "must not be empty"));
+        }
+        for (i, arm) in self.arms.iter().enumerate() {
+            arm_problems(&format!("arms[{i}]"), arm, &mut out);
+        }
+        for (i, sweep) in self.sweeps.iter().enumerate() {
+            let at = format!("sweeps[{i}]");
+            if sweep.values.len() < 2 {
+                out.push(Problem::new(
+                    format!("{at}.values"),
+                    "a sweep needs at least two values",
+                ));
+            }
+            if !sweep.template.arm.contains("{value}") {
+                out.push(Problem::new(
+                    format!("{at}.template.arm"),
+                    "must hold `{value}`, so each value names its own arm (e.g. `K{value}`)",
+                ));
+            }
+            if sweep.template.service.config.contains_key(&sweep.key) {
+                out.push(Problem::new(
+                    format!("{at}.template.config.{}", sweep.key),
+                    "is the key the sweep sets: leave it out of the template",
+                ));
+            }
+            arm_problems(&format!("{at}.template"), &sweep.template, &mut out);
+        }
+        let mut seen = BTreeMap::new();
+        for arm in self.all_arms() {
+            if seen.insert(arm.arm.clone(), ()).is_some() {
+                out.push(Problem::new(
+                    "arms",
+                    format!(
+                        "arm `{}` is defined twice (an arm or a sweep value)",
+                        arm.arm
+                    ),
+                ));
+            }
+        }
+        out
+    }
+
+    /// What does not hold against the manifest and the plan the file names: every arm must
+    /// be an arm of the plan (named as the plan spells it), every cell class and cell id one
+    /// the manifest defines, and the campaign ids must agree.
+    pub fn check_against(&self, manifest: &WorkloadManifest, plan: &RunPlan) -> Vec<Problem> {
+        let mut out = Vec::new();
+        if manifest.campaign_id != self.campaign_id || plan.campaign_id != self.campaign_id {
+            out.push(Problem::new(
+                "campaign_id",
+                format!(
+                    "`{}`, but the manifest is campaign `{}` and the plan `{}`",
+                    self.campaign_id, manifest.campaign_id, plan.campaign_id
+                ),
+            ));
+        }
+        let plan_arms: Vec<&String> = plan
+            .execution_order
+            .iter()
+            .flat_map(|stage| stage.arms.iter().flatten())
+            .collect();
+        let unknown: Vec<String> = self
+            .all_arms()
+            .into_iter()
+            .map(|a| a.arm)
+            .filter(|a| !plan_arms.contains(&a))
+            .collect();
+        if !unknown.is_empty() {
+            out.push(Problem::new(
+                "arms",
+                format!(
+                    "not arms of the run plan: {}; the plan's arms are {}",
+                    quoted(&unknown),
+                    quoted(&plan_arms.iter().map(|a| (*a).clone()).collect::<Vec<_>>())
+                ),
+            ));
+        }
+        let classes: Vec<&str> = manifest
+            .workload_classes
+            .iter()
+            .map(|c| c.id.as_str())
+            .collect();
+        let ids: Vec<String> = cells::cells(manifest).iter().map(|c| c.id()).collect();
+        for arm in self.all_arms() {
+            for class in &arm.cells.classes {
+                if !classes.contains(&class.as_str()) {
+                    out.push(Problem::new(
+                        format!("arm `{}`: cells.classes", arm.arm),
+                        format!(
+                            "`{class}` is not a workload class of the manifest ({})",
+                            classes.join(", ")
+                        ),
+                    ));
+                }
+            }
+            for id in &arm.cells.ids {
+                if !ids.contains(id) {
+                    out.push(Problem::new(
+                        format!("arm `{}`: cells.ids", arm.arm),
+                        format!("`{id}` is not a cell of the manifest (`anvil-capture cells` lists them)"),
+                    ));
+                }
+            }
+        }
+        out
+    }
+}
+
+fn quoted(names: &[String]) -> String {
+    names
+        .iter()
+        .map(|n| format!("`{n}`"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn arm_problems(at: &str, arm: &Arm, out: &mut Vec<Problem>) {
+    if let Err(why) = crate::artifact::path_component(&arm.arm.replace("{value}", "0")) {
+        out.push(Problem::new(
+            format!("{at}.arm"),
+            format!("`{}` {why}", arm.arm),
+        ));
+    }
+    if arm.cells.classes.is_empty() && arm.cells.ids.is_empty() {
+        out.push(Problem::new(
+            format!("{at}.cells"),
+            "names no cell: list `classes` or `ids`",
+        ));
+    }
+    service_problems(at, &arm.service, out);
+}
+
+fn service_problems(at: &str, service: &Service, out: &mut Vec<Problem>) {
+    match (&service.launch, service.endpoints.is_empty()) {
+        (None, true) => out.push(Problem::new(
+            at,
+            "needs a `launch` command or the `endpoints` of servers already running",
+        )),
+        (Some(_), false) => out.push(Problem::new(
+            at,
+            "has both `launch` and `endpoints`: a launched server's endpoints come from `ports`",
+        )),
+        _ => {}
+    }
+    if let Some(launch) = &service.launch {
+        if launch.argv.is_empty() {
+            out.push(Problem::new(
+                format!("{at}.launch.argv"),
+                "must name a program",
+            ));
+        }
+        if service.ports.is_empty() {
+            out.push(Problem::new(
+                format!("{at}.ports"),
+                "a launched service needs one port per replica",
+            ));
+        }
+        for (k, arg) in launch.argv.iter().enumerate() {
+            for placeholder in unknown_placeholders(arg) {
+                out.push(Problem::new(
+                    format!("{at}.launch.argv[{k}]"),
+                    format!(
+                        "unknown placeholder `{placeholder}`; known: {}",
+                        PLACEHOLDERS.join(", ")
+                    ),
+                ));
+            }
+        }
+    }
+    for (k, url) in service.endpoints.iter().enumerate() {
+        if !url.starts_with("http://") {
+            out.push(Problem::new(
+                format!("{at}.endpoints[{k}]"),
+                format!("`{url}`: expected a URL starting with http://"),
+            ));
+        }
+    }
+    if !matches!(service.readiness.path.as_str(), "/health" | "/v1/models") {
+        out.push(Problem::new(
+            format!("{at}.readiness.path"),
+            format!(
+                "`{}`: expected /health or /v1/models",
+                service.readiness.path
+            ),
+        ));
+    }
+    let seconds = |v: f64| v.is_finite() && v > 0.0 && v <= 86_400.0;
+    if !seconds(service.readiness.timeout_s) {
+        out.push(Problem::new(
+            format!("{at}.readiness.timeout_s"),
+            "must be a positive number of seconds, at most a day",
+        ));
+    }
+    if !matches!(service.stop.signal.as_str(), "SIGTERM" | "SIGINT") {
+        out.push(Problem::new(
+            format!("{at}.stop.signal"),
+            format!("`{}`: expected SIGTERM or SIGINT", service.stop.signal),
+        ));
+    }
+    if !(service.stop.grace_s.is_finite() && (0.0..=3600.0).contains(&service.stop.grace_s)) {
+        out.push(Problem::new(
+            format!("{at}.stop.grace_s"),
+            "must be between 0 and 3600 seconds",
+        ));
+    }
+    if service.runtime.trim().is_empty() {
+        out.push(Problem::new(format!("{at}.runtime"), "must not be empty"));
+    }
+}
+
+/// The `{…}` groups of `arg` that are not known placeholders.
+fn unknown_placeholders(arg: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut rest = arg;
+    while let Some(start) = rest.find('{') {
+        let Some(len) = rest[start..].find('}') else {
+            break;
+        };
+        let group = &rest[start..start + len + 1];
+        if !PLACEHOLDERS.contains(&group) {
+            out.push(group.to_owned());
+        }
+        rest = &rest[start + len + 1..];
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MANIFEST: &str = include_str!("../sample-data/workload-manifest.json");
+    const PLAN: &str = include_str!("../sample-data/run-plan.json");
+
+    /// A campaign of the seeds: one launched arm, a depth sweep, a starting service running.
+    fn campaign_json(extra_arm: &str) -> String {
+        format!(
+            r#"{{
+  "schema": "anvil-serving.benchmark-campaign/v1",
+  "campaign_id": "2026-09-04-qwen38-27b-pro6000-possibility",
+  "manifest": "workload-manifest.json",
+  "plan": "run-plan.json",
+  "starting_service": {{
+    "endpoints": ["http://127.0.0.1:8000"], "runtime": "sglang 0.6.1", "model": "qwen"
+  }},
+  "arms": [
+    {{
+      "arm": "{extra_arm}",
+      "launch": {{ "argv": ["anvil-sim", "--port", "{{port}}", "--profile", "no-spec"] }},
+      "ports": [8101],
+      "config": {{ "spec_depth": "0" }},
+      "runtime": "sglang (anvil-sim)",
+      "cells": {{ "classes": ["headline-sustained-output", "functional"] }}
+    }}
+  ],
+  "sweeps": [
+    {{
+      "key": "spec_depth",
+      "values": ["4", "12", "16"],
+      "template": {{
+        "arm": "K{{value}}",
+        "launch": {{ "argv": ["anvil-sim", "--port", "{{port}}", "--profile", "spec-k{{value}}"] }},
+        "ports": [8102],
+        "config": {{ "chunked_prefill": "2048" }},
+        "runtime": "sglang (anvil-sim)",
+        "cells": {{ "classes": ["optimization-screen"] }}
+      }}
+    }}
+  ]
+}}"#
+        )
+    }
+
+    fn write_campaign(text: &str) -> (tempfile::TempDir, PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("workload-manifest.json"), MANIFEST).unwrap();
+        std::fs::write(dir.path().join("run-plan.json"), PLAN).unwrap();
+        let file = dir.path().join("campaign.json");
+        std::fs::write(&file, text).unwrap();
+        (dir, file)
+    }
+
+    #[test]
+    fn a_sweep_expands_into_one_variable_arms() {
+        let (_dir, file) = write_campaign(&campaign_json("Inferact target-only"));
+        let (campaign, _, _) = CampaignFile::load_checked(&file).unwrap();
+        let arms = campaign.all_arms();
+        let names: Vec<&str> = arms.iter().map(|a| a.arm.as_str()).collect();
+        assert_eq!(names, ["Inferact target-only", "K4", "K12", "K16"]);
+        let k12 = &arms[2];
+        assert_eq!(
+            k12.service.launch.as_ref().unwrap().argv,
+            ["anvil-sim", "--port", "{port}", "--profile", "spec-k12"]
+        );
+        // Every pair of sweep arms differs in exactly the swept key.
+        for (a, b) in [(&arms[1], &arms[2]), (&arms[2], &arms[3])] {
+            let differing: Vec<&String> = a
+                .service
+                .config
+                .iter()
+                .filter(|(k, v)| b.service.config.get(*k) != Some(v))
+                .map(|(k, _)| k)
+                .collect();
+            assert_eq!(differing, ["spec_depth"]);
+        }
+    }
+
+    #[test]
+    fn arms_the_plan_does_not_name_are_refused_by_name() {
+        let (_dir, file) = write_campaign(&campaign_json("K99 turbo"));
+        let err = CampaignFile::load_checked(&file).unwrap_err().to_string();
+        assert!(
+            err.contains("not arms of the run plan: `K99 turbo`"),
+            "{err}"
+        );
+        assert!(
+            err.contains("`Inferact target-only`"),
+            "lists the plan's arms: {err}"
+        );
+    }
+
+    #[test]
+    fn what_the_file_states_wrongly_is_named_by_field() {
+        let text = campaign_json("Inferact target-only")
+            .replace("\"{port}\", \"--profile\", \"no-spec\"", "\"{prot}\"")
+            .replace("\"ports\": [8101],", "")
+            .replace("\"K{value}\"", "\"K\"");
+        let (_dir, file) = write_campaign(&text);
+        let err = CampaignFile::load(&file).unwrap_err().to_string();
+        assert!(
+            err.contains("arms[0].launch.argv[2]") && err.contains("`{prot}`"),
+            "{err}"
+        );
+        assert!(err.contains("arms[0].ports"), "{err}");
+        assert!(err.contains("sweeps[0].template.arm"), "{err}");
+        // An unknown field is refused with its path, a duplicate key with its name.
+        let (_dir, file) = write_campaign(&campaign_json("x").replace("\"sweeps\"", "\"sweep\""));
+        let err = CampaignFile::load(&file).unwrap_err().to_string();
+        assert!(err.contains("sweep"), "{err}");
+        // Inside an arm too (its service fields are flattened into it).
+        let misspelt =
+            campaign_json("Inferact target-only").replace("\"ports\": [8101]", "\"prots\": [8101]");
+        let (_dir, file) = write_campaign(&misspelt);
+        let err = CampaignFile::load(&file).unwrap_err().to_string();
+        assert!(err.contains("prots"), "{err}");
+    }
+}
