@@ -377,6 +377,161 @@ impl CampaignFile {
     }
 }
 
+/// Whether a cell's artifact is already in the data folder.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CellState {
+    /// A complete artifact with the cell's workload fingerprint.
+    Recorded,
+    /// An artifact is there but cannot stand for the cell: why.
+    Unusable(String),
+    /// No artifact yet.
+    Missing,
+}
+
+impl std::fmt::Display for CellState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CellState::Recorded => f.write_str("recorded"),
+            CellState::Unusable(why) => write!(f, "to record again: {why}"),
+            CellState::Missing => f.write_str("missing"),
+        }
+    }
+}
+
+/// One arm × cell of the campaign, in execution order.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PlannedCell {
+    pub stage: String,
+    pub arm: String,
+    pub cell_id: String,
+    /// Where its artifact goes: `OUT/<campaign_id>/<arm>/<cell_id>`.
+    pub dir: PathBuf,
+    pub state: CellState,
+    /// The `anvil-capture run` command line that records it (the arm's first port standing
+    /// for each replica's `{port}`).
+    pub command: Vec<String>,
+}
+
+impl CampaignFile {
+    /// The arm × cell matrix in the plan's execution order (stage by stage, arms as the stage
+    /// lists them), with what `out` already holds for each cell and the command that records
+    /// it. `file` is the campaign file (its manifest is named relative to it). Nothing is
+    /// started.
+    pub fn plan(
+        &self,
+        file: &Path,
+        manifest: &WorkloadManifest,
+        plan: &RunPlan,
+        out: &Path,
+    ) -> Vec<PlannedCell> {
+        let arms = self.all_arms();
+        let all_cells = cells::cells(manifest);
+        let (manifest_path, _) = self.documents(file);
+        let mut planned = Vec::new();
+        for stage in &plan.execution_order {
+            for name in stage.arms.iter().flatten() {
+                let Some(arm) = arms.iter().find(|a| &a.arm == name) else {
+                    continue;
+                };
+                let chosen = all_cells.iter().filter(|c| {
+                    arm.cells.classes.contains(&c.class) || arm.cells.ids.contains(&c.id())
+                });
+                for cell in chosen {
+                    let cell_id = cell.id();
+                    let dir = out.join(&self.campaign_id).join(&arm.arm).join(&cell_id);
+                    let expected = cell
+                        .workload(
+                            manifest,
+                            crate::artifact::Api::Chat,
+                            crate::artifact::Schedule::Closed,
+                            false,
+                        )
+                        .fingerprint();
+                    planned.push(PlannedCell {
+                        stage: stage.stage.clone(),
+                        arm: arm.arm.clone(),
+                        state: recorded_state(&dir, &expected),
+                        command: capture_command(&manifest_path, &stage.stage, arm, cell, out),
+                        cell_id,
+                        dir,
+                    });
+                }
+            }
+        }
+        planned
+    }
+}
+
+/// What `dir` holds for a cell whose workload fingerprint is `expected`.
+fn recorded_state(dir: &Path, expected: &str) -> CellState {
+    let run_json = dir.join(crate::artifact::RUN_JSON);
+    if !run_json.exists() {
+        return CellState::Missing;
+    }
+    match crate::artifact::RunJson::read(&run_json) {
+        Err(e) => CellState::Unusable(format!("its run.json cannot be read ({e})")),
+        Ok(run) if run.workload_fingerprint != expected => CellState::Unusable(format!(
+            "its workload fingerprint {} is not the cell's {expected}",
+            run.workload_fingerprint
+        )),
+        Ok(run) if run.status != crate::artifact::Status::Complete => {
+            CellState::Unusable(format!("its status is {}", run.status.as_str()))
+        }
+        Ok(_) => CellState::Recorded,
+    }
+}
+
+/// The `anvil-capture run` command line of one cell of `arm`.
+fn capture_command(
+    manifest: &Path,
+    stage: &str,
+    arm: &Arm,
+    cell: &cells::Cell,
+    out: &Path,
+) -> Vec<String> {
+    let mut argv: Vec<String> = [
+        "anvil-capture",
+        "run",
+        "--manifest",
+        &manifest.display().to_string(),
+        "--class",
+        &cell.class,
+        "--context",
+        &cell.context.to_string(),
+        "--concurrency",
+        &cell.concurrency.to_string(),
+        "--requests",
+        &cell.requests.to_string(),
+        "--arm",
+        &arm.arm,
+        "--stage",
+        stage,
+    ]
+    .map(str::to_owned)
+    .to_vec();
+    for (key, value) in &arm.service.config {
+        argv.extend(["--set".to_owned(), format!("{key}={value}")]);
+    }
+    argv.extend([
+        "--set".to_owned(),
+        format!("runtime={}", arm.service.runtime),
+    ]);
+    let endpoints: Vec<String> = if arm.service.launch.is_some() {
+        arm.service
+            .ports
+            .iter()
+            .map(|p| format!("http://127.0.0.1:{p}"))
+            .collect()
+    } else {
+        arm.service.endpoints.clone()
+    };
+    for url in endpoints {
+        argv.extend(["--endpoint".to_owned(), url]);
+    }
+    argv.extend(["--out".to_owned(), out.display().to_string()]);
+    argv
+}
+
 fn quoted(names: &[String]) -> String {
     names
         .iter()

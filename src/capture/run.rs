@@ -45,7 +45,6 @@ use super::scrape::MetricsScraper;
 use super::{schedule, summary};
 use crate::artifact::{
     self, ArtifactWriter, Clock, Counts, RequestKind, RunJson, ScrapePhase, Status, Tool, Topology,
-    Workload,
 };
 use crate::clock::{Origin, monotonic_ns};
 use crate::notice::Notices;
@@ -339,7 +338,6 @@ impl<'c> Run<'c> {
     ) -> Result<ArtifactWriter, CaptureError> {
         let cfg = self.cfg;
         let cell = &cfg.cell;
-        let sel = &cfg.manifest.selection;
         let calibration = match (calibrator, self.functional()) {
             (Some(c), _) => c.record.clone(),
             (None, true) => artifact::Calibration::none(),
@@ -365,21 +363,7 @@ impl<'c> Run<'c> {
                 )
             })
             .collect();
-        let workload = Workload {
-            class: cell.class.clone(),
-            prompt_tokens_target: cell.context,
-            concurrency_per_replica: cell.concurrency,
-            total_requests: cell.requests,
-            response_words: cell.reply.words(),
-            max_tokens: cell.max_tokens,
-            prompt_cache_mode: cell.cache_mode.as_str().to_owned(),
-            canaries: cell.canaries,
-            seed: sel.random_prefix_seed,
-            thinking: sel.thinking.as_str().to_owned(),
-            api: cfg.api,
-            schedule: cfg.schedule,
-            off_manifest: cfg.off_manifest,
-        };
+        let workload = cell.workload(&cfg.manifest, cfg.api, cfg.schedule, cfg.off_manifest);
         let endpoints = cfg
             .endpoints
             .iter()

@@ -77,6 +77,33 @@ pub struct Cell {
 }
 
 impl Cell {
+    /// The workload section of the run.json of a run of this cell (its fingerprint is the
+    /// one `--resume` and `anvil campaign plan` match recorded artifacts by).
+    pub fn workload(
+        &self,
+        manifest: &WorkloadManifest,
+        api: crate::artifact::Api,
+        schedule: crate::artifact::Schedule,
+        off_manifest: bool,
+    ) -> crate::artifact::Workload {
+        let sel = &manifest.selection;
+        crate::artifact::Workload {
+            class: self.class.clone(),
+            prompt_tokens_target: self.context,
+            concurrency_per_replica: self.concurrency,
+            total_requests: self.requests,
+            response_words: self.reply.words(),
+            max_tokens: self.max_tokens,
+            prompt_cache_mode: self.cache_mode.as_str().to_owned(),
+            canaries: self.canaries,
+            seed: sel.random_prefix_seed,
+            thinking: sel.thinking.as_str().to_owned(),
+            api,
+            schedule,
+            off_manifest,
+        }
+    }
+
     /// The stable id: `<class>.ctx<context>.c<concurrency>.n<requests>`.
     pub fn id(&self) -> String {
         format!(

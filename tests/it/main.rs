@@ -1,5 +1,7 @@
 //! The one integration-test binary: real processes, real HTTP on loopback, real Parquet.
 mod artifact;
+#[cfg(feature = "analysis")]
+mod campaign;
 mod capture;
 mod common;
 #[cfg(feature = "analysis")]

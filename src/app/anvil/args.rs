@@ -209,6 +209,34 @@ pub enum Command {
     #[cfg(feature = "analysis")]
     #[command(after_help = demo_exit_codes_help())]
     Demo(DemoArgs),
+
+    /// Work with a campaign file: how each arm of the run plan is served and which cells it
+    /// records.
+    #[cfg(feature = "analysis")]
+    #[command(subcommand)]
+    Campaign(CampaignCommand),
+}
+
+/// `anvil campaign` subcommands.
+#[cfg(feature = "analysis")]
+#[derive(Debug, Subcommand)]
+pub enum CampaignCommand {
+    /// The arm × cell matrix in the plan's execution order: what --out already holds
+    /// (a complete artifact with the cell's workload fingerprint), what is missing, and the
+    /// `anvil-capture run` command line of each missing cell. Nothing is started.
+    #[command(after_help = exit_codes_help())]
+    Plan(CampaignPlanArgs),
+}
+
+#[cfg(feature = "analysis")]
+#[derive(Debug, Args)]
+pub struct CampaignPlanArgs {
+    /// The campaign file (anvil-serving.benchmark-campaign/v1).
+    #[arg(value_name = "FILE")]
+    pub file: PathBuf,
+    /// The data folder the campaign records into.
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
 }
 
 /// Output format of `anvil compare` and `anvil check`.

@@ -386,18 +386,6 @@ fn seed(out: &Path, name: &str, text: &str) -> anyhow::Result<PathBuf> {
     Ok(path)
 }
 
-/// Shell-quote one argument for the progress line.
-fn quoted(arg: &str) -> String {
-    if arg
-        .chars()
-        .all(|c| c.is_ascii_alphanumeric() || "-_./:=".contains(c))
-    {
-        arg.to_owned()
-    } else {
-        format!("'{}'", arg.replace('\'', r"'\''"))
-    }
-}
-
 /// `anvil demo`: exit 0 with the report's path on standard output.
 pub fn run(args: &DemoArgs) -> anyhow::Result<Exit> {
     let started = Instant::now();
@@ -446,7 +434,7 @@ pub fn run(args: &DemoArgs) -> anyhow::Result<Exit> {
         for cell in arm.cells {
             done += 1;
             let argv = capture_args(arm, cell, &manifest_path, &sim.urls, &out);
-            let shown: Vec<String> = argv.iter().map(|a| quoted(a)).collect();
+            let shown: Vec<String> = argv.iter().map(|a| crate::app::shell_quoted(a)).collect();
             eprintln!("anvil demo: [{done}/{total}] {}", shown.join(" "));
             let cell_started = Instant::now();
             let cli = CaptureCli::try_parse_from(&argv)

@@ -3,6 +3,8 @@
 
 pub mod args;
 #[cfg(feature = "analysis")]
+pub mod campaign;
+#[cfg(feature = "analysis")]
 pub mod check;
 #[cfg(feature = "analysis")]
 pub mod compare;
@@ -40,6 +42,8 @@ pub fn run(cli: Cli) -> anyhow::Result<Exit> {
         Command::Report(args) => report::run(&args),
         #[cfg(feature = "analysis")]
         Command::Demo(args) => demo::run(&args),
+        #[cfg(feature = "analysis")]
+        Command::Campaign(command) => campaign::run(&command),
     }
 }
 

@@ -1,0 +1,128 @@
+//! `anvil campaign plan` over a campaign file of the seeds: the arm × cell matrix in the
+//! plan's order, and a cell recorded by `anvil-capture` against `anvil-sim` counted as
+//! recorded (a complete artifact with the cell's workload fingerprint).
+
+use std::path::{Path, PathBuf};
+
+use serde_json::json;
+
+use super::common::{ANVIL, CAPTURE, Sim, run};
+
+const SAMPLE_DATA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/sample-data");
+const FUNCTIONAL: &str = "functional.ctx4096.c1.n8";
+
+/// A campaign file beside copies of the seeds: arm `TP2` on `url` recording the functional
+/// cell, and a K4/K12 sweep recording the same cell.
+fn campaign_file(dir: &Path, url: &str) -> PathBuf {
+    for name in ["workload-manifest.json", "run-plan.json"] {
+        std::fs::copy(Path::new(SAMPLE_DATA).join(name), dir.join(name)).unwrap();
+    }
+    let campaign = json!({
+        "schema": "anvil-serving.benchmark-campaign/v1",
+        "campaign_id": "2026-09-04-qwen38-27b-pro6000-possibility",
+        "manifest": "workload-manifest.json",
+        "plan": "run-plan.json",
+        "starting_service": {"endpoints": [url], "runtime": "anvil-sim", "model": "anvil-sim"},
+        "arms": [{
+            "arm": "TP2", "endpoints": [url], "runtime": "anvil-sim",
+            "config": {"topology": "TP2"}, "cells": {"ids": [FUNCTIONAL]}
+        }],
+        "sweeps": [{
+            "key": "spec_depth", "values": ["4", "12"],
+            "template": {
+                "arm": "K{value}",
+                "launch": {"argv": ["anvil-sim", "--port", "{port}", "--profile", "spec-k{value}"]},
+                "ports": [18123], "runtime": "anvil-sim", "cells": {"ids": [FUNCTIONAL]}
+            }
+        }]
+    });
+    let file = dir.join("campaign.json");
+    std::fs::write(&file, serde_json::to_string_pretty(&campaign).unwrap()).unwrap();
+    file
+}
+
+fn plan(file: &Path, out: &Path) -> String {
+    let o = run(
+        ANVIL,
+        &[
+            "campaign",
+            "plan",
+            file.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    String::from_utf8(o.stdout).unwrap()
+}
+
+#[test]
+fn campaign_plan_lists_the_matrix_in_plan_order_and_sees_a_recorded_cell() {
+    let sim = Sim::start(&[]);
+    let tmp = tempfile::tempdir().unwrap();
+    let file = campaign_file(tmp.path(), &sim.url(0));
+    let out = tmp.path().join("data");
+
+    let before = plan(&file, &out);
+    assert!(before.contains("3 cells over 3 arms"), "{before}");
+    // Execution order: the optimization stage (K4, K12) before the topology stage (TP2).
+    let (k4, tp2) = (before.find("K4").unwrap(), before.find("TP2").unwrap());
+    assert!(k4 < tp2, "{before}");
+    assert!(before.contains("0 recorded, 3 to record"), "{before}");
+    assert!(
+        before.contains("--arm K12 --stage 'SGLang optimization' --set spec_depth=12"),
+        "{before}"
+    );
+    assert!(
+        before.contains("--endpoint http://127.0.0.1:18123"),
+        "{before}"
+    );
+
+    // Record TP2's cell with the command line the plan printed.
+    let line = before
+        .lines()
+        .find(|l| l.contains("--arm TP2"))
+        .expect("TP2's command line");
+    let argv = shell_words(line.trim());
+    assert_eq!(argv[0], "anvil-capture");
+    let mut args: Vec<&str> = argv[1..].iter().map(String::as_str).collect();
+    args.extend(["--quiet", "--no-realtime"]);
+    let o = run(CAPTURE, &args, &[]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+
+    let after = plan(&file, &out);
+    assert!(after.contains("1 recorded, 2 to record"), "{after}");
+    let row = after
+        .lines()
+        .find(|l| l.contains("TP2") && l.contains(FUNCTIONAL))
+        .unwrap();
+    assert!(row.trim_end().ends_with("recorded"), "{after}");
+}
+
+/// Split a command line the plan printed (words, with '…' quoting) into arguments.
+fn shell_words(line: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut word = String::new();
+    let mut quoted = false;
+    let mut any = false;
+    for c in line.chars() {
+        match c {
+            '\'' => {
+                quoted = !quoted;
+                any = true;
+            }
+            ' ' if !quoted => {
+                if any || !word.is_empty() {
+                    out.push(std::mem::take(&mut word));
+                }
+                any = false;
+            }
+            c => word.push(c),
+        }
+    }
+    if any || !word.is_empty() {
+        out.push(word);
+    }
+    out
+}
