@@ -1,36 +1,13 @@
-//! The intervals the rules report, all at [`super::LEVEL`]: the Student t interval of a mean,
+//! The intervals the rules report, all at [`super::LEVEL`]: the Student t interval of a mean
+//! (`mean_interval`, beside the `Moments` it takes in `sample.rs`),
 //! Welch's interval for a difference of two means, and the paired t interval; over
 //! [`Moments`] (n ≥ 2, finite mean, finite non-negative standard deviation), so no function
 //! here can be handed a value it cannot use.
 
-use serde::Serialize;
-
 use super::quantile::t_quantile;
 #[cfg(test)]
 use super::sample::SampleError;
-use super::sample::{Moments, Sample};
-
-/// A two-sided interval at [`super::LEVEL`] around an estimate.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct Interval {
-    pub estimate: f64,
-    pub low: f64,
-    pub high: f64,
-    /// Degrees of freedom of the t quantile used.
-    pub df: f64,
-}
-
-/// Student t interval of a mean: m ± t(0.975, n − 1) · s / √n.
-pub fn mean_interval(m: Moments) -> Option<Interval> {
-    let df = (m.n() - 1) as f64;
-    let half = t_quantile(df)? * m.sd() / (m.n() as f64).sqrt();
-    Some(Interval {
-        estimate: m.mean(),
-        low: m.mean() - half,
-        high: m.mean() + half,
-        df,
-    })
-}
+use super::sample::{Interval, Moments, Sample, mean_interval};
 
 /// Welch's interval for the difference of means `b − a` of two independent samples with
 /// possibly unequal variances (B. L. Welch, "The generalization of 'Student's' problem when

@@ -19,7 +19,7 @@ pub mod row;
 pub mod sample;
 
 pub use error::SampleError;
-pub use interval::{Interval, mean_interval, paired_interval, welch_interval};
+pub use interval::{paired_interval, welch_interval};
 pub use quantile::{LEVEL, Probability, nearest_rank_index, t_quantile};
 pub use row::{STATISTICS, Stats};
-pub use sample::{Moments, Sample};
+pub use sample::{Interval, Moments, Sample, mean_interval};

@@ -86,9 +86,7 @@ impl Sample {
     /// Student t quantile (Student 1908; e.g. NIST/SEMATECH e-Handbook §7.2.2.1);
     /// `None` for n = 1.
     pub fn ci95(&self) -> Option<(f64, f64)> {
-        let m = self.moments()?;
-        let half = t_quantile((m.n - 1) as f64)? * m.sd / (m.n as f64).sqrt();
-        Some((m.mean - half, m.mean + half))
+        mean_interval(self.moments()?).map(|i| (i.low, i.high))
     }
 
     /// Every statistic the manifest asks for, as the one statistics row.
@@ -169,6 +167,28 @@ impl Moments {
             .sum();
         Moments::new(n, mean, ((within + between) / (n - 1) as f64).sqrt()).ok()
     }
+}
+
+/// A two-sided interval at [`super::LEVEL`] around an estimate.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Interval {
+    pub estimate: f64,
+    pub low: f64,
+    pub high: f64,
+    /// Degrees of freedom of the t quantile used.
+    pub df: f64,
+}
+
+/// Student t interval of a mean: m ± t(0.975, n − 1) · s / √n.
+pub fn mean_interval(m: Moments) -> Option<Interval> {
+    let df = (m.n() - 1) as f64;
+    let half = t_quantile(df)? * m.sd() / (m.n() as f64).sqrt();
+    Some(Interval {
+        estimate: m.mean(),
+        low: m.mean() - half,
+        high: m.mean() + half,
+        df,
+    })
 }
 
 #[cfg(test)]
