@@ -174,10 +174,18 @@ pub fn validate_path(path: &Path) -> Vec<Finding> {
     vec![Finding::from_document(path, manifest::load_any(path))]
 }
 
-/// Whether `path` says it is a campaign file (its `schema`, of any version).
+/// Whether `path` says it is a campaign file: its `schema` field names the campaign family,
+/// of any version (what a file merely mentions elsewhere does not count).
 fn is_campaign_file(path: &Path) -> bool {
-    fs::read_to_string(path)
-        .is_ok_and(|text| text.contains(crate::campaign::CAMPAIGN_SCHEMA_FAMILY))
+    fs::read_to_string(path).is_ok_and(|text| {
+        manifest::parse_document(&text, path).is_ok_and(|value| names_campaign_schema(&value))
+    })
+}
+
+/// Whether a parsed document's `schema` is a campaign file's, of any version.
+fn names_campaign_schema(value: &serde_json::Value) -> bool {
+    manifest::schema_of(value)
+        .is_some_and(|schema| schema.starts_with(crate::campaign::CAMPAIGN_SCHEMA_FAMILY))
 }
 
 /// A campaign file, checked on its own and against the manifest and plan it names.
@@ -295,11 +303,6 @@ fn validate_json_file(file: &Path, search: &mut Search) {
             return;
         }
     };
-    if text.contains(crate::campaign::CAMPAIGN_SCHEMA_FAMILY) {
-        search.documents += 1;
-        search.findings.push(validate_campaign(file));
-        return;
-    }
     let value = match manifest::parse_document(&text, file) {
         Ok(value) => value,
         // Broken JSON naming a campaign schema is a broken campaign document; other
@@ -307,7 +310,8 @@ fn validate_json_file(file: &Path, search: &mut Search) {
         Err(error)
             if DocumentKind::ALL
                 .iter()
-                .any(|kind| text.contains(kind.schema_family())) =>
+                .any(|kind| text.contains(kind.schema_family()))
+                || text.contains(crate::campaign::CAMPAIGN_SCHEMA_FAMILY) =>
         {
             search.documents += 1;
             search.findings.push(Finding::invalid(file, error));
@@ -318,6 +322,11 @@ fn validate_json_file(file: &Path, search: &mut Search) {
             return;
         }
     };
+    if names_campaign_schema(&value) {
+        search.documents += 1;
+        search.findings.push(validate_campaign(file));
+        return;
+    }
     let is_campaign_document = manifest::schema_of(&value)
         .and_then(DocumentKind::from_schema_family)
         .is_some();
