@@ -296,9 +296,9 @@ impl CampaignFile {
             }
             arm_problems(&format!("{at}.template"), &sweep.template, &mut out);
         }
-        let mut seen = BTreeMap::new();
+        let mut seen = std::collections::BTreeSet::new();
         for arm in self.all_arms() {
-            if seen.insert(arm.arm.clone(), ()).is_some() {
+            if !seen.insert(arm.arm.clone()) {
                 out.push(Problem::new(
                     "arms",
                     format!(
@@ -316,6 +316,7 @@ impl CampaignFile {
     /// the manifest defines, and the campaign ids must agree.
     pub fn check_against(&self, manifest: &WorkloadManifest, plan: &RunPlan) -> Vec<Problem> {
         let mut out = Vec::new();
+        let arms = self.all_arms();
         if manifest.campaign_id != self.campaign_id || plan.campaign_id != self.campaign_id {
             out.push(Problem::new(
                 "campaign_id",
@@ -330,10 +331,9 @@ impl CampaignFile {
             .iter()
             .flat_map(|stage| stage.arms.iter().flatten())
             .collect();
-        let unknown: Vec<String> = self
-            .all_arms()
-            .into_iter()
-            .map(|a| a.arm)
+        let unknown: Vec<String> = arms
+            .iter()
+            .map(|a| a.arm.clone())
             .filter(|a| !plan_arms.contains(&a))
             .collect();
         if !unknown.is_empty() {
@@ -352,7 +352,7 @@ impl CampaignFile {
             .map(|c| c.id.as_str())
             .collect();
         let ids: Vec<String> = cells::cells(manifest).iter().map(|c| c.id()).collect();
-        for arm in self.all_arms() {
+        for arm in &arms {
             for class in &arm.cells.classes {
                 if !classes.contains(&class.as_str()) {
                     out.push(Problem::new(

@@ -5,10 +5,9 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
 
-use super::output::Sink;
+use super::output::{self, Sink};
 use super::{AppError, Exit};
 use crate::artifact::Status;
 use crate::capture::config::{self, RunConfig, RunRequest};
@@ -230,9 +229,10 @@ pub fn record(cfg: RunConfig) -> anyhow::Result<Exit> {
     if let Some(reason) = &summary.reason {
         eprintln!("anvil-capture: run {}: {reason}", summary.status.as_str());
     }
-    let mut out = Sink::open(None)?;
-    writeln!(out, "{}", summary.dir.display()).context("writing the artifact's path")?;
-    out.finish().context("writing the artifact's path")?;
+    output::stdout(
+        &format!("{}\n", summary.dir.display()),
+        "the artifact's path",
+    )?;
     Ok(status_exit(summary.status))
 }
 
@@ -283,9 +283,10 @@ fn recover(a: &RecoverArgs) -> anyhow::Result<Exit> {
         report.status_before.as_str(),
         report.status_after.as_str()
     );
-    let mut out = Sink::open(None)?;
-    writeln!(out, "{}", report.dir.display()).context("writing the artifact's path")?;
-    out.finish().context("writing the artifact's path")?;
+    output::stdout(
+        &format!("{}\n", report.dir.display()),
+        "the artifact's path",
+    )?;
     Ok(Exit::Ok)
 }
 

@@ -302,8 +302,7 @@ impl<'c> Run<'c> {
         let c = match detected {
             Ok(c) => c,
             Err(e) => {
-                self.failed
-                    .get_or_insert(format!("calibration failed: {e}"));
+                self.fail(format!("calibration failed: {e}"));
                 return Ok(None);
             }
         };
@@ -322,8 +321,7 @@ impl<'c> Run<'c> {
                 ));
             }
             Err(e) => {
-                self.failed
-                    .get_or_insert(format!("calibration failed: {e}"));
+                self.fail(format!("calibration failed: {e}"));
             }
         }
         Ok(Some(c))

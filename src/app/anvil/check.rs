@@ -3,13 +3,13 @@
 use std::path::PathBuf;
 
 use super::args::{CheckArgs, RulesFormat};
-use super::compare::text_format;
 use super::{json, load_documents, open_session_materialized, runtime};
 use crate::app::{AppError, Exit, output};
 use crate::gather::evidence::evidence_files;
 use crate::gather::rules_input::read_artifacts;
 use crate::manifest::RunPlan;
 use crate::query::output::printable;
+use crate::report::table::TextFormat;
 use crate::report::text;
 use crate::rules::{self, Artifact, CheckReport, HeadlineSelection};
 
@@ -29,10 +29,8 @@ pub fn run(args: &CheckArgs) -> anyhow::Result<Exit> {
     let report = check_data(&plan, &artifacts, &args.data)?;
     let text = match args.format {
         RulesFormat::Json => json(&report)?,
-        RulesFormat::Table => {
-            printable(&text::check(&report, text_format(args.format))).into_owned()
-        }
-        RulesFormat::Md => text::check(&report, text_format(args.format)),
+        RulesFormat::Table => printable(&text::check(&report, TextFormat::Text)).into_owned(),
+        RulesFormat::Md => text::check(&report, TextFormat::Markdown),
     };
     output::stdout(&text, "the report")?;
     Ok(report.outcome.into())

@@ -11,14 +11,6 @@ use crate::report::table::TextFormat;
 use crate::report::text;
 use crate::rules::{self, HeadlineSelection};
 
-/// The text back end of a `--format` that is not JSON.
-pub fn text_format(format: RulesFormat) -> TextFormat {
-    match format {
-        RulesFormat::Md => TextFormat::Markdown,
-        RulesFormat::Table | RulesFormat::Json => TextFormat::Text,
-    }
-}
-
 /// `anvil compare`: exit 0 compared, 3 refused, 2 bad input.
 pub fn run(args: &CompareArgs) -> anyhow::Result<Exit> {
     let (manifest, plan, [m, p]) = load_documents(&args.manifest, &args.plan)?;
