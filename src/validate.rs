@@ -24,6 +24,12 @@ pub enum Finding {
         campaign_id: String,
         arms: usize,
     },
+    /// A `restoration.json` the rules can read (whether it says restored or not).
+    Restoration {
+        file: PathBuf,
+        campaign_id: String,
+        verdict: String,
+    },
     /// A valid artifact folder.
     Artifact {
         dir: PathBuf,
@@ -92,6 +98,16 @@ impl fmt::Display for Finding {
                 file.display(),
                 crate::campaign::CAMPAIGN_SCHEMA,
                 count(*arms, "arm")
+            ),
+            Finding::Restoration {
+                file,
+                campaign_id,
+                verdict,
+            } => write!(
+                f,
+                "{}: restoration evidence {}, campaign {campaign_id}, {verdict}: ok",
+                file.display(),
+                crate::artifact::restoration::RESTORATION_SCHEMA,
             ),
             Finding::Artifact { dir, summary } => write!(
                 f,
@@ -171,6 +187,9 @@ pub fn validate_path(path: &Path) -> Vec<Finding> {
     if is_campaign_file(path) {
         return vec![validate_campaign(path)];
     }
+    if is_restoration(path) {
+        return vec![validate_restoration(path)];
+    }
     vec![Finding::from_document(path, manifest::load_any(path))]
 }
 
@@ -186,6 +205,27 @@ fn is_campaign_file(path: &Path) -> bool {
 fn names_campaign_schema(value: &serde_json::Value) -> bool {
     manifest::schema_of(value)
         .is_some_and(|schema| schema.starts_with(crate::campaign::CAMPAIGN_SCHEMA_FAMILY))
+}
+
+/// Whether `path`'s `schema` is `restoration.json`'s.
+fn is_restoration(path: &Path) -> bool {
+    fs::read_to_string(path).is_ok_and(|text| {
+        manifest::parse_document(&text, path).is_ok_and(|value| {
+            manifest::schema_of(&value) == Some(crate::artifact::restoration::RESTORATION_SCHEMA)
+        })
+    })
+}
+
+/// A restore stage's evidence file, read as the rules read it.
+fn validate_restoration(file: &Path) -> Finding {
+    match crate::artifact::restoration::Restoration::read(file) {
+        Ok(r) => Finding::Restoration {
+            file: file.to_path_buf(),
+            verdict: r.verdict(),
+            campaign_id: r.campaign_id,
+        },
+        Err(why) => Finding::invalid(file, why),
+    }
 }
 
 /// A campaign file, checked on its own and against the manifest and plan it names.
@@ -325,6 +365,11 @@ fn validate_json_file(file: &Path, search: &mut Search) {
     if names_campaign_schema(&value) {
         search.documents += 1;
         search.findings.push(validate_campaign(file));
+        return;
+    }
+    if manifest::schema_of(&value) == Some(crate::artifact::restoration::RESTORATION_SCHEMA) {
+        search.documents += 1;
+        search.findings.push(validate_restoration(file));
         return;
     }
     let is_campaign_document = manifest::schema_of(&value)

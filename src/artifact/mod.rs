@@ -40,6 +40,7 @@ pub mod merge;
 pub mod reader;
 pub mod recover;
 pub mod redact;
+pub mod restoration;
 pub mod rows;
 pub mod run;
 pub mod schema;

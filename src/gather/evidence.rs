@@ -1,25 +1,48 @@
 //! The evidence files a plan names (`restoration.json`, …) are matched by file name: every
-//! file name at or beneath the data folders.
+//! file name at or beneath the data folders (folders whose name starts with `.` are not
+//! searched, as for artifacts). Each file named as a restore stage's evidence is read as a
+//! `restoration.json` document.
 
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 
-/// Names of every file at or beneath each of `data` (sorted per folder).
-pub fn evidence_files(data: &[PathBuf]) -> anyhow::Result<Vec<String>> {
-    let mut names = Vec::new();
+use crate::artifact::restoration::Restoration;
+use crate::manifest::RunPlan;
+use crate::rules::EvidenceFiles;
+use crate::rules::stop::RESTORE_STAGE;
+
+/// Names of every file at or beneath each of `data` (sorted per folder), and each restore
+/// stage's evidence file of `plan` read.
+pub fn evidence_files(plan: &RunPlan, data: &[PathBuf]) -> anyhow::Result<EvidenceFiles> {
+    let mut paths = Vec::new();
     for dir in data {
-        file_names(dir, &mut names)
+        file_paths(dir, &mut paths)
             .with_context(|| format!("--data {}: listing files", dir.display()))?;
     }
-    Ok(names)
+    let wanted: Vec<&str> = plan
+        .execution_order
+        .iter()
+        .filter(|s| s.stage == RESTORE_STAGE)
+        .filter_map(|s| s.evidence.as_deref())
+        .collect();
+    let mut evidence = EvidenceFiles::default();
+    for path in paths {
+        let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
+            continue;
+        };
+        if wanted.contains(&name) {
+            let read = Restoration::read(&path);
+            evidence.restorations.push((path.clone(), read));
+        }
+        evidence.names.push(name.to_owned());
+    }
+    Ok(evidence)
 }
 
-fn file_names(dir: &Path, out: &mut Vec<String>) -> std::io::Result<()> {
+fn file_paths(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
     if dir.is_file() {
-        if let Some(name) = dir.file_name().and_then(|n| n.to_str()) {
-            out.push(name.to_owned());
-        }
+        out.push(dir.to_owned());
         return Ok(());
     }
     let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)?
@@ -27,7 +50,10 @@ fn file_names(dir: &Path, out: &mut Vec<String>) -> std::io::Result<()> {
         .collect::<Result<_, _>>()?;
     entries.sort();
     for path in entries {
-        file_names(&path, out)?;
+        if path.is_dir() && crate::query::source::is_hidden(&path) {
+            continue;
+        }
+        file_paths(&path, out)?;
     }
     Ok(())
 }

@@ -127,6 +127,14 @@ pub fn find_artifacts(roots: &[PathBuf]) -> Result<Vec<ArtifactSource>, QueryErr
     Ok(sources)
 }
 
+/// Whether a folder is hidden (its name starts with `.`): not searched for artifacts or
+/// evidence. A campaign keeps the attempts it superseded there (`.superseded/`).
+pub fn is_hidden(dir: &Path) -> bool {
+    dir.file_name()
+        .and_then(|n| n.to_str())
+        .is_some_and(|n| n.starts_with('.'))
+}
+
 /// Folders holding `run.json` under `dir` (an artifact folder's own subfolders, such as its
 /// `*.parts`, are not searched further).
 fn collect_dirs(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), (PathBuf, std::io::Error)> {
@@ -144,8 +152,8 @@ fn collect_dirs(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), (PathBuf, std:
         }
     }
     subdirs.sort();
-    for sub in subdirs {
-        collect_dirs(&sub, out)?;
+    for sub in subdirs.iter().filter(|d| !is_hidden(d)) {
+        collect_dirs(sub, out)?;
     }
     Ok(())
 }

@@ -280,6 +280,10 @@ pub fn plan_view(plan: &RunPlan, check: &CheckReport) -> PlanView {
                     })
                     .collect(),
             };
+            let restore = check
+                .restore
+                .iter()
+                .find(|r| r.order == stage.order.get() && r.stage == stage.stage);
             let claims = coverage
                 .map(|c| {
                     c.selected
@@ -296,6 +300,8 @@ pub fn plan_view(plan: &RunPlan, check: &CheckReport) -> PlanView {
                 selected: stage.selected.clone().unwrap_or_default(),
                 rejected: stage.rejected.clone().unwrap_or_default(),
                 evidence_file: stage.evidence.clone().unwrap_or_default(),
+                evidence_verdict: restore.map(|r| r.lines.join("; ")).unwrap_or_default(),
+                evidence_supported: restore.is_some_and(|r| r.supported),
                 arms,
                 claims,
             }

@@ -318,7 +318,11 @@ impl Fixture {
             Scope::WithinScreen,
         )
         .unwrap();
-        let check = check(&plan, &artifacts, &["restoration.json"]);
+        let check = check(
+            &plan,
+            &artifacts,
+            &crate::rules::stop::EvidenceFiles::names(&["restoration.json"]),
+        );
 
         let mut requests = timings("r-tp1", 100, 1, 400.0, 16.0);
         requests.extend(timings("r-tp2", 100, 1, 270.0, 11.0));
@@ -775,7 +779,7 @@ fn headline_throughput_never_shares_a_table_or_chart_with_screens() {
 fn sections_without_evidence_say_so() {
     let fixture = Fixture::new("TP2", None);
     let plan = fixture.plan.clone();
-    let check = check(&plan, &[], &[]);
+    let check = check(&plan, &[], &Default::default());
     let view = build(&ReportInput {
         data_folder: "empty",
         generated_utc: "2026-09-05T08:00:00Z",
@@ -1066,7 +1070,11 @@ fn axis_ticks_are_short() {
 fn fired_stop_rules_lead_the_report_and_verdicts_name_the_request_and_canary() {
     let mut fixture = Fixture::new("TP2", None);
     fixture.artifacts[1].figures.canaries[12].foreign = vec!["ANV-00000000abcd".to_owned()];
-    fixture.check = check(&fixture.plan, &fixture.artifacts, &["restoration.json"]);
+    fixture.check = check(
+        &fixture.plan,
+        &fixture.artifacts,
+        &crate::rules::stop::EvidenceFiles::names(&["restoration.json"]),
+    );
     let html = render_html(&fixture.view()).unwrap();
     let header = section(&html, "header");
     let stops_at = header.find("Stop rules fired (1)").unwrap();
@@ -1127,7 +1135,7 @@ fn the_page_is_balanced_html() {
     let fixture = Fixture::new("TP2", Some(IMG));
     assert_balanced_html(&render_html(&fixture.view()).unwrap());
     let plan = fixture.plan.clone();
-    let empty = check(&plan, &[], &[]);
+    let empty = check(&plan, &[], &Default::default());
     let view = build(&ReportInput {
         data_folder: "empty",
         generated_utc: "2026-09-05T08:00:00Z",

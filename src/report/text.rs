@@ -294,6 +294,15 @@ pub fn check(report: &CheckReport, format: TextFormat) -> String {
                 &mut out,
             );
         }
+        for restore in report
+            .restore
+            .iter()
+            .filter(|r| r.supported && r.order == stage.order && r.stage == stage.stage)
+        {
+            for l in &restore.lines {
+                line(format, l, &mut out);
+            }
+        }
         for (kind, claims) in [("selected", &stage.selected), ("rejected", &stage.rejected)] {
             for claim in claims {
                 line(
@@ -338,7 +347,7 @@ mod tests {
         let hostile = "K|12<script>alert(1)</script>";
         let mut a = artifact("r-a", hostile, &[("spec_k", "8")], 100.0);
         a.figures.canaries[0].foreign = vec!["ANV-|`x`".to_owned()];
-        let report = rules::check(&plan(), &[a], &[]);
+        let report = rules::check(&plan(), &[a], &Default::default());
         let md = check(&report, TextFormat::Markdown);
         assert!(!md.contains("<script>"), "{md}");
         assert!(md.contains("K\\|12&lt;script&gt;"), "{md}");

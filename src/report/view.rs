@@ -65,6 +65,9 @@ pub struct StageView {
     pub selected: String,
     pub rejected: String,
     pub evidence_file: String,
+    /// What the evidence file shows (a restore stage: restored, or the failing checks).
+    pub evidence_verdict: String,
+    pub evidence_supported: bool,
     pub arms: Vec<ArmEvidenceView>,
     pub claims: Vec<ClaimView>,
 }

@@ -23,7 +23,7 @@ use super::advance::{
 use super::coverage::{ClaimVerdict, PlanCoverage, plan_coverage};
 use super::headline::FUNCTIONAL_CLASS;
 use super::input::Artifact;
-use super::stop::{StopFinding, stop_rules};
+use super::stop::{EvidenceFiles, RestoreEvidence, StopFinding, restore_evidence, stop_rules};
 
 /// One arm's advance-rule verdicts, in the plan's order.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -85,15 +85,17 @@ pub struct CheckReport {
     /// Topology comparisons, one per matched workload whose arms differ in topology.
     pub topology: Vec<TopologyAssessment>,
     pub stops: Vec<StopFinding>,
+    /// What each restore stage's evidence shows.
+    pub restore: Vec<RestoreEvidence>,
     pub coverage: PlanCoverage,
     pub outcome: Outcome,
     /// Why, one line per cause.
     pub reasons: Vec<String>,
 }
 
-/// Evaluate every rule. `files_present` lists the file names in the data folder (for the
-/// restore stage's evidence).
-pub fn check(plan: &RunPlan, artifacts: &[Artifact], files_present: &[&str]) -> CheckReport {
+/// Evaluate every rule. `evidence` holds the data folder's evidence files (for the restore
+/// stage).
+pub fn check(plan: &RunPlan, artifacts: &[Artifact], evidence: &EvidenceFiles) -> CheckReport {
     // Arms in first-seen order.
     let mut by_arm: Vec<(&str, Vec<&Artifact>)> = Vec::new();
     for artifact in artifacts {
@@ -147,7 +149,7 @@ pub fn check(plan: &RunPlan, artifacts: &[Artifact], files_present: &[&str]) -> 
         })
         .collect();
 
-    let stops = stop_rules(artifacts, plan, files_present);
+    let stops = stop_rules(artifacts, plan, evidence);
     let coverage = plan_coverage(plan, artifacts);
 
     let mut failed = Vec::new();
@@ -209,6 +211,7 @@ pub fn check(plan: &RunPlan, artifacts: &[Artifact], files_present: &[&str]) -> 
     CheckReport {
         arms,
         topology,
+        restore: restore_evidence(plan, evidence),
         stops,
         coverage,
         outcome,
@@ -244,7 +247,7 @@ mod tests {
         let report = check(
             &topology_plan(),
             &topology_stage(1900.0),
-            &["restoration.json"],
+            &EvidenceFiles::names(&["restoration.json"]),
         );
         assert_eq!(
             report.reasons,
@@ -271,7 +274,11 @@ mod tests {
             functional.figures.aggregate_output_tps = None;
             artifacts.push(functional);
         }
-        let report = check(&topology_plan(), &artifacts, &["restoration.json"]);
+        let report = check(
+            &topology_plan(),
+            &artifacts,
+            &EvidenceFiles::names(&["restoration.json"]),
+        );
         assert_eq!(report.topology.len(), 1);
         assert_eq!(report.outcome, Outcome::Holds, "{:?}", report.reasons);
     }
@@ -280,7 +287,11 @@ mod tests {
     fn contamination_is_a_stop_with_exit_one() {
         let mut artifacts = topology_stage(1900.0);
         artifacts[1].figures.canaries[12].foreign = vec!["ANV-00000000abcd".to_owned()];
-        let report = check(&topology_plan(), &artifacts, &["restoration.json"]);
+        let report = check(
+            &topology_plan(),
+            &artifacts,
+            &EvidenceFiles::names(&["restoration.json"]),
+        );
         assert_eq!(report.outcome, Outcome::StopRuleFired);
         assert!(report.outcome.failed(), "{:?}", report.outcome);
         assert_eq!(report.stops[0].kind, StopKind::Contamination);
@@ -296,7 +307,11 @@ mod tests {
 
     #[test]
     fn missing_restore_evidence_is_a_stop() {
-        let report = check(&topology_plan(), &topology_stage(1900.0), &["run.json"]);
+        let report = check(
+            &topology_plan(),
+            &topology_stage(1900.0),
+            &EvidenceFiles::names(&["run.json"]),
+        );
         assert!(report.outcome.failed(), "{:?}", report.outcome);
         assert_eq!(
             report.reasons,
@@ -308,7 +323,11 @@ mod tests {
     fn functional_not_run_is_incomplete_with_exit_four() {
         let mut artifacts = topology_stage(1900.0);
         artifacts[0].figures.functional.clear();
-        let report = check(&topology_plan(), &artifacts, &["restoration.json"]);
+        let report = check(
+            &topology_plan(),
+            &artifacts,
+            &EvidenceFiles::names(&["restoration.json"]),
+        );
         assert_eq!(report.outcome, Outcome::Incomplete);
         assert_eq!(report.outcome, Outcome::Incomplete);
         assert_eq!(
@@ -325,7 +344,7 @@ mod tests {
         let report = check(
             &topology_plan(),
             &topology_stage(1400.0),
-            &["restoration.json"],
+            &EvidenceFiles::names(&["restoration.json"]),
         );
         assert_eq!(report.outcome, Outcome::RuleFailed);
         assert!(report.outcome.failed(), "{:?}", report.outcome);
@@ -341,7 +360,11 @@ mod tests {
 
     #[test]
     fn the_seed_plan_with_only_topology_evidence_is_incomplete() {
-        let report = check(&plan(), &topology_stage(1900.0), &["restoration.json"]);
+        let report = check(
+            &plan(),
+            &topology_stage(1900.0),
+            &EvidenceFiles::names(&["restoration.json"]),
+        );
         assert_eq!(report.outcome, Outcome::Incomplete);
         assert!(
             report.reasons.contains(
@@ -351,7 +374,11 @@ mod tests {
             "{:?}",
             report.reasons
         );
-        assert!(check(&plan(), &[], &[]).outcome.failed());
+        assert!(
+            check(&plan(), &[], &EvidenceFiles::default())
+                .outcome
+                .failed()
+        );
     }
 
     #[test]
@@ -393,7 +420,7 @@ mod tests {
             figures.completion_tokens_p50 = Some(f64::INFINITY);
         }
         artifacts[0].facts.config = [("topology", "TP99999999999")].into_iter().collect();
-        let report = check(&plan(), &artifacts, &[]);
+        let report = check(&plan(), &artifacts, &EvidenceFiles::default());
         assert!(report.outcome.failed(), "{:?}", report.outcome);
         let set = match_artifacts(&artifacts).unwrap();
         let comparison = compare(&set, "TP1", Scope::Headline).unwrap();

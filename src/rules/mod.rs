@@ -51,7 +51,7 @@ pub use input::{
 };
 pub use matching::{MatchedSet, match_artifacts};
 pub use refusal::{FieldDifference, Refusal, RefusalKind};
-pub use stop::{StopFinding, StopKind, stop_rules};
+pub use stop::{EvidenceFiles, StopFinding, StopKind, stop_rules};
 
 #[cfg(test)]
 pub(crate) mod fixtures;

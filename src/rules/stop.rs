@@ -1,13 +1,15 @@
 //! The run plan's stop rules: findings that halt the campaign whatever the figures say.
 //!
-//! Each rule is a pure function of one artifact (or of the plan and the list of files in
+//! Each rule is a pure function of one artifact (or of the plan and the evidence files of
 //! the data folder) returning the findings it fired, each naming the run, the requests and
 //! what was found.
 
 use std::collections::BTreeSet;
+use std::path::PathBuf;
 
 use serde::Serialize;
 
+use crate::artifact::restoration::Restoration;
 use crate::artifact::run::Outcome;
 use crate::manifest::RunPlan;
 
@@ -296,29 +298,101 @@ pub fn parser_corruption(artifact: &Artifact) -> Option<StopFinding> {
     })
 }
 
-/// The restore stage's evidence: every plan stage named [`RESTORE_STAGE`] must name an
-/// evidence file, and that file must be among `files_present` (names in the data folder).
-pub fn restoration(plan: &RunPlan, files_present: &[&str]) -> Vec<StopFinding> {
+/// The evidence files of the data folders: every file name, and each restore-stage evidence
+/// file read as a `restoration.json` document.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct EvidenceFiles {
+    /// Every file name at or beneath the data folders.
+    pub names: Vec<String>,
+    /// Each file named as a restore stage's evidence, read: its path, and the document or
+    /// why it cannot be read.
+    pub restorations: Vec<(PathBuf, Result<Restoration, String>)>,
+}
+
+impl EvidenceFiles {
+    /// File names only (no evidence document read).
+    pub fn names(names: &[&str]) -> Self {
+        Self {
+            names: names.iter().map(|n| (*n).to_owned()).collect(),
+            restorations: Vec::new(),
+        }
+    }
+}
+
+/// What a restore stage's evidence shows.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RestoreEvidence {
+    pub order: u64,
+    pub stage: String,
+    /// The evidence file the plan names.
+    pub file: Option<String>,
+    /// The file is there and every copy read says the service was restored.
+    pub supported: bool,
+    /// One line per copy read (its path and verdict), or why the stage is not supported.
+    pub lines: Vec<String>,
+}
+
+/// Every plan stage named [`RESTORE_STAGE`] and what its evidence shows: the plan must name
+/// an evidence file, the file must be in the data folder, and every copy of it that was read
+/// must say the service was restored (else the failing checks are said).
+pub fn restore_evidence(plan: &RunPlan, evidence: &EvidenceFiles) -> Vec<RestoreEvidence> {
     plan.stages_in_order()
         .into_iter()
         .filter(|stage| stage.stage == RESTORE_STAGE)
-        .filter_map(|stage| {
-            let reason = match stage.evidence.as_deref() {
-                None => format!(
-                    "stage {} {}: the plan names no evidence file; the service cannot be shown restored",
-                    stage.order, stage.stage
-                ),
-                Some(file) if !files_present.contains(&file) => format!(
-                    "stage {} {}: evidence file {file} is missing from the data folder",
-                    stage.order, stage.stage
-                ),
-                Some(_) => return None,
-            };
-            Some(StopFinding {
-                kind: StopKind::NotRestored,
-                run_id: None,
-                reason,
-            })
+        .map(|stage| {
+            let at = format!("stage {} {}", stage.order, stage.stage);
+            let mut lines = Vec::new();
+            let mut supported = false;
+            match stage.evidence.as_deref() {
+                None => lines.push(format!(
+                    "{at}: the plan names no evidence file; the service cannot be shown restored"
+                )),
+                Some(file) if !evidence.names.iter().any(|n| n == file) => lines.push(format!(
+                    "{at}: evidence file {file} is missing from the data folder"
+                )),
+                Some(file) => {
+                    supported = true;
+                    for (path, read) in evidence
+                        .restorations
+                        .iter()
+                        .filter(|(p, _)| p.file_name().is_some_and(|n| n == file))
+                    {
+                        match read {
+                            Err(why) => {
+                                supported = false;
+                                lines.push(format!("{at}: {} {why}", path.display()));
+                            }
+                            Ok(r) => {
+                                let restored = r.restored && r.failed_checks().is_empty();
+                                supported &= restored;
+                                lines.push(format!("{at}: {}: {}", path.display(), r.verdict()));
+                            }
+                        }
+                    }
+                }
+            }
+            RestoreEvidence {
+                order: stage.order.get(),
+                stage: stage.stage.clone(),
+                file: stage.evidence.clone(),
+                supported,
+                lines,
+            }
+        })
+        .collect()
+}
+
+/// The restore stages whose evidence does not show the service restored, one finding per
+/// cause.
+pub fn restoration(plan: &RunPlan, evidence: &EvidenceFiles) -> Vec<StopFinding> {
+    restore_evidence(plan, evidence)
+        .into_iter()
+        .filter(|r| !r.supported)
+        .flat_map(|r| r.lines)
+        .map(|reason| StopFinding {
+            kind: StopKind::NotRestored,
+            run_id: None,
+            reason,
         })
         .collect()
 }
@@ -327,18 +401,22 @@ pub fn restoration(plan: &RunPlan, files_present: &[&str]) -> Vec<StopFinding> {
 pub fn stop_rules(
     artifacts: &[Artifact],
     plan: &RunPlan,
-    files_present: &[&str],
+    evidence: &EvidenceFiles,
 ) -> Vec<StopFinding> {
+    let mut findings: Vec<StopFinding> = artifacts.iter().flat_map(artifact_stop_rules).collect();
+    findings.extend(restoration(plan, evidence));
+    findings
+}
+
+/// The stop rules of one artifact (every rule but the restore stage's).
+pub fn artifact_stop_rules(artifact: &Artifact) -> Vec<StopFinding> {
     let mut findings = Vec::new();
-    for artifact in artifacts {
-        findings.extend(contamination(artifact));
-        findings.extend(structured_output_corruption(artifact));
-        findings.extend(unexplained_loss(artifact));
-        findings.extend(restarts(artifact));
-        findings.extend(server_errors(artifact));
-        findings.extend(parser_corruption(artifact));
-    }
-    findings.extend(restoration(plan, files_present));
+    findings.extend(contamination(artifact));
+    findings.extend(structured_output_corruption(artifact));
+    findings.extend(unexplained_loss(artifact));
+    findings.extend(restarts(artifact));
+    findings.extend(server_errors(artifact));
+    findings.extend(parser_corruption(artifact));
     findings
 }
 
@@ -353,7 +431,11 @@ mod tests {
     fn a_clean_artifact_fires_nothing() {
         let a = artifact("r-a", "A", &[], 1000.0);
         assert_eq!(
-            stop_rules(&[a], &plan(), &["restoration.json", "run.json"]),
+            stop_rules(
+                &[a],
+                &plan(),
+                &EvidenceFiles::names(&["restoration.json", "run.json"])
+            ),
             []
         );
     }
@@ -502,9 +584,12 @@ mod tests {
     #[test]
     fn missing_restore_evidence_fires() {
         let plan = plan();
-        assert_eq!(restoration(&plan, &["restoration.json"]), []);
         assert_eq!(
-            restoration(&plan, &["run.json", "requests.parquet"]),
+            restoration(&plan, &EvidenceFiles::names(&["restoration.json"])),
+            []
+        );
+        assert_eq!(
+            restoration(&plan, &EvidenceFiles::names(&["run.json", "requests.parquet"])),
             [StopFinding {
                 kind: StopKind::NotRestored,
                 run_id: None,

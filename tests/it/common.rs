@@ -253,3 +253,27 @@ pub fn sql_rows(data: &Path, query: &str) -> Vec<serde_json::Value> {
         })
         .collect()
 }
+
+/// A `restoration.json` in `dir` saying the starting service was restored (one passing
+/// check), for tests whose plan's restore stage is not what they are about.
+pub fn write_restored(dir: &Path) {
+    let doc = serde_json::json!({
+        "schema": "anvil-serving.restoration/v1",
+        "campaign_id": "2026-09-04-qwen38-27b-pro6000-possibility",
+        "restored": true,
+        "managed_path": "endpoints",
+        "argv": [],
+        "endpoints": ["http://127.0.0.1:1"],
+        "pids": [],
+        "started_at": "2026-12-01T00:00:00Z",
+        "ready_at": "2026-12-01T00:00:01Z",
+        "finished_at": "2026-12-01T00:00:02Z",
+        "before": null,
+        "after": null,
+        "checks": [{
+            "check": "models", "passed": true, "expected": [["m"]], "observed": [["m"]],
+            "detail": "the model list of each replica: [[\"m\"]]"
+        }]
+    });
+    std::fs::write(dir.join("restoration.json"), doc.to_string()).unwrap();
+}

@@ -357,7 +357,7 @@ fn check_reports_missing_evidence_per_stage_and_exits_incomplete() {
     let data = tmp.path().join("data");
     off_manifest_cell(&sim, &manifest, &data, "K4", "4");
     // The restore stage's evidence file is present, so no stop rule fires.
-    std::fs::write(data.join("restoration.json"), "{}").unwrap();
+    super::common::write_restored(&data);
 
     let (code, out, err) = anvil(&[
         "check",

@@ -105,7 +105,7 @@ fn failures(r: &BTreeMap<i64, (String, bool, String)>, check: &str) -> Vec<Strin
 }
 
 fn check_cmd(data: &Path, manifest: &Path) -> (Option<i32>, String) {
-    std::fs::write(data.join("restoration.json"), "{}").unwrap();
+    super::common::write_restored(data);
     anvil_check(data, PLAN, manifest)
 }
 

@@ -52,7 +52,7 @@ fn cell(
 fn data_dir(root: &Path, name: &str) -> PathBuf {
     let data = root.join(name);
     std::fs::create_dir_all(&data).unwrap();
-    std::fs::write(data.join("restoration.json"), "{}").unwrap();
+    super::common::write_restored(&data);
     data
 }
 

@@ -43,7 +43,6 @@ pub fn check_data(
     artifacts: &[Artifact],
     data: &[PathBuf],
 ) -> anyhow::Result<CheckReport> {
-    let names = evidence_files(data)?;
-    let present: Vec<&str> = names.iter().map(String::as_str).collect();
-    Ok(rules::check(plan, artifacts, &present))
+    let evidence = evidence_files(plan, data)?;
+    Ok(rules::check(plan, artifacts, &evidence))
 }
