@@ -1,20 +1,23 @@
 -- restarts: server restart detection per replica of every run (run plan stop rule: "restart
--- (e.g. process_start_time_seconds changed)"). Two signals:
+-- (e.g. process_start_time_seconds changed)"). Three signals:
 --   start time  the replica's `process_start_time_seconds` took more than one value across
 --               its scrapes (before, during, after);
 --   counters    most of the replica's counters fell at one scrape (counter_falls.most_fell):
 --               a restarted server counts from 0 again. llama.cpp's server exports no start
 --               time; this is how its restarts show.
--- `restarted` is the verdict (either signal); `signal` names the first that fired
--- ('process_start_time_seconds' or 'counter_reset'); `detectable` is false for a replica
+--   gone        a run that completed has the replica's scrape before it but none after it:
+--               the server stopped answering during the run (crashed, killed, restarting).
+-- `restarted` is the verdict (any signal); `signal` names the first that fired
+-- ('process_start_time_seconds', 'counter_reset' or 'stopped_answering'); `detectable` is false for a replica
 -- that exported neither signal (no start time, no counter): a restart there could not be
--- seen, and anvil check says so; `scraped` is false when the replica has no scrape at all.
+-- seen, and anvil check says so; `scraped` is false when the replica has no scrape at all,
+-- `scraped_after` when it has none after the run.
 -- `start_times` counts distinct start times (restarts = start_times - 1); `reset_scrapes`
 -- counts the scrapes at which most counters fell; `counters_reset` counts the series that
 -- ever fell, `counter_reset_example` names one.
 CREATE VIEW restarts AS
 WITH replicas AS (
-    SELECT run_id, arm, cell_id, unnest(range(0, replicas)) AS replica
+    SELECT run_id, arm, cell_id, status, unnest(range(0, replicas)) AS replica
     FROM runs
 ),
 starts AS (
@@ -46,7 +49,18 @@ falls AS (
     GROUP BY run_id, replica
 ),
 scraped AS (
-    SELECT DISTINCT run_id, replica FROM scrapes
+    SELECT run_id, replica,
+           bool_or(phase = 'before') AS scraped_before,
+           bool_or(phase = 'after') AS scraped_after
+    FROM scrapes
+    GROUP BY run_id, replica
+),
+gone AS (
+    SELECT r.run_id, r.replica,
+           r.status = 'complete' AND coalesce(sc.scraped_before, false)
+               AND NOT coalesce(sc.scraped_after, false) AS gone
+    FROM replicas r
+    LEFT JOIN scraped sc ON sc.run_id = r.run_id AND sc.replica = r.replica
 )
 SELECT
     r.run_id,
@@ -61,15 +75,18 @@ SELECT
     coalesce(c.counters_reset, 0) AS counters_reset,
     coalesce(fl.reset_scrapes, 0) AS reset_scrapes,
     c.counter_reset_example,
-    coalesce(s.start_times, 0) > 1 OR coalesce(fl.reset_scrapes, 0) > 0 AS restarted,
+    coalesce(s.start_times, 0) > 1 OR coalesce(fl.reset_scrapes, 0) > 0 OR g.gone AS restarted,
     CASE
         WHEN coalesce(s.start_times, 0) > 1 THEN 'process_start_time_seconds'
         WHEN coalesce(fl.reset_scrapes, 0) > 0 THEN 'counter_reset'
+        WHEN g.gone THEN 'stopped_answering'
     END AS signal,
     s.run_id IS NOT NULL OR coalesce(c.counters, 0) > 0 AS detectable,
-    sc.run_id IS NOT NULL AS scraped
+    sc.run_id IS NOT NULL AS scraped,
+    coalesce(sc.scraped_after, false) AS scraped_after
 FROM replicas r
 LEFT JOIN starts s ON s.run_id = r.run_id AND s.replica = r.replica
 LEFT JOIN counters c ON c.run_id = r.run_id AND c.replica = r.replica
 LEFT JOIN falls fl ON fl.run_id = r.run_id AND fl.replica = r.replica
 LEFT JOIN scraped sc ON sc.run_id = r.run_id AND sc.replica = r.replica
+LEFT JOIN gone g ON g.run_id = r.run_id AND g.replica = r.replica

@@ -359,6 +359,7 @@ pub async fn read_artifacts(session: &AnvilSession) -> Result<Vec<Artifact>, Que
             (Some("process_start_time_seconds"), Some(before_s), Some(after_s)) => {
                 RestartSignal::StartTime { before_s, after_s }
             }
+            (Some("stopped_answering"), _, _) => RestartSignal::StoppedAnswering,
             _ => RestartSignal::CounterReset {
                 counters: row.counters_reset.map_or(0, |n| n.max(0) as u64),
                 example: row.counter_reset_example,
