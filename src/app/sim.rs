@@ -87,6 +87,10 @@ pub struct Args {
     /// Decode steps per second of one sequence running alone.
     #[arg(long)]
     pub decode_tps: Option<f64>,
+    /// Run the timing model this many times faster: the prefill and decode rates (the
+    /// profile's or the flags') are multiplied by it.
+    #[arg(long, default_value_t = 1.0)]
+    pub speed: f64,
     /// Maximum running sequences per replica; the rest wait FIFO.
     #[arg(long)]
     pub max_batch: Option<usize>,
@@ -169,9 +173,15 @@ pub fn config(a: Args) -> Result<Config, ConfigError> {
                 .join(", "),
         )
     })?;
+    check(
+        a.speed.is_finite() && a.speed > 0.0 && a.speed <= 1000.0,
+        "--speed",
+        a.speed,
+        "a number in (0, 1000]",
+    )?;
     let timing = Timing {
-        prefill_tps: a.prefill_tps.unwrap_or(p.prefill_tps),
-        decode_tps: a.decode_tps.unwrap_or(p.decode_tps),
+        prefill_tps: a.prefill_tps.unwrap_or(p.prefill_tps) * a.speed,
+        decode_tps: a.decode_tps.unwrap_or(p.decode_tps) * a.speed,
         max_batch: a.max_batch.unwrap_or(p.max_batch),
         batch_cost: a.batch_cost.unwrap_or(p.batch_cost),
         spec_depth: a.spec_depth.unwrap_or(p.spec_depth),

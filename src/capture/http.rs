@@ -1,4 +1,5 @@
-//! Small one-shot HTTP exchanges off the hot path: `/v1/models` and `/version` before the run,
+//! Small one-shot HTTP exchanges off the hot path: `/v1/models` and `/version` before the run
+//! (and a campaign's readiness checks and fingerprints),
 //! the connection check ([`closes_after_stream`]), and each replica's `/metrics` during it.
 //! One fresh connection per call, a deadline on the whole exchange, the body read up to a
 //! limit.
@@ -6,7 +7,7 @@
 use std::time::Duration;
 
 use bytes::Bytes;
-use http_body_util::{BodyExt, Empty, Limited};
+use http_body_util::{BodyExt, Limited};
 use hyper::header::{self, HeaderValue};
 use hyper::{Method, Request, Uri};
 use hyper_util::rt::TokioIo;
@@ -94,6 +95,28 @@ pub async fn get(
     auth: Option<&HeaderValue>,
     timeout: Duration,
 ) -> Result<(u16, Bytes), GetError> {
+    exchange(server, path, None, auth, timeout).await
+}
+
+/// POST the JSON `body` to `path` (not streamed) and return its status and body.
+pub async fn post_json(
+    server: &Endpoint,
+    path: &str,
+    body: Bytes,
+    auth: Option<&HeaderValue>,
+    timeout: Duration,
+) -> Result<(u16, Bytes), GetError> {
+    exchange(server, path, Some(body), auth, timeout).await
+}
+
+/// One request on a fresh connection: a GET, or a POST of a JSON body.
+async fn exchange(
+    server: &Endpoint,
+    path: &str,
+    body: Option<Bytes>,
+    auth: Option<&HeaderValue>,
+    timeout: Duration,
+) -> Result<(u16, Bytes), GetError> {
     let uri = server.path_uri(path)?;
     let url = format!("{}{}", server.url.trim_end_matches('/'), path);
     let http = |e: &dyn std::fmt::Display| GetError::Http {
@@ -103,13 +126,22 @@ pub async fn get(
     let exchange = async {
         let (mut sender, conn) = connect(server, timeout, &url).await?;
         let mut req = Request::builder()
-            .method(Method::GET)
+            .method(if body.is_some() {
+                Method::POST
+            } else {
+                Method::GET
+            })
             .uri(uri)
             .header(header::HOST, server.host_header());
+        if body.is_some() {
+            req = req.header(header::CONTENT_TYPE, "application/json");
+        }
         if let Some(a) = auth {
             req = req.header(header::AUTHORIZATION, a);
         }
-        let req = req.body(Empty::<Bytes>::new()).map_err(|e| http(&e))?;
+        let req = req
+            .body(http_body_util::Full::new(body.unwrap_or_default()))
+            .map_err(|e| http(&e))?;
         let resp = sender.send_request(req).await.map_err(|e| http(&e))?;
         let status = resp.status().as_u16();
         let body = Limited::new(resp.into_body(), MAX_BODY)

@@ -192,6 +192,11 @@ pub async fn handle(
             r
         }
         (Method::GET, "/health") => json_response(200, "{}".into()),
+        // As vLLM answers it.
+        (Method::GET, "/version") => json_response(
+            200,
+            format!("{{\"version\":\"{}\"}}", env!("CARGO_PKG_VERSION")),
+        ),
         (_, "/v1/chat/completions" | "/v1/completions" | "/v1/responses" | "/tokenize") => {
             error_response(&ApiError::new(
                 405,
@@ -200,7 +205,7 @@ pub async fn handle(
                 format!("method not allowed on {path}"),
             ))
         }
-        (_, "/v1/models" | "/metrics" | "/health") => error_response(&ApiError::new(
+        (_, "/v1/models" | "/metrics" | "/health" | "/version") => error_response(&ApiError::new(
             405,
             "invalid_request_error",
             None,

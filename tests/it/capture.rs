@@ -177,7 +177,11 @@ fn a_headline_shaped_cell_gives_a_complete_valid_artifact() {
     assert_eq!(run_json.arm.name, "K12");
     assert_eq!(run_json.arm.stage, "test");
     assert_eq!(run_json.arm.config.get("spec_depth"), Some("12"));
-    assert_eq!(run_json.arm.runtime, "anvil-sim");
+    // From /v1/models' owned_by and /version, as for vLLM.
+    assert_eq!(
+        run_json.arm.runtime,
+        format!("anvil-sim {}", env!("CARGO_PKG_VERSION"))
+    );
     assert_eq!(run_json.topology.replica_count, 1);
     assert_eq!(run_json.topology.endpoints[0].model, "anvil-sim");
     assert_eq!(run_json.topology.endpoints[0].url, url);
