@@ -41,12 +41,14 @@ report *ARGS:
 demo *ARGS:
     cargo run --bin anvil -- demo {{ARGS}}
 
-# Re-record the synthetic sample campaign in sample-data/ (about fifteen minutes at the
-# simulator profiles' own speed), then regenerate reports/campaign.html from it.
+# Re-record the synthetic sample campaign in sample-data/ through the managed path (every
+# arm an anvil-sim process; about fifteen minutes at the simulator profiles' own speed), then
+# regenerate reports/campaign.html from it.
 sample-data:
-    cargo build --bin anvil
+    cargo build --bins
     rm -rf "sample-data/2026-09-04-qwen38-27b-pro6000-possibility"
-    cargo run --bin anvil -- demo --campaign sample --out sample-data --report reports/campaign.html
+    PATH="$PWD/target/debug:$PATH" target/debug/anvil campaign run sample-data/campaign.json --out sample-data --stop-after-restore
+    target/debug/anvil report
 
 # The recorder's timing error against the simulator's truth at 16/64/256 streams (BENCHMARKS.md).
 bench-fidelity:

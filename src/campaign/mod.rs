@@ -3,7 +3,8 @@
 //! plan it names.
 //!
 //! Per arm (named as the plan spells it): a launch command (argv, environment, working
-//! directory; `{port}` and `{replica}` are replaced per replica), the replicas' ports, a
+//! directory; `{port}` and `{replica}` are replaced per replica in the argv and the
+//! environment's values, e.g. `CUDA_VISIBLE_DEVICES={replica}`), the replicas' ports, a
 //! readiness check (`GET /health` or `/v1/models` until 200, with a timeout), a stop method
 //! (SIGTERM or SIGINT, a grace period, then SIGKILL), the arm's configuration keys (what
 //! `anvil-capture run --set` records) and runtime, and the cells to record (by class or by
@@ -18,6 +19,12 @@
 //! [`CampaignFile::problems`] checks what the file states on its own;
 //! [`CampaignFile::check_against`] checks it against its manifest and plan (every arm in the
 //! plan, every cell in the manifest).
+
+pub mod fingerprint;
+pub mod journal;
+#[cfg(feature = "analysis")]
+pub mod runner;
+pub mod supervise;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -655,8 +662,8 @@ fn unknown_placeholders(arg: &str) -> Vec<String> {
 mod tests {
     use super::*;
 
-    const MANIFEST: &str = include_str!("../sample-data/workload-manifest.json");
-    const PLAN: &str = include_str!("../sample-data/run-plan.json");
+    const MANIFEST: &str = include_str!("../../sample-data/workload-manifest.json");
+    const PLAN: &str = include_str!("../../sample-data/run-plan.json");
 
     /// A campaign of the seeds: one launched arm, a depth sweep, a starting service running.
     fn campaign_json(extra_arm: &str) -> String {

@@ -126,3 +126,38 @@ fn shell_words(line: &str) -> Vec<String> {
     }
     out
 }
+
+/// The README's campaign file for real servers (vLLM and SGLang launch lines, a TP2 arm, a
+/// DP2 arm of two replicas, a depth sweep) is valid against the seeds.
+#[test]
+fn the_readme_campaign_file_for_real_servers_validates() {
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let section = &readme[readme.find("## Running a campaign").expect("the section")..];
+    let start = section.find("```json\n").unwrap() + "```json\n".len();
+    let end = start + section[start..].find("\n```").unwrap();
+    let doc: serde_json::Value = serde_json::from_str(&section[start..end]).unwrap();
+    let arms: Vec<&str> = doc["arms"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["arm"].as_str().unwrap())
+        .collect();
+    assert!(arms.contains(&"two independent TP1 replicas"), "{arms:?}");
+    let dp2 = &doc["arms"][2];
+    assert_eq!(dp2["ports"].as_array().unwrap().len(), 2);
+    let tmp = tempfile::tempdir().unwrap();
+    for name in ["workload-manifest.json", "run-plan.json"] {
+        std::fs::copy(Path::new(SAMPLE_DATA).join(name), tmp.path().join(name)).unwrap();
+    }
+    let file = tmp.path().join("campaign.json");
+    std::fs::write(&file, doc.to_string()).unwrap();
+    let o = run(ANVIL, &["validate", file.to_str().unwrap()], &[]);
+    assert!(
+        o.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(String::from_utf8_lossy(&o.stdout).contains("6 arms: ok"));
+}

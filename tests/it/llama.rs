@@ -787,3 +787,157 @@ fn llama_behind_an_api_key_is_recorded_without_the_key() {
     assert!(stderr.contains("401"), "{stderr}");
     assert!(!stderr.contains(wrong), "{stderr}");
 }
+
+/// `anvil campaign run` with real llama-servers launched by the runner: the starting service
+/// fingerprinted (llama.cpp answers no `/version`: that check compares nothing with nothing),
+/// a target-only arm and a speculative arm (a draft model) each launched, waited for until
+/// `/health` says 200, recorded and stopped with SIGTERM, the starting service restored and
+/// checked, `restoration.json` written.
+#[test]
+fn llama_campaign_launches_records_stops_and_restores_real_servers() {
+    let Some((engine, _turn)) = engine("llama_campaign") else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    for name in ["workload-manifest.json", "run-plan.json"] {
+        std::fs::copy(
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("sample-data")
+                .join(name),
+            tmp.path().join(name),
+        )
+        .unwrap();
+    }
+    let server = engine.server.to_string_lossy().into_owned();
+    let tiny = engine
+        .models
+        .join("tiny.gguf")
+        .to_string_lossy()
+        .into_owned();
+    let draft = engine
+        .models
+        .join("draft.gguf")
+        .to_string_lossy()
+        .into_owned();
+    let llama = |extra: &[&str]| {
+        let mut argv = vec![
+            server.as_str(),
+            "-m",
+            &tiny,
+            "-a",
+            "tiny",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            "{port}",
+            "-c",
+            "32768",
+            "-np",
+            "4",
+            "--metrics",
+            "--no-webui",
+            "-t",
+            "1",
+            "--poll",
+            "0",
+        ];
+        argv.extend_from_slice(extra);
+        serde_json::json!({ "argv": argv })
+    };
+    let ready = serde_json::json!({"path": "/health", "timeout_s": 120});
+    let stop = serde_json::json!({"signal": "SIGTERM", "grace_s": 15});
+    let campaign = serde_json::json!({
+        "schema": "anvil-serving.benchmark-campaign/v1",
+        "campaign_id": "2026-09-04-qwen38-27b-pro6000-possibility",
+        "manifest": "workload-manifest.json",
+        "plan": "run-plan.json",
+        "starting_service": {
+            "launch": llama(&[]), "ports": [free_port()], "readiness": ready, "stop": stop,
+            "runtime": "llama.cpp", "model": "tiny"
+        },
+        "arms": [
+            {
+                "arm": "Inferact target-only", "launch": llama(&[]), "ports": [free_port()],
+                "readiness": ready, "stop": stop, "config": {"spec_depth": "0"},
+                "runtime": "llama.cpp",
+                "cells": {"ids": ["functional.ctx4096.c1.n4", "optimization-screen.ctx4096.c4.n4"]}
+            },
+            {
+                "arm": "Inferact DFlash2 K8",
+                "launch": llama(&["--spec-type", "draft-simple", "-md", &draft, "--spec-draft-n-max", "8"]),
+                "ports": [free_port()], "readiness": ready, "stop": stop,
+                "config": {"spec_depth": "8"}, "runtime": "llama.cpp",
+                "cells": {"ids": ["optimization-screen.ctx4096.c4.n4"]}
+            }
+        ]
+    });
+    let file = tmp.path().join("campaign.json");
+    std::fs::write(&file, campaign.to_string()).unwrap();
+    let out = tmp.path().join("data");
+    let o = run(
+        ANVIL,
+        &[
+            "campaign",
+            "run",
+            file.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+            "--stop-after-restore",
+        ],
+        &[],
+    );
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{stderr}");
+    let folder = out.join("2026-09-04-qwen38-27b-pro6000-possibility");
+    for (arm, cell) in [
+        ("Inferact target-only", "functional.ctx4096.c1.n4"),
+        ("Inferact target-only", "optimization-screen.ctx4096.c4.n4"),
+        ("Inferact DFlash2 K8", "optimization-screen.ctx4096.c4.n4"),
+    ] {
+        let run_json = RunJson::read(&folder.join(arm).join(cell).join("run.json")).unwrap();
+        assert_eq!(
+            run_json.status,
+            anvil::artifact::Status::Complete,
+            "{arm} {cell}"
+        );
+        assert_eq!(run_json.arm.runtime, "llama.cpp");
+        assert_eq!(run_json.topology.endpoints[0].model, "tiny");
+        let log = std::fs::read_to_string(folder.join(arm).join("server.replica0.log")).unwrap();
+        assert!(
+            log.contains("llama"),
+            "the server's own output is kept: {log}"
+        );
+    }
+    let restoration: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(folder.join("restoration.json")).unwrap())
+            .unwrap();
+    assert_eq!(restoration["restored"], true, "{restoration:#}");
+    assert_eq!(
+        restoration["after"]["models"],
+        serde_json::json!([["tiny"]])
+    );
+    assert_eq!(restoration["after"]["smoke_status"], 200);
+    assert_eq!(
+        restoration["after"]["server_version"],
+        serde_json::Value::Null
+    );
+    let journal = std::fs::read_to_string(folder.join("campaign-journal.jsonl")).unwrap();
+    let stopped: Vec<serde_json::Value> = journal
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|l| l["step"] == "stopped")
+        .collect();
+    // The starting service twice (before and after), each arm once: every one by its
+    // SIGTERM, none needing SIGKILL.
+    assert_eq!(stopped.len(), 4, "{journal}");
+    for s in &stopped {
+        assert_eq!(s["replicas"][0]["killed"], false, "{s}");
+    }
+    let (_, check) = anvil_check(
+        &folder,
+        tmp.path().join("run-plan.json").to_str().unwrap(),
+        &tmp.path().join("workload-manifest.json"),
+    );
+    assert!(!check.contains("NotRestored"), "{check}");
+    assert!(check.contains("restored (7 checks passed)"), "{check}");
+}

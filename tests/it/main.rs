@@ -2,6 +2,7 @@
 mod artifact;
 #[cfg(feature = "analysis")]
 mod campaign;
+mod campaign_run;
 mod capture;
 mod common;
 #[cfg(feature = "analysis")]

@@ -157,6 +157,19 @@ fn demo_records_a_campaign_and_prints_the_report_path() {
     let head = section(&html, "headline");
     assert!(head.contains("Inferact DFlash2 K8") && head.contains("Inferact target-only"));
     assert!(section(&html, "screens").contains("K12"));
+    // Through the managed path: the journal, and the restore stage backed by evidence.
+    let folder = out.join("2026-09-04-qwen38-27b-pro6000-possibility");
+    assert!(folder.join("campaign-journal.jsonl").is_file());
+    let restoration: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(folder.join("restoration.json")).unwrap())
+            .unwrap();
+    assert_eq!(restoration["restored"], true, "{restoration:#}");
+    assert!(
+        html.contains("restored (7 checks passed)"),
+        "the plan section says so"
+    );
+    assert!(!html.contains("service not restored"));
+    assert!(out.join("campaign.json").is_file());
 }
 
 /// The Chromium binary: `ANVIL_CHROMIUM`, else the first of the usual names on PATH.

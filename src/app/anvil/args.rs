@@ -99,11 +99,15 @@ fn demo_exit_codes_help() -> String {
     format!(
         "Exit codes:\n  \
          {}  the campaign was recorded and the report written\n  \
-         {}  a cell could not be recorded (what was recorded stays in --out)\n  \
-         {}  bad input: an unusable --out, --speed or seed in --out",
+         {}  a stop rule fired, or the starting service was not restored (no report)\n  \
+         {}  bad input: an unusable --out, --speed or seed in --out\n  \
+         {}  a cell could not be recorded (what was recorded stays in --out; no report)\n  \
+         {}  the campaign could not run (a simulator did not start)",
         Exit::Ok.code(),
         Exit::RuleFailed.code(),
         Exit::BadInput.code(),
+        Exit::Incomplete.code(),
+        Exit::Failed.code(),
     )
 }
 
@@ -198,17 +202,27 @@ pub enum Command {
     #[command(after_help = report_exit_codes_help())]
     Report(ReportArgs),
 
-    /// Record a small campaign against simulators started in this process, then report it.
+    /// Run a small campaign through the managed path on simulator processes, then report it.
     ///
-    /// Starts one `anvil-sim` per arm on a free loopback port, records the baseline stage's
-    /// two arms on the headline cell and a K4-vs-K12 screen, each arm with the functional
-    /// checks (the simulator's clock runs 8x its profiles' speed), runs the checks and
-    /// writes the HTML report. Prints each cell's
-    /// capture command line as it goes, and the report's path last. `--campaign sample`
-    /// records the sample campaign of sample-data/ instead (about fifteen minutes).
+    /// Writes OUT/campaign.json (a cut-down copy of sample-data/campaign.json: each arm an
+    /// `anvil sim` process on a free loopback port, 8x its profile's speed) and runs it as
+    /// `anvil campaign run` does: the starting service fingerprinted, the baseline stage's two
+    /// arms on the headline cell and a K4-vs-K12 screen (each with the functional checks)
+    /// launched, recorded and stopped, the starting service restored (restoration.json) and
+    /// then stopped; then the HTML report. Prints each cell's capture command line as it goes,
+    /// and the report's path last. `--campaign sample` runs the whole sample campaign instead
+    /// (about fifteen minutes).
     #[cfg(feature = "analysis")]
     #[command(after_help = demo_exit_codes_help())]
     Demo(DemoArgs),
+
+    /// The simulator (`anvil-sim`'s arguments), for the campaigns `anvil demo` launches: the
+    /// demo needs no second binary.
+    #[command(hide = true, disable_help_flag = true)]
+    Sim {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
 
     /// Work with a campaign file: how each arm of the run plan is served and which cells it
     /// records.
@@ -226,6 +240,55 @@ pub enum CampaignCommand {
     /// `anvil-capture run` command line of each missing cell. Nothing is started.
     #[command(after_help = exit_codes_help())]
     Plan(CampaignPlanArgs),
+    /// Run the campaign: fingerprint the starting service; stage by stage, launch each arm's
+    /// server, wait until it is ready, record its cells (the `anvil-capture run` code path),
+    /// check each artifact against the plan's stop rules, stop the server (its log kept beside
+    /// the arm's artifacts); then restore the starting service, compare its fingerprint and
+    /// write restoration.json. Every step is a line of OUT/<campaign_id>/campaign-journal.jsonl.
+    /// SIGINT lets the cell in flight finish its request window, then stops the server and
+    /// restores; --resume continues a campaign that was stopped or killed.
+    #[command(after_help = campaign_exit_codes_help())]
+    Run(CampaignRunArgs),
+}
+
+#[cfg(feature = "analysis")]
+#[derive(Debug, Args)]
+pub struct CampaignRunArgs {
+    /// The campaign file (anvil-serving.benchmark-campaign/v1).
+    #[arg(value_name = "FILE")]
+    pub file: PathBuf,
+    /// The data folder to record into (artifacts go to OUT/<campaign_id>/<arm>/<cell_id>).
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+    /// Continue a campaign already run into --out: cells whose complete artifact has the
+    /// cell's workload fingerprint are kept, other attempts are moved to
+    /// OUT/<campaign_id>/.superseded/, servers an earlier run left behind are stopped.
+    #[arg(long)]
+    pub resume: bool,
+    /// Stop the starting service once its restoration is checked (a campaign on
+    /// simulators); by default it is left running, restored.
+    #[arg(long)]
+    pub stop_after_restore: bool,
+}
+
+/// Exit codes of `anvil campaign run`.
+#[cfg(feature = "analysis")]
+fn campaign_exit_codes_help() -> String {
+    format!(
+        "Exit codes:\n  \
+         {}  every cell recorded and the starting service restored\n  \
+         {}  a stop rule fired, or the starting service was not restored\n  \
+         {}  bad input: the campaign file, its manifest or plan, or --out\n  \
+         {}  some cells were not recorded (an arm not ready, a server that died)\n  \
+         {}  the campaign could not run (the starting service did not start, a file not writable)\n  \
+         {}  interrupted (the starting service was restored)",
+        Exit::Ok.code(),
+        Exit::RuleFailed.code(),
+        Exit::BadInput.code(),
+        Exit::Incomplete.code(),
+        Exit::Failed.code(),
+        Exit::Interrupted.code(),
+    )
 }
 
 #[cfg(feature = "analysis")]
@@ -291,7 +354,7 @@ pub struct ReportArgs {
 #[cfg(feature = "analysis")]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum DemoCampaign {
-    /// Two headline arms and a two-arm screen, at 8x speed (under a minute).
+    /// Two headline arms and a two-arm screen, at 8x speed (about a minute).
     Small,
     /// The sample campaign committed in sample-data/ (every arm the simulator can stand in
     /// for), at the profiles' own speed.

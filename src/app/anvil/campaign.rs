@@ -1,8 +1,14 @@
 //! `anvil campaign plan`: a campaign file's arm × cell matrix, what the data folder already
-//! holds, and the command lines that would record the rest.
+//! holds, and the command lines that would record the rest. `anvil campaign run`: the
+//! campaign through the managed path (`crate::campaign::runner`), with SIGINT watched, the
+//! progress on standard error and the data folder's path on standard output.
 
-use super::args::{CampaignCommand, CampaignPlanArgs};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use super::args::{CampaignCommand, CampaignPlanArgs, CampaignRunArgs};
 use crate::app::{AppError, Exit, output, shell_quoted};
+use crate::campaign::runner::{self, CampaignError, CampaignHooks, CampaignSummary, RunOptions};
 use crate::campaign::{CampaignFile, CellState};
 use crate::report::table::{Table, TextFormat};
 
@@ -10,6 +16,7 @@ use crate::report::table::{Table, TextFormat};
 pub fn run(command: &CampaignCommand) -> anyhow::Result<Exit> {
     match command {
         CampaignCommand::Plan(args) => plan(args),
+        CampaignCommand::Run(args) => run_campaign(args),
     }
 }
 
@@ -43,10 +50,136 @@ fn plan(args: &CampaignPlanArgs) -> anyhow::Result<Exit> {
         cells.len() - todo.len(),
         todo.len()
     ));
+    let any = !todo.is_empty();
     for c in todo {
         let shown: Vec<String> = c.command.iter().map(|a| shell_quoted(a)).collect();
         text.push_str(&format!("  {}\n", shown.join(" ")));
     }
+    if any {
+        text.push_str(&format!(
+            "\nanvil campaign run {} --out {}{} launches each arm's server and records them\n",
+            shell_quoted(&args.file.display().to_string()),
+            shell_quoted(&args.out.display().to_string()),
+            if cells.iter().any(|c| c.state == CellState::Recorded) {
+                " --resume"
+            } else {
+                ""
+            }
+        ));
+    }
     output::stdout(&crate::query::output::printable(&text), "the campaign plan")?;
     Ok(Exit::Ok)
+}
+
+fn run_campaign(args: &CampaignRunArgs) -> anyhow::Result<Exit> {
+    let interrupted = watch_interrupts();
+    let mut record = record_shown;
+    let opts = RunOptions {
+        file: args.file.clone(),
+        out: args.out.clone(),
+        resume: args.resume,
+        stop_after_restore: args.stop_after_restore,
+    };
+    let hooks = CampaignHooks {
+        notices: crate::app::stderr_notices(),
+        record: &mut record,
+        interrupted,
+    };
+    let summary = runner::run(&opts, hooks).map_err(|e| match e {
+        CampaignError::BadInput(why) => AppError::wrap(Exit::BadInput, anyhow::anyhow!("{why}")),
+        CampaignError::Failed(why) => AppError::wrap(Exit::Failed, anyhow::anyhow!("{why}")),
+    })?;
+    eprintln!("{}", ending(&summary));
+    output::stdout(
+        &format!("{}\n", summary.folder.display()),
+        "the data folder's path",
+    )?;
+    Ok(exit(&summary))
+}
+
+/// Record one cell from its `anvil-capture run` command line, shown first on standard error
+/// so any cell can be repeated by hand.
+pub fn record_shown(argv: &[String]) -> anyhow::Result<crate::capture::RunSummary> {
+    let shown: Vec<String> = argv.iter().map(|a| shell_quoted(a)).collect();
+    eprintln!("anvil campaign:   {}", shown.join(" "));
+    crate::app::capture::record_argv(argv)
+}
+
+/// The last lines on standard error: what was recorded, what failed, the restoration, and
+/// the command that reports the folder.
+pub fn ending(s: &CampaignSummary) -> String {
+    let mut text = format!(
+        "anvil campaign: {} of {} cells recorded{}; {} problems",
+        s.recorded,
+        s.cells,
+        if s.skipped > 0 {
+            format!(", {} kept from before", s.skipped)
+        } else {
+            String::new()
+        },
+        s.failures.len()
+    );
+    for f in &s.failures {
+        text.push_str(&format!("\n  - {f}"));
+    }
+    if let Some(rule) = &s.stop_rule {
+        text.push_str(&format!("\nanvil campaign: {rule}"));
+    }
+    text.push_str(&format!(
+        "\nanvil campaign: starting service {}\nanvil campaign: journal {}\nanvil campaign: report it with: anvil report --data {} --manifest {} --plan {} --out campaign.html",
+        s.restoration_verdict,
+        s.journal.display(),
+        shell_quoted(&s.folder.display().to_string()),
+        shell_quoted(&s.manifest.display().to_string()),
+        shell_quoted(&s.plan.display().to_string()),
+    ));
+    text
+}
+
+/// Interrupted, a stop rule or a failed restoration, cells not recorded, or all well.
+pub fn exit(s: &CampaignSummary) -> Exit {
+    if s.interrupted {
+        Exit::Interrupted
+    } else if s.stop_rule.is_some() || !s.restored {
+        Exit::RuleFailed
+    } else if !s.failures.is_empty() {
+        Exit::Incomplete
+    } else {
+        Exit::Ok
+    }
+}
+
+/// A flag set by the first SIGINT (the runner finishes the cell in flight and restores); a
+/// second SIGINT outside a cell leaves at once (inside one, the recorder's own handler does).
+fn watch_interrupts() -> Arc<AtomicBool> {
+    let flag = Arc::new(AtomicBool::new(false));
+    let set = flag.clone();
+    let spawned = std::thread::Builder::new()
+        .name("anvil-campaign-sigint".into())
+        .spawn(move || {
+            let Ok(rt) = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            else {
+                return;
+            };
+            rt.block_on(async move {
+                if tokio::signal::ctrl_c().await.is_err() {
+                    return;
+                }
+                set.store(true, Ordering::SeqCst);
+                if tokio::signal::ctrl_c().await.is_ok() {
+                    eprintln!(
+                        "\nanvil campaign: interrupted again: leaving now; the journal says how far the campaign got"
+                    );
+                    std::process::exit(i32::from(Exit::Interrupted.code()));
+                }
+            });
+        });
+    if spawned.is_err() {
+        eprintln!(
+            "anvil campaign: cannot watch for SIGINT; an interrupt ends the campaign at once"
+        );
+    }
+    flag
 }

@@ -28,6 +28,21 @@ use crate::app::Exit;
 pub fn run(cli: Cli) -> anyhow::Result<Exit> {
     match cli.command {
         Command::Validate(args) => validate::run(&args),
+        Command::Sim { args } => {
+            use clap::Parser;
+            let argv = std::iter::once("anvil-sim".to_owned()).chain(args);
+            match crate::app::sim::Args::try_parse_from(argv) {
+                Ok(a) => crate::app::sim::run(a),
+                Err(e) if !e.use_stderr() => {
+                    crate::app::output::stdout(&e.to_string(), "the simulator's help")?;
+                    Ok(Exit::Ok)
+                }
+                Err(e) => Err(crate::app::AppError::wrap(
+                    Exit::BadInput,
+                    anyhow::anyhow!("sim: {e}"),
+                )),
+            }
+        }
         #[cfg(feature = "analysis")]
         Command::Sql(args) => sql::run(&args),
         #[cfg(feature = "analysis")]

@@ -1,0 +1,827 @@
+//! `anvil campaign run`: the run plan executed through the managed path.
+//!
+//! 1. The starting service is fingerprinted (started from its launch command when the file
+//!    gives one, then stopped; only checked when it names endpoints).
+//! 2. Stage by stage in the plan's execution order, each arm: launched (one process per
+//!    replica, logs beside its artifacts), waited for until ready, each of its cells recorded
+//!    through the caller's `record` (the `anvil-capture run` code path, from the command line
+//!    [`CampaignFile::plan`] prints), the cell's artifact checked against the plan's stop
+//!    rules, then stopped.
+//! 3. The starting service is restored through the same path, fingerprinted again, compared,
+//!    and `restoration.json` written; it is left running.
+//!
+//! Every step is a line of the journal ([`super::journal`]) before the next begins. Failures
+//! are evidence: an arm that does not become ready, a server that dies during a cell, one that
+//! cannot be stopped are journaled and the next arm runs; a stop rule that fires, or an
+//! interrupt (after the cell in flight has finished its request window), ends the arms; the
+//! starting service is restored in every case. `--resume` keeps every cell whose complete
+//! artifact has the cell's workload fingerprint, moves any other attempt into `.superseded/`
+//! (kept, not searched), stops servers an earlier runner left behind, and records the rest.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use serde_json::{Value, json};
+
+use super::journal::{self, JOURNAL, Journal};
+use super::supervise::{self, Launched, NotReady, Stopped};
+use super::{CampaignFile, CellState, PlannedCell, Service};
+use crate::artifact::restoration::{
+    RESTORATION_SCHEMA, Restoration, RestorationCheck, ServiceFingerprint,
+};
+use crate::artifact::{Status, redact_args};
+use crate::capture::RunSummary;
+use crate::notice::Notices;
+
+/// The restore stage's evidence file, written in the campaign folder.
+pub const RESTORATION_JSON: &str = "restoration.json";
+
+/// Where superseded attempts are kept in the campaign folder (hidden: not searched).
+pub const SUPERSEDED: &str = ".superseded";
+
+/// The folder (below the campaign folder) of the starting service's logs.
+pub const STARTING_SERVICE_DIR: &str = "starting-service";
+
+/// What to run.
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    pub file: PathBuf,
+    pub out: PathBuf,
+    pub resume: bool,
+    /// Stop the restored starting service once it is checked (else it is left running).
+    pub stop_after_restore: bool,
+}
+
+/// What the caller provides: where notices go, how one cell is recorded from its
+/// `anvil-capture run` command line, and the interrupt flag (set on SIGINT).
+pub struct CampaignHooks<'a> {
+    pub notices: Notices,
+    pub record: &'a mut dyn FnMut(&[String]) -> anyhow::Result<RunSummary>,
+    pub interrupted: Arc<AtomicBool>,
+}
+
+/// How a campaign run ended.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CampaignSummary {
+    /// `OUT/<campaign_id>`: the artifacts, the journal, `restoration.json`.
+    pub folder: PathBuf,
+    pub journal: PathBuf,
+    pub restoration: PathBuf,
+    pub manifest: PathBuf,
+    pub plan: PathBuf,
+    pub cells: usize,
+    pub recorded: usize,
+    /// Cells already recorded (with `--resume`).
+    pub skipped: usize,
+    /// What did not go as planned, one line each (not ready, died, not recorded, …).
+    pub failures: Vec<String>,
+    /// The stop rule that ended the arms.
+    pub stop_rule: Option<String>,
+    pub interrupted: bool,
+    /// The restoration's verdict line, and whether it passed.
+    pub restoration_verdict: String,
+    pub restored: bool,
+}
+
+/// Why a campaign could not run at all.
+#[derive(Debug, thiserror::Error)]
+pub enum CampaignError {
+    /// The campaign file, its documents or `--out` are wrong: nothing was started.
+    #[error("{0}")]
+    BadInput(String),
+    /// Something failed that is not the input's fault (a file not writable, the starting
+    /// service not starting).
+    #[error("{0}")]
+    Failed(String),
+}
+
+/// Run the campaign `opts.file` into `opts.out`.
+pub fn run(opts: &RunOptions, hooks: CampaignHooks<'_>) -> Result<CampaignSummary, CampaignError> {
+    let bad = |e: &dyn std::fmt::Display| CampaignError::BadInput(e.to_string());
+    let (campaign, manifest, plan) = CampaignFile::load_checked(&opts.file).map_err(|e| bad(&e))?;
+    let cells = campaign.plan(&opts.file, &manifest, &plan, &opts.out);
+    let folder = opts.out.join(&campaign.campaign_id);
+    let journal_path = folder.join(JOURNAL);
+    let (manifest_path, plan_path) = campaign.documents(&opts.file);
+    if !opts.resume {
+        let existing: Vec<String> = std::iter::once(journal_path.clone())
+            .chain(cells.iter().map(|c| c.dir.clone()))
+            .filter(|p| p.exists())
+            .take(3)
+            .map(|p| p.display().to_string())
+            .collect();
+        if !existing.is_empty() {
+            return Err(CampaignError::BadInput(format!(
+                "--out {}: campaign {} was already run there ({}); continue it with --resume (complete cells are kept), or choose another --out",
+                opts.out.display(),
+                campaign.campaign_id,
+                existing.join(", ")
+            )));
+        }
+    }
+    std::fs::create_dir_all(&folder)
+        .map_err(|e| CampaignError::Failed(format!("cannot create {}: {e}", folder.display())))?;
+    let earlier = if opts.resume && journal_path.exists() {
+        Journal::read(&journal_path).map_err(CampaignError::Failed)?
+    } else {
+        Vec::new()
+    };
+    let journal = Journal::open(&journal_path).map_err(|e| {
+        CampaignError::Failed(format!("cannot open {}: {e}", journal_path.display()))
+    })?;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| CampaignError::Failed(format!("starting the async runtime: {e}")))?;
+    let base = opts.file.parent().unwrap_or(Path::new(".")).to_owned();
+    let mut runner = Runner {
+        campaign,
+        record: hooks.record,
+        base,
+        folder: folder.clone(),
+        journal,
+        rt,
+        notices: hooks.notices,
+        interrupted: hooks.interrupted,
+        launches: 0,
+        stop_after_restore: opts.stop_after_restore,
+        summary: CampaignSummary {
+            folder: folder.clone(),
+            journal: journal_path,
+            restoration: folder.join(RESTORATION_JSON),
+            manifest: manifest_path,
+            plan: plan_path,
+            cells: cells.len(),
+            recorded: 0,
+            skipped: 0,
+            failures: Vec::new(),
+            stop_rule: None,
+            interrupted: false,
+            restoration_verdict: String::new(),
+            restored: false,
+        },
+    };
+    runner.log(
+        "campaign_started",
+        json!({
+            "campaign_id": runner.campaign.campaign_id,
+            "file": opts.file.display().to_string(),
+            "out": opts.out.display().to_string(),
+            "resume": opts.resume,
+            "cells": cells.len(),
+            "arms": runner.campaign.all_arms().len(),
+        }),
+    )?;
+    runner.stop_orphans(&earlier)?;
+    let before = match earlier_fingerprint(&earlier) {
+        Some(fp) => {
+            runner.say("the starting service's fingerprint is the one the journal holds");
+            fp
+        }
+        None => runner.fingerprint_starting_service()?,
+    };
+    runner.run_arms(&cells, &plan)?;
+    runner.restore(before)?;
+    let s = &runner.summary;
+    let ended = json!({
+        "recorded": s.recorded,
+        "skipped": s.skipped,
+        "failures": s.failures,
+        "stop_rule": s.stop_rule,
+        "interrupted": s.interrupted,
+        "restored": s.restored,
+    });
+    runner.log("campaign_ended", ended)?;
+    Ok(runner.summary)
+}
+
+/// The last "before" fingerprint an earlier run of this campaign journaled.
+fn earlier_fingerprint(lines: &[Value]) -> Option<ServiceFingerprint> {
+    lines
+        .iter()
+        .rev()
+        .find(|l| journal::step(l) == "fingerprint" && l["of"] == "starting service before")
+        .and_then(|l| serde_json::from_value(l["fingerprint"].clone()).ok())
+}
+
+struct Runner<'a> {
+    campaign: CampaignFile,
+    record: &'a mut dyn FnMut(&[String]) -> anyhow::Result<RunSummary>,
+    base: PathBuf,
+    folder: PathBuf,
+    journal: Journal,
+    rt: tokio::runtime::Runtime,
+    notices: Notices,
+    interrupted: Arc<AtomicBool>,
+    /// Launches so far in this run (names each in the journal).
+    launches: u32,
+    stop_after_restore: bool,
+    summary: CampaignSummary,
+}
+
+impl Runner<'_> {
+    fn say(&self, line: &str) {
+        self.notices.say(&format!("anvil campaign: {line}"));
+    }
+
+    fn log(&mut self, step: &str, fields: Value) -> Result<(), CampaignError> {
+        self.journal.write(step, fields).map_err(|e| {
+            CampaignError::Failed(format!(
+                "{}: cannot append: {e}",
+                self.journal.path().display()
+            ))
+        })
+    }
+
+    fn fail(&mut self, line: String) {
+        self.say(&line);
+        self.summary.failures.push(line);
+    }
+
+    fn interrupted(&mut self) -> bool {
+        let now = self.interrupted.load(Ordering::SeqCst);
+        if now && !self.summary.interrupted {
+            self.summary.interrupted = true;
+            self.say("interrupted: no further cell starts; the server is stopped and the starting service restored");
+            let _ = self.log("interrupted", json!({}));
+        }
+        now
+    }
+
+    /// Launch `service` for `who` (its logs in `log_dir`), journaled. `None` when it could
+    /// not start (journaled as failed).
+    fn launch(
+        &mut self,
+        who: &str,
+        service: &Service,
+        log_dir: &Path,
+    ) -> Result<Option<(u32, Launched)>, CampaignError> {
+        let Some(launch) = &service.launch else {
+            return Ok(Some((0, Launched::default())));
+        };
+        self.launches += 1;
+        let id = self.launches;
+        let secrets: Vec<&str> = launch
+            .env
+            .iter()
+            .filter(|(k, _)| crate::artifact::is_secret_name(k))
+            .map(|(_, v)| v.as_str())
+            .collect();
+        match supervise::launch(launch, &service.ports, &self.base, log_dir, who) {
+            Ok(launched) => {
+                let replicas: Vec<Value> = launched
+                    .replicas
+                    .iter()
+                    .map(|r| {
+                        json!({
+                            "replica": r.index,
+                            "port": r.port,
+                            "pid": r.pid,
+                            "argv": redact_args(&r.argv, &secrets),
+                            "log": r.log.display().to_string(),
+                        })
+                    })
+                    .collect();
+                self.log(
+                    "launched",
+                    json!({"launch": id, "who": who, "replicas": replicas, "env": launch.env.keys().collect::<Vec<_>>()}),
+                )?;
+                Ok(Some((id, launched)))
+            }
+            Err(why) => {
+                self.log("failed", json!({"who": who, "what": "launch", "why": why}))?;
+                self.fail(format!("{who}: not launched: {why}"));
+                Ok(None)
+            }
+        }
+    }
+
+    /// The base URLs of a service: its launched replicas, or the endpoints it names.
+    fn urls(service: &Service, launched: &Launched) -> Vec<String> {
+        if service.launch.is_some() {
+            launched.urls()
+        } else {
+            service.endpoints.clone()
+        }
+    }
+
+    fn wait_ready(
+        &mut self,
+        who: &str,
+        service: &Service,
+        launched: &mut Launched,
+        interrupted: &AtomicBool,
+    ) -> Result<Result<f64, NotReady>, CampaignError> {
+        let urls = Self::urls(service, launched);
+        self.say(&format!(
+            "{who}: waiting for {} on {} (up to {} s)",
+            service.readiness.path,
+            urls.join(", "),
+            service.readiness.timeout_s
+        ));
+        let managed = service.launch.is_some().then_some(launched);
+        let ready =
+            supervise::wait_ready(&self.rt, &urls, &service.readiness, managed, interrupted);
+        match &ready {
+            Ok(s) => self.log("ready", json!({"who": who, "after_s": s, "urls": urls}))?,
+            Err(NotReady::Interrupted) => {}
+            Err(why) => {
+                self.log("not_ready", json!({"who": who, "why": why.to_string()}))?;
+            }
+        }
+        Ok(ready)
+    }
+
+    /// Stop what `launch` started, journaled; a replica that could not be stopped is a failure.
+    fn stop(
+        &mut self,
+        who: &str,
+        id: u32,
+        service: &Service,
+        launched: &mut Launched,
+    ) -> Result<Vec<Stopped>, CampaignError> {
+        if launched.replicas.is_empty() {
+            return Ok(Vec::new());
+        }
+        let stopped = launched.stop(&service.stop);
+        let each: Vec<Value> = stopped
+            .iter()
+            .map(|s| {
+                json!({
+                    "replica": s.replica, "pid": s.pid, "status": s.status,
+                    "killed": s.killed, "not_stopped": s.not_stopped, "after_s": s.seconds,
+                })
+            })
+            .collect();
+        self.log(
+            "stopped",
+            json!({"launch": id, "who": who, "signal": service.stop.signal, "replicas": each}),
+        )?;
+        for s in stopped.iter().filter(|s| s.not_stopped) {
+            self.fail(format!(
+                "{who}: replica {} (pid {}) could not be stopped: {}",
+                s.replica, s.pid, s.status
+            ));
+        }
+        Ok(stopped)
+    }
+
+    /// Servers an earlier runner launched and never stopped (it was killed, or it left the
+    /// restored service running): each still running its command line is stopped.
+    fn stop_orphans(&mut self, earlier: &[Value]) -> Result<(), CampaignError> {
+        // Launch numbers count from 1 in each run: a `stopped` line matches the `launched`
+        // line of the same run.
+        let mut run = String::new();
+        let mut orphans = Vec::new();
+        for line in earlier {
+            match journal::step(line) {
+                "campaign_started" => run = line["t"].as_str().unwrap_or("").to_owned(),
+                "launched" => orphans.push((run.clone(), line.clone())),
+                "stopped" => {
+                    let id = line["launch"].as_u64();
+                    orphans.retain(|(r, l)| !(r == &run && l["launch"].as_u64() == id));
+                }
+                _ => {}
+            }
+        }
+        for (_, line) in orphans {
+            for r in line["replicas"].as_array().into_iter().flatten() {
+                let (Some(pid), Some(argv)) = (
+                    r["pid"].as_u64().and_then(|p| u32::try_from(p).ok()),
+                    r["argv"].as_array(),
+                ) else {
+                    continue;
+                };
+                let argv: Vec<String> = argv
+                    .iter()
+                    .filter_map(|a| a.as_str().map(str::to_owned))
+                    .collect();
+                // Its command line, or (a wrapper that exec'd another program) its process
+                // group still there and its port still answering.
+                let port = r["port"].as_u64().and_then(|p| u16::try_from(p).ok());
+                let ours = supervise::runs(pid, &argv)
+                    || (supervise::group_exists(pid) && port.is_some_and(supervise::port_answers));
+                if ours {
+                    self.say(&format!(
+                        "stopping pid {pid} ({}), left running by an earlier run of this campaign",
+                        line["who"].as_str().unwrap_or("a server")
+                    ));
+                    supervise::signal_group(pid, libc::SIGTERM);
+                    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+                    while supervise::group_exists(pid) && std::time::Instant::now() < deadline {
+                        std::thread::sleep(std::time::Duration::from_millis(100));
+                    }
+                    if supervise::group_exists(pid) {
+                        supervise::signal_group(pid, libc::SIGKILL);
+                    }
+                    self.log(
+                        "orphan_stopped",
+                        json!({"who": line["who"], "pid": pid, "launch": line["launch"]}),
+                    )?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The starting service's fingerprint at `urls`, journaled as `of`.
+    fn fingerprint(
+        &mut self,
+        urls: &[String],
+        of: &str,
+    ) -> Result<ServiceFingerprint, CampaignError> {
+        let starting = &self.campaign.starting_service;
+        let fp = self.rt.block_on(super::fingerprint::take(
+            urls,
+            &starting.model,
+            configuration(&starting.service),
+        ));
+        self.log("fingerprint", json!({"of": of, "fingerprint": fp}))?;
+        Ok(fp)
+    }
+
+    /// Step 1: the starting service's fingerprint, journaled. A managed service is started
+    /// for it and stopped after; one that does not start or answer stops the campaign before
+    /// anything is recorded (its restoration could not be shown).
+    fn fingerprint_starting_service(&mut self) -> Result<ServiceFingerprint, CampaignError> {
+        let service = self.campaign.starting_service.service.clone();
+        let who = "starting service";
+        let log_dir = self.folder.join(STARTING_SERVICE_DIR);
+        let Some((id, mut launched)) = self.launch(who, &service, &log_dir)? else {
+            return Err(CampaignError::Failed(format!(
+                "the starting service could not be started ({}); nothing was recorded",
+                self.summary.failures.last().cloned().unwrap_or_default()
+            )));
+        };
+        let never = AtomicBool::new(false);
+        let ready = self.wait_ready(who, &service, &mut launched, &never)?;
+        if let Err(why) = ready {
+            self.stop(who, id, &service, &mut launched)?;
+            return Err(CampaignError::Failed(format!(
+                "the starting service did not become ready: {why}; its log is in {}; nothing was recorded",
+                log_dir.display()
+            )));
+        }
+        let urls = Self::urls(&service, &launched);
+        let fp = self.fingerprint(&urls, "starting service before")?;
+        self.say(&format!(
+            "starting service fingerprinted: models {:?}, version {}",
+            fp.models,
+            fp.server_version.as_deref().unwrap_or("not said")
+        ));
+        self.stop(who, id, &service, &mut launched)?;
+        Ok(fp)
+    }
+
+    /// Step 2: every arm in the plan's execution order.
+    fn run_arms(
+        &mut self,
+        cells: &[PlannedCell],
+        plan: &crate::manifest::RunPlan,
+    ) -> Result<(), CampaignError> {
+        let arms = self.campaign.all_arms();
+        let stages: Vec<&str> = plan
+            .execution_order
+            .iter()
+            .map(|s| s.stage.as_str())
+            .collect();
+        let mut order: Vec<(&str, &str)> = Vec::new();
+        for c in cells {
+            if !order.contains(&(c.stage.as_str(), c.arm.as_str())) {
+                order.push((c.stage.as_str(), c.arm.as_str()));
+            }
+        }
+        let total_arms = order.len();
+        let mut cell_no = 0;
+        for (arm_no, (stage, arm_name)) in order.iter().enumerate() {
+            if self.interrupted() || self.summary.stop_rule.is_some() {
+                break;
+            }
+            let Some(arm) = arms.iter().find(|a| a.arm == *arm_name) else {
+                continue;
+            };
+            let mine: Vec<&PlannedCell> = cells
+                .iter()
+                .filter(|c| c.stage == *stage && c.arm == *arm_name)
+                .collect();
+            let stage_no = stages.iter().position(|s| s == stage).map_or(0, |i| i + 1);
+            let who = format!("arm {arm_name}");
+            self.say(&format!(
+                "stage {stage_no}/{} {stage}, arm {}/{total_arms} {arm_name}: {} cells",
+                stages.len(),
+                arm_no + 1,
+                mine.len()
+            ));
+            let mut todo = Vec::new();
+            for c in &mine {
+                match &c.state {
+                    CellState::Recorded => {
+                        cell_no += 1;
+                        self.summary.skipped += 1;
+                        self.log(
+                            "skipped",
+                            json!({"arm": c.arm, "cell": c.cell_id, "why": "a complete artifact with the cell's workload fingerprint is there"}),
+                        )?;
+                    }
+                    CellState::Unusable(why) => {
+                        self.supersede(c, why)?;
+                        todo.push(*c);
+                    }
+                    CellState::Missing => todo.push(*c),
+                }
+            }
+            if todo.is_empty() {
+                continue;
+            }
+            let log_dir = self.folder.join(&arm.arm);
+            let Some((id, mut launched)) = self.launch(&who, &arm.service, &log_dir)? else {
+                for c in &todo {
+                    self.not_recorded(c, "its server was not launched")?;
+                }
+                continue;
+            };
+            let ready =
+                self.wait_ready(&who, &arm.service, &mut launched, &self.interrupted.clone())?;
+            if let Err(why) = ready {
+                if why != NotReady::Interrupted {
+                    self.fail(format!("{who}: {why}; its log is in {}", log_dir.display()));
+                    for c in &todo {
+                        self.not_recorded(c, "its server did not become ready")?;
+                    }
+                }
+                self.stop(&who, id, &arm.service, &mut launched)?;
+                continue;
+            }
+            for (k, c) in todo.iter().enumerate() {
+                if self.interrupted() {
+                    break;
+                }
+                cell_no += 1;
+                self.say(&format!(
+                    "[{cell_no}/{}] {arm_name}: cell {}",
+                    self.summary.cells, c.cell_id
+                ));
+                self.record(c)?;
+                let died = launched.exited();
+                if !died.is_empty() {
+                    for (replica, pid, status) in &died {
+                        self.log(
+                            "died",
+                            json!({"who": who, "replica": replica, "pid": pid, "status": status, "during": c.cell_id}),
+                        )?;
+                        self.fail(format!(
+                            "{who}: replica {replica} (pid {pid}) {status} during cell {}",
+                            c.cell_id
+                        ));
+                    }
+                    for rest in &todo[k + 1..] {
+                        self.not_recorded(rest, "its server died during an earlier cell")?;
+                    }
+                    break;
+                }
+                if self.summary.stop_rule.is_some() {
+                    break;
+                }
+            }
+            self.stop(&who, id, &arm.service, &mut launched)?;
+        }
+        Ok(())
+    }
+
+    /// Move an attempt that cannot stand for its cell into `.superseded/` (kept, journaled).
+    fn supersede(&mut self, c: &PlannedCell, why: &str) -> Result<(), CampaignError> {
+        let stamp = crate::clock::utc_now().replace(':', "");
+        let to = self
+            .folder
+            .join(SUPERSEDED)
+            .join(&c.arm)
+            .join(format!("{}.{stamp}", c.cell_id));
+        let moved = to
+            .parent()
+            .map_or(Ok(()), std::fs::create_dir_all)
+            .and_then(|()| std::fs::rename(&c.dir, &to));
+        if let Err(e) = moved {
+            return Err(CampaignError::Failed(format!(
+                "cannot move {} aside to {}: {e}",
+                c.dir.display(),
+                to.display()
+            )));
+        }
+        self.say(&format!(
+            "{} {}: the earlier attempt ({why}) is kept in {}",
+            c.arm,
+            c.cell_id,
+            to.display()
+        ));
+        self.log(
+            "superseded",
+            json!({"arm": c.arm, "cell": c.cell_id, "why": why, "kept_in": to.display().to_string()}),
+        )
+    }
+
+    fn not_recorded(&mut self, c: &PlannedCell, why: &str) -> Result<(), CampaignError> {
+        self.log(
+            "not_recorded",
+            json!({"arm": c.arm, "cell": c.cell_id, "why": why}),
+        )?;
+        self.summary
+            .failures
+            .push(format!("{} {}: not recorded: {why}", c.arm, c.cell_id));
+        Ok(())
+    }
+
+    /// Record one cell and check its artifact against the plan's stop rules.
+    fn record(&mut self, c: &PlannedCell) -> Result<(), CampaignError> {
+        self.log(
+            "recording",
+            json!({"arm": c.arm, "cell": c.cell_id, "dir": c.dir.display().to_string(), "command": c.command}),
+        )?;
+        let started = std::time::Instant::now();
+        let outcome = (self.record)(&c.command);
+        match outcome {
+            Err(e) => {
+                self.log(
+                    "failed",
+                    json!({"arm": c.arm, "cell": c.cell_id, "what": "record", "why": format!("{e:#}")}),
+                )?;
+                self.fail(format!("{} {}: not recorded: {e:#}", c.arm, c.cell_id));
+            }
+            Ok(done) => {
+                self.log(
+                    "recorded",
+                    json!({"arm": c.arm, "cell": c.cell_id, "dir": done.dir.display().to_string(), "status": done.status.as_str(), "reason": done.reason}),
+                )?;
+                self.say(&format!(
+                    "  {} in {:.1} s: {}",
+                    done.status.as_str(),
+                    started.elapsed().as_secs_f64(),
+                    done.dir.display()
+                ));
+                if done.status == Status::Complete {
+                    self.summary.recorded += 1;
+                } else {
+                    self.summary.failures.push(format!(
+                        "{} {}: recorded as {}{}",
+                        c.arm,
+                        c.cell_id,
+                        done.status.as_str(),
+                        done.reason.map(|r| format!(" ({r})")).unwrap_or_default()
+                    ));
+                }
+                if done.status != Status::Interrupted && !self.interrupted.load(Ordering::SeqCst) {
+                    self.check_stop_rules(c, &done.dir)?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Runner<'_> {
+    /// The plan's stop rules over the cell's artifact (read as `anvil check` reads it); the
+    /// first that fires ends the arms.
+    fn check_stop_rules(&mut self, c: &PlannedCell, dir: &Path) -> Result<(), CampaignError> {
+        if !dir.join(crate::artifact::RUN_JSON).exists() {
+            return Ok(());
+        }
+        let read = self.rt.block_on(async {
+            let session = crate::query::AnvilSession::open(&[dir.to_owned()]).await?;
+            crate::gather::rules_input::read_artifacts(&session).await
+        });
+        let artifacts = match read {
+            Ok(a) => a,
+            Err(e) => {
+                self.fail(format!(
+                    "{} {}: the artifact could not be checked against the stop rules: {e}",
+                    c.arm, c.cell_id
+                ));
+                return Ok(());
+            }
+        };
+        let findings: Vec<_> = artifacts
+            .iter()
+            .flat_map(crate::rules::stop::artifact_stop_rules)
+            .collect();
+        for f in &findings {
+            self.log(
+                "stop_rule",
+                json!({"arm": c.arm, "cell": c.cell_id, "rule": f.kind.to_string(), "reason": f.reason}),
+            )?;
+        }
+        if let Some(first) = findings.first() {
+            let line = format!("STOP {}: {}", first.kind, first.reason);
+            self.say(&format!(
+                "{line}; no further arm runs, the starting service is restored"
+            ));
+            self.summary.stop_rule = Some(line);
+        }
+        Ok(())
+    }
+
+    /// Step 3: bring the starting service back through the managed path, fingerprint it,
+    /// compare, write `restoration.json`, leave it running.
+    fn restore(&mut self, before: ServiceFingerprint) -> Result<(), CampaignError> {
+        let service = self.campaign.starting_service.service.clone();
+        let model = self.campaign.starting_service.model.clone();
+        let who = "starting service";
+        let started_at = crate::clock::utc_now();
+        self.say("restoring the starting service");
+        self.log("restore_started", json!({}))?;
+        let mut checks = Vec::new();
+        let mut ready_at = None;
+        let mut after = None;
+        let log_dir = self.folder.join(STARTING_SERVICE_DIR);
+        let launched = self.launch(who, &service, &log_dir)?;
+        let mut pids = Vec::new();
+        let mut argv = Vec::new();
+        let mut urls = service.endpoints.clone();
+        match launched {
+            None => checks.push(RestorationCheck {
+                check: "launch".to_owned(),
+                passed: false,
+                expected: Value::from("the launch command starts"),
+                observed: Value::from(self.summary.failures.last().cloned().unwrap_or_default()),
+                detail: "the starting service's launch command did not start".to_owned(),
+            }),
+            Some((id, mut launched)) => {
+                urls = Self::urls(&service, &launched);
+                argv = launched.replicas.iter().map(|r| r.argv.clone()).collect();
+                // Restoring is not interrupted: it is what an interrupt leads to.
+                let never = AtomicBool::new(false);
+                let ready = self.wait_ready(who, &service, &mut launched, &never)?;
+                checks.push(RestorationCheck {
+                    check: "ready".to_owned(),
+                    passed: ready.is_ok(),
+                    expected: Value::from(format!("{} answers 200", service.readiness.path)),
+                    observed: Value::from(match &ready {
+                        Ok(s) => format!("ready after {s:.1} s"),
+                        Err(why) => why.to_string(),
+                    }),
+                    detail: match &ready {
+                        Ok(s) => format!("{} answered 200 after {s:.1} s", service.readiness.path),
+                        Err(why) => why.to_string(),
+                    },
+                });
+                if ready.is_ok() {
+                    ready_at = Some(crate::clock::utc_now());
+                    let fp = self.fingerprint(&urls, "starting service restored")?;
+                    checks.extend(super::fingerprint::compare(&before, &fp, &model));
+                    after = Some(fp);
+                }
+                pids = launched.replicas.iter().map(|r| r.pid).collect();
+                if self.stop_after_restore {
+                    self.stop(who, id, &service, &mut launched)?;
+                } else {
+                    pids = launched.leave_running();
+                    if !pids.is_empty() {
+                        self.log("left_running", json!({"who": who, "pids": pids}))?;
+                    }
+                }
+            }
+        }
+        let restored = !checks.is_empty() && checks.iter().all(|c| c.passed);
+        let doc = Restoration {
+            schema: RESTORATION_SCHEMA.to_owned(),
+            campaign_id: self.campaign.campaign_id.clone(),
+            restored,
+            managed_path: if service.launch.is_some() {
+                "launch".to_owned()
+            } else {
+                "endpoints".to_owned()
+            },
+            argv,
+            endpoints: urls,
+            pids,
+            started_at,
+            ready_at,
+            finished_at: crate::clock::utc_now(),
+            before: Some(before),
+            after,
+            checks,
+        };
+        let mut text = serde_json::to_string_pretty(&doc)
+            .map_err(|e| CampaignError::Failed(format!("encoding restoration.json: {e}")))?;
+        text.push('\n');
+        let path = self.summary.restoration.clone();
+        crate::outfile::write_file(&path, text.as_bytes())
+            .map_err(|e| CampaignError::Failed(format!("{}: {e}", path.display())))?;
+        let verdict = doc.verdict();
+        self.log(
+            if restored { "restored" } else { "not_restored" },
+            json!({"verdict": verdict, "file": path.display().to_string()}),
+        )?;
+        self.say(&format!("starting service {verdict}; {}", path.display()));
+        self.summary.restoration_verdict = verdict;
+        self.summary.restored = restored;
+        Ok(())
+    }
+}
+
+/// The configuration keys a service declares, its runtime among them.
+fn configuration(service: &Service) -> BTreeMap<String, String> {
+    let mut keys = service.config.clone();
+    keys.insert("runtime".to_owned(), service.runtime.clone());
+    keys
+}

@@ -1,0 +1,606 @@
+//! `anvil campaign run` with every server a real `anvil-sim` child process launched by the
+//! runner on loopback: the whole run (artifacts, journal, server logs, restoration.json, a
+//! report whose restore stage is supported, a sweep's one-variable arms), an arm that never
+//! becomes ready, a server killed during a cell, a restored service whose fingerprint differs,
+//! `--resume` after the runner is killed with SIGKILL, and SIGINT during a cell.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use super::common::{ANVIL, SIM};
+
+const SAMPLE_DATA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/sample-data");
+const CAMPAIGN_ID: &str = "2026-09-04-qwen38-27b-pro6000-possibility";
+const SCREEN: &str = "optimization-screen.ctx4096.c4.n4";
+const FUNCTIONAL: &str = "functional.ctx4096.c1.n4";
+
+/// The journal's last steps: the starting service restored, checked and left running.
+const RESTORE: [&str; 7] = [
+    "restore_started",
+    "launched",
+    "ready",
+    "fingerprint",
+    "left_running",
+    "restored",
+    "campaign_ended",
+];
+
+/// Free loopback ports (bound, then released).
+fn free_ports(n: usize) -> Vec<u16> {
+    let listeners: Vec<std::net::TcpListener> = (0..n)
+        .map(|_| std::net::TcpListener::bind("127.0.0.1:0").unwrap())
+        .collect();
+    listeners
+        .iter()
+        .map(|l| l.local_addr().unwrap().port())
+        .collect()
+}
+
+/// `anvil-sim` on `{port}`, fast unless `extra` slows it.
+fn sim_launch(extra: &[&str]) -> Value {
+    let mut argv = vec![
+        SIM,
+        "--port",
+        "{port}",
+        "--profile",
+        "fast",
+        "--no-realtime",
+        "--max-model-len",
+        "65536",
+    ];
+    argv.extend_from_slice(extra);
+    json!({ "argv": argv })
+}
+
+/// A campaign folder: copies of the seeds and a campaign file with a starting service and
+/// three arms: `Inferact target-only` (the screen and functional cells, on `first_launch`),
+/// and the sweep `K{value}` over spec_depth 4 and 12 (the screen cell).
+struct Fixture {
+    dir: tempfile::TempDir,
+    file: PathBuf,
+    out: PathBuf,
+}
+
+impl Fixture {
+    fn new(first_launch: Value, first_readiness: Value, starting_launch: Value) -> Fixture {
+        let dir = tempfile::tempdir().unwrap();
+        for name in ["workload-manifest.json", "run-plan.json"] {
+            std::fs::copy(Path::new(SAMPLE_DATA).join(name), dir.path().join(name)).unwrap();
+        }
+        let ports = free_ports(4);
+        let campaign = json!({
+            "schema": "anvil-serving.benchmark-campaign/v1",
+            "campaign_id": CAMPAIGN_ID,
+            "manifest": "workload-manifest.json",
+            "plan": "run-plan.json",
+            "starting_service": {
+                "launch": starting_launch,
+                "ports": [ports[0]],
+                "readiness": {"path": "/health", "timeout_s": 30},
+                "stop": {"grace_s": 5},
+                "config": {"spec_depth": "0"},
+                "runtime": "anvil-sim",
+                "model": "qwen"
+            },
+            "arms": [{
+                "arm": "Inferact target-only",
+                "launch": first_launch,
+                "ports": [ports[1]],
+                "readiness": first_readiness,
+                "stop": {"grace_s": 5},
+                "config": {"spec_depth": "0", "chunked_prefill": "2048"},
+                "runtime": "anvil-sim",
+                "cells": {"ids": [SCREEN, FUNCTIONAL]}
+            }],
+            "sweeps": [{
+                "key": "spec_depth",
+                "values": ["4", "12"],
+                "template": {
+                    "arm": "K{value}",
+                    "launch": sim_launch(&["--spec-depth", "{value}"]),
+                    "ports": [ports[2]],
+                    "readiness": {"timeout_s": 30},
+                    "stop": {"grace_s": 5},
+                    "config": {"chunked_prefill": "2048"},
+                    "runtime": "anvil-sim",
+                    "cells": {"ids": [SCREEN]}
+                }
+            }]
+        });
+        let file = dir.path().join("campaign.json");
+        std::fs::write(&file, serde_json::to_string_pretty(&campaign).unwrap()).unwrap();
+        let out = dir.path().join("data");
+        Fixture { dir, file, out }
+    }
+
+    /// The usual campaign: every server a fast simulator, the starting one serving `qwen`.
+    fn usual() -> Fixture {
+        Fixture::new(
+            sim_launch(&[]),
+            json!({"timeout_s": 30}),
+            sim_launch(&["--model", "qwen"]),
+        )
+    }
+
+    /// The usual campaign with the first arm decoding `decode_tps` tokens per second (its
+    /// screen cell lasts seconds: long enough to kill or interrupt something during it).
+    fn slow_first_arm(decode_tps: &str) -> Fixture {
+        Fixture::new(
+            sim_launch(&["--decode-tps", decode_tps]),
+            json!({"timeout_s": 30}),
+            sim_launch(&["--model", "qwen"]),
+        )
+    }
+
+    fn folder(&self) -> PathBuf {
+        self.out.join(CAMPAIGN_ID)
+    }
+
+    fn command(&self, resume: bool) -> Command {
+        let mut cmd = Command::new(ANVIL);
+        cmd.args(["campaign", "run"])
+            .arg(&self.file)
+            .arg("--out")
+            .arg(&self.out);
+        if resume {
+            cmd.arg("--resume");
+        }
+        cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+        cmd
+    }
+
+    fn run(&self, resume: bool) -> Output {
+        self.command(resume).output().unwrap()
+    }
+
+    fn journal(&self) -> Vec<Value> {
+        std::fs::read_to_string(self.folder().join("campaign-journal.jsonl"))
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect()
+    }
+
+    fn steps(&self) -> Vec<String> {
+        self.journal()
+            .iter()
+            .map(|l| l["step"].as_str().unwrap().to_owned())
+            .collect()
+    }
+
+    fn restoration(&self) -> Value {
+        let text = std::fs::read_to_string(self.folder().join("restoration.json")).unwrap();
+        serde_json::from_str(&text).unwrap()
+    }
+
+    fn run_json(&self, arm: &str, cell: &str) -> Value {
+        let path = self.folder().join(arm).join(cell).join("run.json");
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap()
+    }
+
+    /// `anvil check` over the campaign folder: exit code and output.
+    fn check(&self) -> (Option<i32>, String) {
+        let o = Command::new(ANVIL)
+            .args(["check", "--data"])
+            .arg(self.folder())
+            .arg("--manifest")
+            .arg(self.dir.path().join("workload-manifest.json"))
+            .arg("--plan")
+            .arg(self.dir.path().join("run-plan.json"))
+            .output()
+            .unwrap();
+        (
+            o.status.code(),
+            String::from_utf8_lossy(&o.stdout).into_owned(),
+        )
+    }
+
+    /// Wait until the journal holds a line matching `pred`.
+    fn wait_for(&self, what: &str, pred: impl Fn(&Value) -> bool) -> Value {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            if let Some(line) = self.journal().into_iter().find(|l| pred(l)) {
+                return line;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "no journal line {what}: {:?}",
+                self.steps()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for Fixture {
+    /// Every server the runner launched and left (the restored service, orphans of a killed
+    /// runner) is stopped with the test.
+    fn drop(&mut self) {
+        for line in self.journal() {
+            for r in line["replicas"].as_array().into_iter().flatten() {
+                if let Some(pid) = r["pid"].as_i64() {
+                    // SAFETY: kill(2) on a process group the test's runner started.
+                    unsafe { libc::kill(-(pid as i32), libc::SIGKILL) };
+                }
+            }
+        }
+    }
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn signal(child: &Child, sig: i32) {
+    // SAFETY: kill(2) on our own child's pid.
+    unsafe { libc::kill(child.id() as i32, sig) };
+}
+
+#[test]
+fn campaign_run_records_every_arm_restores_the_starting_service_and_reports_it() {
+    let f = Fixture::usual();
+    let o = f.run(false);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout).trim(),
+        f.folder().display().to_string()
+    );
+    let err = stderr(&o);
+    assert!(err.contains("4 of 4 cells recorded; 0 problems"), "{err}");
+    assert!(err.contains("report it with: anvil report --data"), "{err}");
+
+    // Every cell complete, each arm's server log beside its artifacts.
+    for (arm, cell) in [
+        ("Inferact target-only", SCREEN),
+        ("Inferact target-only", FUNCTIONAL),
+        ("K4", SCREEN),
+        ("K12", SCREEN),
+    ] {
+        assert_eq!(f.run_json(arm, cell)["status"], "complete", "{arm} {cell}");
+        let log = f.folder().join(arm).join("server.replica0.log");
+        assert!(log.is_file(), "{}", log.display());
+    }
+    // The sweep's arms differ from each other in exactly the swept key.
+    let config = |arm: &str| f.run_json(arm, SCREEN)["arm"]["config"].clone();
+    let (k4, k12) = (config("K4"), config("K12"));
+    let differing: Vec<&String> = k4
+        .as_object()
+        .unwrap()
+        .iter()
+        .filter(|(k, v)| k12.get(k.as_str()) != Some(v))
+        .map(|(k, _)| k)
+        .collect();
+    assert_eq!(differing, ["spec_depth"], "{k4} vs {k12}");
+
+    // The journal: the starting service fingerprinted and stopped, each arm launched, ready,
+    // recorded and stopped in the plan's order, then the restore.
+    let steps = f.steps();
+    let expected = [
+        "campaign_started",
+        "launched",
+        "ready",
+        "fingerprint",
+        "stopped",
+        "launched",
+        "ready",
+        "recording",
+        "recorded",
+        "recording",
+        "recorded",
+        "stopped",
+        "launched",
+        "ready",
+        "recording",
+        "recorded",
+        "stopped",
+        "launched",
+        "ready",
+        "recording",
+        "recorded",
+        "stopped",
+    ]
+    .into_iter()
+    .chain(RESTORE)
+    .collect::<Vec<_>>();
+    assert_eq!(steps, expected);
+    let arms: Vec<String> = f
+        .journal()
+        .iter()
+        .filter(|l| l["step"] == "launched")
+        .map(|l| l["who"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(
+        arms,
+        [
+            "starting service",
+            "arm Inferact target-only",
+            "arm K4",
+            "arm K12",
+            "starting service"
+        ]
+    );
+
+    // restoration.json: every check passed, the restored service left running.
+    let r = f.restoration();
+    assert_eq!(r["restored"], true, "{r:#}");
+    let checks: Vec<&str> = r["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["check"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        checks,
+        [
+            "ready",
+            "model",
+            "models",
+            "server_version",
+            "model_facts",
+            "smoke_reply",
+            "configuration"
+        ]
+    );
+    assert_eq!(r["after"]["models"], json!([["qwen"]]));
+    assert!(
+        r["after"]["smoke_reply_shape"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("choices[].message.content"))
+    );
+    let pid = r["pids"][0].as_i64().unwrap();
+    assert!(Path::new(&format!("/proc/{pid}")).exists(), "left running");
+
+    // The rules: no restore stop rule; the report's restore stage is supported.
+    let (_, check) = f.check();
+    assert!(!check.contains("NotRestored"), "{check}");
+    let report = f.dir.path().join("campaign.md");
+    let o = Command::new(ANVIL)
+        .args(["report", "--format", "md", "--data"])
+        .arg(f.folder())
+        .arg("--manifest")
+        .arg(f.dir.path().join("workload-manifest.json"))
+        .arg("--plan")
+        .arg(f.dir.path().join("run-plan.json"))
+        .arg("--out")
+        .arg(&report)
+        .output()
+        .unwrap();
+    assert!(o.status.code().is_some(), "{}", stderr(&o));
+    let md = std::fs::read_to_string(&report).unwrap();
+    assert!(!md.contains("service not restored"), "{md}");
+
+    // Nothing missing afterwards; a second run without --resume is refused.
+    let o = Command::new(ANVIL)
+        .args(["campaign", "plan"])
+        .arg(&f.file)
+        .arg("--out")
+        .arg(&f.out)
+        .output()
+        .unwrap();
+    let plan = String::from_utf8_lossy(&o.stdout);
+    assert!(plan.contains("4 recorded, 0 to record"), "{plan}");
+    let again = f.run(false);
+    assert_eq!(again.status.code(), Some(2), "{}", stderr(&again));
+    assert!(stderr(&again).contains("--resume"), "{}", stderr(&again));
+}
+
+#[test]
+fn an_arm_that_never_becomes_ready_is_journaled_and_the_next_arm_runs() {
+    // The first arm's "server" listens nowhere.
+    let f = Fixture::new(
+        json!({"argv": ["sleep", "60"]}),
+        json!({"timeout_s": 1.5}),
+        sim_launch(&["--model", "qwen"]),
+    );
+    let o = f.run(false);
+    // Cells missing: incomplete, not a crash.
+    assert_eq!(o.status.code(), Some(4), "{}", stderr(&o));
+    let not_ready = f.wait_for("not_ready", |l| l["step"] == "not_ready");
+    assert_eq!(not_ready["who"], "arm Inferact target-only");
+    assert!(
+        not_ready["why"]
+            .as_str()
+            .unwrap()
+            .contains("not ready after"),
+        "{not_ready}"
+    );
+    let not_recorded: Vec<Value> = f
+        .journal()
+        .into_iter()
+        .filter(|l| l["step"] == "not_recorded")
+        .collect();
+    assert_eq!(not_recorded.len(), 2, "{not_recorded:?}");
+    // `sleep` was stopped, the sweep's arms recorded, the service restored.
+    let stopped = f.wait_for("stopped arm", |l| {
+        l["step"] == "stopped" && l["who"] == "arm Inferact target-only"
+    });
+    assert_eq!(stopped["replicas"][0]["status"], "killed by SIGTERM");
+    assert_eq!(f.run_json("K4", SCREEN)["status"], "complete");
+    assert_eq!(f.run_json("K12", SCREEN)["status"], "complete");
+    assert_eq!(f.restoration()["restored"], true);
+    assert!(
+        stderr(&o).contains("did not become ready"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn a_server_killed_during_a_cell_is_journaled_and_its_loss_stops_the_campaign() {
+    let f = Fixture::slow_first_arm("40");
+    let child = f.command(false).spawn().unwrap();
+    let launched = f.wait_for("launched arm", |l| {
+        l["step"] == "launched" && l["who"] == "arm Inferact target-only"
+    });
+    f.wait_for("recording", |l| l["step"] == "recording");
+    std::thread::sleep(Duration::from_millis(700));
+    let pid = launched["replicas"][0]["pid"].as_i64().unwrap();
+    // SAFETY: kill(2) on the server the runner launched.
+    unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+
+    let died = f.wait_for("died", |l| l["step"] == "died");
+    assert_eq!(died["status"], "killed by SIGKILL");
+    assert_eq!(died["during"], SCREEN);
+    let stop = f.wait_for("stop_rule", |l| l["step"] == "stop_rule");
+    assert!(
+        ["UnexplainedLoss", "Restart"].contains(&stop["rule"].as_str().unwrap()),
+        "{stop}"
+    );
+    // The cell's artifact says so: requests failed.
+    let run = f.run_json("Inferact target-only", SCREEN);
+    let succeeded = run["counts"]["succeeded"].as_u64().unwrap();
+    assert!(succeeded < 4, "{run:#}");
+    // No further arm ran; the starting service was restored all the same.
+    assert!(!f.folder().join("K4").exists());
+    assert_eq!(f.restoration()["restored"], true);
+    let (code, check) = f.check();
+    assert_eq!(code, Some(1), "{check}");
+    assert!(
+        check.contains("UnexplainedLoss") || check.contains("Restart"),
+        "{check}"
+    );
+}
+
+#[test]
+fn a_restored_service_whose_fingerprint_differs_fires_the_restore_stop_rule() {
+    // The starting service serves the model named in model.txt; the first arm's launch
+    // rewrites it, so the service restored afterwards serves another model.
+    let starting = json!({
+        "argv": ["sh", "-c", format!("exec {SIM} --port {{port}} --profile fast --no-realtime --model \"$(cat model.txt)\"")],
+        "cwd": "."
+    });
+    let first = json!({
+        "argv": ["sh", "-c", format!("echo llama > model.txt; exec {SIM} --port {{port}} --profile fast --no-realtime --max-model-len 65536")],
+        "cwd": "."
+    });
+    let f = Fixture::new(first, json!({"timeout_s": 30}), starting);
+    std::fs::write(f.dir.path().join("model.txt"), "qwen").unwrap();
+    let o = f.run(false);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let r = f.restoration();
+    assert_eq!(r["restored"], false);
+    let failed: Vec<&str> = r["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["passed"] == false)
+        .map(|c| c["check"].as_str().unwrap())
+        .collect();
+    // The served model's own facts (its `root`) differ too, and the smoke request naming
+    // `qwen` is refused.
+    assert_eq!(
+        failed,
+        ["model", "models", "model_facts", "smoke_reply"],
+        "{r:#}"
+    );
+    assert_eq!(f.steps().iter().filter(|s| *s == "not_restored").count(), 1);
+    let (code, check) = f.check();
+    assert_eq!(code, Some(1), "{check}");
+    assert!(check.contains("NotRestored"), "{check}");
+    assert!(check.contains("check model failed"), "{check}");
+}
+
+#[test]
+fn resume_after_sigkill_records_only_what_is_not_complete() {
+    let f = Fixture::slow_first_arm("60");
+    let mut child = f.command(false).spawn().unwrap();
+    // Killed during the second cell, after the first is complete.
+    f.wait_for("second recording", |l| {
+        l["step"] == "recording" && l["cell"] == FUNCTIONAL
+    });
+    std::thread::sleep(Duration::from_millis(300));
+    signal(&child, libc::SIGKILL);
+    child.wait().unwrap();
+    let launched = f.wait_for("launched arm", |l| {
+        l["step"] == "launched" && l["who"] == "arm Inferact target-only"
+    });
+    let orphan = launched["replicas"][0]["pid"].as_i64().unwrap();
+    assert!(
+        Path::new(&format!("/proc/{orphan}")).exists(),
+        "the arm's server outlived the runner"
+    );
+
+    let o = f.run(true);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let journal = f.journal();
+    let second = journal
+        .iter()
+        .rposition(|l| l["step"] == "campaign_started")
+        .unwrap();
+    let after: Vec<&Value> = journal[second..].iter().collect();
+    let step = |s: &str| after.iter().filter(|l| l["step"] == s).count();
+    // The orphan was stopped; the complete cell kept; the cut one superseded and recorded.
+    assert_eq!(step("orphan_stopped"), 1, "{after:?}");
+    assert_eq!(
+        step("fingerprint"),
+        1,
+        "only the restored one: the before one is reused"
+    );
+    let recorded: Vec<String> = after
+        .iter()
+        .filter(|l| l["step"] == "recording")
+        .map(|l| {
+            format!(
+                "{} {}",
+                l["arm"].as_str().unwrap(),
+                l["cell"].as_str().unwrap()
+            )
+        })
+        .collect();
+    assert_eq!(
+        recorded,
+        [
+            format!("Inferact target-only {FUNCTIONAL}"),
+            format!("K4 {SCREEN}"),
+            format!("K12 {SCREEN}")
+        ]
+    );
+    let skipped: Vec<&&Value> = after.iter().filter(|l| l["step"] == "skipped").collect();
+    assert_eq!(skipped.len(), 1);
+    assert_eq!(skipped[0]["cell"], SCREEN);
+    assert_eq!(step("superseded"), 1, "{after:?}");
+    let kept = f.folder().join(".superseded").join("Inferact target-only");
+    assert_eq!(std::fs::read_dir(&kept).unwrap().count(), 1);
+    assert_eq!(f.restoration()["restored"], true);
+    // The superseded attempt is not read as evidence: one run per cell.
+    let (_, check) = f.check();
+    assert!(!check.contains("NotRestored"), "{check}");
+}
+
+#[test]
+fn sigint_during_a_cell_finishes_it_stops_the_server_and_restores() {
+    let f = Fixture::slow_first_arm("60");
+    let mut child = f.command(false).spawn().unwrap();
+    f.wait_for("recording", |l| l["step"] == "recording");
+    std::thread::sleep(Duration::from_millis(500));
+    signal(&child, libc::SIGINT);
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130));
+    let steps = f.steps();
+    let tail: Vec<&str> = steps
+        .iter()
+        .map(String::as_str)
+        .skip_while(|s| *s != "recorded")
+        .collect();
+    let expected: Vec<&str> = ["recorded", "interrupted", "stopped"]
+        .into_iter()
+        .chain(RESTORE)
+        .collect();
+    assert_eq!(tail, expected);
+    let run = f.run_json("Inferact target-only", SCREEN);
+    assert_eq!(run["status"], "interrupted", "{run:#}");
+    assert!(
+        !f.folder()
+            .join("Inferact target-only")
+            .join(FUNCTIONAL)
+            .exists()
+    );
+    assert!(!f.folder().join("K4").exists());
+    assert_eq!(f.restoration()["restored"], true);
+}
