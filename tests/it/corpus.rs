@@ -792,9 +792,10 @@ fn corpus_artifacts() {
     // A data page the Parquet decoder asserts on (found by fuzzing): the footer is sound, so
     // opening succeeds; `validate` decodes every page and names the file, and a query that
     // reaches the page says what to do.
-    let functional = "2026-09-04-qwen38-27b-pro6000-possibility/K16/functional.ctx4096.c1.n8";
+    // The rest of the run that events file came from (a functional cell once in sample-data),
+    // kept beside it so the three tables and run.json belong to one run.
     let paged = copy_artifact(
-        &Path::new(SAMPLE).join(functional),
+        &Path::new(KEPT).join("damaged-page-run"),
         &root.join("damaged-page"),
     );
     std::fs::copy(

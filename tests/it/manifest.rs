@@ -117,9 +117,9 @@ fn sample_data_directory_is_valid_and_says_what_it_holds() {
     assert!(artifacts > 0, "the sample campaign is committed");
     assert_eq!(
         lines[0],
-        format!("{SAMPLE_DATA}: directory with 2 campaign documents, {artifacts} artifact folders")
+        format!("{SAMPLE_DATA}: directory with 4 campaign documents, {artifacts} artifact folders")
     );
-    assert_eq!(lines.len(), 3 + artifacts, "{}", outcome.stdout);
+    assert_eq!(lines.len(), 5 + artifacts, "{}", outcome.stdout);
     assert!(lines[1..].iter().all(|line| line.ends_with(": ok")));
 }
 
