@@ -5,8 +5,10 @@
 --   counters    most of the replica's counters fell at one scrape (counter_falls.most_fell):
 --               a restarted server counts from 0 again. llama.cpp's server exports no start
 --               time; this is how its restarts show.
---   gone        a run that completed has the replica's scrape before it but none after it:
---               the server stopped answering during the run (crashed, killed, restarting).
+--   gone        a run that completed has the replica's scrape before it but none after it,
+--               and requests of the replica failed: the server stopped answering during the
+--               run (crashed, killed, restarting); one slow `after` scrape of a healthy
+--               server is not enough.
 -- `restarted` is the verdict (any signal); `signal` names the first that fired
 -- ('process_start_time_seconds', 'counter_reset' or 'stopped_answering'); `detectable` is false for a replica
 -- that exported neither signal (no start time, no counter): a restart there could not be
@@ -55,12 +57,20 @@ scraped AS (
     FROM scrapes
     GROUP BY run_id, replica
 ),
+failed AS (
+    SELECT run_id, replica, count(*) AS failed
+    FROM requests
+    WHERE kind = 'measured' AND outcome <> 'ok'
+    GROUP BY run_id, replica
+),
 gone AS (
     SELECT r.run_id, r.replica,
            r.status = 'complete' AND coalesce(sc.scraped_before, false)
-               AND NOT coalesce(sc.scraped_after, false) AS gone
+               AND NOT coalesce(sc.scraped_after, false)
+               AND coalesce(f.failed, 0) > 0 AS gone
     FROM replicas r
     LEFT JOIN scraped sc ON sc.run_id = r.run_id AND sc.replica = r.replica
+    LEFT JOIN failed f ON f.run_id = r.run_id AND f.replica = r.replica
 )
 SELECT
     r.run_id,

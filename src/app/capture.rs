@@ -246,14 +246,17 @@ pub fn hooks() -> crate::capture::RunHooks {
 
 /// Record one cell from its `anvil-capture run` command line (`argv[0]` the program name),
 /// parsed exactly as `anvil-capture` parses it: how the demo and `anvil campaign run` record.
-pub fn record_argv(argv: &[String]) -> anyhow::Result<crate::capture::RunSummary> {
+pub fn record_argv(
+    argv: &[String],
+    hooks: crate::capture::RunHooks,
+) -> anyhow::Result<crate::capture::RunSummary> {
     let cli = Cli::try_parse_from(argv).map_err(|e| anyhow::anyhow!("capture arguments: {e}"))?;
     let Command::Run(run_args) = cli.command else {
         anyhow::bail!("capture arguments did not parse as `run`");
     };
     let cfg = RunConfig::from_request((*run_args).into(), argv.to_vec(), &process_env)
         .map_err(|e| AppError::wrap(Exit::BadInput, anyhow::anyhow!("{e}")))?;
-    crate::capture::run(cfg, hooks()).map_err(capture_error)
+    crate::capture::run(cfg, hooks).map_err(capture_error)
 }
 
 /// How a recorded run's status ends the process.

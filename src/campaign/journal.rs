@@ -22,9 +22,33 @@ pub struct Journal {
 }
 
 impl Journal {
-    /// Open (create or append to) the journal at `path`.
+    /// Open (create or append to) the journal at `path`, holding an exclusive lock on it
+    /// while it is open: two runners never work on one campaign folder. A last line cut short
+    /// by a kill is ended, so the next line stands on its own.
     pub fn open(path: &Path) -> std::io::Result<Self> {
-        let file = File::options().create(true).append(true).open(path)?;
+        use std::io::{Read, Seek, SeekFrom};
+        use std::os::fd::AsRawFd;
+        let mut file = File::options()
+            .create(true)
+            .read(true)
+            .append(true)
+            .open(path)?;
+        // SAFETY: flock(2) on a descriptor this function owns; released when it is closed.
+        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::WouldBlock,
+                "another `anvil campaign run` is using this campaign folder (its journal is locked); wait for it, or stop it",
+            ));
+        }
+        let len = file.metadata()?.len();
+        if len > 0 {
+            let mut last = [0u8; 1];
+            file.seek(SeekFrom::Start(len - 1))?;
+            file.read_exact(&mut last)?;
+            if last[0] != b'\n' {
+                file.write_all(b"\n")?;
+            }
+        }
         Ok(Self {
             path: path.to_owned(),
             file,
@@ -51,11 +75,11 @@ impl Journal {
 
     /// Every complete line of the journal at `path` (a line cut short by a kill is skipped).
     pub fn read(path: &Path) -> Result<Vec<Value>, String> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| format!("{}: cannot be read: {e}", path.display()))?;
-        Ok(text
-            .lines()
-            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        let bytes =
+            std::fs::read(path).map_err(|e| format!("{}: cannot be read: {e}", path.display()))?;
+        Ok(bytes
+            .split(|b| *b == b'\n')
+            .filter_map(|l| serde_json::from_slice::<Value>(l).ok())
             .filter(|v| v.get("step").is_some())
             .collect())
     }
@@ -80,6 +104,7 @@ mod tests {
         drop(j);
         let mut j = Journal::open(&path).unwrap();
         j.write("ready", serde_json::json!({"arm": "K4"})).unwrap();
+        drop(j);
         std::fs::OpenOptions::new()
             .append(true)
             .open(&path)
@@ -92,5 +117,19 @@ mod tests {
             ["launched", "ready"]
         );
         assert_eq!(lines[0]["arm"], "K4");
+        // The next runner's first line is not glued to the cut one.
+        let mut j = Journal::open(&path).unwrap();
+        j.write("campaign_started", serde_json::json!({})).unwrap();
+        let lines = Journal::read(&path).unwrap();
+        assert_eq!(
+            lines.iter().map(step).collect::<Vec<_>>(),
+            ["launched", "ready", "campaign_started"]
+        );
+        // A second runner is refused while the first holds the journal.
+        let err = Journal::open(&path).unwrap_err();
+        assert!(
+            err.to_string().contains("another `anvil campaign run`"),
+            "{err}"
+        );
     }
 }

@@ -303,6 +303,16 @@ impl CampaignFile {
             }
             arm_problems(&format!("{at}.template"), &sweep.template, &mut out);
         }
+        for (i, sweep) in self.sweeps.iter().enumerate() {
+            for arm in sweep.expand() {
+                if let Err(why) = crate::artifact::path_component(&arm.arm) {
+                    out.push(Problem::new(
+                        format!("sweeps[{i}].values"),
+                        format!("arm `{}` {why}", arm.arm),
+                    ));
+                }
+            }
+        }
         let mut seen = std::collections::BTreeSet::new();
         for arm in self.all_arms() {
             if !seen.insert(arm.arm.clone()) {
@@ -435,7 +445,7 @@ impl CampaignFile {
         let all_cells = cells::cells(manifest);
         let (manifest_path, _) = self.documents(file);
         let mut planned = Vec::new();
-        for stage in &plan.execution_order {
+        for stage in plan.stages_in_order() {
             for name in stage.arms.iter().flatten() {
                 let Some(arm) = arms.iter().find(|a| &a.arm == name) else {
                     continue;
@@ -601,10 +611,10 @@ fn service_problems(at: &str, service: &Service, out: &mut Vec<Problem>) {
         }
     }
     for (k, url) in service.endpoints.iter().enumerate() {
-        if !url.starts_with("http://") {
+        if let Err(e) = crate::capture::endpoint::Endpoint::parse(0, url) {
             out.push(Problem::new(
                 format!("{at}.endpoints[{k}]"),
-                format!("`{url}`: expected a URL starting with http://"),
+                format!("`{url}`: {e}"),
             ));
         }
     }

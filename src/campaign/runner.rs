@@ -13,8 +13,9 @@
 //! Every step is a line of the journal ([`super::journal`]) before the next begins. Failures
 //! are evidence: an arm that does not become ready, a server that dies during a cell, one that
 //! cannot be stopped are journaled and the next arm runs; a stop rule that fires, or an
-//! interrupt (after the cell in flight has finished its request window), ends the arms; the
-//! starting service is restored in every case. `--resume` keeps every cell whose complete
+//! interrupt (the caller's flag: SIGINT, SIGTERM or SIGHUP at the edge; the cell in flight is
+//! not cut by the runner), ends the arms; the starting service is restored in every case,
+//! also when an error ends them. `--resume` keeps every cell whose complete
 //! artifact has the cell's workload fingerprint, moves any other attempt into `.superseded/`
 //! (kept, not searched), stops servers an earlier runner left behind, and records the rest.
 
@@ -182,8 +183,12 @@ pub fn run(opts: &RunOptions, hooks: CampaignHooks<'_>) -> Result<CampaignSummar
         }
         None => runner.fingerprint_starting_service()?,
     };
-    runner.run_arms(&cells, &plan)?;
+    // The starting service is restored whatever ended the arms; an error ending them is
+    // returned after the restore.
+    let arms = runner.run_arms(&cells, &plan);
+    runner.interrupted();
     runner.restore(before)?;
+    arms?;
     let s = &runner.summary;
     let ended = json!({
         "recorded": s.recorded,
@@ -263,13 +268,8 @@ impl Runner<'_> {
         };
         self.launches += 1;
         let id = self.launches;
-        let secrets: Vec<&str> = launch
-            .env
-            .iter()
-            .filter(|(k, _)| crate::artifact::is_secret_name(k))
-            .map(|(_, v)| v.as_str())
-            .collect();
-        match supervise::launch(launch, &service.ports, &self.base, log_dir, who) {
+        let secrets = launch_secrets(service);
+        match supervise::launch(launch, &service.ports, &self.base, log_dir, who, &secrets) {
             Ok(launched) => {
                 let replicas: Vec<Value> = launched
                     .replicas
@@ -279,6 +279,7 @@ impl Runner<'_> {
                             "replica": r.index,
                             "port": r.port,
                             "pid": r.pid,
+                            "start_ticks": r.start_ticks,
                             "argv": redact_args(&r.argv, &secrets),
                             "log": r.log.display().to_string(),
                         })
@@ -286,7 +287,11 @@ impl Runner<'_> {
                     .collect();
                 self.log(
                     "launched",
-                    json!({"launch": id, "who": who, "replicas": replicas, "env": launch.env.keys().collect::<Vec<_>>()}),
+                    json!({
+                        "launch": id, "who": who, "replicas": replicas,
+                        "boot_id": supervise::boot_id(),
+                        "env": launch.env.keys().collect::<Vec<_>>(),
+                    }),
                 )?;
                 Ok(Some((id, launched)))
             }
@@ -369,59 +374,53 @@ impl Runner<'_> {
     }
 
     /// Servers an earlier runner launched and never stopped (it was killed, or it left the
-    /// restored service running): each still running its command line is stopped.
+    /// restored service running): each replica whose process is still the one launched (same
+    /// pid, start time and boot) is stopped, SIGTERM then SIGKILL.
     fn stop_orphans(&mut self, earlier: &[Value]) -> Result<(), CampaignError> {
-        // Launch numbers count from 1 in each run: a `stopped` line matches the `launched`
-        // line of the same run.
-        let mut run = String::new();
-        let mut orphans = Vec::new();
-        for line in earlier {
-            match journal::step(line) {
-                "campaign_started" => run = line["t"].as_str().unwrap_or("").to_owned(),
-                "launched" => orphans.push((run.clone(), line.clone())),
-                "stopped" => {
-                    let id = line["launch"].as_u64();
-                    orphans.retain(|(r, l)| !(r == &run && l["launch"].as_u64() == id));
-                }
-                _ => {}
+        use std::time::{Duration, Instant};
+        let boot = supervise::boot_id();
+        let mut candidates: Vec<(Value, Value)> = Vec::new();
+        for line in earlier.iter().filter(|l| journal::step(l) == "launched") {
+            if line["boot_id"].as_str() != boot.as_deref() {
+                continue;
+            }
+            for r in line["replicas"].as_array().into_iter().flatten() {
+                candidates.push((line.clone(), r.clone()));
             }
         }
-        for (_, line) in orphans {
-            for r in line["replicas"].as_array().into_iter().flatten() {
-                let (Some(pid), Some(argv)) = (
-                    r["pid"].as_u64().and_then(|p| u32::try_from(p).ok()),
-                    r["argv"].as_array(),
-                ) else {
-                    continue;
-                };
-                let argv: Vec<String> = argv
-                    .iter()
-                    .filter_map(|a| a.as_str().map(str::to_owned))
-                    .collect();
-                // Its command line, or (a wrapper that exec'd another program) its process
-                // group still there and its port still answering.
-                let port = r["port"].as_u64().and_then(|p| u16::try_from(p).ok());
-                let ours = supervise::runs(pid, &argv)
-                    || (supervise::group_exists(pid) && port.is_some_and(supervise::port_answers));
-                if ours {
-                    self.say(&format!(
-                        "stopping pid {pid} ({}), left running by an earlier run of this campaign",
-                        line["who"].as_str().unwrap_or("a server")
-                    ));
-                    supervise::signal_group(pid, libc::SIGTERM);
-                    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-                    while supervise::group_exists(pid) && std::time::Instant::now() < deadline {
-                        std::thread::sleep(std::time::Duration::from_millis(100));
-                    }
-                    if supervise::group_exists(pid) {
-                        supervise::signal_group(pid, libc::SIGKILL);
-                    }
-                    self.log(
-                        "orphan_stopped",
-                        json!({"who": line["who"], "pid": pid, "launch": line["launch"]}),
-                    )?;
-                }
+        for (line, r) in candidates {
+            let (Some(pid), Some(ticks)) = (
+                r["pid"].as_u64().and_then(|p| u32::try_from(p).ok()),
+                r["start_ticks"].as_u64(),
+            ) else {
+                continue;
+            };
+            if supervise::start_ticks(pid) != Some(ticks) {
+                continue;
             }
+            self.say(&format!(
+                "stopping pid {pid} ({}), left running by an earlier run of this campaign",
+                line["who"].as_str().unwrap_or("a server")
+            ));
+            let gone = |until: Instant| loop {
+                if supervise::start_ticks(pid) != Some(ticks) && !supervise::group_exists(pid) {
+                    return true;
+                }
+                if Instant::now() >= until {
+                    return false;
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            };
+            supervise::signal_group(pid, libc::SIGTERM);
+            let killed = !gone(Instant::now() + Duration::from_secs(30));
+            if killed {
+                supervise::signal_group(pid, libc::SIGKILL);
+                gone(Instant::now() + Duration::from_secs(5));
+            }
+            self.log(
+                "orphan_stopped",
+                json!({"who": line["who"], "pid": pid, "launch": line["launch"], "killed": killed}),
+            )?;
         }
         Ok(())
     }
@@ -466,6 +465,14 @@ impl Runner<'_> {
         }
         let urls = Self::urls(&service, &launched);
         let fp = self.fingerprint(&urls, "starting service before")?;
+        let model = self.campaign.starting_service.model.clone();
+        if fp.models.is_empty() || !fp.models.iter().all(|m| m.contains(&model)) {
+            self.stop(who, id, &service, &mut launched)?;
+            return Err(CampaignError::BadInput(format!(
+                "starting_service.model: the starting service does not list `{model}` (GET /v1/models per replica: {:?}); name the model it serves, or its restoration could never be shown; nothing was recorded",
+                fp.models
+            )));
+        }
         self.say(&format!(
             "starting service fingerprinted: models {:?}, version {}",
             fp.models,
@@ -747,7 +754,12 @@ impl Runner<'_> {
             }),
             Some((id, mut launched)) => {
                 urls = Self::urls(&service, &launched);
-                argv = launched.replicas.iter().map(|r| r.argv.clone()).collect();
+                let secrets = launch_secrets(&service);
+                argv = launched
+                    .replicas
+                    .iter()
+                    .map(|r| redact_args(&r.argv, &secrets))
+                    .collect();
                 // Restoring is not interrupted: it is what an interrupt leads to.
                 let never = AtomicBool::new(false);
                 let ready = self.wait_ready(who, &service, &mut launched, &never)?;
@@ -817,6 +829,18 @@ impl Runner<'_> {
         self.summary.restored = restored;
         Ok(())
     }
+}
+
+/// The values of a launch's secret-named environment variables (`HF_TOKEN`, `API_KEY`, …):
+/// removed wherever its command line is written.
+fn launch_secrets(service: &Service) -> Vec<&str> {
+    service
+        .launch
+        .iter()
+        .flat_map(|l| &l.env)
+        .filter(|(k, _)| crate::artifact::is_secret_name(k))
+        .map(|(_, v)| v.as_str())
+        .collect()
 }
 
 /// The configuration keys a service declares, its runtime among them.

@@ -20,6 +20,27 @@ use super::{Launch, Readiness, StopMethod};
 use crate::capture::endpoint::Endpoint;
 use crate::capture::http;
 
+/// The process groups launched and not yet stopped or left running: what [`kill_live`]
+/// kills when the runner must leave at once (a second interrupt).
+static LIVE: std::sync::Mutex<Vec<u32>> = std::sync::Mutex::new(Vec::new());
+
+fn live(pid: u32, add: bool) {
+    let mut live = LIVE.lock().unwrap_or_else(|e| e.into_inner());
+    live.retain(|p| *p != pid);
+    if add {
+        live.push(pid);
+    }
+}
+
+/// SIGKILL every process group launched and not yet stopped: a runner leaving at once leaves
+/// no server behind (only the restored service it means to leave).
+pub fn kill_live() {
+    let live = LIVE.lock().unwrap_or_else(|e| e.into_inner());
+    for pid in live.iter() {
+        signal_group(*pid, libc::SIGKILL);
+    }
+}
+
 /// How often readiness is polled and a stopping process is waited for.
 const POLL: Duration = Duration::from_millis(100);
 
@@ -34,6 +55,9 @@ pub struct Replica {
     /// The command line as run (placeholders replaced).
     pub argv: Vec<String>,
     pub pid: u32,
+    /// Its start time in clock ticks since boot (`/proc/<pid>/stat`), with the pid what
+    /// identifies the process across a reused pid.
+    pub start_ticks: Option<u64>,
     /// Where its standard output and error go.
     pub log: PathBuf,
     child: Child,
@@ -119,6 +143,7 @@ pub fn launch(
     base: &Path,
     log_dir: &Path,
     banner: &str,
+    secrets: &[&str],
 ) -> Result<Launched, String> {
     if let Some(busy) = ports.iter().find(|p| port_answers(**p)) {
         return Err(format!(
@@ -150,7 +175,7 @@ pub fn launch(
             file,
             "# {} {banner}: replica {index}, port {port}: {}",
             crate::clock::utc_now(),
-            argv.join(" ")
+            crate::artifact::redact_args(&argv, secrets).join(" ")
         );
         let err = file
             .try_clone()
@@ -172,15 +197,19 @@ pub fn launch(
             cmd.current_dir(dir);
         }
         match cmd.spawn() {
-            Ok(child) => launched.replicas.push(Replica {
-                index,
-                port,
-                pid: child.id(),
-                argv,
-                log,
-                child,
-                exited: None,
-            }),
+            Ok(child) => {
+                live(child.id(), true);
+                launched.replicas.push(Replica {
+                    index,
+                    port,
+                    pid: child.id(),
+                    start_ticks: start_ticks(child.id()),
+                    argv,
+                    log,
+                    child,
+                    exited: None,
+                });
+            }
             Err(e) => {
                 // The replicas already started are stopped at once.
                 launched.kill_all();
@@ -200,6 +229,7 @@ impl Launched {
                 && let Ok(Some(status)) = r.child.try_wait()
             {
                 r.exited = Some(status);
+                live(r.pid, false);
             }
             if let Some(status) = r.exited {
                 out.push((r.index, r.pid, describe(status)));
@@ -260,7 +290,10 @@ impl Launched {
     pub fn leave_running(mut self) -> Vec<u32> {
         std::mem::take(&mut self.replicas)
             .into_iter()
-            .map(|r| r.pid)
+            .map(|r| {
+                live(r.pid, false);
+                r.pid
+            })
             .collect()
     }
 
@@ -281,6 +314,7 @@ fn wait_until(r: &mut Replica, deadline: Instant) -> Option<ExitStatus> {
         }
         if let Ok(Some(s)) = r.child.try_wait() {
             r.exited = Some(s);
+            live(r.pid, false);
             return Some(s);
         }
         if Instant::now() >= deadline {
@@ -300,19 +334,20 @@ pub fn signal_group(pid: u32, signal: libc::c_int) {
     }
 }
 
-/// Whether process `pid` exists and runs `argv` (from `/proc/<pid>/cmdline`): how a resumed
-/// campaign recognises a server an earlier runner left behind.
-pub fn runs(pid: u32, argv: &[String]) -> bool {
-    let Ok(raw) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
-        return false;
-    };
-    let args: Vec<String> = raw
-        .split(|b| *b == 0)
-        .filter(|a| !a.is_empty())
-        .map(|a| String::from_utf8_lossy(a).into_owned())
-        .collect();
-    // The program may have been resolved to a path: compare the arguments after it.
-    args.len() == argv.len() && args.get(1..) == argv.get(1..)
+/// The start time of process `pid` in clock ticks since boot (field 22 of
+/// `/proc/<pid>/stat`), `None` when there is no such process.
+pub fn start_ticks(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name (field 2) is in parentheses and may hold spaces: count after it.
+    let after = &stat[stat.rfind(')')? + 1..];
+    after.split_whitespace().nth(19)?.parse().ok()
+}
+
+/// This boot's id (`/proc/sys/kernel/random/boot_id`): start times count from the boot.
+pub fn boot_id() -> Option<String> {
+    std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
+        .ok()
+        .map(|s| s.trim().to_owned())
 }
 
 /// Whether the process group led by `pid` still has a member.
@@ -451,9 +486,13 @@ mod tests {
             env: Default::default(),
             cwd: None,
         };
-        let mut launched = super::launch(&launch, &[1], dir.path(), dir.path(), "test").unwrap();
+        let mut launched =
+            super::launch(&launch, &[1], dir.path(), dir.path(), "test", &[]).unwrap();
         std::thread::sleep(Duration::from_millis(200));
         assert!(launched.exited().is_empty());
+        let pid = launched.replicas[0].pid;
+        assert_eq!(launched.replicas[0].start_ticks, start_ticks(pid));
+        assert!(start_ticks(pid).is_some());
         let stopped = launched.stop(&StopMethod {
             signal: "SIGTERM".to_owned(),
             grace_s: 0.3,

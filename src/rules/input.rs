@@ -201,7 +201,8 @@ pub enum RestartSignal {
         /// One of them, `name{labels}`.
         example: String,
     },
-    /// A run that completed has the replica's scrape before it but none after it.
+    /// A run that completed has the replica's scrape before it but none after it, and
+    /// requests of the replica failed.
     StoppedAnswering,
 }
 
@@ -219,7 +220,7 @@ impl Restart {
                 "{counters} counter{} fell between two scrapes, e.g. {example}: the server began counting again",
                 if *counters == 1 { "" } else { "s" }
             ),
-            RestartSignal::StoppedAnswering => "it answered /metrics before the run but not after it: the server went away during the run (crashed, killed or restarting)".to_owned(),
+            RestartSignal::StoppedAnswering => "it answered /metrics before the run but not after it, and requests failed: the server went away during the run (crashed, killed or restarting)".to_owned(),
         }
     }
 }

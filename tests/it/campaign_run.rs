@@ -217,16 +217,33 @@ impl Fixture {
 
 impl Drop for Fixture {
     /// Every server the runner launched and left (the restored service, orphans of a killed
-    /// runner) is stopped with the test.
+    /// runner) is stopped with the test: each process still the one launched (same pid and
+    /// start time), never a process that reused a pid.
     fn drop(&mut self) {
         for line in self.journal() {
             for r in line["replicas"].as_array().into_iter().flatten() {
-                if let Some(pid) = r["pid"].as_i64() {
-                    // SAFETY: kill(2) on a process group the test's runner started.
-                    unsafe { libc::kill(-(pid as i32), libc::SIGKILL) };
+                if let (Some(pid), Some(ticks)) = (r["pid"].as_u64(), r["start_ticks"].as_u64())
+                    && anvil::campaign::supervise::start_ticks(pid as u32) == Some(ticks)
+                {
+                    anvil::campaign::supervise::signal_group(pid as u32, libc::SIGKILL);
                 }
             }
         }
+    }
+}
+
+/// Wait until the cell's recorder has written streamed events (its first part file): its
+/// requests are in flight.
+fn wait_streaming(cell: &Path) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let parts = cell.join("events.parts");
+    while std::fs::read_dir(&parts).map_or(true, |mut d| d.next().is_none()) {
+        assert!(
+            Instant::now() < deadline,
+            "no events in {}",
+            parts.display()
+        );
+        std::thread::sleep(Duration::from_millis(50));
     }
 }
 
@@ -431,13 +448,13 @@ fn an_arm_that_never_becomes_ready_is_journaled_and_the_next_arm_runs() {
 
 #[test]
 fn a_server_killed_during_a_cell_is_journaled_and_its_loss_stops_the_campaign() {
-    let f = Fixture::slow_first_arm("40");
+    let f = Fixture::slow_first_arm("20");
     let child = f.command(false).spawn().unwrap();
     let launched = f.wait_for("launched arm", |l| {
         l["step"] == "launched" && l["who"] == "arm Inferact target-only"
     });
     f.wait_for("recording", |l| l["step"] == "recording");
-    std::thread::sleep(Duration::from_millis(700));
+    wait_streaming(&f.folder().join("Inferact target-only").join(SCREEN));
     let pid = launched["replicas"][0]["pid"].as_i64().unwrap();
     // SAFETY: kill(2) on the server the runner launched.
     unsafe { libc::kill(pid as i32, libc::SIGKILL) };
@@ -508,13 +525,13 @@ fn a_restored_service_whose_fingerprint_differs_fires_the_restore_stop_rule() {
 
 #[test]
 fn resume_after_sigkill_records_only_what_is_not_complete() {
-    let f = Fixture::slow_first_arm("60");
+    let f = Fixture::slow_first_arm("20");
     let mut child = f.command(false).spawn().unwrap();
     // Killed during the second cell, after the first is complete.
     f.wait_for("second recording", |l| {
         l["step"] == "recording" && l["cell"] == FUNCTIONAL
     });
-    std::thread::sleep(Duration::from_millis(300));
+    wait_streaming(&f.folder().join("Inferact target-only").join(FUNCTIONAL));
     signal(&child, libc::SIGKILL);
     child.wait().unwrap();
     let launched = f.wait_for("launched arm", |l| {
@@ -575,10 +592,10 @@ fn resume_after_sigkill_records_only_what_is_not_complete() {
 
 #[test]
 fn sigint_during_a_cell_finishes_it_stops_the_server_and_restores() {
-    let f = Fixture::slow_first_arm("60");
+    let f = Fixture::slow_first_arm("20");
     let mut child = f.command(false).spawn().unwrap();
     f.wait_for("recording", |l| l["step"] == "recording");
-    std::thread::sleep(Duration::from_millis(500));
+    wait_streaming(&f.folder().join("Inferact target-only").join(SCREEN));
     signal(&child, libc::SIGINT);
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(130));
@@ -602,5 +619,51 @@ fn sigint_during_a_cell_finishes_it_stops_the_server_and_restores() {
             .exists()
     );
     assert!(!f.folder().join("K4").exists());
+    assert_eq!(f.restoration()["restored"], true);
+}
+
+#[test]
+fn a_starting_service_not_serving_its_model_is_refused_before_any_arm() {
+    // The starting simulator serves its default model, not the file's `qwen`.
+    let f = Fixture::new(sim_launch(&[]), json!({"timeout_s": 30}), sim_launch(&[]));
+    let o = f.run(false);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("starting_service.model"),
+        "{}",
+        stderr(&o)
+    );
+    // Fingerprinted, stopped, nothing else launched or recorded.
+    let launched = f
+        .journal()
+        .iter()
+        .filter(|l| l["step"] == "launched")
+        .count();
+    assert_eq!(launched, 1, "{:?}", f.steps());
+    assert!(!f.folder().join("Inferact target-only").exists());
+}
+
+#[test]
+fn sigterm_during_a_cell_lets_it_complete_then_stops_and_restores() {
+    let f = Fixture::slow_first_arm("40");
+    let child = f.command(false).spawn().unwrap();
+    f.wait_for("recording", |l| l["step"] == "recording");
+    wait_streaming(&f.folder().join("Inferact target-only").join(SCREEN));
+    signal(&child, libc::SIGTERM);
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(130), "{}", stderr(&o));
+    // The recorder does not see SIGTERM: the cell in flight completes, no other starts.
+    assert_eq!(
+        f.run_json("Inferact target-only", SCREEN)["status"],
+        "complete"
+    );
+    assert!(
+        !f.folder()
+            .join("Inferact target-only")
+            .join(FUNCTIONAL)
+            .exists()
+    );
+    let steps = f.steps();
+    assert!(steps.contains(&"interrupted".to_owned()), "{steps:?}");
     assert_eq!(f.restoration()["restored"], true);
 }

@@ -245,8 +245,10 @@ pub enum CampaignCommand {
     /// check each artifact against the plan's stop rules, stop the server (its log kept beside
     /// the arm's artifacts); then restore the starting service, compare its fingerprint and
     /// write restoration.json. Every step is a line of OUT/<campaign_id>/campaign-journal.jsonl.
-    /// SIGINT lets the cell in flight finish its request window, then stops the server and
-    /// restores; --resume continues a campaign that was stopped or killed.
+    /// After SIGINT no new request starts and those in flight finish (after SIGTERM or SIGHUP
+    /// the cell in flight completes); then the server is stopped and the starting service
+    /// restored; a second signal kills every server started and leaves at once. --resume
+    /// continues a campaign that was stopped or killed.
     #[command(after_help = campaign_exit_codes_help())]
     Run(CampaignRunArgs),
 }

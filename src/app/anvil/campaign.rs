@@ -102,7 +102,11 @@ fn run_campaign(args: &CampaignRunArgs) -> anyhow::Result<Exit> {
 pub fn record_shown(argv: &[String]) -> anyhow::Result<crate::capture::RunSummary> {
     let shown: Vec<String> = argv.iter().map(|a| shell_quoted(a)).collect();
     eprintln!("anvil campaign:   {}", shown.join(" "));
-    crate::app::capture::record_argv(argv)
+    let hooks = crate::capture::RunHooks {
+        notices: crate::app::stderr_notices(),
+        abort: abort_campaign,
+    };
+    crate::app::capture::record_argv(argv, hooks)
 }
 
 /// The last lines on standard error: what was recorded, what failed, the restoration, and
@@ -149,37 +153,72 @@ pub fn exit(s: &CampaignSummary) -> Exit {
     }
 }
 
-/// A flag set by the first SIGINT (the runner finishes the cell in flight and restores); a
-/// second SIGINT outside a cell leaves at once (inside one, the recorder's own handler does).
-fn watch_interrupts() -> Arc<AtomicBool> {
+/// A flag set by the first SIGINT, SIGTERM or SIGHUP (the runner starts no further cell,
+/// stops the server and restores the starting service); a second one kills every server the
+/// campaign started and leaves at once. The handlers are in place when this returns.
+pub fn watch_interrupts() -> Arc<AtomicBool> {
     let flag = Arc::new(AtomicBool::new(false));
     let set = flag.clone();
+    let (ready, registered) = std::sync::mpsc::channel();
     let spawned = std::thread::Builder::new()
-        .name("anvil-campaign-sigint".into())
+        .name("anvil-campaign-signals".into())
         .spawn(move || {
             let Ok(rt) = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
                 .build()
             else {
+                let _ = ready.send(false);
                 return;
             };
             rt.block_on(async move {
-                if tokio::signal::ctrl_c().await.is_err() {
+                use tokio::signal::unix::{SignalKind, signal};
+                let (Ok(mut int), Ok(mut term), Ok(mut hup)) = (
+                    signal(SignalKind::interrupt()),
+                    signal(SignalKind::terminate()),
+                    signal(SignalKind::hangup()),
+                ) else {
+                    let _ = ready.send(false);
                     return;
-                }
-                set.store(true, Ordering::SeqCst);
-                if tokio::signal::ctrl_c().await.is_ok() {
-                    eprintln!(
-                        "\nanvil campaign: interrupted again: leaving now; the journal says how far the campaign got"
-                    );
-                    std::process::exit(i32::from(Exit::Interrupted.code()));
+                };
+                let _ = ready.send(true);
+                let mut seen = 0;
+                loop {
+                    let name = tokio::select! {
+                        _ = int.recv() => "SIGINT",
+                        _ = term.recv() => "SIGTERM",
+                        _ = hup.recv() => "SIGHUP",
+                    };
+                    seen += 1;
+                    if seen == 1 {
+                        set.store(true, Ordering::SeqCst);
+                        eprintln!(
+                            "\nanvil campaign: {name}: no further cell starts; the server is stopped and the starting service restored (signal again to leave at once)"
+                        );
+                    } else {
+                        leave_now(name);
+                    }
                 }
             });
         });
-    if spawned.is_err() {
+    let watching = spawned.is_ok() && registered.recv().unwrap_or(false);
+    if !watching {
         eprintln!(
-            "anvil campaign: cannot watch for SIGINT; an interrupt ends the campaign at once"
+            "anvil campaign: cannot watch for SIGINT/SIGTERM: an interrupt ends the campaign at once, without restoring the starting service"
         );
     }
     flag
+}
+
+/// Kill every server the campaign started and exit as interrupted.
+fn leave_now(name: &str) -> ! {
+    eprintln!(
+        "\nanvil campaign: {name} again: the servers started are killed and the campaign leaves now; the journal says how far it got (`--resume` continues)"
+    );
+    crate::campaign::supervise::kill_live();
+    std::process::exit(i32::from(Exit::Interrupted.code()))
+}
+
+/// A recording's second SIGINT (the recorder's own handler): leave as [`leave_now`] does.
+fn abort_campaign() -> ! {
+    leave_now("SIGINT")
 }

@@ -152,7 +152,7 @@ pub fn run(args: &DemoArgs) -> anyhow::Result<Exit> {
         shell_quoted(&file.display().to_string()),
         shell_quoted(&out.display().to_string()),
     );
-    let interrupted = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let interrupted = super::campaign::watch_interrupts();
     let mut record = super::campaign::record_shown;
     let hooks = CampaignHooks {
         notices: crate::app::stderr_notices(),
