@@ -85,16 +85,21 @@ fn run_campaign(args: &CampaignRunArgs) -> anyhow::Result<Exit> {
         record: &mut record,
         interrupted,
     };
-    let summary = runner::run(&opts, hooks).map_err(|e| match e {
-        CampaignError::BadInput(why) => AppError::wrap(Exit::BadInput, anyhow::anyhow!("{why}")),
-        CampaignError::Failed(why) => AppError::wrap(Exit::Failed, anyhow::anyhow!("{why}")),
-    })?;
+    let summary = runner::run(&opts, hooks).map_err(campaign_error)?;
     eprintln!("{}", ending(&summary));
     output::stdout(
         &format!("{}\n", summary.folder.display()),
         "the data folder's path",
     )?;
     Ok(exit(&summary))
+}
+
+/// A campaign that could not run, with its exit class.
+pub fn campaign_error(e: CampaignError) -> anyhow::Error {
+    match e {
+        CampaignError::BadInput(why) => AppError::wrap(Exit::BadInput, anyhow::anyhow!("{why}")),
+        CampaignError::Failed(why) => AppError::wrap(Exit::Failed, anyhow::anyhow!("{why}")),
+    }
 }
 
 /// Record one cell from its `anvil-capture run` command line, shown first on standard error

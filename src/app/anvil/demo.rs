@@ -28,7 +28,7 @@ use super::args::{DemoArgs, DemoCampaign, ReportFormat};
 use super::report::render;
 use crate::app::output::{self, write_file};
 use crate::app::{AppError, Exit, shell_quoted};
-use crate::campaign::runner::{self, CampaignError, CampaignHooks, RunOptions};
+use crate::campaign::runner::{self, CampaignHooks, RunOptions};
 use crate::manifest::{RunPlan, WorkloadManifest};
 
 /// The seeds and the sample campaign file, embedded so the demo runs from any folder.
@@ -165,10 +165,7 @@ pub fn run(args: &DemoArgs) -> anyhow::Result<Exit> {
         resume: false,
         stop_after_restore: true,
     };
-    let summary = runner::run(&opts, hooks).map_err(|e| match e {
-        CampaignError::BadInput(why) => AppError::wrap(Exit::BadInput, anyhow::anyhow!("{why}")),
-        CampaignError::Failed(why) => AppError::wrap(Exit::Failed, anyhow::anyhow!("{why}")),
-    })?;
+    let summary = runner::run(&opts, hooks).map_err(super::campaign::campaign_error)?;
     let exit = super::campaign::exit(&summary);
     if exit != Exit::Ok {
         eprintln!("{}", super::campaign::ending(&summary));
