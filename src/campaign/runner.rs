@@ -36,8 +36,19 @@ use crate::artifact::{Status, redact_args};
 use crate::capture::RunSummary;
 use crate::notice::Notices;
 
-/// The restore stage's evidence file, written in the campaign folder.
+/// The restore stage's evidence file when the plan names none, written in the campaign
+/// folder.
 pub const RESTORATION_JSON: &str = "restoration.json";
+
+/// The file the plan's restore stage names as its evidence (what the rules look for), else
+/// [`RESTORATION_JSON`].
+fn restoration_file(plan: &crate::manifest::RunPlan) -> String {
+    plan.stages_in_order()
+        .into_iter()
+        .find(|s| s.stage == crate::rules::stop::RESTORE_STAGE)
+        .and_then(|s| s.evidence.clone())
+        .unwrap_or_else(|| RESTORATION_JSON.to_owned())
+}
 
 /// Where superseded attempts are kept in the campaign folder (hidden: not searched).
 pub const SUPERSEDED: &str = ".superseded";
@@ -151,7 +162,7 @@ pub fn run(opts: &RunOptions, hooks: CampaignHooks<'_>) -> Result<CampaignSummar
         summary: CampaignSummary {
             folder: folder.clone(),
             journal: journal_path,
-            restoration: folder.join(RESTORATION_JSON),
+            restoration: folder.join(restoration_file(&plan)),
             manifest: manifest_path,
             plan: plan_path,
             cells: cells.len(),
