@@ -20,7 +20,7 @@ use anvil::artifact::{
     Api, Arm, ArtifactWriter, Outcome, RequestKind, RequestRow, RunJson, ScrapePhase, ScrapeRow,
     Status, Tool, Workload, events_schema,
 };
-use arrow::array::{ArrayRef, BooleanArray, Int64Array, RecordBatch, StringArray};
+use arrow_array::{ArrayRef, BooleanArray, Int64Array, RecordBatch, StringArray};
 
 const MS: i64 = 1_000_000;
 
@@ -150,7 +150,7 @@ impl EventColumns {
         self.done.push(done);
     }
 
-    fn take_batch(&mut self, run_id: &str) -> Result<RecordBatch, arrow::error::ArrowError> {
+    fn take_batch(&mut self, run_id: &str) -> Result<RecordBatch, arrow_schema::ArrowError> {
         let c = std::mem::take(self);
         let n = c.seq.len();
         let none = || -> ArrayRef { Arc::new(StringArray::from(vec![None::<&str>; n])) };

@@ -122,7 +122,7 @@ pub enum ArtifactError {
     Arrow {
         path: PathBuf,
         #[source]
-        source: arrow::error::ArrowError,
+        source: arrow_schema::ArrowError,
     },
 
     /// Another live process holds the artifact's writer lock.

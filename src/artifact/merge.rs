@@ -5,8 +5,9 @@
 use std::fs::{self};
 use std::path::{Path, PathBuf};
 
-use arrow::array::{AsArray, RecordBatch};
-use arrow::datatypes::Int64Type;
+use arrow_array::RecordBatch;
+use arrow_array::cast::AsArray;
+use arrow_array::types::Int64Type;
 use parquet::basic::Compression;
 
 use super::error::{ArtifactError, Result};
@@ -151,7 +152,7 @@ pub(super) fn merge_parts(
             && let Some(col) = b.column_by_name(time_col)
         {
             let arr = col.as_primitive::<Int64Type>();
-            if let Some(m) = arrow::compute::max(arr) {
+            if let Some(m) = arr.iter().flatten().max() {
                 max_t = Some(max_t.map_or(m, |x| x.max(m)));
             }
         }
@@ -184,7 +185,13 @@ pub(super) fn max_time(path: &Path, table: Table) -> Result<Option<i64>> {
             path: path.to_owned(),
             source,
         })?;
-        if let Some(m) = arrow::compute::max(b.column(0).as_primitive::<Int64Type>()) {
+        if let Some(m) = b
+            .column(0)
+            .as_primitive::<Int64Type>()
+            .iter()
+            .flatten()
+            .max()
+        {
             max_t = Some(max_t.map_or(m, |x| x.max(m)));
         }
     }

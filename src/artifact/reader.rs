@@ -10,8 +10,9 @@ use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
-use arrow::array::{Array, AsArray, RecordBatch};
-use arrow::datatypes::Int64Type;
+use arrow_array::cast::AsArray;
+use arrow_array::types::Int64Type;
+use arrow_array::{Array, RecordBatch};
 use parquet::arrow::ProjectionMask;
 use parquet::arrow::arrow_reader::{
     ArrowReaderOptions, ParquetRecordBatchReader, ParquetRecordBatchReaderBuilder,
@@ -390,7 +391,7 @@ fn damaged(path: &Path, detail: String) -> ArtifactError {
     }
 }
 
-fn check_columns(path: &Path, table: Table, found: &arrow::datatypes::SchemaRef) -> Result<()> {
+fn check_columns(path: &Path, table: Table, found: &arrow_schema::SchemaRef) -> Result<()> {
     for c in table.columns() {
         match found.field_with_name(c.name) {
             Err(_) => {

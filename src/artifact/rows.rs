@@ -8,9 +8,9 @@
 
 use std::sync::Arc;
 
-use arrow::array::{ArrayRef, BooleanArray, Float64Array, Int64Array, StringArray};
-use arrow::error::ArrowError;
-use arrow::record_batch::RecordBatch;
+use arrow_array::RecordBatch;
+use arrow_array::{ArrayRef, BooleanArray, Float64Array, Int64Array, StringArray};
+use arrow_schema::ArrowError;
 
 use super::event::{ParsedEvent, parse_event};
 use super::run::{Api, Outcome, RequestKind};
@@ -237,8 +237,9 @@ fn to_i64(v: u64) -> i64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use arrow::array::{Array, AsArray};
-    use arrow::datatypes::Int64Type;
+    use arrow_array::Array;
+    use arrow_array::cast::AsArray;
+    use arrow_array::types::Int64Type;
 
     #[test]
     fn event_rows_become_a_batch_with_parsed_columns() {

@@ -9,7 +9,7 @@
 
 use std::sync::{Arc, OnceLock};
 
-use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use arrow_schema::{DataType, Field, Schema, SchemaRef};
 
 /// Version of the table layout, stored in every Parquet file of an artifact.
 pub const SCHEMA_VERSION: &str = "anvil-artifact/2";

@@ -20,7 +20,8 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use arrow::array::{AsArray, RecordBatch};
+use arrow_array::RecordBatch;
+use arrow_array::cast::AsArray;
 use parquet::basic::Compression;
 
 use super::error::{ArtifactError, Result};
