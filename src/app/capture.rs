@@ -140,6 +140,12 @@ pub struct RunArgs {
     /// With --rate: exponential (Poisson-process) gaps instead of constant ones.
     #[arg(long, requires = "rate")]
     pub poisson: bool,
+    /// Start the load over S seconds instead of at once. Closed loop: the C workers of every
+    /// replica start evenly over the span (worker k of W at k·S/W after the release, its
+    /// first request's intended time); open loop: the release rate rises linearly from 0
+    /// to --rate over it. Part of the workload fingerprint and of the cell id (`.rampS`).
+    #[arg(long, value_name = "S", allow_negative_numbers = true)]
+    pub ramp: Option<f64>,
     /// Warm-up requests before the measured ones (recorded with kind `warmup`).
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub warmup: u64,
@@ -191,6 +197,7 @@ impl From<RunArgs> for RunRequest {
             api_key_env: a.api_key_env,
             rate: a.rate,
             poisson: a.poisson,
+            ramp: a.ramp,
             warmup: a.warmup,
             metrics_urls: a.metrics_urls,
             timeout_first_byte: a.timeout_first_byte,

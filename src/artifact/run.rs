@@ -277,6 +277,13 @@ pub struct Workload {
     /// rate). Open and closed loop load a server differently, so the schedule is part of
     /// what must match.
     pub schedule: Schedule,
+    /// The start ramp, seconds (`--ramp`). Closed loop: the slots' first requests started
+    /// evenly over it from the barrier's release (slot k of W at k·ramp/W, its intended
+    /// time); open loop: the release rate rose linearly from 0 to `rate_per_s` over it.
+    /// Absent: every slot released at once, an open loop at full rate from its first release.
+    /// A ramp loads the server differently at the start, so it is part of what must match.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ramp_s: Option<f64>,
     /// True when the cell was not taken from the manifest (an ad-hoc run).
     pub off_manifest: bool,
 }
@@ -305,6 +312,12 @@ pub enum Schedule {
 pub enum Arrivals {
     Constant,
     Poisson,
+}
+
+/// The cell-id suffix of a start ramp (`.ramp2.5` for 2.5 s; empty without one), after the
+/// schedule's: ramped and unramped runs of a cell never share a folder.
+pub fn ramp_cell_id_suffix(ramp_s: Option<f64>) -> String {
+    ramp_s.map(|r| format!(".ramp{r}")).unwrap_or_default()
 }
 
 impl Schedule {
@@ -970,6 +983,7 @@ pub(crate) mod tests {
             ("thinking", Box::new(|w| w.thinking = "enabled".into())),
             ("api", Box::new(|w| w.api = Api::Responses)),
             ("off_manifest", Box::new(|w| w.off_manifest = true)),
+            ("ramp_s", Box::new(|w| w.ramp_s = Some(2.0))),
         ];
         for (field, change) in variants {
             let mut w = base.clone();

@@ -223,7 +223,7 @@ pub static REQUESTS_COLUMNS: &[Column] = &[
         Int64,
         true,
         "ns",
-        "When the first response byte (status line) arrived; NULL if none.",
+        "When the first response bytes (status line) arrived: the kernel's receive time of the first read; NULL if none.",
     ),
     col(
         "t_done_ns",
@@ -298,7 +298,7 @@ pub static EVENTS_COLUMNS: &[Column] = &[
         Int64,
         false,
         "ns",
-        "When the event was received (its last byte framed by the client).",
+        "When the event's bytes arrived: the kernel's receive time of the newest TCP segment read when the client framed it (never before its own last byte).",
     ),
     col(
         "event",

@@ -28,6 +28,7 @@ pub fn workload() -> Workload {
         thinking: "disabled".to_owned(),
         api: Api::Chat,
         schedule: Schedule::Closed,
+        ramp_s: None,
         off_manifest: false,
     }
 }

@@ -461,6 +461,7 @@ impl CampaignFile {
                             manifest,
                             crate::artifact::Api::Chat,
                             crate::artifact::Schedule::Closed,
+                            None,
                             false,
                         )
                         .fingerprint();

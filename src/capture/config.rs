@@ -78,6 +78,8 @@ pub struct RunRequest {
     pub api_key_env: Option<String>,
     pub rate: Option<f64>,
     pub poisson: bool,
+    /// Seconds over which the load starts (`--ramp`).
+    pub ramp: Option<f64>,
     pub warmup: u64,
     pub metrics_urls: Vec<String>,
     pub timeout_first_byte: Option<f64>,
@@ -106,6 +108,8 @@ pub struct RunConfig {
     /// Removes the key's value from everything the capture writes.
     pub redactor: artifact::Redactor,
     pub schedule: Schedule,
+    /// The start ramp (`--ramp`; see `artifact::Workload::ramp_s`).
+    pub ramp: Option<Duration>,
     pub warmup: u64,
     pub timeouts: Timeouts,
     pub quiet: bool,
@@ -321,8 +325,25 @@ impl RunConfig {
                 ));
             }
         };
+        let ramp = match a.ramp {
+            None => None,
+            Some(r) if r.is_finite() && r > 0.0 && r <= MAX_SCHEDULE_S => {
+                Some(Duration::from_secs_f64(r))
+            }
+            Some(r) => {
+                return Err(flag(
+                    "--ramp",
+                    r,
+                    format!(
+                        "must be a positive number of seconds, at most {MAX_SCHEDULE_S:.0} (a day)"
+                    ),
+                ));
+            }
+        };
         if let Some(rate) = schedule.rate_per_s() {
-            let span_s = cell.requests.saturating_sub(1) as f64 / rate;
+            // A ramp stretches the schedule by half its length (`schedule::ramped_offset_s`).
+            let span_s = cell.requests.saturating_sub(1) as f64 / rate
+                + ramp.map_or(0.0, |r| r.as_secs_f64() / 2.0);
             if span_s > MAX_SCHEDULE_S {
                 return Err(flag(
                     "--rate",
@@ -356,6 +377,13 @@ impl RunConfig {
                     "--warmup",
                     a.warmup,
                     "a functional run has no warm-up requests",
+                ));
+            }
+            if let Some(r) = a.ramp {
+                return Err(flag(
+                    "--ramp",
+                    r,
+                    "a functional run starts its checks at once",
                 ));
             }
             if !matches!(schedule, Schedule::Closed) {
@@ -403,7 +431,12 @@ impl RunConfig {
                 "needs --rate (Poisson arrivals at that mean rate)",
             ));
         }
-        let cell_id = format!("{}{}", cell.id(), schedule.cell_id_suffix());
+        let cell_id = format!(
+            "{}{}{}",
+            cell.id(),
+            schedule.cell_id_suffix(),
+            artifact::ramp_cell_id_suffix(ramp.map(|r| r.as_secs_f64()))
+        );
         let artifact_dir = artifact::artifact_dir(&a.out, &manifest.campaign_id, &a.arm, &cell_id)
             .map_err(|why| flag("--manifest", a.manifest.display(), why))?;
         check_out(&a.out, &artifact_dir)?;
@@ -427,6 +460,7 @@ impl RunConfig {
             api_key,
             redactor,
             schedule,
+            ramp,
             warmup: a.warmup,
             timeouts,
             quiet: a.quiet,

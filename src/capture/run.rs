@@ -81,12 +81,15 @@ pub struct RunHooks {
 
 /// Record the run `cfg` describes.
 pub fn run(cfg: RunConfig, hooks: RunHooks) -> Result<RunSummary, CaptureError> {
-    let threads = std::thread::available_parallelism()
-        .map_or(2, |n| n.get())
-        .clamp(2, 4);
     let realtime = cfg.realtime;
+    // One worker thread runs every request task and the pacer (the run's steps run on this
+    // thread, in `block_on`): the pacer's look wakes the tasks on the thread it runs on, so
+    // no other worker is woken to steal them. Measured (BENCHMARKS.md, recorder fidelity):
+    // a second worker added about 0.5 s of CPU to 132k events, most of it parking and
+    // unparking. The hot path per event is a few µs, so one thread carries tens of
+    // thousands of events a second.
     let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(threads)
+        .worker_threads(1)
         .thread_name("anvil-capture")
         .on_thread_start(move || {
             // Best effort: without the privilege the run goes on with ordinary scheduling.
@@ -361,7 +364,13 @@ impl<'c> Run<'c> {
                 )
             })
             .collect();
-        let workload = cell.workload(&cfg.manifest, cfg.api, cfg.schedule, cfg.off_manifest);
+        let workload = cell.workload(
+            &cfg.manifest,
+            cfg.api,
+            cfg.schedule,
+            cfg.ramp.map(|r| r.as_secs_f64()),
+            cfg.off_manifest,
+        );
         let endpoints = cfg
             .endpoints
             .iter()
@@ -688,7 +697,16 @@ impl<'c> Run<'c> {
         let quick_look = if cfg.quiet {
             String::new()
         } else {
-            summary::quick_look(&recorded.facts, channel_full)
+            let functional = cfg.cell.class == crate::workload::cells::FUNCTIONAL;
+            let wave = summary::FirstWave {
+                requests: if functional {
+                    0
+                } else {
+                    cfg.cell.concurrency as usize * cfg.endpoints.len()
+                },
+                ramp_s: cfg.ramp.map(|r| r.as_secs_f64()),
+            };
+            summary::quick_look(&recorded.facts, wave, channel_full)
         };
         Ok(RunSummary {
             dir: paths.dir,

@@ -3,6 +3,13 @@
 //! takes the next index when it is free) or an open loop (a dispatcher releases index i at
 //! its intended time, constant or exponential gaps, to the next free worker of any replica,
 //! so client-side queueing shows as `t_sent_ns - t_intended_ns`).
+//!
+//! The first wave is the first W = concurrency × replicas measured requests. In closed loop
+//! worker k (in slot order across replicas) sends index `start + k` as its first request, at
+//! the barrier's release, or with `--ramp R` at release + k·R/W; that is its intended time,
+//! so a worker that starts late shows as client-side queueing. Later requests take the next
+//! index when their worker is free. In open loop a ramp makes the release rate rise linearly
+//! from 0 to the rate over R ([`ramped_offset_s`]).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -104,11 +111,16 @@ async fn drive(
     // workers one after another rather than one replica's workers first.
     let endpoints: Vec<Arc<Endpoint>> = cfg.endpoints.iter().cloned().map(Arc::new).collect();
     let mut workers = Vec::with_capacity(endpoints.len() * concurrency as usize);
+    // One look at every worker's sockets per period (see `hotpath::pacer`).
+    let pacer = match hotpath::Pacer::start() {
+        Ok(p) => p,
+        Err(e) => return Some(format!("no request could be sent: the socket pacer: {e}")),
+    };
     for _ in 0..concurrency {
         for ep in &endpoints {
             match Worker::new(ep.clone(), cfg.timeouts, cfg.api_key.as_ref(), sink.clone()) {
                 Ok(w) => workers.push(
-                    w.with_fresh_connections(
+                    w.with_pacer(pacer.clone()).with_fresh_connections(
                         closes_after_stream
                             .get(ep.replica as usize)
                             .copied()
@@ -137,6 +149,10 @@ async fn drive(
         }
     };
     let closed = matches!(cfg.schedule, Schedule::Closed);
+    let wave = workers.len() as u64;
+    let ramp_ns = cfg
+        .ramp
+        .map_or(0, |r| r.as_nanos().min(i64::MAX as u128) as i64);
     let warm = Arc::new(Queue::Closed {
         next: AtomicU64::new(u64::from(warm.start)),
         end: u64::from(warm.end),
@@ -144,8 +160,11 @@ async fn drive(
     let (open_tx, queue) = match cfg.schedule {
         Schedule::Closed => (
             None,
+            // The first wave's indices are the workers' own (see the module documentation).
             Queue::Closed {
-                next: AtomicU64::new(u64::from(measured.start)),
+                next: AtomicU64::new(
+                    (u64::from(measured.start) + wave).min(u64::from(measured.end)),
+                ),
                 end: u64::from(measured.end),
             },
         ),
@@ -162,7 +181,7 @@ async fn drive(
     let queue = Arc::new(queue);
     let sink_failed = Arc::new(AtomicBool::new(false));
     let mut tasks = tokio::task::JoinSet::new();
-    for mut worker in workers {
+    for (position, mut worker) in workers.into_iter().enumerate() {
         let (prepared, barrier, warm, queue, msgs) = (
             prepared.clone(),
             barrier.clone(),
@@ -172,6 +191,7 @@ async fn drive(
         );
         let (stop, cancel, sink_failed) = (stop.clone(), cancel.clone(), sink_failed.clone());
         let (arrive, release_ns) = (arrive.clone(), release_ns.clone());
+        let measured = measured.clone();
         tasks.spawn(async move {
             worker.preconnect().await;
             let mut ok = true;
@@ -180,15 +200,25 @@ async fn drive(
             }
             arrive();
             barrier.wait().await;
-            let mut first = closed;
+            let first = u64::from(measured.start) + position as u64;
+            if ok && closed && first < u64::from(measured.end) {
+                let offset = (i128::from(ramp_ns) * position as i128 / wave.max(1) as i128) as i64;
+                let t = release_ns.load(Ordering::SeqCst).saturating_add(offset);
+                let wait = Duration::from_nanos(t.saturating_sub(monotonic_ns()).max(0) as u64);
+                if !wait.is_zero() {
+                    tokio::select! {
+                        biased;
+                        () = stop.cancelled() => {}
+                        () = tokio::time::sleep(wait) => {}
+                    }
+                }
+                if !stop.is_cancelled() {
+                    ok = send_one(&mut worker, &prepared[first as usize], t, &cancel, &msgs).await;
+                }
+            }
             while ok {
                 let Some((idx, t)) = queue.next(&stop).await else {
                     break;
-                };
-                let t = if std::mem::take(&mut first) {
-                    release_ns.load(Ordering::SeqCst)
-                } else {
-                    t
                 };
                 ok = send_one(&mut worker, &prepared[idx as usize], t, &cancel, &msgs).await;
             }
@@ -212,8 +242,9 @@ async fn drive(
         let poisson = arrivals == super::config::Arrivals::Poisson;
         let stop = stop.clone();
         let seed = cfg.manifest.selection.random_prefix_seed;
+        let ramp_s = cfg.ramp.map_or(0.0, |r| r.as_secs_f64());
         tasks.spawn(async move {
-            dispatch(tx, n, rate_per_s, poisson, seed, &stop).await;
+            dispatch(tx, n, rate_per_s, poisson, ramp_s, seed, &stop).await;
         });
     }
     let mut failure = None;
@@ -247,13 +278,28 @@ async fn send_one(
     }
 }
 
+/// When a release due `full_rate_s` seconds after the start at the full rate is due when the
+/// rate rises linearly from 0 to full over `ramp_s` seconds: the releases by time t are then
+/// rate·t²/(2·ramp) within the ramp and rate·(t − ramp/2) after it.
+pub fn ramped_offset_s(full_rate_s: f64, ramp_s: f64) -> f64 {
+    if ramp_s <= 0.0 {
+        full_rate_s
+    } else if full_rate_s <= ramp_s / 2.0 {
+        (2.0 * ramp_s * full_rate_s).sqrt()
+    } else {
+        full_rate_s + ramp_s / 2.0
+    }
+}
+
 /// Release indices `0..n` at their intended times: `start + i / rate`, or with exponential
-/// gaps of mean `1 / rate` (a Poisson process, seeded by the manifest seed).
+/// gaps of mean `1 / rate` (a Poisson process, seeded by the manifest seed); with a ramp,
+/// those times stretched by [`ramped_offset_s`].
 async fn dispatch(
     tx: tokio::sync::mpsc::UnboundedSender<(u32, i64)>,
     n: u32,
     rate: f64,
     poisson: bool,
+    ramp_s: f64,
     seed: u64,
     stop: &Cancel,
 ) {
@@ -264,7 +310,7 @@ async fn dispatch(
     for i in 0..n {
         // (`as` saturates; the configuration bounds the schedule to a day, Poisson gaps may
         // draw a little past it)
-        let intended = start.saturating_add((offset_s * 1e9) as i64);
+        let intended = start.saturating_add((ramped_offset_s(offset_s, ramp_s) * 1e9) as i64);
         let wait = Duration::from_nanos(intended.saturating_sub(monotonic_ns()).max(0) as u64);
         tokio::select! {
             biased;

@@ -33,8 +33,42 @@ fn nearest_rank(sorted: &[f64], p: f64) -> f64 {
     sorted[rank - 1]
 }
 
-/// The quick-look text.
-pub fn quick_look(facts: &BTreeMap<u32, RequestFacts>, channel_full: u64) -> String {
+/// TTFT of the successful requests among `facts`, ms, sorted.
+fn ttft_ms<'a>(facts: impl Iterator<Item = &'a RequestFacts>) -> Vec<f64> {
+    let mut ttft: Vec<f64> = facts
+        .filter(|f| f.outcome == Some(Outcome::Ok))
+        .filter_map(|f| Some((f.first_content_ns? - f.t_sent_ns?) as f64 / 1e6))
+        .collect();
+    ttft.sort_by(f64::total_cmp);
+    ttft
+}
+
+/// `p50 X ms, p95 Y ms (N requests)` of sorted TTFTs.
+fn ttft_text(ttft: &[f64]) -> String {
+    format!(
+        "p50 {:.1} ms, p95 {:.1} ms ({} requests)",
+        nearest_rank(ttft, 0.50),
+        nearest_rank(ttft, 0.95),
+        ttft.len()
+    )
+}
+
+/// How the first wave was started, for the quick look.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FirstWave {
+    /// Its size: concurrency × replicas (0: no wave is shown apart).
+    pub requests: usize,
+    /// The start ramp, seconds.
+    pub ramp_s: Option<f64>,
+}
+
+/// The quick-look text. The first wave (the first `wave.requests` measured requests by index,
+/// which start together or across the ramp into an idle server) is shown apart from the rest.
+pub fn quick_look(
+    facts: &BTreeMap<u32, RequestFacts>,
+    wave: FirstWave,
+    channel_full: u64,
+) -> String {
     let measured: Vec<&RequestFacts> = facts
         .values()
         .filter(|f| f.kind == Some(RequestKind::Measured))
@@ -51,11 +85,7 @@ pub fn quick_look(facts: &BTreeMap<u32, RequestFacts>, channel_full: u64) -> Str
             *failed.entry(o.as_str()).or_default() += 1;
         }
     }
-    let mut ttft: Vec<f64> = ok
-        .iter()
-        .filter_map(|f| Some((f.first_content_ns? - f.t_sent_ns?) as f64 / 1e6))
-        .collect();
-    ttft.sort_by(f64::total_cmp);
+    let ttft = ttft_ms(measured.iter().copied());
     let tokens: i64 = ok.iter().filter_map(|f| f.completion_tokens).sum();
     let start = ok.iter().filter_map(|f| f.t_sent_ns).min();
     let end = ok.iter().filter_map(|f| f.t_done_ns).max();
@@ -83,13 +113,29 @@ pub fn quick_look(facts: &BTreeMap<u32, RequestFacts>, channel_full: u64) -> Str
     if ttft.is_empty() {
         let _ = writeln!(s, "  TTFT: no successful request with content");
     } else {
-        let _ = writeln!(
-            s,
-            "  TTFT p50 {:.1} ms, p95 {:.1} ms ({} requests)",
-            nearest_rank(&ttft, 0.50),
-            nearest_rank(&ttft, 0.95),
-            ttft.len()
-        );
+        let _ = writeln!(s, "  TTFT {}", ttft_text(&ttft));
+        let split = wave.requests.min(measured.len());
+        if split > 0 && split < measured.len() {
+            let first = ttft_ms(measured[..split].iter().copied());
+            let rest = ttft_ms(measured[split..].iter().copied());
+            let how = match wave.ramp_s {
+                Some(r) => format!("started over the {r} s ramp"),
+                None => "released together".to_owned(),
+            };
+            let part = |t: &[f64]| {
+                if t.is_empty() {
+                    "no successful request".to_owned()
+                } else {
+                    ttft_text(t)
+                }
+            };
+            let _ = writeln!(
+                s,
+                "    first wave (first {split}, {how}): {}; later: {}",
+                part(&first),
+                part(&rest)
+            );
+        }
     }
     match (start, end) {
         (Some(a), Some(b)) if b > a => {
@@ -160,10 +206,24 @@ mod tests {
                 ..RequestFacts::default()
             },
         );
-        let s = quick_look(&facts, 2);
+        let s = quick_look(
+            &facts,
+            FirstWave {
+                requests: 2,
+                ramp_s: None,
+            },
+            2,
+        );
         assert!(s.contains("4 measured, 3 ok, 1 failed"), "{s}");
         assert!(s.contains("timeout_idle 1"), "{s}");
         assert!(s.contains("TTFT p50 2.0 ms, p95 3.0 ms"), "{s}");
+        assert!(
+            s.contains(
+                "first wave (first 2, released together): p50 1.0 ms, p95 2.0 ms (2 requests); \
+                 later: p50 3.0 ms, p95 3.0 ms (1 requests)"
+            ),
+            "{s}"
+        );
         assert!(s.contains("300.0 tok/s"), "{s}");
         assert!(s.contains("not the report's figures"));
         assert!(

@@ -72,6 +72,7 @@ struct TimingRow {
     tpot_ms: Option<f64>,
     prompt_tokens: Option<f64>,
     effective_prefill_tps: Option<f64>,
+    first_wave: Option<bool>,
 }
 
 /// A row of [`SCRAPES_SQL`].
@@ -173,6 +174,7 @@ pub async fn gather(session: &AnvilSession) -> Result<Gathered, QueryError> {
                 tpot_ms: r.tpot_ms,
                 prompt_tokens: r.prompt_tokens,
                 effective_prefill_tps: r.effective_prefill_tps,
+                first_wave: r.first_wave.unwrap_or(false),
             })
         })
         .collect();

@@ -235,6 +235,7 @@ pub fn runs_schema() -> SchemaRef {
         s("api", false),
         s("schedule", false),
         Field::new("rate_per_s", DataType::Float64, true),
+        Field::new("ramp_s", DataType::Float64, true),
         Field::new("off_manifest", DataType::Boolean, false),
         s("workload_fingerprint", false),
         s("status", false),
@@ -294,6 +295,11 @@ fn runs_table(artifacts: &[ArtifactSource]) -> Result<MemTable, QueryError> {
         Arc::new(
             runs.iter()
                 .map(|r| r.workload.schedule.rate_per_s())
+                .collect::<Float64Array>(),
+        ),
+        Arc::new(
+            runs.iter()
+                .map(|r| r.workload.ramp_s)
                 .collect::<Float64Array>(),
         ),
         Arc::new(BooleanArray::from_iter(

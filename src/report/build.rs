@@ -565,6 +565,7 @@ fn comparison_charts(
                         start_s: r.start_s,
                         first_token_s: r.first_token_s,
                         end_s: r.end_s,
+                        first_wave: r.first_wave,
                     })
                     .collect(),
             }

@@ -25,6 +25,8 @@ pub struct RequestTiming {
     /// Usage prompt tokens.
     pub prompt_tokens: Option<f64>,
     pub effective_prefill_tps: Option<f64>,
+    /// One of the run's first wave (the `request_timeline` view's `first_wave`).
+    pub first_wave: bool,
 }
 
 /// One `/metrics` scrape of a replica's scheduler gauges (the `server_queue` view).

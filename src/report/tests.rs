@@ -175,6 +175,7 @@ fn timings(run_id: &str, n: i64, replicas: u32, ttft_ms: f64, tpot_ms: f64) -> V
                 tpot_ms: Some(tpot),
                 prompt_tokens: Some(4096.0),
                 effective_prefill_tps: Some(4096.0 / (ttft / 1000.0)),
+                first_wave: i < 8,
             }
         })
         .collect()
@@ -343,6 +344,7 @@ impl Fixture {
                 tpot_ms: Some(12.0),
                 prompt_tokens: Some(prompt),
                 effective_prefill_tps: Some(prompt / (ttft / 1000.0)),
+                first_wave: i == 0,
             }
         }));
         let queues = vec![
@@ -573,6 +575,11 @@ fn report_has_every_section_and_well_formed_charts_with_their_series() {
         .find(|s| s.contains("run r-dp2"))
         .unwrap();
     assert!(dp2.contains("replica 0") && dp2.contains("replica 1") && dp2.contains("first token"));
+    // The first wave (the fixture's first 8 requests) is outlined and named apart.
+    assert!(
+        dp2.contains("first wave (8 requests)"),
+        "the timeline shows the first wave"
+    );
     assert!(dp2.matches("<rect").count() >= 100, "one bar per request");
 
     let context = svgs(section(&html, "context-curve"));
@@ -918,6 +925,7 @@ fn charts_draw_degenerate_but_valid_data_without_nan() {
                 start_s: 1.0,
                 first_token_s: Some(f64::NAN),
                 end_s: 1.0,
+                first_wave: true,
             },
             TimelineBar {
                 replica: 1,
@@ -925,6 +933,7 @@ fn charts_draw_degenerate_but_valid_data_without_nan() {
                 start_s: f64::NAN,
                 first_token_s: None,
                 end_s: 2.0,
+                first_wave: false,
             },
         ],
     });
@@ -1207,6 +1216,7 @@ fn charts_survive_extreme_finite_values() {
                 start_s: values[0].min(values[1]),
                 first_token_s: Some(values[1]),
                 end_s: values[0].max(values[1]),
+                first_wave: false,
             }],
         });
         let context = charts::context_svg(&ContextChart {

@@ -84,6 +84,7 @@ impl Cell {
         manifest: &WorkloadManifest,
         api: crate::artifact::Api,
         schedule: crate::artifact::Schedule,
+        ramp_s: Option<f64>,
         off_manifest: bool,
     ) -> crate::artifact::Workload {
         let sel = &manifest.selection;
@@ -100,6 +101,7 @@ impl Cell {
             thinking: sel.thinking.as_str().to_owned(),
             api,
             schedule,
+            ramp_s,
             off_manifest,
         }
     }

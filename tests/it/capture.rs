@@ -642,6 +642,21 @@ fn bad_input_is_refused_with_the_flag_named_and_exit_2() {
             .concat(),
             "--out",
         ),
+        (
+            [
+                base("headline-sustained-output"),
+                vec![
+                    "--ramp".into(),
+                    "-3".into(),
+                    "--endpoint".into(),
+                    url.clone(),
+                    "--out".into(),
+                    o.into(),
+                ],
+            ]
+            .concat(),
+            "--ramp `-3`: must be a positive number of seconds",
+        ),
     ];
     for (args, expect) in cases {
         let refs: Vec<&str> = args.iter().map(String::as_str).collect();
@@ -1238,4 +1253,125 @@ fn an_error_reported_in_the_stream_is_its_own_outcome() {
         assert!(by.get("ok").is_some_and(|n| *n > 0), "{api}: {by:?}");
         assert_eq!(by.len(), 2, "{api}: {by:?}");
     }
+}
+
+/// (request index, intended, sent) of the measured requests, by index.
+fn intended_and_sent(dir: &Path) -> Vec<(i64, i64, i64)> {
+    let r = measured_requests(dir);
+    let mut rows: Vec<(i64, i64, i64)> = ints(&r, "request_index")
+        .into_iter()
+        .zip(ints(&r, "t_intended_ns"))
+        .zip(ints(&r, "t_sent_ns"))
+        .map(|((i, t), s)| (i.unwrap(), t.unwrap(), s.unwrap()))
+        .collect();
+    rows.sort();
+    rows
+}
+
+#[test]
+fn the_first_wave_is_intended_at_the_barrier_release_or_across_the_ramp() {
+    let tmp = tempfile::tempdir().unwrap();
+    let manifest = quick_manifest(tmp.path());
+    let out = tmp.path().join("out");
+    let sim = Sim::start(&["--replicas", "2"]);
+    let (u0, u1) = (sim.url(0), sim.url(1));
+    let (m, o) = (manifest.to_str().unwrap(), out.to_str().unwrap());
+
+    // No ramp: the 2 × 3 slots' first requests (indices 0..6) share one intended time, the
+    // release; later requests are intended when their slot came free.
+    let mut args = cell_args(m, o, "3", "18");
+    args.extend_from_slice(&["--endpoint", &u0, "--endpoint", &u1]);
+    let plain = artifact_of(&run(CAPTURE, &args, &[]));
+    let rows = intended_and_sent(&plain);
+    let release = rows[0].1;
+    assert!(rows[..6].iter().all(|r| r.1 == release), "{rows:?}");
+    assert!(rows[6..].iter().all(|r| r.1 > release), "{rows:?}");
+    // The report's timeline reads the first wave from the artifact the same way.
+    #[cfg(feature = "analysis")]
+    {
+        let first_wave = super::common::sql_rows(
+            &plain,
+            "SELECT count(*) AS n FROM request_timeline WHERE first_wave",
+        );
+        assert_eq!(first_wave[0]["n"], 6, "{first_wave:?}");
+    }
+
+    // A 1.2 s ramp: slot k of the 6 starts 0.2·k s after the release, at its intended time.
+    args.extend_from_slice(&["--ramp", "1.2"]);
+    let i = args.iter().position(|a| *a == "K12").unwrap();
+    args[i] = "K12-ramped";
+    let output = run(CAPTURE, &args, &[]);
+    let ramped = artifact_of(&output);
+    assert!(
+        ramped.to_string_lossy().ends_with(".ramp1.2"),
+        "{}",
+        ramped.display()
+    );
+    validate(&ramped);
+    let rows = intended_and_sent(&ramped);
+    let release = rows[0].1;
+    for (k, (i, intended, sent)) in rows[..6].iter().enumerate() {
+        assert_eq!(
+            *intended - release,
+            200_000_000 * k as i64,
+            "request {i}: {rows:?}"
+        );
+        assert!(sent >= intended, "request {i} sent before its time");
+        assert!(
+            sent - intended < 50_000_000,
+            "request {i} sent {} ms late",
+            (sent - intended) / 1_000_000
+        );
+    }
+    let a = RunJson::read(&plain.join("run.json")).unwrap();
+    let b = RunJson::read(&ramped.join("run.json")).unwrap();
+    assert_eq!(a.workload.ramp_s, None);
+    assert_eq!(b.workload.ramp_s, Some(1.2));
+    assert_ne!(
+        a.workload_fingerprint, b.workload_fingerprint,
+        "the ramp is part of the workload"
+    );
+    #[cfg(feature = "analysis")]
+    {
+        let ramp = super::common::sql_rows(&ramped, "SELECT ramp_s FROM runs");
+        assert_eq!(ramp[0]["ramp_s"], 1.2);
+    }
+}
+
+#[test]
+fn an_open_loop_ramp_raises_the_release_rate_linearly() {
+    let tmp = tempfile::tempdir().unwrap();
+    let manifest = quick_manifest(tmp.path());
+    let out = tmp.path().join("out");
+    let sim = Sim::start(&[]);
+    let url = sim.url(0);
+    let mut args = cell_args(manifest.to_str().unwrap(), out.to_str().unwrap(), "8", "30");
+    args.extend_from_slice(&["--endpoint", &url, "--rate", "50", "--ramp", "0.4"]);
+    let dir = artifact_of(&run(CAPTURE, &args, &[]));
+    validate(&dir);
+    let rows = intended_and_sent(&dir);
+    let start = rows[0].1;
+    // At full rate release i is due at i/50 s; over the 0.4 s ramp at sqrt(2·0.4·i/50) while
+    // i/50 ≤ 0.2 s, then at i/50 + 0.2 s.
+    for (i, intended, sent) in &rows {
+        let full = *i as f64 / 50.0;
+        let want = if full <= 0.2 {
+            (2.0 * 0.4 * full).sqrt()
+        } else {
+            full + 0.2
+        };
+        let got = (intended - start) as f64 / 1e9;
+        assert!(
+            (got - want).abs() < 1e-6,
+            "release {i} at {got} s, want {want} s"
+        );
+        assert!(sent >= intended, "request {i} sent before its time");
+    }
+    let run_json = RunJson::read(&dir.join("run.json")).unwrap();
+    assert_eq!(run_json.workload.ramp_s, Some(0.4));
+    assert!(
+        run_json.cell_id.ends_with(".rate50.ramp0.4"),
+        "{}",
+        run_json.cell_id
+    );
 }

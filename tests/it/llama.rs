@@ -943,3 +943,96 @@ fn llama_campaign_launches_records_stops_and_restores_real_servers() {
     assert!(!check.contains("NotRestored"), "{check}");
     assert!(check.contains("restored (7 checks passed)"), "{check}");
 }
+
+/// The start ramp and the paced, kernel-stamped reads against a real server: the two slots'
+/// first requests are intended 0.3 s apart and sent at those times, every request succeeds,
+/// and every recorded time is causal (first byte after the send, events in order after the
+/// first byte, the end after the last event) on llama.cpp's own wire.
+#[test]
+fn llama_ramp_starts_the_slots_at_their_intended_times_and_stamps_stay_causal() {
+    let Some((engine, _turn)) = engine("llama_ramp") else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let llama = Llama::start(&engine, tmp.path(), 2, 4096, &[]);
+    let out = tmp.path().join("out");
+    let (code, stderr, dir) = capture(
+        &llama.url(),
+        &out,
+        &[
+            "--class",
+            "headline-sustained-output",
+            "--context",
+            "256",
+            "--requests",
+            "6",
+            "--concurrency",
+            "2",
+            "--arm",
+            "ramped",
+            "--ramp",
+            "0.6",
+        ],
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(outcomes(&dir), BTreeMap::from([("ok".to_owned(), 6)]));
+    let run_json = RunJson::read(&dir.join("run.json")).unwrap();
+    assert_eq!(run_json.workload.ramp_s, Some(0.6));
+
+    let r = batches(&dir.join("requests.parquet"));
+    let (kind, index) = (strs(&r, "kind"), ints(&r, "request_index"));
+    let (intended, sent) = (ints(&r, "t_intended_ns"), ints(&r, "t_sent_ns"));
+    let (first_byte, done) = (ints(&r, "t_first_byte_ns"), ints(&r, "t_done_ns"));
+    let mut wave: Vec<(i64, i64, i64)> = (0..kind.len())
+        .filter(|&k| kind[k].as_deref() == Some("measured"))
+        .map(|k| (index[k].unwrap(), intended[k].unwrap(), sent[k].unwrap()))
+        .collect();
+    wave.sort();
+    assert_eq!(wave[1].1 - wave[0].1, 300_000_000, "{wave:?}");
+    for (i, t, s) in &wave[..2] {
+        assert!(
+            s >= t && s - t < 100_000_000,
+            "request {i}: sent {s}, intended {t}"
+        );
+    }
+
+    let e = batches(&dir.join("events.parquet"));
+    let mut events: BTreeMap<i64, Vec<(i64, i64)>> = BTreeMap::new();
+    for ((i, seq), t) in ints(&e, "request_index")
+        .into_iter()
+        .zip(ints(&e, "seq"))
+        .zip(ints(&e, "t_ns"))
+    {
+        events
+            .entry(i.unwrap())
+            .or_default()
+            .push((seq.unwrap(), t.unwrap()));
+    }
+    for k in 0..kind.len() {
+        let Some(evs) = events.get_mut(&index[k].unwrap()) else {
+            continue;
+        };
+        evs.sort();
+        let (s, fb, d) = (sent[k].unwrap(), first_byte[k].unwrap(), done[k].unwrap());
+        assert!(
+            fb >= s,
+            "request {:?}: first byte before the send",
+            index[k]
+        );
+        assert!(
+            evs[0].1 >= fb,
+            "request {:?}: an event before the first byte",
+            index[k]
+        );
+        assert!(
+            evs.windows(2).all(|w| w[1].1 >= w[0].1),
+            "request {:?}: events out of order",
+            index[k]
+        );
+        assert!(
+            d >= evs[evs.len() - 1].1,
+            "request {:?}: ended before its last event",
+            index[k]
+        );
+    }
+}

@@ -15,6 +15,7 @@ use hyper_util::rt::TokioIo;
 use tokio::net::TcpStream;
 use tokio::time::Instant;
 
+use super::pacer::Pacer;
 use super::timed_stream::{IoStamps, TimedStream};
 
 /// A server that closes a kept connection within this long after a complete response closes
@@ -43,6 +44,15 @@ impl Driver {
     }
 }
 
+/// Why a connection could not be set up after its TCP connect.
+#[derive(Debug, thiserror::Error)]
+pub(super) enum OpenError {
+    #[error("setting up the socket: {0}")]
+    Socket(std::io::Error),
+    #[error(transparent)]
+    Http(hyper::Error),
+}
+
 /// One kept HTTP/1.1 connection to a replica.
 pub(super) struct Connection {
     pub(super) sender: http1::SendRequest<Body>,
@@ -60,14 +70,23 @@ impl Connection {
     pub(super) async fn open(
         stream: TcpStream,
         connect_time: Duration,
-    ) -> Result<Self, hyper::Error> {
-        let fd = std::os::fd::AsRawFd::as_raw_fd(&stream);
+        pacer: &Pacer,
+    ) -> Result<Self, OpenError> {
+        // Out of the runtime's reactor (still non-blocking): the pacer wakes its reads.
+        let inner = stream.into_std().map_err(OpenError::Socket)?;
+        let fd = std::os::fd::AsRawFd::as_raw_fd(&inner);
+        let registration = pacer.register(fd).map_err(OpenError::Socket)?;
         let stamps = Arc::new(IoStamps::default());
         let io = TokioIo::new(TimedStream {
-            inner: stream,
+            registration,
+            inner,
             stamps: stamps.clone(),
+            drained: false,
         });
-        let (sender, conn) = http1::Builder::new().handshake(io).await?;
+        let (sender, conn) = http1::Builder::new()
+            .handshake(io)
+            .await
+            .map_err(OpenError::Http)?;
         Ok(Self {
             sender,
             driver: Driver {

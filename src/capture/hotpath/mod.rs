@@ -8,13 +8,20 @@
 //!   the first response byte is the one that finished the request. This is the "request start"
 //!   that TTFT counts from, not the moment the client meant to send: a client that starts its
 //!   timer and then waits for its own event loop to write overstates TTFT.
-//! - `t_first_byte_ns`: when the first read of response bytes returned.
-//! - each [`RawEvent`]'s `t_ns`: when the event was framed, right after the read that completed
-//!   it, in the same task (the connection is driven inside the request's own task, so no hop
-//!   between tasks sits between the read and the timestamp).
-//! - `t_done_ns`: when the outcome was settled (normally the end of the response body).
+//! - `t_first_byte_ns`: when the first response bytes arrived: the kernel's receive time of
+//!   the newest segment the first read copied (see [`pacer`]).
+//! - each [`RawEvent`]'s `t_ns`: the arrival time of the newest bytes read when the event was
+//!   framed, right after the read that completed it, in the same task (the connection is
+//!   driven inside the request's own task). Never earlier than the event's own bytes; later
+//!   only by the gap to other segments the same read copied.
+//! - `t_done_ns`: when the last bytes of a complete stream arrived; otherwise when the outcome
+//!   was settled.
 //!
-//! What the hot path does per event: frame it, read the clock, move the event name and data
+//! The sockets are not in the runtime's reactor: the [`pacer`] looks at them once per
+//! [`pacer::PERIOD`] and wakes the tasks whose sockets received something, so one wake-up of
+//! the runtime reads many streams' events instead of one.
+//!
+//! What the hot path does per event: frame it, take the read's time, move the event name and data
 //! into a [`RawEvent`], `try_send` it. No JSON parsing, no encoding, no blocking I/O. When the
 //! channel is full the event is counted ([`EventSink::channel_full_count`]) and then awaited
 //! into the channel: a slow writer shows up as a count, never as lost events.
@@ -82,6 +89,8 @@ impl Default for Timeouts {
 mod cancel;
 mod channel;
 mod conn;
+pub mod pacer;
+pub use pacer::Pacer;
 mod timed_stream;
 
 pub use cancel::Cancel;
@@ -100,6 +109,9 @@ pub struct Worker {
     auth: Option<HeaderValue>,
     sink: EventSink,
     conn: Option<Connection>,
+    /// Wakes this worker's socket reads; shared by a run's workers (`with_pacer`), else
+    /// started with the first connection.
+    pacer: Option<Pacer>,
     connections_opened: u64,
     /// The server was seen closing a kept connection after a complete response (llama.cpp's
     /// server does so after every streamed response while announcing keep-alive): from then
@@ -154,9 +166,26 @@ impl Worker {
             auth: api_key.map(ApiKey::header_value).transpose()?,
             sink,
             conn: None,
+            pacer: None,
             connections_opened: 0,
             server_closes_kept: false,
         })
+    }
+
+    /// Share `pacer` (one per run: one look at the sockets per period for all its workers).
+    pub fn with_pacer(mut self, pacer: Pacer) -> Self {
+        self.pacer = Some(pacer);
+        self
+    }
+
+    /// The worker's pacer (a clone), started now if it has none.
+    fn pacer(&mut self) -> std::io::Result<Pacer> {
+        if let Some(p) = &self.pacer {
+            return Ok(p.clone());
+        }
+        let p = Pacer::start()?;
+        self.pacer = Some(p.clone());
+        Ok(p)
     }
 
     /// Open a fresh connection for every request after a complete response (for a server
@@ -174,8 +203,11 @@ impl Worker {
             return;
         }
         let t0 = Instant::now();
+        let Ok(pacer) = self.pacer() else {
+            return;
+        };
         if let Ok(stream) = self.endpoint.connect(self.timeouts.connect).await
-            && let Ok(c) = Connection::open(stream, t0.elapsed()).await
+            && let Ok(c) = Connection::open(stream, t0.elapsed(), &pacer).await
         {
             self.conn = Some(c);
             self.connections_opened += 1;
@@ -281,7 +313,11 @@ impl Worker {
                     }
                     Err(e) => return finish(out, Outcome::ConnectError, Some(e.to_string())),
                 };
-                match Connection::open(stream, t_connect.elapsed()).await {
+                let opened = match self.pacer() {
+                    Ok(p) => Connection::open(stream, t_connect.elapsed(), &p).await,
+                    Err(e) => Err(conn::OpenError::Socket(e)),
+                };
+                match opened {
                     Ok(c) => self.conn = Some(c),
                     Err(e) => return finish(out, Outcome::ConnectError, Some(e.to_string())),
                 }
@@ -313,7 +349,16 @@ impl Worker {
             let result = drive(
                 driver,
                 exchange(
-                    sender, request, req.api, &self.sink, cancel, &clock, &mut out,
+                    sender,
+                    request,
+                    req.api,
+                    Recording {
+                        sink: &self.sink,
+                        stamps,
+                    },
+                    cancel,
+                    &clock,
+                    &mut out,
                 ),
             )
             .await;
@@ -327,7 +372,12 @@ impl Worker {
                     error,
                     reusable,
                 } => {
-                    let t_done_ns = monotonic_ns();
+                    // A complete stream ended when its last bytes arrived; anything else when
+                    // it was settled here.
+                    let t_done_ns = match stamps.last_read() {
+                        t if outcome == Outcome::Ok && t > 0 => t,
+                        _ => monotonic_ns(),
+                    };
                     if outcome == Outcome::Disconnected
                         && !resent
                         && never_reached_server(&stamps, fd, connect_time).await
@@ -453,12 +503,18 @@ fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
     s
 }
 
+/// Where a response's events go, and where their arrival times come from.
+struct Recording<'a> {
+    sink: &'a EventSink,
+    stamps: &'a IoStamps,
+}
+
 /// Send the request and read its response. Runs inside [`drive`].
 async fn exchange(
     sender: &mut http1::SendRequest<Body>,
     request: Request<Body>,
     api: Api,
-    sink: &EventSink,
+    Recording { sink, stamps }: Recording<'_>,
     cancel: &Cancel,
     clock: &Clock,
     out: &mut RequestOutcome,
@@ -547,7 +603,8 @@ async fn exchange(
             biased;
             item = std::future::poll_fn(|cx| events.poll_event(cx)) => match item {
                 Some(Ok(ev)) => {
-                    let t_ns = monotonic_ns();
+                    // The arrival of the newest bytes read: never before this event's own.
+                    let t_ns = stamps.last_read();
                     terminal |= api.is_terminal(ev.event.as_deref(), &ev.data);
                     let raw = RawEvent {
                         request_index: out.request_index,

@@ -837,8 +837,11 @@ fn hot_path_bench(streams: usize, events: usize, interval: Duration, polling: bo
     let wall0 = monotonic_ns();
     let outcomes = rt.block_on(async {
         let mut set = tokio::task::JoinSet::new();
+        let pacer = super::Pacer::start().unwrap();
         for i in 0..streams {
-            let mut worker = Worker::new(ep.clone(), quick_timeouts(), None, sink.clone()).unwrap();
+            let mut worker = Worker::new(ep.clone(), quick_timeouts(), None, sink.clone())
+                .unwrap()
+                .with_pacer(pacer.clone());
             set.spawn(async move {
                 worker
                     .execute(
@@ -917,4 +920,88 @@ fn worker_futures_are_send() {
     let cancel = Cancel::new();
     let fut = w.execute(&req, 0, &cancel);
     assert_send(&fut);
+}
+
+/// A task that reads late still records when the bytes arrived: the events are stamped with
+/// the kernel's receive time, not with the moment the (here deliberately blocked) runtime
+/// thread got round to reading them.
+#[test]
+fn events_read_late_are_stamped_with_their_arrival() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    // The server, on its own thread: the request, then two events 40 ms apart, each write's
+    // time noted just before it.
+    let server = std::thread::spawn(move || {
+        use std::io::{Read, Write};
+        let (mut sock, _) = listener.accept().unwrap();
+        sock.set_nodelay(true).unwrap();
+        let mut buf = [0u8; 4096];
+        let mut got = Vec::new();
+        while !got.windows(7).any(|w| w == b"{\"x\":1}") {
+            let n = sock.read(&mut buf).unwrap();
+            assert!(n > 0, "the request never came");
+            got.extend_from_slice(&buf[..n]);
+        }
+        let mut written = Vec::new();
+        sock.write_all(SSE_HEAD.as_bytes()).unwrap();
+        for e in [E_HELLO, E_DONE] {
+            std::thread::sleep(Duration::from_millis(40));
+            written.push(monotonic_ns());
+            sock.write_all(&chunk(e)).unwrap();
+        }
+        sock.write_all(LAST_CHUNK.as_bytes()).unwrap();
+        written
+    });
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let (out, events, late_ms) = rt.block_on(async {
+        let (sink, mut rx) = event_channel(16);
+        let ep = Arc::new(Endpoint::parse(0, &format!("http://{addr}")).unwrap());
+        let mut worker = Worker::new(ep, quick_timeouts(), None, sink).unwrap();
+        let request = tokio::spawn(async move {
+            worker
+                .execute(
+                    &prepared(Api::Chat, 0, "{\"x\":1}"),
+                    monotonic_ns(),
+                    &Cancel::new(),
+                )
+                .await
+                .unwrap()
+        });
+        // Hog the only runtime thread in 25 ms spells, so reads happen late.
+        let mut events = Vec::new();
+        let mut late_ms = Vec::new();
+        while !request.is_finished() {
+            std::thread::sleep(Duration::from_millis(25));
+            tokio::task::yield_now().await;
+            while let Some(e) = rx.try_recv() {
+                late_ms.push((monotonic_ns() - e.t_ns) / 1_000_000);
+                events.push(e);
+            }
+        }
+        let out = request.await.unwrap();
+        while let Some(e) = rx.try_recv() {
+            late_ms.push((monotonic_ns() - e.t_ns) / 1_000_000);
+            events.push(e);
+        }
+        (out, events, late_ms)
+    });
+    let written = server.join().unwrap();
+    assert_eq!(out.outcome, Outcome::Ok, "{out:?}");
+    assert_ordered(&out, &events);
+    assert_eq!(events.len(), 2, "{events:?}");
+    for (e, w) in events.iter().zip(&written) {
+        let lag_us = (e.t_ns - w) / 1000;
+        assert!(
+            (0..3_000).contains(&lag_us),
+            "event {} stamped {lag_us} µs after its write (reads were up to {late_ms:?} ms late)",
+            e.seq
+        );
+    }
+    assert!(
+        late_ms.iter().any(|&l| l >= 5),
+        "the runtime was meant to read late: {late_ms:?} ms"
+    );
 }

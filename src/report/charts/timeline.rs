@@ -15,6 +15,9 @@ pub struct TimelineBar {
     /// First content delta; `None` when the request produced none.
     pub first_token_s: Option<f64>,
     pub end_s: f64,
+    /// One of the run's first wave (each slot's first request, started together or across
+    /// the ramp): drawn outlined, apart from the rest.
+    pub first_wave: bool,
 }
 
 /// Per-request Gantt chart of one run: a bar from start to end per request, a marker at
@@ -96,6 +99,22 @@ pub fn timeline_svg(chart: &TimelineChart) -> String {
                 TextStyle::from((FONT, 15).into_font()).pos(Pos::new(HPos::Left, VPos::Top)),
             )))
             .map_err(err)?;
+        }
+        let wave: Vec<(f64, f64, f64)> = bars
+            .iter()
+            .enumerate()
+            .filter(|(_, b)| b.first_wave)
+            .map(|(row, b)| (b.start_s, b.end_s, row_y(row)))
+            .collect();
+        if !wave.is_empty() && wave.len() < bars.len() {
+            let stroke = RGBColor(0x22, 0x22, 0x22).stroke_width(1);
+            ctx.draw_series(
+                wave.iter()
+                    .map(|(a, b, y)| Rectangle::new([(*a, y - 0.42), (*b, y + 0.42)], stroke)),
+            )
+            .map_err(err)?
+            .label(format!("first wave ({} requests)", wave.len()))
+            .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 16, y + 5)], stroke));
         }
         let ticks: Vec<(f64, f64)> = bars
             .iter()
