@@ -50,8 +50,15 @@ sample-data:
     PATH="$PWD/target/debug:$PATH" target/debug/anvil campaign run sample-data/campaign.json --out sample-data --stop-after-restore
     target/debug/anvil report
 
-# The recorder's timing error against the simulator's truth at 16/64/256 streams (BENCHMARKS.md).
+# The recorder's timing error and CPU against the simulator's truth at 16/64/256 streams, beside
+# a peer client (aiohttp, installed into target/bench-venv) in the same run (BENCHMARKS.md).
 bench-fidelity:
+    #!/usr/bin/env bash
+    set -euo pipefail
+    if ! target/bench-venv/bin/python3 -c 'import aiohttp' 2>/dev/null; then
+        python3 -m venv target/bench-venv
+        target/bench-venv/bin/pip install --quiet aiohttp
+    fi
     cargo bench --profile release --no-default-features --bench fidelity
 
 # Time `anvil sql` computing cell_stats against DuckDB (Python) running the equivalent SQL on

@@ -10,7 +10,8 @@
 //! - receive lag = recorded receive time − simulator write time (p50/p99/max, µs): kernel,
 //!   hyper, SSE framing and the timestamp, on loopback;
 //! - TTFT error = anvil's TTFT (first content event − `t_sent_ns`) minus the true TTFT (the
-//!   simulator's first content write − its request read), mean and p99, µs;
+//!   simulator's first content write − its request read), mean and p99, µs, for the first
+//!   wave (the first C requests, released together into an idle server) and the rest apart;
 //! - `t_sent_ns` minus the simulator's request read (how late the client's send stamp is;
 //!   negative when the client's write returned after the server had already read it);
 //! - recorder CPU per event (user + system time of the whole `anvil-capture` process, and of
@@ -18,9 +19,16 @@
 //!   divided by the events);
 //! - peak RSS of `anvil-capture` (getrusage of the child).
 //!
+//! The same level is then driven by a peer client, `bench/peer_client.py` (aiohttp, written
+//! as vLLM's benchmark client is), over the same request bodies against a fresh simulator,
+//! and scored the same way; anvil's CPU per event is printed as a ratio to the peer's. The
+//! peer needs aiohttp (`just bench-fidelity` installs it into `target/bench-venv`); without it
+//! the peer rows are skipped with a message saying so.
+//!
 //! Run: `just bench-fidelity`, or `cargo bench --profile release --no-default-features --bench
 //! fidelity`. Environment: `FIDELITY_LEVELS` (default `16,64,256`), `FIDELITY_ROUNDS`
-//! (requests per stream, default 4), `FIDELITY_SIM_ARGS` (extra simulator flags).
+//! (requests per stream, default 4), `FIDELITY_SIM_ARGS` (extra simulator flags),
+//! `FIDELITY_PEER_PYTHON` (the peer's interpreter).
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader};
@@ -30,8 +38,9 @@ use std::time::Duration;
 
 use anvil::artifact::{RunJson, open_table};
 use anvil::clock::monotonic_ns;
-use arrow::array::{Array, AsArray};
-use arrow::datatypes::Int64Type;
+use arrow_array::Array;
+use arrow_array::cast::AsArray;
+use arrow_array::types::Int64Type;
 
 const SIM: &str = env!("CARGO_BIN_EXE_anvil-sim");
 const CAPTURE: &str = env!("CARGO_BIN_EXE_anvil-capture");
@@ -91,26 +100,57 @@ fn cpu_ticks(pid: i32) -> Option<(u64, u64)> {
     Some((total, writer))
 }
 
+/// What one recorder (anvil-capture or the peer) did at one level.
 struct Level {
-    streams: usize,
     events: usize,
     window_s: f64,
     lag_us: Vec<i64>,
-    ttft_err_us: Vec<i64>,
+    /// TTFT error, µs, sorted: the first wave (the first C request indices) and the rest.
+    ttft_err_first_us: Vec<i64>,
+    ttft_err_rest_us: Vec<i64>,
     cpu_us_per_event: f64,
-    writer_cpu_us_per_event: f64,
-    /// Client `t_sent_ns` minus the simulator's request read, µs, sorted.
+    /// The writer thread alone (anvil-capture only).
+    writer_cpu_us_per_event: Option<f64>,
+    /// Client send stamp minus the simulator's request read, µs, sorted.
     sent_minus_read_us: Vec<i64>,
     peak_rss_mb: f64,
     unmatched: usize,
     failed: u64,
 }
 
-// The capture child is reaped with wait4 (for its rusage), not Child::wait.
-#[allow(clippy::zombie_processes)]
-fn run_level(streams: usize, rounds: usize, extra: &[String], tmp: &Path) -> Level {
-    let truth = tmp.join(format!("truth-{streams}.csv"));
-    let out = tmp.join(format!("out-{streams}"));
+/// The simulator's ground truth: write time per (request id, seq), request read times, first
+/// content write per request.
+#[derive(Default)]
+struct Truth {
+    write: HashMap<(String, i64), i64>,
+    read: HashMap<String, i64>,
+    first_content: HashMap<String, i64>,
+}
+
+fn read_truth(path: &Path) -> Truth {
+    let mut t = Truth::default();
+    let text = std::fs::read_to_string(path).expect("truth file");
+    for l in text.lines().skip(1) {
+        let f: Vec<&str> = l.split(',').collect();
+        let (id, seq, tokens, kind, at) = (f[0], f[2], f[3], f[4], f[6]);
+        let Ok(at) = at.parse::<i64>() else { continue };
+        if kind == "request_read" {
+            t.read.insert(id.to_owned(), at);
+            continue;
+        }
+        if let Ok(s) = seq.parse::<i64>() {
+            t.write.insert((id.to_owned(), s), at);
+        }
+        if kind == "content" && tokens != "0" {
+            let e = t.first_content.entry(id.to_owned()).or_insert(at);
+            *e = (*e).min(at);
+        }
+    }
+    t
+}
+
+/// A running simulator writing its truth to `truth`, and its port.
+fn start_sim(truth: &Path, extra: &[String]) -> (std::process::Child, u16) {
     let mut args: Vec<String> = [
         "--port",
         "0",
@@ -149,7 +189,135 @@ fn run_level(streams: usize, rounds: usize, extra: &[String], tmp: &Path) -> Lev
         .next()
         .and_then(|p| p.parse().ok())
         .expect("port");
+    (sim, port)
+}
 
+/// Stop the simulator (it flushes its truth on SIGTERM).
+fn stop_sim(mut sim: std::process::Child) {
+    // SAFETY: kill(2) on our own child's pid.
+    unsafe { libc::kill(sim.id() as i32, libc::SIGTERM) };
+    let _ = sim.wait();
+}
+
+/// (monotonic ns, (process ticks, writer thread ticks)) every 50 ms.
+type Samples = Vec<(i64, (u64, u64))>;
+
+/// CPU samples of a child until it exits (every 50 ms), and its rusage.
+fn sample_until_exit(child: &std::process::Child) -> (Samples, libc::rusage) {
+    let pid = child.id() as i32;
+    let mut samples = Vec::new();
+    // SAFETY: an all-zero rusage is a valid value to be overwritten.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    loop {
+        if let Some(t) = cpu_ticks(pid) {
+            samples.push((monotonic_ns(), t));
+        }
+        let mut status = 0;
+        // SAFETY: wait4 on our own child with valid out-pointers.
+        let r = unsafe { libc::wait4(pid, &mut status, libc::WNOHANG, &mut usage) };
+        if r == pid {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    (samples, usage)
+}
+
+/// CPU seconds of the whole process and of its writer thread between the absolute
+/// monotonic times `a` and `b`.
+fn cpu_between(samples: &[(i64, (u64, u64))], a: i64, b: i64) -> (f64, f64) {
+    let before = samples
+        .iter()
+        .rev()
+        .find(|(t, _)| *t <= a)
+        .or(samples.first());
+    let after = samples.iter().find(|(t, _)| *t >= b).or(samples.last());
+    // SAFETY: sysconf has no memory effects.
+    let tck = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
+    // The writer thread ends soon after the last request: read its ticks at the last sample
+    // inside the window.
+    let writer_end = samples.iter().rev().find(|(t, _)| *t <= b);
+    match (before, after, writer_end) {
+        (Some(x), Some(y), Some(z)) => (
+            (y.1.0.saturating_sub(x.1.0)) as f64 / tck,
+            (z.1.1.saturating_sub(x.1.1)) as f64 / tck,
+        ),
+        _ => (0.0, 0.0),
+    }
+}
+
+/// Per request of one recorder (absolute monotonic times): send stamp, first content
+/// receive, and whether it is of the first wave; plus every (id, seq, receive time).
+struct Recorded {
+    requests: Vec<(String, i64, Option<i64>, bool)>,
+    events: Vec<(String, i64, i64)>,
+    window: (i64, i64),
+}
+
+/// Lag, TTFT error and skew of `rec` against `truth`.
+fn score(
+    rec: &Recorded,
+    truth: &Truth,
+    samples: &[(i64, (u64, u64))],
+    usage: &libc::rusage,
+) -> Level {
+    let mut lag = Vec::new();
+    let mut unmatched = 0;
+    for (id, seq, t) in &rec.events {
+        match truth.write.get(&(id.clone(), *seq)) {
+            Some(w) => lag.push((t - w) / 1000),
+            None => unmatched += 1,
+        }
+    }
+    let (mut first, mut rest, mut skew) = (Vec::new(), Vec::new(), Vec::new());
+    for (id, sent, recv, wave) in &rec.requests {
+        if let (Some(recv), Some(r), Some(w)) =
+            (recv, truth.read.get(id), truth.first_content.get(id))
+        {
+            let err = ((recv - sent) - (w - r)) / 1000;
+            if *wave {
+                first.push(err)
+            } else {
+                rest.push(err)
+            }
+            skew.push((sent - r) / 1000);
+        }
+    }
+    lag.sort_unstable();
+    first.sort_unstable();
+    rest.sort_unstable();
+    skew.sort_unstable();
+    let (a, b) = rec.window;
+    let (cpu_s, writer_s) = cpu_between(samples, a, b);
+    let events = rec.events.len();
+    Level {
+        events,
+        window_s: (b - a) as f64 / 1e9,
+        lag_us: lag,
+        ttft_err_first_us: first,
+        ttft_err_rest_us: rest,
+        cpu_us_per_event: cpu_s * 1e6 / events.max(1) as f64,
+        writer_cpu_us_per_event: Some(writer_s * 1e6 / events.max(1) as f64),
+        sent_minus_read_us: skew,
+        peak_rss_mb: usage.ru_maxrss as f64 / 1024.0,
+        unmatched,
+        failed: 0,
+    }
+}
+
+/// Record one level with anvil-capture; also returns the measured requests' bodies (for the
+/// peer) by index.
+// The capture child is reaped with wait4 (for its rusage), not Child::wait.
+#[allow(clippy::zombie_processes)]
+fn run_anvil(
+    streams: usize,
+    rounds: usize,
+    extra: &[String],
+    tmp: &Path,
+) -> (Level, Vec<(i64, String)>) {
+    let truth_path = tmp.join(format!("truth-{streams}.csv"));
+    let out = tmp.join(format!("out-{streams}"));
+    let (sim, port) = start_sim(&truth_path, extra);
     let manifest = manifest(tmp);
     let c = streams.to_string();
     let n = (streams * rounds).to_string();
@@ -180,165 +348,241 @@ fn run_level(streams: usize, rounds: usize, extra: &[String], tmp: &Path) -> Lev
         .stderr(Stdio::inherit())
         .spawn()
         .expect("start anvil-capture");
-    let pid = capture.id() as i32;
-    let mut samples: Vec<(i64, (u64, u64))> = Vec::new();
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    loop {
-        if let Some(t) = cpu_ticks(pid) {
-            samples.push((monotonic_ns(), t));
-        }
-        let mut status = 0;
-        // SAFETY: wait4 on our own child with valid out-pointers.
-        let r = unsafe { libc::wait4(pid, &mut status, libc::WNOHANG, &mut usage) };
-        if r == pid {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    let (samples, usage) = sample_until_exit(&capture);
     let mut stdout = String::new();
     if let Some(mut o) = capture.stdout {
         use std::io::Read;
         let _ = o.read_to_string(&mut stdout);
     }
-    // SAFETY: kill(2) on our own child's pid; the simulator flushes its truth on SIGTERM.
-    unsafe { libc::kill(sim.id() as i32, libc::SIGTERM) };
-    let _ = sim.wait();
+    stop_sim(sim);
     let dir = PathBuf::from(stdout.lines().last().expect("artifact path").trim());
     let run = RunJson::read(&dir.join("run.json")).expect("run.json");
     let origin = run.clock.monotonic_origin_ns;
+    let truth = read_truth(&truth_path);
 
-    // Truth: write time per (request id, seq), request read time, first content write.
-    let mut write: HashMap<(String, i64), i64> = HashMap::new();
-    let mut read: HashMap<String, i64> = HashMap::new();
-    let mut first_content: HashMap<String, i64> = HashMap::new();
-    let text = std::fs::read_to_string(&truth).expect("truth file");
-    for l in text.lines().skip(1) {
-        let f: Vec<&str> = l.split(',').collect();
-        let (id, seq, tokens, kind, t) = (f[0], f[2], f[3], f[4], f[6]);
-        let Ok(t) = t.parse::<i64>() else { continue };
-        if kind == "request_read" {
-            read.insert(id.to_owned(), t);
-            continue;
-        }
-        if let Ok(s) = seq.parse::<i64>() {
-            write.insert((id.to_owned(), s), t);
-        }
-        if kind == "content" && tokens != "0" {
-            let e = first_content.entry(id.to_owned()).or_insert(t);
-            *e = (*e).min(t);
-        }
-    }
-
-    let ev: Vec<_> = open_table(&dir.join("events.parquet"))
-        .expect("events")
-        .reader()
-        .expect("reader")
-        .map(|b| b.expect("batch"))
-        .collect();
-    let req: Vec<_> = open_table(&dir.join("requests.parquet"))
-        .expect("requests")
-        .reader()
-        .expect("reader")
-        .map(|b| b.expect("batch"))
-        .collect();
-    let mut sent: HashMap<i64, i64> = HashMap::new();
+    let batches = |name: &str| -> Vec<arrow_array::RecordBatch> {
+        open_table(&dir.join(name))
+            .expect(name)
+            .reader()
+            .expect("reader")
+            .map(|b| b.expect("batch"))
+            .collect()
+    };
+    let (ev, req) = (batches("events.parquet"), batches("requests.parquet"));
+    let id = |idx: i64| format!("{}-{idx}", run.run_id);
+    // Measured requests by index: (send, body); the first `streams` indices are the first wave.
+    let mut measured: Vec<(i64, i64, String)> = Vec::new();
     let (mut t_min, mut t_max) = (i64::MAX, i64::MIN);
     for b in &req {
-        let idx = b
-            .column_by_name("request_index")
-            .unwrap()
-            .as_primitive::<Int64Type>();
-        let s = b
-            .column_by_name("t_sent_ns")
-            .unwrap()
-            .as_primitive::<Int64Type>();
-        let d = b
-            .column_by_name("t_done_ns")
-            .unwrap()
-            .as_primitive::<Int64Type>();
+        let col = |n: &str| {
+            b.column_by_name(n)
+                .unwrap()
+                .as_primitive::<Int64Type>()
+                .clone()
+        };
+        let (idx, sent, done) = (col("request_index"), col("t_sent_ns"), col("t_done_ns"));
+        let kind = b.column_by_name("kind").unwrap().as_string::<i32>();
+        let body = b.column_by_name("request_body").unwrap().as_string::<i32>();
         for i in 0..b.num_rows() {
-            if s.is_valid(i) {
-                sent.insert(idx.value(i), s.value(i));
-                t_min = t_min.min(s.value(i));
+            if kind.value(i) != "measured" || !sent.is_valid(i) {
+                continue;
             }
-            t_max = t_max.max(d.value(i));
+            measured.push((
+                idx.value(i),
+                origin + sent.value(i),
+                body.value(i).to_owned(),
+            ));
+            t_min = t_min.min(sent.value(i));
+            t_max = t_max.max(done.value(i));
         }
     }
-    let mut lag = Vec::new();
-    let mut unmatched = 0;
+    measured.sort_by_key(|m| m.0);
     let mut first_recv: HashMap<i64, i64> = HashMap::new();
+    let mut events = Vec::new();
     for b in &ev {
-        let idx = b
-            .column_by_name("request_index")
-            .unwrap()
-            .as_primitive::<Int64Type>();
-        let seq = b.column_by_name("seq").unwrap().as_primitive::<Int64Type>();
-        let t = b
-            .column_by_name("t_ns")
-            .unwrap()
-            .as_primitive::<Int64Type>();
+        let col = |n: &str| {
+            b.column_by_name(n)
+                .unwrap()
+                .as_primitive::<Int64Type>()
+                .clone()
+        };
+        let (idx, seq, t) = (col("request_index"), col("seq"), col("t_ns"));
         let content = b
             .column_by_name("content_delta")
             .unwrap()
             .as_string::<i32>();
         for i in 0..b.num_rows() {
-            let id = format!("{}-{}", run.run_id, idx.value(i));
-            match write.get(&(id, seq.value(i))) {
-                Some(w) => lag.push(origin + t.value(i) - w),
-                None => unmatched += 1,
-            }
+            events.push((id(idx.value(i)), seq.value(i), origin + t.value(i)));
             if content.is_valid(i) && !content.value(i).is_empty() {
-                let e = first_recv.entry(idx.value(i)).or_insert(t.value(i));
-                *e = (*e).min(t.value(i));
+                let e = first_recv
+                    .entry(idx.value(i))
+                    .or_insert(origin + t.value(i));
+                *e = (*e).min(origin + t.value(i));
             }
         }
     }
-    let mut ttft_err = Vec::new();
-    let mut skew = Vec::new();
-    for (idx, recv) in &first_recv {
-        let id = format!("{}-{idx}", run.run_id);
-        if let (Some(s), Some(r), Some(w)) = (sent.get(idx), read.get(&id), first_content.get(&id))
-        {
-            ttft_err.push((recv - s) - (w - r));
-            skew.push((origin + s - r) / 1000);
+    let rec = Recorded {
+        requests: measured
+            .iter()
+            .enumerate()
+            .map(|(rank, (idx, sent, _))| {
+                (
+                    id(*idx),
+                    *sent,
+                    first_recv.get(idx).copied(),
+                    rank < streams,
+                )
+            })
+            .collect(),
+        events,
+        window: (origin + t_min, origin + t_max),
+    };
+    let mut level = score(&rec, &truth, &samples, &usage);
+    level.failed = run.counts.failed_total();
+    let bodies = measured.into_iter().map(|(i, _, b)| (i, b)).collect();
+    (level, bodies)
+}
+
+/// Where the peer's Python is: `FIDELITY_PEER_PYTHON`, else the bench venv the Justfile
+/// recipe makes (`target/bench-venv`), else `python3`.
+fn peer_python() -> String {
+    if let Ok(p) = std::env::var("FIDELITY_PEER_PYTHON") {
+        return p;
+    }
+    let venv = concat!(env!("CARGO_MANIFEST_DIR"), "/target/bench-venv/bin/python3");
+    if Path::new(venv).exists() {
+        return venv.to_owned();
+    }
+    "python3".to_owned()
+}
+
+/// Why the peer cannot run, if it cannot (aiohttp missing).
+fn peer_unavailable(python: &str) -> Option<String> {
+    match Command::new(python).args(["-c", "import aiohttp"]).output() {
+        Ok(o) if o.status.success() => None,
+        Ok(o) => Some(
+            String::from_utf8_lossy(&o.stderr)
+                .lines()
+                .last()
+                .unwrap_or("")
+                .to_owned(),
+        ),
+        Err(e) => Some(format!("{python}: {e}")),
+    }
+}
+
+/// The peer client over the same bodies, closed loop at `streams`, against a fresh simulator.
+// The peer is reaped with wait4 (for its rusage), not Child::wait.
+#[allow(clippy::zombie_processes)]
+fn run_peer(
+    python: &str,
+    streams: usize,
+    bodies: &[(i64, String)],
+    extra: &[String],
+    tmp: &Path,
+) -> Level {
+    let truth_path = tmp.join(format!("truth-peer-{streams}.csv"));
+    let (sim, port) = start_sim(&truth_path, extra);
+    let work = tmp.join(format!("peer-bodies-{streams}.jsonl"));
+    let lines: Vec<String> = bodies
+        .iter()
+        .map(|(i, b)| serde_json::json!({"id": format!("peer-{i}"), "body": b}).to_string())
+        .collect();
+    std::fs::write(&work, lines.join("\n")).expect("peer bodies");
+    let out = tmp.join(format!("peer-{streams}.csv"));
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/bench/peer_client.py");
+    let url = format!("http://127.0.0.1:{port}/v1/chat/completions");
+    let child = Command::new(python)
+        .args([
+            script,
+            &url,
+            &streams.to_string(),
+            work.to_str().unwrap_or_default(),
+            out.to_str().unwrap_or_default(),
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("start the peer client");
+    let (samples, usage) = sample_until_exit(&child);
+    stop_sim(sim);
+    let truth = read_truth(&truth_path);
+    let text = std::fs::read_to_string(&out).unwrap_or_default();
+    let (mut sent, mut first_recv) = (HashMap::new(), HashMap::<String, i64>::new());
+    let mut events = Vec::new();
+    let (mut t_min, mut t_max) = (i64::MAX, i64::MIN);
+    for l in text.lines() {
+        let f: Vec<&str> = l.split(',').collect();
+        if f.len() < 4 {
+            continue;
+        }
+        let (Ok(seq), Ok(t)) = (f[1].parse::<i64>(), f[2].parse::<i64>()) else {
+            continue;
+        };
+        if seq < 0 {
+            sent.insert(f[0].to_owned(), t);
+            t_min = t_min.min(t);
+            continue;
+        }
+        t_max = t_max.max(t);
+        events.push((f[0].to_owned(), seq, t));
+        if f[3] == "1" {
+            let e = first_recv.entry(f[0].to_owned()).or_insert(t);
+            *e = (*e).min(t);
         }
     }
-    skew.sort_unstable();
-    // CPU over the measured window (first send to last completion).
-    let (a, b) = (origin + t_min, origin + t_max);
-    let before = samples
-        .iter()
-        .rev()
-        .find(|(t, _)| *t <= a)
-        .or(samples.first());
-    let after = samples.iter().find(|(t, _)| *t >= b).or(samples.last());
-    let tck = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
-    // The writer thread ends soon after the last request: read its ticks at the last sample
-    // inside the window.
-    let writer_end = samples.iter().rev().find(|(t, _)| *t <= b);
-    let (cpu_s, writer_s) = match (before, after, writer_end) {
-        (Some(x), Some(y), Some(z)) => (
-            (y.1.0.saturating_sub(x.1.0)) as f64 / tck,
-            (z.1.1.saturating_sub(x.1.1)) as f64 / tck,
-        ),
-        _ => (0.0, 0.0),
-    };
-    let events = lag.len() + unmatched;
-    lag.sort_unstable();
-    ttft_err.sort_unstable();
-    Level {
-        streams,
+    let rec = Recorded {
+        requests: bodies
+            .iter()
+            .enumerate()
+            .filter_map(|(rank, (i, _))| {
+                let id = format!("peer-{i}");
+                let s = *sent.get(&id)?;
+                let r = first_recv.get(&id).copied();
+                Some((id, s, r, rank < streams))
+            })
+            .collect(),
         events,
-        window_s: (t_max - t_min) as f64 / 1e9,
-        lag_us: lag.iter().map(|x| x / 1000).collect(),
-        ttft_err_us: ttft_err.iter().map(|x| x / 1000).collect(),
-        cpu_us_per_event: cpu_s * 1e6 / events.max(1) as f64,
-        writer_cpu_us_per_event: writer_s * 1e6 / events.max(1) as f64,
-        sent_minus_read_us: skew,
-        peak_rss_mb: usage.ru_maxrss as f64 / 1024.0,
-        unmatched,
-        failed: run.counts.failed_total(),
+        window: (t_min, t_max),
+    };
+    let mut level = score(&rec, &truth, &samples, &usage);
+    level.writer_cpu_us_per_event = None;
+    level.failed = (bodies.len() - sent.len()) as u64;
+    level
+}
+
+fn mean(v: &[i64]) -> f64 {
+    if v.is_empty() {
+        0.0
+    } else {
+        v.iter().sum::<i64>() as f64 / v.len() as f64
     }
+}
+
+fn row(streams: usize, who: &str, l: &Level, ratio: Option<f64>) {
+    println!(
+        "| {streams} | {who} | {:.0} | {} / {} / {} | {:.0} / {} | {:.0} / {} | {} / {} | {:.1}{} | {} | {:.1} | {} | {} |",
+        l.events as f64 / l.window_s.max(1e-9),
+        pct(&l.lag_us, 0.50),
+        pct(&l.lag_us, 0.99),
+        l.lag_us.last().copied().unwrap_or(0),
+        mean(&l.ttft_err_first_us),
+        pct(&l.ttft_err_first_us, 0.99),
+        mean(&l.ttft_err_rest_us),
+        pct(&l.ttft_err_rest_us, 0.99),
+        pct(&l.sent_minus_read_us, 0.50),
+        pct(&l.sent_minus_read_us, 0.99),
+        l.cpu_us_per_event,
+        ratio
+            .map(|r| format!(" ({r:.2}× the peer)"))
+            .unwrap_or_default(),
+        l.writer_cpu_us_per_event
+            .map(|w| format!("{w:.1}"))
+            .unwrap_or_else(|| "–".into()),
+        l.peak_rss_mb,
+        l.failed,
+        l.unmatched
+    );
 }
 
 fn main() {
@@ -367,34 +611,31 @@ fn main() {
             .collect::<Vec<_>>()
             .join(" ")
     );
+    let python = peer_python();
+    let peer = match peer_unavailable(&python) {
+        None => true,
+        Some(why) => {
+            eprintln!(
+                "fidelity: THE PEER CLIENT IS SKIPPED: aiohttp is not importable by {python} ({why}); \
+                 `just bench-fidelity` installs it into target/bench-venv"
+            );
+            false
+        }
+    };
     println!(
-        "| streams | events/s | receive lag p50 / p99 / max (µs) | TTFT error mean / p99 (µs) | t_sent − sim read p50 / p99 (µs) | recorder CPU/event, all / writer thread (µs) | peak RSS (MB) | failed | unmatched |"
+        "| streams | recorder | events/s | receive lag p50 / p99 / max (µs) | TTFT error, first wave: mean / p99 (µs) | TTFT error, later: mean / p99 (µs) | t_sent − sim read p50 / p99 (µs) | CPU/event (µs) | writer thread (µs) | peak RSS (MB) | failed | unmatched |"
     );
-    println!("|---:|---:|---|---|---|---|---:|---:|---:|");
+    println!("|---:|---|---:|---|---|---|---|---:|---:|---:|---:|---:|");
     for streams in levels {
-        let l = run_level(streams, rounds, &extra, &tmp);
-        let mean = if l.ttft_err_us.is_empty() {
-            0.0
-        } else {
-            l.ttft_err_us.iter().sum::<i64>() as f64 / l.ttft_err_us.len() as f64
-        };
-        println!(
-            "| {} | {:.0} | {} / {} / {} | {:.0} / {} | {} / {} | {:.1} / {:.1} | {:.1} | {} | {} |",
-            l.streams,
-            l.events as f64 / l.window_s.max(1e-9),
-            pct(&l.lag_us, 0.50),
-            pct(&l.lag_us, 0.99),
-            l.lag_us.last().copied().unwrap_or(0),
-            mean,
-            pct(&l.ttft_err_us, 0.99),
-            pct(&l.sent_minus_read_us, 0.50),
-            pct(&l.sent_minus_read_us, 0.99),
-            l.cpu_us_per_event,
-            l.writer_cpu_us_per_event,
-            l.peak_rss_mb,
-            l.failed,
-            l.unmatched
-        );
+        let (anvil, bodies) = run_anvil(streams, rounds, &extra, &tmp);
+        let peer = peer.then(|| run_peer(&python, streams, &bodies, &extra, &tmp));
+        let ratio = peer
+            .as_ref()
+            .map(|p| anvil.cpu_us_per_event / p.cpu_us_per_event.max(1e-9));
+        row(streams, "anvil-capture", &anvil, ratio);
+        if let Some(p) = &peer {
+            row(streams, "peer (aiohttp)", p, None);
+        }
     }
     let _ = std::fs::remove_dir_all(&tmp);
 }
