@@ -779,14 +779,7 @@ fn open_loop_records_intended_send_times() {
         }
         let dir = artifact_of(&run(CAPTURE, &args, &[]));
         validate(&dir);
-        let r = measured_requests(&dir);
-        let mut rows: Vec<(i64, i64, i64)> = ints(&r, "request_index")
-            .into_iter()
-            .zip(ints(&r, "t_intended_ns"))
-            .zip(ints(&r, "t_sent_ns"))
-            .map(|((i, t), s)| (i.unwrap(), t.unwrap(), s.unwrap()))
-            .collect();
-        rows.sort();
+        let rows = intended_and_sent(&dir);
         assert_eq!(rows.len(), 20);
         let gaps: Vec<i64> = rows.windows(2).map(|w| w[1].1 - w[0].1).collect();
         if poisson {
