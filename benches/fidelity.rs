@@ -25,6 +25,12 @@
 //! peer needs aiohttp (`just bench-fidelity` installs it into `target/bench-venv`); without it
 //! the peer rows are skipped with a message saying so.
 //!
+//! Last, a floor: a thread of the benchmark drives the same bodies with nothing but an
+//! edge-triggered epoll set looked at once a millisecond and `recvmsg` with kernel receive
+//! timestamps, as anvil-capture reads, and no framing, parsing or recording (`run_floor`).
+//! Its CPU per event is what reading these streams costs on this machine before any work of
+//! a recorder's own, and anvil's CPU is printed as a ratio to it too.
+//!
 //! Run: `just bench-fidelity`, or `cargo bench --profile release --no-default-features --bench
 //! fidelity`. Environment: `FIDELITY_LEVELS` (default `16,64,256`), `FIDELITY_ROUNDS`
 //! (requests per stream, default 4), `FIDELITY_SIM_ARGS` (extra simulator flags),
@@ -559,7 +565,174 @@ fn mean(v: &[i64]) -> f64 {
     }
 }
 
-fn row(streams: usize, who: &str, l: &Level, ratio: Option<f64>) {
+/// A floor for the CPU column: the least any recorder must spend per event here. One thread
+/// of this process drives the same bodies, closed loop at `streams`, against a fresh
+/// simulator with nothing but non-blocking sockets in an edge-triggered epoll set looked at
+/// once a millisecond and `recvmsg` with kernel receive timestamps (as anvil-capture reads);
+/// it frames nothing, parses nothing and records nothing (it counts `\n\n` for events and
+/// watches for the chunked body's last chunk). Its level has events, the run's seconds, CPU
+/// per event and the responses that did not start `200`; nothing else is measured.
+fn run_floor(streams: usize, bodies: &[(i64, String)], extra: &[String], tmp: &Path) -> Level {
+    let truth_path = tmp.join(format!("truth-floor-{streams}.csv"));
+    let (sim, port) = start_sim(&truth_path, extra);
+    let requests: Vec<Vec<u8>> = bodies
+        .iter()
+        .map(|(_, b)| {
+            format!(
+                "POST /v1/chat/completions HTTP/1.1\r\nhost: 127.0.0.1:{port}\r\n\
+                 content-type: application/json\r\naccept: text/event-stream\r\n\
+                 content-length: {}\r\n\r\n{b}",
+                b.len()
+            )
+            .into_bytes()
+        })
+        .collect();
+    let level = std::thread::scope(|s| {
+        s.spawn(|| floor_reader(port, streams, &requests))
+            .join()
+            .expect("floor reader")
+    });
+    stop_sim(sim);
+    level
+}
+
+/// The floor reader's loop (see [`run_floor`]); CPU is this thread's own (RUSAGE_THREAD).
+fn floor_reader(port: u16, streams: usize, requests: &[Vec<u8>]) -> Level {
+    use std::io::Write;
+    use std::os::fd::AsRawFd;
+    struct Conn {
+        socket: std::net::TcpStream,
+        /// The last bytes read (a terminator or `\n\n` may straddle two reads).
+        tail: Vec<u8>,
+        head_seen: bool,
+    }
+    fn thread_cpu_s() -> f64 {
+        // SAFETY: an all-zero rusage is valid to be overwritten; getrusage writes it.
+        let mut r: libc::rusage = unsafe { std::mem::zeroed() };
+        unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut r) };
+        let s = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 * 1e-6;
+        s(r.ru_utime) + s(r.ru_stime)
+    }
+    // SAFETY: epoll_create1 has no memory effects.
+    let epfd = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
+    assert!(epfd >= 0, "epoll_create1");
+    let mut next = 0;
+    let mut failed = 0u64;
+    let mut conns = Vec::new();
+    let start = monotonic_ns();
+    let cpu0 = thread_cpu_s();
+    for i in 0..streams.min(requests.len()) {
+        let mut socket = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect");
+        socket.set_nodelay(true).expect("nodelay");
+        let on: libc::c_int = 1;
+        // SAFETY: setsockopt with a valid int option on our own socket.
+        unsafe {
+            libc::setsockopt(
+                socket.as_raw_fd(),
+                libc::SOL_SOCKET,
+                libc::SO_TIMESTAMPNS,
+                (&on as *const libc::c_int).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        };
+        socket.write_all(&requests[next]).expect("send");
+        next += 1;
+        socket.set_nonblocking(true).expect("nonblocking");
+        let mut ev = libc::epoll_event {
+            events: (libc::EPOLLIN | libc::EPOLLET) as u32,
+            u64: i as u64,
+        };
+        // SAFETY: adding our own open socket to our own epoll set.
+        unsafe { libc::epoll_ctl(epfd, libc::EPOLL_CTL_ADD, socket.as_raw_fd(), &mut ev) };
+        conns.push(Conn {
+            socket,
+            tail: Vec::new(),
+            head_seen: false,
+        });
+    }
+    let mut open = conns.len();
+    let mut events = 0usize;
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut control = [0u8; 64];
+    let mut ready = vec![libc::epoll_event { events: 0, u64: 0 }; 1024];
+    while open > 0 {
+        std::thread::sleep(Duration::from_millis(1));
+        // SAFETY: epoll_wait into our own buffer of `ready.len()` entries.
+        let n = unsafe { libc::epoll_wait(epfd, ready.as_mut_ptr(), ready.len() as i32, 0) };
+        for e in &ready[..n.max(0) as usize] {
+            let c = &mut conns[e.u64 as usize];
+            loop {
+                let mut iov = libc::iovec {
+                    iov_base: buf.as_mut_ptr().cast(),
+                    iov_len: buf.len(),
+                };
+                // SAFETY: an all-zero msghdr is valid; its pointers are set to live buffers.
+                let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+                msg.msg_iov = &mut iov;
+                msg.msg_iovlen = 1;
+                msg.msg_control = control.as_mut_ptr().cast();
+                msg.msg_controllen = control.len() as _;
+                // SAFETY: recvmsg into the buffers above on our own socket.
+                let r = unsafe { libc::recvmsg(c.socket.as_raw_fd(), &mut msg, 0) };
+                if r <= 0 {
+                    break;
+                }
+                let data = &buf[..r as usize];
+                if !c.head_seen {
+                    c.head_seen = true;
+                    if !data.starts_with(b"HTTP/1.1 200") {
+                        failed += 1;
+                    }
+                }
+                let carried = c.tail.len();
+                c.tail.extend_from_slice(data);
+                events += c.tail[carried.saturating_sub(1)..]
+                    .windows(2)
+                    .filter(|w| w == b"\n\n")
+                    .count();
+                let finished = c.tail.ends_with(b"\r\n0\r\n\r\n");
+                let keep = c.tail.len().saturating_sub(8);
+                c.tail.drain(..keep);
+                if finished {
+                    c.tail.clear();
+                    c.head_seen = false;
+                    if next < requests.len() {
+                        // The socket is non-blocking; a request body fits the send buffer.
+                        if c.socket.write_all(&requests[next]).is_err() {
+                            failed += 1;
+                        }
+                        next += 1;
+                    } else {
+                        open -= 1;
+                        break;
+                    }
+                }
+                if (r as usize) < buf.len() {
+                    break;
+                }
+            }
+        }
+    }
+    let cpu = thread_cpu_s() - cpu0;
+    // SAFETY: closing the epoll descriptor we created.
+    unsafe { libc::close(epfd) };
+    Level {
+        events,
+        window_s: (monotonic_ns() - start) as f64 / 1e9,
+        lag_us: Vec::new(),
+        ttft_err_first_us: Vec::new(),
+        ttft_err_rest_us: Vec::new(),
+        cpu_us_per_event: cpu * 1e6 / events.max(1) as f64,
+        writer_cpu_us_per_event: None,
+        sent_minus_read_us: Vec::new(),
+        peak_rss_mb: 0.0,
+        unmatched: 0,
+        failed,
+    }
+}
+
+/// One table row; `versus` follows the CPU figure (anvil's ratios to the peer and the floor).
+fn row(streams: usize, who: &str, l: &Level, versus: &str) {
     println!(
         "| {streams} | {who} | {:.0} | {} / {} / {} | {:.0} / {} | {:.0} / {} | {} / {} | {:.1}{} | {} | {:.1} | {} | {} |",
         l.events as f64 / l.window_s.max(1e-9),
@@ -573,15 +746,23 @@ fn row(streams: usize, who: &str, l: &Level, ratio: Option<f64>) {
         pct(&l.sent_minus_read_us, 0.50),
         pct(&l.sent_minus_read_us, 0.99),
         l.cpu_us_per_event,
-        ratio
-            .map(|r| format!(" ({r:.2}× the peer)"))
-            .unwrap_or_default(),
+        versus,
         l.writer_cpu_us_per_event
             .map(|w| format!("{w:.1}"))
             .unwrap_or_else(|| "–".into()),
         l.peak_rss_mb,
         l.failed,
         l.unmatched
+    );
+}
+
+/// The floor's row: only events/s, CPU per event and failures mean anything for it.
+fn floor_row(streams: usize, l: &Level) {
+    println!(
+        "| {streams} | floor (bare paced reader) | {:.0} | – | – | – | – | {:.1} | – | – | {} | – |",
+        l.events as f64 / l.window_s.max(1e-9),
+        l.cpu_us_per_event,
+        l.failed
     );
 }
 
@@ -629,13 +810,25 @@ fn main() {
     for streams in levels {
         let (anvil, bodies) = run_anvil(streams, rounds, &extra, &tmp);
         let peer = peer.then(|| run_peer(&python, streams, &bodies, &extra, &tmp));
-        let ratio = peer
-            .as_ref()
-            .map(|p| anvil.cpu_us_per_event / p.cpu_us_per_event.max(1e-9));
-        row(streams, "anvil-capture", &anvil, ratio);
+        let floor = run_floor(streams, &bodies, &extra, &tmp);
+        let times = |other: &Level, name: &str| {
+            format!(
+                "{:.2}× the {name}",
+                anvil.cpu_us_per_event / other.cpu_us_per_event.max(1e-9)
+            )
+        };
+        let mut versus: Vec<String> = peer.iter().map(|p| times(p, "peer")).collect();
+        versus.push(times(&floor, "floor"));
+        row(
+            streams,
+            "anvil-capture",
+            &anvil,
+            &format!(" ({})", versus.join(", ")),
+        );
         if let Some(p) = &peer {
-            row(streams, "peer (aiohttp)", p, None);
+            row(streams, "peer (aiohttp)", p, "");
         }
+        floor_row(streams, &floor);
     }
     let _ = std::fs::remove_dir_all(&tmp);
 }
