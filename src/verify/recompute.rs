@@ -1,12 +1,15 @@
 //! The independent recomputation: per-request TTFT, effective prefill, decode, TPOT, E2E and
-//! their statistics, with polars reading the Parquet files itself. No DataFusion, no
-//! `queries/` SQL and no [`crate::stats`] code on this path: the definitions are written out
-//! again here from the manifest, so a mistake in one path shows as a difference.
+//! their statistics, with polars reading the Parquet files itself (its eager reader, one
+//! file at a time, only the columns used) and computing the statistics; the per-request
+//! join of events to requests is a loop here. No DataFusion, no `queries/` SQL and no
+//! [`crate::stats`] code on this path: the definitions are written out again here from the
+//! manifest, so a mistake in one path shows as a difference.
 
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use polars::prelude::*;
+use polars_core::prelude::*;
+use polars_io::prelude::{ParquetReader, SerReader};
 
 use crate::query::ArtifactSource;
 
@@ -37,21 +40,13 @@ pub struct Recomputed {
     pub stats: BTreeMap<&'static str, Figures>,
 }
 
-fn scan(files: &[std::path::PathBuf]) -> PolarsResult<LazyFrame> {
-    let frames = files
-        .iter()
-        .map(|f| scan_file(f))
-        .collect::<PolarsResult<Vec<_>>>()?;
-    match frames.len() {
-        0 => Err(PolarsError::NoData("no Parquet file for this table".into())),
-        1 => Ok(frames.into_iter().next().unwrap_or_default()),
-        _ => concat(frames, UnionArgs::default()),
-    }
-}
-
-fn scan_file(path: &Path) -> PolarsResult<LazyFrame> {
-    let path = PlRefPath::try_from_path(path)?;
-    LazyFrame::scan_parquet(path, ScanArgsParquet::default())
+/// One Parquet file's `columns` as a polars frame (polars' own reader, eager).
+fn read(path: &Path, columns: &[&str]) -> PolarsResult<DataFrame> {
+    let file = std::fs::File::open(path)
+        .map_err(|e| PolarsError::ComputeError(format!("{}: {e}", path.display()).into()))?;
+    ParquetReader::new(file)
+        .with_columns(Some(columns.iter().map(|c| c.to_string()).collect()))
+        .finish()
 }
 
 fn i64_column(df: &DataFrame, name: &str) -> PolarsResult<Vec<Option<i64>>> {
@@ -63,54 +58,124 @@ fn i64_column(df: &DataFrame, name: &str) -> PolarsResult<Vec<Option<i64>>> {
         .collect())
 }
 
+fn str_column(df: &DataFrame, name: &str) -> PolarsResult<Vec<Option<String>>> {
+    Ok(df
+        .column(name)?
+        .str()?
+        .iter()
+        .map(|s| s.map(str::to_owned))
+        .collect())
+}
+
+/// What one request's events say: the first non-empty content delta's time and the largest
+/// usage figures any event carries.
+#[derive(Debug, Default, Clone, Copy)]
+struct EventFacts {
+    first_content_ns: Option<i64>,
+    prompt_tokens: Option<i64>,
+    completion_tokens: Option<i64>,
+}
+
+/// One measured request's row.
+#[derive(Debug, Clone)]
+struct MeasuredRequest {
+    index: Option<i64>,
+    outcome: Option<String>,
+    sent: Option<i64>,
+    done: Option<i64>,
+}
+
+fn no_data(table: &str) -> PolarsError {
+    PolarsError::NoData(format!("no Parquet file for the {table} table").into())
+}
+
 /// Recompute one artifact's figures.
 pub fn recompute(artifact: &ArtifactSource) -> PolarsResult<Recomputed> {
     use crate::artifact::Table;
 
-    let requests = scan(artifact.files(Table::Requests))?
-        .filter(col("kind").eq(lit("measured")))
-        .select([
-            col("request_index"),
-            col("outcome"),
-            col("t_sent_ns"),
-            col("t_done_ns"),
-        ]);
+    // Measured requests, in request order.
+    let mut requests: Vec<MeasuredRequest> = Vec::new();
+    let files = artifact.files(Table::Requests);
+    if files.is_empty() {
+        return Err(no_data("requests"));
+    }
+    for f in files {
+        let df = read(
+            f,
+            &["request_index", "kind", "outcome", "t_sent_ns", "t_done_ns"],
+        )?;
+        let index = i64_column(&df, "request_index")?;
+        let kind = str_column(&df, "kind")?;
+        let outcome = str_column(&df, "outcome")?;
+        let sent = i64_column(&df, "t_sent_ns")?;
+        let done = i64_column(&df, "t_done_ns")?;
+        for i in 0..df.height() {
+            if kind[i].as_deref() == Some("measured") {
+                requests.push(MeasuredRequest {
+                    index: index[i],
+                    outcome: outcome[i].clone(),
+                    sent: sent[i],
+                    done: done[i],
+                });
+            }
+        }
+    }
+    requests.sort_by_key(|r| r.index);
+
     // First non-empty content delta (NULL and '' excluded; reasoning deltas are another
     // column) and the usage of whichever event carries it.
-    let events = scan(artifact.files(Table::Events))?
-        .group_by([col("request_index")])
-        .agg([
-            col("t_ns")
-                .filter(col("content_delta").neq(lit("")))
-                .min()
-                .alias("t_first_content_ns"),
-            col("usage_prompt_tokens").max().alias("prompt_tokens"),
-            col("usage_completion_tokens")
-                .max()
-                .alias("completion_tokens"),
-        ]);
-    let joined = requests
-        .join(
-            events,
-            [col("request_index")],
-            [col("request_index")],
-            JoinArgs::new(JoinType::Left),
-        )
-        .sort(["request_index"], SortMultipleOptions::default())
-        .collect()?;
+    let mut events: BTreeMap<i64, EventFacts> = BTreeMap::new();
+    let files = artifact.files(Table::Events);
+    if files.is_empty() {
+        return Err(no_data("events"));
+    }
+    for f in files {
+        let df = read(
+            f,
+            &[
+                "request_index",
+                "t_ns",
+                "content_delta",
+                "usage_prompt_tokens",
+                "usage_completion_tokens",
+            ],
+        )?;
+        // Walked as they are read (10M events would be 640 MB as four vectors of options).
+        let as_i64 = |name: &str| df.column(name)?.cast(&DataType::Int64);
+        let (index, t) = (as_i64("request_index")?, as_i64("t_ns")?);
+        let (prompt, completion) = (
+            as_i64("usage_prompt_tokens")?,
+            as_i64("usage_completion_tokens")?,
+        );
+        let content = df.column("content_delta")?.str()?;
+        let rows = index.i64()?.iter().zip(t.i64()?.iter()).zip(
+            content
+                .iter()
+                .zip(prompt.i64()?.iter().zip(completion.i64()?.iter())),
+        );
+        for ((request, t), (delta, (prompt, completion))) in rows {
+            let Some(request) = request else { continue };
+            let e = events.entry(request).or_default();
+            if delta.is_some_and(|d| !d.is_empty()) {
+                e.first_content_ns = e.first_content_ns.into_iter().chain(t).min();
+            }
+            // `None` orders below every `Some`: the largest value present, or none.
+            e.prompt_tokens = e.prompt_tokens.max(prompt);
+            e.completion_tokens = e.completion_tokens.max(completion);
+        }
+    }
 
-    let index = i64_column(&joined, "request_index")?;
-    let outcome: Vec<Option<String>> = joined
-        .column("outcome")?
-        .str()?
+    let index: Vec<Option<i64>> = requests.iter().map(|r| r.index).collect();
+    let outcome: Vec<Option<String>> = requests.iter().map(|r| r.outcome.clone()).collect();
+    let sent: Vec<Option<i64>> = requests.iter().map(|r| r.sent).collect();
+    let done: Vec<Option<i64>> = requests.iter().map(|r| r.done).collect();
+    let facts: Vec<EventFacts> = index
         .iter()
-        .map(|s| s.map(str::to_owned))
+        .map(|i| i.and_then(|i| events.get(&i).copied()).unwrap_or_default())
         .collect();
-    let sent = i64_column(&joined, "t_sent_ns")?;
-    let done = i64_column(&joined, "t_done_ns")?;
-    let first = i64_column(&joined, "t_first_content_ns")?;
-    let prompt = i64_column(&joined, "prompt_tokens")?;
-    let completion = i64_column(&joined, "completion_tokens")?;
+    let first: Vec<Option<i64>> = facts.iter().map(|f| f.first_content_ns).collect();
+    let prompt: Vec<Option<i64>> = facts.iter().map(|f| f.prompt_tokens).collect();
+    let completion: Vec<Option<i64>> = facts.iter().map(|f| f.completion_tokens).collect();
 
     let mut figures = Vec::with_capacity(index.len());
     for i in 0..index.len() {
