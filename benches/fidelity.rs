@@ -605,6 +605,8 @@ fn floor_reader(port: u16, streams: usize, requests: &[Vec<u8>]) -> Level {
         /// The last bytes read (a terminator or `\n\n` may straddle two reads).
         tail: Vec<u8>,
         head_seen: bool,
+        /// Closed, failed or out of work: never read again.
+        done: bool,
     }
     fn thread_cpu_s() -> f64 {
         // SAFETY: an all-zero rusage is valid to be overwritten; getrusage writes it.
@@ -648,6 +650,7 @@ fn floor_reader(port: u16, streams: usize, requests: &[Vec<u8>]) -> Level {
             socket,
             tail: Vec::new(),
             head_seen: false,
+            done: false,
         });
     }
     let mut open = conns.len();
@@ -661,7 +664,7 @@ fn floor_reader(port: u16, streams: usize, requests: &[Vec<u8>]) -> Level {
         let n = unsafe { libc::epoll_wait(epfd, ready.as_mut_ptr(), ready.len() as i32, 0) };
         for e in &ready[..n.max(0) as usize] {
             let c = &mut conns[e.u64 as usize];
-            loop {
+            while !c.done {
                 let mut iov = libc::iovec {
                     iov_base: buf.as_mut_ptr().cast(),
                     iov_len: buf.len(),
@@ -674,7 +677,15 @@ fn floor_reader(port: u16, streams: usize, requests: &[Vec<u8>]) -> Level {
                 msg.msg_controllen = control.len() as _;
                 // SAFETY: recvmsg into the buffers above on our own socket.
                 let r = unsafe { libc::recvmsg(c.socket.as_raw_fd(), &mut msg, 0) };
+                if r < 0 && std::io::Error::last_os_error().kind() == std::io::ErrorKind::WouldBlock
+                {
+                    break;
+                }
                 if r <= 0 {
+                    // The server closed the connection or the read failed: that stream ends.
+                    failed += 1;
+                    c.done = true;
+                    open -= 1;
                     break;
                 }
                 let data = &buf[..r as usize];
@@ -698,13 +709,15 @@ fn floor_reader(port: u16, streams: usize, requests: &[Vec<u8>]) -> Level {
                     c.head_seen = false;
                     if next < requests.len() {
                         // The socket is non-blocking; a request body fits the send buffer.
-                        if c.socket.write_all(&requests[next]).is_err() {
-                            failed += 1;
-                        }
                         next += 1;
+                        if c.socket.write_all(&requests[next - 1]).is_err() {
+                            failed += 1;
+                            c.done = true;
+                            open -= 1;
+                        }
                     } else {
+                        c.done = true;
                         open -= 1;
-                        break;
                     }
                 }
                 if (r as usize) < buf.len() {
