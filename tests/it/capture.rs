@@ -9,7 +9,9 @@ use std::time::Duration;
 use anvil::artifact::{RunJson, canary};
 use serde_json::Value;
 
-use super::common::{ANVIL, CAPTURE, Sim, batches, bools, ints, run, strs};
+use super::common::{
+    ANVIL, CAPTURE, Sim, batches, bools, intended_and_sent, ints, measured_requests, run, strs,
+};
 
 /// The sample manifest with a short reply (24 words, 64-token ceiling) so runs are quick.
 fn quick_manifest(dir: &Path) -> PathBuf {
@@ -69,25 +71,6 @@ fn artifact_of(o: &Output) -> PathBuf {
         stderr(o)
     );
     PathBuf::from(stdout(o).lines().last().expect("a path on stdout"))
-}
-
-/// The `measured` rows of an artifact's requests table (calibration probes and warm-up left
-/// out).
-fn measured_requests(dir: &Path) -> Vec<arrow::array::RecordBatch> {
-    batches(&dir.join("requests.parquet"))
-        .iter()
-        .map(|b| {
-            let kind = b
-                .column_by_name("kind")
-                .unwrap()
-                .as_any()
-                .downcast_ref::<arrow::array::StringArray>()
-                .unwrap();
-            let keep: arrow::array::BooleanArray =
-                kind.iter().map(|k| Some(k == Some("measured"))).collect();
-            arrow::compute::filter_record_batch(b, &keep).unwrap()
-        })
-        .collect()
 }
 
 fn validate(dir: &Path) {
@@ -1246,19 +1229,6 @@ fn an_error_reported_in_the_stream_is_its_own_outcome() {
         assert!(by.get("ok").is_some_and(|n| *n > 0), "{api}: {by:?}");
         assert_eq!(by.len(), 2, "{api}: {by:?}");
     }
-}
-
-/// (request index, intended, sent) of the measured requests, by index.
-fn intended_and_sent(dir: &Path) -> Vec<(i64, i64, i64)> {
-    let r = measured_requests(dir);
-    let mut rows: Vec<(i64, i64, i64)> = ints(&r, "request_index")
-        .into_iter()
-        .zip(ints(&r, "t_intended_ns"))
-        .zip(ints(&r, "t_sent_ns"))
-        .map(|((i, t), s)| (i.unwrap(), t.unwrap(), s.unwrap()))
-        .collect();
-    rows.sort();
-    rows
 }
 
 #[test]

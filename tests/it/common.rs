@@ -277,3 +277,35 @@ pub fn write_restored(dir: &Path) {
     });
     std::fs::write(dir.join("restoration.json"), doc.to_string()).unwrap();
 }
+
+/// The `measured` rows of an artifact's requests table (calibration probes and warm-up left
+/// out).
+pub fn measured_requests(dir: &Path) -> Vec<RecordBatch> {
+    batches(&dir.join("requests.parquet"))
+        .iter()
+        .map(|b| {
+            let kind = b
+                .column_by_name("kind")
+                .unwrap()
+                .as_any()
+                .downcast_ref::<arrow::array::StringArray>()
+                .unwrap();
+            let keep: arrow::array::BooleanArray =
+                kind.iter().map(|k| Some(k == Some("measured"))).collect();
+            arrow::compute::filter_record_batch(b, &keep).unwrap()
+        })
+        .collect()
+}
+
+/// (request index, intended, sent) of the measured requests, by index.
+pub fn intended_and_sent(dir: &Path) -> Vec<(i64, i64, i64)> {
+    let r = measured_requests(dir);
+    let mut rows: Vec<(i64, i64, i64)> = ints(&r, "request_index")
+        .into_iter()
+        .zip(ints(&r, "t_intended_ns"))
+        .zip(ints(&r, "t_sent_ns"))
+        .map(|((i, t), s)| (i.unwrap(), t.unwrap(), s.unwrap()))
+        .collect();
+    rows.sort();
+    rows
+}

@@ -16,7 +16,9 @@ use std::time::{Duration, Instant};
 
 use anvil::artifact::{CalibrationMethod, RunJson};
 
-use super::common::{ANVIL, CAPTURE, anvil_check, batches, ints, run, sql_rows as sql, strs};
+use super::common::{
+    ANVIL, CAPTURE, anvil_check, batches, intended_and_sent, ints, run, sql_rows as sql, strs,
+};
 
 /// Where the engine and its models are.
 struct Engine {
@@ -981,13 +983,9 @@ fn llama_ramp_starts_the_slots_at_their_intended_times_and_stamps_stay_causal() 
 
     let r = batches(&dir.join("requests.parquet"));
     let (kind, index) = (strs(&r, "kind"), ints(&r, "request_index"));
-    let (intended, sent) = (ints(&r, "t_intended_ns"), ints(&r, "t_sent_ns"));
+    let sent = ints(&r, "t_sent_ns");
     let (first_byte, done) = (ints(&r, "t_first_byte_ns"), ints(&r, "t_done_ns"));
-    let mut wave: Vec<(i64, i64, i64)> = (0..kind.len())
-        .filter(|&k| kind[k].as_deref() == Some("measured"))
-        .map(|k| (index[k].unwrap(), intended[k].unwrap(), sent[k].unwrap()))
-        .collect();
-    wave.sort();
+    let wave = intended_and_sent(&dir);
     assert_eq!(wave[1].1 - wave[0].1, 300_000_000, "{wave:?}");
     for (i, t, s) in &wave[..2] {
         assert!(
