@@ -311,6 +311,14 @@ fn score(
     }
 }
 
+/// An Int64 column of a recorded batch.
+fn int64_column(b: &arrow_array::RecordBatch, name: &str) -> arrow_array::Int64Array {
+    b.column_by_name(name)
+        .unwrap_or_else(|| panic!("column {name}"))
+        .as_primitive::<Int64Type>()
+        .clone()
+}
+
 /// Record one level with anvil-capture; also returns the measured requests' bodies (for the
 /// peer) by index.
 // The capture child is reaped with wait4 (for its rusage), not Child::wait.
@@ -380,12 +388,7 @@ fn run_anvil(
     let mut measured: Vec<(i64, i64, String)> = Vec::new();
     let (mut t_min, mut t_max) = (i64::MAX, i64::MIN);
     for b in &req {
-        let col = |n: &str| {
-            b.column_by_name(n)
-                .unwrap()
-                .as_primitive::<Int64Type>()
-                .clone()
-        };
+        let col = |n: &str| int64_column(b, n);
         let (idx, sent, done) = (col("request_index"), col("t_sent_ns"), col("t_done_ns"));
         let kind = b.column_by_name("kind").unwrap().as_string::<i32>();
         let body = b.column_by_name("request_body").unwrap().as_string::<i32>();
@@ -406,12 +409,7 @@ fn run_anvil(
     let mut first_recv: HashMap<i64, i64> = HashMap::new();
     let mut events = Vec::new();
     for b in &ev {
-        let col = |n: &str| {
-            b.column_by_name(n)
-                .unwrap()
-                .as_primitive::<Int64Type>()
-                .clone()
-        };
+        let col = |n: &str| int64_column(b, n);
         let (idx, seq, t) = (col("request_index"), col("seq"), col("t_ns"));
         let content = b
             .column_by_name("content_delta")

@@ -165,32 +165,26 @@ pub fn recompute(artifact: &ArtifactSource) -> PolarsResult<Recomputed> {
         }
     }
 
-    let index: Vec<Option<i64>> = requests.iter().map(|r| r.index).collect();
-    let outcome: Vec<Option<String>> = requests.iter().map(|r| r.outcome.clone()).collect();
-    let sent: Vec<Option<i64>> = requests.iter().map(|r| r.sent).collect();
-    let done: Vec<Option<i64>> = requests.iter().map(|r| r.done).collect();
-    let facts: Vec<EventFacts> = index
-        .iter()
-        .map(|i| i.and_then(|i| events.get(&i).copied()).unwrap_or_default())
-        .collect();
-    let first: Vec<Option<i64>> = facts.iter().map(|f| f.first_content_ns).collect();
-    let prompt: Vec<Option<i64>> = facts.iter().map(|f| f.prompt_tokens).collect();
-    let completion: Vec<Option<i64>> = facts.iter().map(|f| f.completion_tokens).collect();
-
-    let mut figures = Vec::with_capacity(index.len());
-    for i in 0..index.len() {
+    let mut figures = Vec::with_capacity(requests.len());
+    for r in &requests {
+        let facts = r
+            .index
+            .and_then(|i| events.get(&i).copied())
+            .unwrap_or_default();
+        let (first, sent, done) = (facts.first_content_ns, r.sent, r.done);
         // Recorded instants are whatever the file holds: a difference that overflows is no
         // figure (the SQL side refuses the same artifact with an overflow error).
-        let ttft_ns = first[i].zip(sent[i]).and_then(|(f, s)| f.checked_sub(s));
-        let generation_ns = done[i].zip(first[i]).and_then(|(d, f)| d.checked_sub(f));
-        let e2e_ns = done[i].zip(sent[i]).and_then(|(d, s)| d.checked_sub(s));
-        let after_first = completion[i].filter(|c| *c > 1).map(|c| c - 1);
+        let ttft_ns = first.zip(sent).and_then(|(f, s)| f.checked_sub(s));
+        let generation_ns = done.zip(first).and_then(|(d, f)| d.checked_sub(f));
+        let e2e_ns = done.zip(sent).and_then(|(d, s)| d.checked_sub(s));
+        let after_first = facts.completion_tokens.filter(|c| *c > 1).map(|c| c - 1);
         let nonzero = |v: Option<i64>| v.filter(|v| *v != 0);
         // TTFT = first content − start; prefill = usage prompt tokens / TTFT (s);
         // decode = (completion − 1) / generation (s); TPOT = ITL = generation (ms) /
         // (completion − 1); E2E = completion of stream − start.
         let ttft_ms = ttft_ns.map(|t| t as f64 / 1e6);
-        let prefill = prompt[i]
+        let prefill = facts
+            .prompt_tokens
             .zip(nonzero(ttft_ns))
             .map(|(p, t)| p as f64 / (t as f64 / 1e9));
         let decode = after_first
@@ -201,8 +195,8 @@ pub fn recompute(artifact: &ArtifactSource) -> PolarsResult<Recomputed> {
             .map(|(k, g)| (g as f64 / 1e6) / k as f64);
         let e2e = e2e_ns.map(|t| t as f64 / 1e6);
         figures.push(RequestFigures {
-            request_index: index[i].unwrap_or(-1),
-            ok: outcome[i].as_deref() == Some("ok"),
+            request_index: r.index.unwrap_or(-1),
+            ok: r.outcome.as_deref() == Some("ok"),
             metrics: [ttft_ms, prefill, decode, tpot, tpot, e2e],
         });
     }
