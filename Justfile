@@ -61,6 +61,11 @@ bench-fidelity:
     fi
     cargo bench --profile release --no-default-features --bench fidelity
 
+# The recorder alone for about a million events (256 streams x 16 requests of ~250 tokens,
+# about 90 s): its resident set at each tenth of the events (BENCHMARKS.md).
+bench-soak:
+    FIDELITY_LEVELS=256 FIDELITY_ROUNDS=16 FIDELITY_ONLY_ANVIL=1 cargo bench --profile release --no-default-features --bench fidelity
+
 # Time `anvil sql` computing cell_stats against DuckDB (Python) running the equivalent SQL on
 # the same files: a synthetic artifact of REQUESTS x 250 events (40000 -> 10M events), made
 # once with the artifact writer under the target dir. Needs `pip install pyarrow duckdb`.

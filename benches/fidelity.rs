@@ -34,7 +34,14 @@
 //! Run: `just bench-fidelity`, or `cargo bench --profile release --no-default-features --bench
 //! fidelity`. Environment: `FIDELITY_LEVELS` (default `16,64,256`), `FIDELITY_ROUNDS`
 //! (requests per stream, default 4), `FIDELITY_SIM_ARGS` (extra simulator flags),
-//! `FIDELITY_PEER_PYTHON` (the peer's interpreter).
+//! `FIDELITY_PEER_PYTHON` (the peer's interpreter), `FIDELITY_ONLY_ANVIL=1` (no peer and no
+//! floor: a long run of the recorder alone), `FIDELITY_CAPTURE` (the path of another build's
+//! `anvil-capture` to measure instead of this build's).
+//!
+//! A second table gives each recorder's smallest and largest resident set sampled during each
+//! tenth of the events (from `/proc`, with the CPU) and their change from the second tenth to
+//! the last: memory that grows with the run's length shows there. `just bench-soak` runs the 256
+//! level alone for 16 requests per stream (about a million events, 90 s).
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader};
@@ -120,6 +127,8 @@ struct Level {
     /// Client send stamp minus the simulator's request read, µs, sorted.
     sent_minus_read_us: Vec<i64>,
     peak_rss_mb: f64,
+    /// Smallest and largest resident set (MB) sampled during each tenth of the events.
+    rss_by_events_mb: Vec<(f64, f64)>,
     unmatched: usize,
     failed: u64,
 }
@@ -205,18 +214,39 @@ fn stop_sim(mut sim: std::process::Child) {
     let _ = sim.wait();
 }
 
-/// (monotonic ns, (process ticks, writer thread ticks)) every 50 ms.
-type Samples = Vec<(i64, (u64, u64))>;
+/// One look at a running child: when, its CPU clock ticks (whole process and writer thread),
+/// and its resident set.
+#[derive(Clone, Copy)]
+struct Sample {
+    t_ns: i64,
+    ticks: u64,
+    writer_ticks: u64,
+    rss_kb: u64,
+}
 
-/// CPU samples of a child until it exits (every 50 ms), and its rusage.
-fn sample_until_exit(child: &std::process::Child) -> (Samples, libc::rusage) {
+/// The child's resident set in KiB (`/proc/PID/statm`, second field, in pages).
+fn rss_kb(pid: i32) -> Option<u64> {
+    let statm = std::fs::read_to_string(format!("/proc/{pid}/statm")).ok()?;
+    let pages: u64 = statm.split_whitespace().nth(1)?.parse().ok()?;
+    // SAFETY: sysconf has no memory effects.
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(1) as u64;
+    Some(pages * page / 1024)
+}
+
+/// Samples of a child until it exits (every 50 ms), and its rusage.
+fn sample_until_exit(child: &std::process::Child) -> (Vec<Sample>, libc::rusage) {
     let pid = child.id() as i32;
     let mut samples = Vec::new();
     // SAFETY: an all-zero rusage is a valid value to be overwritten.
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
     loop {
-        if let Some(t) = cpu_ticks(pid) {
-            samples.push((monotonic_ns(), t));
+        if let (Some((ticks, writer_ticks)), Some(rss_kb)) = (cpu_ticks(pid), rss_kb(pid)) {
+            samples.push(Sample {
+                t_ns: monotonic_ns(),
+                ticks,
+                writer_ticks,
+                rss_kb,
+            });
         }
         let mut status = 0;
         // SAFETY: wait4 on our own child with valid out-pointers.
@@ -231,22 +261,22 @@ fn sample_until_exit(child: &std::process::Child) -> (Samples, libc::rusage) {
 
 /// CPU seconds of the whole process and of its writer thread between the absolute
 /// monotonic times `a` and `b`.
-fn cpu_between(samples: &[(i64, (u64, u64))], a: i64, b: i64) -> (f64, f64) {
+fn cpu_between(samples: &[Sample], a: i64, b: i64) -> (f64, f64) {
     let before = samples
         .iter()
         .rev()
-        .find(|(t, _)| *t <= a)
+        .find(|s| s.t_ns <= a)
         .or(samples.first());
-    let after = samples.iter().find(|(t, _)| *t >= b).or(samples.last());
+    let after = samples.iter().find(|s| s.t_ns >= b).or(samples.last());
     // SAFETY: sysconf has no memory effects.
     let tck = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
     // The writer thread ends soon after the last request: read its ticks at the last sample
     // inside the window.
-    let writer_end = samples.iter().rev().find(|(t, _)| *t <= b);
+    let writer_end = samples.iter().rev().find(|s| s.t_ns <= b);
     match (before, after, writer_end) {
         (Some(x), Some(y), Some(z)) => (
-            (y.1.0.saturating_sub(x.1.0)) as f64 / tck,
-            (z.1.1.saturating_sub(x.1.1)) as f64 / tck,
+            y.ticks.saturating_sub(x.ticks) as f64 / tck,
+            z.writer_ticks.saturating_sub(x.writer_ticks) as f64 / tck,
         ),
         _ => (0.0, 0.0),
     }
@@ -261,12 +291,7 @@ struct Recorded {
 }
 
 /// Lag, TTFT error and skew of `rec` against `truth`.
-fn score(
-    rec: &Recorded,
-    truth: &Truth,
-    samples: &[(i64, (u64, u64))],
-    usage: &libc::rusage,
-) -> Level {
+fn score(rec: &Recorded, truth: &Truth, samples: &[Sample], usage: &libc::rusage) -> Level {
     let mut lag = Vec::new();
     let mut unmatched = 0;
     for (id, seq, t) in &rec.events {
@@ -296,6 +321,8 @@ fn score(
     let (a, b) = rec.window;
     let (cpu_s, writer_s) = cpu_between(samples, a, b);
     let events = rec.events.len();
+    let mut arrivals: Vec<i64> = rec.events.iter().map(|e| e.2).collect();
+    arrivals.sort_unstable();
     Level {
         events,
         window_s: (b - a) as f64 / 1e9,
@@ -306,9 +333,38 @@ fn score(
         writer_cpu_us_per_event: Some(writer_s * 1e6 / events.max(1) as f64),
         sent_minus_read_us: skew,
         peak_rss_mb: usage.ru_maxrss as f64 / 1024.0,
+        rss_by_events_mb: rss_by_events(samples, &arrivals),
         unmatched,
         failed: 0,
     }
+}
+
+/// The smallest and the largest resident set sampled while each tenth of the events
+/// (`arrivals`, sorted receive times) arrived, MB. The set swings by megabytes within each
+/// second as the writer rolls its rows into a part file: the smallest sample of a tenth is
+/// what the process keeps between rolls, the largest its high-water mark; a run whose memory
+/// grows with its length raises both, tenth after tenth.
+fn rss_by_events(samples: &[Sample], arrivals: &[i64]) -> Vec<(f64, f64)> {
+    if arrivals.is_empty() {
+        return Vec::new();
+    }
+    let at = |k: usize| arrivals[k.clamp(1, arrivals.len()) - 1];
+    (1..=10)
+        .map(|tenth| {
+            let from = at(arrivals.len() * (tenth - 1) / 10 + 1);
+            let to = at((arrivals.len() * tenth).div_ceil(10));
+            let within = || {
+                samples
+                    .iter()
+                    .filter(move |s| s.t_ns >= from && s.t_ns <= to)
+                    .map(|s| s.rss_kb as f64 / 1024.0)
+            };
+            (
+                within().fold(f64::INFINITY, f64::min),
+                within().fold(0.0, f64::max),
+            )
+        })
+        .collect()
 }
 
 /// An Int64 column of a recorded batch.
@@ -336,7 +392,7 @@ fn run_anvil(
     let c = streams.to_string();
     let n = (streams * rounds).to_string();
     let url = format!("http://127.0.0.1:{port}");
-    let capture = Command::new(CAPTURE)
+    let capture = Command::new(capture_binary())
         .args([
             "run",
             "--manifest",
@@ -445,6 +501,12 @@ fn run_anvil(
     level.failed = run.counts.failed_total();
     let bodies = measured.into_iter().map(|(i, _, b)| (i, b)).collect();
     (level, bodies)
+}
+
+/// The recorder under test: `FIDELITY_CAPTURE` (another build's `anvil-capture`, to compare
+/// builds on the same machine in the same hour), else this build's.
+fn capture_binary() -> String {
+    std::env::var("FIDELITY_CAPTURE").unwrap_or_else(|_| CAPTURE.to_owned())
 }
 
 /// Where the peer's Python is: `FIDELITY_PEER_PYTHON`, else the bench venv the Justfile
@@ -737,6 +799,7 @@ fn floor_reader(port: u16, streams: usize, requests: &[Vec<u8>]) -> Level {
         writer_cpu_us_per_event: None,
         sent_minus_read_us: Vec::new(),
         peak_rss_mb: 0.0,
+        rss_by_events_mb: Vec::new(),
         unmatched: 0,
         failed,
     }
@@ -765,6 +828,25 @@ fn row(streams: usize, who: &str, l: &Level, versus: &str) {
         l.failed,
         l.unmatched
     );
+}
+
+/// A row of the resident-set table: the low and high water of each tenth of the events, and
+/// their change from the second tenth (start-up done) to the last.
+fn rss_row(streams: usize, who: &str, l: &Level) -> String {
+    let tenths: Vec<String> = l
+        .rss_by_events_mb
+        .iter()
+        .map(|(lo, hi)| format!("{lo:.0}–{hi:.0}"))
+        .collect();
+    let change = match (l.rss_by_events_mb.get(1), l.rss_by_events_mb.last()) {
+        (Some(a), Some(b)) => format!("{:+.1} / {:+.1} MB", b.0 - a.0, b.1 - a.1),
+        _ => "–".to_owned(),
+    };
+    format!(
+        "| {streams} | {who} | {} | {} | {change} |",
+        l.events,
+        tenths.join(" · ")
+    )
 }
 
 /// The floor's row: only events/s, CPU per event and failures mean anything for it.
@@ -804,7 +886,9 @@ fn main() {
             .join(" ")
     );
     let python = peer_python();
+    let only_anvil = std::env::var("FIDELITY_ONLY_ANVIL").is_ok_and(|v| v == "1");
     let peer = match peer_unavailable(&python) {
+        _ if only_anvil => false,
         None => true,
         Some(why) => {
             eprintln!(
@@ -818,10 +902,11 @@ fn main() {
         "| streams | recorder | events/s | receive lag p50 / p99 / max (µs) | TTFT error, first wave: mean / p99 (µs) | TTFT error, later: mean / p99 (µs) | t_sent − sim read p50 / p99 (µs) | CPU/event (µs) | writer thread (µs) | peak RSS (MB) | failed | unmatched |"
     );
     println!("|---:|---|---:|---|---|---|---|---:|---:|---:|---:|---:|");
+    let mut rss_rows = Vec::new();
     for streams in levels {
         let (anvil, bodies) = run_anvil(streams, rounds, &extra, &tmp);
         let peer = peer.then(|| run_peer(&python, streams, &bodies, &extra, &tmp));
-        let floor = run_floor(streams, &bodies, &extra, &tmp);
+        let floor = (!only_anvil).then(|| run_floor(streams, &bodies, &extra, &tmp));
         let times = |other: &Level, name: &str| {
             format!(
                 "{:.2}× the {name}",
@@ -829,17 +914,31 @@ fn main() {
             )
         };
         let mut versus: Vec<String> = peer.iter().map(|p| times(p, "peer")).collect();
-        versus.push(times(&floor, "floor"));
-        row(
-            streams,
-            "anvil-capture",
-            &anvil,
-            &format!(" ({})", versus.join(", ")),
-        );
+        versus.extend(floor.iter().map(|f| times(f, "floor")));
+        let versus = if versus.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", versus.join(", "))
+        };
+        row(streams, "anvil-capture", &anvil, &versus);
         if let Some(p) = &peer {
             row(streams, "peer (aiohttp)", p, "");
         }
-        floor_row(streams, &floor);
+        if let Some(f) = &floor {
+            floor_row(streams, f);
+        }
+        rss_rows.push(rss_row(streams, "anvil-capture", &anvil));
+        if let Some(p) = &peer {
+            rss_rows.push(rss_row(streams, "peer (aiohttp)", p));
+        }
+    }
+    println!();
+    println!(
+        "| streams | recorder | events | resident set (MB), smallest–largest sample in each tenth of the events | 2nd → 10th tenth, smallest / largest |"
+    );
+    println!("|---:|---|---:|---|---:|");
+    for r in rss_rows {
+        println!("{r}");
     }
     let _ = std::fs::remove_dir_all(&tmp);
 }
