@@ -30,6 +30,7 @@ pub mod clock;
 pub mod gather;
 pub mod json;
 pub mod manifest;
+pub mod memory;
 pub mod metric;
 pub mod notice;
 pub mod outfile;

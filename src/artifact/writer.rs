@@ -285,15 +285,23 @@ impl ArtifactWriter {
     /// Move the typed row buffer of `table` into a batch in its pending list.
     fn seal_rows(&mut self, table: Table) -> Result<()> {
         let run_id = self.run.run_id.as_str();
+        // The row buffers are cleared, not replaced: each keeps its capacity from roll to
+        // roll instead of growing a new vector every second.
         let batch = match table {
             Table::Requests if !self.requests.is_empty() => {
-                Some(requests_batch(run_id, &std::mem::take(&mut self.requests)))
+                let b = requests_batch(run_id, &self.requests);
+                self.requests.clear();
+                Some(b)
             }
             Table::Events if !self.events.is_empty() => {
-                Some(events_batch(run_id, &std::mem::take(&mut self.events)))
+                let b = events_batch(run_id, &self.events);
+                self.events.clear();
+                Some(b)
             }
             Table::Scrapes if !self.scrapes.is_empty() => {
-                Some(scrapes_batch(run_id, &std::mem::take(&mut self.scrapes)))
+                let b = scrapes_batch(run_id, &self.scrapes);
+                self.scrapes.clear();
+                Some(b)
             }
             _ => None,
         };

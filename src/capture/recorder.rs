@@ -6,7 +6,6 @@
 //! It polls rather than blocks (drain, then sleep 2 ms when idle): a receiver blocked per
 //! event would make every send on the hot path wake it (see `EventReceiver::drain_into`).
 
-use std::collections::BTreeMap;
 use std::io::{IsTerminal, Write};
 use std::sync::Arc;
 use std::sync::mpsc::{Receiver, TryRecvError};
@@ -79,12 +78,21 @@ pub struct Recorded {
     pub writer: ArtifactWriter,
     /// The first write error, if any (the run then ends as `failed`).
     pub error: Option<ArtifactError>,
-    /// Per-request facts for the quick look, by request index.
-    pub facts: BTreeMap<u32, RequestFacts>,
+    /// Per-request facts for the quick look, indexed by request index.
+    pub facts: Vec<RequestFacts>,
     /// Prompt-token usage outside the calibration tolerance (request index, usage).
     pub off_target: Vec<(u32, i64)>,
     /// Times the hot path found the event channel full.
     pub channel_full: u64,
+}
+
+/// The facts of request `i` in `facts` (room is made for an index beyond the run's requests).
+fn facts_of(facts: &mut Vec<RequestFacts>, i: u32) -> &mut RequestFacts {
+    let i = i as usize;
+    if i >= facts.len() {
+        facts.resize(i + 1, RequestFacts::default());
+    }
+    &mut facts[i]
 }
 
 /// The writer thread's state.
@@ -95,7 +103,9 @@ pub struct Recorder {
     meta: Arc<RunMeta>,
     origin: Origin,
     progress: Progress,
-    facts: BTreeMap<u32, RequestFacts>,
+    /// Indexed by request index, one per request of `meta` from the start: no map node is
+    /// allocated per request as the run goes, and each event finds its request by index.
+    facts: Vec<RequestFacts>,
     off_target: Vec<(u32, i64)>,
     error: Option<ArtifactError>,
 }
@@ -113,13 +123,13 @@ impl Recorder {
         progress: Progress,
     ) -> Self {
         Self {
+            facts: vec![RequestFacts::default(); meta.requests.len()],
             writer,
             events,
             msgs,
             meta,
             origin,
             progress,
-            facts: BTreeMap::new(),
             off_target: Vec::new(),
             error: None,
         }
@@ -142,7 +152,7 @@ impl Recorder {
         if !redactor.is_empty() {
             row.parsed.redact(redactor);
         }
-        let f = self.facts.entry(e.request_index).or_default();
+        let f = facts_of(&mut self.facts, e.request_index);
         if f.first_content_ns.is_none()
             && row
                 .parsed
@@ -188,7 +198,7 @@ impl Recorder {
         // What the parsed events say beyond the transport: an error the server reported in
         // the stream, or a complete stream whose finish reason says the server gave up.
         let mut outcome = o.outcome;
-        let facts = self.facts.get(&o.request_index);
+        let facts = self.facts.get(o.request_index as usize);
         let transport_ended = matches!(
             o.outcome,
             super::hotpath::Outcome::Ok | super::hotpath::Outcome::Disconnected
@@ -240,7 +250,7 @@ impl Recorder {
             new_connection: o.new_connection,
             resent: o.resent,
         };
-        let f = self.facts.entry(o.request_index).or_default();
+        let f = facts_of(&mut self.facts, o.request_index);
         f.kind = Some(m.kind);
         f.outcome = Some(row.outcome);
         f.t_intended_ns = Some(row.t_intended_ns);
@@ -259,10 +269,7 @@ impl Recorder {
             .enumerate()
             .filter(|(i, m)| {
                 m.kind == RequestKind::Measured
-                    && self
-                        .facts
-                        .get(&(*i as u32))
-                        .is_none_or(|f| f.outcome.is_none())
+                    && self.facts.get(*i).is_none_or(|f| f.outcome.is_none())
             })
             .map(|(i, _)| i as u32)
             .collect();
@@ -307,7 +314,7 @@ impl Recorder {
                 new_connection: false,
                 resent: false,
             };
-            let f = self.facts.entry(i).or_default();
+            let f = facts_of(&mut self.facts, i);
             f.kind = Some(m.kind);
             f.outcome = Some(artifact::Outcome::Cancelled);
             f.t_done_ns = Some(t);
@@ -408,7 +415,7 @@ impl Recorder {
     fn draw(&self, elapsed: Duration) {
         let measured: Vec<&RequestFacts> = self
             .facts
-            .values()
+            .iter()
             .filter(|f| f.kind == Some(RequestKind::Measured))
             .collect();
         let done = measured.iter().filter(|f| f.outcome.is_some()).count() as u64;
@@ -416,11 +423,7 @@ impl Recorder {
             .iter()
             .filter(|f| f.outcome.is_some_and(|o| o != artifact::Outcome::Ok))
             .count();
-        let tokens: i64 = self
-            .facts
-            .values()
-            .filter_map(|f| f.completion_tokens)
-            .sum();
+        let tokens: i64 = self.facts.iter().filter_map(|f| f.completion_tokens).sum();
         let secs = elapsed.as_secs_f64().max(1e-3);
         let total = self.progress.measured.max(1);
         let width = 30usize;

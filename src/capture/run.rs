@@ -82,6 +82,8 @@ pub struct RunHooks {
 /// Record the run `cfg` describes.
 pub fn run(cfg: RunConfig, hooks: RunHooks) -> Result<RunSummary, CaptureError> {
     let realtime = cfg.realtime;
+    // A long run's resident set stays flat only with the mmap threshold fixed (see `memory`).
+    crate::memory::fix_mmap_threshold();
     // One worker thread runs every request task and the pacer (the run's steps run on this
     // thread, in `block_on`): the pacer's look wakes the tasks on the thread it runs on, so
     // no other worker is woken to steal them. Measured (BENCHMARKS.md, recorder fidelity):

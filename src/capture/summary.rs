@@ -64,13 +64,9 @@ pub struct FirstWave {
 
 /// The quick-look text. The first wave (the first `wave.requests` measured requests by index,
 /// which start together or across the ramp into an idle server) is shown apart from the rest.
-pub fn quick_look(
-    facts: &BTreeMap<u32, RequestFacts>,
-    wave: FirstWave,
-    channel_full: u64,
-) -> String {
+pub fn quick_look(facts: &[RequestFacts], wave: FirstWave, channel_full: u64) -> String {
     let measured: Vec<&RequestFacts> = facts
-        .values()
+        .iter()
         .filter(|f| f.kind == Some(RequestKind::Measured))
         .collect();
     let ok: Vec<&&RequestFacts> = measured
@@ -176,36 +172,30 @@ mod tests {
 
     #[test]
     fn quick_look_counts_only_measured_requests() {
-        let mut facts = BTreeMap::new();
+        let mut facts = vec![RequestFacts::default(); 10];
         for i in 0..4u32 {
-            facts.insert(
-                i,
-                RequestFacts {
-                    kind: Some(RequestKind::Measured),
-                    outcome: Some(if i == 3 {
-                        Outcome::TimeoutIdle
-                    } else {
-                        Outcome::Ok
-                    }),
-                    t_intended_ns: Some(-(i64::from(i) * 10_000_000)),
-                    t_sent_ns: Some(0),
-                    t_done_ns: Some(1_000_000_000),
-                    first_content_ns: Some(i64::from(i + 1) * 1_000_000),
-                    completion_tokens: Some(100),
-                    prompt_tokens: Some(10),
-                    finish_reason: None,
-                    stream_error: None,
-                },
-            );
+            facts[i as usize] = RequestFacts {
+                kind: Some(RequestKind::Measured),
+                outcome: Some(if i == 3 {
+                    Outcome::TimeoutIdle
+                } else {
+                    Outcome::Ok
+                }),
+                t_intended_ns: Some(-(i64::from(i) * 10_000_000)),
+                t_sent_ns: Some(0),
+                t_done_ns: Some(1_000_000_000),
+                first_content_ns: Some(i64::from(i + 1) * 1_000_000),
+                completion_tokens: Some(100),
+                prompt_tokens: Some(10),
+                finish_reason: None,
+                stream_error: None,
+            };
         }
-        facts.insert(
-            9,
-            RequestFacts {
-                kind: Some(RequestKind::Warmup),
-                outcome: Some(Outcome::HttpError),
-                ..RequestFacts::default()
-            },
-        );
+        facts[9] = RequestFacts {
+            kind: Some(RequestKind::Warmup),
+            outcome: Some(Outcome::HttpError),
+            ..RequestFacts::default()
+        };
         let s = quick_look(
             &facts,
             FirstWave {
