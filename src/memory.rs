@@ -10,13 +10,16 @@
 //! rise in steps as their sizes and interleaving vary. Setting the threshold explicitly fixes
 //! it (and turns the adjustment off) for the rest of the process.
 //!
-//! Measured with `just bench-soak` (256 streams, 1,056,768 events, BENCHMARKS.md), two runs
-//! each in the same hour: with the dynamic threshold the resident set kept 50–55 MB between
-//! rolls and peaked at 64–68 MB; with it fixed, 41–45 MB and 53 MB, CPU per event within
-//! the runs' spread (21.6–24.6 µs against 20.9–22.9). What the process holds does not grow with the run (heaptrack: heap in use between
-//! rolls 26.6–27.0 MB from the second tenth of a 4,000-request run to the last); the 3–4 MB
-//! the resident set still gains over a million events is the arenas' fragmentation, and it
-//! slows as the run goes (5.5 MB over three million).
+//! Measured with `just bench-soak` (256 streams, 1,056,768 events, BENCHMARKS.md), builds
+//! alternated in the same hours: with the dynamic threshold the resident set between rolls
+//! rose to 53–55 MB and peaked at 64–68 MB (three runs); with it fixed, 43–45 MB and 51–53 MB.
+//! The price is CPU: the writer thread faults the freshly mapped pages in at every roll,
+//! 0.1–1.7 µs more per event in five paired runs (mean 1.0, the writer's own +0.5), about 5%.
+//! What the process holds does not grow with the run (heaptrack: heap in use between rolls
+//! 26.6–27.0 MB from the second tenth of a 4,000-request run to the last); what the resident
+//! set still gains, about 2 MB per million events at 256 streams (+2.2 MB over the last 0.95
+//! million events of one run, +4.9 MB over the last 2.85 million of a longer one), is the
+//! arenas' fragmentation.
 
 /// The threshold the recorder keeps: glibc's own default.
 pub const MMAP_THRESHOLD: usize = 128 * 1024;
