@@ -86,13 +86,30 @@ pub struct Recorded {
     pub channel_full: u64,
 }
 
-/// The facts of request `i` in `facts` (room is made for an index beyond the run's requests).
-fn facts_of(facts: &mut Vec<RequestFacts>, i: u32) -> &mut RequestFacts {
-    let i = i as usize;
-    if i >= facts.len() {
-        facts.resize(i + 1, RequestFacts::default());
+/// What one parsed event of a request, received at `t`, tells about the request.
+fn note_event(f: &mut RequestFacts, parsed: &artifact::ParsedEvent, t: i64) {
+    if f.first_content_ns.is_none()
+        && parsed
+            .content_delta
+            .as_deref()
+            .is_some_and(|c| !c.is_empty())
+    {
+        f.first_content_ns = Some(t);
     }
-    &mut facts[i]
+    if let Some(n) = parsed.usage_completion_tokens {
+        f.completion_tokens = Some(n);
+    }
+    if let Some(p) = parsed.usage_prompt_tokens {
+        f.prompt_tokens = Some(p);
+    }
+    if let Some(r) = &parsed.finish_reason {
+        f.finish_reason = Some(r.clone());
+    }
+    if f.stream_error.is_none()
+        && let Some(e) = &parsed.stream_error
+    {
+        f.stream_error = Some(e.clone());
+    }
 }
 
 /// The writer thread's state.
@@ -152,29 +169,11 @@ impl Recorder {
         if !redactor.is_empty() {
             row.parsed.redact(redactor);
         }
-        let f = facts_of(&mut self.facts, e.request_index);
-        if f.first_content_ns.is_none()
-            && row
-                .parsed
-                .content_delta
-                .as_deref()
-                .is_some_and(|c| !c.is_empty())
-        {
-            f.first_content_ns = Some(t);
-        }
-        if let Some(n) = row.parsed.usage_completion_tokens {
-            f.completion_tokens = Some(n);
-        }
-        if let Some(r) = &row.parsed.finish_reason {
-            f.finish_reason = Some(r.clone());
-        }
-        if f.stream_error.is_none()
-            && let Some(e) = &row.parsed.stream_error
-        {
-            f.stream_error = Some(e.clone());
+        // Only the run's own requests have facts (every event the hot path sends is of one).
+        if let Some(f) = self.facts.get_mut(e.request_index as usize) {
+            note_event(f, &row.parsed, t);
         }
         if let Some(p) = row.parsed.usage_prompt_tokens {
-            f.prompt_tokens = Some(p);
             let target = self.meta.prompt_tokens_target;
             let tol = crate::workload::prompt::tolerance(target);
             let measured = self
@@ -250,12 +249,13 @@ impl Recorder {
             new_connection: o.new_connection,
             resent: o.resent,
         };
-        let f = facts_of(&mut self.facts, o.request_index);
-        f.kind = Some(m.kind);
-        f.outcome = Some(row.outcome);
-        f.t_intended_ns = Some(row.t_intended_ns);
-        f.t_sent_ns = row.t_sent_ns;
-        f.t_done_ns = Some(row.t_done_ns);
+        if let Some(f) = self.facts.get_mut(o.request_index as usize) {
+            f.kind = Some(m.kind);
+            f.outcome = Some(row.outcome);
+            f.t_intended_ns = Some(row.t_intended_ns);
+            f.t_sent_ns = row.t_sent_ns;
+            f.t_done_ns = Some(row.t_done_ns);
+        }
         let r = self.writer.push_request(row);
         self.keep(r);
     }
@@ -314,10 +314,11 @@ impl Recorder {
                 new_connection: false,
                 resent: false,
             };
-            let f = facts_of(&mut self.facts, i);
-            f.kind = Some(m.kind);
-            f.outcome = Some(artifact::Outcome::Cancelled);
-            f.t_done_ns = Some(t);
+            if let Some(f) = self.facts.get_mut(i as usize) {
+                f.kind = Some(m.kind);
+                f.outcome = Some(artifact::Outcome::Cancelled);
+                f.t_done_ns = Some(t);
+            }
             let r = self.writer.push_request(row);
             self.keep(r);
         }
