@@ -97,6 +97,14 @@ pub struct ArtifactWriter {
     lock: File,
 }
 
+/// Encode a row buffer's rows, then clear it: the buffer keeps its capacity from roll to roll
+/// instead of growing a new vector every second.
+fn encode_and_clear<T, B>(rows: &mut Vec<T>, encode: impl FnOnce(&[T]) -> B) -> B {
+    let batch = encode(rows);
+    rows.clear();
+    batch
+}
+
 impl ArtifactWriter {
     /// Create the artifact folder (and parents) and write `run.json` with status `running`.
     /// Refuses a folder that already holds a `run.json`.
@@ -285,23 +293,21 @@ impl ArtifactWriter {
     /// Move the typed row buffer of `table` into a batch in its pending list.
     fn seal_rows(&mut self, table: Table) -> Result<()> {
         let run_id = self.run.run_id.as_str();
-        // The row buffers are cleared, not replaced: each keeps its capacity from roll to
-        // roll instead of growing a new vector every second.
         let batch = match table {
             Table::Requests if !self.requests.is_empty() => {
-                let b = requests_batch(run_id, &self.requests);
-                self.requests.clear();
-                Some(b)
+                Some(encode_and_clear(&mut self.requests, |r| {
+                    requests_batch(run_id, r)
+                }))
             }
             Table::Events if !self.events.is_empty() => {
-                let b = events_batch(run_id, &self.events);
-                self.events.clear();
-                Some(b)
+                Some(encode_and_clear(&mut self.events, |r| {
+                    events_batch(run_id, r)
+                }))
             }
             Table::Scrapes if !self.scrapes.is_empty() => {
-                let b = scrapes_batch(run_id, &self.scrapes);
-                self.scrapes.clear();
-                Some(b)
+                Some(encode_and_clear(&mut self.scrapes, |r| {
+                    scrapes_batch(run_id, r)
+                }))
             }
             _ => None,
         };
