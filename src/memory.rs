@@ -25,15 +25,12 @@
 pub const MMAP_THRESHOLD: usize = 128 * 1024;
 
 /// Hold glibc's mmap threshold at [`MMAP_THRESHOLD`] for the rest of the process (no effect
-/// with another C library). Returns whether the allocator took it.
-pub fn fix_mmap_threshold() -> bool {
+/// with another C library, whose allocator has no such threshold to fix).
+pub fn fix_mmap_threshold() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    {
-        // SAFETY: mallopt(3) takes two integers and changes only the allocator's parameters.
-        unsafe { libc::mallopt(libc::M_MMAP_THRESHOLD, MMAP_THRESHOLD as libc::c_int) == 1 }
-    }
-    #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
-    {
-        false
+    // SAFETY: mallopt(3) takes two integers and changes only the allocator's parameters. It
+    // fails only for an unknown parameter or an out-of-range value, neither of which this is.
+    unsafe {
+        libc::mallopt(libc::M_MMAP_THRESHOLD, MMAP_THRESHOLD as libc::c_int);
     }
 }
