@@ -887,17 +887,17 @@ fn main() {
     );
     let python = peer_python();
     let only_anvil = std::env::var("FIDELITY_ONLY_ANVIL").is_ok_and(|v| v == "1");
-    let peer = match peer_unavailable(&python) {
-        _ if only_anvil => false,
-        None => true,
-        Some(why) => {
-            eprintln!(
-                "fidelity: THE PEER CLIENT IS SKIPPED: aiohttp is not importable by {python} ({why}); \
-                 `just bench-fidelity` installs it into target/bench-venv"
-            );
-            false
-        }
-    };
+    let peer = !only_anvil
+        && match peer_unavailable(&python) {
+            None => true,
+            Some(why) => {
+                eprintln!(
+                    "fidelity: THE PEER CLIENT IS SKIPPED: aiohttp is not importable by {python} ({why}); \
+                     `just bench-fidelity` installs it into target/bench-venv"
+                );
+                false
+            }
+        };
     println!(
         "| streams | recorder | events/s | receive lag p50 / p99 / max (µs) | TTFT error, first wave: mean / p99 (µs) | TTFT error, later: mean / p99 (µs) | t_sent − sim read p50 / p99 (µs) | CPU/event (µs) | writer thread (µs) | peak RSS (MB) | failed | unmatched |"
     );
