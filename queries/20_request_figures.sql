@@ -21,6 +21,17 @@
 --                         TCP connect when the request opened one (requests.new_connection)
 --                         and a first attempt that never reached the server (requests.resent).
 --                         TTFT and E2E count from t_sent, so this time is in neither.
+--   t_sent_ns, t_done_ns  request_timing's instants (ns since the run's origin), the ends of
+--                         the spans aggregate_throughput divides by;
+--   first_wave            the request belongs to the run's first wave, the start-up transient
+--                         the `after_first_wave` window leaves out (docs/artifact.md
+--                         "Windows"): closed loop without a ramp, one of the first
+--                         concurrency_per_replica x replicas measured requests by
+--                         request_index (each slot's first request, released together into an
+--                         idle server); with a ramp (runs.ramp_s, closed or open loop), a
+--                         request whose intended time falls before the ramp ends (t_intended
+--                         < the earliest measured t_intended + ramp_s); open loop without a
+--                         ramp, none (false).
 --
 -- Token figures use API usage tokens, never chunk counts. NULL, never a division by zero:
 -- no usage event -> NULL token figures (prompt_tokens, completion_tokens, prefill, decode,
@@ -34,6 +45,8 @@ WITH t AS (
         request_index,
         replica,
         outcome,
+        t_sent_ns,
+        t_done_ns,
         t_first_content_ns - t_sent_ns AS ttft_ns,
         t_done_ns - t_first_content_ns AS generation_ns,
         t_done_ns - t_sent_ns AS e2e_ns,
@@ -44,7 +57,9 @@ WITH t AS (
             AS tokens_after_first,
         content_chunks,
         reasoning_chunks,
-        finish_reason
+        finish_reason,
+        t_intended_ns - min(t_intended_ns) OVER (PARTITION BY run_id) AS since_release_ns,
+        row_number() OVER (PARTITION BY run_id ORDER BY request_index) AS index_rank
     FROM request_timing
     WHERE kind = 'measured'
 )
@@ -74,6 +89,14 @@ SELECT
     t.reasoning_chunks,
     CAST(t.usage_completion_tokens AS DOUBLE)
         / CAST(nullif(t.content_chunks, 0) AS DOUBLE) AS tokens_per_chunk,
-    t.finish_reason
+    t.finish_reason,
+    t.t_sent_ns,
+    t.t_done_ns,
+    CASE
+        WHEN ru.ramp_s IS NOT NULL THEN CAST(t.since_release_ns AS DOUBLE) < ru.ramp_s * 1e9
+        WHEN ru.schedule = 'closed'
+            THEN t.index_rank <= ru.concurrency_per_replica * ru.replicas
+        ELSE false
+    END AS first_wave
 FROM t
 JOIN runs ru ON ru.run_id = t.run_id

@@ -28,6 +28,7 @@ SELECT
     f.reasoning_chunks,
     f.tokens_per_chunk,
     f.finish_reason,
+    f.first_wave,
     c.canary,
     c.own_canary,
     c.canary_ok,

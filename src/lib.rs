@@ -31,6 +31,7 @@ pub mod gather;
 pub mod json;
 pub mod manifest;
 pub mod memory;
+#[cfg(feature = "analysis")]
 pub mod metric;
 pub mod notice;
 pub mod outfile;

@@ -10,6 +10,7 @@ use crate::artifact::run::Outcome;
 use crate::rules::{
     Artifact, ArtifactFacts, ArtifactFigures, CanaryResult, FunctionalResult, MetricId,
     ParseErrors, ReplicaThroughput, RequestValue, Restart, RestartSignal, ServerError, SpecDecode,
+    Window,
 };
 
 use serde::Deserialize;
@@ -18,16 +19,22 @@ use crate::query::rows::{column_stats, decode};
 use crate::query::{AnvilSession, QueryError};
 
 const STATS_SQL: &str = "\
-SELECT run_id, metric, n, mean, sd, ci95_low, ci95_high, min, p25, p50, p75, p90, p95, p99, max \
-FROM cell_stats ORDER BY run_id, metric_order";
+SELECT run_id, window, metric, n, mean, sd, ci95_low, ci95_high, min, p1, p5, p25, p50, p75, p90, \
+       p95, p99, max, p1_ci_low, p1_ci_high, p5_ci_low, p5_ci_high, p25_ci_low, p25_ci_high, \
+       p50_ci_low, p50_ci_high, p75_ci_low, p75_ci_high, p90_ci_low, p90_ci_high, p95_ci_low, \
+       p95_ci_high, p99_ci_low, p99_ci_high \
+FROM cell_stats ORDER BY run_id, window, metric_order";
 
 const PER_REQUEST_SQL: &str = "\
 SELECT run_id, request_index, ttft_ms, effective_prefill_tps, decode_tps, tpot_ms, itl_ms, e2e_ms \
 FROM request_metrics WHERE outcome = 'ok' ORDER BY run_id, request_index";
 
+const FIRST_WAVE_SQL: &str = "\
+SELECT run_id, request_index FROM request_figures WHERE first_wave ORDER BY run_id, request_index";
+
 const THROUGHPUT_SQL: &str = "\
-SELECT run_id, scope, replica, output_tps, succeeded_without_usage FROM aggregate_throughput \
-ORDER BY run_id, replica";
+SELECT run_id, window, scope, replica, output_tps, succeeded_without_usage FROM aggregate_throughput \
+ORDER BY run_id, window, replica";
 
 const PARSE_ERRORS_SQL: &str = "\
 SELECT run_id, request_index, parse_errors, coalesce(first_parse_error, '') AS first_parse_error \
@@ -83,14 +90,29 @@ WHERE coalesce(drafts, 0) > 0 OR source = 'gauges' ORDER BY run_id, replica";
 #[derive(Deserialize)]
 struct StatsRow {
     run_id: String,
+    window: String,
     metric: String,
 }
 
-/// A row of [`PER_REQUEST_SQL`]: each metric's value, in [`MetricId::ALL`] order.
+/// A row of [`FIRST_WAVE_SQL`].
+#[derive(Deserialize)]
+struct FirstWaveRow {
+    run_id: String,
+    request_index: i64,
+}
+
+/// A row of [`PER_REQUEST_SQL`].
 #[derive(Deserialize)]
 struct PerRequestRow {
     run_id: String,
     request_index: i64,
+    #[serde(flatten)]
+    metrics: MetricColumns,
+}
+
+/// One request's value of each metric, the columns of [`MetricId::COLUMNS`].
+#[derive(Deserialize)]
+pub(crate) struct MetricColumns {
     ttft_ms: Option<f64>,
     effective_prefill_tps: Option<f64>,
     decode_tps: Option<f64>,
@@ -99,8 +121,9 @@ struct PerRequestRow {
     e2e_ms: Option<f64>,
 }
 
-impl PerRequestRow {
-    fn values(&self) -> [Option<f64>; 6] {
+impl MetricColumns {
+    /// The values in [`MetricId::ALL`] order.
+    pub(crate) fn values(&self) -> [Option<f64>; 6] {
         [
             self.ttft_ms,
             self.effective_prefill_tps,
@@ -115,6 +138,7 @@ impl PerRequestRow {
 #[derive(Deserialize)]
 struct ThroughputRow {
     run_id: String,
+    window: String,
     scope: String,
     replica: Option<u32>,
     output_tps: Option<f64>,
@@ -225,11 +249,23 @@ pub async fn read_artifacts(session: &AnvilSession) -> Result<Vec<Artifact>, Que
 
     let r = session.query(STATS_SQL).await?;
     for (row, stats) in decode::<StatsRow>(&r)?.into_iter().zip(column_stats(&r)?) {
-        let Some(id) = MetricId::from_column(&row.metric) else {
+        let (Some(id), Some(window)) = (
+            MetricId::from_column(&row.metric),
+            Window::parse(&row.window),
+        ) else {
             continue;
         };
         if let Some(f) = slot(&mut artifacts, &index, &row.run_id) {
-            f.metrics.insert(id, stats);
+            match window {
+                Window::All => f.metrics.insert(id, stats),
+                Window::AfterFirstWave => f.after_first_wave.metrics.insert(id, stats),
+            };
+        }
+    }
+
+    for row in decode::<FirstWaveRow>(&session.query(FIRST_WAVE_SQL).await?)? {
+        if let Some(f) = slot(&mut artifacts, &index, &row.run_id) {
+            f.first_wave.insert(row.request_index);
         }
     }
 
@@ -237,7 +273,7 @@ pub async fn read_artifacts(session: &AnvilSession) -> Result<Vec<Artifact>, Que
         let Some(f) = slot(&mut artifacts, &index, &row.run_id) else {
             continue;
         };
-        for (metric, value) in MetricId::ALL.into_iter().zip(row.values()) {
+        for (metric, value) in MetricId::ALL.into_iter().zip(row.metrics.values()) {
             if let Some(value) = value {
                 f.per_request.entry(metric).or_default().push(RequestValue {
                     request_index: row.request_index,
@@ -251,12 +287,20 @@ pub async fn read_artifacts(session: &AnvilSession) -> Result<Vec<Artifact>, Que
         let Some(f) = slot(&mut artifacts, &index, &row.run_id) else {
             continue;
         };
-        match (row.scope.as_str(), row.replica, row.output_tps) {
-            ("run", _, tps) => {
+        match (
+            Window::parse(&row.window),
+            row.scope.as_str(),
+            row.replica,
+            row.output_tps,
+        ) {
+            (Some(Window::AfterFirstWave), "run", _, tps) => {
+                f.after_first_wave.aggregate_output_tps = tps;
+            }
+            (Some(Window::All), "run", _, tps) => {
                 f.aggregate_output_tps = tps;
                 f.succeeded_without_usage = count_u64(row.succeeded_without_usage);
             }
-            ("replica", Some(replica), Some(output_tps)) => {
+            (Some(Window::All), "replica", Some(replica), Some(output_tps)) => {
                 f.aggregate_output_tps_per_replica.push(ReplicaThroughput {
                     replica,
                     output_tps,

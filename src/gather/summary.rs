@@ -2,29 +2,55 @@
 //! `aggregate_throughput` views (never recomputed here), and each artifact's client-side
 //! queueing and server-reported timings, as the plain structs of [`crate::report::summary`].
 
+use std::collections::BTreeMap;
+
 use serde::Deserialize;
 
+use super::rules_input::MetricColumns;
+use crate::metric::{MetricId, Window};
 use crate::query::rows::{column_stats, decode};
 use crate::query::{AnvilSession, QueryError};
 use crate::report::input::{ClientQueue, ServerTimings};
-use crate::report::summary::{ArtifactStats, MetricRow, Summary, Throughput};
+use crate::report::summary::{
+    ArtifactStats, FirstWave, FirstWaveTail, MetricRow, Summary, Throughput, WindowStats,
+};
 
-/// The flat summary rows (`--format csv|json`): cell_stats beside the run's aggregate output
-/// throughput, one row per artifact × metric.
+/// The flat summary rows (`--format csv|json`): cell_stats beside the aggregate output
+/// throughput of the same run and window, one row per artifact × window × metric.
 pub const SUMMARY_SQL: &str = "\
-SELECT s.run_id, s.arm, s.cell_id, s.metric, s.unit, s.n, s.failed, s.n_null, s.mean, s.sd, \
-       s.ci95_low, s.ci95_high, s.min, s.p25, s.p50, s.p75, s.p90, s.p95, s.p99, s.max, \
+SELECT s.run_id, s.arm, s.cell_id, s.window, s.metric, s.unit, s.better, s.requests, s.n, s.failed, \
+       s.n_null, s.mean, s.sd, s.ci95_low, s.ci95_high, s.min, s.p1, s.p5, s.p25, s.p50, s.p75, \
+       s.p90, s.p95, s.p99, s.max, s.p1_ci_low, s.p1_ci_high, s.p5_ci_low, s.p5_ci_high, \
+       s.p25_ci_low, s.p25_ci_high, s.p50_ci_low, s.p50_ci_high, s.p75_ci_low, s.p75_ci_high, \
+       s.p90_ci_low, s.p90_ci_high, s.p95_ci_low, s.p95_ci_high, s.p99_ci_low, s.p99_ci_high, \
        a.output_tps AS aggregate_output_tps \
 FROM cell_stats s \
-LEFT JOIN aggregate_throughput a ON a.run_id = s.run_id AND a.scope = 'run' \
-ORDER BY s.run_id, s.metric_order";
+LEFT JOIN aggregate_throughput a \
+    ON a.run_id = s.run_id AND a.window = s.window AND a.scope = 'run' \
+ORDER BY s.run_id, s.window, s.metric_order";
 
 const THROUGHPUT_SQL: &str = "\
-SELECT t.run_id, t.output_tps, t.completion_tokens, t.span_s, t.requests, t.succeeded, \
+SELECT t.run_id, t.window, t.output_tps, t.completion_tokens, t.span_s, t.requests, t.succeeded, \
        t.succeeded_without_usage, \
        (SELECT count(*) FROM request_timing r \
         WHERE r.run_id = t.run_id AND r.kind = 'measured' AND r.parse_errors > 0) AS parse_error_requests \
-FROM aggregate_throughput t WHERE t.scope = 'run' ORDER BY t.run_id";
+FROM aggregate_throughput t WHERE t.scope = 'run' ORDER BY t.run_id, t.window";
+
+/// Each run's first wave as the statistics leave it out, and how the run was released.
+const FIRST_WAVE_SQL: &str = "\
+SELECT f.run_id, count(*) FILTER (WHERE f.first_wave) AS first_wave, count(*) AS measured, \
+       min(f.request_index) FILTER (WHERE f.first_wave) AS first_index, \
+       max(f.request_index) FILTER (WHERE f.first_wave) AS last_index, \
+       min(ru.schedule) AS schedule, min(ru.ramp_s) AS ramp_s, \
+       min(ru.concurrency_per_replica) AS concurrency_per_replica, min(ru.replicas) AS replicas \
+FROM request_figures f JOIN runs ru ON ru.run_id = f.run_id \
+GROUP BY f.run_id ORDER BY f.run_id";
+
+/// Every successful measured request's figures with its first-wave flag: which request
+/// holds a tail value.
+const TAIL_HOLDERS_SQL: &str = "\
+SELECT run_id, first_wave, ttft_ms, effective_prefill_tps, decode_tps, tpot_ms, itl_ms, e2e_ms \
+FROM request_figures WHERE outcome = 'ok' ORDER BY run_id, request_index";
 
 const RUNS_SQL: &str = "SELECT run_id, arm, cell_id, status, dir FROM runs ORDER BY run_id";
 
@@ -62,18 +88,46 @@ struct RunRow {
 #[derive(Deserialize)]
 struct StatsRow {
     run_id: String,
+    window: String,
     metric: String,
-    unit: String,
+    #[serde(default)]
+    requests: i64,
     #[serde(default)]
     failed: i64,
     #[serde(default)]
     n_null: i64,
 }
 
+/// A row of [`FIRST_WAVE_SQL`].
+#[derive(Deserialize)]
+struct FirstWaveRow {
+    run_id: String,
+    #[serde(default)]
+    first_wave: i64,
+    #[serde(default)]
+    measured: i64,
+    first_index: Option<i64>,
+    last_index: Option<i64>,
+    schedule: Option<String>,
+    ramp_s: Option<f64>,
+    concurrency_per_replica: Option<i64>,
+    replicas: Option<i64>,
+}
+
+/// A row of [`TAIL_HOLDERS_SQL`].
+#[derive(Deserialize)]
+struct HolderRow {
+    run_id: String,
+    first_wave: Option<bool>,
+    #[serde(flatten)]
+    metrics: MetricColumns,
+}
+
 /// A row of [`THROUGHPUT_SQL`] (a NULL count is 0).
 #[derive(Deserialize)]
 struct ThroughputRow {
     run_id: String,
+    window: String,
     output_tps: Option<f64>,
     completion_tokens: Option<i64>,
     span_s: Option<f64>,
@@ -98,61 +152,139 @@ pub async fn read(session: &AnvilSession) -> Result<Summary, QueryError> {
             cell_id: r.cell_id,
             status: r.status,
             dir: r.dir,
-            metrics: Vec::new(),
-            throughput: None,
+            first_wave: None,
+            windows: Window::ALL
+                .iter()
+                .map(|w| WindowStats {
+                    window: *w,
+                    metrics: Vec::new(),
+                    throughput: None,
+                })
+                .collect(),
+            first_wave_tails: Vec::new(),
             client_queue: None,
             server_timings: None,
         })
         .collect();
-    let index = |run_id: &str| artifacts.iter().position(|a| a.run_id == run_id);
+    let index: BTreeMap<String, usize> = artifacts
+        .iter()
+        .enumerate()
+        .map(|(i, a)| (a.run_id.clone(), i))
+        .collect();
+    let window_of = |a: &mut ArtifactStats, w: Window| -> usize {
+        a.windows.iter().position(|x| x.window == w).unwrap_or(0)
+    };
 
-    let rows: Vec<_> = decode::<StatsRow>(&stats)?
+    for (r, stats) in decode::<StatsRow>(&stats)?
         .into_iter()
         .zip(column_stats(&stats)?)
-        .map(|(r, stats)| {
-            let row = MetricRow {
-                metric: r.metric,
-                unit: r.unit,
-                failed: r.failed,
-                n_null: r.n_null,
-                stats,
-            };
-            (index(&r.run_id), row)
-        })
-        .collect();
-    let throughputs: Vec<_> = decode::<ThroughputRow>(&session.query(THROUGHPUT_SQL).await?)?
-        .into_iter()
-        .map(|t| {
-            let throughput = Throughput {
-                output_tps: t.output_tps,
-                completion_tokens: t.completion_tokens,
-                span_s: t.span_s,
-                requests: t.requests,
-                succeeded: t.succeeded,
-                succeeded_without_usage: t.succeeded_without_usage,
-                parse_error_requests: t.parse_error_requests,
-            };
-            (index(&t.run_id), throughput)
-        })
-        .collect();
-    for (at, row) in rows {
-        if let Some(at) = at {
-            artifacts[at].metrics.push(row);
+    {
+        let (Some(&at), Some(window), Some(metric)) = (
+            index.get(&r.run_id),
+            Window::parse(&r.window),
+            MetricId::from_column(&r.metric),
+        ) else {
+            continue;
+        };
+        let a = &mut artifacts[at];
+        let w = window_of(a, window);
+        a.windows[w].metrics.push(MetricRow {
+            metric,
+            requests: r.requests,
+            failed: r.failed,
+            n_null: r.n_null,
+            stats,
+        });
+    }
+    for t in decode::<ThroughputRow>(&session.query(THROUGHPUT_SQL).await?)? {
+        let (Some(&at), Some(window)) = (index.get(&t.run_id), Window::parse(&t.window)) else {
+            continue;
+        };
+        let a = &mut artifacts[at];
+        let w = window_of(a, window);
+        a.windows[w].throughput = Some(Throughput {
+            output_tps: t.output_tps,
+            completion_tokens: t.completion_tokens,
+            span_s: t.span_s,
+            requests: t.requests,
+            succeeded: t.succeeded,
+            succeeded_without_usage: t.succeeded_without_usage,
+            parse_error_requests: t.parse_error_requests,
+        });
+    }
+    for r in decode::<FirstWaveRow>(&session.query(FIRST_WAVE_SQL).await?)? {
+        if let Some(&at) = index.get(&r.run_id) {
+            artifacts[at].first_wave = Some(FirstWave {
+                requests: r.first_wave,
+                measured: r.measured,
+                first_index: r.first_index,
+                last_index: r.last_index,
+                schedule: r.schedule.unwrap_or_default(),
+                ramp_s: r.ramp_s,
+                concurrency_per_replica: r.concurrency_per_replica.unwrap_or(0),
+                replicas: r.replicas.unwrap_or(0),
+            });
         }
     }
-    for (at, t) in throughputs {
-        if let Some(at) = at {
-            artifacts[at].throughput = Some(t);
+    // Which tails of the `all` window a first-wave request holds: its value is the
+    // percentile, and no request after the first wave has that same value.
+    let mut holders: BTreeMap<String, Vec<HolderRow>> = BTreeMap::new();
+    for row in decode::<HolderRow>(&session.query(TAIL_HOLDERS_SQL).await?)? {
+        holders.entry(row.run_id.clone()).or_default().push(row);
+    }
+    for a in &mut artifacts {
+        let Some(rows) = holders.get(&a.run_id) else {
+            continue;
+        };
+        let all = a.windows.iter().find(|w| w.window == Window::All);
+        let after = a
+            .windows
+            .iter()
+            .find(|w| w.window == Window::AfterFirstWave);
+        let (Some(all), Some(after)) = (all, after) else {
+            continue;
+        };
+        let mut tails = Vec::new();
+        for (m, metric) in MetricId::ALL.into_iter().enumerate() {
+            let find = |w: &WindowStats| {
+                w.metrics
+                    .iter()
+                    .find(|r| r.metric == metric)
+                    .map(|r| r.stats)
+            };
+            let (Some(s_all), Some(s_after)) = (find(all), find(after)) else {
+                continue;
+            };
+            for q in metric.tails() {
+                let Some(value) = s_all.percentile(q) else {
+                    continue;
+                };
+                let held = |first_wave: bool| {
+                    rows.iter().any(|r| {
+                        r.first_wave.unwrap_or(false) == first_wave
+                            && r.metrics.values()[m] == Some(value)
+                    })
+                };
+                if held(true) && !held(false) {
+                    tails.push(FirstWaveTail {
+                        metric,
+                        percentile: q,
+                        all: value,
+                        after_first_wave: s_after.percentile(q),
+                    });
+                }
+            }
         }
+        a.first_wave_tails = tails;
     }
     for q in client_queues(session).await? {
-        if let Some(a) = artifacts.iter_mut().find(|a| a.run_id == q.run_id) {
-            a.client_queue = Some(q);
+        if let Some(&at) = index.get(&q.run_id) {
+            artifacts[at].client_queue = Some(q);
         }
     }
     for t in server_timings(session).await? {
-        if let Some(a) = artifacts.iter_mut().find(|a| a.run_id == t.run_id) {
-            a.server_timings = Some(t);
+        if let Some(&at) = index.get(&t.run_id) {
+            artifacts[at].server_timings = Some(t);
         }
     }
     Ok(Summary { artifacts })

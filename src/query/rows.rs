@@ -8,7 +8,7 @@ use datafusion::arrow::datatypes::{DataType, Float64Type, Int64Type};
 use datafusion::error::DataFusionError;
 
 use super::{QueryError, StatementResult};
-use crate::stats::{STATISTICS, Stats};
+use crate::stats::{INTERVAL_COLUMNS, STATISTICS, Stats};
 
 /// Every row of `r` as a `T`, its fields named as the columns (a NULL or missing column is
 /// `None` for an `Option` field; any other mismatch is an error naming the row). The rows go
@@ -80,17 +80,25 @@ fn missing(name: &str) -> QueryError {
     }
 }
 
-/// The [`Stats`] of each row: the columns named by [`STATISTICS`] (`cell_stats`'s).
+/// The [`Stats`] of each row: the columns named by [`STATISTICS`] and [`INTERVAL_COLUMNS`]
+/// (`cell_stats`'s).
 pub fn column_stats(r: &StatementResult) -> Result<Vec<Stats>, QueryError> {
     let n = column_i64(r, STATISTICS[0])?;
-    let values = STATISTICS[1..]
-        .iter()
-        .map(|c| column_f64(r, c))
-        .collect::<Result<Vec<_>, _>>()?;
+    let columns = |names: &[&str]| {
+        names
+            .iter()
+            .map(|c| column_f64(r, c))
+            .collect::<Result<Vec<_>, _>>()
+    };
+    let (values, intervals) = (columns(&STATISTICS[1..])?, columns(&INTERVAL_COLUMNS)?);
     Ok((0..n.len())
         .map(|i| {
             let count = n[i].map_or(0, |v| u64::try_from(v).unwrap_or(0));
-            Stats::from_values(count, std::array::from_fn(|k| values[k][i]))
+            Stats::from_values(
+                count,
+                std::array::from_fn(|k| values[k][i]),
+                std::array::from_fn(|k| intervals[k][i]),
+            )
         })
         .collect())
 }

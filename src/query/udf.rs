@@ -3,6 +3,9 @@
 //!
 //! - `nearest_rank(x, p)`: aggregate, the value at rank ⌈p·n⌉ of the sorted non-null values
 //!   (p a constant in (0, 1]); NULL over no values;
+//! - `nearest_rank_ci_low(x, p)`, `nearest_rank_ci_high(x, p)`: aggregate, the ends of the
+//!   distribution-free 95% interval of that percentile ([`crate::stats::percentile`]), NULL
+//!   where the side is unbounded (too few values);
 //! - `ci95_low(x)`, `ci95_high(x)`: aggregate, mean ∓/± t(0.975, n − 1) · sd / √n; NULL for
 //!   n < 2;
 //! - `canaries(text)`: scalar, the list of canary markers (`ANV-` + 12 hex) in `text`, in
@@ -37,7 +40,9 @@ use crate::stats::{Probability, Sample};
 
 /// Register every anvil function on `ctx`.
 pub fn register(ctx: &SessionContext) {
-    ctx.register_udaf(AggregateUDF::from(NearestRank::new()));
+    for kind in [RankKind::Estimate, RankKind::Low, RankKind::High] {
+        ctx.register_udaf(AggregateUDF::from(NearestRank::new(kind)));
+    }
     ctx.register_udaf(AggregateUDF::from(Ci95::new(Bound::Low)));
     ctx.register_udaf(AggregateUDF::from(Ci95::new(Bound::High)));
     ctx.register_udf(ScalarUDF::from(Canaries::new()));
@@ -45,10 +50,18 @@ pub fn register(ctx: &SessionContext) {
 }
 
 /// Names of the functions [`register`] adds, for `--list`.
-pub const FUNCTIONS: [(&str, &str); 5] = [
+pub const FUNCTIONS: [(&str, &str); 7] = [
     (
         "nearest_rank(x, p)",
         "aggregate: value at rank ceil(p*n) of the sorted non-null x, p constant in (0, 1]",
+    ),
+    (
+        "nearest_rank_ci_low(x, p)",
+        "aggregate: low end of the distribution-free 95% interval of nearest_rank(x, p), NULL if unbounded",
+    ),
+    (
+        "nearest_rank_ci_high(x, p)",
+        "aggregate: high end of the distribution-free 95% interval of nearest_rank(x, p), NULL if unbounded",
     ),
     (
         "ci95_low(x)",
@@ -85,14 +98,14 @@ fn float64_signature(args: usize) -> Signature {
 /// What a collecting aggregate computes from the non-null values of its group.
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Statistic {
-    NearestRank(Probability),
+    NearestRank(RankKind, Probability),
     Ci95(Bound),
 }
 
 impl Statistic {
     fn name(self) -> &'static str {
         match self {
-            Self::NearestRank(_) => "nearest_rank",
+            Self::NearestRank(kind, _) => kind.name(),
             Self::Ci95(Bound::Low) => "ci95_low",
             Self::Ci95(Bound::High) => "ci95_high",
         }
@@ -106,7 +119,9 @@ impl Statistic {
         let mut sample = Sample::new(values)
             .map_err(|e| DataFusionError::Execution(format!("{}: {e}", self.name())))?;
         Ok(match self {
-            Self::NearestRank(p) => Some(sample.nearest_rank(p)),
+            Self::NearestRank(RankKind::Estimate, p) => Some(sample.nearest_rank(p)),
+            Self::NearestRank(RankKind::Low, p) => sample.percentile_interval(p).low,
+            Self::NearestRank(RankKind::High, p) => sample.percentile_interval(p).high,
             Self::Ci95(bound) => sample.ci95().map(|(low, high)| match bound {
                 Bound::Low => low,
                 Bound::High => high,
@@ -270,55 +285,67 @@ impl GroupsAccumulator for CollectingGroups {
 }
 
 /// Evaluate a constant argument (a literal after constant folding).
-fn constant_argument(expr: &Arc<dyn PhysicalExpr>) -> Result<ScalarValue> {
+fn constant_argument(expr: &Arc<dyn PhysicalExpr>, name: &str) -> Result<ScalarValue> {
     let batch = RecordBatch::new_empty(Arc::new(datafusion::arrow::datatypes::Schema::empty()));
     match expr.evaluate(&batch) {
         Ok(ColumnarValue::Scalar(s)) => Ok(s),
-        _ => plan_err!("nearest_rank: p must be a constant, e.g. nearest_rank(ttft_ms, 0.95)"),
+        _ => plan_err!("{name}: p must be a constant, e.g. {name}(ttft_ms, 0.95)"),
     }
 }
 
-/// `nearest_rank(x, p)`.
+/// What a `nearest_rank*` function returns: the percentile or an end of its interval.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum RankKind {
+    Estimate,
+    Low,
+    High,
+}
+
+impl RankKind {
+    fn name(self) -> &'static str {
+        match self {
+            RankKind::Estimate => "nearest_rank",
+            RankKind::Low => "nearest_rank_ci_low",
+            RankKind::High => "nearest_rank_ci_high",
+        }
+    }
+}
+
+/// `nearest_rank(x, p)`, `nearest_rank_ci_low(x, p)`, `nearest_rank_ci_high(x, p)`.
 #[derive(Debug, PartialEq, Eq, Hash)]
 pub struct NearestRank {
+    kind: RankKind,
     signature: Signature,
 }
 
 impl NearestRank {
-    pub fn new() -> Self {
+    pub fn new(kind: RankKind) -> Self {
         Self {
+            kind,
             signature: float64_signature(2),
         }
     }
 
     /// The statistic with this call's p.
-    fn statistic(args: &AccumulatorArgs) -> Result<Statistic> {
+    fn statistic(&self, args: &AccumulatorArgs) -> Result<Statistic> {
+        let name = self.kind.name();
         let Some(expr) = args.exprs.get(1) else {
-            return plan_err!("nearest_rank takes two arguments: nearest_rank(x, p)");
+            return plan_err!("{name} takes two arguments: {name}(x, p)");
         };
-        let p = match constant_argument(expr)? {
+        let p = match constant_argument(expr, name)? {
             ScalarValue::Float64(Some(p)) => p,
             other => {
-                return plan_err!(
-                    "nearest_rank: p must be a non-null number in (0, 1], got {other}"
-                );
+                return plan_err!("{name}: p must be a non-null number in (0, 1], got {other}");
             }
         };
-        let p =
-            Probability::new(p).map_err(|e| DataFusionError::Plan(format!("nearest_rank: {e}")))?;
-        Ok(Statistic::NearestRank(p))
-    }
-}
-
-impl Default for NearestRank {
-    fn default() -> Self {
-        Self::new()
+        let p = Probability::new(p).map_err(|e| DataFusionError::Plan(format!("{name}: {e}")))?;
+        Ok(Statistic::NearestRank(self.kind, p))
     }
 }
 
 impl AggregateUDFImpl for NearestRank {
     fn name(&self) -> &str {
-        "nearest_rank"
+        self.kind.name()
     }
 
     fn signature(&self) -> &Signature {
@@ -335,7 +362,7 @@ impl AggregateUDFImpl for NearestRank {
 
     fn accumulator(&self, args: AccumulatorArgs) -> Result<Box<dyn Accumulator>> {
         Ok(Box::new(CollectingAccumulator {
-            statistic: Self::statistic(&args)?,
+            statistic: self.statistic(&args)?,
             values: Vec::new(),
         }))
     }
@@ -349,7 +376,7 @@ impl AggregateUDFImpl for NearestRank {
         args: AccumulatorArgs,
     ) -> Result<Box<dyn GroupsAccumulator>> {
         Ok(Box::new(CollectingGroups {
-            statistic: Self::statistic(&args)?,
+            statistic: self.statistic(&args)?,
             groups: Vec::new(),
         }))
     }

@@ -35,6 +35,7 @@ pub const VIEWS: &[ViewFile] = &[
     view!("request_canaries", "25_request_canaries.sql"),
     view!("request_metrics", "30_request_metrics.sql"),
     view!("cell_stats", "40_cell_stats.sql"),
+    view!("percentile_ci", "41_percentile_ci.sql"),
     view!("aggregate_throughput", "50_aggregate_throughput.sql"),
     view!("client_queueing", "52_client_queueing.sql"),
     view!("chunk_gaps", "60_chunk_gaps.sql"),

@@ -5,6 +5,7 @@
 use std::collections::BTreeSet;
 
 use crate::manifest::{RunPlan, WorkloadManifest};
+use crate::metric::Window;
 use crate::rules::advance::{AdvanceRule, TopologyAssessment, Verdict};
 use crate::rules::check::{CheckReport, Outcome};
 use crate::rules::compare::{Comparison, OutputLength, Paired, ThroughputEstimate};
@@ -19,9 +20,13 @@ use super::charts::{
     Bar, BarChart, CdfChart, ContextChart, ContextPoint, ContextSeries, DistributionChart,
     LineSeriesData, SampleSeries, TimeSeriesChart, TimelineBar, TimelineChart, colour_hex,
 };
-use super::format::{NA, fmt_diff, fmt_interval, fmt_num, fmt_percent, fmt_ratio, fmt_unit};
+use super::format::{
+    NA, fmt_diff, fmt_diff_interval, fmt_interval, fmt_num, fmt_percent, fmt_percentile, fmt_ratio,
+    fmt_unit,
+};
 use super::input::*;
 use super::view::*;
+use crate::stats::Percentile;
 
 /// Arm names in a stable order (plan order, then first seen in artifacts) for colours.
 #[derive(Debug, Clone, Default)]
@@ -135,7 +140,7 @@ pub fn build(input: &ReportInput<'_>) -> ReportView {
         .iter()
         .map(|screen| match &screen.result {
             Ok(comparison) => ScreenView {
-                name: screen.name.clone(),
+                name: screen.name(),
                 comparison: Some(comparison_view(
                     comparison,
                     input,
@@ -144,7 +149,7 @@ pub fn build(input: &ReportInput<'_>) -> ReportView {
                 refusal: None,
             },
             Err(refusal) => ScreenView {
-                name: screen.name.clone(),
+                name: screen.name(),
                 comparison: None,
                 refusal: Some(refusal_view(refusal)),
             },
@@ -156,7 +161,7 @@ pub fn build(input: &ReportInput<'_>) -> ReportView {
     }
     for screen in input.screens {
         if let Ok(comparison) = &screen.result {
-            comparisons.push((screen.name.clone(), comparison));
+            comparisons.push((screen.name(), comparison));
         }
     }
     ReportView {
@@ -232,9 +237,8 @@ pub fn header_view(input: &ReportInput<'_>) -> HeaderView {
 fn claim_view(side: &str, claim: &ClaimCheck) -> ClaimView {
     let (verdict, class) = match claim.verdict {
         ClaimVerdict::Supported => ("supported", "pass"),
-        ClaimVerdict::NotSupported => ("not supported", "fail"),
-        ClaimVerdict::MissingEvidence => ("missing evidence", "missing"),
-        ClaimVerdict::Unmatched => ("could not be matched", "missing"),
+        ClaimVerdict::Contradicted => ("contradicted", "fail"),
+        ClaimVerdict::NotTestable => ("not testable", "missing"),
     };
     ClaimView {
         side: side.to_owned(),
@@ -379,23 +383,29 @@ pub fn comparison_view(
         .metrics
         .iter()
         .map(|m| {
-            let (name, unit) = (m.metric.label(), m.metric.unit());
+            let metric = m.metric;
+            let [mild, far] = metric.tails();
+            let cell = |s: &Stats, q: Percentile| fmt_percentile(s, q, false);
             MetricTableView {
-                name: name.to_owned(),
-                unit: unit.to_owned(),
-                rows: m
+                name: metric.label().to_owned(),
+                unit: metric.unit().to_owned(),
+                better: format!("{} is better", metric.better()),
+                tail_labels: [metric.percentile_label(mild), metric.percentile_label(far)],
+                rows: comparison
                     .arms
                     .iter()
+                    .flat_map(|arm| Window::ALL.map(|w| m.arm(arm, w)))
+                    .flatten()
                     .flat_map(|arm| {
                         arm.runs.iter().map(move |r| MetricRowView {
                             arm: arm.arm.clone(),
+                            window: arm.window.as_str().to_owned(),
                             run_id: r.run_id.clone(),
-                            n: r.n.to_string(),
-                            mean: fmt_num(r.mean),
-                            p50: fmt_num(r.p50),
-                            p95: fmt_num(r.p95),
-                            p99: fmt_num(r.p99),
-                            ci95: fmt_interval(r.ci95_low, r.ci95_high),
+                            n: r.stats.n.to_string(),
+                            mean: fmt_num(r.stats.mean),
+                            ci95: fmt_interval(r.stats.ci95_low, r.stats.ci95_high),
+                            p50: cell(&r.stats, Percentile::P50),
+                            tails: [cell(&r.stats, mild), cell(&r.stats, far)],
                         })
                     })
                     .collect(),
@@ -404,6 +414,8 @@ pub fn comparison_view(
                     .iter()
                     .map(|d| DifferenceRowView {
                         arm: d.arm.clone(),
+                        reference: d.reference.clone(),
+                        window: d.window.as_str().to_owned(),
                         difference: fmt_diff(d.difference),
                         ratio: fmt_ratio(d.ratio),
                         welch_ci: d.welch.map_or_else(
@@ -418,14 +430,29 @@ pub fn comparison_view(
                             ),
                             Paired::NotPaired { reason } => reason.clone(),
                         },
+                        percentiles: [Percentile::P50, mild, far].map(|q| {
+                            d.percentiles
+                                .iter()
+                                .find(|p| p.percentile == q)
+                                .map_or_else(
+                                    || NA.to_owned(),
+                                    |p| {
+                                        fmt_diff_interval(
+                                            p.comparison.estimate(),
+                                            p.comparison.interval(),
+                                            &p.comparison.method(),
+                                        )
+                                    },
+                                )
+                        }),
                     })
                     .collect(),
             }
         })
         .collect();
-    let throughput = comparison
-        .throughput
+    let throughput = Window::ALL
         .iter()
+        .flat_map(|w| comparison.throughput.iter().filter(move |t| t.window == *w))
         .map(|t| {
             let ci95 = match &t.estimate {
                 ThroughputEstimate::Repeats {
@@ -449,22 +476,46 @@ pub fn comparison_view(
             ThroughputRowView {
                 arm: t.arm.clone(),
                 colour: colour_hex(palette.index(&t.arm)),
+                window: t.window.as_str().to_owned(),
                 output_tps: fmt_unit(t.estimate.value(), "tok/s"),
                 basis: t.estimate.label(),
                 ci95,
-                ratio_to_baseline: fmt_ratio(t.ratio_to_baseline),
-                per_replica,
+                gpus: t.gpus.map_or_else(|| NA.to_owned(), |g| g.to_string()),
+                per_gpu: fmt_num(t.per_gpu),
+                in_flight: t.in_flight.to_string(),
+                versus: match &t.reference {
+                    Some(r) => format!("{} {r}", fmt_ratio(t.ratio_to_reference)),
+                    None => String::new(),
+                },
+                difference: t.difference.as_ref().map_or_else(String::new, |d| {
+                    format!(
+                        "{} {}",
+                        fmt_diff(Some(d.estimate)),
+                        d.interval.map_or_else(
+                            || "(single runs: no CI)".to_owned(),
+                            |i| format!("[{}, {}]", fmt_diff(Some(i.low)), fmt_diff(Some(i.high)))
+                        )
+                    )
+                }),
+                scaling_efficiency: t.scaling_efficiency.as_ref().map_or_else(String::new, |e| {
+                    format!("{} of {} per GPU", fmt_percent(Some(e.value)), e.against)
+                }),
+                per_replica: if t.window == Window::All {
+                    per_replica
+                } else {
+                    String::new()
+                },
             }
         })
         .collect();
     let output_length = comparison
         .output_length
         .iter()
-        .map(|(arm, realization)| match realization {
+        .map(|(arm, reference, realization)| match realization {
             OutputLength::Comparable => OutputLengthView {
                 arm: arm.clone(),
                 comparable: true,
-                text: format!("output lengths comparable with {}", comparison.baseline),
+                text: format!("output lengths comparable with {reference}"),
             },
             OutputLength::NotComparable { warning } => OutputLengthView {
                 arm: arm.clone(),
@@ -473,10 +524,22 @@ pub fn comparison_view(
             },
         })
         .collect();
+    let pairs = comparison
+        .arms
+        .iter()
+        .map(
+            |arm| match comparison.controls.iter().find(|v| v.arm == *arm) {
+                Some(v) => format!("{arm} vs {}: {}", v.reference, v.control.reason()),
+                None if comparison.baseline() == Some(arm) => format!("{arm}: the baseline"),
+                None => format!("{arm}: a control of its stage (no reference)"),
+            },
+        )
+        .collect();
     ComparisonView {
         label: comparison.label.clone(),
         fingerprint: comparison.fingerprint.clone(),
-        baseline: comparison.baseline.clone(),
+        references: comparison.references.describe(),
+        pairs,
         arms: comparison
             .arms
             .iter()
@@ -683,21 +746,21 @@ pub fn controls_view(
             .filter(|(_, c)| !c.controls.is_empty())
             .map(|(name, c)| SweepView {
                 name: format!("{name} ({})", c.label),
-                baseline: c.baseline.clone(),
+                baseline: c.references.describe(),
                 rows: c
                     .controls
                     .iter()
-                    .map(|(arm, control)| {
-                        let (verdict, class) = match control {
+                    .map(|v| {
+                        let (verdict, class) = match &v.control {
                             Control::OneVariable { .. } => ("one variable", "pass"),
                             Control::Confounded { .. } => ("confounded", "fail"),
-                            Control::NoVariable => ("no variable", "missing"),
+                            Control::NoVariable { .. } => ("no variable", "missing"),
                         };
                         ControlRowView {
-                            arm: arm.clone(),
+                            arm: format!("{} vs {}", v.arm, v.reference),
                             verdict: verdict.to_owned(),
                             verdict_class: class.to_owned(),
-                            detail: control.reason(),
+                            detail: v.control.reason(),
                         }
                     })
                     .collect(),
@@ -711,6 +774,7 @@ fn verdict_text(verdict: &Verdict) -> (&'static str, &'static str, String) {
         Verdict::Pass => ("pass", "pass", String::new()),
         Verdict::Fail(reason) => ("fail", "fail", reason.clone()),
         Verdict::NotRun(reason) => ("not run", "missing", reason.clone()),
+        Verdict::NotApplicable(reason) => ("n/a", "", reason.clone()),
     }
 }
 

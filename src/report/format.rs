@@ -4,11 +4,13 @@
 //! `n/a` for a figure that is absent or not a finite number. Machine formats (`--format
 //! json|csv`) carry full precision instead.
 
+use crate::stats::{Percentile, Stats};
+
 /// Placeholder for a figure that is absent or not a finite number.
 pub const NA: &str = "n/a";
 
-/// A figure with three significant figures (at most three decimals), thousands separated:
-/// `1,523`, `87.4`, `0.412`; `n/a` when absent or not finite.
+/// A figure with three significant figures (at most three decimals), thousands separated,
+/// a true minus sign: `1,523`, `87.4`, `0.412`, `−4.10`; `n/a` when absent or not finite.
 pub fn fmt_num(value: Option<f64>) -> String {
     match value.filter(|v| v.is_finite()) {
         None => NA.to_owned(),
@@ -73,9 +75,53 @@ pub fn fmt_interval(low: Option<f64>, high: Option<f64>) -> String {
     }
 }
 
+/// A percentile's interval, either side possibly unbounded (too few values for that side):
+/// `[1,080, 3,619]`, `[2,594, ∞)`, `(−∞, 38.2]`, `(−∞, ∞)`.
+pub fn fmt_bounds(low: Option<f64>, high: Option<f64>) -> String {
+    let (l, h) = (
+        low.filter(|v| v.is_finite()),
+        high.filter(|v| v.is_finite()),
+    );
+    format!(
+        "{}{}, {}{}",
+        if l.is_some() { "[" } else { "(" },
+        l.map_or_else(|| "−∞".to_owned(), |l| fmt_num(Some(l))),
+        h.map_or_else(|| "∞".to_owned(), |h| fmt_num(Some(h))),
+        if h.is_some() { "]" } else { ")" },
+    )
+}
+
+/// A percentile of one statistics row with its 95% interval, `p99 3,639 [2,594, ∞)` when
+/// `named`, else `3,639 [2,594, ∞)`; `n/a` over no values.
+pub fn fmt_percentile(stats: &Stats, q: Percentile, named: bool) -> String {
+    if stats.n == 0 {
+        return NA.to_owned();
+    }
+    let b = stats.interval(q);
+    let value = fmt_num(stats.percentile(q));
+    let value = if named { format!("{q} {value}") } else { value };
+    format!("{value} {}", fmt_bounds(b.low, b.high))
+}
+
+/// A signed difference with its interval, `+12.3 [−4.0, +20.1]`, or with why it has none:
+/// `+12.3 (no CI: n = 16 is too few …)`.
+pub fn fmt_diff_interval(estimate: Option<f64>, interval: Option<(f64, f64)>, why: &str) -> String {
+    match interval {
+        Some((low, high)) => format!(
+            "{} [{}, {}]",
+            fmt_diff(estimate),
+            fmt_diff(Some(low)),
+            fmt_diff(Some(high))
+        ),
+        None => format!("{} (no CI: {why})", fmt_diff(estimate)),
+    }
+}
+
 fn group_thousands(text: &str) -> String {
     let (sign, rest) = match text.strip_prefix('-') {
-        Some(rest) => ("-", rest),
+        // A value that rounds to zero keeps no sign.
+        Some(rest) if rest.chars().all(|c| c == '0' || c == '.') => ("", rest),
+        Some(rest) => ("−", rest),
         None => ("", text),
     };
     let (int, frac) = match rest.split_once('.') {

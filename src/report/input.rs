@@ -120,7 +120,7 @@ pub struct RunInfo {
     pub servers: Vec<String>,
 }
 
-pub use crate::rules::baseline::ScreenResult;
+pub use crate::rules::stage::StageComparison as ScreenResult;
 
 /// Everything the report is built from.
 #[derive(Debug, Clone, Copy)]

@@ -45,63 +45,18 @@ fn refusal(out: &mut String, r: &RefusalView) {
 fn comparison(out: &mut String, c: &ComparisonView, throughput_title: &str) {
     let _ = writeln!(
         out,
-        "Scope: **{}**; baseline **{}**; fingerprint `{}`\n",
+        "Scope: **{}**; {}; fingerprint `{}`\n",
         escape(&c.label),
-        escape(&c.baseline),
+        escape(&c.references),
         c.fingerprint.replace('`', "'")
     );
+    for p in &c.pairs {
+        let _ = writeln!(out, "- {}", escape(p));
+    }
     for w in &c.warnings {
         let _ = writeln!(out, "- **Warning:** {}", escape(w));
     }
-    if !c.warnings.is_empty() {
-        out.push('\n');
-    }
-    for m in &c.metrics {
-        let _ = writeln!(out, "#### {} ({})\n", escape(&m.name), escape(&m.unit));
-        table(
-            out,
-            &[
-                "arm",
-                "run",
-                "n",
-                "mean",
-                "p50",
-                "p95",
-                "p99",
-                "95% CI of mean",
-            ],
-            m.rows.iter().map(|r| {
-                vec![
-                    r.arm.as_str(),
-                    &r.run_id,
-                    &r.n,
-                    &r.mean,
-                    &r.p50,
-                    &r.p95,
-                    &r.p99,
-                    &r.ci95,
-                ]
-            }),
-        );
-        out.push('\n');
-        if !m.differences.is_empty() {
-            let versus = format!("arm vs {}", c.baseline);
-            table(
-                out,
-                &[&versus, "difference", "ratio", "Welch 95% CI", "paired"],
-                m.differences.iter().map(|d| {
-                    vec![
-                        d.arm.as_str(),
-                        &d.difference,
-                        &d.ratio,
-                        &d.welch_ci,
-                        &d.paired,
-                    ]
-                }),
-            );
-            out.push('\n');
-        }
-    }
+    out.push('\n');
     let _ = writeln!(out, "#### {}\n", escape(throughput_title));
     if c.throughput.is_empty() {
         out.push_str("No aggregate throughput recorded.\n\n");
@@ -110,22 +65,111 @@ fn comparison(out: &mut String, c: &ComparisonView, throughput_title: &str) {
             out,
             &[
                 "arm",
+                "window",
                 "aggregate output",
                 "basis",
-                "95% CI",
-                "ratio to baseline",
+                "95% CI across runs",
+                "GPUs",
+                "per GPU",
+                "in flight",
+                "vs reference",
+                "difference",
+                "scaling efficiency",
             ],
             c.throughput.iter().map(|t| {
                 vec![
                     t.arm.as_str(),
+                    &t.window,
                     &t.output_tps,
                     &t.basis,
                     &t.ci95,
-                    &t.ratio_to_baseline,
+                    &t.gpus,
+                    &t.per_gpu,
+                    &t.in_flight,
+                    &t.versus,
+                    &t.difference,
+                    &t.scaling_efficiency,
                 ]
             }),
         );
         out.push('\n');
+    }
+    for m in &c.metrics {
+        let _ = writeln!(
+            out,
+            "#### {} ({}, {})\n",
+            escape(&m.name),
+            escape(&m.unit),
+            escape(&m.better)
+        );
+        let (mild, far) = (
+            format!("{} [95% CI]", m.tail_labels[0]),
+            format!("{} [95% CI]", m.tail_labels[1]),
+        );
+        table(
+            out,
+            &[
+                "arm",
+                "window",
+                "run",
+                "n",
+                "mean",
+                "95% CI of mean",
+                "p50 [95% CI]",
+                &mild,
+                &far,
+            ],
+            m.rows.iter().map(|r| {
+                vec![
+                    r.arm.as_str(),
+                    &r.window,
+                    &r.run_id,
+                    &r.n,
+                    &r.mean,
+                    &r.ci95,
+                    &r.p50,
+                    &r.tails[0],
+                    &r.tails[1],
+                ]
+            }),
+        );
+        out.push('\n');
+        if !m.differences.is_empty() {
+            let (mild, far) = (
+                format!("{} Δ", m.tail_labels[0]),
+                format!("{} Δ", m.tail_labels[1]),
+            );
+            table(
+                out,
+                &[
+                    "arm",
+                    "vs",
+                    "window",
+                    "difference of means",
+                    "ratio",
+                    "Welch 95% CI",
+                    "paired",
+                    "p50 Δ",
+                    &mild,
+                    &far,
+                ],
+                m.differences.iter().map(|d| {
+                    vec![
+                        d.arm.as_str(),
+                        &d.reference,
+                        &d.window,
+                        &d.difference,
+                        &d.ratio,
+                        &d.welch_ci,
+                        &d.paired,
+                        &d.percentiles[0],
+                        &d.percentiles[1],
+                        &d.percentiles[2],
+                    ]
+                }),
+            );
+            out.push('\n');
+        }
     }
     for o in c.output_length.iter().filter(|o| !o.comparable) {
         let _ = writeln!(

@@ -6,23 +6,25 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
-use super::format::{NA, fmt_num};
+use super::format::{NA, fmt_interval, fmt_num, fmt_percentile, fmt_unit};
 use super::input::{ClientQueue, ServerTimings};
 use super::table::{Table, TextFormat};
-use crate::stats::{STATISTICS, Stats};
+use crate::metric::{MetricId, Window};
+use crate::stats::{Percentile, Stats, bounded_from};
 
-/// The statistics of one metric of one artifact.
+/// The statistics of one metric of one artifact over one window.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct MetricRow {
-    pub metric: String,
-    pub unit: String,
+    pub metric: MetricId,
+    /// Measured requests in the window (n + n_null + failed).
+    pub requests: i64,
     pub failed: i64,
     pub n_null: i64,
     /// n and the other statistics.
     pub stats: Stats,
 }
 
-/// Aggregate output throughput of one artifact.
+/// Aggregate output throughput of one artifact over one window.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Throughput {
     pub output_tps: Option<f64>,
@@ -36,6 +38,89 @@ pub struct Throughput {
     pub parse_error_requests: i64,
 }
 
+/// One window's figures of an artifact.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct WindowStats {
+    pub window: Window,
+    pub metrics: Vec<MetricRow>,
+    pub throughput: Option<Throughput>,
+}
+
+/// A run's first wave (`request_figures.first_wave`) and how the run was released.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FirstWave {
+    /// Measured requests in the first wave.
+    pub requests: i64,
+    pub measured: i64,
+    pub first_index: Option<i64>,
+    pub last_index: Option<i64>,
+    /// `closed`, `constant` or `poisson`.
+    pub schedule: String,
+    pub ramp_s: Option<f64>,
+    pub concurrency_per_replica: i64,
+    pub replicas: i64,
+}
+
+impl FirstWave {
+    /// What the first wave is, in words.
+    pub fn describe(&self) -> String {
+        let which = match (self.first_index, self.last_index) {
+            (Some(a), Some(b)) if a == b => format!("request {a}, "),
+            (Some(a), Some(b)) if self.requests == b - a + 1 => format!("requests {a}–{b}, "),
+            _ => String::new(),
+        };
+        let how = match (self.ramp_s, self.schedule.as_str()) {
+            (Some(ramp), _) => format!(
+                "meant to start before the {} s ramp ended",
+                fmt_num(Some(ramp))
+            ),
+            (None, "closed") => format!(
+                "C{} × {} replica{}, released together into an idle server",
+                self.concurrency_per_replica,
+                self.replicas,
+                if self.replicas == 1 { "" } else { "s" }
+            ),
+            (None, _) => String::new(),
+        };
+        if self.requests == 0 {
+            return if self.ramp_s.is_none() && self.schedule != "closed" {
+                "no first wave (open loop without a ramp): the two windows are equal".to_owned()
+            } else {
+                "no first wave: the two windows are equal".to_owned()
+            };
+        }
+        format!(
+            "first wave: {which}{} of {} measured ({how}); the after_first_wave window leaves them out",
+            self.requests, self.measured
+        )
+    }
+}
+
+/// A tail of the `all` window that a first-wave request holds.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FirstWaveTail {
+    pub metric: MetricId,
+    pub percentile: Percentile,
+    /// The percentile over every measured request.
+    pub all: f64,
+    /// The same percentile after the first wave.
+    pub after_first_wave: Option<f64>,
+}
+
+impl FirstWaveTail {
+    /// `p99 TTFT 3,639 ms is a first-wave request; after the first wave: 1,714 ms`.
+    pub fn describe(&self) -> String {
+        let unit = self.metric.unit();
+        format!(
+            "{} {} {} is a first-wave request; after the first wave: {}",
+            self.metric.percentile_label(self.percentile),
+            self.metric.label(),
+            fmt_unit(Some(self.all), unit),
+            fmt_unit(self.after_first_wave, unit)
+        )
+    }
+}
+
 /// One artifact's summary.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ArtifactStats {
@@ -44,8 +129,10 @@ pub struct ArtifactStats {
     pub cell_id: String,
     pub status: String,
     pub dir: String,
-    pub metrics: Vec<MetricRow>,
-    pub throughput: Option<Throughput>,
+    pub first_wave: Option<FirstWave>,
+    /// `all`, then `after_first_wave`.
+    pub windows: Vec<WindowStats>,
+    pub first_wave_tails: Vec<FirstWaveTail>,
     pub client_queue: Option<ClientQueue>,
     pub server_timings: Option<ServerTimings>,
 }
@@ -56,8 +143,9 @@ pub struct Summary {
     pub artifacts: Vec<ArtifactStats>,
 }
 
-/// Render the summary as text: per artifact a heading, one aligned row per metric, and the
-/// aggregate output throughput.
+/// Render the summary as text: per artifact a heading, its first wave, one aligned row per
+/// metric and window (the `after_first_wave` rows only where a first wave exists), what the
+/// first wave sets, and the aggregate output throughput.
 pub fn render(summary: &Summary) -> String {
     let mut out = String::new();
     if summary.artifacts.is_empty() {
@@ -73,24 +161,103 @@ pub fn render(summary: &Summary) -> String {
             "run {}  arm {}  cell {}  ({})  {}",
             a.run_id, a.arm, a.cell_id, a.status, a.dir
         );
-        let mut header = vec!["metric", "unit", "n", "failed", "null"];
-        header.extend(&STATISTICS[1..]);
-        let mut table = Table::new(&header).numbers_from(2);
-        for m in &a.metrics {
-            let mut row = vec![
-                m.metric.clone(),
-                m.unit.clone(),
-                m.stats.n.to_string(),
-                m.failed.to_string(),
-                m.n_null.to_string(),
-            ];
-            row.extend(m.stats.values().iter().map(|v| fmt_num(*v)));
-            table.row(row);
+        let has_wave = a.first_wave.as_ref().is_some_and(|w| w.requests > 0);
+        if let Some(w) = &a.first_wave {
+            let _ = writeln!(out, "  {}", w.describe());
+        }
+        let mut table = Table::new(&[
+            "metric",
+            "unit",
+            "better",
+            "window",
+            "n",
+            "failed",
+            "null",
+            "mean [95% CI]",
+            "p50 [95% CI]",
+            "slowest 5% [95% CI]",
+            "slowest 1% [95% CI]",
+            "min",
+            "max",
+        ])
+        .numbers_from(4);
+        let mut unbounded = false;
+        for metric in MetricId::ALL {
+            for w in &a.windows {
+                if w.window == Window::AfterFirstWave && !has_wave {
+                    continue;
+                }
+                let Some(m) = w.metrics.iter().find(|m| m.metric == metric) else {
+                    continue;
+                };
+                let s = &m.stats;
+                let [mild, far] = metric.tails();
+                unbounded |= s.n > 0
+                    && [Percentile::P50, mild, far].iter().any(|q| {
+                        let b = s.interval(*q);
+                        b.low.is_none() || b.high.is_none()
+                    });
+                let first = w.window == Window::All;
+                table.row(vec![
+                    if first {
+                        metric.as_str().to_owned()
+                    } else {
+                        String::new()
+                    },
+                    if first {
+                        metric.unit().to_owned()
+                    } else {
+                        String::new()
+                    },
+                    if first {
+                        metric.better().to_owned()
+                    } else {
+                        String::new()
+                    },
+                    w.window.as_str().to_owned(),
+                    s.n.to_string(),
+                    m.failed.to_string(),
+                    m.n_null.to_string(),
+                    format!(
+                        "{} {}",
+                        fmt_num(s.mean),
+                        fmt_interval(s.ci95_low, s.ci95_high)
+                    ),
+                    fmt_percentile(s, Percentile::P50, false),
+                    fmt_percentile(s, mild, true),
+                    fmt_percentile(s, far, true),
+                    fmt_num(s.min),
+                    fmt_num(s.max),
+                ]);
+            }
         }
         table.render(TextFormat::Text, &mut out);
-        match &a.throughput {
+        let _ = writeln!(
+            out,
+            "  slowest 5% / 1%: p95 / p99 where lower is better, p5 / p1 where higher is better"
+        );
+        if unbounded {
+            let _ = writeln!(
+                out,
+                "  ∞: that side of the percentile's 95% interval is unbounded at this n (a \
+                 bounded p50 needs n ≥ {}, p95 or p5 n ≥ {}, p99 or p1 n ≥ {})",
+                bounded_from(Percentile::P50.probability()),
+                bounded_from(Percentile::P95.probability()),
+                bounded_from(Percentile::P99.probability())
+            );
+        }
+        for tail in &a.first_wave_tails {
+            let _ = writeln!(out, "  first wave sets a tail: {}", tail.describe());
+        }
+        let throughput = |w: Window| {
+            a.windows
+                .iter()
+                .find(|x| x.window == w)
+                .and_then(|x| x.throughput.as_ref())
+        };
+        match throughput(Window::All) {
             Some(t) => {
-                let _ = writeln!(
+                let _ = write!(
                     out,
                     "  aggregate output: {} tok/s ({} completion tokens over {} s; {} of {} measured requests ok)",
                     fmt_num(t.output_tps),
@@ -100,6 +267,17 @@ pub fn render(summary: &Summary) -> String {
                     t.succeeded,
                     t.requests
                 );
+                match throughput(Window::AfterFirstWave).filter(|_| has_wave) {
+                    Some(after) => {
+                        let _ = writeln!(
+                            out,
+                            "; after the first wave {} tok/s over its own {} s",
+                            fmt_num(after.output_tps),
+                            fmt_num(after.span_s)
+                        );
+                    }
+                    None => out.push('\n'),
+                }
                 let without = u64::try_from(t.succeeded_without_usage).unwrap_or(0);
                 let succeeded = u64::try_from(t.succeeded).unwrap_or(0);
                 if let Some(gap) = crate::rules::usage_gap(&a.run_id, without, succeeded) {

@@ -10,6 +10,7 @@ use quick_xml::events::Event;
 
 use crate::artifact::run::{ArmConfig, Outcome, Status, Workload};
 use crate::manifest::{RunPlan, WorkloadManifest};
+use crate::rules::References;
 use crate::rules::headline::Scope;
 use crate::rules::{
     Artifact, ArtifactFacts, ArtifactFigures, CanaryResult, CheckReport, Comparison,
@@ -60,6 +61,8 @@ fn stats(mean: f64, sd: f64) -> Stats {
         ci95_low: Some(mean - sd / 5.0),
         ci95_high: Some(mean + sd / 5.0),
         min: Some(mean - 2.0 * sd),
+        p1: Some(mean - 2.0 * sd),
+        p5: Some(mean - 1.8 * sd),
         p25: Some(mean - sd),
         p50: Some(mean),
         p75: Some(mean + sd),
@@ -67,6 +70,7 @@ fn stats(mean: f64, sd: f64) -> Stats {
         p95: Some(mean + 1.8 * sd),
         p99: Some(mean + 2.0 * sd),
         max: Some(mean + 2.0 * sd),
+        intervals: Default::default(),
     }
 }
 
@@ -88,6 +92,7 @@ fn artifact(
         arm: arm.to_owned(),
         stage: stage.to_owned(),
         config: config.iter().copied().collect::<ArmConfig>(),
+        defaults: ArmConfig::default(),
         runtime: "sglang 0.6.1".to_owned(),
         workload,
         fingerprint,
@@ -109,6 +114,11 @@ fn artifact(
     .into_iter()
     .collect();
     let figures = ArtifactFigures {
+        after_first_wave: crate::rules::WindowFigures {
+            metrics: metrics.clone(),
+            aggregate_output_tps: Some(tps),
+        },
+        first_wave: Default::default(),
         metrics,
         per_request: BTreeMap::new(),
         aggregate_output_tps: Some(tps),
@@ -309,18 +319,19 @@ impl Fixture {
         let artifacts = vec![tp1, tp2, dp2, k4, k12, curve];
         let headline = compare(
             &match_artifacts(&artifacts[0..3]).unwrap(),
-            "TP1",
+            &References::Baseline("TP1".to_owned()),
             Scope::Headline,
         )
         .unwrap();
         let screen = compare(
             &match_artifacts(&artifacts[3..5]).unwrap(),
-            "K4",
+            &References::Baseline("K4".to_owned()),
             Scope::WithinScreen,
         )
         .unwrap();
         let check = check(
             &plan,
+            &crate::rules::fixtures::selection(),
             &artifacts,
             &crate::rules::stop::EvidenceFiles::names(&["restoration.json"]),
         );
@@ -422,7 +433,9 @@ impl Fixture {
                 .map(|(name, text)| (name.to_owned(), text.to_owned()))
                 .collect(),
             screens: vec![ScreenResult {
-                name: opt.to_owned(),
+                stage: opt.to_owned(),
+                workload: "optimization-screen, 4096 tokens, C4 per replica".to_owned(),
+                fingerprint: screen.fingerprint.clone(),
                 result: Ok(screen),
             }],
             plan,
@@ -786,7 +799,12 @@ fn headline_throughput_never_shares_a_table_or_chart_with_screens() {
 fn sections_without_evidence_say_so() {
     let fixture = Fixture::new("TP2", None);
     let plan = fixture.plan.clone();
-    let check = check(&plan, &[], &Default::default());
+    let check = check(
+        &plan,
+        &crate::rules::fixtures::selection(),
+        &[],
+        &Default::default(),
+    );
     let view = build(&ReportInput {
         data_folder: "empty",
         generated_utc: "2026-09-05T08:00:00Z",
@@ -814,7 +832,10 @@ fn sections_without_evidence_say_so() {
     }
     assert!(section(&html, "headline").contains("no headline artifacts recorded"));
     assert!(section(&html, "context-curve").contains("No context-curve artifacts recorded."));
-    assert!(section(&html, "screens").contains("No optimization-screen comparisons recorded."));
+    assert!(
+        section(&html, "screens")
+            .contains("No stage recorded two or more arms on one performance workload.")
+    );
     assert!(section(&html, "server").contains("No server scrapes recorded."));
     assert!(section(&html, "spec-decode").contains("No speculative-decoding counters recorded."));
     assert!(section(&html, "appendix").contains("No metric definitions supplied."));
@@ -1015,7 +1036,8 @@ fn log_scale_leaves_out_zero_and_negative_values() {
 fn numbers_are_formatted_with_units_and_precision() {
     use super::format::{fmt_diff, fmt_interval, fmt_num, fmt_percent, fmt_ratio, fmt_unit};
     assert_eq!(fmt_num(Some(1523.4)), "1,523");
-    assert_eq!(fmt_num(Some(-1_234_567.0)), "-1,234,567");
+    assert_eq!(fmt_num(Some(-1_234_567.0)), "−1,234,567");
+    assert_eq!(fmt_num(Some(-0.0001)), "0.000");
     assert_eq!(fmt_num(Some(87.44)), "87.4");
     assert_eq!(fmt_num(Some(3.456)), "3.46");
     assert_eq!(fmt_num(Some(0.4123)), "0.412");
@@ -1029,6 +1051,11 @@ fn numbers_are_formatted_with_units_and_precision() {
     assert_eq!(fmt_percent(Some(0.734)), "73.4%");
     assert_eq!(fmt_interval(Some(81.24), Some(93.6)), "[81.2, 93.6]");
     assert_eq!(fmt_interval(Some(1.0), None), "n/a");
+    use super::format::fmt_bounds;
+    assert_eq!(fmt_bounds(Some(1080.0), Some(3619.0)), "[1,080, 3,619]");
+    assert_eq!(fmt_bounds(Some(2594.0), None), "[2,594, ∞)");
+    assert_eq!(fmt_bounds(None, Some(38.2)), "(−∞, 38.2]");
+    assert_eq!(fmt_bounds(None, None), "(−∞, ∞)");
 }
 
 #[test]
@@ -1037,10 +1064,12 @@ fn markdown_has_the_headline_table_verdicts_and_escapes_table_syntax() {
     let view = fixture.view();
     let md = render_markdown(&view);
     assert!(md.contains("## Headline comparison"));
-    assert!(md.contains("| arm | run | n | mean | p50 | p95 | p99 | 95% CI of mean |"));
-    assert!(md.contains("| TP1 | r-tp1 | 100 |"));
-    assert!(md.contains("| TP\\|2 \\`x\\` | r-tp2 |"), "{md}");
-    assert!(md.contains("| TP1 | 1,000 tok/s | single run |"));
+    assert!(md.contains(
+        "| arm | window | run | n | mean | 95% CI of mean | p50 \\[95% CI\\] | p95 (slowest 5%) \\[95% CI\\] | p99 (slowest 1%) \\[95% CI\\] |"
+    ), "{md}");
+    assert!(md.contains("| TP1 | all | r-tp1 | 100 |"), "{md}");
+    assert!(md.contains("| TP\\|2 \\`x\\` | all | r-tp2 |"), "{md}");
+    assert!(md.contains("| TP1 | all | 1,000 tok/s | single run: no run-to-run uncertainty; record ≥ 3 repeats |"), "{md}");
     assert!(md.contains("## Verdicts"));
     assert!(md.contains("| all requests complete without restart or unexplained loss | pass |"));
     // Functional checks per arm, in the suite's order.
@@ -1081,6 +1110,7 @@ fn fired_stop_rules_lead_the_report_and_verdicts_name_the_request_and_canary() {
     fixture.artifacts[1].figures.canaries[12].foreign = vec!["ANV-00000000abcd".to_owned()];
     fixture.check = check(
         &fixture.plan,
+        &crate::rules::fixtures::selection(),
         &fixture.artifacts,
         &crate::rules::stop::EvidenceFiles::names(&["restoration.json"]),
     );
@@ -1144,7 +1174,12 @@ fn the_page_is_balanced_html() {
     let fixture = Fixture::new("TP2", Some(IMG));
     assert_balanced_html(&render_html(&fixture.view()).unwrap());
     let plan = fixture.plan.clone();
-    let empty = check(&plan, &[], &Default::default());
+    let empty = check(
+        &plan,
+        &crate::rules::fixtures::selection(),
+        &[],
+        &Default::default(),
+    );
     let view = build(&ReportInput {
         data_folder: "empty",
         generated_utc: "2026-09-05T08:00:00Z",

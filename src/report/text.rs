@@ -5,10 +5,18 @@
 
 use std::fmt::Write as _;
 
-use super::format::{NA, fmt_diff, fmt_interval, fmt_num, fmt_percent, fmt_ratio};
+use super::format::{
+    NA, fmt_diff, fmt_diff_interval, fmt_interval, fmt_num, fmt_percent, fmt_percentile, fmt_ratio,
+};
 use super::markdown::escape;
 use super::table::{Table, TextFormat};
-use crate::rules::{CheckReport, Comparison, OutputLength, Paired, Refusal, RefusalKind, Verdict};
+use crate::metric::Window;
+use crate::rules::compare::PercentileComparison;
+use crate::rules::{
+    CheckReport, Comparison, OutputLength, Paired, Refusal, RefusalKind, StageComparison,
+    ThroughputEstimate, Verdict,
+};
+use crate::stats::Percentile;
 
 fn heading(format: TextFormat, level: usize, text: &str, out: &mut String) {
     if format == TextFormat::Markdown {
@@ -26,59 +34,187 @@ fn line(format: TextFormat, text: &str, out: &mut String) {
     }
 }
 
-/// The comparison as text or Markdown: per metric the arms' statistics and the differences
-/// to the baseline, then throughput, spec decode, controls and output lengths.
+/// A percentile difference as a cell (see [`fmt_diff_interval`]).
+fn percentile_difference(d: &PercentileComparison) -> String {
+    fmt_diff_interval(d.estimate(), d.interval(), &d.method())
+}
+
+/// The comparison as text or Markdown: whom each arm is compared with and the control
+/// verdicts, aggregate throughput per window (across runs, per GPU, against the reference,
+/// the scaling efficiency of multi-GPU arms), then per metric each arm's statistics with the
+/// tail that hurts and every difference to the reference, then spec decode and output
+/// lengths.
 pub fn comparison(c: &Comparison, format: TextFormat) -> String {
     let mut out = String::new();
     heading(
         format,
         0,
         &format!(
-            "compare: {} (baseline {}; fingerprint {})",
-            c.label, c.baseline, c.fingerprint
+            "compare: {} — {} (fingerprint {})",
+            c.label,
+            c.references.describe(),
+            c.fingerprint
         ),
         &mut out,
     );
+    for arm in &c.arms {
+        let text = match c.controls.iter().find(|v| v.arm == *arm) {
+            Some(v) => format!("{arm} vs {}: {}", v.reference, v.control.reason()),
+            None if c.baseline() == Some(arm) => format!("{arm}: the baseline"),
+            None => format!("{arm}: a control of its stage (no reference)"),
+        };
+        line(format, &text, &mut out);
+    }
     for warning in &c.warnings {
         line(format, &format!("warning: {warning}"), &mut out);
     }
     out.push('\n');
+
+    heading(
+        format,
+        1,
+        "aggregate output throughput (tok/s, higher is better)",
+        &mut out,
+    );
+    let mut grid = Table::new(&[
+        "arm",
+        "window",
+        "runs",
+        "output tok/s [95% CI across runs]",
+        "GPUs",
+        "per GPU",
+        "in flight",
+        "vs reference",
+        "difference [95% CI across runs]",
+        "scaling efficiency",
+    ]);
+    let mut single = false;
+    for window in Window::ALL {
+        for t in c.throughput.iter().filter(|t| t.window == window) {
+            let (runs, value) = match &t.estimate {
+                ThroughputEstimate::SingleRun { output_tps, .. } => {
+                    single = true;
+                    ("1".to_owned(), fmt_num(Some(*output_tps)))
+                }
+                ThroughputEstimate::Repeats {
+                    runs,
+                    mean,
+                    interval,
+                    ..
+                } => (
+                    runs.to_string(),
+                    format!(
+                        "{} {}",
+                        fmt_num(Some(*mean)),
+                        interval.map_or_else(
+                            || NA.to_owned(),
+                            |i| fmt_interval(Some(i.low), Some(i.high))
+                        )
+                    ),
+                ),
+                ThroughputEstimate::Missing => ("0".to_owned(), NA.to_owned()),
+            };
+            let versus = match (&t.reference, t.ratio_to_reference) {
+                (Some(r), ratio) => format!("{} {r}", fmt_ratio(ratio)),
+                (None, _) => String::new(),
+            };
+            let difference = t.difference.as_ref().map_or_else(String::new, |d| {
+                format!(
+                    "{} {}",
+                    fmt_diff(Some(d.estimate)),
+                    d.interval.map_or_else(
+                        || "(single runs: no CI)".to_owned(),
+                        |i| format!("[{}, {}]", fmt_diff(Some(i.low)), fmt_diff(Some(i.high)))
+                    )
+                )
+            });
+            grid.row(vec![
+                t.arm.clone(),
+                window.as_str().to_owned(),
+                runs,
+                value,
+                t.gpus.map_or_else(|| NA.to_owned(), |g| g.to_string()),
+                fmt_num(t.per_gpu),
+                t.in_flight.to_string(),
+                versus,
+                difference,
+                t.scaling_efficiency.as_ref().map_or_else(String::new, |e| {
+                    format!("{} of {} per GPU", fmt_percent(Some(e.value)), e.against)
+                }),
+            ]);
+        }
+    }
+    grid.render(format, &mut out);
+    if single {
+        line(
+            format,
+            &format!("runs 1: {}", crate::rules::compare::SINGLE_RUN),
+            &mut out,
+        );
+    }
+    out.push('\n');
+
     for m in &c.metrics {
-        let unit = m.metric.unit();
-        heading(format, 1, &format!("{} ({unit})", m.metric), &mut out);
+        let metric = m.metric;
+        heading(
+            format,
+            1,
+            &format!("{metric}: {}", metric.label_with_direction()),
+            &mut out,
+        );
+        let [mild, far] = metric.tails();
         let mut grid = Table::new(&[
             "arm",
+            "window",
             "run",
             "n",
-            "mean",
-            "mean 95% CI",
-            "p50",
-            "p95",
-            "p99",
+            "mean [95% CI]",
+            "p50 [95% CI]",
+            "slowest 5% [95% CI]",
+            "slowest 1% [95% CI]",
         ]);
-        for arm in &m.arms {
-            for run in &arm.runs {
-                grid.row(vec![
-                    arm.arm.clone(),
-                    run.run_id.clone(),
-                    run.n.to_string(),
-                    fmt_num(run.mean),
-                    fmt_interval(run.ci95_low, run.ci95_high),
-                    fmt_num(run.p50),
-                    fmt_num(run.p95),
-                    fmt_num(run.p99),
-                ]);
+        for arm in &c.arms {
+            for window in Window::ALL {
+                let Some(a) = m.arm(arm, window) else {
+                    continue;
+                };
+                for run in &a.runs {
+                    let s = &run.stats;
+                    grid.row(vec![
+                        arm.clone(),
+                        window.as_str().to_owned(),
+                        run.run_id.clone(),
+                        s.n.to_string(),
+                        format!(
+                            "{} {}",
+                            fmt_num(s.mean),
+                            fmt_interval(s.ci95_low, s.ci95_high)
+                        ),
+                        fmt_percentile(s, Percentile::P50, false),
+                        fmt_percentile(s, mild, true),
+                        fmt_percentile(s, far, true),
+                    ]);
+                }
             }
         }
         grid.render(format, &mut out);
         out.push('\n');
+        if m.differences.is_empty() {
+            continue;
+        }
+        let mild_head = format!("{mild} Δ [95% CI]");
+        let far_head = format!("{far} Δ [95% CI]");
         let mut diffs = Table::new(&[
             "arm",
-            "vs baseline",
-            "difference",
+            "vs",
+            "window",
+            "mean Δ",
             "ratio",
             "Welch 95% CI",
             "paired by request (95% CI)",
+            "p50 Δ [95% CI]",
+            &mild_head,
+            &far_head,
         ]);
         for d in &m.differences {
             let paired = match &d.paired {
@@ -89,9 +225,16 @@ pub fn comparison(c: &Comparison, format: TextFormat) -> String {
                 ),
                 Paired::NotPaired { reason } => format!("not paired: {reason}"),
             };
+            let q = |p: Percentile| {
+                d.percentiles
+                    .iter()
+                    .find(|x| x.percentile == p)
+                    .map_or_else(|| NA.to_owned(), |x| percentile_difference(&x.comparison))
+            };
             diffs.row(vec![
                 d.arm.clone(),
-                c.baseline.clone(),
+                d.reference.clone(),
+                d.window.as_str().to_owned(),
                 fmt_diff(d.difference),
                 fmt_ratio(d.ratio),
                 d.welch.as_ref().map_or_else(
@@ -99,33 +242,23 @@ pub fn comparison(c: &Comparison, format: TextFormat) -> String {
                     |w| fmt_interval(Some(w.low), Some(w.high)),
                 ),
                 paired,
+                q(Percentile::P50),
+                q(mild),
+                q(far),
             ]);
         }
         diffs.render(format, &mut out);
         out.push('\n');
     }
-
-    heading(format, 1, "aggregate output throughput (tok/s)", &mut out);
-    let mut grid = Table::new(&["arm", "output tok/s", "estimate", "ratio", "per replica"]);
-    for t in &c.throughput {
-        let per_replica: Vec<String> = t
-            .per_replica
-            .iter()
-            .flat_map(|(run, replicas)| {
-                replicas
-                    .iter()
-                    .map(move |r| format!("{run}/r{}: {}", r.replica, fmt_num(Some(r.output_tps))))
-            })
-            .collect();
-        grid.row(vec![
-            t.arm.clone(),
-            fmt_num(t.estimate.value()),
-            t.estimate.label(),
-            fmt_ratio(t.ratio_to_baseline),
-            per_replica.join(", "),
-        ]);
-    }
-    grid.render(format, &mut out);
+    line(
+        format,
+        "percentile intervals: distribution-free 95% ([X(l), X(u)], ∞ where too few requests \
+         bound that side); differences: a seeded bootstrap (2,000 resamples) when each arm is \
+         one run, paired by request index where both ran the same requests (the primary \
+         interval: the shared prompts' variation cancels), a t interval across runs when both \
+         arms have repeats, none where an arm's own interval is unbounded",
+        &mut out,
+    );
     out.push('\n');
 
     heading(format, 1, "speculative decoding", &mut out);
@@ -155,16 +288,44 @@ pub fn comparison(c: &Comparison, format: TextFormat) -> String {
         out.push('\n');
     }
 
-    heading(format, 1, "controls and output lengths", &mut out);
-    for (arm, control) in &c.controls {
-        line(format, &format!("{arm}: {}", control.reason()), &mut out);
-    }
-    for (arm, length) in &c.output_length {
+    heading(format, 1, "output lengths", &mut out);
+    for (arm, reference, length) in &c.output_length {
         let text = match length {
-            OutputLength::Comparable => "output lengths realized alike".to_owned(),
+            OutputLength::Comparable => format!("output lengths realized alike with {reference}"),
             OutputLength::NotComparable { warning } => format!("warning: {warning}"),
         };
         line(format, &format!("{arm}: {text}"), &mut out);
+    }
+    out
+}
+
+/// Every stage comparison of `anvil compare` without a baseline: each a heading and the
+/// comparison, or its refusal.
+pub fn stage_comparisons(stages: &[StageComparison], format: TextFormat) -> String {
+    let mut out = String::new();
+    if stages.is_empty() {
+        line(
+            format,
+            "no stage recorded two or more arms on one performance workload: nothing to compare",
+            &mut out,
+        );
+    }
+    for (k, s) in stages.iter().enumerate() {
+        if k > 0 {
+            out.push('\n');
+        }
+        heading(format, 0, &format!("stage {}", s.name()), &mut out);
+        match &s.result {
+            Ok(c) => out.push_str(&comparison(c, format)),
+            Err(r) => match format {
+                TextFormat::Markdown => {
+                    for l in refusal(r).lines() {
+                        let _ = writeln!(out, "{}", escape(l));
+                    }
+                }
+                TextFormat::Text => out.push_str(&refusal(r)),
+            },
+        }
     }
     out
 }
@@ -194,11 +355,106 @@ pub fn refusal(r: &Refusal) -> String {
     out
 }
 
+/// One arm of a comparison in a line: against its reference, the control verdict, the
+/// throughput (per GPU, efficiency), the decode rate and TTFT p50 differences with their
+/// intervals, and TTFT p50 after the first wave.
+fn pair_summary(c: &Comparison, arm: &str) -> String {
+    let Some(v) = c.controls.iter().find(|v| v.arm == arm) else {
+        return if c.baseline() == Some(arm) {
+            format!("{arm}: the baseline")
+        } else {
+            format!("{arm}: a control of its stage")
+        };
+    };
+    let reference = &v.reference;
+    let mut parts = vec![format!("{arm} vs {reference} ({})", v.control.reason())];
+    if let (Some(t), Some(r)) = (
+        c.throughput(arm, Window::All),
+        c.throughput(reference, Window::All),
+    ) {
+        let mut text = format!(
+            "output {} vs {} tok/s {}",
+            fmt_num(t.estimate.value()),
+            fmt_num(r.estimate.value()),
+            fmt_ratio(t.ratio_to_reference)
+        );
+        if let Some(d) = &t.difference {
+            text.push_str(&match d.interval {
+                Some(i) => format!(
+                    ", {} [{}, {}] across runs",
+                    fmt_diff(Some(d.estimate)),
+                    fmt_diff(Some(i.low)),
+                    fmt_diff(Some(i.high))
+                ),
+                None => format!(", {} (single runs: no CI)", fmt_diff(Some(d.estimate))),
+            });
+        }
+        if let (Some(a), Some(b)) = (t.per_gpu, r.per_gpu) {
+            text.push_str(&format!(
+                "; per GPU {} vs {}",
+                fmt_num(Some(a)),
+                fmt_num(Some(b))
+            ));
+        }
+        if let Some(e) = &t.scaling_efficiency {
+            text.push_str(&format!(
+                ", {} of {} per GPU",
+                fmt_percent(Some(e.value)),
+                e.against
+            ));
+        }
+        parts.push(text);
+    }
+    let mean = |metric: crate::metric::MetricId| {
+        let d = c
+            .metrics
+            .iter()
+            .find(|m| m.metric == metric)?
+            .difference(arm, Window::All)?;
+        let w = d.welch?;
+        Some(format!(
+            "{} mean {} {} {}",
+            metric.label(),
+            fmt_diff(d.difference),
+            fmt_interval(Some(w.low), Some(w.high)),
+            metric.unit()
+        ))
+    };
+    let p50 = |metric: crate::metric::MetricId, window: Window| {
+        let d = c
+            .metrics
+            .iter()
+            .find(|m| m.metric == metric)?
+            .difference(arm, window)?;
+        let p = d
+            .percentiles
+            .iter()
+            .find(|p| p.percentile == Percentile::P50)?;
+        Some(format!(
+            "{} p50 {}{} {}",
+            metric.label(),
+            if window == Window::All {
+                ""
+            } else {
+                "after the first wave "
+            },
+            percentile_difference(&p.comparison),
+            metric.unit()
+        ))
+    };
+    use crate::metric::MetricId::{DecodeTps, TtftMs};
+    parts.extend(mean(DecodeTps));
+    parts.extend(p50(TtftMs, Window::All));
+    parts.extend(p50(TtftMs, Window::AfterFirstWave));
+    parts.join("; ")
+}
+
 fn verdict(v: &Verdict) -> String {
     match v {
         Verdict::Pass => "pass".to_owned(),
         Verdict::Fail(reason) => format!("FAIL: {reason}"),
         Verdict::NotRun(reason) => format!("not run: {reason}"),
+        Verdict::NotApplicable(reason) => format!("n/a: {reason}"),
     }
 }
 
@@ -221,13 +477,44 @@ pub fn check(report: &CheckReport, format: TextFormat) -> String {
         out.push('\n');
     }
 
+    heading(
+        format,
+        0,
+        "stage comparisons (each arm against its one-variable control)",
+        &mut out,
+    );
+    if report.stages.is_empty() {
+        line(
+            format,
+            "no stage recorded two or more arms on one performance workload",
+            &mut out,
+        );
+    }
+    for s in &report.stages {
+        heading(format, 1, &format!("stage {}", s.name()), &mut out);
+        match &s.result {
+            Ok(c) => {
+                for arm in &c.arms {
+                    line(format, &pair_summary(c, arm), &mut out);
+                }
+                for w in &c.warnings {
+                    line(format, &format!("warning: {w}"), &mut out);
+                }
+            }
+            Err(r) => line(format, &format!("refused: {}", r.reason), &mut out),
+        }
+        out.push('\n');
+    }
+
     for t in &report.topology {
-        heading(format, 0, "topology", &mut out);
+        heading(format, 0, &format!("topology: {}", t.name), &mut out);
         let mut grid = Table::new(&[
             "arm",
             "topology",
             "GPUs",
-            "output tok/s",
+            "in flight",
+            "runs",
+            "output tok/s [95% CI across runs]",
             "tok/s per GPU",
             "scaling efficiency",
             "verdict",
@@ -237,9 +524,23 @@ pub fn check(report: &CheckReport, format: TextFormat) -> String {
                 r.arm.clone(),
                 r.topology.map_or_else(|| NA.to_owned(), |t| t.to_string()),
                 r.gpus.map_or_else(|| NA.to_owned(), |g| g.to_string()),
-                fmt_num(r.output_tps),
+                r.in_flight.to_string(),
+                r.runs.to_string(),
+                match r.output_tps_ci {
+                    Some((low, high)) => format!(
+                        "{} {}",
+                        fmt_num(r.output_tps),
+                        fmt_interval(Some(low), Some(high))
+                    ),
+                    None => fmt_num(r.output_tps),
+                },
                 fmt_num(r.output_tps_per_gpu),
-                fmt_percent(r.scaling_efficiency),
+                match (&r.against, r.scaling_efficiency) {
+                    (Some(against), Some(e)) => {
+                        format!("{} of {against}", fmt_percent(Some(e)))
+                    }
+                    _ => String::new(),
+                },
                 verdict(&r.verdict),
             ]);
         }
@@ -254,6 +555,9 @@ pub fn check(report: &CheckReport, format: TextFormat) -> String {
             ),
             &mut out,
         );
+        for o in &t.overhead {
+            line(format, o, &mut out);
+        }
         out.push('\n');
     }
 
@@ -347,7 +651,12 @@ mod tests {
         let hostile = "K|12<script>alert(1)</script>";
         let mut a = artifact("r-a", hostile, &[("spec_k", "8")], 100.0);
         a.figures.canaries[0].foreign = vec!["ANV-|`x`".to_owned()];
-        let report = rules::check(&plan(), &[a], &Default::default());
+        let report = rules::check(
+            &plan(),
+            &crate::rules::fixtures::selection(),
+            &[a],
+            &Default::default(),
+        );
         let md = check(&report, TextFormat::Markdown);
         assert!(!md.contains("<script>"), "{md}");
         assert!(md.contains("K\\|12&lt;script&gt;"), "{md}");

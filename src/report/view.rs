@@ -126,12 +126,15 @@ pub struct DifferenceView {
     pub other: String,
 }
 
-/// A comparison of matched artifacts (the headline, or one screen).
+/// A comparison of matched artifacts (the headline, or one stage on one workload).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ComparisonView {
     pub label: String,
     pub fingerprint: String,
-    pub baseline: String,
+    /// How each arm's reference was chosen.
+    pub references: String,
+    /// One line per arm: its reference and control verdict, or why it has none.
+    pub pairs: Vec<String>,
     pub arms: Vec<ArmSwatch>,
     pub metrics: Vec<MetricTableView>,
     pub throughput: Vec<ThroughputRowView>,
@@ -151,6 +154,11 @@ pub struct ArmSwatch {
 pub struct MetricTableView {
     pub name: String,
     pub unit: String,
+    /// `lower is better` or `higher is better`.
+    pub better: String,
+    /// Column labels of the tail that hurts: `p95 (slowest 5%)`, `p99 (slowest 1%)` or
+    /// `p5 …`, `p1 …`.
+    pub tail_labels: [String; 2],
     pub rows: Vec<MetricRowView>,
     pub differences: Vec<DifferenceRowView>,
 }
@@ -158,32 +166,47 @@ pub struct MetricTableView {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct MetricRowView {
     pub arm: String,
+    /// `all` or `after_first_wave`.
+    pub window: String,
     pub run_id: String,
     pub n: String,
     pub mean: String,
-    pub p50: String,
-    pub p95: String,
-    pub p99: String,
     pub ci95: String,
+    /// `estimate [low, high]` with its distribution-free 95% interval.
+    pub p50: String,
+    pub tails: [String; 2],
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct DifferenceRowView {
     pub arm: String,
+    pub reference: String,
+    pub window: String,
     pub difference: String,
     pub ratio: String,
     pub welch_ci: String,
     pub paired: String,
+    /// p50, then the two tail percentiles: `+12.3 [−4.0, +20.1]` or why there is no CI.
+    pub percentiles: [String; 3],
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ThroughputRowView {
     pub arm: String,
     pub colour: String,
+    pub window: String,
     pub output_tps: String,
     pub basis: String,
     pub ci95: String,
-    pub ratio_to_baseline: String,
+    pub gpus: String,
+    pub per_gpu: String,
+    pub in_flight: String,
+    /// `×1.70 TP1`, empty without a reference.
+    pub versus: String,
+    /// `+230 [+180, +280]` across runs, or `+230 (single runs: no CI)`.
+    pub difference: String,
+    /// `84.8% of TP1 per GPU` for a multi-GPU arm.
+    pub scaling_efficiency: String,
     pub per_replica: String,
 }
 
@@ -222,7 +245,7 @@ pub struct ContextRowView {
     pub prefill_mean: String,
 }
 
-/// Section 5: one screen.
+/// Section 5: one stage's comparison on one workload.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ScreenView {
     pub name: String,

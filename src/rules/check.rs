@@ -9,20 +9,18 @@
 //! arms). Bad input is the caller's to report before the rules run; the edge maps outcomes
 //! to exit codes.
 
-use std::collections::BTreeMap;
-
 use serde::Serialize;
 
-use crate::artifact::run::Status;
 use crate::manifest::RunPlan;
 
 use super::advance::{
     self, AdvanceRule, TopologyAssessment, Verdict, canaries, completion, functional,
     performance_claim,
 };
-use super::coverage::{ClaimVerdict, PlanCoverage, plan_coverage};
-use super::headline::FUNCTIONAL_CLASS;
+use super::coverage::{ClaimVerdict, Evidence, PlanCoverage, plan_coverage};
+use super::headline::HeadlineSelection;
 use super::input::Artifact;
+use super::stage::{StageComparison, headline_comparison, stage_comparisons};
 use super::stop::{EvidenceFiles, RestoreEvidence, StopFinding, restore_evidence, stop_rules};
 
 /// One arm's advance-rule verdicts, in the plan's order.
@@ -82,7 +80,9 @@ impl std::fmt::Display for Outcome {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct CheckReport {
     pub arms: Vec<ArmAdvance>,
-    /// Topology comparisons, one per matched workload whose arms differ in topology.
+    /// Every stage's comparisons: each arm against its one-variable control, per workload.
+    pub stages: Vec<StageComparison>,
+    /// Topology comparisons, one per stage comparison holding arms one topology apart.
     pub topology: Vec<TopologyAssessment>,
     pub stops: Vec<StopFinding>,
     /// What each restore stage's evidence shows.
@@ -94,8 +94,13 @@ pub struct CheckReport {
 }
 
 /// Evaluate every rule. `evidence` holds the data folder's evidence files (for the restore
-/// stage).
-pub fn check(plan: &RunPlan, artifacts: &[Artifact], evidence: &EvidenceFiles) -> CheckReport {
+/// stage); `selection` defines the headline workload (the comparisons' gate).
+pub fn check(
+    plan: &RunPlan,
+    selection: &HeadlineSelection,
+    artifacts: &[Artifact],
+    evidence: &EvidenceFiles,
+) -> CheckReport {
     // Arms in first-seen order.
     let mut by_arm: Vec<(&str, Vec<&Artifact>)> = Vec::new();
     for artifact in artifacts {
@@ -108,34 +113,30 @@ pub fn check(plan: &RunPlan, artifacts: &[Artifact], evidence: &EvidenceFiles) -
         }
     }
 
-    // Rule 5 per matched performance workload (complete runs sharing a fingerprint;
-    // functional checks carry no throughput claim).
-    let mut workloads: BTreeMap<&str, Vec<(&str, Vec<&Artifact>)>> = BTreeMap::new();
-    for artifact in artifacts.iter().filter(|a| {
-        a.facts.status == Status::Complete && a.facts.workload.class != FUNCTIONAL_CLASS
-    }) {
-        let arms = workloads
-            .entry(artifact.facts.fingerprint.as_str())
-            .or_default();
-        match arms.iter_mut().find(|(arm, _)| *arm == artifact.facts.arm) {
-            Some((_, runs)) => runs.push(artifact),
-            None => arms.push((artifact.facts.arm.as_str(), vec![artifact])),
-        }
-    }
-    let topology: Vec<TopologyAssessment> = workloads
-        .values()
-        .filter_map(|arms| advance::topology(arms))
+    // Every stage's comparisons; rule 5 over those holding arms one topology apart.
+    let stages = stage_comparisons(artifacts, selection, plan, None);
+    let headline = headline_comparison(artifacts, selection, plan);
+    let topology: Vec<TopologyAssessment> = stages
+        .iter()
+        .filter_map(|s| advance::topology(s, artifacts))
         .collect();
 
     let arms: Vec<ArmAdvance> = by_arm
         .iter()
         .map(|(arm, runs)| {
-            let topology_verdict = topology
+            let rows: Vec<Verdict> = topology
                 .iter()
                 .flat_map(|t| &t.rows)
                 .filter(|row| row.arm == *arm)
                 .map(|row| row.verdict.clone())
-                .fold(Verdict::Pass, worst);
+                .collect();
+            let topology_verdict = if rows.is_empty() {
+                Verdict::NotApplicable(
+                    "no comparison holds it one topology apart from another arm".to_owned(),
+                )
+            } else {
+                rows.into_iter().fold(Verdict::Pass, worst)
+            };
             ArmAdvance {
                 arm: (*arm).to_owned(),
                 rules: vec![
@@ -150,7 +151,14 @@ pub fn check(plan: &RunPlan, artifacts: &[Artifact], evidence: &EvidenceFiles) -
         .collect();
 
     let stops = stop_rules(artifacts, plan, evidence);
-    let coverage = plan_coverage(plan, artifacts);
+    let coverage = plan_coverage(
+        plan,
+        Evidence {
+            artifacts,
+            stages: &stages,
+            headline: headline.as_ref().and_then(|h| h.as_ref().ok()),
+        },
+    );
 
     let mut failed = Vec::new();
     let mut missing = Vec::new();
@@ -164,7 +172,7 @@ pub fn check(plan: &RunPlan, artifacts: &[Artifact], evidence: &EvidenceFiles) -
                 .get(rule.index())
                 .map_or("advance rule", String::as_str);
             match verdict {
-                Verdict::Pass => {}
+                Verdict::Pass | Verdict::NotApplicable(_) => {}
                 Verdict::Fail(reason) => {
                     failed.push(format!("{}: \"{text}\" failed: {reason}", arm.arm))
                 }
@@ -184,11 +192,13 @@ pub fn check(plan: &RunPlan, artifacts: &[Artifact], evidence: &EvidenceFiles) -
             ));
         }
         for claim in stage.selected.iter().chain(&stage.rejected) {
-            let line = format!("stage {} {}: {}", stage.order, stage.stage, claim.reason);
-            match claim.verdict {
-                ClaimVerdict::Supported => {}
-                ClaimVerdict::NotSupported => failed.push(line),
-                ClaimVerdict::Unmatched | ClaimVerdict::MissingEvidence => missing.push(line),
+            // Not testable is information, not missing evidence: the arms without
+            // artifacts are counted above.
+            if claim.verdict == ClaimVerdict::Contradicted {
+                failed.push(format!(
+                    "stage {} {}: \"{}\" contradicted: {}",
+                    stage.order, stage.stage, claim.clause, claim.reason
+                ));
             }
         }
     }
@@ -210,6 +220,7 @@ pub fn check(plan: &RunPlan, artifacts: &[Artifact], evidence: &EvidenceFiles) -
     };
     CheckReport {
         arms,
+        stages,
         topology,
         restore: restore_evidence(plan, evidence),
         stops,
@@ -224,6 +235,7 @@ fn worst(a: Verdict, b: Verdict) -> Verdict {
     match (a, b) {
         (Verdict::Fail(x), _) | (_, Verdict::Fail(x)) => Verdict::Fail(x),
         (Verdict::NotRun(x), _) | (_, Verdict::NotRun(x)) => Verdict::NotRun(x),
+        (Verdict::NotApplicable(x), Verdict::NotApplicable(_)) => Verdict::NotApplicable(x),
         _ => Verdict::Pass,
     }
 }
@@ -246,6 +258,7 @@ mod tests {
     fn clean_evidence_holds_with_exit_zero() {
         let report = check(
             &topology_plan(),
+            &super::super::fixtures::selection(),
             &topology_stage(1900.0),
             &EvidenceFiles::names(&["restoration.json"]),
         );
@@ -276,6 +289,7 @@ mod tests {
         }
         let report = check(
             &topology_plan(),
+            &super::super::fixtures::selection(),
             &artifacts,
             &EvidenceFiles::names(&["restoration.json"]),
         );
@@ -289,6 +303,7 @@ mod tests {
         artifacts[1].figures.canaries[12].foreign = vec!["ANV-00000000abcd".to_owned()];
         let report = check(
             &topology_plan(),
+            &super::super::fixtures::selection(),
             &artifacts,
             &EvidenceFiles::names(&["restoration.json"]),
         );
@@ -309,6 +324,7 @@ mod tests {
     fn missing_restore_evidence_is_a_stop() {
         let report = check(
             &topology_plan(),
+            &super::super::fixtures::selection(),
             &topology_stage(1900.0),
             &EvidenceFiles::names(&["run.json"]),
         );
@@ -325,6 +341,7 @@ mod tests {
         artifacts[0].figures.functional.clear();
         let report = check(
             &topology_plan(),
+            &super::super::fixtures::selection(),
             &artifacts,
             &EvidenceFiles::names(&["restoration.json"]),
         );
@@ -340,10 +357,20 @@ mod tests {
     }
 
     #[test]
-    fn unsupported_selection_fails_with_exit_one() {
+    fn contradicted_selection_fails_with_exit_one() {
+        // Three runs of each arm, TP2 (1500 ± 10) ahead of the selected DP2 (1400 ± 10).
+        let mut artifacts = Vec::new();
+        for (k, delta) in [-10.0, 0.0, 10.0].into_iter().enumerate() {
+            for mut a in topology_stage(1400.0) {
+                a.facts.run_id = format!("{}-{k}", a.facts.run_id);
+                a.figures.aggregate_output_tps = a.figures.aggregate_output_tps.map(|t| t + delta);
+                artifacts.push(a);
+            }
+        }
         let report = check(
             &topology_plan(),
-            &topology_stage(1400.0),
+            &super::super::fixtures::selection(),
+            &artifacts,
             &EvidenceFiles::names(&["restoration.json"]),
         );
         assert_eq!(report.outcome, Outcome::RuleFailed);
@@ -351,17 +378,27 @@ mod tests {
         assert_eq!(report.reasons.len(), 2, "{:?}", report.reasons);
         assert!(
             report.reasons[0].starts_with(
-                "stage 3 matched topology: selection not supported by the recorded evidence"
+                "stage 3 matched topology: \"DP2 for aggregate throughput\" contradicted: \
+                 selection contradicted"
             ),
             "{:?}",
             report.reasons
         );
+        // Single runs decide nothing: the same figures once each leave the claim untested.
+        let single = check(
+            &topology_plan(),
+            &super::super::fixtures::selection(),
+            &topology_stage(1400.0),
+            &EvidenceFiles::names(&["restoration.json"]),
+        );
+        assert_eq!(single.outcome, Outcome::Holds, "{:?}", single.reasons);
     }
 
     #[test]
     fn the_seed_plan_with_only_topology_evidence_is_incomplete() {
         let report = check(
             &plan(),
+            &super::super::fixtures::selection(),
             &topology_stage(1900.0),
             &EvidenceFiles::names(&["restoration.json"]),
         );
@@ -375,15 +412,20 @@ mod tests {
             report.reasons
         );
         assert!(
-            check(&plan(), &[], &EvidenceFiles::default())
-                .outcome
-                .failed()
+            check(
+                &plan(),
+                &super::super::fixtures::selection(),
+                &[],
+                &EvidenceFiles::default()
+            )
+            .outcome
+            .failed()
         );
     }
 
     #[test]
     fn hostile_figures_do_not_panic() {
-        use super::super::compare::compare;
+        use super::super::compare::{References, compare};
         use super::super::headline::Scope;
         use super::super::input::{MetricId, RequestValue, Stats};
         use super::super::matching::match_artifacts;
@@ -420,10 +462,20 @@ mod tests {
             figures.completion_tokens_p50 = Some(f64::INFINITY);
         }
         artifacts[0].facts.config = [("topology", "TP99999999999")].into_iter().collect();
-        let report = check(&plan(), &artifacts, &EvidenceFiles::default());
+        let report = check(
+            &plan(),
+            &super::super::fixtures::selection(),
+            &artifacts,
+            &EvidenceFiles::default(),
+        );
         assert!(report.outcome.failed(), "{:?}", report.outcome);
         let set = match_artifacts(&artifacts).unwrap();
-        let comparison = compare(&set, "TP1", Scope::Headline).unwrap();
+        let comparison = compare(
+            &set,
+            &References::Baseline("TP1".to_owned()),
+            Scope::Headline,
+        )
+        .unwrap();
         assert_eq!(comparison.metrics[0].differences[0].welch, None);
     }
 }

@@ -1,8 +1,20 @@
-//! The comparison of a [`MatchedSet`] against a baseline arm: per metric the summary
-//! statistics of each arm, each arm's difference and ratio to the baseline with Welch's 95%
-//! interval of the mean difference, paired differences by request index, aggregate
-//! throughput (a single run, or an interval across repeats), spec-decode figures, the
-//! one-variable control verdict, and the output-length realization warning.
+//! The comparison of a [`MatchedSet`]: each arm against its **reference** — the arm its
+//! stage's one-variable control names ([`References::Controls`], the default), or one
+//! baseline a user names ([`References::Baseline`]) — over both windows (`all` and
+//! `after_first_wave`).
+//!
+//! Per metric and window: each arm's per-run statistics and pooled mean; each arm's
+//! difference to its reference with Welch's 95% interval of the mean difference, the paired
+//! interval by request index where the arms are paired, and for p50 and the tail that hurts
+//! a difference of percentiles with its interval (a seeded bootstrap when each arm is one
+//! run — paired by request index where the arms are paired, the primary interval then,
+//! because the shared prompt's variation cancels; a t interval across runs when each arm has
+//! repeats; none where an arm's own interval for that percentile is unbounded). Aggregate
+//! throughput per arm and window (a single run, or the mean across repeats with its t
+//! interval over runs), per GPU, against the reference (ratio, and Welch's interval across
+//! runs when both have repeats), and the scaling efficiency of a multi-GPU arm against the
+//! matched single-GPU arm. Then spec-decode figures, the one-variable control verdicts and
+//! the output-length realization warnings.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -12,35 +24,74 @@ use crate::manifest::RunPlan;
 
 use super::control::{Control, control};
 use super::headline::{Comparand, HeadlineSelection, Scope, gate};
-use super::input::{Artifact, MetricId, ReplicaThroughput, SpecDecode, num};
+use super::input::{Artifact, Gpus, MetricId, ReplicaThroughput, SpecDecode, Window, num};
 use super::matching::{MatchedSet, match_artifacts};
 use super::refusal::{Refusal, RefusalKind};
-use crate::stats::{Interval, Moments, Sample, mean_interval, paired_interval, welch_interval};
+use crate::stats::{
+    Bootstrap, BootstrapDesign, Interval, Moments, Percentile, Sample, Stats, bounded_from,
+    mean_interval, paired_interval, percentile_differences, rank_interval, welch_interval,
+};
 
 /// Relative difference of completion-token medians above which output lengths differ.
 pub const MEDIAN_TOLERANCE: f64 = 0.10;
 /// Difference of a finish reason's share (0 to 1) above which finish-reason mixes differ.
 pub const FINISH_SHARE_TOLERANCE: f64 = 0.05;
 
-/// One run's summary of a metric, in the metric's unit.
+/// Whom each arm of a comparison is compared with.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub enum References {
+    /// Every other arm against this one (`anvil compare --baseline ARM`).
+    Baseline(String),
+    /// Each arm against its stage's one-variable control; `None` for an arm that is itself
+    /// a control or has no arm differing from it in exactly one key.
+    Controls {
+        /// The stage, when the comparison is one stage's.
+        stage: Option<String>,
+        controls: Vec<(String, Option<String>)>,
+    },
+}
+
+impl References {
+    /// The reference of `arm`, if it has one.
+    pub fn of(&self, arm: &str) -> Option<&str> {
+        match self {
+            References::Baseline(baseline) => (baseline != arm).then_some(baseline.as_str()),
+            References::Controls { controls, .. } => controls
+                .iter()
+                .find(|(a, _)| a == arm)
+                .and_then(|(_, r)| r.as_deref()),
+        }
+    }
+
+    /// How the references were chosen, for a heading.
+    pub fn describe(&self) -> String {
+        match self {
+            References::Baseline(baseline) => format!("every arm against baseline {baseline}"),
+            References::Controls {
+                stage: Some(stage), ..
+            } => {
+                format!("stage {stage}: each arm against its one-variable control")
+            }
+            References::Controls { stage: None, .. } => {
+                "each arm against its stage's one-variable control".to_owned()
+            }
+        }
+    }
+}
+
+/// One run's statistics of a metric over one window, in the metric's unit.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct RunSummary {
     pub run_id: String,
-    pub n: u64,
-    pub mean: Option<f64>,
-    pub p50: Option<f64>,
-    pub p95: Option<f64>,
-    pub p99: Option<f64>,
-    /// Student t 95% interval of the mean, as the query layer computed it.
-    pub ci95_low: Option<f64>,
-    pub ci95_high: Option<f64>,
+    pub stats: Stats,
 }
 
-/// One arm's figures of a metric.
+/// One arm's figures of a metric over one window.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ArmMetric {
     pub arm: String,
-    /// One entry per run of the arm (percentiles cannot be pooled across runs).
+    pub window: Window,
+    /// One entry per run of the arm (percentiles are per run).
     pub runs: Vec<RunSummary>,
     /// Count, mean and sd over all the arm's requests (pooled across runs).
     pub pooled: Option<Moments>,
@@ -48,7 +99,7 @@ pub struct ArmMetric {
     pub pooled_ci: Option<Interval>,
 }
 
-/// Paired differences by request index (arm − baseline).
+/// Paired differences by request index (arm − reference).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub enum Paired {
     /// Mean paired difference with its t interval over `pairs` requests.
@@ -57,37 +108,125 @@ pub enum Paired {
     NotPaired { reason: String },
 }
 
-/// An arm against the baseline on one metric.
+/// A difference of one percentile (arm − reference) with its interval, or why it has none.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub enum PercentileComparison {
+    /// One run each: the seeded bootstrap (paired by request index where the arms are).
+    Bootstrap(Bootstrap),
+    /// Repeats on both sides: the difference of the mean per-run percentiles with Welch's
+    /// interval, runs as the sample.
+    AcrossRuns {
+        runs: (usize, usize),
+        interval: Interval,
+    },
+    /// No interval: the reason (an unbounded percentile interval, no values).
+    NoInterval {
+        estimate: Option<f64>,
+        reason: String,
+    },
+}
+
+impl PercentileComparison {
+    /// The difference itself.
+    pub fn estimate(&self) -> Option<f64> {
+        match self {
+            PercentileComparison::Bootstrap(b) => Some(b.estimate),
+            PercentileComparison::AcrossRuns { interval, .. } => Some(interval.estimate),
+            PercentileComparison::NoInterval { estimate, .. } => *estimate,
+        }
+    }
+
+    /// The interval's ends, when there is one.
+    pub fn interval(&self) -> Option<(f64, f64)> {
+        match self {
+            PercentileComparison::Bootstrap(b) => Some((b.low, b.high)),
+            PercentileComparison::AcrossRuns { interval, .. } => {
+                Some((interval.low, interval.high))
+            }
+            PercentileComparison::NoInterval { .. } => None,
+        }
+    }
+
+    /// Which interval it is, in words.
+    pub fn method(&self) -> String {
+        match self {
+            PercentileComparison::Bootstrap(b) if b.paired => {
+                format!("paired bootstrap, {} resamples", b.resamples)
+            }
+            PercentileComparison::Bootstrap(b) => {
+                format!("bootstrap, {} resamples", b.resamples)
+            }
+            PercentileComparison::AcrossRuns { runs, .. } => {
+                format!("t across runs ({} vs {})", runs.0, runs.1)
+            }
+            PercentileComparison::NoInterval { reason, .. } => reason.clone(),
+        }
+    }
+}
+
+/// A percentile's difference.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PercentileDifference {
+    pub percentile: Percentile,
+    pub comparison: PercentileComparison,
+}
+
+/// An arm against its reference on one metric over one window.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct MetricDifference {
     pub arm: String,
-    /// Pooled mean of the arm − pooled mean of the baseline, in the metric's unit.
+    pub reference: String,
+    pub window: Window,
+    /// Pooled mean of the arm − pooled mean of the reference, in the metric's unit.
     pub difference: Option<f64>,
-    /// Pooled mean of the arm / pooled mean of the baseline.
+    /// Pooled mean of the arm / pooled mean of the reference.
     pub ratio: Option<f64>,
     /// Welch 95% interval of the mean difference.
     pub welch: Option<Interval>,
     pub paired: Paired,
+    /// p50 and the tail that hurts (p95, p99 or p5, p1).
+    pub percentiles: Vec<PercentileDifference>,
 }
 
 /// Every arm on one metric.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct MetricComparison {
     pub metric: MetricId,
+    /// Per arm and window, arms in comparison order, `all` first.
     pub arms: Vec<ArmMetric>,
-    /// One per non-baseline arm.
+    /// One per arm with a reference and window.
     pub differences: Vec<MetricDifference>,
 }
+
+impl MetricComparison {
+    /// The figures of `arm` over `window`.
+    pub fn arm(&self, arm: &str, window: Window) -> Option<&ArmMetric> {
+        self.arms
+            .iter()
+            .find(|a| a.arm == arm && a.window == window)
+    }
+
+    /// The difference of `arm` to its reference over `window`.
+    pub fn difference(&self, arm: &str, window: Window) -> Option<&MetricDifference> {
+        self.differences
+            .iter()
+            .find(|d| d.arm == arm && d.window == window)
+    }
+}
+
+/// What to print when an arm has one run: throughput has no run-to-run uncertainty.
+pub const SINGLE_RUN: &str = "single run: no run-to-run uncertainty; record ≥ 3 repeats";
 
 /// An arm's aggregate output throughput, tokens per second.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub enum ThroughputEstimate {
     /// One run: the figure stands alone.
     SingleRun { run_id: String, output_tps: f64 },
-    /// Several runs: mean across runs with its t interval (runs as the sample).
+    /// Several runs: mean across runs with its t interval (runs − 1 degrees of freedom).
     Repeats {
         runs: usize,
         mean: f64,
+        sd: Option<f64>,
         interval: Option<Interval>,
     },
     /// No run of the arm recorded a throughput.
@@ -98,7 +237,7 @@ impl ThroughputEstimate {
     /// The label a report prints beside the figure.
     pub fn label(&self) -> String {
         match self {
-            ThroughputEstimate::SingleRun { .. } => "single run".to_owned(),
+            ThroughputEstimate::SingleRun { .. } => SINGLE_RUN.to_owned(),
             ThroughputEstimate::Repeats { runs, .. } => {
                 format!("{runs} runs, 95% CI across runs")
             }
@@ -114,16 +253,51 @@ impl ThroughputEstimate {
             ThroughputEstimate::Missing => None,
         }
     }
+
+    /// The interval across runs, when there are repeats.
+    pub fn interval(&self) -> Option<Interval> {
+        match self {
+            ThroughputEstimate::Repeats { interval, .. } => *interval,
+            _ => None,
+        }
+    }
 }
 
-/// An arm's aggregate throughput with its per-replica figures.
+/// A throughput difference to the reference (arm − reference, tokens per second).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ThroughputDifference {
+    pub estimate: f64,
+    /// Welch's interval with runs as the sample, when both arms have repeats.
+    pub interval: Option<Interval>,
+}
+
+/// A multi-GPU arm's throughput against the matched single-GPU arm: aggregate ÷ (GPUs ×
+/// that arm's aggregate).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Efficiency {
+    /// The single-GPU arm.
+    pub against: String,
+    pub value: f64,
+}
+
+/// An arm's aggregate throughput over one window, with its per-GPU and per-replica figures.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ArmThroughput {
     pub arm: String,
+    pub window: Window,
     pub estimate: ThroughputEstimate,
-    /// This arm's throughput / the baseline's (1 for the baseline itself).
-    pub ratio_to_baseline: Option<f64>,
-    /// Per-replica throughput of each run, by run id.
+    pub gpus: Option<Gpus>,
+    /// The estimate ÷ GPUs.
+    pub per_gpu: Option<f64>,
+    /// Requests in flight at once (concurrency per replica × replicas).
+    pub in_flight: u64,
+    pub reference: Option<String>,
+    /// This arm's throughput / its reference's.
+    pub ratio_to_reference: Option<f64>,
+    pub difference: Option<ThroughputDifference>,
+    /// Per GPU, against the matched single-GPU arm (multi-GPU arms only).
+    pub scaling_efficiency: Option<Efficiency>,
+    /// Per-replica throughput of each run (the `all` window), by run id.
     pub per_replica: Vec<(String, Vec<ReplicaThroughput>)>,
 }
 
@@ -145,31 +319,63 @@ pub enum OutputLength {
     },
 }
 
+/// An arm's control verdict against its reference.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ControlVerdict {
+    pub arm: String,
+    pub reference: String,
+    pub control: Control,
+}
+
 /// The comparison of a matched set.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Comparison {
     /// What the comparison is, e.g. `within-screen selection only`.
     pub label: String,
     pub fingerprint: String,
-    pub baseline: String,
-    /// Arms in first-seen order (the baseline included).
+    pub references: References,
+    /// Arms in comparison order.
     pub arms: Vec<String>,
     pub metrics: Vec<MetricComparison>,
+    /// Per arm and window, `all` first.
     pub throughput: Vec<ArmThroughput>,
     pub spec_decode: Vec<ArmSpecDecode>,
-    /// Control verdict of each non-baseline arm against the baseline.
-    pub controls: Vec<(String, Control)>,
-    /// Output-length realization of each non-baseline arm against the baseline.
-    pub output_length: Vec<(String, OutputLength)>,
+    /// Control verdict of each arm with a reference.
+    pub controls: Vec<ControlVerdict>,
+    /// Output-length realization of each arm with a reference: (arm, reference, verdict).
+    pub output_length: Vec<(String, String, OutputLength)>,
     /// Every warning a reader must see beside the figures.
     pub warnings: Vec<String>,
 }
 
-/// Compare the arms of a matched set with `baseline`, labelled with the `scope` the
-/// headline rule granted. Refused when the baseline arm is not in the set.
-pub fn compare(set: &MatchedSet<'_>, baseline: &str, scope: Scope) -> Result<Comparison, Refusal> {
+impl Comparison {
+    /// The throughput of `arm` over `window`.
+    pub fn throughput(&self, arm: &str, window: Window) -> Option<&ArmThroughput> {
+        self.throughput
+            .iter()
+            .find(|t| t.arm == arm && t.window == window)
+    }
+
+    /// The one baseline, when every arm is compared with the same arm.
+    pub fn baseline(&self) -> Option<&str> {
+        match &self.references {
+            References::Baseline(b) => Some(b),
+            References::Controls { .. } => None,
+        }
+    }
+}
+
+/// Compare the arms of a matched set, each with its reference, labelled with the `scope`
+/// the headline rule granted. Refused when a named baseline is not in the set.
+pub fn compare(
+    set: &MatchedSet<'_>,
+    references: &References,
+    scope: Scope,
+) -> Result<Comparison, Refusal> {
     let arms = set.arms();
-    if !arms.contains(&baseline) {
+    if let References::Baseline(baseline) = references
+        && !arms.contains(&baseline.as_str())
+    {
         return Err(Refusal {
             kind: RefusalKind::NoBaseline,
             reason: format!(
@@ -180,11 +386,13 @@ pub fn compare(set: &MatchedSet<'_>, baseline: &str, scope: Scope) -> Result<Com
             rule: None,
         });
     }
-    let base_runs = set.arm(baseline);
-    let others: Vec<&str> = arms
+    // Each arm with a reference in the set, in arm order.
+    let pairs: Vec<(&str, &str)> = arms
         .iter()
-        .copied()
-        .filter(|arm| *arm != baseline)
+        .filter_map(|arm| {
+            let reference = references.of(arm)?;
+            arms.iter().find(|a| **a == reference).map(|r| (*arm, *r))
+        })
         .collect();
 
     let metrics = MetricId::ALL
@@ -192,14 +400,28 @@ pub fn compare(set: &MatchedSet<'_>, baseline: &str, scope: Scope) -> Result<Com
         .map(|metric| {
             let summaries: Vec<ArmMetric> = arms
                 .iter()
-                .map(|arm| arm_metric(arm, &set.arm(arm), metric))
+                .flat_map(|arm| {
+                    Window::ALL.map(|window| arm_metric(arm, &set.arm(arm), metric, window))
+                })
                 .collect();
-            let base = summaries.iter().find(|s| s.arm == baseline);
-            let differences = others
+            let differences = pairs
                 .iter()
-                .filter_map(|arm| {
-                    let this = summaries.iter().find(|s| s.arm == *arm)?;
-                    Some(difference(base, this, &base_runs, &set.arm(arm), metric))
+                .flat_map(|(arm, reference)| {
+                    let summaries = &summaries;
+                    Window::ALL.into_iter().filter_map(move |window| {
+                        let find = |name: &str| {
+                            summaries
+                                .iter()
+                                .find(|s| s.arm == name && s.window == window)
+                        };
+                        Some(difference(
+                            find(reference)?,
+                            find(arm)?,
+                            &set.arm(reference),
+                            &set.arm(arm),
+                            metric,
+                        ))
+                    })
                 })
                 .collect();
             MetricComparison {
@@ -210,18 +432,7 @@ pub fn compare(set: &MatchedSet<'_>, baseline: &str, scope: Scope) -> Result<Com
         })
         .collect();
 
-    let mut throughput: Vec<ArmThroughput> = arms
-        .iter()
-        .map(|arm| arm_throughput(arm, &set.arm(arm)))
-        .collect();
-    let base_tps = throughput
-        .iter()
-        .find(|t| t.arm == baseline)
-        .and_then(|t| t.estimate.value())
-        .filter(|tps| *tps != 0.0);
-    for arm in &mut throughput {
-        arm.ratio_to_baseline = arm.estimate.value().zip(base_tps).map(|(a, b)| a / b);
-    }
+    let throughput = throughput(set, &arms, references);
     let spec_decode = set
         .members()
         .iter()
@@ -238,13 +449,18 @@ pub fn compare(set: &MatchedSet<'_>, baseline: &str, scope: Scope) -> Result<Com
         let runs = set.arm(arm);
         if let Some(odd) = runs
             .iter()
-            .find(|run| run.facts.config != runs[0].facts.config)
+            .find(|run| run.facts.effective_config() != runs[0].facts.effective_config())
         {
             warnings.push(format!(
-                "{arm}: runs {} and {} record different configurations ({})",
+                "{arm}: runs {} and {} record different configurations ({}); they are not \
+                 repeats of one cell",
                 runs[0].facts.run_id,
                 odd.facts.run_id,
-                control(&runs[0].facts.config, &odd.facts.config).reason()
+                control(
+                    &runs[0].facts.effective_config(),
+                    &odd.facts.effective_config()
+                )
+                .reason()
             ));
         }
     }
@@ -253,24 +469,31 @@ pub fn compare(set: &MatchedSet<'_>, baseline: &str, scope: Scope) -> Result<Com
     }
     let mut controls = Vec::new();
     let mut output_length = Vec::new();
-    for arm in &others {
-        let runs = set.arm(arm);
-        let verdict = control(&base_runs[0].facts.config, &runs[0].facts.config);
+    for (arm, reference) in &pairs {
+        let (runs, base_runs) = (set.arm(arm), set.arm(reference));
+        let verdict = control(
+            &base_runs[0].facts.effective_config(),
+            &runs[0].facts.effective_config(),
+        );
         if !verdict.holds() {
-            warnings.push(format!("{arm} vs {baseline}: {}", verdict.reason()));
+            warnings.push(format!("{arm} vs {reference}: {}", verdict.reason()));
         }
-        controls.push(((*arm).to_owned(), verdict));
-        let realization = output_length_realization(baseline, &base_runs, arm, &runs);
+        controls.push(ControlVerdict {
+            arm: (*arm).to_owned(),
+            reference: (*reference).to_owned(),
+            control: verdict,
+        });
+        let realization = output_length_realization(reference, &base_runs, arm, &runs);
         if let OutputLength::NotComparable { warning } = &realization {
             warnings.push(warning.clone());
         }
-        output_length.push(((*arm).to_owned(), realization));
+        output_length.push(((*arm).to_owned(), (*reference).to_owned(), realization));
     }
 
     Ok(Comparison {
         label: scope.label().to_owned(),
         fingerprint: set.fingerprint().to_owned(),
-        baseline: baseline.to_owned(),
+        references: references.clone(),
         arms: arms.iter().map(|arm| (*arm).to_owned()).collect(),
         metrics,
         throughput,
@@ -282,12 +505,12 @@ pub fn compare(set: &MatchedSet<'_>, baseline: &str, scope: Scope) -> Result<Com
 }
 
 /// What `anvil compare` runs: the headline comparison rule over the artifacts and any
-/// external figures, then the matching check, then the comparison with `baseline`. Every
+/// external figures, then the matching check, then the comparison with `references`. Every
 /// refusal carries its reason.
 pub fn compare_artifacts(
     artifacts: &[Artifact],
     external_sources: &[&str],
-    baseline: &str,
+    references: &References,
     selection: &HeadlineSelection,
     plan: &RunPlan,
 ) -> Result<Comparison, Refusal> {
@@ -302,28 +525,21 @@ pub fn compare_artifacts(
         .collect();
     let scope = gate(&comparands, selection, plan)?;
     let set = match_artifacts(artifacts)?;
-    compare(&set, baseline, scope)
+    compare(&set, references, scope)
 }
 
-fn arm_metric(arm: &str, runs: &[&Artifact], metric: MetricId) -> ArmMetric {
+fn arm_metric(arm: &str, runs: &[&Artifact], metric: MetricId, window: Window) -> ArmMetric {
     let mut summaries = Vec::new();
     let mut parts = Vec::new();
     for run in runs {
         let stats = run
             .figures
-            .metrics
-            .get(&metric)
+            .stats(window, metric)
             .copied()
             .unwrap_or_default();
         summaries.push(RunSummary {
             run_id: run.facts.run_id.clone(),
-            n: stats.n,
-            mean: stats.mean,
-            p50: stats.p50,
-            p95: stats.p95,
-            p99: stats.p99,
-            ci95_low: stats.ci95_low,
-            ci95_high: stats.ci95_high,
+            stats,
         });
         if let (Some(mean), Some(sd)) = (stats.mean, stats.sd)
             && let Ok(moments) = Moments::new(stats.n, mean, sd)
@@ -337,6 +553,7 @@ fn arm_metric(arm: &str, runs: &[&Artifact], metric: MetricId) -> ArmMetric {
         .flatten();
     ArmMetric {
         arm: arm.to_owned(),
+        window,
         runs: summaries,
         pooled_ci: pooled.and_then(mean_interval),
         pooled,
@@ -344,48 +561,73 @@ fn arm_metric(arm: &str, runs: &[&Artifact], metric: MetricId) -> ArmMetric {
 }
 
 fn difference(
-    base: Option<&ArmMetric>,
+    base: &ArmMetric,
     this: &ArmMetric,
     base_runs: &[&Artifact],
     runs: &[&Artifact],
     metric: MetricId,
 ) -> MetricDifference {
-    let pair = base.and_then(|b| b.pooled).zip(this.pooled);
+    let pair = base.pooled.zip(this.pooled);
     let difference = pair.map(|(b, a)| a.mean() - b.mean());
     let ratio = pair
         .filter(|(b, _)| b.mean() != 0.0)
         .map(|(b, a)| a.mean() / b.mean());
     let welch = pair.and_then(|(b, a)| welch_interval(b, a));
+    let window = this.window;
     MetricDifference {
         arm: this.arm.clone(),
+        reference: base.arm.clone(),
+        window,
         difference,
         ratio,
         welch,
-        paired: paired(base_runs, runs, metric),
+        paired: paired(base_runs, runs, metric, window),
+        percentiles: percentile_differences_of(base, this, base_runs, runs, metric),
     }
 }
 
-/// Paired differences (arm − baseline) when each arm has one run and both recorded values
-/// for the same request indices.
-fn paired(base_runs: &[&Artifact], runs: &[&Artifact], metric: MetricId) -> Paired {
+/// The values of `metric` over `window` of each request index, when the arm is one run.
+fn by_index(runs: &[&Artifact], metric: MetricId, window: Window) -> Option<BTreeMap<i64, f64>> {
+    let [run] = runs else { return None };
+    Some(
+        run.figures
+            .values(window, metric)
+            .into_iter()
+            .map(|v| (v.request_index, v.value))
+            .collect(),
+    )
+}
+
+/// The (reference, arm) values of the request indices both arms have, when each arm is one
+/// run: request i of both arms is the same cell's request i (same workload fingerprint), so
+/// its pair shares the prompt's length and structure. A request one arm lacks (failed, or in
+/// that arm's first wave but not the other's) leaves its pair out.
+fn common_pairs(a: &BTreeMap<i64, f64>, b: &BTreeMap<i64, f64>) -> Vec<(f64, f64)> {
+    a.iter()
+        .filter_map(|(index, x)| b.get(index).map(|y| (*x, *y)))
+        .collect()
+}
+
+/// Paired differences (arm − reference) when each arm has one run, over the request indices
+/// both recorded.
+fn paired(base_runs: &[&Artifact], runs: &[&Artifact], metric: MetricId, window: Window) -> Paired {
     let not = |reason: &str| Paired::NotPaired {
         reason: reason.to_owned(),
     };
-    let ([base], [this]) = (base_runs, runs) else {
+    let (Some(a), Some(b)) = (
+        by_index(base_runs, metric, window),
+        by_index(runs, metric, window),
+    ) else {
         return not("paired differences need exactly one run per arm");
     };
-    let (Some(a), Some(b)) = (
-        base.figures.per_request.get(&metric),
-        this.figures.per_request.get(&metric),
-    ) else {
+    if a.is_empty() || b.is_empty() {
         return not("per-request values not recorded");
-    };
-    let a: BTreeMap<i64, f64> = a.iter().map(|v| (v.request_index, v.value)).collect();
-    let b: BTreeMap<i64, f64> = b.iter().map(|v| (v.request_index, v.value)).collect();
-    if a.keys().collect::<BTreeSet<_>>() != b.keys().collect::<BTreeSet<_>>() {
-        return not("the arms' request indices differ");
     }
-    let differences: Vec<f64> = a.iter().map(|(index, base)| b[index] - base).collect();
+    let pairs = common_pairs(&a, &b);
+    if pairs.is_empty() {
+        return not("the arms share no request index");
+    }
+    let differences: Vec<f64> = pairs.iter().map(|(base, arm)| arm - base).collect();
     match Sample::new(differences) {
         Ok(sample) => match paired_interval(&sample) {
             Some(interval) => Paired::Interval {
@@ -398,44 +640,256 @@ fn paired(base_runs: &[&Artifact], runs: &[&Artifact], metric: MetricId) -> Pair
     }
 }
 
-fn arm_throughput(arm: &str, runs: &[&Artifact]) -> ArmThroughput {
+/// The differences of p50 and the tail that hurts: a bootstrap when each arm is one run
+/// (paired when their request indices agree), Welch over the runs' percentiles when both
+/// have repeats; none where an arm's own interval for the percentile is unbounded.
+fn percentile_differences_of(
+    base: &ArmMetric,
+    this: &ArmMetric,
+    base_runs: &[&Artifact],
+    runs: &[&Artifact],
+    metric: MetricId,
+) -> Vec<PercentileDifference> {
+    let [mild, far] = metric.tails();
+    let wanted = [Percentile::P50, mild, far];
+    let window = this.window;
+    let point = |arm: &ArmMetric, q: Percentile| match arm.runs.as_slice() {
+        [run] => run.stats.percentile(q),
+        _ => None,
+    };
+    let no_interval = |q: Percentile, reason: String| PercentileDifference {
+        percentile: q,
+        comparison: PercentileComparison::NoInterval {
+            estimate: point(this, q).zip(point(base, q)).map(|(a, b)| a - b),
+            reason,
+        },
+    };
+    // Repeats on both sides: runs are the sample.
+    if base.runs.len() >= 2 && this.runs.len() >= 2 {
+        return wanted
+            .into_iter()
+            .map(|q| {
+                let moments = |arm: &ArmMetric| {
+                    let values: Vec<f64> = arm
+                        .runs
+                        .iter()
+                        .filter_map(|r| r.stats.percentile(q))
+                        .collect();
+                    (values.len() == arm.runs.len())
+                        .then(|| Sample::new(values).ok()?.moments())
+                        .flatten()
+                };
+                match moments(base)
+                    .zip(moments(this))
+                    .and_then(|(b, a)| welch_interval(b, a))
+                {
+                    Some(interval) => PercentileDifference {
+                        percentile: q,
+                        comparison: PercentileComparison::AcrossRuns {
+                            runs: (base.runs.len(), this.runs.len()),
+                            interval,
+                        },
+                    },
+                    None => no_interval(q, "a run without this percentile".to_owned()),
+                }
+            })
+            .collect();
+    }
+    let (Some(a), Some(b)) = (
+        by_index(base_runs, metric, window),
+        by_index(runs, metric, window),
+    ) else {
+        return wanted
+            .into_iter()
+            .map(|q| {
+                no_interval(
+                    q,
+                    "repeats on one side only: no interval for a difference of percentiles"
+                        .to_owned(),
+                )
+            })
+            .collect();
+    };
+    let bounded = |q: Percentile, n: usize| {
+        let r = rank_interval(n, q.probability());
+        r.low.is_some() && r.high.is_some()
+    };
+    let mut out: Vec<PercentileDifference> = Vec::new();
+    let mut bootstrapped = Vec::new();
+    for q in wanted {
+        let n = a.len().min(b.len());
+        if n == 0 {
+            out.push(no_interval(q, "no values".to_owned()));
+        } else if !bounded(q, a.len()) || !bounded(q, b.len()) {
+            out.push(no_interval(
+                q,
+                format!(
+                    "n = {n} is too few for a bounded {q} (needs {})",
+                    bounded_from(q.probability())
+                ),
+            ));
+        } else {
+            bootstrapped.push(q);
+        }
+    }
+    if !bootstrapped.is_empty() {
+        let ps: Vec<_> = bootstrapped.iter().map(|q| q.probability()).collect();
+        // Paired when the arms ran the same requests (their indices agree).
+        let results = if a.keys().eq(b.keys()) {
+            let pairs = common_pairs(&a, &b);
+            percentile_differences(BootstrapDesign::Paired(&pairs), &ps)
+        } else {
+            let (av, bv): (Vec<f64>, Vec<f64>) =
+                (a.into_values().collect(), b.into_values().collect());
+            percentile_differences(
+                BootstrapDesign::Independent {
+                    baseline: &av,
+                    arm: &bv,
+                },
+                &ps,
+            )
+        };
+        match results {
+            Some(results) => {
+                for (q, result) in bootstrapped.into_iter().zip(results) {
+                    out.push(PercentileDifference {
+                        percentile: q,
+                        comparison: PercentileComparison::Bootstrap(result),
+                    });
+                }
+            }
+            None => {
+                for q in bootstrapped {
+                    out.push(no_interval(q, "per-request values unusable".to_owned()));
+                }
+            }
+        }
+    }
+    out.sort_by_key(|d| wanted.iter().position(|q| *q == d.percentile));
+    out
+}
+
+/// Each arm's throughput over both windows, against its reference and, for a multi-GPU
+/// arm, against the matched single-GPU arm.
+fn throughput(set: &MatchedSet<'_>, arms: &[&str], references: &References) -> Vec<ArmThroughput> {
+    let gpus = |arm: &str| set.arm(arm).first().and_then(|r| r.facts.gpus());
+    // The single-GPU arm a multi-GPU arm is measured against: one differing from it in one
+    // key (its topology), its reference first.
+    let single_gpu = |arm: &str| -> Option<&str> {
+        let runs = set.arm(arm);
+        let config = runs.first()?.facts.effective_config();
+        let matched = |other: &&str| {
+            gpus(other).is_some_and(|g| g.count == 1)
+                && set
+                    .arm(other)
+                    .first()
+                    .is_some_and(|o| control(&o.facts.effective_config(), &config).holds())
+        };
+        references
+            .of(arm)
+            .filter(|r| matched(r))
+            .or_else(|| arms.iter().copied().find(|other| matched(other)))
+    };
+    let mut out = Vec::new();
+    for window in Window::ALL {
+        for arm in arms {
+            let runs = set.arm(arm);
+            let estimate = estimate(&runs, window);
+            let arm_gpus = gpus(arm);
+            let reference = references.of(arm).filter(|r| arms.contains(r));
+            let reference_runs = reference.map(|r| set.arm(r)).unwrap_or_default();
+            let reference_estimate = reference.map(|_| self::estimate(&reference_runs, window));
+            let ratio = estimate
+                .value()
+                .zip(reference_estimate.as_ref().and_then(|e| e.value()))
+                .filter(|(_, b)| *b != 0.0)
+                .map(|(a, b)| a / b);
+            let difference = match (&estimate, &reference_estimate) {
+                (e, Some(r)) => e.value().zip(r.value()).map(|(a, b)| ThroughputDifference {
+                    estimate: a - b,
+                    interval: run_moments(&reference_runs, window)
+                        .zip(run_moments(&runs, window))
+                        .and_then(|(b, a)| welch_interval(b, a)),
+                }),
+                _ => None,
+            };
+            let scaling_efficiency = arm_gpus.filter(|g| g.count > 1).and_then(|g| {
+                let against = single_gpu(arm)?;
+                let base = self::estimate(&set.arm(against), window).value()?;
+                let value = estimate.value()? / (f64::from(g.count) * base);
+                value.is_finite().then(|| Efficiency {
+                    against: against.to_owned(),
+                    value,
+                })
+            });
+            out.push(ArmThroughput {
+                arm: (*arm).to_owned(),
+                window,
+                per_gpu: estimate
+                    .value()
+                    .zip(arm_gpus)
+                    .map(|(v, g)| v / f64::from(g.count)),
+                gpus: arm_gpus,
+                in_flight: runs.first().map_or(0, |r| r.facts.in_flight()),
+                reference: reference.map(str::to_owned),
+                ratio_to_reference: ratio,
+                difference,
+                scaling_efficiency,
+                estimate,
+                per_replica: runs
+                    .iter()
+                    .map(|run| {
+                        (
+                            run.facts.run_id.clone(),
+                            run.figures.aggregate_output_tps_per_replica.clone(),
+                        )
+                    })
+                    .collect(),
+            });
+        }
+    }
+    out
+}
+
+/// The runs' throughputs over `window`, every run having one.
+fn run_values(runs: &[&Artifact], window: Window) -> Option<Vec<(String, f64)>> {
     let values: Vec<(String, f64)> = runs
         .iter()
         .filter_map(|run| {
             run.figures
-                .aggregate_output_tps
+                .output_tps(window)
                 .map(|tps| (run.facts.run_id.clone(), tps))
         })
         .collect();
-    let estimate = match values.as_slice() {
-        [] => ThroughputEstimate::Missing,
-        [(run_id, tps)] if runs.len() == 1 => ThroughputEstimate::SingleRun {
+    (!values.is_empty() && values.len() == runs.len()).then_some(values)
+}
+
+/// Count, mean and sd of the runs' throughputs (two or more runs).
+fn run_moments(runs: &[&Artifact], window: Window) -> Option<Moments> {
+    let values = run_values(runs, window)?;
+    Sample::new(values.into_iter().map(|(_, v)| v).collect())
+        .ok()?
+        .moments()
+}
+
+fn estimate(runs: &[&Artifact], window: Window) -> ThroughputEstimate {
+    let Some(values) = run_values(runs, window) else {
+        return ThroughputEstimate::Missing;
+    };
+    match values.as_slice() {
+        [(run_id, tps)] => ThroughputEstimate::SingleRun {
             run_id: run_id.clone(),
             output_tps: *tps,
         },
-        _ if values.len() != runs.len() => ThroughputEstimate::Missing,
         _ => match Sample::new(values.iter().map(|(_, tps)| *tps).collect()) {
             Ok(sample) => ThroughputEstimate::Repeats {
                 runs: sample.len(),
                 mean: sample.mean(),
+                sd: sample.sd(),
                 interval: sample.moments().and_then(mean_interval),
             },
             Err(_) => ThroughputEstimate::Missing,
         },
-    };
-    ArmThroughput {
-        arm: arm.to_owned(),
-        estimate,
-        ratio_to_baseline: None,
-        per_replica: runs
-            .iter()
-            .map(|run| {
-                (
-                    run.facts.run_id.clone(),
-                    run.figures.aggregate_output_tps_per_replica.clone(),
-                )
-            })
-            .collect(),
     }
 }
 
@@ -446,13 +900,13 @@ fn output_profile(runs: &[&Artifact]) -> (Option<f64>, BTreeMap<String, u64>) {
         .filter_map(|run| run.figures.completion_tokens_p50)
         .filter(|median| median.is_finite())
         .collect();
-    medians.sort_by(f64::total_cmp);
     let median = if medians.len() != runs.len() || medians.is_empty() {
         None
-    } else if medians.len() % 2 == 1 {
-        Some(medians[medians.len() / 2])
     } else {
-        Some((medians[medians.len() / 2 - 1] + medians[medians.len() / 2]) / 2.0)
+        // Nearest rank, as every percentile anvil reports.
+        Sample::new(std::mem::take(&mut medians))
+            .ok()
+            .map(|mut s| s.nearest_rank(Percentile::P50.probability()))
     };
     let mut reasons = BTreeMap::new();
     for run in runs {
@@ -463,7 +917,6 @@ fn output_profile(runs: &[&Artifact]) -> (Option<f64>, BTreeMap<String, u64>) {
     }
     (median, reasons)
 }
-
 fn shares(counts: &BTreeMap<String, u64>) -> BTreeMap<&str, f64> {
     let total: u64 = counts.values().fold(0, |sum, n| sum.saturating_add(*n));
     counts
@@ -490,10 +943,12 @@ fn describe_mix(counts: &BTreeMap<String, u64>) -> String {
         .join(", ")
 }
 
-/// Output-length realization of `arm` against `baseline`: the completion-token medians must
-/// be within [`MEDIAN_TOLERANCE`] of the baseline's and no finish reason's share may differ
-/// by more than [`FINISH_SHARE_TOLERANCE`]; otherwise aggregate throughput is not comparable
-/// as it stands (an arm that writes shorter replies finishes sooner).
+/// Output-length realization of `arm` against `baseline` (its reference): the completion-token
+/// medians must be within [`MEDIAN_TOLERANCE`] of the reference's and no finish reason's
+/// share may differ by more than [`FINISH_SHARE_TOLERANCE`]; otherwise aggregate throughput
+/// is not comparable as it stands (an arm that writes shorter replies finishes sooner). The
+/// warning names the arm first and gives its figures first, as the heading `arm vs
+/// reference` reads.
 pub fn output_length_realization(
     baseline: &str,
     base_runs: &[&Artifact],
@@ -507,12 +962,12 @@ pub fn output_length_realization(
         (Some(b), Some(a)) if b > 0.0 => {
             let change = (a - b) / b;
             if change.abs() > MEDIAN_TOLERANCE {
-                let sign = if change > 0.0 { "+" } else { "" };
+                let sign = if change > 0.0 { "+" } else { "−" };
                 problems.push(format!(
                     "completion tokens p50 {} vs {} ({sign}{}%)",
-                    num(b),
                     num(a),
-                    num(change * 100.0)
+                    num(b),
+                    num((change * 100.0).abs())
                 ));
             }
         }
@@ -534,8 +989,8 @@ pub fn output_length_realization(
     if mix_differs {
         problems.push(format!(
             "finish reasons {} vs {}",
-            describe_mix(&base_mix),
-            describe_mix(&mix)
+            describe_mix(&mix),
+            describe_mix(&base_mix)
         ));
     }
     if problems.is_empty() {
@@ -579,14 +1034,22 @@ mod tests {
         );
         let artifacts = [base, k12];
         let set = match_artifacts(&artifacts).unwrap();
-        let comparison = compare(&set, "K8", Scope::Headline).unwrap();
+        let comparison = compare(
+            &set,
+            &References::Baseline("K8".to_owned()),
+            Scope::Headline,
+        )
+        .unwrap();
         assert_eq!(
             comparison.label,
             "headline: matched sustained-output artifacts"
         );
         let ttft = &comparison.metrics[0];
         assert_eq!(ttft.metric, MetricId::TtftMs);
-        assert_eq!(ttft.arms[1].runs[0].p99, Some(110.0));
+        assert_eq!(
+            ttft.arm("K12", Window::All).unwrap().runs[0].stats.p99,
+            Some(110.0)
+        );
         let diff = &ttft.differences[0];
         assert_eq!(diff.arm, "K12");
         assert_eq!(diff.difference, Some(-10.0));
@@ -613,16 +1076,71 @@ mod tests {
                 reason: "per-request values not recorded".to_owned()
             }
         );
-        assert_eq!(comparison.throughput[0].estimate.label(), "single run");
+        assert_eq!(comparison.throughput[0].estimate.label(), SINGLE_RUN);
         assert_eq!(
-            comparison.controls[0].1.reason(),
+            comparison.controls[0].control.reason(),
             "one variable: spec_k = 8 vs 12"
         );
         assert!(comparison.warnings.is_empty(), "{:?}", comparison.warnings);
+        // Five values bound no side of p50's interval (it needs 6): no percentile CI.
+        let p50 = &diff.percentiles[0];
+        assert_eq!(p50.percentile, Percentile::P50);
+        assert_eq!(
+            p50.comparison,
+            PercentileComparison::NoInterval {
+                estimate: Some(-10.0),
+                reason: "n = 5 is too few for a bounded p50 (needs 6)".to_owned()
+            }
+        );
     }
 
     #[test]
-    fn paired_differences_need_the_same_request_indices() {
+    fn percentile_differences_are_bootstrapped_paired_where_the_requests_agree() {
+        // 100 requests each, the arm 5 ms slower on every request: the paired bootstrap of
+        // p50 and p95 is exactly +5; p99 of 100 values has no bounded interval.
+        let mut base = artifact("r-a", "A", &[("k", "1")], 1.0);
+        let mut arm = artifact("r-b", "B", &[("k", "2")], 1.0);
+        let value = |i: i64| 100.0 + ((i * 37) % 100) as f64;
+        base.figures
+            .per_request
+            .insert(MetricId::TtftMs, per_request(100, value));
+        arm.figures
+            .per_request
+            .insert(MetricId::TtftMs, per_request(100, |i| value(i) + 5.0));
+        for (a, offset) in [(&mut base, 0.0), (&mut arm, 5.0)] {
+            let mut sample = Sample::new((0..100).map(|i| value(i) + offset).collect()).unwrap();
+            a.figures
+                .metrics
+                .insert(MetricId::TtftMs, sample.describe());
+        }
+        let artifacts = [base, arm];
+        let comparison = compare(
+            &match_artifacts(&artifacts).unwrap(),
+            &References::Baseline("A".to_owned()),
+            Scope::Headline,
+        )
+        .unwrap();
+        let d = comparison.metrics[0].difference("B", Window::All).unwrap();
+        let [p50, p95, p99] = [&d.percentiles[0], &d.percentiles[1], &d.percentiles[2]];
+        for (p, q) in [(p50, Percentile::P50), (p95, Percentile::P95)] {
+            assert_eq!(p.percentile, q);
+            match &p.comparison {
+                PercentileComparison::Bootstrap(b) => {
+                    assert!(b.paired);
+                    assert_eq!((b.estimate, b.low, b.high), (5.0, 5.0, 5.0));
+                }
+                other => panic!("{other:?}"),
+            }
+        }
+        assert_eq!(
+            p99.comparison.method(),
+            "n = 100 is too few for a bounded p99 (needs 368)"
+        );
+        assert_eq!(p99.comparison.estimate(), Some(5.0));
+    }
+
+    #[test]
+    fn paired_differences_use_the_requests_both_arms_have() {
         let mut base = artifact("r-a", "A", &[("k", "1")], 1.0);
         let mut other = artifact("r-b", "B", &[("k", "2")], 1.0);
         base.figures
@@ -633,14 +1151,20 @@ mod tests {
             .per_request
             .insert(MetricId::E2eMs, per_request(4, |i| i as f64));
         let artifacts = [base, other];
-        let comparison =
-            compare(&match_artifacts(&artifacts).unwrap(), "A", Scope::Headline).unwrap();
-        assert_eq!(
-            comparison.metrics[5].differences[0].paired,
-            Paired::NotPaired {
-                reason: "the arms' request indices differ".to_owned()
+        let comparison = compare(
+            &match_artifacts(&artifacts).unwrap(),
+            &References::Baseline("A".to_owned()),
+            Scope::Headline,
+        )
+        .unwrap();
+        // Request 4 only the reference has: four pairs, each difference 0.
+        match &comparison.metrics[5].differences[0].paired {
+            Paired::Interval { pairs, interval } => {
+                assert_eq!(*pairs, 4);
+                assert_eq!((interval.low, interval.high), (0.0, 0.0));
             }
-        );
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]
@@ -651,8 +1175,12 @@ mod tests {
             artifact("r-a3", "A", &[("k", "1")], 1200.0),
             artifact("r-b", "B", &[("k", "2")], 900.0),
         ];
-        let comparison =
-            compare(&match_artifacts(&artifacts).unwrap(), "A", Scope::Headline).unwrap();
+        let comparison = compare(
+            &match_artifacts(&artifacts).unwrap(),
+            &References::Baseline("A".to_owned()),
+            Scope::Headline,
+        )
+        .unwrap();
         let a = &comparison.throughput[0];
         assert_eq!(a.estimate.label(), "3 runs, 95% CI across runs");
         // Mean 1100, sd 100, se 57.735027, t(0.975, 2) = 4.302653: ± 248.414 →
@@ -662,6 +1190,7 @@ mod tests {
                 runs,
                 mean,
                 interval: Some(ci),
+                ..
             } => {
                 assert_eq!((*runs, *mean), (3, 1100.0));
                 assert!(close(ci.low, 851.586, 1e-3), "{ci:?}");
@@ -669,7 +1198,14 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
-        assert_eq!(comparison.throughput[1].estimate.label(), "single run");
+        assert_eq!(comparison.throughput[1].estimate.label(), SINGLE_RUN);
+        // Repeats on one side only: a difference without an interval across runs.
+        let b = comparison.throughput("B", Window::All).unwrap();
+        assert_eq!(b.reference.as_deref(), Some("A"));
+        assert_eq!(
+            b.difference.as_ref().map(|d| (d.estimate, d.interval)),
+            Some((-200.0, None))
+        );
         // Paired differences are not taken across repeats.
         assert_eq!(
             comparison.metrics[0].differences[0].paired,
@@ -677,6 +1213,85 @@ mod tests {
                 reason: "paired differences need exactly one run per arm".to_owned()
             }
         );
+    }
+
+    #[test]
+    fn topology_arms_get_per_gpu_figures_and_efficiency_against_the_single_gpu_arm() {
+        // TP1 at 1000, 1010, 990; TP2 at 1700, 1690, 1710; DP2 (two replicas) at 1960 once.
+        let mut artifacts = vec![
+            artifact("t1a", "TP1", &[("topology", "TP1")], 1000.0),
+            artifact("t1b", "TP1", &[("topology", "TP1")], 1010.0),
+            artifact("t1c", "TP1", &[("topology", "TP1")], 990.0),
+            artifact("t2a", "TP2", &[("topology", "TP2")], 1700.0),
+            artifact("t2b", "TP2", &[("topology", "TP2")], 1690.0),
+            artifact("t2c", "TP2", &[("topology", "TP2"), ("gpus", "2")], 1710.0),
+            artifact("d2", "DP2", &[("topology", "DP2")], 1960.0),
+        ];
+        artifacts[6].facts.replica_count = 2;
+        // The recorded `gpus` key is derived: it is no second variable, and no other config.
+        artifacts[5].facts.config = [("topology", "TP2")].into_iter().collect();
+        let references = References::Controls {
+            stage: Some("matched topology".to_owned()),
+            controls: vec![
+                ("TP1".to_owned(), None),
+                ("TP2".to_owned(), Some("TP1".to_owned())),
+                ("DP2".to_owned(), Some("TP1".to_owned())),
+            ],
+        };
+        let c = compare(
+            &match_artifacts(&artifacts).unwrap(),
+            &references,
+            Scope::Headline,
+        )
+        .unwrap();
+        let tp2 = c.throughput("TP2", Window::All).unwrap();
+        assert_eq!(
+            tp2.gpus,
+            Some(Gpus {
+                count: 2,
+                derived: true
+            })
+        );
+        assert_eq!(tp2.per_gpu, Some(850.0));
+        assert_eq!(tp2.in_flight, 8);
+        let e = tp2.scaling_efficiency.as_ref().unwrap();
+        assert_eq!(e.against, "TP1");
+        assert!(close(e.value, 1700.0 / 2000.0, 1e-12), "{e:?}");
+        // Both arms repeated: Welch across runs. Means 1000 and 1700, sd 10 each, n 3:
+        // se = √(100/3 + 100/3) = 8.164966, df = 4, t = 2.776445: 700 ± 22.6697.
+        let d = tp2.difference.as_ref().unwrap();
+        assert_eq!(d.estimate, 700.0);
+        let ci = d.interval.unwrap();
+        assert!(
+            close(ci.low, 677.3303, 1e-3) && close(ci.high, 722.6697, 1e-3),
+            "{ci:?}"
+        );
+        let dp2 = c.throughput("DP2", Window::All).unwrap();
+        assert_eq!((dp2.in_flight, dp2.per_gpu), (16, Some(980.0)));
+        assert!(close(
+            dp2.scaling_efficiency.as_ref().unwrap().value,
+            0.98,
+            1e-12
+        ));
+        assert_eq!(dp2.difference.as_ref().unwrap().interval, None);
+        assert_eq!(
+            c.throughput("TP1", Window::All).unwrap().scaling_efficiency,
+            None
+        );
+        assert_eq!(c.references.of("TP1"), None);
+        // Percentiles of repeated arms are compared across runs.
+        let p50 = &c.metrics[0]
+            .difference("TP2", Window::All)
+            .unwrap()
+            .percentiles[0];
+        assert!(
+            matches!(
+                p50.comparison,
+                PercentileComparison::AcrossRuns { runs: (3, 3), .. }
+            ),
+            "{p50:?}"
+        );
+        assert!(c.warnings.is_empty(), "{:?}", c.warnings);
     }
 
     #[test]
@@ -688,14 +1303,18 @@ mod tests {
             .into_iter()
             .collect();
         let artifacts = [base, long];
-        let comparison =
-            compare(&match_artifacts(&artifacts).unwrap(), "A", Scope::Headline).unwrap();
-        let warning = "B vs A: output-length realization differs (completion tokens p50 340 vs \
-                       410 (+20.588%); finish reasons stop 100% vs length 40%, stop 60%); \
+        let comparison = compare(
+            &match_artifacts(&artifacts).unwrap(),
+            &References::Baseline("A".to_owned()),
+            Scope::Headline,
+        )
+        .unwrap();
+        let warning = "B vs A: output-length realization differs (completion tokens p50 410 vs \
+                       340 (+20.588%); finish reasons length 40%, stop 60% vs stop 100%); \
                        throughput is not comparable as it stands";
         assert_eq!(comparison.warnings, [warning]);
         assert_eq!(
-            comparison.output_length[0].1,
+            comparison.output_length[0].2,
             OutputLength::NotComparable {
                 warning: warning.to_owned()
             }
@@ -711,9 +1330,13 @@ mod tests {
             .into_iter()
             .collect();
         let artifacts = [base, near];
-        let comparison =
-            compare(&match_artifacts(&artifacts).unwrap(), "A", Scope::Headline).unwrap();
-        assert_eq!(comparison.output_length[0].1, OutputLength::Comparable);
+        let comparison = compare(
+            &match_artifacts(&artifacts).unwrap(),
+            &References::Baseline("A".to_owned()),
+            Scope::Headline,
+        )
+        .unwrap();
+        assert_eq!(comparison.output_length[0].2, OutputLength::Comparable);
     }
 
     #[test]
@@ -724,13 +1347,26 @@ mod tests {
             artifact("r-a", "A", &[("k", "1")], 1000.0),
             artifact("r-b", "B", &[("k", "2")], 1100.0),
         ];
-        let comparison = compare_artifacts(&artifacts, &[], "A", &selection, &plan).unwrap();
+        let comparison = compare_artifacts(
+            &artifacts,
+            &[],
+            &References::Baseline("A".to_owned()),
+            &selection,
+            &plan,
+        )
+        .unwrap();
         assert_eq!(
             comparison.label,
             "headline: matched sustained-output artifacts"
         );
-        let refusal =
-            compare_artifacts(&artifacts, &["vendor blog"], "A", &selection, &plan).unwrap_err();
+        let refusal = compare_artifacts(
+            &artifacts,
+            &["vendor blog"],
+            &References::Baseline("A".to_owned()),
+            &selection,
+            &plan,
+        )
+        .unwrap_err();
         assert_eq!(
             refusal.rule.as_deref(),
             Some(plan.headline_comparison_rule.as_str())
@@ -740,7 +1376,14 @@ mod tests {
             screen.facts.workload = screen_workload();
             screen.facts.fingerprint = screen.facts.workload.fingerprint();
         }
-        let comparison = compare_artifacts(&screens, &[], "A", &selection, &plan).unwrap();
+        let comparison = compare_artifacts(
+            &screens,
+            &[],
+            &References::Baseline("A".to_owned()),
+            &selection,
+            &plan,
+        )
+        .unwrap();
         assert_eq!(comparison.label, "within-screen selection only");
     }
 
@@ -751,11 +1394,18 @@ mod tests {
             artifact("r-a2", "A", &[("k", "3")], 1000.0),
             artifact("r-b", "B", &[("k", "2")], 1000.0),
         ];
-        let comparison =
-            compare(&match_artifacts(&artifacts).unwrap(), "A", Scope::Headline).unwrap();
+        let comparison = compare(
+            &match_artifacts(&artifacts).unwrap(),
+            &References::Baseline("A".to_owned()),
+            Scope::Headline,
+        )
+        .unwrap();
         assert_eq!(
             comparison.warnings,
-            ["A: runs r-a1 and r-a2 record different configurations (one variable: k = 1 vs 3)"]
+            [
+                "A: runs r-a1 and r-a2 record different configurations (one variable: k = 1 vs 3); \
+                 they are not repeats of one cell"
+            ]
         );
     }
 
@@ -766,12 +1416,14 @@ mod tests {
             artifact("r-b", "B", &[("spec_k", "12"), ("chunk", "1024")], 1.0),
         ];
         let set = match_artifacts(&artifacts).unwrap();
-        let comparison = compare(&set, "A", Scope::Headline).unwrap();
+        let comparison =
+            compare(&set, &References::Baseline("A".to_owned()), Scope::Headline).unwrap();
         assert_eq!(
             comparison.warnings,
             ["B vs A: confounded: differs in chunk, spec_k"]
         );
-        let refusal = compare(&set, "C", Scope::Headline).unwrap_err();
+        let refusal =
+            compare(&set, &References::Baseline("C".to_owned()), Scope::Headline).unwrap_err();
         assert_eq!(
             refusal.reason,
             "baseline arm C is not in the matched set (arms: A, B)"

@@ -59,6 +59,8 @@ pub fn full_stats(n: u64, mean: f64, sd: f64) -> Stats {
         ci95_low: Some(mean - sd / 5.0),
         ci95_high: Some(mean + sd / 5.0),
         min: Some(mean - 2.0 * sd),
+        p1: Some(mean - 2.0 * sd),
+        p5: Some(mean - 1.8 * sd),
         p25: Some(mean - sd),
         p50: Some(mean),
         p75: Some(mean + sd),
@@ -66,6 +68,7 @@ pub fn full_stats(n: u64, mean: f64, sd: f64) -> Stats {
         p95: Some(mean + 1.8 * sd),
         p99: Some(mean + 2.0 * sd),
         max: Some(mean + 2.0 * sd),
+        intervals: Default::default(),
     }
 }
 
@@ -80,6 +83,7 @@ pub fn artifact(run_id: &str, arm: &str, config: &[(&str, &str)], tps: f64) -> A
         arm: arm.to_owned(),
         stage: "matched topology".to_owned(),
         config: config.iter().copied().collect::<ArmConfig>(),
+        defaults: ArmConfig::default(),
         runtime: "sglang 0.6.1".to_owned(),
         workload,
         fingerprint,
@@ -91,6 +95,11 @@ pub fn artifact(run_id: &str, arm: &str, config: &[(&str, &str)], tps: f64) -> A
         .map(|metric| (metric, full_stats(100, 100.0, 10.0)))
         .collect();
     let figures = ArtifactFigures {
+        after_first_wave: crate::rules::WindowFigures {
+            metrics: metrics.clone(),
+            aggregate_output_tps: Some(tps),
+        },
+        first_wave: Default::default(),
         metrics,
         per_request: BTreeMap::new(),
         aggregate_output_tps: Some(tps),

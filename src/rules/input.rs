@@ -4,7 +4,7 @@
 //! Both are plain structs with public fields so the query layer can fill them without
 //! going through the rules; nothing here is computed, only carried.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
 use serde::Serialize;
@@ -27,6 +27,9 @@ pub struct ArtifactFacts {
     pub stage: String,
     /// The arm's configuration as ordered `key = value` pairs (`arm.config`).
     pub config: ArmConfig,
+    /// The campaign defaults the arm inherits, for the keys it does not declare
+    /// (`arm.defaults`).
+    pub defaults: ArmConfig,
     /// Serving runtime (`arm.runtime`), e.g. `sglang 0.6.1`.
     pub runtime: String,
     /// The cell's workload section; its `api` field is the API the run drove.
@@ -48,6 +51,7 @@ impl ArtifactFacts {
             arm: run.arm.name.clone(),
             stage: run.arm.stage.clone(),
             config: run.arm.config.clone(),
+            defaults: ArmConfig::default(),
             runtime: run.arm.runtime.clone(),
             workload: run.workload.clone(),
             fingerprint: run.workload_fingerprint.clone(),
@@ -61,10 +65,72 @@ impl ArtifactFacts {
         self.workload.api
     }
 
-    /// The arm's topology from its `topology` configuration key: `None` when the key is
-    /// absent, an error naming the value when it is not `TPn` or `DPn`.
+    /// The arm's topology from its `topology` configuration key (declared or inherited):
+    /// `None` when the key is absent, an error naming the value when it is not `TPn` or `DPn`.
     pub fn topology(&self) -> Option<Result<Topology, String>> {
-        self.config.get(TOPOLOGY_KEY).map(Topology::parse)
+        self.setting(TOPOLOGY_KEY).map(Topology::parse)
+    }
+
+    /// The value of `key`: declared by the arm, else inherited from the campaign defaults.
+    pub fn setting(&self, key: &str) -> Option<&str> {
+        self.config.get(key).or_else(|| self.defaults.get(key))
+    }
+
+    /// The effective configuration: the declared keys in their order, then the inherited
+    /// defaults the arm does not declare.
+    pub fn effective_config(&self) -> ArmConfig {
+        let mut pairs = self.config.0.clone();
+        for (k, v) in self.defaults.iter() {
+            if self.config.get(k).is_none() {
+                pairs.push((k.to_owned(), v.to_owned()));
+            }
+        }
+        ArmConfig(pairs)
+    }
+
+    /// The GPUs the arm uses: its `gpus` key, else derived from its topology (`TPn` and `DPn`
+    /// use n), else unknown.
+    pub fn gpus(&self) -> Option<Gpus> {
+        if let Some(count) = self.setting(GPUS_KEY).and_then(|v| v.trim().parse().ok()) {
+            return (count > 0).then_some(Gpus {
+                count,
+                derived: false,
+            });
+        }
+        match self.topology() {
+            Some(Ok(topology)) => Some(Gpus {
+                count: topology.gpus(),
+                derived: true,
+            }),
+            _ => None,
+        }
+    }
+
+    /// Requests in flight at once: concurrency per replica × replicas.
+    pub fn in_flight(&self) -> u64 {
+        u64::from(self.workload.concurrency_per_replica) * u64::from(self.replica_count.max(1))
+    }
+}
+
+/// The configuration key recording the GPUs an arm uses.
+pub const GPUS_KEY: &str = "gpus";
+
+/// How many GPUs an arm uses, and whether the count was derived from its topology rather
+/// than recorded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Gpus {
+    pub count: u32,
+    /// True when read off the topology name (`TP2` → 2), not from a `gpus` key.
+    pub derived: bool,
+}
+
+impl fmt::Display for Gpus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.derived {
+            write!(f, "{} (from topology)", self.count)
+        } else {
+            write!(f, "{}", self.count)
+        }
     }
 }
 
@@ -123,7 +189,7 @@ impl fmt::Display for Topology {
     }
 }
 
-pub use crate::metric::MetricId;
+pub use crate::metric::{MetricId, Window};
 pub use crate::stats::Stats;
 
 /// One request's value of a metric.
@@ -290,11 +356,26 @@ pub const REQUIRED_FUNCTIONAL_CHECKS: [&str; 3] = ["structured_json", "tools", "
 /// The functional check whose failures count as structured-output corruption.
 pub const STRUCTURED_OUTPUT_CHECK: &str = "structured_json";
 
+/// The figures of one window of a run other than `all` (`cell_stats` and
+/// `aggregate_throughput` rows of that window).
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct WindowFigures {
+    /// Per-metric statistics over the window's requests.
+    pub metrics: BTreeMap<MetricId, Stats>,
+    /// Aggregate output throughput over the window's own span, tokens per second.
+    pub aggregate_output_tps: Option<f64>,
+}
+
 /// What the query layer computed from one artifact's tables.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct ArtifactFigures {
-    /// Per-metric statistics; a metric the query layer did not compute is absent.
+    /// Per-metric statistics of the `all` window (every measured request: the plan's
+    /// figures); a metric the query layer did not compute is absent.
     pub metrics: BTreeMap<MetricId, Stats>,
+    /// The same figures without the first wave (the `after_first_wave` window).
+    pub after_first_wave: WindowFigures,
+    /// Request indices of the run's first wave (`request_figures.first_wave`).
+    pub first_wave: BTreeSet<i64>,
     /// Per-request values by metric, for paired differences.
     pub per_request: BTreeMap<MetricId, Vec<RequestValue>>,
     /// Sum of usage completion tokens / wall-clock span of the whole run (all replicas
@@ -340,6 +421,34 @@ pub struct ParseErrors {
 }
 
 impl ArtifactFigures {
+    /// The statistics of `metric` over `window`.
+    pub fn stats(&self, window: Window, metric: MetricId) -> Option<&Stats> {
+        match window {
+            Window::All => self.metrics.get(&metric),
+            Window::AfterFirstWave => self.after_first_wave.metrics.get(&metric),
+        }
+    }
+
+    /// The aggregate output throughput over `window`, tokens per second.
+    pub fn output_tps(&self, window: Window) -> Option<f64> {
+        match window {
+            Window::All => self.aggregate_output_tps,
+            Window::AfterFirstWave => self.after_first_wave.aggregate_output_tps,
+        }
+    }
+
+    /// Per-request values of `metric` of the requests in `window` (successful requests only,
+    /// as the statistics).
+    pub fn values(&self, window: Window, metric: MetricId) -> Vec<RequestValue> {
+        self.per_request
+            .get(&metric)
+            .into_iter()
+            .flatten()
+            .filter(|v| window == Window::All || !self.first_wave.contains(&v.request_index))
+            .copied()
+            .collect()
+    }
+
     /// Why the artifact's token figures are incomplete ([`usage_gap`]).
     pub fn usage_gap(&self, run_id: &str) -> Option<String> {
         usage_gap(run_id, self.succeeded_without_usage, self.requests.ok)

@@ -9,18 +9,18 @@
 //!
 //! Entry points:
 //! - `anvil compare`: [`HeadlineSelection::from_manifest`] (an error is a bad manifest),
-//!   then [`compare_artifacts`] (headline gate → [`match_artifacts`] → [`compare()`]) or a
-//!   [`Refusal`].
+//!   then [`stage_comparisons`] (each stage's arms against their one-variable controls) or,
+//!   with a baseline, [`compare_artifacts`] (headline gate → [`match_artifacts`] →
+//!   [`compare()`]); a [`Refusal`] where the rules forbid it.
 //! - `anvil check`: [`check()`] with the plan, the artifacts and the names of the files in
 //!   the data folder; its [`CheckReport::outcome`] is the campaign's [`Outcome`].
-//! - `anvil report`: [`baseline::comparisons`] (the headline and each screen).
+//! - `anvil report`: [`stage::comparisons`] (the headline and each stage's comparisons).
 //! - all three: [`one_campaign`] first.
 //!
 //! Data flows one way: manifest and artifact types in, plain serde structs out for the
 //! report layer.
 
 pub mod advance;
-pub mod baseline;
 pub mod campaign;
 pub mod check;
 pub mod compare;
@@ -29,15 +29,16 @@ pub mod coverage;
 pub mod headline;
 pub mod input;
 pub mod matching;
+pub mod naming;
 pub mod refusal;
+pub mod stage;
 pub mod stop;
 
 pub use advance::{AdvanceRule, TopologyAssessment, TopologyRow, Verdict};
-pub use baseline::{ScreenResult, comparisons};
 pub use campaign::{CampaignMismatch, one_campaign};
 pub use check::{ArmAdvance, CheckReport, Outcome, check};
 pub use compare::{
-    Comparison, OutputLength, Paired, ThroughputEstimate, compare, compare_artifacts,
+    Comparison, OutputLength, Paired, References, ThroughputEstimate, compare, compare_artifacts,
 };
 pub use control::{Control, control};
 pub use coverage::{ClaimCheck, ClaimVerdict, PlanCoverage, StageCoverage, plan_coverage};
@@ -47,10 +48,11 @@ pub use headline::{
 pub use input::{
     Artifact, ArtifactFacts, ArtifactFigures, CanaryResult, FunctionalFailure, FunctionalResult,
     MetricId, ParseErrors, ReplicaThroughput, RequestCounts, RequestValue, Restart, RestartSignal,
-    ServerError, SpecDecode, Stats, Topology, usage_gap,
+    ServerError, SpecDecode, Stats, Topology, Window, WindowFigures, usage_gap,
 };
 pub use matching::{MatchedSet, match_artifacts};
 pub use refusal::{FieldDifference, Refusal, RefusalKind};
+pub use stage::{StageComparison, comparisons, headline_comparison, stage_comparisons};
 pub use stop::{EvidenceFiles, StopFinding, StopKind, stop_rules};
 
 #[cfg(test)]

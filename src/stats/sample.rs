@@ -5,8 +5,9 @@
 use serde::Serialize;
 
 pub use super::error::SampleError;
+use super::percentile::{Percentile, PercentileInterval, rank_interval};
 use super::quantile::{Probability, nearest_rank_index, t_quantile};
-use super::row::Stats;
+use super::row::{Bounds, Stats};
 
 /// A non-empty sample of finite values. The values are not kept sorted: a percentile
 /// selects its rank in linear time ([`slice::select_nth_unstable_by`]), which reorders them
@@ -82,6 +83,22 @@ impl Sample {
         *self.0.select_nth_unstable_by(index, f64::total_cmp).1
     }
 
+    /// The `rank`-th smallest value (1-based, 1 ≤ rank ≤ n).
+    fn order_statistic(&mut self, rank: usize) -> f64 {
+        *self.0.select_nth_unstable_by(rank - 1, f64::total_cmp).1
+    }
+
+    /// The nearest-rank percentile `p` with its distribution-free 95% interval
+    /// ([`super::percentile`]); an unbounded side is `None`.
+    pub fn percentile_interval(&mut self, p: Probability) -> PercentileInterval {
+        let ranks = rank_interval(self.len(), p);
+        PercentileInterval {
+            estimate: self.nearest_rank(p),
+            low: ranks.low.map(|l| self.order_statistic(l)),
+            high: ranks.high.map(|u| self.order_statistic(u)),
+        }
+    }
+
     /// 95% confidence interval for the mean, x̄ ± t(0.975, n − 1) · s / √n, with the
     /// Student t quantile (Student 1908; e.g. NIST/SEMATECH e-Handbook §7.2.2.1);
     /// `None` for n = 1.
@@ -92,8 +109,8 @@ impl Sample {
     /// Every statistic the manifest asks for, as the one statistics row.
     pub fn describe(&mut self) -> Stats {
         let ci = self.ci95();
-        let mut q = |p| Some(self.nearest_rank(Probability::of(p)));
-        let (p25, p50, p75, p90, p95, p99) = (q(0.25), q(0.50), q(0.75), q(0.90), q(0.95), q(0.99));
+        let intervals = Percentile::ALL.map(|q| self.percentile_interval(q.probability()));
+        let point = |q: Percentile| Some(intervals[q as usize].estimate);
         Stats {
             n: self.len() as u64,
             mean: Some(self.mean()),
@@ -101,13 +118,19 @@ impl Sample {
             ci95_low: ci.map(|c| c.0),
             ci95_high: ci.map(|c| c.1),
             min: Some(self.min()),
-            p25,
-            p50,
-            p75,
-            p90,
-            p95,
-            p99,
+            p1: point(Percentile::P1),
+            p5: point(Percentile::P5),
+            p25: point(Percentile::P25),
+            p50: point(Percentile::P50),
+            p75: point(Percentile::P75),
+            p90: point(Percentile::P90),
+            p95: point(Percentile::P95),
+            p99: point(Percentile::P99),
             max: Some(self.max()),
+            intervals: intervals.map(|i| Bounds {
+                low: i.low,
+                high: i.high,
+            }),
         }
     }
 }

@@ -2,11 +2,13 @@
 //! query layer.
 //!
 //! [`recompute`] reads each artifact's Parquet files with polars and recomputes per-request
-//! TTFT, effective prefill, decode, TPOT, ITL and E2E and their statistics (n, mean, sd, 95%
-//! CI, min, percentiles by nearest rank, max). [`compare`] puts them beside
-//! `request_figures` and `cell_stats` from DataFusion and reports, per metric, the largest
-//! relative difference |a − b| / max(|a|, |b|); a value present on one side only, or a
-//! request or statistic missing on one side, is an infinite difference.
+//! TTFT, effective prefill, decode, TPOT, ITL and E2E, the first wave, and per window (`all`,
+//! `after_first_wave`) their statistics (n, mean, sd, 95% CI, min, percentiles by nearest
+//! rank with their distribution-free 95% intervals, max) and the aggregate output
+//! throughput. [`compare`] puts them beside `request_figures`, `cell_stats` and
+//! `aggregate_throughput` from DataFusion and reports, per metric, the largest relative
+//! difference |a − b| / max(|a|, |b|); a value present on one side only, or a request or
+//! statistic missing on one side, is an infinite difference.
 
 pub mod recompute;
 
@@ -16,7 +18,7 @@ use std::fmt;
 use crate::query::rows::{column_f64, column_str};
 use crate::query::{AnvilSession, QueryError};
 
-pub use recompute::{METRICS, Recomputed, STATISTICS, recompute};
+pub use recompute::{METRICS, Recomputed, STATISTICS, WINDOWS, recompute};
 
 /// Largest relative difference allowed between the two computations.
 pub const TOLERANCE: f64 = 1e-9;
@@ -54,7 +56,7 @@ impl fmt::Display for Difference {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "{:<32} {:>6} figures  largest relative difference {:.3e}",
+            "{:<36} {:>6} figures  largest relative difference {:.3e}",
             self.what, self.compared, self.largest
         )?;
         if !self.within_tolerance() {
@@ -103,11 +105,14 @@ pub async fn compare(
     // Per request.
     let sql = session
         .query(&format!(
-            "SELECT run_id, CAST(request_index AS DOUBLE) AS request_index, {} \
+            "SELECT run_id, CAST(request_index AS DOUBLE) AS request_index, \
+             CAST(first_wave AS DOUBLE) AS first_wave, {} \
              FROM request_figures ORDER BY run_id, request_index",
             METRICS.join(", ")
         ))
         .await?;
+    let first_wave = column_f64(&sql, "first_wave")?;
+    let mut waves = Tracker::default();
     let runs = column_str(&sql, "run_id")?;
     let indices = column_f64(&sql, "request_index")?;
     let columns = METRICS
@@ -125,6 +130,11 @@ pub async fn compare(
             continue;
         };
         seen += 1;
+        waves.add(
+            first_wave[row],
+            Some(if theirs.first_wave { 1.0 } else { 0.0 }),
+            || format!("run {run} request {index} first_wave"),
+        );
         for (m, tracker) in per_request.iter_mut().enumerate() {
             tracker.add(columns[m][row], theirs.metrics[m], || {
                 format!("run {run} request {index}")
@@ -138,35 +148,76 @@ pub async fn compare(
         });
     }
 
-    // Statistics.
+    // Statistics, per window.
     let stats = session
         .query(&format!(
-            "SELECT run_id, metric, {} FROM cell_stats ORDER BY run_id, metric_order",
+            "SELECT run_id, window, metric, {} FROM cell_stats \
+             ORDER BY run_id, window, metric_order",
             STATISTICS.join(", ")
         ))
         .await?;
     let s_runs = column_str(&stats, "run_id")?;
+    let s_windows = column_str(&stats, "window")?;
     let s_metrics = column_str(&stats, "metric")?;
     let s_columns = STATISTICS
         .iter()
         .map(|c| column_f64(&stats, c))
         .collect::<Result<Vec<_>, _>>()?;
     let mut per_stat: Vec<Tracker> = METRICS.iter().map(|_| Tracker::default()).collect();
+    let mut per_interval: Vec<Tracker> = METRICS.iter().map(|_| Tracker::default()).collect();
     let mut stat_rows = 0usize;
     for (row, run) in s_runs.iter().enumerate() {
-        let metric = s_metrics[row].as_str();
+        let (metric, window) = (s_metrics[row].as_str(), s_windows[row].as_str());
         let Some(m) = METRICS.iter().position(|x| *x == metric) else {
             continue;
         };
-        let Some(theirs) = by_run.get(run.as_str()).and_then(|r| r.stats.get(metric)) else {
+        let Some(theirs) = by_run
+            .get(run.as_str())
+            .and_then(|r| r.stats.get(&(window, metric)))
+        else {
             missing.add(Some(0.0), None, || {
-                format!("run {run} cell_stats {metric}: in SQL, not recomputed")
+                format!("run {run} cell_stats {window} {metric}: in SQL, not recomputed")
             });
             continue;
         };
         stat_rows += 1;
         for (k, name) in STATISTICS.iter().enumerate() {
-            per_stat[m].add(s_columns[k][row], theirs[k], || format!("run {run} {name}"));
+            let tracker = if name.contains("_ci_") {
+                &mut per_interval[m]
+            } else {
+                &mut per_stat[m]
+            };
+            tracker.add(s_columns[k][row], theirs[k], || {
+                format!("run {run} {window} {name}")
+            });
+        }
+    }
+
+    // Aggregate output throughput of the whole run, per window.
+    let tps = session
+        .query(
+            "SELECT run_id, window, output_tps FROM aggregate_throughput WHERE scope = 'run' \
+             ORDER BY run_id, window",
+        )
+        .await?;
+    let mut throughput = Tracker::default();
+    let (t_runs, t_windows, t_values) = (
+        column_str(&tps, "run_id")?,
+        column_str(&tps, "window")?,
+        column_f64(&tps, "output_tps")?,
+    );
+    for (row, run) in t_runs.iter().enumerate() {
+        let window = t_windows[row].as_str();
+        match by_run
+            .get(run.as_str())
+            .and_then(|r| r.output_tps.get(window))
+        {
+            Some(theirs) => throughput.add(t_values[row], *theirs, || {
+                format!("run {run} {window} output_tps")
+            }),
+            None => missing.add(Some(0.0), None, || {
+                format!("run {run} aggregate_throughput {window}: in SQL, not recomputed")
+            }),
         }
     }
     let expected_rows: usize = recomputed
@@ -181,6 +232,12 @@ pub async fn compare(
     }
 
     let mut out = Vec::new();
+    out.push(Difference {
+        what: "request first_wave".to_owned(),
+        compared: waves.compared,
+        largest: waves.largest,
+        at: waves.at,
+    });
     for (m, t) in per_request.into_iter().enumerate() {
         out.push(Difference {
             what: format!("request {}", METRICS[m]),
@@ -197,6 +254,20 @@ pub async fn compare(
             at: t.at,
         });
     }
+    for (m, t) in per_interval.into_iter().enumerate() {
+        out.push(Difference {
+            what: format!("percentile_ci {}", METRICS[m]),
+            compared: t.compared,
+            largest: t.largest,
+            at: t.at,
+        });
+    }
+    out.push(Difference {
+        what: "aggregate_throughput output_tps".to_owned(),
+        compared: throughput.compared,
+        largest: throughput.largest,
+        at: throughput.at,
+    });
     if missing.compared > 0 {
         out.push(Difference {
             what: "rows present on one side only".to_owned(),

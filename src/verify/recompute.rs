@@ -1,9 +1,12 @@
-//! The independent recomputation: per-request TTFT, effective prefill, decode, TPOT, E2E and
-//! their statistics, with polars reading the Parquet files itself (its eager reader, one
-//! file at a time, only the columns used) and computing the statistics; the per-request
-//! join of events to requests is a loop here. No DataFusion, no `queries/` SQL and no
-//! [`crate::stats`] code on this path: the definitions are written out again here from the
-//! manifest, so a mistake in one path shows as a difference.
+//! The independent recomputation: per-request TTFT, effective prefill, decode, TPOT, E2E, the
+//! first wave, and per window (`all`, `after_first_wave`) their statistics, the percentiles'
+//! distribution-free intervals and the aggregate output throughput, with polars reading the
+//! Parquet files itself (its eager reader, one file at a time, only the columns used) and
+//! computing the statistics; the per-request join of events to requests is a loop here. No
+//! DataFusion, no `queries/` SQL and no [`crate::stats`] code on this path: the definitions
+//! are written out again here from the manifest and docs/artifact.md (the binomial CDF of
+//! the intervals summed term by term here, where the SQL inverts statrs' incomplete beta
+//! function), so a mistake in one path shows as a difference.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -18,6 +21,8 @@ use crate::query::ArtifactSource;
 pub struct RequestFigures {
     pub request_index: i64,
     pub ok: bool,
+    /// In the run's first wave (left out of `after_first_wave`).
+    pub first_wave: bool,
     /// ttft_ms, effective_prefill_tps, decode_tps, tpot_ms, itl_ms, e2e_ms.
     pub metrics: [Option<f64>; 6],
 }
@@ -25,19 +30,37 @@ pub struct RequestFigures {
 /// Metric names, in [`RequestFigures::metrics`] order (the catalogue's columns).
 pub const METRICS: [&str; 6] = crate::metric::MetricId::COLUMNS;
 
-/// Statistic names, in [`Figures`] order (the one list of `crate::stats`).
-pub use crate::stats::STATISTICS;
+/// Statistic names, in [`Figures`] order: the point statistics, then the percentiles'
+/// interval ends (the lists of `crate::stats`).
+pub const STATISTICS: [&str; 31] = {
+    let mut out = [""; 31];
+    let mut k = 0;
+    while k < 15 {
+        out[k] = crate::stats::STATISTICS[k];
+        k += 1;
+    }
+    while k < 31 {
+        out[k] = crate::stats::INTERVAL_COLUMNS[k - 15];
+        k += 1;
+    }
+    out
+};
 
-/// The statistics of one metric of one artifact, in [`STATISTICS`] order.
-pub type Figures = [Option<f64>; 13];
+/// The windows, as the `window` column names them.
+pub const WINDOWS: [&str; 2] = ["all", "after_first_wave"];
+
+/// The statistics of one metric of one artifact over one window, in [`STATISTICS`] order.
+pub type Figures = [Option<f64>; 31];
 
 /// Everything recomputed for one artifact.
 #[derive(Debug, Clone)]
 pub struct Recomputed {
     pub run_id: String,
     pub requests: Vec<RequestFigures>,
-    /// Per metric name.
-    pub stats: BTreeMap<&'static str, Figures>,
+    /// Per (window, metric name).
+    pub stats: BTreeMap<(&'static str, &'static str), Figures>,
+    /// Aggregate output throughput of the whole run per window, tokens per second.
+    pub output_tps: BTreeMap<&'static str, Option<f64>>,
 }
 
 /// One Parquet file's `columns` as a polars frame (polars' own reader, eager).
@@ -81,6 +104,7 @@ struct EventFacts {
 struct MeasuredRequest {
     index: Option<i64>,
     outcome: Option<String>,
+    intended: Option<i64>,
     sent: Option<i64>,
     done: Option<i64>,
 }
@@ -102,11 +126,19 @@ pub fn recompute(artifact: &ArtifactSource) -> PolarsResult<Recomputed> {
     for f in files {
         let df = read(
             f,
-            &["request_index", "kind", "outcome", "t_sent_ns", "t_done_ns"],
+            &[
+                "request_index",
+                "kind",
+                "outcome",
+                "t_intended_ns",
+                "t_sent_ns",
+                "t_done_ns",
+            ],
         )?;
         let index = i64_column(&df, "request_index")?;
         let kind = str_column(&df, "kind")?;
         let outcome = str_column(&df, "outcome")?;
+        let intended = i64_column(&df, "t_intended_ns")?;
         let sent = i64_column(&df, "t_sent_ns")?;
         let done = i64_column(&df, "t_done_ns")?;
         for i in 0..df.height() {
@@ -114,6 +146,7 @@ pub fn recompute(artifact: &ArtifactSource) -> PolarsResult<Recomputed> {
                 requests.push(MeasuredRequest {
                     index: index[i],
                     outcome: outcome[i].clone(),
+                    intended: intended[i],
                     sent: sent[i],
                     done: done[i],
                 });
@@ -165,8 +198,26 @@ pub fn recompute(artifact: &ArtifactSource) -> PolarsResult<Recomputed> {
         }
     }
 
+    // The first wave (docs/artifact.md "Windows"): with a ramp, the requests meant to start
+    // before it ended; closed loop, the first C x replicas by index; open loop, none.
+    let run = &artifact.run;
+    let release = requests.iter().filter_map(|r| r.intended).min();
+    let wave_size =
+        u64::from(run.workload.concurrency_per_replica) * u64::from(run.topology.replica_count);
+    let in_first_wave = |position: usize, r: &MeasuredRequest| match run.workload.ramp_s {
+        Some(ramp) => r
+            .intended
+            .zip(release)
+            .is_some_and(|(t, t0)| ((t - t0) as f64) < ramp * 1e9),
+        None if run.workload.schedule.kind() == "closed" => (position as u64) < wave_size,
+        None => false,
+    };
+
     let mut figures = Vec::with_capacity(requests.len());
-    for r in &requests {
+    // (first wave, usage completion tokens, t_sent, t_done) of each measured request.
+    type Span = (bool, Option<i64>, Option<i64>, Option<i64>);
+    let mut tokens: Vec<Span> = Vec::new();
+    for (position, r) in requests.iter().enumerate() {
         let facts = r
             .index
             .and_then(|i| events.get(&i).copied())
@@ -194,33 +245,92 @@ pub fn recompute(artifact: &ArtifactSource) -> PolarsResult<Recomputed> {
             .zip(nonzero(generation_ns))
             .map(|(k, g)| (g as f64 / 1e6) / k as f64);
         let e2e = e2e_ns.map(|t| t as f64 / 1e6);
+        let first_wave = in_first_wave(position, r);
+        tokens.push((first_wave, facts.completion_tokens, sent, done));
         figures.push(RequestFigures {
             request_index: r.index.unwrap_or(-1),
             ok: r.outcome.as_deref() == Some("ok"),
+            first_wave,
             metrics: [ttft_ms, prefill, decode, tpot, tpot, e2e],
         });
     }
 
     let mut stats = BTreeMap::new();
-    for (m, name) in METRICS.iter().enumerate() {
-        let values: Vec<f64> = figures
-            .iter()
-            .filter(|r| r.ok)
-            .filter_map(|r| r.metrics[m])
-            .collect();
-        stats.insert(*name, describe(values)?);
+    let mut output_tps = BTreeMap::new();
+    let mut intervals = Intervals::default();
+    for window in WINDOWS {
+        let keep = |first_wave: bool| window == "all" || !first_wave;
+        for (m, name) in METRICS.iter().enumerate() {
+            let values: Vec<f64> = figures
+                .iter()
+                .filter(|r| r.ok && keep(r.first_wave))
+                .filter_map(|r| r.metrics[m])
+                .collect();
+            stats.insert((window, *name), describe(values, &mut intervals)?);
+        }
+        // Sum of usage completion tokens / (last completion - first send) of the window's
+        // measured requests, failed ones included.
+        let rows: Vec<_> = tokens.iter().filter(|t| keep(t.0)).collect();
+        let sum: Option<i64> = rows.iter().filter_map(|t| t.1).reduce(|a, b| a + b);
+        let first = rows.iter().filter_map(|t| t.2).min();
+        let last = rows.iter().filter_map(|t| t.3).max();
+        let span = last.zip(first).map(|(l, f)| l - f).filter(|s| *s != 0);
+        output_tps.insert(
+            window,
+            sum.zip(span).map(|(k, s)| k as f64 / (s as f64 / 1e9)),
+        );
     }
     Ok(Recomputed {
         run_id: artifact.run.run_id.clone(),
         requests: figures,
         stats,
+        output_tps,
     })
 }
 
+/// The 1-based ranks (l, u) of the 95% interval of the nearest-rank percentile p of n values
+/// (0 and n + 1 for an unbounded side), per (n, p), computed once each.
+#[derive(Default)]
+struct Intervals(BTreeMap<(usize, u64), (usize, usize)>);
+
+impl Intervals {
+    /// l = the largest i with P(B <= i - 1) <= 0.025, u = the smallest i with
+    /// P(B <= i - 1) >= 0.975, B ~ Binomial(n, p): the CDF summed term by term, each term
+    /// exp(ln C(n, k) + k ln p + (n - k) ln(1 - p)) with ln C(n, k) from ln Gamma.
+    fn ranks(&mut self, n: usize, p: f64) -> (usize, usize) {
+        *self.0.entry((n, p.to_bits())).or_insert_with(|| {
+            use statrs::function::gamma::ln_gamma;
+            let ln_n = ln_gamma(n as f64 + 1.0);
+            let mut cdf = 0.0; // P(B <= i - 1) for i = 0
+            let (mut l, mut u) = (0, n + 1);
+            let mut found_u = false;
+            for i in 0..=n {
+                if cdf <= 0.025 {
+                    l = i;
+                }
+                if !found_u && cdf >= 0.975 && i >= 1 {
+                    u = i;
+                    found_u = true;
+                }
+                let k = i as f64;
+                let ln_pmf = ln_n - ln_gamma(k + 1.0) - ln_gamma(n as f64 - k + 1.0)
+                    + k * p.ln()
+                    + (n as f64 - k) * (1.0 - p).ln();
+                cdf += ln_pmf.exp();
+            }
+            if !found_u && cdf >= 0.975 {
+                u = n + 1;
+            }
+            (l, u)
+        })
+    }
+}
+
 /// The manifest's statistics of `values` with polars: mean, sample standard deviation
-/// (ddof 1), the Student t 95% interval of the mean, and nearest-rank percentiles (the value
-/// at 1-based rank ⌈p·n⌉ of the sorted values, p·n within 1e-9 of an integer taken as it).
-fn describe(values: Vec<f64>) -> PolarsResult<Figures> {
+/// (ddof 1), the Student t 95% interval of the mean, nearest-rank percentiles (the value at
+/// 1-based rank ⌈p·n⌉ of the sorted values, p·n within 1e-9 of an integer taken as it), and
+/// each percentile's distribution-free interval [X(l), X(u)] ([`Intervals::ranks`]).
+fn describe(values: Vec<f64>, intervals: &mut Intervals) -> PolarsResult<Figures> {
     let n = values.len();
     let series = Float64Chunked::from_vec("v".into(), values);
     let sorted: Vec<f64> = series.sort(false).iter().flatten().collect();
@@ -250,19 +360,25 @@ fn describe(values: Vec<f64>) -> PolarsResult<Figures> {
         let r = (r as usize).clamp(1, n);
         Some(sorted[r - 1])
     };
-    Ok([
+    const PERCENTILES: [f64; 8] = [0.01, 0.05, 0.25, 0.50, 0.75, 0.90, 0.95, 0.99];
+    let mut out: Figures = [None; 31];
+    let points = [
         Some(n as f64),
         mean,
         sd,
         ci.map(|c| c.0),
         ci.map(|c| c.1),
         sorted.first().copied(),
-        rank(0.25),
-        rank(0.50),
-        rank(0.75),
-        rank(0.90),
-        rank(0.95),
-        rank(0.99),
-        sorted.last().copied(),
-    ])
+    ];
+    out[..6].copy_from_slice(&points);
+    for (k, p) in PERCENTILES.into_iter().enumerate() {
+        out[6 + k] = rank(p);
+        if n > 0 {
+            let (l, u) = intervals.ranks(n, p);
+            out[15 + 2 * k] = (l >= 1).then(|| sorted[l - 1]);
+            out[16 + 2 * k] = (u <= n).then(|| sorted[u - 1]);
+        }
+    }
+    out[14] = sorted.last().copied();
+    Ok(out)
 }

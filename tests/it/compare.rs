@@ -74,10 +74,20 @@ fn compare_of_two_spec_depths_prints_each_metric_with_the_ratio_to_the_baseline(
     ] {
         assert!(out.contains(metric), "{metric} missing:\n{out}");
     }
-    for header in ["mean 95% CI", "p50", "p95", "p99", "ratio", "Welch 95% CI"] {
+    for header in [
+        "mean [95% CI]",
+        "p50 [95% CI]",
+        "slowest 5% [95% CI]",
+        "slowest 1% [95% CI]",
+        "ratio",
+        "Welch 95% CI",
+        "p95 Δ [95% CI]",
+    ] {
         assert!(out.contains(header), "{header} missing:\n{out}");
     }
-    assert!(out.contains("baseline K4"), "{out}");
+    // Nothing recorded says how K8 differs from K4 (no --set): compared with the first
+    // ARTIFACT_DIR's arm, and the control verdict says so.
+    assert!(out.contains("K8 vs K4: no variable differs"), "{out}");
     assert!(
         out.contains("over 10 pairs"),
         "paired by request index:\n{out}"
@@ -99,12 +109,18 @@ fn compare_of_two_spec_depths_prints_each_metric_with_the_ratio_to_the_baseline(
     ]);
     assert_eq!(code, Some(0), "{out}{err}");
     let c: Value = serde_json::from_str(&out).unwrap();
-    assert_eq!(c["baseline"], "K4");
+    assert_eq!(c["references"]["Controls"]["controls"][1][1], "K4", "{c}");
     let metrics = c["metrics"].as_array().unwrap();
     assert_eq!(metrics.len(), 6);
     for m in metrics {
+        // One difference per window.
         let d = &m["differences"][0];
-        assert_eq!(d["arm"], "K8", "{m}");
+        assert_eq!(
+            (&d["arm"], &d["reference"]),
+            (&"K8".into(), &"K4".into()),
+            "{m}"
+        );
+        assert_eq!(m["differences"][1]["window"], "AfterFirstWave", "{m}");
         assert!(d["ratio"].as_f64().unwrap() > 0.0, "{m}");
     }
     let spec = c["spec_decode"].as_array().unwrap();
@@ -127,7 +143,10 @@ fn compare_of_two_spec_depths_prints_each_metric_with_the_ratio_to_the_baseline(
         b,
     ]);
     assert_eq!(code, Some(0));
-    assert!(out.contains("| arm | run | n | mean |"), "{out}");
+    assert!(
+        out.contains("| arm | window | run | n | mean \\[95% CI\\] |"),
+        "{out}"
+    );
 }
 
 #[test]

@@ -105,13 +105,21 @@ fn the_sample_campaign_report_has_every_section_and_keeps_screens_apart() {
             "screen run {run} in the headline section"
         );
     }
-    let screen = section(&html, "screens");
-    assert!(screen.contains("within-screen selection only"));
-    for run in &headline {
+    // The stage comparisons: each one workload, so a screen run and a headline run never
+    // share a table; each screen is labelled within-screen.
+    let stages = section(&html, "screens");
+    for comparison in stages.split("<h3>").skip(1) {
+        let has = |runs: &[&str]| runs.iter().any(|r| comparison.contains(r));
         assert!(
-            !screen.contains(run),
-            "headline run {run} in the screens section"
+            !(has(&headline) && has(&screens)),
+            "a stage comparison holds headline and screen runs:\n{comparison}"
         );
+        if has(&screens) {
+            assert!(
+                comparison.contains("within-screen selection only"),
+                "{comparison}"
+            );
+        }
     }
     assert!(head.matches("<svg").count() >= 3, "headline charts drawn");
     // The appendix renders the definitions of queries/*.sql.
@@ -124,7 +132,7 @@ fn markdown_report_prints_the_headline_table_and_verdicts() {
     assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
     let md = text(&o.stdout);
     assert!(md.contains("## Headline comparison"), "{md}");
-    assert!(md.contains("| arm | run | n | mean |"), "{md}");
+    assert!(md.contains("| arm | window | run | n | mean |"), "{md}");
     assert!(md.contains("## Verdicts"), "{md}");
     assert!(md.contains("Inferact DFlash2 K8"), "{md}");
 }

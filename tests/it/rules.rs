@@ -284,11 +284,11 @@ fn controls_name_the_one_variable_or_every_confounding_key() {
     ]);
     assert_eq!(code, Some(0), "{out}");
     assert!(
-        out.contains("K8: one variable: spec_depth = 4 vs 8"),
+        out.contains("K8 vs K4: one variable: spec_depth = 4 vs 8"),
         "{out}"
     );
     assert!(
-        out.contains("K8c: confounded: differs in chunked_prefill, spec_depth"),
+        out.contains("K8c vs K4: confounded: differs in chunked_prefill, spec_depth"),
         "{out}"
     );
 }
@@ -375,7 +375,11 @@ fn topology_efficiency_and_selection_support_come_from_the_recorded_throughput()
             .unwrap_or_else(|| panic!("no topology row for {arm}: {report}"))
     };
     let (tp1_row, tp2_row) = (row("TP1"), row("TP2"));
-    assert_eq!(tp2_row["gpus"], 2, "TP2 counts two GPUs: {tp2_row}");
+    assert_eq!(
+        tp2_row["gpus"],
+        serde_json::json!({"count": 2, "derived": true}),
+        "TP2 counts two GPUs, from its topology: {tp2_row}"
+    );
     let figure = |r: &serde_json::Value, k: &str| r[k].as_f64().unwrap();
     let (tps1, tps2) = (figure(tp1_row, "output_tps"), figure(tp2_row, "output_tps"));
     let per_gpu2 = figure(tp2_row, "output_tps_per_gpu");

@@ -568,7 +568,11 @@ fn cell_stats_match_hand_computed_statistics() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = build_artifact(tmp.path());
     let (rt, s) = session(&dir);
-    let r = query(&rt, &s, "SELECT * FROM cell_stats ORDER BY metric_order");
+    let r = query(
+        &rt,
+        &s,
+        "SELECT * FROM cell_stats WHERE window = 'all' ORDER BY metric_order",
+    );
     assert_eq!(
         strings(&r, "metric"),
         [
@@ -629,6 +633,75 @@ fn cell_stats_match_hand_computed_statistics() {
     // Decode: one value less than... requests 0 and 1 only.
     assert_close(floats(&r, "min")[2], Some(4.0 / 0.030), "decode min");
     assert_close(floats(&r, "max")[2], Some(10.0 / 0.040), "decode max");
+    assert_eq!(
+        strings(&r, "better"),
+        ["lower", "higher", "higher", "lower", "lower", "lower"].map(|s| Some(s.to_owned()))
+    );
+    // Percentile intervals of the four TTFTs (10, 12, 25, 40), by the Binomial(4, p) CDF:
+    // p25: F(0) = 0.316 > 0.025 (no lower bound), F(3) = 0.996 >= 0.975 first at u = 4;
+    // p50: F(0) = 0.0625, F(3) = 0.9375: neither side bounded; p99: F(2) = 0.0006 <= 0.025
+    // < F(3) = 0.039, so l = 3, and F(3) < 0.975 leaves the top unbounded.
+    assert_eq!(row("p25_ci_low"), None);
+    assert_close(row("p25_ci_high"), Some(40.0), "ttft p25_ci_high");
+    assert_eq!((row("p50_ci_low"), row("p50_ci_high")), (None, None));
+    assert_close(row("p99_ci_low"), Some(25.0), "ttft p99_ci_low");
+    assert_eq!(row("p99_ci_high"), None);
+
+    // After the first wave (closed loop, C2 x 2 replicas: requests 0-3 by index) only
+    // request 5 remains: TTFT 10 ms, one token (no decode figures); the failed request 3 is
+    // in the first wave.
+    let after = query(
+        &rt,
+        &s,
+        "SELECT * FROM cell_stats WHERE window = 'after_first_wave' ORDER BY metric_order",
+    );
+    assert_eq!(ints(&after, "requests"), [1; 6].map(Some));
+    assert_eq!(ints(&after, "failed"), [0; 6].map(Some));
+    assert_eq!(ints(&after, "n"), [1, 1, 0, 0, 0, 1].map(Some));
+    assert_close(floats(&after, "p99")[0], Some(10.0), "after ttft p99");
+    assert_eq!(floats(&after, "mean")[2], None);
+    let waves = query(
+        &rt,
+        &s,
+        "SELECT request_index, first_wave FROM request_metrics ORDER BY request_index",
+    );
+    assert_eq!(waves.batches.iter().map(|b| b.num_rows()).sum::<usize>(), 5);
+    assert_eq!(
+        strings(&waves, "first_wave"),
+        ["true", "true", "true", "true", "false"].map(|s| Some(s.to_owned()))
+    );
+    // percentile_ci is the long form of the same intervals.
+    let ci = query(
+        &rt,
+        &s,
+        "SELECT percentile, estimate, ci_low, ci_high, bounded, tail FROM percentile_ci \
+         WHERE window = 'all' AND metric = 'ttft_ms' ORDER BY percentile",
+    );
+    assert_column(
+        &ci,
+        "estimate",
+        &[10.0, 10.0, 10.0, 12.0, 25.0, 40.0, 40.0, 40.0].map(Some),
+    );
+    assert_eq!(floats(&ci, "ci_low")[7], Some(25.0));
+    assert_eq!(
+        strings(&ci, "tail"),
+        [
+            None,
+            None,
+            None,
+            None,
+            None,
+            None,
+            Some("slowest 5%"),
+            Some("slowest 1%")
+        ]
+        .map(|s| s.map(str::to_owned))
+    );
+    assert!(
+        strings(&ci, "bounded")
+            .iter()
+            .all(|b| b.as_deref() == Some("false"))
+    );
 }
 
 #[test]
@@ -639,7 +712,7 @@ fn aggregate_throughput_spans_all_replicas() {
     let r = query(
         &rt,
         &s,
-        "SELECT * FROM aggregate_throughput ORDER BY scope DESC, replica",
+        "SELECT * FROM aggregate_throughput WHERE window = 'all' ORDER BY scope DESC, replica",
     );
     assert_eq!(
         strings(&r, "scope"),
@@ -652,6 +725,21 @@ fn aggregate_throughput_spans_all_replicas() {
     // Replica 0: requests 0, 2, 5: 10 .. 90 ms, 12 tokens; replica 1: 1, 3: 0 .. 100 ms.
     assert_column(&r, "output_tps", &[170.0, 150.0, 50.0].map(Some));
     assert_eq!(ints(&r, "requests_without_usage"), [2, 1, 1].map(Some));
+    // After the first wave only request 5 (replica 0) is left: 1 token over its own span,
+    // 30 .. 41 ms; replica 1 has no request in that window.
+    let after = query(
+        &rt,
+        &s,
+        "SELECT * FROM aggregate_throughput WHERE window = 'after_first_wave' \
+         ORDER BY scope DESC, replica",
+    );
+    assert_eq!(ints(&after, "requests"), [1, 1, 0].map(Some));
+    assert_column(&after, "span_s", &[Some(0.011), Some(0.011), None]);
+    assert_column(
+        &after,
+        "output_tps",
+        &[Some(1.0 / 0.011), Some(1.0 / 0.011), None],
+    );
 }
 
 #[test]
@@ -868,7 +956,7 @@ fn cli_sql_reads_a_file_and_writes_json_to_out() {
     let sql = tmp.path().join("q.sql");
     std::fs::write(
         &sql,
-        "-- two statements\nSELECT count(*) AS n FROM requests;\nSELECT metric, n FROM cell_stats WHERE metric = 'e2e_ms';\n",
+        "-- two statements\nSELECT count(*) AS n FROM requests;\nSELECT metric, n FROM cell_stats WHERE metric = 'e2e_ms' AND window = 'all';\n",
     )
     .unwrap();
     let out_file = tmp.path().join("out.json");
@@ -991,38 +1079,66 @@ fn cli_summary_prints_every_statistic_per_artifact() {
         .lines()
         .find(|l| l.trim_start().starts_with("metric"))
         .unwrap_or_else(|| panic!("no header in\n{stdout}"));
-    let names: Vec<&str> = header.split_whitespace().collect();
+    let columns: Vec<&str> = header
+        .split("  ")
+        .map(str::trim)
+        .filter(|c| !c.is_empty())
+        .collect();
     assert_eq!(
-        names,
+        columns,
         [
             "metric",
             "unit",
+            "better",
+            "window",
             "n",
             "failed",
             "null",
-            "mean",
-            "sd",
-            "ci95_low",
-            "ci95_high",
+            "mean [95% CI]",
+            "p50 [95% CI]",
+            "slowest 5% [95% CI]",
+            "slowest 1% [95% CI]",
             "min",
-            "p25",
-            "p50",
-            "p75",
-            "p90",
-            "p95",
-            "p99",
             "max"
         ]
     );
-    // TTFT of the ok requests 40, 25, 12, 10 ms: n 4, one failed, mean 21.75, p50 12.
+    // The first wave (closed loop, C2 x 2 replicas) is named, and both windows shown.
+    assert!(
+        stdout.contains(
+            "first wave: requests 0–3, 4 of 5 measured (C2 × 2 replicas, released together into \
+             an idle server); the after_first_wave window leaves them out"
+        ),
+        "{stdout}"
+    );
+    // TTFT of the ok requests 40, 25, 12, 10 ms: n 4, one failed, mean 21.75, p50 12 (n = 4
+    // bounds no side of the median's interval), p99 40 at least 25.
     let ttft: Vec<&str> = stdout
         .lines()
         .find(|l| l.trim_start().starts_with("ttft_ms"))
         .unwrap()
         .split_whitespace()
         .collect();
-    assert_eq!(&ttft[..6], ["ttft_ms", "ms", "4", "1", "0", "21.8"]);
-    assert_eq!(ttft[11], "12.0");
+    assert_eq!(
+        &ttft[..8],
+        ["ttft_ms", "ms", "lower", "all", "4", "1", "0", "21.8"]
+    );
+    let ttft = ttft.join(" ");
+    assert!(
+        ttft.contains("12.0 (−∞, ∞) p95 40.0 [25.0, ∞) p99 40.0 [25.0, ∞) 10.0 40.0"),
+        "{ttft}"
+    );
+    let after = stdout
+        .lines()
+        .find(|l| l.trim_start().starts_with("after_first_wave"))
+        .unwrap();
+    assert!(
+        after
+            .split_whitespace()
+            .take(4)
+            .eq(["after_first_wave", "1", "0", "0"]),
+        "{after}"
+    );
+    assert!(stdout.contains("∞: that side of the percentile's 95% interval is unbounded"));
     for metric in [
         "effective_prefill_tps",
         "decode_tps",
@@ -1033,7 +1149,10 @@ fn cli_summary_prints_every_statistic_per_artifact() {
         assert!(stdout.contains(metric), "{metric} missing:\n{stdout}");
     }
     assert!(
-        stdout.contains("aggregate output: 170 tok/s (17 completion tokens over 0.100 s; 4 of 5 measured requests ok)"),
+        stdout.contains(
+            "aggregate output: 170 tok/s (17 completion tokens over 0.100 s; 4 of 5 measured \
+             requests ok); after the first wave 90.9 tok/s over its own 0.011 s"
+        ),
         "{stdout}"
     );
     let out = anvil(&[
@@ -1047,9 +1166,13 @@ fn cli_summary_prints_every_statistic_per_artifact() {
     let stdout = text(&out.stdout);
     assert_eq!(
         stdout.lines().next().unwrap(),
-        "run_id,arm,cell_id,metric,unit,n,failed,n_null,mean,sd,ci95_low,ci95_high,min,p25,p50,p75,p90,p95,p99,max,aggregate_output_tps"
+        "run_id,arm,cell_id,window,metric,unit,better,requests,n,failed,n_null,mean,sd,ci95_low,\
+         ci95_high,min,p1,p5,p25,p50,p75,p90,p95,p99,max,p1_ci_low,p1_ci_high,p5_ci_low,\
+         p5_ci_high,p25_ci_low,p25_ci_high,p50_ci_low,p50_ci_high,p75_ci_low,p75_ci_high,\
+         p90_ci_low,p90_ci_high,p95_ci_low,p95_ci_high,p99_ci_low,p99_ci_high,aggregate_output_tps"
     );
-    assert_eq!(stdout.lines().count(), 7);
+    // Six metrics over two windows.
+    assert_eq!(stdout.lines().count(), 13);
 }
 
 #[test]
@@ -1089,10 +1212,22 @@ fn verify_reports_a_tampered_figure() {
         .block_on(anvil::verify::compare(&s, &recomputed))
         .unwrap();
     assert!(clean.iter().all(|d| d.within_tolerance()), "{clean:?}");
-    // One TPOT off by 1e-6 relative, one p99 missing: both reported.
+    // One TPOT off by 1e-6 relative, one p99 missing after the first wave, one end of a
+    // percentile interval moved: each reported.
     let tpot = &mut recomputed[0].requests[0].metrics[3];
     *tpot = tpot.map(|v| v * (1.0 + 1e-6));
-    recomputed[0].stats.get_mut("e2e_ms").unwrap()[11] = None;
+    let p99 = anvil::verify::STATISTICS
+        .iter()
+        .position(|s| *s == "p99")
+        .unwrap();
+    let p50_low = anvil::verify::STATISTICS
+        .iter()
+        .position(|s| *s == "p50_ci_low")
+        .unwrap();
+    let stats = &mut recomputed[0].stats;
+    stats.get_mut(&("after_first_wave", "e2e_ms")).unwrap()[p99] = None;
+    let low = &mut stats.get_mut(&("all", "ttft_ms")).unwrap()[p50_low];
+    *low = Some(low.unwrap_or(0.0) + 1.0);
     let found = rt
         .block_on(anvil::verify::compare(&s, &recomputed))
         .unwrap();
@@ -1103,9 +1238,18 @@ fn verify_reports_a_tampered_figure() {
         .collect();
     assert_eq!(
         failing,
-        ["request tpot_ms", "cell_stats e2e_ms"],
+        [
+            "request tpot_ms",
+            "cell_stats e2e_ms",
+            "percentile_ci ttft_ms"
+        ],
         "{found:?}"
     );
+    let e2e = found
+        .iter()
+        .find(|d| d.what == "cell_stats e2e_ms")
+        .unwrap();
+    assert!(e2e.at.contains("after_first_wave p99"), "{}", e2e.at);
     let tpot = found.iter().find(|d| d.what == "request tpot_ms").unwrap();
     assert!(
         (tpot.largest - 1e-6 / (1.0 + 1e-6)).abs() < 1e-12,
@@ -1152,7 +1296,8 @@ fn a_campaign_tree_is_one_set_of_tables_and_canaries_cross_runs() {
     let r = query(
         &rt,
         &s,
-        "SELECT run_id, n, mean FROM cell_stats WHERE metric = 'ttft_ms' ORDER BY run_id",
+        "SELECT run_id, n, mean FROM cell_stats WHERE metric = 'ttft_ms' AND window = 'all' \
+         ORDER BY run_id",
     );
     assert_eq!(ints(&r, "n"), [Some(4), Some(4)]);
     assert_column(&r, "mean", &[Some(21.75), Some(21.75)]);

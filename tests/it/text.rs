@@ -63,6 +63,25 @@ fn compare_markdown() {
     insta::assert_snapshot!(compare("md"));
 }
 
+/// One stage's comparisons over the whole campaign: TP2 and DP2 against TP1, not against a
+/// global baseline, with per-GPU throughput and scaling efficiency against TP1.
+#[test]
+fn compare_stage_text() {
+    insta::assert_snapshot!(anvil(
+        &[
+            "compare",
+            "--manifest",
+            MANIFEST,
+            "--plan",
+            PLAN,
+            "--stage",
+            "matched topology",
+            "sample-data",
+        ],
+        0,
+    ));
+}
+
 /// The sample campaign's own outcome: no stop rule fires (its starting service was
 /// restored), but arms the simulator cannot stand for have no evidence: incomplete.
 const CHECK_EXIT: i32 = 4;

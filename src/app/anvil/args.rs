@@ -167,15 +167,25 @@ pub enum Command {
     #[command(after_help = verify_exit_codes_help())]
     Verify(VerifyArgs),
 
-    /// Compare a matched set of artifacts against a baseline arm.
+    /// Compare arms: each stage's arms against their one-variable controls, or every arm
+    /// against one baseline.
     ///
-    /// Applies the headline comparison rule and the matching check first; a forbidden
-    /// comparison is refused with the differing fields (both values) and the rule quoted.
-    /// Otherwise, per metric (TTFT, effective prefill, decode, TPOT, ITL, E2E): each arm's
-    /// mean, p50, p95, p99 with the 95% CI of the mean; difference and ratio to the baseline
-    /// with Welch's 95% CI; paired differences by request index when available. Then
-    /// aggregate throughput (labelled single run unless repeats), spec-decode acceptance,
-    /// one-variable controls and the output-length realization warning.
+    /// With --stage NAME, per performance workload that plan stage recorded beneath the
+    /// ARTIFACT_DIRs, each arm is compared with its control: the arm of the stage that
+    /// differs from it in exactly one configuration key (TP2 and DP2 vs TP1, K4 and K16 vs
+    /// K12, MTP2 vs matched no-spec). Otherwise the ARTIFACT_DIRs form one matched set, each
+    /// arm compared with its one-variable control among them (an arm one key apart from none,
+    /// with the arm of the first ARTIFACT_DIR), or with --baseline every arm with that one.
+    /// The headline comparison rule and the matching check apply first; a forbidden
+    /// comparison is refused with the differing fields (both values) and the rule quoted. Then, over both windows (all
+    /// requests, and after the first wave): aggregate throughput per arm (a single run, or
+    /// the mean across repeats with its 95% CI across runs), per GPU, against the reference
+    /// and, for multi-GPU arms, the scaling efficiency against the matched single-GPU arm;
+    /// per metric (TTFT, effective prefill, decode, TPOT, ITL, E2E) each run's mean with its
+    /// CI, p50 and the tail that hurts with their distribution-free 95% intervals, and each
+    /// arm's difference to its reference (Welch's CI of the means, paired differences by
+    /// request index, percentile differences with a seeded bootstrap or a CI across runs);
+    /// spec-decode acceptance, one-variable controls and output-length realization.
     #[cfg(feature = "analysis")]
     #[command(after_help = compare_exit_codes_help())]
     Compare(CompareArgs),
@@ -396,14 +406,17 @@ pub struct CompareArgs {
     /// The run plan (its headline comparison rule is quoted on refusal).
     #[arg(long, value_name = "FILE", default_value = "sample-data/run-plan.json")]
     pub plan: PathBuf,
-    /// The arm the others are compared with (default: the arm of the first ARTIFACT_DIR).
-    #[arg(long, value_name = "ARM")]
+    /// Compare every arm with this one instead of each with its stage's control.
+    #[arg(long, value_name = "ARM", conflicts_with = "stage")]
     pub baseline: Option<String>,
+    /// Only this plan stage's comparisons (e.g. "matched topology").
+    #[arg(long, value_name = "NAME")]
+    pub stage: Option<String>,
     /// Output format.
     #[arg(long, value_enum, default_value_t = RulesFormat::Table)]
     pub format: RulesFormat,
-    /// Artifact folders, or folders searched for them.
-    #[arg(required = true, value_name = "ARTIFACT_DIR")]
+    /// Artifact folders, or folders searched for them [default: sample-data].
+    #[arg(value_name = "ARTIFACT_DIR", default_value = "sample-data")]
     pub artifacts: Vec<PathBuf>,
 }
 

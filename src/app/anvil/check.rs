@@ -18,7 +18,7 @@ use crate::rules::{self, Artifact, CheckReport, HeadlineSelection};
 pub fn run(args: &CheckArgs) -> anyhow::Result<Exit> {
     let (manifest, plan, [m, p]) = load_documents(&args.manifest, &args.plan)?;
     // The manifest must yield a headline selection for the claims to be judged at all.
-    HeadlineSelection::from_manifest(&manifest)
+    let selection = HeadlineSelection::from_manifest(&manifest)
         .map_err(|e| AppError::wrap(Exit::BadInput, anyhow::anyhow!("{m}: {e}")))?;
     let rt = runtime()?;
     let artifacts = rt.block_on(async {
@@ -26,7 +26,7 @@ pub fn run(args: &CheckArgs) -> anyhow::Result<Exit> {
         anyhow::Ok(read_artifacts(&session).await?)
     })?;
     rules::one_campaign(&manifest, &plan, [&m, &p], &artifacts)?;
-    let report = check_data(&plan, &artifacts, &args.data)?;
+    let report = check_data(&plan, &selection, &artifacts, &args.data)?;
     let text = match args.format {
         RulesFormat::Json => json(&report)?,
         RulesFormat::Table => printable(&text::check(&report, TextFormat::Text)).into_owned(),
@@ -40,9 +40,10 @@ pub fn run(args: &CheckArgs) -> anyhow::Result<Exit> {
 /// name beneath the `data` folders.
 pub fn check_data(
     plan: &RunPlan,
+    selection: &HeadlineSelection,
     artifacts: &[Artifact],
     data: &[PathBuf],
 ) -> anyhow::Result<CheckReport> {
     let evidence = evidence_files(plan, data)?;
-    Ok(rules::check(plan, artifacts, &evidence))
+    Ok(rules::check(plan, selection, artifacts, &evidence))
 }

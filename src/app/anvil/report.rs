@@ -1,6 +1,6 @@
-//! `anvil report`: gather the campaign's data from the views, run the rules (check, the
-//! headline comparison, one comparison per optimization screen), and write the report the
-//! pure renderers of [`crate::report`] make of it.
+//! `anvil report`: gather the campaign's data from the views, run the rules (check with
+//! every stage's comparisons, the headline comparison), and write the report the pure
+//! renderers of [`crate::report`] make of it.
 
 use std::path::PathBuf;
 
@@ -30,8 +30,8 @@ pub fn render(
         anyhow::Ok(gather(&session).await?)
     })?;
     rules::one_campaign(manifest, plan, names, &gathered.artifacts)?;
-    let check = check_data(plan, &gathered.artifacts, data)?;
-    let (headline, screens) = rules::comparisons(&gathered.artifacts, &selection, plan);
+    let check = check_data(plan, &selection, &gathered.artifacts, data)?;
+    let headline = rules::headline_comparison(&gathered.artifacts, &selection, plan);
     let data_folder: Vec<String> = data.iter().map(|d| d.display().to_string()).collect();
     let data_folder = data_folder.join(", ");
     let generated = crate::artifact::run::utc_now();
@@ -45,7 +45,7 @@ pub fn render(
         check: &check,
         artifacts: &gathered.artifacts,
         headline: headline.as_ref().map(|r| r.as_ref()),
-        screens: &screens,
+        screens: &check.stages,
         runs: &gathered.runs,
         requests: &gathered.requests,
         queues: &gathered.queues,
