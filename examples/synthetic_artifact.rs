@@ -97,6 +97,7 @@ fn run_json(args: &Args) -> RunJson {
         stage: "benchmark".into(),
         runtime: "synthetic".into(),
         config: [("dp", args.replicas.to_string())].into_iter().collect(),
+        defaults: Default::default(),
     };
     run.cell_id = "synthetic-4k-c8".into();
     run.topology = testing::topology(args.replicas, 8000, "synthetic");

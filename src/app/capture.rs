@@ -121,6 +121,21 @@ pub struct RunArgs {
     /// `runtime=...` also names the arm's runtime.
     #[arg(long = "set", value_name = "KEY=VALUE")]
     pub set: Vec<String>,
+    /// A campaign default the arm inherits for a key it does not --set, e.g. --default
+    /// torch_compile=off (repeatable; run.json `arm.defaults`): one-variable controls compare
+    /// declared and inherited keys alike, and a key neither side records stays unknown.
+    #[arg(long = "default", value_name = "KEY=VALUE")]
+    pub defaults: Vec<String>,
+    /// Record the cell N times, one run after another, each its own artifact in
+    /// OUT/<campaign>/<arm>/<cell_id>/repeat-<k>/ (run.json `repeat`: k of N). Repeats give
+    /// run-level figures (aggregate throughput, each metric's mean and percentiles) a 95%
+    /// interval across runs; at least 3 for one with two degrees of freedom.
+    #[arg(long, value_name = "N")]
+    pub repeat: Option<u32>,
+    /// With --repeat N, record only repeat K (1-based): how `anvil campaign run` records each
+    /// repeat on its own, journaled and resumable.
+    #[arg(long, value_name = "K", requires = "repeat")]
+    pub repeat_index: Option<u32>,
     /// Base URL of one replica (repeat for each replica), e.g. http://127.0.0.1:8000.
     #[arg(long = "endpoint", value_name = "URL", required = true)]
     pub endpoints: Vec<String>,
@@ -191,6 +206,9 @@ impl From<RunArgs> for RunRequest {
             arm: a.arm,
             stage: a.stage,
             set: a.set,
+            defaults: a.defaults,
+            repeat: a.repeat,
+            repeat_index: a.repeat_index,
             endpoints: a.endpoints,
             model: a.model,
             api: a.api,
@@ -217,9 +235,31 @@ pub fn run(cli: Cli, argv: Vec<String>) -> anyhow::Result<Exit> {
     match cli.command {
         Command::Cells(a) => run_cells(&a),
         Command::Run(a) => {
-            let cfg = RunConfig::from_request((*a).into(), argv, &config::process_env)
-                .map_err(|e| AppError::wrap(Exit::BadInput, e))?;
-            record(cfg)
+            let request: RunRequest = (*a).into();
+            // `--repeat N` alone records every repeat; each is checked before the first
+            // starts, so a folder that already holds one is refused up front.
+            let indices: Vec<Option<u32>> = match (request.repeat, request.repeat_index) {
+                (Some(n), None) if n > 1 => (1..=n).map(Some).collect(),
+                (_, index) => vec![index],
+            };
+            let configs = indices
+                .into_iter()
+                .map(|index| {
+                    let mut r = request.clone();
+                    r.repeat_index = index;
+                    RunConfig::from_request(r, argv.clone(), &config::process_env)
+                        .map_err(|e| AppError::wrap(Exit::BadInput, e))
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            let mut exit = Exit::Ok;
+            for cfg in configs {
+                exit = record(cfg)?;
+                if exit != Exit::Ok {
+                    // An interrupted or failed repeat ends the series: what was recorded stays.
+                    break;
+                }
+            }
+            Ok(exit)
         }
         Command::Recover(a) => recover(&a),
     }

@@ -57,8 +57,8 @@ pub use redact::{REDACTED, Redactor};
 pub use rows::{EventRow, RequestRow, ScrapePhase, ScrapeRow, prompt_sha256};
 pub use run::{
     Api, Arm, ArmConfig, Arrivals, Calibration, CalibrationMethod, Clock, Counts, Endpoint,
-    Outcome, RequestKind, RunJson, SCHEMA, Schedule, Status, Tool, Topology, Workload,
-    is_secret_name, ramp_cell_id_suffix, redact_args, redact_url,
+    Outcome, Repeat, RequestKind, RunJson, SCHEMA, Schedule, Status, Tool, Topology, Workload,
+    is_secret_name, ramp_cell_id_suffix, redact_args, redact_url, repeat_folder,
 };
 pub use schema::{SCHEMA_VERSION, Table, events_schema, requests_schema, scrapes_schema};
 pub use writer::{ArtifactWriter, WriterOptions};

@@ -1,5 +1,6 @@
-//! `run.json` (`anvil-serving.capture-run/v2`): who ran what, when, against what, and how it
-//! ended.
+//! `run.json` (`anvil-serving.capture-run/v3`): who ran what, when, against what, which
+//! repeat of its cell it is, and how it ended. Version 2 files (no repeat, no inherited
+//! defaults) are read as the one run of their cell.
 //!
 //! The workload section is what makes two artifacts comparable and is hashed into the
 //! workload fingerprint; the arm and its topology (replica count, endpoints) are recorded
@@ -19,8 +20,11 @@ use super::error::{ArtifactError, Result};
 use super::fingerprint;
 use crate::clock::Origin;
 
-/// The `schema` value of every `run.json` this version writes and reads.
-pub const SCHEMA: &str = "anvil-serving.capture-run/v2";
+/// The `schema` value of every `run.json` this version writes.
+pub const SCHEMA: &str = "anvil-serving.capture-run/v3";
+
+/// The earlier version this version still reads: a cell's one run, no inherited defaults.
+pub const SCHEMA_V2: &str = "anvil-serving.capture-run/v2";
 
 /// The contents of `run.json`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -36,6 +40,9 @@ pub struct RunJson {
     pub cell_id: String,
     /// Unique id of this run (also the `run_id` column of every table).
     pub run_id: String,
+    /// Which of its cell's repeats this run is (`1 of 1` for a cell recorded once).
+    #[serde(default)]
+    pub repeat: Repeat,
     /// What was asked of the server; hashed into `workload_fingerprint`.
     pub workload: Workload,
     /// `sha256:` + hex of the canonical JSON of `workload` (see [`fingerprint`]).
@@ -116,6 +123,28 @@ impl Calibration {
     }
 }
 
+/// Which repeat of its cell a run is: `index` of `of` (1-based). Repeats of one cell share
+/// the workload fingerprint and the arm's configuration; each has its own folder
+/// (docs/artifact.md "Repeats").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Repeat {
+    pub index: u32,
+    pub of: u32,
+}
+
+impl Default for Repeat {
+    fn default() -> Self {
+        Self { index: 1, of: 1 }
+    }
+}
+
+/// The folder of repeat `index` inside its cell's folder, when the cell is recorded more than
+/// once: `repeat-<index>`.
+pub fn repeat_folder(index: u32) -> String {
+    format!("repeat-{index}")
+}
+
 /// The measured arm: one server configuration.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -127,8 +156,12 @@ pub struct Arm {
     /// Serving runtime, e.g. `sglang 0.6.1`, `vllm 0.27.1`, `llama.cpp b6000`.
     pub runtime: String,
     /// The arm's configuration, in the order given (a one-variable control differs from
-    /// its baseline in exactly one key).
+    /// its control in exactly one key).
     pub config: ArmConfig,
+    /// The campaign's defaults for keys the arm does not declare, which it inherits
+    /// (`torch_compile` unset means the campaign's default, e.g. `off`).
+    #[serde(default)]
+    pub defaults: ArmConfig,
 }
 
 /// Ordered `key = value` configuration of an arm, written as a JSON object whose key order
@@ -672,13 +705,13 @@ impl RunJson {
         let value: serde_json::Value = crate::json::parse_strict(text)
             .map_err(|e| ArtifactError::run_json(path, "(document)", format!("not JSON: {e}")))?;
         match value.get("schema") {
-            Some(serde_json::Value::String(s)) if s == SCHEMA => {}
+            Some(serde_json::Value::String(s)) if s == SCHEMA || s == SCHEMA_V2 => {}
             Some(serde_json::Value::String(s)) => {
                 return Err(ArtifactError::run_json(
                     path,
                     "schema",
                     format!(
-                        "unknown schema version `{s}`; this anvil reads `{SCHEMA}`: use the anvil version that wrote it"
+                        "unknown schema version `{s}`; this anvil reads `{SCHEMA}` and `{SCHEMA_V2}`: use the anvil version that wrote it"
                     ),
                 ));
             }
@@ -1076,14 +1109,14 @@ pub(crate) mod tests {
     /// Pins the run.json layout: changing it means a new `SCHEMA`.
     #[test]
     fn run_json_layout_is_pinned_and_documented() {
-        assert_eq!(SCHEMA, "anvil-serving.capture-run/v2");
+        assert_eq!(SCHEMA, "anvil-serving.capture-run/v3");
         let v = serde_json::to_value(sample_run()).unwrap();
         let keys = |v: &serde_json::Value| -> Vec<String> {
             v.as_object().unwrap().keys().cloned().collect()
         };
         assert_eq!(
             keys(&v).join(" "),
-            "schema campaign_id arm cell_id run_id workload workload_fingerprint topology \
+            "schema campaign_id arm cell_id run_id repeat workload workload_fingerprint topology \
              calibration thinking_switch prompt_salt clock started_utc ended_utc tool command_line \
              status status_reason counts"
         );
@@ -1096,7 +1129,11 @@ pub(crate) mod tests {
             keys(&v["calibration"]).join(" "),
             "method dialect replica tokenize_tokens usage_prompt_tokens note"
         );
-        assert_eq!(keys(&v["arm"]).join(" "), "name stage runtime config");
+        assert_eq!(
+            keys(&v["arm"]).join(" "),
+            "name stage runtime config defaults"
+        );
+        assert_eq!(keys(&v["repeat"]).join(" "), "index of");
         assert_eq!(
             keys(&v["clock"]).join(" "),
             "monotonic_origin_ns utc_origin"
@@ -1114,6 +1151,8 @@ pub(crate) mod tests {
             .unwrap();
         for section in [
             &v,
+            &v["arm"],
+            &v["repeat"],
             &v["workload"],
             &v["counts"],
             &v["clock"],
@@ -1127,6 +1166,20 @@ pub(crate) mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn a_version_2_run_json_reads_as_the_one_run_of_its_cell() {
+        let mut v = serde_json::to_value(sample_run()).unwrap();
+        v["schema"] = SCHEMA_V2.into();
+        let object = v.as_object_mut().unwrap();
+        object.remove("repeat");
+        object["arm"].as_object_mut().unwrap().remove("defaults");
+        let run = RunJson::parse(&v.to_string(), Path::new("old/run.json")).unwrap();
+        assert_eq!(run.repeat, Repeat { index: 1, of: 1 });
+        assert!(run.arm.defaults.0.is_empty());
+        assert_eq!(run.schema, SCHEMA_V2);
+        assert_eq!(repeat_folder(2), "repeat-2");
     }
 
     #[test]

@@ -61,6 +61,11 @@ pub struct CampaignFile {
     /// Arm templates expanded into one arm per value.
     #[serde(default)]
     pub sweeps: Vec<Sweep>,
+    /// Configuration every arm inherits for the keys it does not declare (`torch_compile:
+    /// off`), recorded in run.json `arm.defaults` (`--default`): a key one arm declares and
+    /// the other inherits is compared like any other; one neither records stays unknown.
+    #[serde(default)]
+    pub defaults: BTreeMap<String, String>,
 }
 
 /// How one arm is served and what is recorded against it.
@@ -174,7 +179,7 @@ impl Default for StopMethod {
 }
 
 /// Which cells of the manifest to record: every cell of the listed classes, and the listed
-/// cell ids (as `anvil-capture cells` prints them).
+/// cell ids (as `anvil-capture cells` prints them), each `repeats` times.
 #[derive(Debug, Clone, PartialEq, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Cells {
@@ -182,6 +187,47 @@ pub struct Cells {
     pub classes: Vec<String>,
     #[serde(default)]
     pub ids: Vec<String>,
+    /// How many runs of each cell (`anvil-capture run --repeat`): one count for every cell of
+    /// the arm, or counts by cell id or class (others once).
+    #[serde(default)]
+    pub repeats: Repeats,
+}
+
+/// How many times cells are recorded.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(untagged)]
+pub enum Repeats {
+    /// Every cell this many times.
+    All(u32),
+    /// By cell id or workload class; a cell named by neither once.
+    PerCell(BTreeMap<String, u32>),
+}
+
+impl Default for Repeats {
+    fn default() -> Self {
+        Repeats::All(1)
+    }
+}
+
+impl Repeats {
+    /// The most repeats a cell may have.
+    pub const MAX: u32 = 1000;
+
+    /// The runs of the cell `id` of `class`.
+    pub fn of(&self, id: &str, class: &str) -> u32 {
+        match self {
+            Repeats::All(n) => *n,
+            Repeats::PerCell(by) => by.get(id).or_else(|| by.get(class)).copied().unwrap_or(1),
+        }
+    }
+
+    /// Every count with what it applies to, for the checks.
+    fn counts(&self) -> Vec<(String, u32)> {
+        match self {
+            Repeats::All(n) => vec![("(every cell)".to_owned(), *n)],
+            Repeats::PerCell(by) => by.iter().map(|(k, v)| (k.clone(), *v)).collect(),
+        }
+    }
 }
 
 /// The starting service and what shows it is restored.
@@ -275,6 +321,14 @@ impl CampaignFile {
             out.push(Problem::new("campaign_id", "must not be empty"));
         }
         service_problems("starting_service", &self.starting_service.service, &mut out);
+        for key in self.defaults.keys() {
+            if key.trim().is_empty() || key == "runtime" {
+                out.push(Problem::new(
+                    format!("defaults.{key}"),
+                    "a default is a configuration key (not empty, not runtime)",
+                ));
+            }
+        }
         if self.starting_service.model.trim().is_empty() {
             out.push(Problem::new("starting_service.model", "must not be empty"));
         }
@@ -370,6 +424,25 @@ impl CampaignFile {
             .collect();
         let ids: Vec<String> = cells::cells(manifest).iter().map(|c| c.id()).collect();
         for arm in &arms {
+            for (what, n) in arm.cells.repeats.counts() {
+                if n == 0 || n > Repeats::MAX {
+                    out.push(Problem::new(
+                        format!("arm `{}`: cells.repeats", arm.arm),
+                        format!("{what}: {n} runs; give 1 to {}", Repeats::MAX),
+                    ));
+                }
+                if what != "(every cell)"
+                    && !ids.contains(&what)
+                    && !classes.contains(&what.as_str())
+                {
+                    out.push(Problem::new(
+                        format!("arm `{}`: cells.repeats", arm.arm),
+                        format!(
+                            "`{what}` is neither a cell id nor a workload class of the manifest"
+                        ),
+                    ));
+                }
+            }
             for class in &arm.cells.classes {
                 if !classes.contains(&class.as_str()) {
                     out.push(Problem::new(
@@ -415,18 +488,37 @@ impl std::fmt::Display for CellState {
     }
 }
 
-/// One arm × cell of the campaign, in execution order.
+/// One arm × cell (× repeat) of the campaign, in execution order.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PlannedCell {
     pub stage: String,
     pub arm: String,
     pub cell_id: String,
-    /// Where its artifact goes: `OUT/<campaign_id>/<arm>/<cell_id>`.
+    /// Which repeat of the cell (1 of 1 when the cell is recorded once).
+    pub repeat: crate::artifact::Repeat,
+    /// Where its artifact goes: `OUT/<campaign_id>/<arm>/<cell_id>`, and `…/repeat-<k>` for a
+    /// cell recorded more than once.
     pub dir: PathBuf,
     pub state: CellState,
     /// The `anvil-capture run` command line that records it (the arm's first port standing
     /// for each replica's `{port}`).
     pub command: Vec<String>,
+}
+
+impl PlannedCell {
+    /// The cell as messages and the journal name it: its id, and `<id>/repeat-<k>` for a
+    /// repeat of a cell recorded more than once.
+    pub fn name(&self) -> String {
+        if self.repeat.of > 1 {
+            format!(
+                "{}/{}",
+                self.cell_id,
+                crate::artifact::repeat_folder(self.repeat.index)
+            )
+        } else {
+            self.cell_id.clone()
+        }
+    }
 }
 
 impl CampaignFile {
@@ -455,7 +547,7 @@ impl CampaignFile {
                 });
                 for cell in chosen {
                     let cell_id = cell.id();
-                    let dir = out.join(&self.campaign_id).join(&arm.arm).join(&cell_id);
+                    let cell_dir = out.join(&self.campaign_id).join(&arm.arm).join(&cell_id);
                     let expected = cell
                         .workload(
                             manifest,
@@ -465,14 +557,40 @@ impl CampaignFile {
                             false,
                         )
                         .fingerprint();
-                    planned.push(PlannedCell {
-                        stage: stage.stage.clone(),
-                        arm: arm.arm.clone(),
-                        state: recorded_state(&dir, &expected),
-                        command: capture_command(&manifest_path, &stage.stage, arm, cell, out),
-                        cell_id,
-                        dir,
-                    });
+                    let of = arm.cells.repeats.of(&cell_id, &cell.class).max(1);
+                    for index in 1..=of {
+                        let repeat = crate::artifact::Repeat { index, of };
+                        let dir = if of > 1 {
+                            cell_dir.join(crate::artifact::repeat_folder(index))
+                        } else {
+                            cell_dir.clone()
+                        };
+                        let mut command = capture_command(
+                            &manifest_path,
+                            &stage.stage,
+                            arm,
+                            &self.defaults,
+                            cell,
+                            out,
+                        );
+                        if of > 1 {
+                            command.extend([
+                                "--repeat".to_owned(),
+                                of.to_string(),
+                                "--repeat-index".to_owned(),
+                                index.to_string(),
+                            ]);
+                        }
+                        planned.push(PlannedCell {
+                            stage: stage.stage.clone(),
+                            arm: arm.arm.clone(),
+                            state: recorded_state(&dir, &expected),
+                            command,
+                            cell_id: cell_id.clone(),
+                            repeat,
+                            dir,
+                        });
+                    }
                 }
             }
         }
@@ -499,11 +617,13 @@ fn recorded_state(dir: &Path, expected: &str) -> CellState {
     }
 }
 
-/// The `anvil-capture run` command line of one cell of `arm`.
+/// The `anvil-capture run` command line of one cell of `arm`, with the campaign's `defaults`
+/// for the keys the arm does not declare.
 fn capture_command(
     manifest: &Path,
     stage: &str,
     arm: &Arm,
+    defaults: &BTreeMap<String, String>,
     cell: &cells::Cell,
     out: &Path,
 ) -> Vec<String> {
@@ -529,6 +649,11 @@ fn capture_command(
     .to_vec();
     for (key, value) in &arm.service.config {
         argv.extend(["--set".to_owned(), format!("{key}={value}")]);
+    }
+    for (key, value) in defaults {
+        if !arm.service.config.contains_key(key) {
+            argv.extend(["--default".to_owned(), format!("{key}={value}")]);
+        }
     }
     argv.extend([
         "--set".to_owned(),
@@ -787,5 +912,65 @@ mod tests {
         let (_dir, file) = write_campaign(&misspelt);
         let err = CampaignFile::load(&file).unwrap_err().to_string();
         assert!(err.contains("prots"), "{err}");
+    }
+
+    #[test]
+    fn repeats_plan_one_folder_and_command_per_run_and_defaults_are_inherited() {
+        let text = campaign_json("Inferact target-only")
+            .replace(
+                r#""cells": { "classes": ["headline-sustained-output", "functional"] }"#,
+                r#""cells": { "classes": ["headline-sustained-output", "functional"],
+                             "repeats": { "headline-sustained-output": 3 } }"#,
+            )
+            .replace(
+                r#""plan": "run-plan.json","#,
+                r#""plan": "run-plan.json", "defaults": { "spec_depth": "9", "torch_compile": "off" },"#,
+            );
+        let (dir, file) = write_campaign(&text);
+        let (campaign, manifest, plan) = CampaignFile::load_checked(&file).unwrap();
+        let out = dir.path().join("out");
+        let cells = campaign.plan(&file, &manifest, &plan, &out);
+        let target: Vec<&PlannedCell> = cells
+            .iter()
+            .filter(|c| c.arm == "Inferact target-only")
+            .collect();
+        let names: Vec<String> = target.iter().map(|c| c.name()).collect();
+        let headline = "headline-sustained-output.ctx4096.c8.n100";
+        assert_eq!(
+            &names[..3],
+            [1, 2, 3].map(|k| format!("{headline}/repeat-{k}"))
+        );
+        assert!(
+            names[3..].iter().all(|n| !n.contains("repeat")),
+            "{names:?}"
+        );
+        assert_eq!(
+            target[1].dir,
+            out.join(&campaign.campaign_id)
+                .join("Inferact target-only")
+                .join(headline)
+                .join("repeat-2")
+        );
+        let command = target[1].command.join(" ");
+        assert!(
+            command.ends_with("--repeat 3 --repeat-index 2"),
+            "{command}"
+        );
+        // The arm declares spec_depth: only torch_compile is inherited.
+        assert!(command.contains("--set spec_depth=0"), "{command}");
+        assert!(command.contains("--default torch_compile=off"), "{command}");
+        assert!(!command.contains("--default spec_depth"), "{command}");
+        // Counts out of range and names that are neither cell nor class are refused.
+        let bad = text.replace(r#""headline-sustained-output": 3"#, r#""no-such-cell": 0"#);
+        let (_dir, file) = write_campaign(&bad);
+        let err = CampaignFile::load_checked(&file).unwrap_err().to_string();
+        assert!(
+            err.contains("cells.repeats") && err.contains("no-such-cell: 0 runs"),
+            "{err}"
+        );
+        assert!(
+            err.contains("is neither a cell id nor a workload class"),
+            "{err}"
+        );
     }
 }

@@ -540,7 +540,7 @@ impl Runner<'_> {
                         self.summary.skipped += 1;
                         self.log(
                             "skipped",
-                            json!({"arm": c.arm, "cell": c.cell_id, "why": "a complete artifact with the cell's workload fingerprint is there"}),
+                            json!({"arm": c.arm, "cell": c.name(), "why": "a complete artifact with the cell's workload fingerprint is there"}),
                         )?;
                     }
                     CellState::Unusable(why) => {
@@ -579,7 +579,8 @@ impl Runner<'_> {
                 cell_no += 1;
                 self.say(&format!(
                     "[{cell_no}/{}] {arm_name}: cell {}",
-                    self.summary.cells, c.cell_id
+                    self.summary.cells,
+                    c.name()
                 ));
                 self.record(c)?;
                 let died = launched.exited();
@@ -587,11 +588,11 @@ impl Runner<'_> {
                     for (replica, pid, status) in &died {
                         self.log(
                             "died",
-                            json!({"who": who, "replica": replica, "pid": pid, "status": status, "during": c.cell_id}),
+                            json!({"who": who, "replica": replica, "pid": pid, "status": status, "during": c.name()}),
                         )?;
                         self.fail(format!(
                             "{who}: replica {replica} (pid {pid}) {status} during cell {}",
-                            c.cell_id
+                            c.name()
                         ));
                     }
                     for rest in &todo[k + 1..] {
@@ -615,7 +616,7 @@ impl Runner<'_> {
             .folder
             .join(SUPERSEDED)
             .join(&c.arm)
-            .join(format!("{}.{stamp}", c.cell_id));
+            .join(format!("{}.{stamp}", c.name().replace('/', ".")));
         let moved = to
             .parent()
             .map_or(Ok(()), std::fs::create_dir_all)
@@ -630,23 +631,23 @@ impl Runner<'_> {
         self.say(&format!(
             "{} {}: the earlier attempt ({why}) is kept in {}",
             c.arm,
-            c.cell_id,
+            c.name(),
             to.display()
         ));
         self.log(
             "superseded",
-            json!({"arm": c.arm, "cell": c.cell_id, "why": why, "kept_in": to.display().to_string()}),
+            json!({"arm": c.arm, "cell": c.name(), "why": why, "kept_in": to.display().to_string()}),
         )
     }
 
     fn not_recorded(&mut self, c: &PlannedCell, why: &str) -> Result<(), CampaignError> {
         self.log(
             "not_recorded",
-            json!({"arm": c.arm, "cell": c.cell_id, "why": why}),
+            json!({"arm": c.arm, "cell": c.name(), "why": why}),
         )?;
         self.summary
             .failures
-            .push(format!("{} {}: not recorded: {why}", c.arm, c.cell_id));
+            .push(format!("{} {}: not recorded: {why}", c.arm, c.name()));
         Ok(())
     }
 
@@ -654,7 +655,7 @@ impl Runner<'_> {
     fn record(&mut self, c: &PlannedCell) -> Result<(), CampaignError> {
         self.log(
             "recording",
-            json!({"arm": c.arm, "cell": c.cell_id, "dir": c.dir.display().to_string(), "command": c.command}),
+            json!({"arm": c.arm, "cell": c.name(), "dir": c.dir.display().to_string(), "command": c.command}),
         )?;
         let started = std::time::Instant::now();
         let outcome = (self.record)(&c.command);
@@ -662,14 +663,14 @@ impl Runner<'_> {
             Err(e) => {
                 self.log(
                     "failed",
-                    json!({"arm": c.arm, "cell": c.cell_id, "what": "record", "why": format!("{e:#}")}),
+                    json!({"arm": c.arm, "cell": c.name(), "what": "record", "why": format!("{e:#}")}),
                 )?;
-                self.fail(format!("{} {}: not recorded: {e:#}", c.arm, c.cell_id));
+                self.fail(format!("{} {}: not recorded: {e:#}", c.arm, c.name()));
             }
             Ok(done) => {
                 self.log(
                     "recorded",
-                    json!({"arm": c.arm, "cell": c.cell_id, "dir": done.dir.display().to_string(), "status": done.status.as_str(), "reason": done.reason}),
+                    json!({"arm": c.arm, "cell": c.name(), "dir": done.dir.display().to_string(), "status": done.status.as_str(), "reason": done.reason}),
                 )?;
                 self.say(&format!(
                     "  {} in {:.1} s: {}",
@@ -683,7 +684,7 @@ impl Runner<'_> {
                     self.summary.failures.push(format!(
                         "{} {}: recorded as {}{}",
                         c.arm,
-                        c.cell_id,
+                        c.name(),
                         done.status.as_str(),
                         done.reason.map(|r| format!(" ({r})")).unwrap_or_default()
                     ));
@@ -713,7 +714,8 @@ impl Runner<'_> {
             Err(e) => {
                 self.fail(format!(
                     "{} {}: the artifact could not be checked against the stop rules: {e}",
-                    c.arm, c.cell_id
+                    c.arm,
+                    c.name()
                 ));
                 return Ok(());
             }
@@ -725,7 +727,7 @@ impl Runner<'_> {
         for f in &findings {
             self.log(
                 "stop_rule",
-                json!({"arm": c.arm, "cell": c.cell_id, "rule": f.kind.to_string(), "reason": f.reason}),
+                json!({"arm": c.arm, "cell": c.name(), "rule": f.kind.to_string(), "reason": f.reason}),
             )?;
         }
         if let Some(first) = findings.first() {

@@ -71,6 +71,12 @@ pub struct RunRequest {
     pub stage: Option<String>,
     /// `KEY=VALUE`, order kept.
     pub set: Vec<String>,
+    /// The campaign's defaults, `KEY=VALUE`: inherited for the keys `set` does not declare.
+    pub defaults: Vec<String>,
+    /// Record the cell this many times (`--repeat`), each run in its own folder.
+    pub repeat: Option<u32>,
+    /// Record only this repeat (1-based) of the `repeat` (`--repeat-index`).
+    pub repeat_index: Option<u32>,
     pub endpoints: Vec<String>,
     pub model: Option<String>,
     /// `chat`, `responses` or `completions`.
@@ -121,7 +127,10 @@ pub struct RunConfig {
     /// The cell id with the schedule's suffix (`Schedule::cell_id_suffix`): `run.json`
     /// `cell_id` and the artifact's folder name.
     pub cell_id: String,
-    /// The artifact folder: `out/<campaign_id>/<arm>/<cell_id>`.
+    /// Which repeat of the cell this run is.
+    pub repeat: artifact::Repeat,
+    /// The artifact folder: `out/<campaign_id>/<arm>/<cell_id>`, or, for a cell recorded
+    /// more than once, `…/<cell_id>/repeat-<k>`.
     pub artifact_dir: PathBuf,
     /// The command line with secrets removed.
     pub command_line: Vec<String>,
@@ -227,6 +236,49 @@ impl RunConfig {
             }
             pairs.push((k.to_owned(), v.to_owned()));
         }
+        let mut defaults: Vec<(String, String)> = Vec::new();
+        for s in &a.defaults {
+            let Some((k, v)) = s.split_once('=') else {
+                return Err(flag("--default", s, "expected KEY=VALUE"));
+            };
+            let k = k.trim();
+            if k.is_empty() || k == "runtime" {
+                return Err(flag(
+                    "--default",
+                    s,
+                    "the key must be a configuration key (not empty, not runtime)",
+                ));
+            }
+            if defaults.iter().any(|(e, _)| e == k) {
+                return Err(flag("--default", s, format!("key `{k}` is given twice")));
+            }
+            // A key the arm declares is its own, not inherited.
+            if !pairs.iter().any(|(e, _)| e == k) {
+                defaults.push((k.to_owned(), v.to_owned()));
+            }
+        }
+        let repeat = match (a.repeat, a.repeat_index) {
+            (None, None) => artifact::Repeat::default(),
+            (None, Some(k)) => {
+                return Err(flag(
+                    "--repeat-index",
+                    k,
+                    "needs --repeat N (the repeat count)",
+                ));
+            }
+            (Some(n), _) if n == 0 || n > 1000 => {
+                return Err(flag("--repeat", n, "must be between 1 and 1000"));
+            }
+            (Some(n), None) => artifact::Repeat { index: 1, of: n },
+            (Some(n), Some(k)) if k == 0 || k > n => {
+                return Err(flag(
+                    "--repeat-index",
+                    k,
+                    format!("must be between 1 and --repeat ({n})"),
+                ));
+            }
+            (Some(n), Some(k)) => artifact::Repeat { index: k, of: n },
+        };
         let runtime = pairs
             .iter()
             .find(|(k, _)| k == "runtime")
@@ -236,6 +288,7 @@ impl RunConfig {
             stage: a.stage.clone().unwrap_or_default(),
             runtime: runtime.clone().unwrap_or_default(),
             config: ArmConfig(pairs),
+            defaults: ArmConfig(defaults),
         };
 
         let endpoints = a
@@ -437,8 +490,13 @@ impl RunConfig {
             schedule.cell_id_suffix(),
             artifact::ramp_cell_id_suffix(ramp.map(|r| r.as_secs_f64()))
         );
-        let artifact_dir = artifact::artifact_dir(&a.out, &manifest.campaign_id, &a.arm, &cell_id)
+        let cell_dir = artifact::artifact_dir(&a.out, &manifest.campaign_id, &a.arm, &cell_id)
             .map_err(|why| flag("--manifest", a.manifest.display(), why))?;
+        let artifact_dir = if repeat.of > 1 {
+            cell_dir.join(artifact::run::repeat_folder(repeat.index))
+        } else {
+            cell_dir
+        };
         check_out(&a.out, &artifact_dir)?;
         if let Some(m) = &a.model
             && (m.is_empty() || m.contains(['"', '\n']))
@@ -466,6 +524,7 @@ impl RunConfig {
             quiet: a.quiet,
             realtime: !a.no_realtime,
             cell_id,
+            repeat,
             artifact_dir,
             command_line,
         })

@@ -392,6 +392,7 @@ impl<'c> Run<'c> {
             arm: servers.arm.clone(),
             cell_id: cfg.cell_id.clone(),
             run_id: self.run_id.clone(),
+            repeat: cfg.repeat,
             workload_fingerprint: workload.fingerprint(),
             workload,
             topology: Topology {

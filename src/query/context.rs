@@ -10,7 +10,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use datafusion::arrow::array::{
-    ArrayRef, BooleanArray, Float64Array, Int64Array, RecordBatch, StringArray,
+    ArrayRef, BooleanArray, Float64Array, Int64Array, ListBuilder, MapBuilder, RecordBatch,
+    StringArray, StringBuilder,
 };
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use datafusion::catalog::TableProvider;
@@ -209,6 +210,57 @@ fn string_views(schema: &Schema) -> SchemaRef {
     ))
 }
 
+/// The type of `runs.config`: a map of configuration key to value (read as
+/// `config['spec_depth']`).
+fn config_map_type() -> DataType {
+    let entries = Field::new(
+        "entries",
+        DataType::Struct(
+            vec![
+                Field::new("keys", DataType::Utf8, false),
+                Field::new("values", DataType::Utf8, true),
+            ]
+            .into(),
+        ),
+        false,
+    );
+    DataType::Map(Arc::new(entries), false)
+}
+
+/// `runs.config`: each run's effective configuration (declared keys, then inherited
+/// defaults), and `runs.inherited`: the keys that came from the defaults.
+fn config_columns(runs: &[&crate::artifact::RunJson]) -> Result<(ArrayRef, ArrayRef), QueryError> {
+    let mut map = MapBuilder::new(None, StringBuilder::new(), StringBuilder::new());
+    let mut inherited = ListBuilder::new(StringBuilder::new());
+    for r in runs {
+        for (k, v) in r.arm.config.iter() {
+            map.keys().append_value(k);
+            map.values().append_value(v);
+        }
+        for (k, v) in r.arm.defaults.iter() {
+            if r.arm.config.get(k).is_none() {
+                map.keys().append_value(k);
+                map.values().append_value(v);
+                inherited.values().append_value(k);
+            }
+        }
+        map.append(true).map_err(|e| QueryError::Register {
+            table: "runs",
+            source: e.into(),
+        })?;
+        inherited.append(true);
+    }
+    let map: ArrayRef = Arc::new(map.finish());
+    // The builder names the entries as `config_map_type` does; cast to be sure of it.
+    let map = datafusion::arrow::compute::cast(&map, &config_map_type()).map_err(|e| {
+        QueryError::Register {
+            table: "runs",
+            source: e.into(),
+        }
+    })?;
+    Ok((map, Arc::new(inherited.finish())))
+}
+
 /// Schema of the `runs` table: one row per artifact, from its `run.json`.
 pub fn runs_schema() -> SchemaRef {
     let s = |name: &str, nullable| Field::new(name, DataType::Utf8, nullable);
@@ -220,7 +272,15 @@ pub fn runs_schema() -> SchemaRef {
         s("stage", false),
         s("runtime", false),
         s("arm_config", false),
+        Field::new("config", config_map_type(), false),
+        Field::new(
+            "inherited",
+            DataType::List(Arc::new(Field::new_list_field(DataType::Utf8, true))),
+            false,
+        ),
         s("cell_id", false),
+        i("repeat_index", false),
+        i("repeats", false),
         s("class", false),
         i("prompt_tokens_target", false),
         i("concurrency_per_replica", false),
@@ -258,6 +318,7 @@ fn runs_table(artifacts: &[ArtifactSource]) -> Result<MemTable, QueryError> {
         Arc::new(Int64Array::from_iter_values(runs.iter().map(|r| f(r))))
     };
     let sat = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
+    let (config, inherited) = config_columns(&runs)?;
     let columns: Vec<ArrayRef> = vec![
         text(&|r| r.run_id.clone()),
         text(&|r| r.campaign_id.clone()),
@@ -272,7 +333,11 @@ fn runs_table(artifacts: &[ArtifactSource]) -> Result<MemTable, QueryError> {
                 .collect::<Vec<_>>()
                 .join(",")
         }),
+        config,
+        inherited,
         text(&|r| r.cell_id.clone()),
+        int(&|r| i64::from(r.repeat.index)),
+        int(&|r| i64::from(r.repeat.of)),
         text(&|r| r.workload.class.clone()),
         int(&|r| sat(r.workload.prompt_tokens_target)),
         int(&|r| i64::from(r.workload.concurrency_per_replica)),

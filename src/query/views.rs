@@ -38,6 +38,7 @@ pub const VIEWS: &[ViewFile] = &[
     view!("percentile_ci", "41_percentile_ci.sql"),
     view!("aggregate_throughput", "50_aggregate_throughput.sql"),
     view!("client_queueing", "52_client_queueing.sql"),
+    view!("across_runs", "55_across_runs.sql"),
     view!("chunk_gaps", "60_chunk_gaps.sql"),
     view!("spec_decode", "70_spec_decode.sql"),
     view!("restarts", "71_restarts.sql"),

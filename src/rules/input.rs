@@ -51,7 +51,7 @@ impl ArtifactFacts {
             arm: run.arm.name.clone(),
             stage: run.arm.stage.clone(),
             config: run.arm.config.clone(),
-            defaults: ArmConfig::default(),
+            defaults: run.arm.defaults.clone(),
             runtime: run.arm.runtime.clone(),
             workload: run.workload.clone(),
             fingerprint: run.workload_fingerprint.clone(),

@@ -48,6 +48,7 @@ fn run_json(run_id: &str, arm: &str, replicas: u32) -> RunJson {
         config: [("tp", "1"), ("dp", replicas.to_string().as_str())]
             .into_iter()
             .collect(),
+        defaults: Default::default(),
     };
     run.topology = Topology {
         replica_count: replicas,

@@ -1357,3 +1357,78 @@ fn an_open_loop_ramp_raises_the_release_rate_linearly() {
         run_json.cell_id
     );
 }
+
+#[test]
+fn repeats_record_one_artifact_each_and_give_an_interval_across_runs() {
+    let tmp = tempfile::tempdir().unwrap();
+    let manifest = quick_manifest(tmp.path());
+    let out = tmp.path().join("out");
+    let (m, o) = (manifest.to_str().unwrap(), out.to_str().unwrap());
+    let sim = Sim::start(&[]);
+    let url = sim.url(0);
+    let mut args = cell_args(m, o, "2", "6");
+    args.extend([
+        "--endpoint",
+        &url,
+        "--repeat",
+        "3",
+        "--default",
+        "torch_compile=off",
+        "--default",
+        "spec_depth=0",
+    ]);
+    let run_o = run(CAPTURE, &args, &[]);
+    assert!(run_o.status.success(), "{}", stderr(&run_o));
+    // One folder per repeat, printed in order, each run.json saying which repeat it is.
+    let printed: Vec<PathBuf> = stdout(&run_o).lines().map(PathBuf::from).collect();
+    assert_eq!(printed.len(), 3, "{printed:?}");
+    let mut run_ids = BTreeSet::new();
+    for (k, dir) in printed.iter().enumerate() {
+        assert!(dir.ends_with(format!("repeat-{}", k + 1)), "{dir:?}");
+        let run = RunJson::read(&dir.join("run.json")).unwrap();
+        assert_eq!((run.repeat.index, run.repeat.of), (k as u32 + 1, 3));
+        // The arm declares spec_depth, so only torch_compile is inherited.
+        assert_eq!(run.arm.defaults.get("torch_compile"), Some("off"));
+        assert_eq!(run.arm.defaults.get("spec_depth"), None);
+        run_ids.insert(run.run_id);
+        validate(dir);
+    }
+    assert_eq!(run_ids.len(), 3, "every repeat is its own run");
+    // The three runs are repeats of one cell: one across_runs row per figure, with an
+    // interval over the runs.
+    let rows = super::common::sql_rows(
+        &out,
+        "SELECT runs, mean, ci95_low, ci95_high FROM across_runs \
+         WHERE metric = 'output_tps' AND window = 'all'",
+    );
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    assert_eq!(rows[0]["runs"], 3);
+    let (low, mean, high) = (
+        rows[0]["ci95_low"].as_f64().unwrap(),
+        rows[0]["mean"].as_f64().unwrap(),
+        rows[0]["ci95_high"].as_f64().unwrap(),
+    );
+    assert!(low <= mean && mean <= high, "{rows:?}");
+    let config = super::common::sql_rows(
+        &out,
+        "SELECT config['torch_compile'] AS tc, config['spec_depth'] AS depth, inherited \
+         FROM runs LIMIT 1",
+    );
+    assert_eq!(config[0]["tc"], "off");
+    assert_eq!(config[0]["depth"], "12");
+    assert_eq!(config[0]["inherited"], serde_json::json!(["torch_compile"]));
+    // A repeat that is there already is refused before anything is recorded; an index
+    // outside the count is bad input.
+    let again = run(CAPTURE, &args, &[]);
+    assert_eq!(again.status.code(), Some(2), "{}", stderr(&again));
+    assert!(
+        stderr(&again).contains("repeat-1` already holds a run"),
+        "{}",
+        stderr(&again)
+    );
+    let mut beyond = cell_args(m, o, "2", "6");
+    beyond.extend(["--endpoint", &url, "--repeat", "2", "--repeat-index", "3"]);
+    let bad = run(CAPTURE, &beyond, &[]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(stderr(&bad).contains("--repeat-index"), "{}", stderr(&bad));
+}

@@ -316,7 +316,8 @@ fn topology_efficiency_and_selection_support_come_from_the_recorded_throughput()
     let tmp = tempfile::tempdir().unwrap();
     let manifest = small_manifest(tmp.path(), |_| {});
     let data = data_dir(tmp.path(), "data");
-    // TP2 is faster per replica than TP1; DP2 is two TP1 replicas.
+    // TP2 is faster per replica than TP1; DP2 is two TP1 replicas. Three runs of each: a
+    // throughput claim needs run-to-run uncertainty to be decided.
     let tp1 = Sim::start(&["--decode-tps", "400", "--seed", "1"]);
     let tp2 = Sim::start(&["--decode-tps", "600", "--seed", "1"]);
     let dp2 = Sim::start(&["--decode-tps", "400", "--replicas", "2", "--seed", "1"]);
@@ -326,7 +327,7 @@ fn topology_efficiency_and_selection_support_come_from_the_recorded_throughput()
         &data,
         "TP1",
         "16",
-        &["--set", "topology=TP1"],
+        &["--set", "topology=TP1", "--repeat", "3"],
     );
     cell(
         &tp2,
@@ -334,7 +335,7 @@ fn topology_efficiency_and_selection_support_come_from_the_recorded_throughput()
         &data,
         "TP2",
         "16",
-        &["--set", "topology=TP2"],
+        &["--set", "topology=TP2", "--repeat", "3"],
     );
     let second = dp2.url(1);
     cell(
@@ -343,7 +344,14 @@ fn topology_efficiency_and_selection_support_come_from_the_recorded_throughput()
         &data,
         "two independent TP1 replicas",
         "16",
-        &["--set", "topology=DP2", "--endpoint", &second],
+        &[
+            "--set",
+            "topology=DP2",
+            "--endpoint",
+            &second,
+            "--repeat",
+            "3",
+        ],
     );
 
     let supported = topology_plan(tmp.path(), "dp2", "DP2 for aggregate throughput");
@@ -390,20 +398,21 @@ fn topology_efficiency_and_selection_support_come_from_the_recorded_throughput()
         "{tp2_row} vs {tp1_row}"
     );
     assert!(
-        out.contains("selected \"DP2 for aggregate throughput\": Supported"),
+        out.contains("selected \"DP2 for aggregate throughput\": supported"),
         "{out}"
     );
+    assert_eq!(tp2_row["runs"], 3, "{tp2_row}");
 
     // The same evidence does not support a claim that TP1 has the highest throughput.
     let unsupported = topology_plan(tmp.path(), "tp1", "TP1 for aggregate throughput");
     let (code, out) = anvil_check(&data, unsupported.to_str().unwrap(), &manifest);
     assert_eq!(code, Some(1), "{out}");
     assert!(
-        out.contains("selected \"TP1 for aggregate throughput\": NotSupported"),
+        out.contains("selected \"TP1 for aggregate throughput\": contradicted"),
         "{out}"
     );
     assert!(
-        out.contains("selection not supported by the recorded evidence"),
+        out.contains("selection contradicted: ") && out.contains("across runs"),
         "{out}"
     );
 }

@@ -46,6 +46,7 @@ fn run_json(run_id: &str) -> RunJson {
         stage: "test".into(),
         runtime: "sim".into(),
         config: [("tp", "1"), ("dp", "2")].into_iter().collect(),
+        defaults: Default::default(),
     };
     run.cell_id = "hand-c2".into();
     run.topology = testing::topology(2, 9000, "m");

@@ -29,7 +29,7 @@ fn plan(args: &CampaignPlanArgs) -> anyhow::Result<Exit> {
         table.row(vec![
             c.stage.clone(),
             c.arm.clone(),
-            c.cell_id.clone(),
+            c.name(),
             c.state.to_string(),
         ]);
     }
