@@ -1,6 +1,8 @@
 """Time `anvil sql` computing cell_stats over an artifact tree against DuckDB running the
-equivalent SQL on the same Parquet files. Prints both times (best of N runs, 7 by default),
-the ratio of the best times and the ratio of the medians.
+equivalent SQL on the same Parquet files, and the current cell_stats (both windows, every
+percentile's interval) and percentile_ci against the definition before them
+(bench/cell_stats_baseline.sql) in the same run. Prints every time (best of N runs, 7 by
+default, the cases alternating), and the ratios of the best times and of the medians.
 
 usage: python3 bench/bench_sql.py ANVIL_BINARY DATA_DIR [RUNS]
 
@@ -91,11 +93,13 @@ ORDER BY l.run_id, metric_order
 """
 
 
-def time_anvil():
+BASELINE = open(os.path.join(os.path.dirname(__file__), "cell_stats_baseline.sql")).read()
+
+
+def time_sql(sql, *flags):
     start = time.perf_counter()
     out = subprocess.run(
-        [anvil, "sql", "--data", data, "--format", "csv",
-         "SELECT * FROM cell_stats ORDER BY run_id, metric_order"],
+        [anvil, "sql", "--data", data, "--format", "csv", *flags, "--", sql],
         capture_output=True, text=True,
     )
     elapsed = time.perf_counter() - start
@@ -104,30 +108,57 @@ def time_anvil():
     return elapsed, out.stdout
 
 
+# The DuckDB comparison: the `all` window, DuckDB's query computing only it.
+ALL_WINDOW = "SELECT * FROM cell_stats WHERE window = 'all' ORDER BY run_id, metric_order"
+CASES = {
+    "baseline cell_stats (one window, no intervals)": (
+        BASELINE + " SELECT * FROM baseline_cell_stats ORDER BY run_id, metric_order",
+        ("--allow-write",),
+    ),
+    "cell_stats (both windows, percentile intervals)": (
+        "SELECT * FROM cell_stats ORDER BY run_id, window, metric_order",
+        (),
+    ),
+    "percentile_ci": (
+        "SELECT * FROM percentile_ci ORDER BY run_id, window, metric_order, percentile",
+        (),
+    ),
+}
+
+
+def time_anvil():
+    return time_sql(ALL_WINDOW)
+
+
 def time_duckdb():
     start = time.perf_counter()
     con = duckdb.connect()
-    rows = con.sql(DUCK_SQL).fetchall()
+    relation = con.sql(DUCK_SQL)
+    columns = relation.columns
+    rows = [dict(zip(columns, r)) for r in relation.fetchall()]
     elapsed = time.perf_counter() - start
     con.close()
     return elapsed, rows
 
 
 anvil_times, duck_times = [], []
+case_times = {name: [] for name in CASES}
 for _ in range(runs):
     t, anvil_out = time_anvil()
     anvil_times.append(t)
     t, duck_rows = time_duckdb()
     duck_times.append(t)
+    for name, (sql, flags) in CASES.items():
+        case_times[name].append(time_sql(sql, *flags)[0])
 
 # The two must agree on every column but the percentiles and the CI (quantile_disc and
 # 1.96 are not nearest rank and Student's t).
 anvil_rows = [line.split(",") for line in anvil_out.strip().splitlines()[1:]]
 header = anvil_out.splitlines()[0].split(",")
 assert len(anvil_rows) == len(duck_rows), (len(anvil_rows), len(duck_rows))
-for a, d in zip(anvil_rows, duck_rows):
+for a, duck in zip(anvil_rows, duck_rows):
     row = dict(zip(header, a))
-    duck = dict(zip(header, d))
+    d = duck
     for name in ("run_id", "arm", "cell_id", "metric", "unit"):
         assert row[name] == duck[name], (name, a, d)
     for name in ("metric_order", "n", "n_null", "failed"):
@@ -144,3 +175,10 @@ print(f"duckdb    cell_stats: {best_duck:.2f} s  (all: {', '.join(f'{t:.2f}' for
 median_anvil, median_duck = statistics.median(anvil_times), statistics.median(duck_times)
 print(f"ratio anvil/duckdb: {best_anvil / best_duck:.2f}  (medians {median_anvil:.2f} s / "
       f"{median_duck:.2f} s = {median_anvil / median_duck:.2f})")
+base_name = next(iter(CASES))
+base_best, base_median = min(case_times[base_name]), statistics.median(case_times[base_name])
+for name, times in case_times.items():
+    print(f"anvil sql {name}: {min(times):.2f} s  (all: {', '.join(f'{t:.2f}' for t in times)})")
+for name, times in list(case_times.items())[1:]:
+    print(f"ratio {name} / baseline: {min(times) / base_best:.2f}  "
+          f"(medians {statistics.median(times) / base_median:.2f})")

@@ -1,6 +1,7 @@
 -- server_metric_names: which Prometheus series anvil reads from each runtime's `/metrics`,
--- one row per (runtime, role, metric): the one place the runtimes' names are written down,
--- used by spec_decode, spec_decode_positions, server_queue and restarts. Roles:
+-- one row per (metric_dialect, role, metric): the one place the runtimes' names are written
+-- down. Used by spec_decode, spec_decode_positions, server_queue and restarts.
+-- Roles:
 --   spec_drafts, spec_draft_tokens, spec_accepted_tokens   counters of speculative decoding
 --                                    (draft steps, tokens proposed, tokens accepted);
 --   spec_accepted_per_position       counter of accepted draft tokens per draft position
@@ -14,8 +15,14 @@
 -- vLLM: `vllm:` names; SGLang: `sglang:`; llama.cpp's llama-server: `llamacpp:` (with
 -- --metrics; it exports no process_start_time_seconds: its restarts show as counters
 -- falling, see restarts).
+-- Columns:
+--   metric_dialect (-): whose naming the series follows: `vllm`, `sglang`, `llama.cpp`, or
+--       `any` for process_start_time_seconds; not an arm's runtime (runs.runtime): a fork or
+--       a simulator may export another runtime's names.
+--   role (-): what anvil reads the series for (Roles above).
+--   metric (-): the metric name as exposed (scrapes.metric), with any `_total` suffix.
 CREATE VIEW server_metric_names AS
-SELECT column1 AS runtime, column2 AS role, column3 AS metric
+SELECT column1 AS metric_dialect, column2 AS role, column3 AS metric
 FROM (VALUES
     ('vllm', 'spec_drafts', 'vllm:spec_decode_num_drafts_total'),
     ('vllm', 'spec_draft_tokens', 'vllm:spec_decode_num_draft_tokens_total'),

@@ -4,13 +4,20 @@
 -- `_bucket`), when it has no TYPE and its name ends in `_total`, or when
 -- server_metric_names lists it as a counter; a counter family's `_created` series (a creation
 -- timestamp, not a count) is not one.
---   step          the growth since the series' previous scrape: the difference, or, when the
---                 value fell (the server restarted and began counting again), the new value;
---                 at a series' first scrape 0, or its value when the replica's first scrape
---                 did not carry it (llama.cpp and vLLM add labelled series only once they are
---                 non-zero: an absent series counts from 0);
---   fell          the value fell below the previous scrape's;
---   was_positive  the previous scrape's value was above 0 (a series that can be seen fall).
+-- Columns:
+--   run_id (-): the artifact (runs.run_id).
+--   replica (-): the replica whose `/metrics` was scraped (scrapes.replica).
+--   metric (-): the series' metric name as exposed (scrapes.metric).
+--   labels (-): the series' labels as canonical text (scrapes.labels; '' when none).
+--   t_ns (ns): when the scrape response was received (scrapes.t_ns).
+--   step (-): the growth since the series' previous scrape, in the series' own unit: the
+--       difference, or, when the value fell (the server restarted and began counting again),
+--       the new value; at a series' first scrape 0, or its value when the replica's first
+--       scrape did not carry it (llama.cpp and vLLM add labelled series only once they are
+--       non-zero: an absent series counts from 0).
+--   fell (-): the value fell below the previous scrape's; false at the series' first scrape.
+--   was_positive (-): the previous scrape's value was above 0 (a series that can be seen
+--       fall); false at the series' first scrape.
 CREATE VIEW counter_steps AS
 WITH first_scrape AS (
     SELECT run_id, replica, min(t_ns) AS t0 FROM scrapes GROUP BY run_id, replica

@@ -1,8 +1,16 @@
 -- counter_increases: how much every monotonic series of every replica grew over the run
 -- (counter_steps summed), one row per (run, replica, metric, labels).
---   increase  the growth over the run, as Prometheus' increase() counts it;
---   resets    how many times the series fell between two scrapes;
---   first_t_ns, last_t_ns, samples   where the series was seen.
+-- Columns:
+--   run_id (-): the artifact (runs.run_id).
+--   replica (-): the replica whose `/metrics` was scraped.
+--   metric (-): the series' metric name as exposed (scrapes.metric).
+--   labels (-): the series' labels as canonical text (scrapes.labels; '' when none).
+--   increase (-): the growth over the run, in the series' own unit, as Prometheus' increase()
+--       counts it: the sum of its counter_steps.step.
+--   resets (count): how many times the series fell between two scrapes.
+--   first_t_ns (ns): the first scrape that carried the series.
+--   last_t_ns (ns): the last scrape that carried the series.
+--   samples (count): the scrapes that carried the series.
 CREATE VIEW counter_increases AS
 SELECT
     run_id,

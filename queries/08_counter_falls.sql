@@ -1,8 +1,17 @@
 -- counter_falls: per scrape of every replica, how many of its counters fell since the
 -- previous scrape, out of those that were above 0 then (counter_steps). A restarted server
 -- begins every counter again from 0, so a restart shows as most of them falling at once
--- (`most_fell`: at least one fell and at least half of the positive ones did); one series
--- falling alone is more likely a gauge its exposition mislabels as a counter.
+-- (`most_fell`); one series falling alone is more likely a gauge its exposition mislabels as
+-- a counter.
+-- Columns:
+--   run_id (-): the artifact (runs.run_id).
+--   replica (-): the replica whose `/metrics` was scraped.
+--   t_ns (ns): when the scrape response was received (scrapes.t_ns).
+--   positive_before (count): the monotonic series of this scrape (counter_steps) whose
+--       previous scrape's value was above 0.
+--   fell (count): the series whose value fell below the previous scrape's.
+--   most_fell (-): at least one fell and at least half of positive_before did
+--       (2 x fell >= positive_before): the mark of a restart.
 CREATE VIEW counter_falls AS
 SELECT
     run_id,

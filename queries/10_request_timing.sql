@@ -2,25 +2,59 @@
 -- from, joined from `requests` and that request's `events`.
 --
 -- Definitions (workload manifest `timing_definitions`, docs/artifact.md "Deriving the
--- metrics"):
---   request start     = requests.t_sent_ns: when the request bytes were written to the socket
---                       (t_intended_ns is kept so client-side queueing is visible);
---   first content     = receive time of the request's first event with a non-empty content
---                       delta ("request start through first non-empty streamed content
---                       delta"): a role-only first chunk (content NULL or '') and reasoning
---                       deltas do not count;
---   last content      = receive time of the last event with a non-empty content delta;
---   stream completion = requests.t_done_ns: when the stream ended (last byte);
---   content_chunks    = events with a non-empty content delta; reasoning_chunks likewise for
---                       reasoning deltas (chunks are a diagnostic: one chunk can carry several
---                       tokens under speculative decoding, so token figures use usage);
---   usage_*           = the API usage of the event that carries it (NULL when no event did);
---   finish_reason     = the last non-null finish reason of the stream;
---   parse_errors      = events whose data could not be parsed (events.parse_error set:
---                       invalid JSON or UTF-8, not an object): parser corruption, whatever
---                       the outcome; first_parse_error is the first of them in `seq` order;
---   content           = every content delta concatenated in `seq` order ('' when none;
---                       ordered_concat(x, k) is string_agg(x, '' ORDER BY k)).
+-- metrics") are given with the columns below: request start = t_sent_ns, first content =
+-- t_first_content_ns, last content = t_last_content_ns, stream completion = t_done_ns. A
+-- request without events has NULL content instants, usage, finish reason and
+-- first_parse_error, '' content and 0 counts.
+-- Columns:
+--   run_id (-): the artifact (runs.run_id).
+--   request_index (-): the request within the run (requests.request_index).
+--   kind (-): `measured`, `warmup` or `calibration` (requests.kind).
+--   replica (-): the replica the request went to (requests.replica).
+--   outcome (-): how the request ended (requests.outcome): `ok`, or the failure.
+--   http_status (-): the HTTP status code (requests.http_status); NULL if no response head
+--       arrived.
+--   error (-): error text of a non-ok outcome (requests.error); NULL when ok.
+--   canary (-): the canary the reply must echo (requests.canary); NULL when the cell has no
+--       canaries.
+--   prompt_tokens_target (tokens): the cell's prompt token target
+--       (requests.prompt_tokens_target).
+--   prompt_tokens_calibrated (tokens): the client's estimate of this prompt's tokens from
+--       calibration (requests.prompt_tokens_calibrated); NULL when it has none.
+--   max_tokens (tokens): the token ceiling sent (requests.max_tokens); NULL if none was sent.
+--   t_intended_ns (ns): when the schedule meant the request to start (requests.t_intended_ns;
+--       kept so client-side queueing, t_sent_ns - t_intended_ns, is visible).
+--   t_sent_ns (ns): request start: when the request bytes were written to the socket
+--       (requests.t_sent_ns); NULL if never sent.
+--   t_first_byte_ns (ns): when the first response bytes arrived (requests.t_first_byte_ns);
+--       NULL if none did.
+--   t_first_content_ns (ns): first content: receive time of the request's first event with a
+--       non-empty content delta ("request start through first non-empty streamed content
+--       delta"): a role-only first chunk (content NULL or '') and reasoning deltas do not
+--       count; NULL when no content arrived.
+--   t_last_content_ns (ns): last content: receive time of the last event with a non-empty
+--       content delta; NULL when no content arrived.
+--   t_done_ns (ns): stream completion: when the stream ended (last byte), or the error or
+--       cancellation that ended the request (requests.t_done_ns).
+--   content_chunks (chunks): events with a non-empty content delta (chunks are a diagnostic:
+--       one chunk can carry several tokens under speculative decoding, so token figures use
+--       usage).
+--   reasoning_chunks (chunks): events with a non-empty reasoning delta.
+--   usage_prompt_tokens (tokens): the server-reported prompt tokens of the event that carries
+--       usage (events.usage_prompt_tokens); NULL when no event did.
+--   usage_completion_tokens (tokens): the server-reported completion tokens, likewise
+--       (events.usage_completion_tokens); NULL when no event carried them.
+--   usage_cached_tokens (tokens): the server-reported prompt tokens served from cache,
+--       likewise (events.usage_cached_tokens); NULL when no event carried them.
+--   finish_reason (-): the last non-null finish reason of the stream in `seq` order; NULL
+--       when none.
+--   content (-): every content delta concatenated in `seq` order ('' when none;
+--       ordered_concat(x, k) is string_agg(x, '' ORDER BY k)).
+--   parse_errors (events): events whose data could not be parsed (events.parse_error set:
+--       invalid JSON or UTF-8, not an object): parser corruption, whatever the outcome.
+--   first_parse_error (-): the first of them in `seq` order (its events.parse_error); NULL
+--       when none.
+--   events (events): the request's rows in `events`.
 CREATE VIEW request_timing AS
 WITH per_request AS (
     SELECT

@@ -7,14 +7,26 @@
 -- contamination, wherever it came from: another request of this campaign, another run,
 -- another tenant or a prompt cache (per-run salts make markers from outside the loaded
 -- campaign the realistic kind).
---   own_canary           own canary present in the reply; NULL when the request has no canary;
---   canary_ok            own canary present and no other marker; NULL when no canary;
---   foreign_canaries     sorted distinct markers other than the request's own found in the
---                        reply (NULL when none); foreign_canary_count is their number (0 when
---                        none). A request without a canary of its own still counts them;
---   stray_canaries       the foreign markers that belong to no request of the campaign loaded
---                        (from outside it: another run, tenant or cache; NULL when none);
---                        stray_canary_count likewise. A subset of foreign_canaries.
+-- Columns:
+--   run_id (-): the artifact (runs.run_id).
+--   request_index (-): the request within the run (requests.request_index).
+--   canary (-): the request's own canary (requests.canary); NULL when it has none.
+--   canary_checked_in (-): where the request's own canary is looked for: 'content' (the reply
+--       text); 'tool_arguments' for the functional `tools` check, whose canary travels as a
+--       tool call's `ticket` argument and is judged by functional_results, not here; NULL
+--       when the request has no canary.
+--   own_canary (-): own canary present in the reply's content; NULL when the request has no
+--       canary or its canary is checked in tool arguments.
+--   canary_ok (-): own canary present and no other marker; NULL as own_canary is (NULL is
+--       "not checked here", never a failure).
+--   foreign_canaries (-): sorted distinct markers other than the request's own found in the
+--       reply's content or reasoning; NULL when none. A request without a canary of its own
+--       still counts them.
+--   foreign_canary_count (count): how many foreign_canaries holds (0 when none).
+--   stray_canaries (-): the foreign markers that belong to no request of the campaign loaded
+--       (from outside it: another run, tenant or cache), sorted; a subset of
+--       foreign_canaries; NULL when none.
+--   stray_canary_count (count): how many stray_canaries holds (0 when none).
 CREATE VIEW request_canaries AS
 WITH reasoning AS (
     SELECT run_id, request_index, ordered_concat(reasoning_delta, seq) AS reasoning
@@ -24,9 +36,15 @@ WITH reasoning AS (
 ),
 measured AS (
     SELECT t.run_id, t.request_index, t.canary, t.content,
-           coalesce(r.reasoning, '') AS reasoning, ru.campaign_id
+           coalesce(r.reasoning, '') AS reasoning, ru.campaign_id,
+           CASE
+               WHEN t.canary IS NULL THEN NULL
+               WHEN q."check" = 'tools' THEN 'tool_arguments'
+               ELSE 'content'
+           END AS canary_checked_in
     FROM request_timing t
     JOIN runs ru ON ru.run_id = t.run_id
+    JOIN requests q ON q.run_id = t.run_id AND q.request_index = t.request_index
     LEFT JOIN reasoning r ON r.run_id = t.run_id AND r.request_index = t.request_index
     WHERE t.kind = 'measured'
 ),
@@ -58,9 +76,10 @@ SELECT
     m.run_id,
     m.request_index,
     m.canary,
-    CASE WHEN m.canary IS NOT NULL THEN array_has(canaries(m.content), m.canary) END
+    m.canary_checked_in,
+    CASE WHEN m.canary_checked_in = 'content' THEN array_has(canaries(m.content), m.canary) END
         AS own_canary,
-    CASE WHEN m.canary IS NOT NULL THEN
+    CASE WHEN m.canary_checked_in = 'content' THEN
         array_has(canaries(m.content), m.canary) AND o.foreign_canaries IS NULL
     END AS canary_ok,
     o.foreign_canaries,

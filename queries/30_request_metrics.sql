@@ -5,6 +5,53 @@
 -- `timing_definitions`: TTFT, effective prefill, decode, TPOT, ITL = TPOT, E2E, using API
 -- usage tokens, never chunk counts); canary columns are request_canaries (own canary present,
 -- canaries of other requests of the same campaign found in the reply).
+-- Columns:
+--   run_id (-): the artifact (runs.run_id).
+--   arm (-): the arm (runs.arm).
+--   cell_id (-): the manifest cell (runs.cell_id).
+--   replica (-): the replica the request went to (requests.replica).
+--   request_index (-): the request within the run (requests.request_index).
+--   outcome (-): how the request ended (requests.outcome): `ok`, or the failure.
+--   ttft_ms (ms): request start to the first non-empty content delta (request_figures); NULL
+--       when no content arrived or the request was never sent.
+--   effective_prefill_tps (tok/s): API prompt tokens / TTFT in s (request_figures); NULL
+--       without usage or TTFT, or when TTFT is 0.
+--   decode_tps (tok/s): (completion tokens - 1) / generation s (request_figures); NULL
+--       without usage or content, with completion tokens <= 1 or zero generation time.
+--   tpot_ms (ms): generation ms / (completion tokens - 1) (request_figures); NULL as
+--       decode_tps is.
+--   itl_ms (ms): mean inter-token latency, equal to tpot_ms (request_figures); not raw chunk
+--       gaps (chunk_gaps).
+--   e2e_ms (ms): request start to stream completion (request_figures); NULL when the request
+--       was never sent.
+--   generation_ms (ms): first content to stream completion (request_figures); NULL when no
+--       content arrived.
+--   client_queue_ms (ms): client-side queueing, t_sent - t_intended (request_figures); in
+--       neither TTFT nor E2E; NULL when the request was never sent.
+--   prompt_tokens (tokens): the API usage prompt tokens; NULL without usage.
+--   completion_tokens (tokens): the API usage completion tokens; NULL without usage.
+--   has_usage (-): completion_tokens is not NULL (a usage event reported them).
+--   content_chunks (chunks): events with a non-empty content delta.
+--   reasoning_chunks (chunks): events with a non-empty reasoning delta.
+--   tokens_per_chunk (tokens/chunk): completion_tokens / content_chunks; NULL without usage
+--       or without content chunks.
+--   finish_reason (-): the last non-null finish reason of the stream; NULL when none.
+--   first_wave (-): the request belongs to the run's first wave, which the
+--       `after_first_wave` window leaves out (request_figures.first_wave).
+--   canary (-): the request's own canary (requests.canary); NULL when it has none.
+--   canary_checked_in (-): where the own canary is looked for: 'content', or
+--       'tool_arguments' for the functional `tools` check (judged by functional_results);
+--       NULL when the request has no canary (request_canaries).
+--   own_canary (-): own canary present in the reply's content; NULL when not checked here
+--       (no canary, or checked in tool arguments).
+--   canary_ok (-): own canary present and no other marker in content or reasoning; NULL as
+--       own_canary is (never a failure).
+--   foreign_canaries (-): sorted distinct markers other than the request's own found in the
+--       reply's content or reasoning; NULL when none.
+--   foreign_canary_count (count): how many foreign_canaries holds (0 when none).
+--   stray_canaries (-): the foreign markers that belong to no request of the campaign loaded;
+--       NULL when none.
+--   stray_canary_count (count): how many stray_canaries holds (0 when none).
 CREATE VIEW request_metrics AS
 SELECT
     f.run_id,
@@ -30,6 +77,7 @@ SELECT
     f.finish_reason,
     f.first_wave,
     c.canary,
+    c.canary_checked_in,
     c.own_canary,
     c.canary_ok,
     c.foreign_canaries,

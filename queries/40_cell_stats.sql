@@ -12,19 +12,63 @@
 -- Metrics (request_figures): ttft_ms, effective_prefill_tps, decode_tps, tpot_ms, itl_ms,
 -- e2e_ms; `better` says which way each improves ('lower' for times, 'higher' for rates): the
 -- tail that hurts is p95/p99 for 'lower' and p5/p1 ("slowest 5% / 1%") for 'higher'.
--- Statistics: n (non-null values of ok requests), mean, sd (sample standard deviation,
--- n - 1), 95% confidence interval for the mean (Student t with n - 1 degrees of freedom:
--- ci95_low/ci95_high = mean -/+ t(0.975, n-1) * sd / sqrt(n), NULL for n < 2), min, p1, p5,
--- p25, p50, p75, p90, p95, p99 by nearest rank (the value at rank ceil(p * n) of the sorted
--- values), max; and for each percentile pK its distribution-free 95% interval
--- pK_ci_low/pK_ci_high = [X(l), X(u)], l the largest index with BinomCDF(l - 1; n, p) <=
--- 0.025, u the smallest with BinomCDF(u - 1; n, p) >= 0.975, NULL for a side with no such
--- order statistic (l < 1 or u > n: unbounded, too few values; e.g. n = 16 bounds no p99 from
--- above). The percentile_ci view lists the same intervals one row per percentile.
--- Beside them, never mixed in: `requests` = measured requests in the window, `failed` =
--- those whose outcome is not 'ok' (excluded from every statistic), `n_null` = ok requests
--- without a value for this metric (e.g. no usage event: NULL token figures), so requests =
--- n + n_null + failed.
+-- Statistics are of the n values and in the metric's `unit`. Percentiles p1, p5, p25, p50,
+-- p75, p90, p95, p99 are by nearest rank (the value at rank ceil(p * n) of the sorted
+-- values); each percentile pK has a distribution-free 95% interval pK_ci_low/pK_ci_high =
+-- [X(l), X(u)], l the largest index with BinomCDF(l - 1; n, p) <= 0.025, u the smallest with
+-- BinomCDF(u - 1; n, p) >= 0.975, NULL for a side with no such order statistic (l < 1 or
+-- u > n: unbounded, too few values; e.g. n = 16 bounds no p99 from above). The percentile_ci
+-- view lists the same intervals one row per percentile.
+-- The counts requests, n_null and failed stand beside the statistics, never mixed in:
+-- requests = n + n_null + failed.
+-- Columns:
+--   run_id (-): the artifact (runs.run_id).
+--   arm (-): the arm (runs.arm).
+--   cell_id (-): the manifest cell (runs.cell_id).
+--   window (-): `all` (every measured request) or `after_first_wave`.
+--   metric_order (-): the metric's place in the list above, 1 (ttft_ms) to 6 (e2e_ms).
+--   metric (-): the request_figures column the statistics are of.
+--   unit (as unit): the metric's unit, that of every statistic of the row: `ms` for times, `tok/s`
+--       for rates.
+--   better (-): which way the metric improves: 'lower' (times) or 'higher' (rates).
+--   requests (requests): measured requests in the window.
+--   n (requests): of them, the ok requests with a value for this metric: the values every
+--       statistic is of.
+--   n_null (requests): ok requests in the window without a value for this metric (e.g. no
+--       usage event: NULL token figures).
+--   failed (requests): requests in the window whose outcome is not 'ok' (excluded from every
+--       statistic).
+--   mean (as unit): the mean, in `unit`; NULL when n = 0.
+--   sd (as unit): the sample standard deviation (n - 1), in `unit`; NULL for n < 2.
+--   ci95_low (-): low end of the 95% confidence interval for the mean (Student t with n - 1
+--       degrees of freedom): mean - t(0.975, n-1) * sd / sqrt(n), in `unit`; NULL for n < 2.
+--   ci95_high (-): its high end, mean + t(0.975, n-1) * sd / sqrt(n); NULL for n < 2.
+--   min (as unit): the smallest value, in `unit`; NULL when n = 0.
+--   p1 (as unit): the 1st percentile by nearest rank, in `unit`; NULL when n = 0.
+--   p5 (as unit): the 5th percentile by nearest rank, in `unit`; NULL when n = 0.
+--   p25 (as unit): the 25th percentile by nearest rank, in `unit`; NULL when n = 0.
+--   p50 (as unit): the 50th (median) percentile by nearest rank, in `unit`; NULL when n = 0.
+--   p75 (as unit): the 75th percentile by nearest rank, in `unit`; NULL when n = 0.
+--   p90 (as unit): the 90th percentile by nearest rank, in `unit`; NULL when n = 0.
+--   p95 (as unit): the 95th percentile by nearest rank, in `unit`; NULL when n = 0.
+--   p99 (as unit): the 99th percentile by nearest rank, in `unit`; NULL when n = 0.
+--   max (as unit): the largest value, in `unit`; NULL when n = 0.
+--   p1_ci_low (as unit): low end X(l) of p1's 95% interval, in `unit`; NULL when l < 1.
+--   p1_ci_high (as unit): high end X(u) of p1's 95% interval, in `unit`; NULL when u > n.
+--   p5_ci_low (as unit): low end X(l) of p5's 95% interval, in `unit`; NULL when l < 1.
+--   p5_ci_high (as unit): high end X(u) of p5's 95% interval, in `unit`; NULL when u > n.
+--   p25_ci_low (as unit): low end X(l) of p25's 95% interval, in `unit`; NULL when l < 1.
+--   p25_ci_high (as unit): high end X(u) of p25's 95% interval, in `unit`; NULL when u > n.
+--   p50_ci_low (as unit): low end X(l) of p50's 95% interval, in `unit`; NULL when l < 1.
+--   p50_ci_high (as unit): high end X(u) of p50's 95% interval, in `unit`; NULL when u > n.
+--   p75_ci_low (as unit): low end X(l) of p75's 95% interval, in `unit`; NULL when l < 1.
+--   p75_ci_high (as unit): high end X(u) of p75's 95% interval, in `unit`; NULL when u > n.
+--   p90_ci_low (as unit): low end X(l) of p90's 95% interval, in `unit`; NULL when l < 1.
+--   p90_ci_high (as unit): high end X(u) of p90's 95% interval, in `unit`; NULL when u > n.
+--   p95_ci_low (as unit): low end X(l) of p95's 95% interval, in `unit`; NULL when l < 1.
+--   p95_ci_high (as unit): high end X(u) of p95's 95% interval, in `unit`; NULL when u > n.
+--   p99_ci_low (as unit): low end X(l) of p99's 95% interval, in `unit`; NULL when l < 1.
+--   p99_ci_high (as unit): high end X(u) of p99's 95% interval, in `unit`; NULL when u > n.
 CREATE VIEW cell_stats AS
 WITH metrics (metric_order, metric, unit, better) AS (
     VALUES
@@ -80,31 +124,11 @@ stats AS (
         ci95_low(value) AS ci95_low,
         ci95_high(value) AS ci95_high,
         min(value) AS min,
-        nearest_rank(value, 0.01) AS p1,
-        nearest_rank(value, 0.05) AS p5,
-        nearest_rank(value, 0.25) AS p25,
-        nearest_rank(value, 0.50) AS p50,
-        nearest_rank(value, 0.75) AS p75,
-        nearest_rank(value, 0.90) AS p90,
-        nearest_rank(value, 0.95) AS p95,
-        nearest_rank(value, 0.99) AS p99,
         max(value) AS max,
-        nearest_rank_ci_low(value, 0.01) AS p1_ci_low,
-        nearest_rank_ci_high(value, 0.01) AS p1_ci_high,
-        nearest_rank_ci_low(value, 0.05) AS p5_ci_low,
-        nearest_rank_ci_high(value, 0.05) AS p5_ci_high,
-        nearest_rank_ci_low(value, 0.25) AS p25_ci_low,
-        nearest_rank_ci_high(value, 0.25) AS p25_ci_high,
-        nearest_rank_ci_low(value, 0.50) AS p50_ci_low,
-        nearest_rank_ci_high(value, 0.50) AS p50_ci_high,
-        nearest_rank_ci_low(value, 0.75) AS p75_ci_low,
-        nearest_rank_ci_high(value, 0.75) AS p75_ci_high,
-        nearest_rank_ci_low(value, 0.90) AS p90_ci_low,
-        nearest_rank_ci_high(value, 0.90) AS p90_ci_high,
-        nearest_rank_ci_low(value, 0.95) AS p95_ci_low,
-        nearest_rank_ci_high(value, 0.95) AS p95_ci_high,
-        nearest_rank_ci_low(value, 0.99) AS p99_ci_low,
-        nearest_rank_ci_high(value, 0.99) AS p99_ci_high
+        -- p1 ... p99 by nearest rank with each one's interval (pK_ci_low, pK_ci_high), from
+        -- one sort of the group's values: nearest_rank(value, p), nearest_rank_ci_low(value,
+        -- p) and nearest_rank_ci_high(value, p) give the same one at a time.
+        percentiles(value) AS q
     FROM long
     GROUP BY run_id, window, metric_order
 )
@@ -126,31 +150,31 @@ SELECT
     s.ci95_low,
     s.ci95_high,
     s.min,
-    s.p1,
-    s.p5,
-    s.p25,
-    s.p50,
-    s.p75,
-    s.p90,
-    s.p95,
-    s.p99,
+    s.q['p1'] AS p1,
+    s.q['p5'] AS p5,
+    s.q['p25'] AS p25,
+    s.q['p50'] AS p50,
+    s.q['p75'] AS p75,
+    s.q['p90'] AS p90,
+    s.q['p95'] AS p95,
+    s.q['p99'] AS p99,
     s.max,
-    s.p1_ci_low,
-    s.p1_ci_high,
-    s.p5_ci_low,
-    s.p5_ci_high,
-    s.p25_ci_low,
-    s.p25_ci_high,
-    s.p50_ci_low,
-    s.p50_ci_high,
-    s.p75_ci_low,
-    s.p75_ci_high,
-    s.p90_ci_low,
-    s.p90_ci_high,
-    s.p95_ci_low,
-    s.p95_ci_high,
-    s.p99_ci_low,
-    s.p99_ci_high
+    s.q['p1_ci_low'] AS p1_ci_low,
+    s.q['p1_ci_high'] AS p1_ci_high,
+    s.q['p5_ci_low'] AS p5_ci_low,
+    s.q['p5_ci_high'] AS p5_ci_high,
+    s.q['p25_ci_low'] AS p25_ci_low,
+    s.q['p25_ci_high'] AS p25_ci_high,
+    s.q['p50_ci_low'] AS p50_ci_low,
+    s.q['p50_ci_high'] AS p50_ci_high,
+    s.q['p75_ci_low'] AS p75_ci_low,
+    s.q['p75_ci_high'] AS p75_ci_high,
+    s.q['p90_ci_low'] AS p90_ci_low,
+    s.q['p90_ci_high'] AS p90_ci_high,
+    s.q['p95_ci_low'] AS p95_ci_low,
+    s.q['p95_ci_high'] AS p95_ci_high,
+    s.q['p99_ci_low'] AS p99_ci_low,
+    s.q['p99_ci_high'] AS p99_ci_high
 FROM stats s
 JOIN metrics m ON m.metric_order = s.metric_order
 JOIN runs ru ON ru.run_id = s.run_id

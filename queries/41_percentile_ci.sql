@@ -8,8 +8,27 @@
 -- percentile with probability >= 95%. A side with no such order statistic (l < 1 or u > n)
 -- is unbounded and NULL: with n = 16, p95 and p99 have no upper bound (`bounded` is false),
 -- so a "p99" of 16 values is a lower bound on the true p99, not an estimate of it.
--- `tail` marks the percentiles that hurt: for 'lower'-is-better metrics p95 ('slowest 5%')
--- and p99 ('slowest 1%'), for 'higher'-is-better p5 and p1 (the same names); NULL otherwise.
+-- Columns:
+--   run_id (-): the artifact (runs.run_id).
+--   arm (-): the arm (runs.arm).
+--   cell_id (-): the manifest cell (runs.cell_id).
+--   window (-): `all` (every measured request) or `after_first_wave` (cell_stats.window).
+--   metric_order (-): the metric's place in cell_stats' list, 1 (ttft_ms) to 6 (e2e_ms).
+--   metric (-): the request_figures column the percentile is of (cell_stats.metric).
+--   unit (as unit): the metric's unit, that of estimate, ci_low and ci_high: `ms` or `tok/s`.
+--   better (-): which way the metric improves: 'lower' (times) or 'higher' (rates).
+--   percentile (fraction): p: 0.01, 0.05, 0.25, 0.50, 0.75, 0.90, 0.95 or 0.99.
+--   n (requests): the ok requests with a value for the metric in the window (cell_stats.n).
+--   estimate (as unit): the percentile by nearest rank (cell_stats' pK), in `unit`; NULL when
+--       n = 0.
+--   ci_low (as unit): low end X(l) of the 95% interval (cell_stats' pK_ci_low), in `unit`; NULL
+--       when unbounded (l < 1).
+--   ci_high (as unit): high end X(u) of the 95% interval (cell_stats' pK_ci_high), in `unit`; NULL
+--       when unbounded (u > n).
+--   bounded (-): n > 0 and both ends of the interval exist.
+--   tail (-): marks the percentiles that hurt: for 'lower'-is-better metrics 'slowest 5%'
+--       (p95) and 'slowest 1%' (p99), for 'higher'-is-better the same names for p5 and p1;
+--       NULL otherwise.
 CREATE VIEW percentile_ci AS
 WITH long AS (
     SELECT

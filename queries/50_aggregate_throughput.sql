@@ -12,6 +12,29 @@
 -- (requests_without_usage counts them; succeeded_without_usage those of them that succeeded,
 -- which make the token figures incomplete); failed requests still occupy the span. A window
 -- without requests has requests = 0 and NULL span and throughput.
+-- Columns:
+--   run_id (-): the artifact (runs.run_id).
+--   arm (-): the arm (runs.arm).
+--   cell_id (-): the manifest cell (runs.cell_id).
+--   window (-): `all` (every measured request) or `after_first_wave`.
+--   scope (-): 'run' (all replicas together) or 'replica' (one replica's requests).
+--   replica (-): the replica of a 'replica' row; NULL for scope 'run'.
+--   requests (requests): measured requests of the scope in the window, whatever their
+--       outcome.
+--   succeeded (requests): of them, those with outcome 'ok'.
+--   requests_without_usage (requests): of them, those without usage completion tokens
+--       (request_figures.completion_tokens NULL).
+--   succeeded_without_usage (requests): of those, the ones with outcome 'ok': the token
+--       figures are incomplete when this is above 0.
+--   completion_tokens (tokens): sum of the usage completion tokens of the window's requests
+--       that reported usage, failed ones included; NULL when none did.
+--   t_first_sent_ns (ns): the window's first request start (min t_sent_ns); NULL when none
+--       was sent.
+--   t_last_done_ns (ns): the window's last stream completion (max t_done_ns); NULL without
+--       requests.
+--   span_s (s): t_last_done_ns - t_first_sent_ns, in seconds; NULL when either is.
+--   output_tps (tok/s): completion_tokens / span_s; NULL without tokens or span, or when the
+--       span is 0.
 CREATE VIEW aggregate_throughput AS
 WITH m AS (
     SELECT

@@ -3,10 +3,20 @@
 -- the client past their intended start (a connect a request opened included). It is not part
 -- of TTFT or E2E (both count from t_sent), but an open loop whose slots were all busy, or a
 -- client that could not keep up, offers the server less load than its schedule says: read
--- the figures beside it.
---   requests         measured requests with a send time;
---   queued_over_1ms  of them, those that waited more than 1 ms;
---   mean_ms, p50_ms, p95_ms (nearest rank), max_ms.
+-- the figures beside it. An artifact without a sent measured request has no row.
+-- Columns:
+--   run_id (-): the artifact (runs.run_id).
+--   arm (-): the arm (runs.arm).
+--   cell_id (-): the manifest cell (runs.cell_id).
+--   schedule (-): `closed`, `constant` (open loop, constant gaps) or `poisson` (runs.schedule).
+--   rate_per_s (requests/s): the open loop's release rate (runs.rate_per_s); NULL in closed
+--       loop.
+--   requests (requests): measured requests with a send time.
+--   queued_over_1ms (requests): of them, those that waited more than 1 ms.
+--   mean_ms (ms): the mean client_queue_ms.
+--   p50_ms (ms): client_queue_ms p50, by nearest rank.
+--   p95_ms (ms): client_queue_ms p95, by nearest rank.
+--   max_ms (ms): the largest client_queue_ms.
 CREATE VIEW client_queueing AS
 SELECT
     f.run_id,

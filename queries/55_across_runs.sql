@@ -8,11 +8,28 @@
 -- statistic 'aggregate', scope 'run'); and for each cell_stats metric its mean, p50 and the
 -- far tail that hurts (p99 where lower is better, p1 where higher is better). Windows as in
 -- cell_stats. A figure NULL in some run leaves that run out (runs counts those with a value).
---   runs        runs with a value; run_ids lists them in run_id order;
---   mean, sd    across those runs (sd NULL for one run);
---   ci95_low, ci95_high   mean -/+ t(0.975, runs - 1) * sd / sqrt(runs), NULL for one run
---                         ("single run: no run-to-run uncertainty");
---   min, max    the smallest and largest run's value.
+-- Only runs with status `complete` count.
+-- Columns:
+--   arm (-): the arm (runs.arm).
+--   cell_id (-): the manifest cell (runs.cell_id).
+--   workload_fingerprint (-): the runs' workload fingerprint (runs.workload_fingerprint).
+--   arm_config (-): the arm's declared configuration (runs.arm_config).
+--   window (-): `all` (every measured request) or `after_first_wave`.
+--   metric (-): 'output_tps' (aggregate_throughput) or a cell_stats metric (ttft_ms,
+--       effective_prefill_tps, decode_tps, tpot_ms, itl_ms, e2e_ms).
+--   statistic (-): which figure of each run: 'aggregate' (output_tps), or 'mean', 'p50' and
+--       the far tail that hurts, 'p99' (lower is better) or 'p1' (higher is better).
+--   runs (count): the complete runs with a value for the figure.
+--   run_ids (-): those runs' run_id, in run_id order; NULL when runs = 0.
+--   mean (as unit): the mean of the runs' values, in the metric's unit (`tok/s` for output_tps,
+--       cell_stats.unit otherwise); NULL when runs = 0.
+--   sd (-): the sample standard deviation across those runs (runs - 1), in the metric's
+--       unit; NULL for fewer than two runs.
+--   ci95_low (as unit): mean - t(0.975, runs - 1) * sd / sqrt(runs), in the metric's unit; NULL for
+--       fewer than two runs ("single run: no run-to-run uncertainty").
+--   ci95_high (-): mean + t(0.975, runs - 1) * sd / sqrt(runs); NULL for fewer than two runs.
+--   min (as unit): the smallest run's value, in the metric's unit; NULL when runs = 0.
+--   max (as unit): the largest run's value, in the metric's unit; NULL when runs = 0.
 CREATE VIEW across_runs AS
 WITH per_run AS (
     SELECT

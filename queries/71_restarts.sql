@@ -9,14 +9,29 @@
 --               and requests of the replica failed: the server stopped answering during the
 --               run (crashed, killed, restarting); one slow `after` scrape of a healthy
 --               server is not enough.
--- `restarted` is the verdict (any signal); `signal` names the first that fired
--- ('process_start_time_seconds', 'counter_reset' or 'stopped_answering'); `detectable` is false for a replica
--- that exported neither signal (no start time, no counter): a restart there could not be
--- seen, and anvil check says so; `scraped` is false when the replica has no scrape at all,
--- `scraped_after` when it has none after the run.
--- `start_times` counts distinct start times (restarts = start_times - 1); `reset_scrapes`
--- counts the scrapes at which most counters fell; `counters_reset` counts the series that
--- ever fell, `counter_reset_example` names one.
+-- Columns:
+--   run_id (-): the artifact (runs.run_id).
+--   arm (-): the arm (runs.arm).
+--   cell_id (-): the manifest cell (runs.cell_id).
+--   replica (-): the replica, 0 to runs.replicas - 1.
+--   scrapes (count): samples of process_start_time_seconds in the replica's scrapes (0 when
+--       it exports none).
+--   start_times (count): distinct start times among them (restarts = start_times - 1).
+--   first_start_time_s (s): process_start_time_seconds at the replica's earliest scrape that
+--       carried it (seconds since the Unix epoch, as exposed); NULL when none did.
+--   last_start_time_s (s): the same at its latest such scrape; NULL when none did.
+--   counters (count): the replica's monotonic series (counter_increases rows).
+--   counters_reset (count): of them, the series that ever fell between two scrapes.
+--   reset_scrapes (count): the scrapes at which most counters fell (counter_falls.most_fell).
+--   counter_reset_example (-): one series that fell, `metric{labels}` (the smallest by
+--       text); NULL when none did.
+--   restarted (-): the verdict: any of the three signals fired.
+--   signal (-): the first that fired, in this order: 'process_start_time_seconds',
+--       'counter_reset' or 'stopped_answering'; NULL when none did.
+--   detectable (-): false for a replica that exported neither signal (no start time, no
+--       counter): a restart there could not be seen, and anvil check says so.
+--   scraped (-): the replica has at least one scrape.
+--   scraped_after (-): the replica has a scrape after the run (phase `after`).
 CREATE VIEW restarts AS
 WITH replicas AS (
     SELECT run_id, arm, cell_id, status, unnest(range(0, replicas)) AS replica

@@ -3,20 +3,35 @@
 -- chunk(s) (`prompt_n`, `prompt_ms`, `predicted_n`, `predicted_ms`, `cache_n`, `draft_n`,
 -- `draft_n_accepted`), read from the raw payload of the request's last event that has one.
 -- Requests whose stream carried no timings have no row; a value that is not a number is NULL.
---   server_prefill_ms     the server's prompt processing time (`prompt_ms`);
---   queue_ms              anvil's TTFT minus the server's prefill: the time the request spent
---                         queued or batched before its prefill began, plus transport both
---                         ways, plus the decode of the first token (and of any reasoning
---                         tokens before the first content); a loaded server shows here first;
---   server_decode_ms      the server's generation time (`predicted_ms`);
---   generation_diff_ms    anvil's generation time (first content -> stream completion) minus
---                         the server's: transport and client-side framing, near 0 when both
---                         clocks see the same decode;
---   server_tokens         `predicted_n`, the tokens the server generated;
---   token_diff            usage completion tokens minus `predicted_n` (0 when usage and the
---                         server's own count agree);
---   cached_tokens         `cache_n`, prompt tokens reused from the server's cache;
---   draft_tokens, draft_accepted   `draft_n`, `draft_n_accepted` (speculative decoding).
+-- Columns:
+--   run_id (-): the artifact (runs.run_id).
+--   arm (-): the arm (runs.arm).
+--   cell_id (-): the manifest cell (runs.cell_id).
+--   replica (-): the replica the request went to (requests.replica).
+--   request_index (-): the request within the run (requests.request_index).
+--   outcome (-): how the request ended (requests.outcome): `ok`, or the failure.
+--   ttft_ms (ms): anvil's TTFT (request_metrics.ttft_ms); NULL when no content arrived.
+--   server_prompt_tokens (tokens): `prompt_n`, the prompt tokens the server reports
+--       processing.
+--   server_prefill_ms (ms): the server's prompt processing time (`prompt_ms`).
+--   queue_ms (ms): anvil's TTFT minus the server's prefill: the time the request spent
+--       queued or batched before its prefill began, plus transport both ways, plus the decode
+--       of the first token (and of any reasoning tokens before the first content); a loaded
+--       server shows here first. NULL when either is.
+--   generation_ms (ms): anvil's generation time, first content -> stream completion
+--       (request_metrics.generation_ms); NULL when no content arrived.
+--   server_decode_ms (ms): the server's generation time (`predicted_ms`).
+--   generation_diff_ms (ms): generation_ms minus server_decode_ms: transport and client-side
+--       framing, near 0 when both clocks see the same decode; NULL when either is.
+--   completion_tokens (tokens): the API usage completion tokens (request_metrics); NULL
+--       without usage.
+--   server_tokens (tokens): `predicted_n`, the tokens the server generated.
+--   token_diff (tokens): usage completion tokens minus `predicted_n` (0 when usage and the
+--       server's own count agree); NULL when either is.
+--   cached_tokens (tokens): `cache_n`, prompt tokens reused from the server's cache.
+--   draft_tokens (tokens): `draft_n`, draft tokens proposed (speculative decoding).
+--   draft_accepted (tokens): `draft_n_accepted`, draft tokens accepted (speculative
+--       decoding).
 CREATE VIEW server_timings AS
 WITH reported AS (
     SELECT

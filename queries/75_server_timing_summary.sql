@@ -1,13 +1,22 @@
 -- server_timing_summary: per artifact, server_timings over its successful measured requests:
--- how anvil's client-side figures decompose against what the server reported.
---   requests                 successful measured requests whose stream carried timings;
---   prefill_p50_ms           the server's prefill time, p50 (nearest rank);
---   queue_p50_ms, queue_max_ms   TTFT minus the server's prefill: queued or batched before
---                            prefill, plus transport and the first token's decode;
---   generation_diff_p50_ms   anvil's generation time minus the server's decode time, p50;
---   generation_diff_max_abs_ms   its largest magnitude;
---   token_mismatches         requests whose usage completion tokens differ from the server's
---                            generated count.
+-- how anvil's client-side figures decompose against what the server reported. An artifact
+-- without such a request has no row.
+-- Columns:
+--   run_id (-): the artifact (runs.run_id).
+--   arm (-): the arm (runs.arm).
+--   cell_id (-): the manifest cell (runs.cell_id).
+--   requests (requests): successful measured requests whose stream carried timings.
+--   prefill_p50_ms (ms): the server's prefill time (server_timings.server_prefill_ms), p50 by
+--       nearest rank.
+--   queue_p50_ms (ms): TTFT minus the server's prefill (server_timings.queue_ms: queued or
+--       batched before prefill, plus transport and the first token's decode), p50 by nearest
+--       rank.
+--   queue_max_ms (ms): the largest queue_ms.
+--   generation_diff_p50_ms (ms): anvil's generation time minus the server's decode time
+--       (server_timings.generation_diff_ms), p50 by nearest rank.
+--   generation_diff_max_abs_ms (ms): the largest magnitude of generation_diff_ms.
+--   token_mismatches (requests): requests whose usage completion tokens differ from the
+--       server's generated count (token_diff not 0).
 CREATE VIEW server_timing_summary AS
 SELECT
     run_id,

@@ -3,6 +3,11 @@
 -- server streams one token per event; more when it sends several per event (speculative
 -- decoding's accepted drafts, or a server that batches its writes), which makes
 -- inter-chunk gaps coarser than inter-token ones.
+-- Columns:
+--   run_id (-): the artifact (runs.run_id).
+--   replica (-): the replica the requests went to (requests.replica).
+--   tokens_per_chunk (tokens/chunk): the requests' completion tokens summed over their
+--       content chunks summed (a pooled ratio, not a mean of per-request ratios).
 CREATE VIEW tokens_per_chunk AS
 SELECT
     run_id,

@@ -2,6 +2,21 @@
 -- requests that report usage: the target, the min / mean / max actual (usage) prompt tokens
 -- and the largest relative error |actual - target| / target (prompt_calibration per request).
 -- A functional artifact, whose requests have no prompt-token target, has no row.
+-- Columns:
+--   run_id (-): the artifact (runs.run_id).
+--   arm (-): the arm (runs.arm).
+--   cell_id (-): the manifest cell (runs.cell_id).
+--   target_tokens (tokens): the cell's prompt token target (the largest of its measured
+--       requests', which share it).
+--   requests_with_usage (requests): measured requests with usage prompt tokens.
+--   requests_without_usage (requests): measured requests without them (left out of the
+--       figures below).
+--   min_actual_tokens (tokens): the smallest usage prompt tokens; NULL when no request
+--       reported usage.
+--   mean_actual_tokens (tokens): their mean; NULL when no request reported usage.
+--   max_actual_tokens (tokens): the largest; NULL when no request reported usage.
+--   max_abs_relative_error (-): the largest |actual - target| / target, a ratio (0.05 = 5%);
+--       NULL when no request reported usage or the target is 0.
 CREATE VIEW prompt_calibration_cells AS
 SELECT
     run_id,

@@ -16,13 +16,31 @@
 --                   response's text equals the concatenated deltas, carries the request's
 --                   own canary, and usage was reported.
 -- A request that did not complete (outcome other than ok) fails with its outcome.
--- `failure` says what kind of failure it is (NULL when passed):
---   incomplete  the request did not complete (its outcome is not ok): a loss, not bad output;
---   truncated   the reply was cut by the token ceiling (finish_reason length /
---               max_output_tokens) before the check could see it whole: for structured_json,
---               a valid JSON prefix that never closed; its own reason, never corruption;
---   invalid     a whole reply that fails its check (for structured_json: corruption).
--- `evidence` is what the verdict was drawn from: the reply text, or the tool call.
+-- Columns:
+--   run_id (-): the artifact (runs.run_id).
+--   request_index (-): the request within the run (requests.request_index).
+--   check (-): the check the request belongs to (requests.check): `coding`,
+--       `structured_json`, `tools` or `responses`.
+--   replica (-): the replica the request went to (requests.replica).
+--   passed (-): the request passed its check (reason is NULL).
+--   reason (-): why it failed: `request did not complete: <outcome>` (with `: <error>` when
+--       the request has one) when it did not complete; otherwise the first condition of its
+--       check that does not hold (for structured_json the first schema error, or the cut by
+--       the token ceiling), a reply cut by the token ceiling that fails another check having
+--       the finish reason added; NULL when passed.
+--   failure (-): what kind of failure it is: `incomplete`, the request did not complete (its
+--       outcome is not ok): a loss, not bad output; `truncated`, the reply was cut by the
+--       token ceiling (finish_reason length / max_output_tokens) before the check could see it
+--       whole: for structured_json, a valid JSON prefix that never closed; its own reason,
+--       never corruption; `invalid`, a whole reply that fails its check (for
+--       structured_json: corruption); NULL when passed.
+--   canary (-): the request's own canary (requests.canary); NULL when it has none.
+--   foreign_in_tool_arguments (-): the canary markers in the first tool call's arguments
+--       other than the request's own (tool contamination); an empty list when none or when
+--       there is no tool call.
+--   evidence (-): what the verdict was drawn from: for `tools`, the tool calls assembled from
+--       the stream (a JSON array, `[]` when none); otherwise the reply text (content deltas
+--       in `seq` order, '' when none).
 CREATE VIEW functional_results AS
 WITH per_request AS (
     SELECT

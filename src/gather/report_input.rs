@@ -28,9 +28,9 @@ ORDER BY run_id, replica, t_ns";
 
 /// The queue gauges of each runtime, as the views read them.
 const QUEUE_GAUGES_SQL: &str = "\
-SELECT runtime, array_to_string(array_agg(metric ORDER BY role), ' and ') AS metrics \
+SELECT metric_dialect AS runtime, array_to_string(array_agg(metric ORDER BY role), ' and ') AS metrics \
 FROM server_metric_names WHERE role IN ('queue_running', 'queue_waiting') \
-GROUP BY runtime ORDER BY runtime";
+GROUP BY metric_dialect ORDER BY metric_dialect";
 
 /// How many scrapes each run has, and of how many metrics.
 const SCRAPES_SQL: &str = "\

@@ -50,8 +50,12 @@ const OUTCOME_SQL: &str = "\
 SELECT run_id, outcome, count(*) AS requests FROM request_timing \
 WHERE kind = 'measured' GROUP BY run_id, outcome";
 
+/// A canary checked in tool arguments starts as missing: the tools check's arguments say
+/// whether it is there (below).
 const CANARY_SQL: &str = "\
-SELECT run_id, request_index, own_canary IS NOT FALSE AS own_canary, \
+SELECT run_id, request_index, \
+       CASE WHEN canary_checked_in = 'tool_arguments' THEN false \
+            ELSE own_canary IS NOT FALSE END AS own_canary, \
        coalesce(array_to_string(foreign_canaries, ','), '') AS foreign_list \
 FROM request_metrics WHERE canary IS NOT NULL OR foreign_canary_count > 0 \
 ORDER BY run_id, request_index";

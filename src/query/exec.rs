@@ -158,6 +158,9 @@ impl AnvilSession {
         statement: Statement,
         access: Access,
     ) -> Result<StatementResult, QueryError> {
+        if let Some(name) = described_name(&statement) {
+            return self.describe(&name).await;
+        }
         let state = self.context().state();
         let references = state
             .resolve_table_references(&statement)
@@ -217,50 +220,113 @@ impl AnvilSession {
     }
 
     /// Every table and view with its columns: one row per column (`name`, `kind`,
-    /// `column_name`, `data_type`, `nullable`), tables first, then views in load order.
+    /// `column_name`, `data_type`, `nullable`, `unit`, `meaning`), tables first, then views
+    /// in load order.
     pub async fn list(&self) -> Result<StatementResult, QueryError> {
-        use datafusion::arrow::array::{BooleanArray, StringArray};
+        let names: Vec<&str> = TABLES
+            .iter()
+            .copied()
+            .chain(VIEWS.iter().map(|v| v.name))
+            .collect();
+        self.column_rows(&names, true).await
+    }
+
+    /// `DESCRIBE name` of one of anvil's tables or views: each column with its type,
+    /// nullability, unit and meaning; any other name as DataFusion describes it.
+    pub async fn describe(&self, name: &str) -> Result<StatementResult, QueryError> {
+        if super::docs::columns(name).is_none() {
+            let sql = format!("DESCRIBE {name}");
+            let statement = DFParser::parse_sql(&sql)
+                .ok()
+                .and_then(|mut s| s.pop_front())
+                .ok_or_else(|| QueryError::Sql {
+                    message: format!("cannot describe {name}"),
+                    hint: None,
+                })?;
+            let state = self.context().state();
+            let plan = state.statement_to_plan(statement).await?;
+            let frame = self.context().execute_logical_plan(plan).await?;
+            let schema = SchemaRef::new(frame.schema().as_arrow().clone());
+            let batches = super::context::collect(frame).await??;
+            return Ok(StatementResult { schema, batches });
+        }
+        self.column_rows(&[name], false).await
+    }
+
+    /// One row per column of each of `names`, with its documentation.
+    async fn column_rows(
+        &self,
+        names: &[&str],
+        with_table: bool,
+    ) -> Result<StatementResult, QueryError> {
+        use datafusion::arrow::array::{ArrayRef, BooleanArray, StringArray};
         use datafusion::arrow::datatypes::{DataType, Field, Schema};
         use std::sync::Arc;
 
-        let names = TABLES.iter().copied().chain(VIEWS.iter().map(|v| v.name));
         let (mut table, mut kind, mut column, mut data_type, mut nullable) =
             (vec![], vec![], vec![], vec![], vec![]);
+        let (mut unit, mut meaning) = (vec![], vec![]);
         for name in names {
-            let provider = self.context().table_provider(name).await?;
+            let provider = self.context().table_provider(*name).await?;
             let k = match provider.table_type() {
                 TableType::View => "view",
                 _ => "table",
             };
+            let docs = super::docs::columns(name).unwrap_or_default();
             for field in provider.schema().fields() {
-                table.push(name.to_owned());
+                let doc = docs.iter().find(|d| d.name == *field.name());
+                table.push((*name).to_owned());
                 kind.push(k);
                 column.push(field.name().clone());
                 data_type.push(field.data_type().to_string());
                 nullable.push(field.is_nullable());
+                unit.push(doc.map(|d| d.unit.clone()));
+                meaning.push(doc.map(|d| d.meaning.clone()));
             }
         }
-        let schema = Arc::new(Schema::new(vec![
-            Field::new("name", DataType::Utf8, false),
-            Field::new("kind", DataType::Utf8, false),
+        let mut fields = Vec::new();
+        let mut columns: Vec<ArrayRef> = Vec::new();
+        if with_table {
+            fields.push(Field::new("name", DataType::Utf8, false));
+            fields.push(Field::new("kind", DataType::Utf8, false));
+            columns.push(Arc::new(StringArray::from(table)));
+            columns.push(Arc::new(StringArray::from(kind)));
+        }
+        fields.extend([
             Field::new("column_name", DataType::Utf8, false),
             Field::new("data_type", DataType::Utf8, false),
             Field::new("nullable", DataType::Boolean, false),
-        ]));
-        let batch = RecordBatch::try_new(
-            schema.clone(),
-            vec![
-                Arc::new(StringArray::from(table)),
-                Arc::new(StringArray::from(kind)),
-                Arc::new(StringArray::from(column)),
-                Arc::new(StringArray::from(data_type)),
-                Arc::new(BooleanArray::from(nullable)),
-            ],
-        )
-        .map_err(DataFusionError::from)?;
+            Field::new("unit", DataType::Utf8, true),
+            Field::new("meaning", DataType::Utf8, true),
+        ]);
+        columns.extend([
+            Arc::new(StringArray::from(column)) as ArrayRef,
+            Arc::new(StringArray::from(data_type)),
+            Arc::new(BooleanArray::from(nullable)),
+            Arc::new(StringArray::from(unit)),
+            Arc::new(StringArray::from(meaning)),
+        ]);
+        let schema = Arc::new(Schema::new(fields));
+        let batch = RecordBatch::try_new(schema.clone(), columns).map_err(DataFusionError::from)?;
         Ok(StatementResult {
             schema,
             batches: vec![batch],
         })
+    }
+}
+
+/// The table or view a `DESCRIBE name` (or `DESC name`) statement names.
+fn described_name(statement: &Statement) -> Option<String> {
+    use datafusion::sql::sqlparser::ast::{DescribeAlias, Statement as Sql};
+    let Statement::Statement(inner) = statement else {
+        return None;
+    };
+    match inner.as_ref() {
+        Sql::ExplainTable {
+            describe_alias: DescribeAlias::Describe | DescribeAlias::Desc,
+            table_name,
+            ..
+        } => Some(table_name.to_string()),
+        _ => None,
     }
 }

@@ -13,6 +13,7 @@
 pub mod aggregate_state;
 pub mod catalog;
 pub mod context;
+pub mod docs;
 pub mod error;
 pub mod exec;
 pub mod functional_udf;

@@ -19,6 +19,7 @@ use std::sync::Arc;
 
 use datafusion::arrow::array::{
     Array, ArrayRef, AsArray, BooleanArray, Float64Array, ListArray, ListBuilder, StringBuilder,
+    StructArray,
 };
 use datafusion::arrow::datatypes::{DataType, Field, FieldRef, Float64Type};
 use datafusion::arrow::record_batch::RecordBatch;
@@ -36,13 +37,14 @@ use datafusion::prelude::SessionContext;
 use super::aggregate_state::{list_array, list_state_field, selected};
 use super::ordered_concat::OrderedConcat;
 use crate::artifact::canary;
-use crate::stats::{Probability, Sample};
+use crate::stats::{Percentile, Probability, Sample};
 
 /// Register every anvil function on `ctx`.
 pub fn register(ctx: &SessionContext) {
     for kind in [RankKind::Estimate, RankKind::Low, RankKind::High] {
         ctx.register_udaf(AggregateUDF::from(NearestRank::new(kind)));
     }
+    ctx.register_udaf(AggregateUDF::from(Percentiles::new()));
     ctx.register_udaf(AggregateUDF::from(Ci95::new(Bound::Low)));
     ctx.register_udaf(AggregateUDF::from(Ci95::new(Bound::High)));
     ctx.register_udf(ScalarUDF::from(Canaries::new()));
@@ -50,7 +52,11 @@ pub fn register(ctx: &SessionContext) {
 }
 
 /// Names of the functions [`register`] adds, for `--list`.
-pub const FUNCTIONS: [(&str, &str); 7] = [
+pub const FUNCTIONS: [(&str, &str); 8] = [
+    (
+        "percentiles(x)",
+        "aggregate: struct of p1, p5, p25, p50, p75, p90, p95, p99 of x (nearest rank) with each one's pK_ci_low, pK_ci_high, from one sort",
+    ),
     (
         "nearest_rank(x, p)",
         "aggregate: value at rank ceil(p*n) of the sorted non-null x, p constant in (0, 1]",
@@ -100,6 +106,21 @@ fn float64_signature(args: usize) -> Signature {
 enum Statistic {
     NearestRank(RankKind, Probability),
     Ci95(Bound),
+    /// Every percentile with its interval, as one struct (`percentiles(x)`).
+    Percentiles,
+}
+
+/// The fields of `percentiles(x)`: `p1`, `p1_ci_low`, `p1_ci_high`, … `p99_ci_high`, the
+/// names `cell_stats` gives its columns.
+fn percentiles_fields() -> Vec<Field> {
+    Percentile::ALL
+        .iter()
+        .flat_map(|q| {
+            let [low, high] = q.interval_columns();
+            [q.column(), low, high]
+        })
+        .map(|name| Field::new(name, DataType::Float64, true))
+        .collect()
 }
 
 impl Statistic {
@@ -108,7 +129,56 @@ impl Statistic {
             Self::NearestRank(kind, _) => kind.name(),
             Self::Ci95(Bound::Low) => "ci95_low",
             Self::Ci95(Bound::High) => "ci95_high",
+            Self::Percentiles => "percentiles",
         }
+    }
+
+    /// The type of its result.
+    fn data_type(self) -> DataType {
+        match self {
+            Self::Percentiles => DataType::Struct(percentiles_fields().into()),
+            _ => DataType::Float64,
+        }
+    }
+
+    /// The statistic of each group's values (taken), NULL over no values.
+    fn evaluate(self, groups: Vec<Vec<f64>>) -> Result<ArrayRef> {
+        if self != Self::Percentiles {
+            let results = groups
+                .into_iter()
+                .map(|values| self.of(values))
+                .collect::<Result<Float64Array>>()?;
+            return Ok(Arc::new(results));
+        }
+        let fields = percentiles_fields();
+        let mut columns: Vec<Vec<Option<f64>>> =
+            vec![Vec::with_capacity(groups.len()); fields.len()];
+        let mut valid = Vec::with_capacity(groups.len());
+        for values in groups {
+            if values.is_empty() {
+                valid.push(false);
+                columns.iter_mut().for_each(|c| c.push(None));
+                continue;
+            }
+            valid.push(true);
+            let mut sample = Sample::new(values)
+                .map_err(|e| DataFusionError::Execution(format!("{}: {e}", self.name())))?;
+            for (k, i) in sample.percentile_intervals().into_iter().enumerate() {
+                columns[3 * k].push(Some(i.estimate));
+                columns[3 * k + 1].push(i.low);
+                columns[3 * k + 2].push(i.high);
+            }
+        }
+        let arrays: Vec<ArrayRef> = columns
+            .into_iter()
+            .map(|c| Arc::new(Float64Array::from(c)) as ArrayRef)
+            .collect();
+        let nulls = datafusion::arrow::buffer::NullBuffer::from(valid);
+        Ok(Arc::new(StructArray::try_new(
+            fields.into(),
+            arrays,
+            Some(nulls),
+        )?))
     }
 
     /// The statistic of `values` (taken), NULL over no values.
@@ -119,6 +189,8 @@ impl Statistic {
         let mut sample = Sample::new(values)
             .map_err(|e| DataFusionError::Execution(format!("{}: {e}", self.name())))?;
         Ok(match self {
+            // Struct-valued: see `evaluate`.
+            Self::Percentiles => None,
             Self::NearestRank(RankKind::Estimate, p) => Some(sample.nearest_rank(p)),
             Self::NearestRank(RankKind::Low, p) => sample.percentile_interval(p).low,
             Self::NearestRank(RankKind::High, p) => sample.percentile_interval(p).high,
@@ -188,9 +260,8 @@ impl Accumulator for CollectingAccumulator {
 
     fn evaluate(&mut self) -> Result<ScalarValue> {
         // Cloned: a window frame may evaluate, then update again.
-        Ok(ScalarValue::Float64(
-            self.statistic.of(self.values.clone())?,
-        ))
+        let array = self.statistic.evaluate(vec![self.values.clone()])?;
+        ScalarValue::try_from_array(&array, 0)
     }
 
     fn size(&self) -> usize {
@@ -265,12 +336,8 @@ impl GroupsAccumulator for CollectingGroups {
     }
 
     fn evaluate(&mut self, emit_to: EmitTo) -> Result<ArrayRef> {
-        let groups = emit_to.take_needed(&mut self.groups);
-        let results = groups
-            .into_iter()
-            .map(|values| self.statistic.of(values))
-            .collect::<Result<Float64Array>>()?;
-        Ok(Arc::new(results))
+        self.statistic
+            .evaluate(emit_to.take_needed(&mut self.groups))
     }
 
     fn size(&self) -> usize {
@@ -439,6 +506,66 @@ impl AggregateUDFImpl for Ci95 {
     ) -> Result<Box<dyn GroupsAccumulator>> {
         Ok(Box::new(CollectingGroups {
             statistic: Statistic::Ci95(self.bound),
+            groups: Vec::new(),
+        }))
+    }
+}
+
+/// `percentiles(x)`: every percentile of `cell_stats` with its interval, one collection and
+/// one sort per group (the per-percentile functions each collect and select on their own).
+#[derive(Debug, PartialEq, Eq, Hash)]
+pub struct Percentiles {
+    signature: Signature,
+}
+
+impl Percentiles {
+    pub fn new() -> Self {
+        Self {
+            signature: float64_signature(1),
+        }
+    }
+}
+
+impl Default for Percentiles {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl AggregateUDFImpl for Percentiles {
+    fn name(&self) -> &str {
+        Statistic::Percentiles.name()
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
+        Ok(Statistic::Percentiles.data_type())
+    }
+
+    fn state_fields(&self, args: StateFieldsArgs) -> Result<Vec<FieldRef>> {
+        Ok(vec![list_state_field(&args, "values", DataType::Float64)])
+    }
+
+    fn accumulator(&self, _args: AccumulatorArgs) -> Result<Box<dyn Accumulator>> {
+        Ok(Box::new(CollectingAccumulator {
+            statistic: Statistic::Percentiles,
+            values: Vec::new(),
+        }))
+    }
+
+    fn groups_accumulator_supported(&self, _args: AccumulatorArgs) -> bool {
+        true
+    }
+
+    fn create_groups_accumulator(
+        &self,
+        _args: AccumulatorArgs,
+    ) -> Result<Box<dyn GroupsAccumulator>> {
+        Ok(Box::new(CollectingGroups {
+            statistic: Statistic::Percentiles,
             groups: Vec::new(),
         }))
     }

@@ -783,6 +783,8 @@ pub fn topology_view(assessments: &[TopologyAssessment]) -> Vec<TopologyView> {
     assessments
         .iter()
         .map(|t| TopologyView {
+            name: t.name.clone(),
+            overhead: t.overhead.clone(),
             rows: t
                 .rows
                 .iter()
@@ -794,9 +796,23 @@ pub fn topology_view(assessments: &[TopologyAssessment]) -> Vec<TopologyView> {
                             .topology
                             .map_or_else(|| NA.to_owned(), |t| t.to_string()),
                         gpus: row.gpus.map_or_else(|| NA.to_owned(), |g| g.to_string()),
-                        output_tps: fmt_unit(row.output_tps, "tok/s"),
+                        in_flight: row.in_flight.to_string(),
+                        runs: row.runs.to_string(),
+                        output_tps: match row.output_tps_ci {
+                            Some((low, high)) => format!(
+                                "{} {}",
+                                fmt_unit(row.output_tps, "tok/s"),
+                                fmt_interval(Some(low), Some(high))
+                            ),
+                            None => fmt_unit(row.output_tps, "tok/s"),
+                        },
                         per_gpu: fmt_unit(row.output_tps_per_gpu, "tok/s/GPU"),
-                        scaling_efficiency: fmt_percent(row.scaling_efficiency),
+                        scaling_efficiency: match (&row.against, row.scaling_efficiency) {
+                            (Some(against), Some(e)) => {
+                                format!("{} of {against}", fmt_percent(Some(e)))
+                            }
+                            _ => String::new(),
+                        },
                         verdict: if reason.is_empty() {
                             verdict.to_owned()
                         } else {

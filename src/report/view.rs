@@ -280,9 +280,13 @@ pub struct ControlRowView {
 /// Section 7: one matched workload whose arms differ in topology.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct TopologyView {
+    /// `stage: workload`.
+    pub name: String,
     pub rows: Vec<TopologyRowView>,
     pub winner: String,
     pub reason: String,
+    /// What was and was not measured of communication overhead; the loads.
+    pub overhead: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -290,8 +294,12 @@ pub struct TopologyRowView {
     pub arm: String,
     pub topology: String,
     pub gpus: String,
+    pub in_flight: String,
+    pub runs: String,
+    /// `649 tok/s [640, 658]` (across runs) or `649 tok/s`.
     pub output_tps: String,
     pub per_gpu: String,
+    /// `84.8% of TP1`.
     pub scaling_efficiency: String,
     pub verdict: String,
     pub verdict_class: String,

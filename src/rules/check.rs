@@ -1,13 +1,13 @@
-//! The overall verdict of `anvil check`: every advance rule per arm, every stop rule, plan
-//! coverage, and the campaign's [`Outcome`].
+//! The overall verdict of `anvil check`: every advance rule per arm, every stage's
+//! comparisons, every stop rule, plan coverage, and the campaign's [`Outcome`].
 //!
-//! [`Outcome::Holds`]: every advance rule holds, every claim is supported and no stop rule
-//! fired; [`Outcome::StopRuleFired`] / [`Outcome::RuleFailed`]: a stop rule fired, or
-//! recorded evidence contradicts an advance rule or a stage's claim;
+//! [`Outcome::Holds`]: every advance rule holds (or does not apply), no claim is contradicted
+//! and no stop rule fired; [`Outcome::StopRuleFired`] / [`Outcome::RuleFailed`]: a stop rule
+//! fired, or recorded evidence contradicts an advance rule or a stage's claim;
 //! [`Outcome::Incomplete`]: nothing fired or failed but evidence is missing (an advance rule
-//! not run, a plan arm without artifacts, a claim that could not be matched to recorded
-//! arms). Bad input is the caller's to report before the rules run; the edge maps outcomes
-//! to exit codes.
+//! not run, a plan arm without artifacts). A claim the evidence cannot test is information,
+//! not missing evidence. Bad input is the caller's to report before the rules run; the edge
+//! maps outcomes to exit codes.
 
 use serde::Serialize;
 

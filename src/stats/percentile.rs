@@ -109,8 +109,28 @@ pub struct RankInterval {
 }
 
 /// The ranks of the 95% interval of the nearest-rank percentile `p` of `n` values (see the
-/// module documentation). Both sides unbounded for n = 0.
+/// module documentation). Both sides unbounded for n = 0. Remembered per (n, p): every
+/// statistics row asks for the same few.
 pub fn rank_interval(n: usize, p: Probability) -> RankInterval {
+    use std::collections::HashMap;
+    use std::sync::{Mutex, OnceLock};
+    static KNOWN: OnceLock<Mutex<HashMap<(usize, u64), RankInterval>>> = OnceLock::new();
+    let known = KNOWN.get_or_init(|| Mutex::new(HashMap::new()));
+    let key = (n, p.get().to_bits());
+    if let Some(r) = known.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
+        return *r;
+    }
+    let r = compute_rank_interval(n, p);
+    let mut known = known.lock().unwrap_or_else(|e| e.into_inner());
+    // Bounded: a session asks for a few hundred distinct n at most.
+    if known.len() > 100_000 {
+        known.clear();
+    }
+    known.insert(key, r);
+    r
+}
+
+fn compute_rank_interval(n: usize, p: Probability) -> RankInterval {
     let unbounded = RankInterval {
         low: None,
         high: None,

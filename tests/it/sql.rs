@@ -750,10 +750,14 @@ fn scrape_views_find_spec_decode_and_restarts() {
     let (rt, s) = session(&dir);
     let r = query(&rt, &s, "SELECT * FROM spec_decode ORDER BY replica");
     // Replica 1 speaks llama.cpp's names: 5 -> 9, then a fall to 3 at the restart (counted
-    // from 0): 4 + 3.
+    // from 0): 4 + 3. The metric dialect is whose names were found; the runtime the arm's.
+    assert_eq!(
+        strings(&r, "metric_dialect"),
+        [Some("vllm".to_owned()), Some("llama.cpp".to_owned())]
+    );
     assert_eq!(
         strings(&r, "runtime"),
-        [Some("vllm".to_owned()), Some("llama.cpp".to_owned())]
+        [Some("sim".to_owned()), Some("sim".to_owned())]
     );
     assert_column(&r, "drafts", &[Some(10.0), Some(7.0)]);
     assert_column(&r, "draft_tokens", &[Some(40.0), None]);
@@ -937,17 +941,46 @@ fn cli_sql_list_shows_tables_views_and_columns() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     let stdout = text(&out.stdout);
     for line in [
-        "name,kind,column_name,data_type,nullable",
-        "runs,table,arm_config,Utf8,false",
-        "events,table,content_delta,Utf8View,true",
-        "request_metrics,view,ttft_ms,Float64,true",
-        "cell_stats,view,p99,Float64,true",
+        "name,kind,column_name,data_type,nullable,unit,meaning",
+        "runs,table,repeat_index,Int64,false,-,\"Which repeat of its cell the run is, 1-based (run.json `repeat.index`; 1 for a cell recorded once).\"",
+        "events,table,t_ns,Int64,false,ns,When the event's bytes arrived: the kernel's receive time of the newest TCP segment read when the client framed it (never before its own last byte).",
     ] {
         assert!(
             stdout.lines().any(|l| l == line),
             "missing `{line}` in\n{stdout}"
         );
     }
+    // Views carry the units and meanings of their queries/*.sql headers.
+    for start in [
+        "request_metrics,view,ttft_ms,Float64,true,ms,",
+        "cell_stats,view,p99_ci_high,Float64,true,as unit,",
+    ] {
+        assert!(
+            stdout.lines().any(|l| l.starts_with(start)),
+            "missing `{start}…` in\n{stdout}"
+        );
+    }
+    // DESCRIBE of a view: one row per column with its unit and meaning.
+    let out = anvil(&[
+        "sql",
+        "--data",
+        dir.to_str().unwrap(),
+        "--format",
+        "csv",
+        "DESCRIBE cell_stats",
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let described = text(&out.stdout);
+    assert_eq!(
+        described.lines().next(),
+        Some("column_name,data_type,nullable,unit,meaning")
+    );
+    assert!(
+        described
+            .lines()
+            .any(|l| l.starts_with("window,Utf8,true,-,")),
+        "{described}"
+    );
 }
 
 #[test]
@@ -1451,5 +1484,129 @@ fn cli_sql_into_a_pipe_closed_early_succeeds() {
             "{format}: {}",
             String::from_utf8_lossy(&out.stderr)
         );
+    }
+}
+
+/// `tmux` and its private server for one test, killed when dropped.
+struct Tmux {
+    socket: String,
+}
+
+impl Tmux {
+    fn run(&self, args: &[&str]) -> std::process::Output {
+        std::process::Command::new("tmux")
+            .args(["-L", &self.socket])
+            .args(args)
+            .output()
+            .expect("tmux runs")
+    }
+
+    /// The pane's text, scrollback included.
+    fn pane(&self) -> String {
+        text(
+            &self
+                .run(&["capture-pane", "-p", "-J", "-S", "-2000", "-t", "s"])
+                .stdout,
+        )
+    }
+
+    /// Wait until the pane shows `needle` (10 s at most).
+    fn wait_for(&self, needle: &str) -> String {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        loop {
+            let pane = self.pane();
+            if pane.contains(needle) {
+                return pane;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "`{needle}` never appeared:\n{pane}"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+    }
+
+    fn type_line(&self, line: &str) {
+        // tmux reads an argument ending in `;` as the end of its command: escape it.
+        let line = match line.strip_suffix(';') {
+            Some(head) => format!("{head}\\;"),
+            None => line.to_owned(),
+        };
+        self.run(&["send-keys", "-t", "s", "-l", &line]);
+        self.run(&["send-keys", "-t", "s", "Enter"]);
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = self.run(&["kill-server"]);
+    }
+}
+
+/// The interactive prompt in a real terminal: meta-commands work in the middle of a
+/// statement (`\d NAME` describes with units and meanings), an unknown one is refused
+/// without swallowing the next line, and the statement typed around them runs whole.
+#[test]
+fn the_interactive_prompt_takes_meta_commands_anywhere() {
+    let have_tmux = std::process::Command::new("tmux")
+        .arg("-V")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !have_tmux {
+        assert!(
+            std::env::var("ANVIL_REQUIRE_TMUX").as_deref() != Ok("1"),
+            "ANVIL_REQUIRE_TMUX=1 but tmux is not installed"
+        );
+        eprintln!(
+            "!!! SKIPPED: the_interactive_prompt_takes_meta_commands_anywhere needs tmux for a \
+             real terminal (apt-get install tmux; .ci/run installs it) !!!"
+        );
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = build_artifact(tmp.path());
+    let tmux = Tmux {
+        socket: format!("anvil-test-{}", std::process::id()),
+    };
+    let command = format!(
+        "HOME={} {} sql --data {}",
+        tmp.path().display(),
+        super::common::ANVIL,
+        dir.display()
+    );
+    let started = tmux.run(&[
+        "new-session",
+        "-d",
+        "-s",
+        "s",
+        "-x",
+        "250",
+        "-y",
+        "80",
+        &command,
+    ]);
+    assert!(started.status.success(), "{}", text(&started.stderr));
+    tmux.wait_for("anvil> ");
+    tmux.type_line("SELECT count(*) AS measured_rows");
+    tmux.wait_for("..> ");
+    tmux.type_line("\\d request_metrics");
+    let pane = tmux.wait_for("canary_checked_in");
+    assert!(pane.contains("| ttft_ms"), "{pane}");
+    assert!(pane.contains("| ms "), "units shown:\n{pane}");
+    tmux.type_line("\\x");
+    tmux.wait_for("unknown meta-command \\x");
+    tmux.type_line("FROM request_metrics;");
+    let pane = tmux.wait_for("| measured_rows");
+    let pane = if pane.contains("| 5 ") {
+        pane
+    } else {
+        tmux.wait_for("| 5 ")
+    };
+    assert!(pane.contains("| 5 "), "the whole statement ran:\n{pane}");
+    tmux.type_line("\\q");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while tmux.run(&["has-session", "-t", "s"]).status.success() {
+        assert!(std::time::Instant::now() < deadline, "\\q did not quit");
+        std::thread::sleep(std::time::Duration::from_millis(50));
     }
 }

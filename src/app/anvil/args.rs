@@ -71,7 +71,7 @@ fn compare_exit_codes_help() -> String {
 fn check_exit_codes_help() -> String {
     format!(
         "Exit codes:\n  \
-         {}  every advance rule holds, every claim is supported, no stop rule fired\n  \
+         {}  every advance rule holds, no claim is contradicted, no stop rule fired\n  \
          {}  a stop rule fired, or the evidence contradicts an advance rule or a claim\n  \
          {}  bad input: an unreadable manifest, plan, artifact or path\n  \
          {}  incomplete: nothing failed, but evidence is missing",
@@ -137,22 +137,29 @@ pub enum Command {
     /// Tables: `runs` (one row per artifact, from run.json), `requests`, `events`, `scrapes`
     /// (the union over every artifact folder found beneath each --data DIR; join on
     /// `run_id`). Views from queries/*.sql: request_timing, request_metrics, cell_stats,
-    /// aggregate_throughput, chunk_gaps, spec_decode, restarts, prompt_calibration,
-    /// functional_results, ... Functions: nearest_rank(x, p), ci95_low(x), ci95_high(x),
-    /// canaries(text), json_pointer(text, pointer), json_schema_valid(instance, schema),
-    /// json_schema_error(instance, schema), json_find(text, array, key, value),
+    /// percentile_ci, aggregate_throughput, across_runs, chunk_gaps, spec_decode, restarts,
+    /// prompt_calibration, functional_results, ... `DESCRIBE name` lists a table's or view's
+    /// columns with their unit and meaning. Functions: nearest_rank(x, p),
+    /// nearest_rank_ci_low(x, p), nearest_rank_ci_high(x, p), percentiles(x), ci95_low(x),
+    /// ci95_high(x), canaries(text), json_pointer(text, pointer), json_schema_valid(instance,
+    /// schema), json_schema_error(instance, schema), json_find(text, array, key, value),
     /// tool_calls(list of tool_call_delta texts).
     /// With no QUERY and no -f, reads SQL from standard input, or opens an interactive
-    /// prompt when standard input is a terminal. Read-only unless --allow-write.
+    /// prompt when standard input is a terminal (`\?` lists its meta-commands: `\d NAME`,
+    /// `\l`, `\r`, `\q`, which work also in the middle of a statement). Read-only unless
+    /// --allow-write.
     #[cfg(feature = "analysis")]
     #[command(after_help = sql_exit_codes_help())]
     Sql(SqlArgs),
 
     /// Print the statistics of every artifact (from the cell_stats view).
     ///
-    /// Per artifact: TTFT, effective prefill, decode, TPOT, ITL and E2E, each with n, mean,
-    /// sd, 95% CI of the mean, min, p25, p50, p75, p90, p95, p99, max (nearest rank), failed
-    /// requests beside, and the aggregate output throughput.
+    /// Per artifact: its first wave, then TTFT, effective prefill, decode, TPOT, ITL and E2E
+    /// over all requests and after the first wave (where it has one), each with n, the mean
+    /// with its 95% CI, p50 and the slowest 5% and 1% (p95/p99 for times, p5/p1 for rates)
+    /// each with its distribution-free 95% interval, min and max, failed requests beside;
+    /// the tails the first wave sets, named; and the aggregate output throughput of both
+    /// windows. `--format csv|json` gives every cell_stats column, both windows.
     #[cfg(feature = "analysis")]
     #[command(after_help = sql_exit_codes_help())]
     Summary(SummaryArgs),
@@ -192,10 +199,13 @@ pub enum Command {
 
     /// Check the campaign's rules over the artifacts against the run plan.
     ///
-    /// Per arm the advance rules; every stop rule (naming contaminated requests and their
-    /// canaries); topology comparisons; per plan stage which arms have evidence and which
-    /// do not, and whether each selection or rejection is supported; promotion_authorized
-    /// and the open gates.
+    /// Per arm the advance rules; every stage's comparisons (each arm against its
+    /// one-variable control, per workload); topology comparisons (per GPU, scaling
+    /// efficiency against the single-GPU arm, in flight, what communication overhead was
+    /// measured); every stop rule (naming contaminated requests and their canaries); per
+    /// plan stage which arms have evidence, and each selection or rejection labelled
+    /// supported, contradicted or not testable with its figures; promotion_authorized and
+    /// the open gates.
     #[cfg(feature = "analysis")]
     #[command(after_help = check_exit_codes_help())]
     Check(CheckArgs),

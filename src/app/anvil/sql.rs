@@ -75,8 +75,102 @@ fn history_path() -> Option<PathBuf> {
     std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".anvil_sql_history"))
 }
 
-/// The interactive prompt: statements end with `;`; `\l` lists tables and views, `\q` (or
-/// Ctrl-D) quits. Errors are printed and the prompt goes on.
+/// What one line typed at the interactive prompt asks for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Action {
+    /// A statement is complete: run it.
+    Run(String),
+    /// `\l` or `\d`: list the tables and views with their columns.
+    List,
+    /// `\d NAME`: describe one table or view.
+    Describe(String),
+    /// `\?`: list the meta-commands.
+    Help,
+    /// `\q` (or `quit` / `exit` at the start of a statement).
+    Quit,
+    /// `\r`: the unfinished statement was cleared.
+    Reset,
+    /// A meta-command anvil does not know: refused, the statement so far kept.
+    Unknown(String),
+    /// The statement goes on.
+    Continue,
+}
+
+/// The meta-commands, as `\?` prints them.
+const META_HELP: &str = "\
+  \\l, \\d      list the tables and views with their columns, units and meanings
+  \\d NAME      describe one table or view (as DESCRIBE NAME)
+  \\r           clear the statement typed so far
+  \\?           this list
+  \\q           quit (also Ctrl-D, or quit / exit at the start of a statement)
+Statements end with `;`; a meta-command also works in the middle of one.";
+
+/// The prompt's state: the statement typed so far. A line starting with `\` is a
+/// meta-command wherever it comes, never part of a statement.
+#[derive(Debug, Default)]
+struct Prompt {
+    buffer: String,
+}
+
+impl Prompt {
+    fn line(&mut self, line: &str) -> Action {
+        let trimmed = line.trim();
+        if let Some(command) = trimmed.strip_prefix('\\') {
+            let mut words = command.split_whitespace();
+            let (word, arg, extra) = (words.next(), words.next(), words.next());
+            return match (word, arg, extra) {
+                (Some("q"), None, None) => Action::Quit,
+                (Some("?"), None, None) => Action::Help,
+                (Some("l" | "d"), None, None) => Action::List,
+                (Some("d"), Some(name), None) => Action::Describe(name.to_owned()),
+                (Some("r"), None, None) => {
+                    self.buffer.clear();
+                    Action::Reset
+                }
+                _ => Action::Unknown(trimmed.to_owned()),
+            };
+        }
+        if self.buffer.is_empty() && matches!(trimmed, "quit" | "exit") {
+            return Action::Quit;
+        }
+        if trimmed.is_empty() && self.buffer.is_empty() {
+            return Action::Continue;
+        }
+        if !self.buffer.is_empty() {
+            self.buffer.push('\n');
+        }
+        self.buffer.push_str(line);
+        if trimmed.ends_with(';') {
+            Action::Run(std::mem::take(&mut self.buffer))
+        } else {
+            Action::Continue
+        }
+    }
+
+    fn in_statement(&self) -> bool {
+        !self.buffer.is_empty()
+    }
+}
+
+/// Write a result (or say what went wrong) at the prompt.
+fn show(
+    result: Result<Vec<StatementResult>, QueryError>,
+    format: Format,
+    out_path: Option<&Path>,
+) -> anyhow::Result<()> {
+    match result {
+        Ok(results) => {
+            let mut out = Sink::open(out_path)?;
+            write_all(&mut out, format, &results)?;
+            out.finish().context("writing the result")?;
+        }
+        Err(e) => eprintln!("{e}"),
+    }
+    Ok(())
+}
+
+/// The interactive prompt: statements end with `;`; the meta-commands of [`META_HELP`]
+/// work anywhere. Errors are printed and the prompt goes on.
 async fn interactive(
     session: &AnvilSession,
     format: Format,
@@ -92,57 +186,49 @@ async fn interactive(
         let _ = editor.load_history(path);
     }
     eprintln!(
-        "anvil sql: {} artifact(s). End statements with `;`. \\l lists tables and views, \\q quits.",
+        "anvil sql: {} artifact(s). End statements with `;`. \\? lists the meta-commands, \\q quits.",
         session.artifacts().len()
     );
-    let mut buffer = String::new();
+    let mut prompt = Prompt::default();
     loop {
-        let prompt = if buffer.is_empty() {
-            "anvil> "
-        } else {
+        let shown = if prompt.in_statement() {
             "   ..> "
+        } else {
+            "anvil> "
         };
-        let line = match editor.readline(prompt) {
+        let line = match editor.readline(shown) {
             Ok(line) => line,
             Err(ReadlineError::Interrupted) => {
-                buffer.clear();
+                prompt = Prompt::default();
                 continue;
             }
             Err(ReadlineError::Eof) => break,
             Err(e) => return Err(e).context("reading the prompt"),
         };
-        let trimmed = line.trim();
-        if buffer.is_empty() && matches!(trimmed, "\\q" | "quit" | "exit") {
-            break;
-        }
-        if buffer.is_empty() && matches!(trimmed, "\\l" | "\\d") {
-            let _ = editor.add_history_entry(trimmed);
-            match session.list().await {
-                Ok(listing) => {
-                    let mut out = Sink::open(out_path)?;
-                    write_result(&mut out, format, &listing)?;
-                    out.finish().context("writing the result")?;
-                }
-                Err(e) => eprintln!("{e}"),
+        match prompt.line(&line) {
+            Action::Continue => {}
+            Action::Quit => break,
+            Action::Help => eprintln!("{META_HELP}"),
+            Action::Reset => eprintln!("(statement cleared)"),
+            Action::Unknown(command) => eprintln!(
+                "unknown meta-command {command}: not run, and not added to the statement (\\? lists them)"
+            ),
+            Action::List => {
+                let _ = editor.add_history_entry(line.trim());
+                show(session.list().await.map(|r| vec![r]), format, out_path)?;
             }
-            continue;
-        }
-        if !buffer.is_empty() {
-            buffer.push('\n');
-        }
-        buffer.push_str(&line);
-        if !trimmed.ends_with(';') {
-            continue;
-        }
-        let sql = std::mem::take(&mut buffer);
-        let _ = editor.add_history_entry(sql.as_str());
-        match session.run_sql(&sql, access).await {
-            Ok(results) => {
-                let mut out = Sink::open(out_path)?;
-                write_all(&mut out, format, &results)?;
-                out.finish().context("writing the result")?;
+            Action::Describe(name) => {
+                let _ = editor.add_history_entry(line.trim());
+                show(
+                    session.describe(&name).await.map(|r| vec![r]),
+                    format,
+                    out_path,
+                )?;
             }
-            Err(e) => eprintln!("{e}"),
+            Action::Run(sql) => {
+                let _ = editor.add_history_entry(sql.as_str());
+                show(session.run_sql(&sql, access).await, format, out_path)?;
+            }
         }
     }
     if let Some(path) = &history {
@@ -150,4 +236,40 @@ async fn interactive(
         let _ = editor.save_history(path);
     }
     Ok(Exit::Ok)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn meta_commands_work_in_the_middle_of_a_statement_and_unknown_ones_are_refused() {
+        let mut p = Prompt::default();
+        assert_eq!(p.line("SELECT arm"), Action::Continue);
+        assert_eq!(
+            p.line("\\d cell_stats"),
+            Action::Describe("cell_stats".into())
+        );
+        assert_eq!(p.line("\\?"), Action::Help);
+        assert_eq!(p.line("\\x"), Action::Unknown("\\x".into()));
+        // The statement was kept whole: no meta-command went into it.
+        assert_eq!(
+            p.line("FROM runs;"),
+            Action::Run("SELECT arm\nFROM runs;".into())
+        );
+        assert_eq!(p.line("\\l"), Action::List);
+        assert_eq!(p.line("\\d"), Action::List);
+        assert_eq!(p.line("SELECT 1"), Action::Continue);
+        assert_eq!(p.line("\\r"), Action::Reset);
+        assert!(!p.in_statement());
+        // quit is a word only at the start of a statement; \q anywhere.
+        assert_eq!(p.line("SELECT"), Action::Continue);
+        assert_eq!(p.line("exit"), Action::Continue);
+        assert_eq!(p.line("\\q"), Action::Quit);
+        assert_eq!(Prompt::default().line("quit"), Action::Quit);
+        assert_eq!(
+            Prompt::default().line("\\d a b"),
+            Action::Unknown("\\d a b".into())
+        );
+    }
 }
