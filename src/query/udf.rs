@@ -44,9 +44,13 @@ pub fn register(ctx: &SessionContext) {
     for kind in [RankKind::Estimate, RankKind::Low, RankKind::High] {
         ctx.register_udaf(AggregateUDF::from(NearestRank::new(kind)));
     }
-    ctx.register_udaf(AggregateUDF::from(Percentiles::new()));
-    ctx.register_udaf(AggregateUDF::from(Ci95::new(Bound::Low)));
-    ctx.register_udaf(AggregateUDF::from(Ci95::new(Bound::High)));
+    for fixed in [
+        Fixed::Percentiles,
+        Fixed::Ci95(Bound::Low),
+        Fixed::Ci95(Bound::High),
+    ] {
+        ctx.register_udaf(AggregateUDF::from(FixedStatistic::new(fixed)));
+    }
     ctx.register_udf(ScalarUDF::from(Canaries::new()));
     ctx.register_udaf(AggregateUDF::from(OrderedConcat::new()));
 }
@@ -456,25 +460,45 @@ pub enum Bound {
     High,
 }
 
-/// `ci95_low(x)` / `ci95_high(x)`.
+/// An aggregate of one fixed statistic of its one argument.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Fixed {
+    /// `ci95_low(x)` / `ci95_high(x)`.
+    Ci95(Bound),
+    /// `percentiles(x)`: every percentile of `cell_stats` with its interval, one collection
+    /// and one sort per group (the per-percentile functions each collect and select on their
+    /// own).
+    Percentiles,
+}
+
+impl Fixed {
+    fn statistic(self) -> Statistic {
+        match self {
+            Fixed::Ci95(bound) => Statistic::Ci95(bound),
+            Fixed::Percentiles => Statistic::Percentiles,
+        }
+    }
+}
+
+/// `ci95_low(x)`, `ci95_high(x)`, `percentiles(x)`.
 #[derive(Debug, PartialEq, Eq, Hash)]
-pub struct Ci95 {
-    bound: Bound,
+pub struct FixedStatistic {
+    fixed: Fixed,
     signature: Signature,
 }
 
-impl Ci95 {
-    pub fn new(bound: Bound) -> Self {
+impl FixedStatistic {
+    pub fn new(fixed: Fixed) -> Self {
         Self {
-            bound,
+            fixed,
             signature: float64_signature(1),
         }
     }
 }
 
-impl AggregateUDFImpl for Ci95 {
+impl AggregateUDFImpl for FixedStatistic {
     fn name(&self) -> &str {
-        Statistic::Ci95(self.bound).name()
+        self.fixed.statistic().name()
     }
 
     fn signature(&self) -> &Signature {
@@ -482,7 +506,7 @@ impl AggregateUDFImpl for Ci95 {
     }
 
     fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
-        Ok(DataType::Float64)
+        Ok(self.fixed.statistic().data_type())
     }
 
     fn state_fields(&self, args: StateFieldsArgs) -> Result<Vec<FieldRef>> {
@@ -491,7 +515,7 @@ impl AggregateUDFImpl for Ci95 {
 
     fn accumulator(&self, _args: AccumulatorArgs) -> Result<Box<dyn Accumulator>> {
         Ok(Box::new(CollectingAccumulator {
-            statistic: Statistic::Ci95(self.bound),
+            statistic: self.fixed.statistic(),
             values: Vec::new(),
         }))
     }
@@ -505,67 +529,7 @@ impl AggregateUDFImpl for Ci95 {
         _args: AccumulatorArgs,
     ) -> Result<Box<dyn GroupsAccumulator>> {
         Ok(Box::new(CollectingGroups {
-            statistic: Statistic::Ci95(self.bound),
-            groups: Vec::new(),
-        }))
-    }
-}
-
-/// `percentiles(x)`: every percentile of `cell_stats` with its interval, one collection and
-/// one sort per group (the per-percentile functions each collect and select on their own).
-#[derive(Debug, PartialEq, Eq, Hash)]
-pub struct Percentiles {
-    signature: Signature,
-}
-
-impl Percentiles {
-    pub fn new() -> Self {
-        Self {
-            signature: float64_signature(1),
-        }
-    }
-}
-
-impl Default for Percentiles {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl AggregateUDFImpl for Percentiles {
-    fn name(&self) -> &str {
-        Statistic::Percentiles.name()
-    }
-
-    fn signature(&self) -> &Signature {
-        &self.signature
-    }
-
-    fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
-        Ok(Statistic::Percentiles.data_type())
-    }
-
-    fn state_fields(&self, args: StateFieldsArgs) -> Result<Vec<FieldRef>> {
-        Ok(vec![list_state_field(&args, "values", DataType::Float64)])
-    }
-
-    fn accumulator(&self, _args: AccumulatorArgs) -> Result<Box<dyn Accumulator>> {
-        Ok(Box::new(CollectingAccumulator {
-            statistic: Statistic::Percentiles,
-            values: Vec::new(),
-        }))
-    }
-
-    fn groups_accumulator_supported(&self, _args: AccumulatorArgs) -> bool {
-        true
-    }
-
-    fn create_groups_accumulator(
-        &self,
-        _args: AccumulatorArgs,
-    ) -> Result<Box<dyn GroupsAccumulator>> {
-        Ok(Box::new(CollectingGroups {
-            statistic: Statistic::Percentiles,
+            statistic: self.fixed.statistic(),
             groups: Vec::new(),
         }))
     }

@@ -91,6 +91,15 @@ pub fn fmt_bounds(low: Option<f64>, high: Option<f64>) -> String {
     )
 }
 
+/// The mean of one statistics row with its Student t 95% interval: `801 [685, 917]`.
+pub fn fmt_mean(stats: &Stats) -> String {
+    format!(
+        "{} {}",
+        fmt_num(stats.mean),
+        fmt_interval(stats.ci95_low, stats.ci95_high)
+    )
+}
+
 /// A percentile of one statistics row with its 95% interval, `p99 3,639 [2,594, ∞)` when
 /// `named`, else `3,639 [2,594, ∞)`; `n/a` over no values.
 pub fn fmt_percentile(stats: &Stats, q: Percentile, named: bool) -> String {

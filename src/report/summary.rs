@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
-use super::format::{NA, fmt_interval, fmt_num, fmt_percentile, fmt_unit};
+use super::format::{NA, fmt_mean, fmt_num, fmt_percentile, fmt_unit};
 use super::input::{ClientQueue, ServerTimings};
 use super::table::{Table, TextFormat};
 use crate::metric::{MetricId, Window};
@@ -218,11 +218,7 @@ pub fn render(summary: &Summary) -> String {
                     s.n.to_string(),
                     m.failed.to_string(),
                     m.n_null.to_string(),
-                    format!(
-                        "{} {}",
-                        fmt_num(s.mean),
-                        fmt_interval(s.ci95_low, s.ci95_high)
-                    ),
+                    fmt_mean(s),
                     fmt_percentile(s, Percentile::P50, false),
                     fmt_percentile(s, mild, true),
                     fmt_percentile(s, far, true),

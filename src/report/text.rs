@@ -6,7 +6,8 @@
 use std::fmt::Write as _;
 
 use super::format::{
-    NA, fmt_diff, fmt_diff_interval, fmt_interval, fmt_num, fmt_percent, fmt_percentile, fmt_ratio,
+    NA, fmt_diff, fmt_diff_interval, fmt_interval, fmt_mean, fmt_num, fmt_percent, fmt_percentile,
+    fmt_ratio,
 };
 use super::markdown::escape;
 use super::table::{Table, TextFormat};
@@ -185,11 +186,7 @@ pub fn comparison(c: &Comparison, format: TextFormat) -> String {
                         window.as_str().to_owned(),
                         run.run_id.clone(),
                         s.n.to_string(),
-                        format!(
-                            "{} {}",
-                            fmt_num(s.mean),
-                            fmt_interval(s.ci95_low, s.ci95_high)
-                        ),
+                        fmt_mean(s),
                         fmt_percentile(s, Percentile::P50, false),
                         fmt_percentile(s, mild, true),
                         fmt_percentile(s, far, true),

@@ -741,7 +741,7 @@ fn check_clause(
 #[cfg(test)]
 mod tests {
     use super::super::fixtures::{
-        artifact, full_stats, plan, screen_workload, selection, topology_stage,
+        artifact, full_stats, plan, screen_artifact, selection, topology_stage,
     };
     use super::super::stage::{headline_comparison, stage_comparisons};
     use super::*;
@@ -874,15 +874,7 @@ mod tests {
     #[test]
     fn a_selection_of_several_sweeps_is_checked_component_by_component() {
         let screen = |run: &str, arm: &str, depth: &str, chunk: &str, decode: f64| {
-            let mut a = artifact(
-                run,
-                arm,
-                &[("spec_depth", depth), ("chunked_prefill", chunk)],
-                100.0,
-            );
-            a.facts.stage = "SGLang optimization".to_owned();
-            a.facts.workload = screen_workload();
-            a.facts.fingerprint = a.facts.workload.fingerprint();
+            let mut a = screen_artifact(run, arm, depth, chunk);
             a.figures
                 .metrics
                 .insert(MetricId::DecodeTps, full_stats(100, decode, 2.0));

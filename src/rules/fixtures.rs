@@ -146,6 +146,21 @@ pub fn per_request(n: i64, f: impl Fn(i64) -> f64) -> Vec<RequestValue> {
         })
         .collect()
 }
+/// An optimization-screen artifact of `arm` in the plan's `SGLang optimization` stage, at
+/// speculative depth `depth` and chunked-prefill size `chunk`.
+pub fn screen_artifact(run_id: &str, arm: &str, depth: &str, chunk: &str) -> Artifact {
+    let mut a = artifact(
+        run_id,
+        arm,
+        &[("spec_depth", depth), ("chunked_prefill", chunk)],
+        100.0,
+    );
+    a.facts.stage = "SGLang optimization".to_owned();
+    a.facts.workload = screen_workload();
+    a.facts.fingerprint = a.facts.workload.fingerprint();
+    a
+}
+
 /// Mark `count` requests failed with `outcome` (no server error bodies).
 pub fn fail_requests(artifact: &mut Artifact, outcome: Outcome, count: u64) {
     let requests = &mut artifact.figures.requests;

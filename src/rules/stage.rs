@@ -330,21 +330,9 @@ pub fn comparisons(
 mod tests {
     use super::*;
     use crate::artifact::run::ArmConfig;
-    use crate::rules::fixtures::{artifact, plan, screen_workload, selection, topology_stage};
-
-    /// An optimization-screen artifact of `arm` in the plan's `SGLang optimization` stage.
-    fn screen(run_id: &str, arm: &str, depth: &str, chunk: &str) -> Artifact {
-        let mut a = artifact(
-            run_id,
-            arm,
-            &[("spec_depth", depth), ("chunked_prefill", chunk)],
-            100.0,
-        );
-        a.facts.stage = "SGLang optimization".to_owned();
-        a.facts.workload = screen_workload();
-        a.facts.fingerprint = a.facts.workload.fingerprint();
-        a
-    }
+    use crate::rules::fixtures::{
+        artifact, plan, screen_artifact as screen, selection, topology_stage,
+    };
 
     fn controls_of(group: &[Artifact]) -> Vec<(String, Option<String>)> {
         stage_controls(&plan(), &group.iter().collect::<Vec<_>>())
