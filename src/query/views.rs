@@ -59,14 +59,18 @@ pub const VIEWS: &[ViewFile] = &[
 ];
 
 impl ViewFile {
-    /// The leading `--` comment block: the definition in words.
+    /// The leading `--` comment block up to its `Columns:` section: the definition in words
+    /// (each column's unit and meaning are [`super::docs::view_columns`]).
     pub fn definition(&self) -> String {
         self.sql
             .lines()
             .take_while(|l| l.starts_with("--"))
             .map(|l| l.trim_start_matches("--").trim_start_matches(' '))
+            .take_while(|l| l.trim() != "Columns:")
             .collect::<Vec<_>>()
             .join("\n")
+            .trim_end()
+            .to_owned()
     }
 }
 
