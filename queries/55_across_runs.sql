@@ -13,7 +13,8 @@
 --   arm (-): the arm (runs.arm).
 --   cell_id (-): the manifest cell (runs.cell_id).
 --   workload_fingerprint (-): the runs' workload fingerprint (runs.workload_fingerprint).
---   arm_config (-): the arm's declared configuration (runs.arm_config).
+--   arm_config_text (-): the arm's declared configuration, `key=value,...`
+--       (runs.arm_config_text).
 --   window (-): `all` (every measured request) or `after_first_wave`.
 --   metric (-): 'output_tps' (aggregate_throughput) or a cell_stats metric (ttft_ms,
 --       effective_prefill_tps, decode_tps, tpot_ms, itl_ms, e2e_ms).
@@ -51,7 +52,7 @@ SELECT
     ru.arm,
     ru.cell_id,
     ru.workload_fingerprint,
-    ru.arm_config,
+    ru.arm_config_text,
     p.window,
     p.metric,
     p.statistic,
@@ -67,5 +68,5 @@ FROM per_run p
 JOIN runs ru ON ru.run_id = p.run_id
 WHERE ru.status = 'complete'
 GROUP BY
-    ru.arm, ru.cell_id, ru.workload_fingerprint, ru.arm_config, p.window, p.metric_order,
+    ru.arm, ru.cell_id, ru.workload_fingerprint, ru.arm_config_text, p.window, p.metric_order,
     p.metric, p.statistic

@@ -210,8 +210,8 @@ fn string_views(schema: &Schema) -> SchemaRef {
     ))
 }
 
-/// The type of `runs.config`: a map of configuration key to value (read as
-/// `config['spec_depth']`).
+/// The type of `runs.arm_config`: a map of configuration key to value (read as
+/// `arm_config['spec_depth']`).
 fn config_map_type() -> DataType {
     let entries = Field::new(
         "entries",
@@ -227,7 +227,7 @@ fn config_map_type() -> DataType {
     DataType::Map(Arc::new(entries), false)
 }
 
-/// `runs.config`: each run's effective configuration (declared keys, then inherited
+/// `runs.arm_config`: each run's effective configuration (declared keys, then inherited
 /// defaults), and `runs.inherited`: the keys that came from the defaults.
 fn config_columns(runs: &[&crate::artifact::RunJson]) -> Result<(ArrayRef, ArrayRef), QueryError> {
     let mut map = MapBuilder::new(None, StringBuilder::new(), StringBuilder::new());
@@ -271,8 +271,8 @@ pub fn runs_schema() -> SchemaRef {
         s("arm", false),
         s("stage", false),
         s("runtime", false),
-        s("arm_config", false),
-        Field::new("config", config_map_type(), false),
+        Field::new("arm_config", config_map_type(), false),
+        s("arm_config_text", false),
         Field::new(
             "inherited",
             DataType::List(Arc::new(Field::new_list_field(DataType::Utf8, true))),
@@ -325,6 +325,7 @@ fn runs_table(artifacts: &[ArtifactSource]) -> Result<MemTable, QueryError> {
         text(&|r| r.arm.name.clone()),
         text(&|r| r.arm.stage.clone()),
         text(&|r| r.arm.runtime.clone()),
+        config,
         text(&|r| {
             r.arm
                 .config
@@ -333,7 +334,6 @@ fn runs_table(artifacts: &[ArtifactSource]) -> Result<MemTable, QueryError> {
                 .collect::<Vec<_>>()
                 .join(",")
         }),
-        config,
         inherited,
         text(&|r| r.cell_id.clone()),
         int(&|r| i64::from(r.repeat.index)),

@@ -410,11 +410,12 @@ fn pair_summary(c: &Comparison, arm: &str) -> String {
             .difference(arm, Window::All)?;
         let w = d.welch?;
         Some(format!(
-            "{} mean {} {} {}",
+            "{} mean {} {} {} ({} is better)",
             metric.label(),
             fmt_diff(d.difference),
             fmt_interval(Some(w.low), Some(w.high)),
-            metric.unit()
+            metric.unit(),
+            metric.better()
         ))
     };
     let p50 = |metric: crate::metric::MetricId, window: Window| {

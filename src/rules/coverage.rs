@@ -71,6 +71,14 @@ impl ClaimMetric {
         !matches!(self, ClaimMetric::Ttft)
     }
 
+    /// The interval a difference of this figure carries.
+    fn interval_method(self) -> &'static str {
+        match self {
+            ClaimMetric::AggregateThroughput => "Welch's 95% CI across runs",
+            ClaimMetric::Ttft | ClaimMetric::Decode => "Welch's 95% CI over requests",
+        }
+    }
+
     /// The metric a clause names, if any.
     pub fn from_words(clause: &str) -> Option<Self> {
         let lower = clause.to_lowercase();
@@ -416,11 +424,12 @@ fn against_sweep(
         }
     }
     let figures = format!(
-        "{} {arm} {} {} vs {}",
+        "{} over all requests, {arm} {} {} vs {} (differences with {})",
         metric.name(),
         own.unwrap_or_else(|| "n/a".to_owned()),
         metric.unit(),
-        parts.join(", ")
+        parts.join(", "),
+        metric.interval_method()
     );
     let (supported, contradicted) = if rejection {
         (worse_than_some, better_than_all)
@@ -794,9 +803,10 @@ mod tests {
         assert_eq!(
             selected.reason,
             "selection supported: headline, 4096 tokens, C8 per replica: aggregate throughput \
-             two independent TP1 replicas 1900 [1875, 1925] tok/s vs TP1 1000 [975, 1025] (+900 \
-             [+877, +923]), TP2 1500 [1475, 1525] (+400 [+377, +423]): better than each by a 95% \
-             interval excluding zero"
+             over all requests, two independent TP1 replicas 1900 [1875, 1925] tok/s vs TP1 1000 \
+             [975, 1025] (+900 [+877, +923]), TP2 1500 [1475, 1525] (+400 [+377, +423]) \
+             (differences with Welch's 95% CI across runs): better than each by a 95% interval \
+             excluding zero"
         );
         // The rejection of TP2 is judged on the selection's metric: DP2 beats it.
         assert_eq!(topology.rejected[0].verdict, ClaimVerdict::Supported);
@@ -865,7 +875,9 @@ mod tests {
         // K8's control is K12 (one key apart); both are checked against K8's sweep.
         assert_eq!(claim.verdict, ClaimVerdict::Supported, "{}", claim.reason);
         assert!(
-            claim.reason.contains("mean TTFT RadixArk DFlash2 K8 90"),
+            claim
+                .reason
+                .contains("mean TTFT over all requests, RadixArk DFlash2 K8 90"),
             "{}",
             claim.reason
         );

@@ -1411,7 +1411,7 @@ fn repeats_record_one_artifact_each_and_give_an_interval_across_runs() {
     assert!(low <= mean && mean <= high, "{rows:?}");
     let config = super::common::sql_rows(
         &out,
-        "SELECT config['torch_compile'] AS tc, config['spec_depth'] AS depth, inherited \
+        "SELECT arm_config['torch_compile'] AS tc, arm_config['spec_depth'] AS depth, inherited \
          FROM runs LIMIT 1",
     );
     assert_eq!(config[0]["tc"], "off");

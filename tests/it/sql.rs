@@ -815,7 +815,23 @@ fn runs_table_holds_run_json() {
     let (rt, s) = session(tmp.path());
     let r = query(&rt, &s, "SELECT * FROM runs");
     assert_eq!(strings(&r, "run_id"), [Some(RUN_ID.to_owned())]);
-    assert_eq!(strings(&r, "arm_config"), [Some("tp=1,dp=2".to_owned())]);
+    assert_eq!(
+        strings(&r, "arm_config_text"),
+        [Some("tp=1,dp=2".to_owned())]
+    );
+    // The same configuration as a map, one key at a time.
+    let r = query(
+        &rt,
+        &s,
+        "SELECT arm_config['dp'] AS dp, arm_config['none'] AS none, repeat_index, repeats FROM runs",
+    );
+    assert_eq!(strings(&r, "dp"), [Some("2".to_owned())]);
+    assert_eq!(strings(&r, "none"), [None]);
+    assert_eq!(
+        (ints(&r, "repeat_index"), ints(&r, "repeats")),
+        (vec![Some(1)], vec![Some(1)])
+    );
+    let r = query(&rt, &s, "SELECT * FROM runs");
     assert_eq!(ints(&r, "replicas"), [Some(2)]);
     assert_eq!(strings(&r, "status"), [Some("complete".to_owned())]);
 }
