@@ -121,9 +121,10 @@ pub struct RunArgs {
     /// `runtime=...` also names the arm's runtime.
     #[arg(long = "set", value_name = "KEY=VALUE")]
     pub set: Vec<String>,
-    /// A campaign default the arm inherits for a key it does not --set, e.g. --default
-    /// torch_compile=off (repeatable; run.json `arm.defaults`): one-variable controls compare
-    /// declared and inherited keys alike, and a key neither side records stays unknown.
+    /// A campaign default, e.g. --default torch_compile=off (repeatable; run.json
+    /// `arm.defaults`): the arm inherits it for a key it does not --set. One-variable controls
+    /// compare declared and inherited keys alike (a key neither side records stays unknown),
+    /// and the default value tells which side of a control is the status quo.
     #[arg(long = "default", value_name = "KEY=VALUE")]
     pub defaults: Vec<String>,
     /// Record the cell N times, one run after another, each its own artifact in

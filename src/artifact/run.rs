@@ -158,8 +158,9 @@ pub struct Arm {
     /// The arm's configuration, in the order given (a one-variable control differs from
     /// its control in exactly one key).
     pub config: ArmConfig,
-    /// The campaign's defaults for keys the arm does not declare, which it inherits
-    /// (`torch_compile` unset means the campaign's default, e.g. `off`).
+    /// The campaign's defaults, every key: the arm inherits those it does not declare
+    /// (`torch_compile` unset means the campaign's default, e.g. `off`); a declared key's
+    /// default says which value is the campaign's status quo.
     #[serde(default)]
     pub defaults: ArmConfig,
 }

@@ -62,8 +62,9 @@ pub struct CampaignFile {
     #[serde(default)]
     pub sweeps: Vec<Sweep>,
     /// Configuration every arm inherits for the keys it does not declare (`torch_compile:
-    /// off`), recorded in run.json `arm.defaults` (`--default`): a key one arm declares and
-    /// the other inherits is compared like any other; one neither records stays unknown.
+    /// off`), recorded in full in run.json `arm.defaults` (`--default`): a key one arm declares
+    /// and the other inherits is compared like any other, one neither records stays unknown,
+    /// and a default value marks the control side of a one-variable pair.
     #[serde(default)]
     pub defaults: BTreeMap<String, String>,
 }
@@ -651,9 +652,7 @@ fn capture_command(
         argv.extend(["--set".to_owned(), format!("{key}={value}")]);
     }
     for (key, value) in defaults {
-        if !arm.service.config.contains_key(key) {
-            argv.extend(["--default".to_owned(), format!("{key}={value}")]);
-        }
+        argv.extend(["--default".to_owned(), format!("{key}={value}")]);
     }
     argv.extend([
         "--set".to_owned(),
@@ -956,10 +955,11 @@ mod tests {
             command.ends_with("--repeat 3 --repeat-index 2"),
             "{command}"
         );
-        // The arm declares spec_depth: only torch_compile is inherited.
+        // Every default goes with the command; the arm declares spec_depth, so it inherits
+        // only torch_compile (run.json records both defaults).
         assert!(command.contains("--set spec_depth=0"), "{command}");
         assert!(command.contains("--default torch_compile=off"), "{command}");
-        assert!(!command.contains("--default spec_depth"), "{command}");
+        assert!(command.contains("--default spec_depth=9"), "{command}");
         // Counts out of range and names that are neither cell nor class are refused.
         let bad = text.replace(r#""headline-sustained-output": 3"#, r#""no-such-cell": 0"#);
         let (_dir, file) = write_campaign(&bad);

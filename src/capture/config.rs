@@ -71,7 +71,8 @@ pub struct RunRequest {
     pub stage: Option<String>,
     /// `KEY=VALUE`, order kept.
     pub set: Vec<String>,
-    /// The campaign's defaults, `KEY=VALUE`: inherited for the keys `set` does not declare.
+    /// The campaign's defaults, `KEY=VALUE`, all recorded: inherited for the keys `set` does
+    /// not declare.
     pub defaults: Vec<String>,
     /// Record the cell this many times (`--repeat`), each run in its own folder.
     pub repeat: Option<u32>,
@@ -252,10 +253,9 @@ impl RunConfig {
             if defaults.iter().any(|(e, _)| e == k) {
                 return Err(flag("--default", s, format!("key `{k}` is given twice")));
             }
-            // A key the arm declares is its own, not inherited.
-            if !pairs.iter().any(|(e, _)| e == k) {
-                defaults.push((k.to_owned(), v.to_owned()));
-            }
+            // Every default is recorded, also for a key the arm declares (which it does not
+            // inherit): the campaign's status quo tells which side of a control is the control.
+            defaults.push((k.to_owned(), v.to_owned()));
         }
         let repeat = match (a.repeat, a.repeat_index) {
             (None, None) => artifact::Repeat::default(),

@@ -1387,9 +1387,10 @@ fn repeats_record_one_artifact_each_and_give_an_interval_across_runs() {
         assert!(dir.ends_with(format!("repeat-{}", k + 1)), "{dir:?}");
         let run = RunJson::read(&dir.join("run.json")).unwrap();
         assert_eq!((run.repeat.index, run.repeat.of), (k as u32 + 1, 3));
-        // The arm declares spec_depth, so only torch_compile is inherited.
+        // Every default is recorded; the arm declares spec_depth, so it inherits only
+        // torch_compile (the runs table's `inherited`, below).
         assert_eq!(run.arm.defaults.get("torch_compile"), Some("off"));
-        assert_eq!(run.arm.defaults.get("spec_depth"), None);
+        assert_eq!(run.arm.defaults.get("spec_depth"), Some("0"));
         run_ids.insert(run.run_id);
         validate(dir);
     }
