@@ -495,9 +495,10 @@ impl RunConfig {
         let artifact_dir = if repeat.of > 1 {
             cell_dir.join(artifact::run::repeat_folder(repeat.index))
         } else {
-            cell_dir
+            cell_dir.clone()
         };
         check_out(&a.out, &artifact_dir)?;
+        check_layout(&a.out, &cell_dir, repeat)?;
         if let Some(m) = &a.model
             && (m.is_empty() || m.contains(['"', '\n']))
         {
@@ -529,6 +530,36 @@ impl RunConfig {
             command_line,
         })
     }
+}
+
+/// A cell's folder holds either its one run or its repeats' folders, never both: repeats
+/// are not recorded into a folder that holds a run, nor a single run beside repeats.
+fn check_layout(out: &Path, cell_dir: &Path, repeat: artifact::Repeat) -> Result<(), ConfigError> {
+    let bad = |reason: String| ConfigError::Out {
+        path: out.to_owned(),
+        reason,
+    };
+    if repeat.of > 1 && cell_dir.join(artifact::RUN_JSON).exists() {
+        return Err(bad(format!(
+            "`{}` holds a single run of this cell; its repeats go in repeat-<k> folders beside \
+             no run: move that run away or choose another output folder",
+            cell_dir.display()
+        )));
+    }
+    if repeat.of == 1
+        && std::fs::read_dir(cell_dir).is_ok_and(|entries| {
+            entries
+                .flatten()
+                .any(|e| e.file_name().to_string_lossy().starts_with("repeat-"))
+        })
+    {
+        return Err(bad(format!(
+            "`{}` holds repeats of this cell (repeat-<k> folders): record another repeat with \
+             --repeat N --repeat-index K, or choose another output folder",
+            cell_dir.display()
+        )));
+    }
+    Ok(())
 }
 
 /// The output root must be a folder (or not exist yet); the artifact folder must not hold a

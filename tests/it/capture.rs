@@ -1427,6 +1427,16 @@ fn repeats_record_one_artifact_each_and_give_an_interval_across_runs() {
         "{}",
         stderr(&again)
     );
+    // A single run of the same cell beside its repeats is refused too.
+    let mut single = cell_args(m, o, "2", "6");
+    single.extend(["--endpoint", &url]);
+    let refused = run(CAPTURE, &single, &[]);
+    assert_eq!(refused.status.code(), Some(2), "{}", stderr(&refused));
+    assert!(
+        stderr(&refused).contains("holds repeats of this cell"),
+        "{}",
+        stderr(&refused)
+    );
     let mut beyond = cell_args(m, o, "2", "6");
     beyond.extend(["--endpoint", &url, "--repeat", "2", "--repeat-index", "3"]);
     let bad = run(CAPTURE, &beyond, &[]);
