@@ -4,7 +4,8 @@
 //! A target that exists and is not a regular file (a device node, a FIFO, a directory, a
 //! symlink) is refused rather than replaced; nothing anvil did not create is removed (the
 //! temporary file is anvil's own, removed if the write fails or is abandoned); a reader of
-//! the target sees the old file or the whole new one, never half of it.
+//! the target sees the old file or the whole new one, never half of it. The new file gets
+//! the mode the old one had, or an ordinary new file's (0666 less the umask).
 
 use std::fs;
 use std::io::{self, Write};
@@ -51,15 +52,24 @@ impl OutputFile {
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
-        let tmp = tempfile::Builder::new()
-            .prefix(&format!(".{name}."))
-            .suffix(".tmp")
-            .tempfile_in(dir)
-            .map_err(|source| OutputError::Io {
-                path: path.to_owned(),
-                what: "cannot create a temporary file in its folder",
-                source,
-            })?;
+        let prefix = format!(".{name}.");
+        let mut builder = tempfile::Builder::new();
+        builder.prefix(&prefix).suffix(".tmp");
+        // An ordinary file's mode, not a temporary file's 0600: the target's own when it
+        // exists, else read-write for all less the umask, as any new file.
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            builder.permissions(match fs::metadata(path) {
+                Ok(existing) => existing.permissions(),
+                Err(_) => fs::Permissions::from_mode(0o666),
+            });
+        }
+        let tmp = builder.tempfile_in(dir).map_err(|source| OutputError::Io {
+            path: path.to_owned(),
+            what: "cannot create a temporary file in its folder",
+            source,
+        })?;
         Ok(Self {
             path: path.to_owned(),
             tmp,
@@ -199,6 +209,27 @@ mod tests {
                 .to_string()
                 .contains("(a symbolic link)")
         );
+    }
+
+    #[test]
+    fn the_file_gets_an_ordinary_mode_or_keeps_the_targets() {
+        use std::os::unix::fs::PermissionsExt;
+        let umask = fs::read_to_string("/proc/self/status")
+            .unwrap()
+            .lines()
+            .find_map(|l| l.strip_prefix("Umask:"))
+            .map(|m| u32::from_str_radix(m.trim(), 8).unwrap())
+            .unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let mode = |p: &Path| fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        let new = dir.path().join("report.html");
+        write_file(&new, b"x").unwrap();
+        assert_eq!(mode(&new), 0o666 & !umask);
+        let kept = dir.path().join("kept.csv");
+        fs::write(&kept, "old").unwrap();
+        fs::set_permissions(&kept, fs::Permissions::from_mode(0o640)).unwrap();
+        write_file(&kept, b"new").unwrap();
+        assert_eq!(mode(&kept), 0o640 & !umask);
     }
 
     #[test]
