@@ -1,6 +1,6 @@
 -- across_runs: run-level figures over the repeats of one cell: per arm, cell, workload
--- fingerprint and arm configuration (the repeats of a cell share all four; docs/artifact.md
--- "Repeats"), window, metric and statistic, the figure's mean across the complete runs with
+-- fingerprint and effective arm configuration (declared keys and inherited defaults, in key
+-- order: the repeats of a cell share all four; docs/artifact.md "Repeats"), window, metric and statistic, the figure's mean across the complete runs with
 -- its 95% t interval over runs (runs - 1 degrees of freedom): the run-to-run uncertainty a
 -- single run cannot show.
 --
@@ -13,8 +13,8 @@
 --   arm (-): the arm (runs.arm).
 --   cell_id (-): the manifest cell (runs.cell_id).
 --   workload_fingerprint (-): the runs' workload fingerprint (runs.workload_fingerprint).
---   arm_config_text (-): the arm's declared configuration, `key=value,...`
---       (runs.arm_config_text).
+--   arm_config_canonical (-): the arm's effective configuration, `key=value,...` sorted by
+--       key (runs.arm_config_canonical).
 --   window (-): `all` (every measured request) or `after_first_wave`.
 --   metric (-): 'output_tps' (aggregate_throughput) or a cell_stats metric (ttft_ms,
 --       effective_prefill_tps, decode_tps, tpot_ms, itl_ms, e2e_ms).
@@ -52,7 +52,7 @@ SELECT
     ru.arm,
     ru.cell_id,
     ru.workload_fingerprint,
-    ru.arm_config_text,
+    ru.arm_config_canonical,
     p.window,
     p.metric,
     p.statistic,
@@ -68,5 +68,5 @@ FROM per_run p
 JOIN runs ru ON ru.run_id = p.run_id
 WHERE ru.status = 'complete'
 GROUP BY
-    ru.arm, ru.cell_id, ru.workload_fingerprint, ru.arm_config_text, p.window, p.metric_order,
+    ru.arm, ru.cell_id, ru.workload_fingerprint, ru.arm_config_canonical, p.window, p.metric_order,
     p.metric, p.statistic

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 
 use super::rules_input::MetricColumns;
-use crate::metric::{MetricId, Window};
+use crate::metric::{Direction, MetricId, Window};
 use crate::query::rows::{column_stats, decode};
 use crate::query::{AnvilSession, QueryError};
 use crate::report::input::{ClientQueue, ServerTimings};
@@ -265,7 +265,15 @@ pub async fn read(session: &AnvilSession) -> Result<Summary, QueryError> {
                             && r.metrics.values()[m] == Some(value)
                     })
                 };
-                if held(true) && !held(false) {
+                // Only when leaving the first wave out improves the tail: the wave set it.
+                let improves =
+                    s_after
+                        .percentile(q)
+                        .is_some_and(|after| match metric.direction() {
+                            Direction::LowerIsBetter => after < value,
+                            Direction::HigherIsBetter => after > value,
+                        });
+                if held(true) && !held(false) && improves {
                     tails.push(FirstWaveTail {
                         metric,
                         percentile: q,

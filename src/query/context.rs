@@ -233,14 +233,10 @@ fn config_columns(runs: &[&crate::artifact::RunJson]) -> Result<(ArrayRef, Array
     let mut map = MapBuilder::new(None, StringBuilder::new(), StringBuilder::new());
     let mut inherited = ListBuilder::new(StringBuilder::new());
     for r in runs {
-        for (k, v) in r.arm.config.iter() {
+        for (k, v, from_defaults) in effective_pairs(r) {
             map.keys().append_value(k);
             map.values().append_value(v);
-        }
-        for (k, v) in r.arm.defaults.iter() {
-            if r.arm.config.get(k).is_none() {
-                map.keys().append_value(k);
-                map.values().append_value(v);
+            if from_defaults {
                 inherited.values().append_value(k);
             }
         }
@@ -261,6 +257,33 @@ fn config_columns(runs: &[&crate::artifact::RunJson]) -> Result<(ArrayRef, Array
     Ok((map, Arc::new(inherited.finish())))
 }
 
+/// `runs.arm_config_canonical`: the effective configuration (declared keys, then inherited
+/// defaults) as `key=value` pairs sorted by key and joined by `,`, so that two runs have the
+/// same text exactly when they ran the same configuration, whatever order it was declared in
+/// and whichever keys came from the defaults.
+fn canonical_config(run: &crate::artifact::RunJson) -> String {
+    let mut pairs: Vec<(&str, &str, bool)> = effective_pairs(run).collect();
+    pairs.sort_unstable();
+    pairs
+        .iter()
+        .map(|(k, v, _)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// A run's effective configuration: its declared keys in the order given, then the
+/// campaign defaults it did not declare (marked `true`).
+fn effective_pairs(run: &crate::artifact::RunJson) -> impl Iterator<Item = (&str, &str, bool)> {
+    let declared = run.arm.config.iter().map(|(k, v)| (k, v, false));
+    let inherited = run
+        .arm
+        .defaults
+        .iter()
+        .filter(|(k, _)| run.arm.config.get(k).is_none())
+        .map(|(k, v)| (k, v, true));
+    declared.chain(inherited)
+}
+
 /// Schema of the `runs` table: one row per artifact, from its `run.json`.
 pub fn runs_schema() -> SchemaRef {
     let s = |name: &str, nullable| Field::new(name, DataType::Utf8, nullable);
@@ -273,6 +296,7 @@ pub fn runs_schema() -> SchemaRef {
         s("runtime", false),
         Field::new("arm_config", config_map_type(), false),
         s("arm_config_text", false),
+        s("arm_config_canonical", false),
         Field::new(
             "inherited",
             DataType::List(Arc::new(Field::new_list_field(DataType::Utf8, true))),
@@ -334,6 +358,7 @@ fn runs_table(artifacts: &[ArtifactSource]) -> Result<MemTable, QueryError> {
                 .collect::<Vec<_>>()
                 .join(",")
         }),
+        text(&|r| canonical_config(r)),
         inherited,
         text(&|r| r.cell_id.clone()),
         int(&|r| i64::from(r.repeat.index)),
@@ -416,4 +441,39 @@ pub(crate) async fn collect(
                     .to_owned(),
             ),
         })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::artifact::ArmConfig;
+    use crate::artifact::testing::run_json;
+
+    fn config(pairs: &[(&str, &str)]) -> ArmConfig {
+        ArmConfig(
+            pairs
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect(),
+        )
+    }
+
+    #[test]
+    fn canonical_config_is_the_effective_configuration_in_key_order() {
+        let mut a = run_json("a");
+        a.arm.config = config(&[("topology", "TP2"), ("spec_depth", "12")]);
+        a.arm.defaults = config(&[("spec_depth", "0"), ("chunked_prefill", "2048")]);
+        let mut b = run_json("b");
+        b.arm.config = config(&[("spec_depth", "12"), ("chunked_prefill", "2048")]);
+        b.arm.defaults = config(&[("topology", "TP2")]);
+        assert_eq!(
+            canonical_config(&a),
+            "chunked_prefill=2048,spec_depth=12,topology=TP2"
+        );
+        // Declared in another order, one key inherited instead: the same configuration.
+        assert_eq!(canonical_config(&a), canonical_config(&b));
+        // A different inherited default is a different configuration.
+        b.arm.defaults = config(&[("topology", "TP1")]);
+        assert_ne!(canonical_config(&a), canonical_config(&b));
+    }
 }

@@ -22,7 +22,7 @@ use super::charts::{
 };
 use super::format::{
     NA, fmt_diff, fmt_diff_interval, fmt_interval, fmt_num, fmt_percent, fmt_percentile, fmt_ratio,
-    fmt_unit,
+    fmt_throughput_difference, fmt_unit, fmt_welch,
 };
 use super::input::*;
 use super::view::*;
@@ -418,10 +418,7 @@ pub fn comparison_view(
                         window: d.window.as_str().to_owned(),
                         difference: fmt_diff(d.difference),
                         ratio: fmt_ratio(d.ratio),
-                        welch_ci: d.welch.map_or_else(
-                            || NA.to_owned(),
-                            |w| fmt_interval(Some(w.low), Some(w.high)),
-                        ),
+                        welch_ci: fmt_welch(d),
                         paired: match &d.paired {
                             Paired::Interval { pairs, interval } => format!(
                                 "{} {} over {pairs} pairs",
@@ -487,16 +484,10 @@ pub fn comparison_view(
                     Some(r) => format!("{} {r}", fmt_ratio(t.ratio_to_reference)),
                     None => String::new(),
                 },
-                difference: t.difference.as_ref().map_or_else(String::new, |d| {
-                    format!(
-                        "{} {}",
-                        fmt_diff(Some(d.estimate)),
-                        d.interval.map_or_else(
-                            || "(single runs: no CI)".to_owned(),
-                            |i| format!("[{}, {}]", fmt_diff(Some(i.low)), fmt_diff(Some(i.high)))
-                        )
-                    )
-                }),
+                difference: t
+                    .difference
+                    .as_ref()
+                    .map_or_else(String::new, fmt_throughput_difference),
                 scaling_efficiency: t.scaling_efficiency.as_ref().map_or_else(String::new, |e| {
                     format!("{} of {} per GPU", fmt_percent(Some(e.value)), e.against)
                 }),

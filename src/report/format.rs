@@ -4,6 +4,7 @@
 //! `n/a` for a figure that is absent or not a finite number. Machine formats (`--format
 //! json|csv`) carry full precision instead.
 
+use crate::rules::compare::{MetricDifference, ThroughputDifference};
 use crate::stats::{Percentile, Stats};
 
 /// Placeholder for a figure that is absent or not a finite number.
@@ -45,6 +46,38 @@ pub fn fmt_diff(value: Option<f64>) -> String {
         Some(v) if v > 0.0 => format!("+{}", fmt_num(Some(v))),
         Some(v) if v < 0.0 => format!("−{}", fmt_num(Some(-v))),
         Some(_) => "0".to_owned(),
+    }
+}
+
+/// A throughput difference with its interval across runs, or why it has none:
+/// `+12.3 [−4.10, +28.7]`, `+12.3 (single runs: no CI)`.
+pub fn fmt_throughput_difference(d: &ThroughputDifference) -> String {
+    match d.interval {
+        Some(i) => format!(
+            "{} [{}, {}]",
+            fmt_diff(Some(d.estimate)),
+            fmt_diff(Some(i.low)),
+            fmt_diff(Some(i.high))
+        ),
+        None => format!(
+            "{} ({})",
+            fmt_diff(Some(d.estimate)),
+            d.no_interval.as_deref().unwrap_or("no CI")
+        ),
+    }
+}
+
+/// A mean difference's Welch interval, saying when runs are its sample: `[−12.8, −7.21]`,
+/// `[−12.8, −7.21] across runs (3 vs 3)`.
+pub fn fmt_welch(d: &MetricDifference) -> String {
+    match (d.welch, d.welch_runs) {
+        (None, _) => NA.to_owned(),
+        (Some(w), None) => fmt_interval(Some(w.low), Some(w.high)),
+        (Some(w), Some(_)) => format!(
+            "{} {}",
+            fmt_interval(Some(w.low), Some(w.high)),
+            d.welch_method()
+        ),
     }
 }
 

@@ -96,7 +96,8 @@ impl FirstWave {
     }
 }
 
-/// A tail of the `all` window that a first-wave request holds.
+/// A tail of the `all` window that a first-wave request holds and that is better after the
+/// first wave: the start-up wave set it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct FirstWaveTail {
     pub metric: MetricId,

@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 
 use super::format::{
     NA, fmt_diff, fmt_diff_interval, fmt_interval, fmt_mean, fmt_num, fmt_percent, fmt_percentile,
-    fmt_ratio,
+    fmt_ratio, fmt_throughput_difference, fmt_welch,
 };
 use super::markdown::escape;
 use super::table::{Table, TextFormat};
@@ -119,16 +119,10 @@ pub fn comparison(c: &Comparison, format: TextFormat) -> String {
                 (Some(r), ratio) => format!("{} {r}", fmt_ratio(ratio)),
                 (None, _) => String::new(),
             };
-            let difference = t.difference.as_ref().map_or_else(String::new, |d| {
-                format!(
-                    "{} {}",
-                    fmt_diff(Some(d.estimate)),
-                    d.interval.map_or_else(
-                        || "(single runs: no CI)".to_owned(),
-                        |i| format!("[{}, {}]", fmt_diff(Some(i.low)), fmt_diff(Some(i.high)))
-                    )
-                )
-            });
+            let difference = t
+                .difference
+                .as_ref()
+                .map_or_else(String::new, fmt_throughput_difference);
             grid.row(vec![
                 t.arm.clone(),
                 window.as_str().to_owned(),
@@ -234,10 +228,7 @@ pub fn comparison(c: &Comparison, format: TextFormat) -> String {
                 d.window.as_str().to_owned(),
                 fmt_diff(d.difference),
                 fmt_ratio(d.ratio),
-                d.welch.as_ref().map_or_else(
-                    || NA.to_owned(),
-                    |w| fmt_interval(Some(w.low), Some(w.high)),
-                ),
+                fmt_welch(d),
                 paired,
                 q(Percentile::P50),
                 q(mild),
@@ -250,10 +241,12 @@ pub fn comparison(c: &Comparison, format: TextFormat) -> String {
     line(
         format,
         "percentile intervals: distribution-free 95% ([X(l), X(u)], ∞ where too few requests \
-         bound that side); differences: a seeded bootstrap (2,000 resamples) when each arm is \
-         one run, paired by request index where both ran the same requests (the primary \
-         interval: the shared prompts' variation cancels), a t interval across runs when both \
-         arms have repeats, none where an arm's own interval is unbounded",
+         bound that side); mean differences: Welch over requests, across runs when both arms \
+         have repeats; percentile differences: a seeded bootstrap (2,000 resamples) when each \
+         arm is one run, paired by request index where both keep as many requests in flight \
+         (request i then carries the same prompt body and target length at the same place in \
+         the schedule, so that variation cancels), a t interval across runs when both arms \
+         have repeats, none where an arm's own interval (in any run) is unbounded",
         &mut out,
     );
     out.push('\n');
@@ -376,15 +369,11 @@ fn pair_summary(c: &Comparison, arm: &str) -> String {
             fmt_ratio(t.ratio_to_reference)
         );
         if let Some(d) = &t.difference {
-            text.push_str(&match d.interval {
-                Some(i) => format!(
-                    ", {} [{}, {}] across runs",
-                    fmt_diff(Some(d.estimate)),
-                    fmt_diff(Some(i.low)),
-                    fmt_diff(Some(i.high))
-                ),
-                None => format!(", {} (single runs: no CI)", fmt_diff(Some(d.estimate))),
-            });
+            text.push_str(", ");
+            text.push_str(&fmt_throughput_difference(d));
+            if d.interval.is_some() {
+                text.push_str(" across runs");
+            }
         }
         if let (Some(a), Some(b)) = (t.per_gpu, r.per_gpu) {
             text.push_str(&format!(
@@ -408,12 +397,12 @@ fn pair_summary(c: &Comparison, arm: &str) -> String {
             .iter()
             .find(|m| m.metric == metric)?
             .difference(arm, Window::All)?;
-        let w = d.welch?;
+        d.welch?;
         Some(format!(
             "{} mean {} {} {} ({} is better)",
             metric.label(),
             fmt_diff(d.difference),
-            fmt_interval(Some(w.low), Some(w.high)),
+            fmt_welch(d),
             metric.unit(),
             metric.better()
         ))

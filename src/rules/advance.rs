@@ -426,15 +426,51 @@ pub fn topology(stage: &StageComparison, artifacts: &[Artifact]) -> Option<Topol
         })
         .collect();
     let complete = rows.iter().all(|r| r.verdict == Verdict::Pass);
-    let (winner, reason) = if complete {
-        winner(c, &rows)
+    let Lead {
+        winner,
+        reason,
+        unestablished,
+    } = if complete {
+        lead(c, &rows)
     } else {
-        (
-            None,
-            "no topology winner: throughput per GPU and scaling efficiency are not known for every arm"
+        Lead {
+            winner: None,
+            reason: "no topology winner: throughput per GPU and scaling efficiency are not \
+                     known for every arm"
                 .to_owned(),
-        )
+            unestablished: None,
+        }
     };
+    let mut rows = rows;
+    if complete {
+        match &winner {
+            // Without an established lead the rule has no winner to account for.
+            None => {
+                let why = unestablished.unwrap_or_else(|| reason.clone());
+                for row in &mut rows {
+                    row.verdict = Verdict::NotRun(format!(
+                        "no topology winner established in {}: {why}",
+                        stage.name()
+                    ));
+                }
+            }
+            // A tensor-parallel winner's communication overhead is inside its per-GPU
+            // shortfall, not measured on its own: the rule's second half is not met.
+            Some(arm) => {
+                if let Some(row) = rows.iter_mut().find(|r| &r.arm == arm)
+                    && let Some(Topology::Tp(n)) = row.topology
+                    && n > 1
+                {
+                    row.verdict = Verdict::NotRun(format!(
+                        "{arm} wins on throughput but its tensor-parallel communication \
+                         overhead is not measured separately (anvil records no \
+                         collective-communication time; its per-GPU shortfall mixes \
+                         communication and sharding)"
+                    ));
+                }
+            }
+        }
+    }
     Some(TopologyAssessment {
         name: stage.name(),
         overhead: overhead(&rows),
@@ -444,15 +480,32 @@ pub fn topology(stage: &StageComparison, artifacts: &[Artifact]) -> Option<Topol
     })
 }
 
-/// The arm with the highest aggregate throughput, and how certain its lead is.
-fn winner(c: &Comparison, rows: &[TopologyRow]) -> (Option<String>, String) {
+/// The outcome of ranking a topology comparison's arms by throughput.
+struct Lead {
+    /// The arm whose lead is established.
+    winner: Option<String>,
+    /// The ranking with its figures.
+    reason: String,
+    /// Why the leader's lead is not established, in a clause (for each arm's verdict).
+    unestablished: Option<String>,
+}
+
+/// The arm with the highest aggregate throughput, declared the winner only when its lead
+/// over the runner-up is established: Welch's 95% interval across runs (both arms with
+/// repeats) excludes zero. Single runs, or an interval including zero, name no winner; the
+/// reason gives the figures either way.
+fn lead(c: &Comparison, rows: &[TopologyRow]) -> Lead {
     let mut ranked: Vec<(&TopologyRow, f64)> = rows
         .iter()
         .filter_map(|r| r.output_tps.map(|tps| (r, tps)))
         .collect();
     ranked.sort_by(|a, b| b.1.total_cmp(&a.1));
     let Some((best, tps)) = ranked.first() else {
-        return (None, "no arm recorded a throughput".to_owned());
+        return Lead {
+            winner: None,
+            reason: "no arm recorded a throughput".to_owned(),
+            unestablished: None,
+        };
     };
     let shown = |r: &TopologyRow, tps: f64| match r.output_tps_ci {
         Some((low, high)) => format!(
@@ -469,6 +522,8 @@ fn winner(c: &Comparison, rows: &[TopologyRow]) -> (Option<String>, String) {
         best.arm,
         shown(best, *tps)
     );
+    let mut established = false;
+    let mut unestablished = None;
     if let Some((second, second_tps)) = ranked.get(1) {
         let moments = |arm: &str| match c.throughput(arm, Window::All).map(|t| &t.estimate) {
             Some(ThroughputEstimate::Repeats { runs, mean, sd, .. }) => {
@@ -481,23 +536,47 @@ fn winner(c: &Comparison, rows: &[TopologyRow]) -> (Option<String>, String) {
             .zip(moments(&best.arm))
             .and_then(|(b, a)| welch_interval(b, a))
         {
-            Some(i) => reason.push_str(&format!(
-                "; ahead of {} by +{} [{}, {}] tok/s (Welch, across runs){}",
-                second.arm,
-                num(lead.round()),
-                num(i.low.round()),
-                num(i.high.round()),
-                if i.low > 0.0 {
-                    ""
-                } else {
-                    ": the interval includes zero, the lead is not established"
+            Some(i) => {
+                established = i.low > 0.0;
+                if !established {
+                    unestablished = Some(format!(
+                        "{} leads {} by +{} [{}, {}] tok/s across runs: the interval \
+                         includes zero",
+                        best.arm,
+                        second.arm,
+                        num(lead.round()),
+                        num(i.low.round()),
+                        num(i.high.round())
+                    ));
                 }
-            )),
-            None => reason.push_str(&format!(
-                "; ahead of {} by +{} tok/s with no run-to-run uncertainty (single runs; record ≥ 3 repeats)",
-                second.arm,
-                num(lead.round())
-            )),
+                reason.push_str(&format!(
+                    "; ahead of {} by +{} [{}, {}] tok/s (Welch, across runs){}",
+                    second.arm,
+                    num(lead.round()),
+                    num(i.low.round()),
+                    num(i.high.round()),
+                    if established {
+                        ""
+                    } else {
+                        ": the interval includes zero, the lead is not established"
+                    }
+                ));
+            }
+            None => {
+                unestablished = Some(format!(
+                    "{} leads {} by +{} tok/s in single runs, with no run-to-run \
+                     uncertainty; record ≥ 3 repeats of each arm",
+                    best.arm,
+                    second.arm,
+                    num(lead.round())
+                ));
+                reason.push_str(&format!(
+                    "; ahead of {} by +{} tok/s with no run-to-run uncertainty (single runs: \
+                     the lead is not established; record ≥ 3 repeats of each arm)",
+                    second.arm,
+                    num(lead.round())
+                ));
+            }
         }
     }
     if let (Some(gpu), Some(eff)) = (best.output_tps_per_gpu, best.scaling_efficiency) {
@@ -508,7 +587,19 @@ fn winner(c: &Comparison, rows: &[TopologyRow]) -> (Option<String>, String) {
             best.against.as_deref().unwrap_or("the single-GPU arm")
         ));
     }
-    (Some(best.arm.clone()), reason)
+    if established {
+        Lead {
+            winner: Some(best.arm.clone()),
+            reason,
+            unestablished: None,
+        }
+    } else {
+        Lead {
+            winner: None,
+            reason: format!("no topology winner established: {reason}"),
+            unestablished,
+        }
+    }
 }
 
 /// What the topology comparison measured of communication overhead, what it could not, and
@@ -540,13 +631,33 @@ fn overhead(rows: &[TopologyRow]) -> Vec<String> {
             ),
         });
     }
+    // Offered load in total and per GPU (in flight ÷ GPUs), each as a share of a GPU's
+    // requests: a lead at a higher load, or at a different load per GPU, is partly a load
+    // difference.
+    let per_gpu = |r: &TopologyRow| r.gpus.map(|g| r.in_flight as f64 / f64::from(g.count));
     let loads: BTreeSet<u64> = rows.iter().map(|r| r.in_flight).collect();
-    if loads.len() > 1 {
+    let per_gpu_loads: BTreeSet<u64> = rows
+        .iter()
+        .filter_map(|r| per_gpu(r).map(f64::to_bits))
+        .collect();
+    if loads.len() > 1 || per_gpu_loads.len() > 1 {
         out.push(format!(
-            "in flight: {}: aggregate throughput at different offered loads (concurrency is \
-             per replica), so a throughput lead is partly a load difference",
+            "in flight: {}: the arms ran at different offered loads (concurrency is per \
+             replica), in total or per GPU, so a throughput lead is partly a load difference",
             rows.iter()
-                .map(|r| format!("{} {}", r.arm, r.in_flight))
+                .map(|r| format!(
+                    "{} {} ({} per GPU)",
+                    r.arm,
+                    r.in_flight,
+                    per_gpu(r).map_or_else(
+                        || "n/a".to_owned(),
+                        |v| if v.fract() == 0.0 {
+                            format!("{v:.0}")
+                        } else {
+                            num(v)
+                        }
+                    )
+                ))
                 .collect::<Vec<_>>()
                 .join(", ")
         ));
@@ -700,10 +811,11 @@ mod tests {
     }
 
     #[test]
-    fn topology_efficiency_and_winner_by_hand() {
+    fn topology_efficiency_by_hand_and_no_winner_from_single_runs() {
         // TP1 1000 tok/s on 1 GPU. TP2 1500 tok/s on 2 GPUs: 750 per GPU,
         // 1500 / (2 × 1000) = 0.75. DP2 1900 tok/s on 2 GPUs: 950 per GPU,
-        // 1900 / (2 × 1000) = 0.95. Highest throughput: DP2.
+        // 1900 / (2 × 1000) = 0.95. Highest throughput: DP2, but single runs cannot
+        // establish its lead.
         let artifacts = [
             topo("r1", "TP1", "TP1", 1, 1000.0),
             topo("r2", "TP2", "TP2", 1, 1500.0),
@@ -730,15 +842,13 @@ mod tests {
                 (Some(2), 16, Some(950.0), Some(0.95)),
             ]
         );
-        assert_eq!(
-            assessment.winner.as_deref(),
-            Some("two independent TP1 replicas")
-        );
+        assert_eq!(assessment.winner, None);
         assert_eq!(
             assessment.reason,
-            "two independent TP1 replicas has the highest aggregate throughput, 1900 tok/s, a \
-             single run; ahead of TP2 by +400 tok/s with no run-to-run uncertainty (single runs; \
-             record ≥ 3 repeats); 950 tok/s per GPU, scaling efficiency 95% of TP1 per GPU"
+            "no topology winner established: two independent TP1 replicas has the highest \
+             aggregate throughput, 1900 tok/s, a single run; ahead of TP2 by +400 tok/s with no \
+             run-to-run uncertainty (single runs: the lead is not established; record ≥ 3 \
+             repeats of each arm); 950 tok/s per GPU, scaling efficiency 95% of TP1 per GPU"
         );
         assert_eq!(
             assessment.overhead,
@@ -749,12 +859,78 @@ mod tests {
                 "two independent TP1 replicas: independent replicas, no inter-GPU communication \
                  to measure; per-GPU throughput 95% of TP1's (the shortfall is load balance \
                  across replicas and the run's shared start and end, not communication)",
-                "in flight: TP1 8, TP2 8, two independent TP1 replicas 16: aggregate throughput \
-                 at different offered loads (concurrency is per replica), so a throughput lead \
-                 is partly a load difference",
+                "in flight: TP1 8 (8 per GPU), TP2 8 (4 per GPU), two independent TP1 replicas \
+                 16 (8 per GPU): the arms ran at different offered loads (concurrency is per \
+                 replica), in total or per GPU, so a throughput lead is partly a load difference",
             ]
         );
+        // No winner to account for: the rule is not run for any arm.
+        let why = "no topology winner established in matched topology: headline, 4096 tokens, \
+                   C8 per replica: two independent TP1 replicas leads TP2 by +400 tok/s in single \
+                   runs, with no run-to-run uncertainty; record ≥ 3 repeats of each arm";
+        for row in &assessment.rows {
+            assert_eq!(row.verdict, Verdict::NotRun(why.to_owned()));
+        }
+    }
+
+    /// Three runs of each arm, throughputs spread by ±`spread` around `tps`.
+    fn repeated(arm: &str, topology: &str, replicas: u32, tps: f64, spread: f64) -> Vec<Artifact> {
+        [-spread, 0.0, spread]
+            .into_iter()
+            .enumerate()
+            .map(|(k, d)| topo(&format!("{topology}-{k}"), arm, topology, replicas, tps + d))
+            .collect()
+    }
+
+    /// TP1, TP2 and DP2 at the given throughputs, three runs each spread by ±`spread`.
+    fn three_topologies(tps: [f64; 3], spread: f64) -> Vec<Artifact> {
+        let mut artifacts = repeated("TP1", "TP1", 1, tps[0], spread);
+        artifacts.extend(repeated("TP2", "TP2", 1, tps[1], spread));
+        let dp2 = "two independent TP1 replicas";
+        artifacts.extend(repeated(dp2, "DP2", 2, tps[2], spread));
+        artifacts
+    }
+
+    #[test]
+    fn a_winner_needs_a_lead_whose_interval_across_runs_excludes_zero() {
+        // Means 1000, 1500, 1900, sd 10 over three runs: DP2 − TP2 = +400, Welch df 4,
+        // half-width t(0.975, 4) × sqrt(2 × 100 / 3) = 2.776 × 8.165 = 22.7.
+        let assessment = assess(&three_topologies([1000.0, 1500.0, 1900.0], 10.0)).unwrap();
+        assert_eq!(
+            assessment.winner.as_deref(),
+            Some("two independent TP1 replicas")
+        );
+        assert!(
+            assessment
+                .reason
+                .contains("ahead of TP2 by +400 [377, 423] tok/s (Welch, across runs)"),
+            "{}",
+            assessment.reason
+        );
         assert!(assessment.rows.iter().all(|r| r.verdict == Verdict::Pass));
+
+        // Runs spread by ±300: the same means, an interval including zero, no winner.
+        let assessment = assess(&three_topologies([1000.0, 1500.0, 1900.0], 300.0)).unwrap();
+        assert_eq!(assessment.winner, None);
+        assert!(
+            assessment
+                .reason
+                .contains("the interval includes zero, the lead is not established"),
+            "{}",
+            assessment.reason
+        );
+
+        // A tensor-parallel winner: its communication overhead is not measured on its own.
+        let artifacts = three_topologies([1000.0, 1900.0, 1500.0], 10.0);
+        let assessment = assess(&artifacts).unwrap();
+        assert_eq!(assessment.winner.as_deref(), Some("TP2"));
+        let tp2 = assessment.rows.iter().find(|r| r.arm == "TP2").unwrap();
+        assert!(
+            matches!(&tp2.verdict, Verdict::NotRun(reason)
+                if reason.contains("communication overhead is not measured separately")),
+            "{:?}",
+            tp2.verdict
+        );
     }
 
     #[test]

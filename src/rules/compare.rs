@@ -4,12 +4,14 @@
 //! `after_first_wave`).
 //!
 //! Per metric and window: each arm's per-run statistics and pooled mean; each arm's
-//! difference to its reference with Welch's 95% interval of the mean difference, the paired
-//! interval by request index where the arms are paired, and for p50 and the tail that hurts
-//! a difference of percentiles with its interval (a seeded bootstrap when each arm is one
-//! run — paired by request index where the arms are paired, the primary interval then,
-//! because the shared prompt's variation cancels; a t interval across runs when each arm has
-//! repeats; none where an arm's own interval for that percentile is unbounded). Aggregate
+//! difference to its reference with Welch's 95% interval of the mean difference (over
+//! requests, or over the runs' means when both arms have repeats), the paired interval by
+//! request index where the arms are paired (one run each, as many requests in flight), and
+//! for p50 and the tail that hurts a difference of percentiles with its interval (a seeded
+//! bootstrap when each arm is one run — paired where the arms are paired, the primary
+//! interval then, because request i's shared prompt body, target length and schedule place
+//! cancel; a t interval across runs when each arm has repeats; none where an arm's own
+//! interval for that percentile is unbounded, in any of its runs). Aggregate
 //! throughput per arm and window (a single run, or the mean across repeats with its t
 //! interval over runs), per GPU, against the reference (ratio, and Welch's interval across
 //! runs when both have repeats), and the scaling efficiency of a multi-GPU arm against the
@@ -177,15 +179,30 @@ pub struct MetricDifference {
     pub arm: String,
     pub reference: String,
     pub window: Window,
-    /// Pooled mean of the arm − pooled mean of the reference, in the metric's unit.
+    /// Mean of the arm − mean of the reference, in the metric's unit: the pooled means, or
+    /// the means of the runs' means when both arms have repeats.
     pub difference: Option<f64>,
-    /// Pooled mean of the arm / pooled mean of the reference.
+    /// Mean of the arm / mean of the reference, the same means.
     pub ratio: Option<f64>,
-    /// Welch 95% interval of the mean difference.
+    /// Welch 95% interval of the mean difference: over the requests when an arm has one
+    /// run, over the runs' means when both arms have repeats (see `welch_runs`).
     pub welch: Option<Interval>,
+    /// `(reference runs, arm runs)` when the Welch interval takes runs as the sample (both
+    /// arms have repeats, so run-to-run variation is in it); `None` when it takes requests.
+    pub welch_runs: Option<(usize, usize)>,
     pub paired: Paired,
     /// p50 and the tail that hurts (p95, p99 or p5, p1).
     pub percentiles: Vec<PercentileDifference>,
+}
+
+impl MetricDifference {
+    /// What the Welch interval is over, in words.
+    pub fn welch_method(&self) -> String {
+        match self.welch_runs {
+            Some((b, a)) => format!("across runs ({a} vs {b})"),
+            None => "over requests".to_owned(),
+        }
+    }
 }
 
 /// Every arm on one metric.
@@ -269,6 +286,8 @@ pub struct ThroughputDifference {
     pub estimate: f64,
     /// Welch's interval with runs as the sample, when both arms have repeats.
     pub interval: Option<Interval>,
+    /// Why there is no interval, when there is none.
+    pub no_interval: Option<String>,
 }
 
 /// A multi-GPU arm's throughput against the matched single-GPU arm: aggregate ÷ (GPUs ×
@@ -572,7 +591,33 @@ fn difference(
     let ratio = pair
         .filter(|(b, _)| b.mean() != 0.0)
         .map(|(b, a)| a.mean() / b.mean());
-    let welch = pair.and_then(|(b, a)| welch_interval(b, a));
+    // With repeats on both sides the runs are the sample: requests of one run share its
+    // conditions, so a request-level interval would leave run-to-run variation out.
+    let run_means = |arm: &ArmMetric| {
+        let means: Vec<f64> = arm.runs.iter().filter_map(|r| r.stats.mean).collect();
+        (arm.runs.len() >= 2 && means.len() == arm.runs.len())
+            .then(|| Sample::new(means).ok()?.moments())
+            .flatten()
+    };
+    let (welch, welch_runs, difference, ratio) = if base.runs.len() >= 2 && this.runs.len() >= 2 {
+        // The figures the interval is about: the means of the runs' means.
+        let means = run_means(base).zip(run_means(this));
+        (
+            means.and_then(|(b, a)| welch_interval(b, a)),
+            Some((base.runs.len(), this.runs.len())),
+            means.map(|(b, a)| a.mean() - b.mean()),
+            means
+                .filter(|(b, _)| b.mean() != 0.0)
+                .map(|(b, a)| a.mean() / b.mean()),
+        )
+    } else {
+        (
+            pair.and_then(|(b, a)| welch_interval(b, a)),
+            None,
+            difference,
+            ratio,
+        )
+    };
     let window = this.window;
     MetricDifference {
         arm: this.arm.clone(),
@@ -581,6 +626,7 @@ fn difference(
         difference,
         ratio,
         welch,
+        welch_runs,
         paired: paired(base_runs, runs, metric, window),
         percentiles: percentile_differences_of(base, this, base_runs, runs, metric),
     }
@@ -598,10 +644,27 @@ fn by_index(runs: &[&Artifact], metric: MetricId, window: Window) -> Option<BTre
     )
 }
 
+/// Why request i of one arm is not the partner of request i of the other, when it is not:
+/// the arms must be one run each and keep as many requests in flight, so that request i of
+/// both carried the same prompt body and target length (the cell's, by workload
+/// fingerprint; only the per-run unique prefix differs) and was sent at the same place in
+/// the schedule.
+fn unpaired_reason(base_runs: &[&Artifact], runs: &[&Artifact]) -> Option<String> {
+    let ([base], [run]) = (base_runs, runs) else {
+        return Some("paired differences need exactly one run per arm".to_owned());
+    };
+    let (b, a) = (base.facts.in_flight(), run.facts.in_flight());
+    (a != b).then(|| {
+        format!(
+            "{a} vs {b} requests in flight: request i holds a different place in each \
+             schedule"
+        )
+    })
+}
+
 /// The (reference, arm) values of the request indices both arms have, when each arm is one
-/// run: request i of both arms is the same cell's request i (same workload fingerprint), so
-/// its pair shares the prompt's length and structure. A request one arm lacks (failed, or in
-/// that arm's first wave but not the other's) leaves its pair out.
+/// run (see [`unpaired_reason`]). A request one arm lacks (failed, or in that arm's first
+/// wave but not the other's) leaves its pair out.
 fn common_pairs(a: &BTreeMap<i64, f64>, b: &BTreeMap<i64, f64>) -> Vec<(f64, f64)> {
     a.iter()
         .filter_map(|(index, x)| b.get(index).map(|y| (*x, *y)))
@@ -614,12 +677,24 @@ fn paired(base_runs: &[&Artifact], runs: &[&Artifact], metric: MetricId, window:
     let not = |reason: &str| Paired::NotPaired {
         reason: reason.to_owned(),
     };
+    if let Some(reason) = unpaired_reason(base_runs, runs) {
+        return not(&reason);
+    }
     let (Some(a), Some(b)) = (
         by_index(base_runs, metric, window),
         by_index(runs, metric, window),
     ) else {
         return not("paired differences need exactly one run per arm");
     };
+    let counted = |runs: &[&Artifact]| {
+        runs.iter()
+            .filter_map(|run| run.figures.stats(window, metric))
+            .map(|s| s.n)
+            .sum::<u64>()
+    };
+    if counted(base_runs) == 0 || counted(runs) == 0 {
+        return not("no values in this window");
+    }
     if a.is_empty() || b.is_empty() {
         return not("per-request values not recorded");
     }
@@ -641,8 +716,10 @@ fn paired(base_runs: &[&Artifact], runs: &[&Artifact], metric: MetricId, window:
 }
 
 /// The differences of p50 and the tail that hurts: a bootstrap when each arm is one run
-/// (paired when their request indices agree), Welch over the runs' percentiles when both
-/// have repeats; none where an arm's own interval for the percentile is unbounded.
+/// (paired when [`unpaired_reason`] finds none and their request indices agree), Welch over
+/// the runs' percentiles when both have repeats; none where an arm's own interval for the
+/// percentile is unbounded (in any of its runs, with repeats). The estimate with repeats is
+/// the difference of the means of the runs' percentiles.
 fn percentile_differences_of(
     base: &ArmMetric,
     this: &ArmMetric,
@@ -653,9 +730,15 @@ fn percentile_differences_of(
     let [mild, far] = metric.tails();
     let wanted = [Percentile::P50, mild, far];
     let window = this.window;
-    let point = |arm: &ArmMetric, q: Percentile| match arm.runs.as_slice() {
-        [run] => run.stats.percentile(q),
-        _ => None,
+    // One run's percentile, or the mean of every run's.
+    let point = |arm: &ArmMetric, q: Percentile| {
+        let values: Vec<f64> = arm
+            .runs
+            .iter()
+            .filter_map(|r| r.stats.percentile(q))
+            .collect();
+        (!values.is_empty() && values.len() == arm.runs.len())
+            .then(|| values.iter().sum::<f64>() / values.len() as f64)
     };
     let no_interval = |q: Percentile, reason: String| PercentileDifference {
         percentile: q,
@@ -664,11 +747,32 @@ fn percentile_differences_of(
             reason,
         },
     };
-    // Repeats on both sides: runs are the sample.
+    let bounded = |q: Percentile, n: usize| {
+        let r = rank_interval(n, q.probability());
+        r.low.is_some() && r.high.is_some()
+    };
+    let too_few = |q: Percentile, n: u64| {
+        format!(
+            "n = {n} is too few for a bounded {q} (needs {})",
+            bounded_from(q.probability())
+        )
+    };
+    // Repeats on both sides: runs are the sample, each run's percentile bounded.
     if base.runs.len() >= 2 && this.runs.len() >= 2 {
         return wanted
             .into_iter()
             .map(|q| {
+                let unbounded = base
+                    .runs
+                    .iter()
+                    .chain(&this.runs)
+                    .find(|r| !bounded(q, usize::try_from(r.stats.n).unwrap_or(usize::MAX)));
+                if let Some(run) = unbounded {
+                    return no_interval(
+                        q,
+                        format!("run {}: {}", run.run_id, too_few(q, run.stats.n)),
+                    );
+                }
                 let moments = |arm: &ArmMetric| {
                     let values: Vec<f64> = arm
                         .runs
@@ -710,32 +814,22 @@ fn percentile_differences_of(
             })
             .collect();
     };
-    let bounded = |q: Percentile, n: usize| {
-        let r = rank_interval(n, q.probability());
-        r.low.is_some() && r.high.is_some()
-    };
     let mut out: Vec<PercentileDifference> = Vec::new();
     let mut bootstrapped = Vec::new();
     for q in wanted {
         let n = a.len().min(b.len());
         if n == 0 {
-            out.push(no_interval(q, "no values".to_owned()));
+            out.push(no_interval(q, "no values in this window".to_owned()));
         } else if !bounded(q, a.len()) || !bounded(q, b.len()) {
-            out.push(no_interval(
-                q,
-                format!(
-                    "n = {n} is too few for a bounded {q} (needs {})",
-                    bounded_from(q.probability())
-                ),
-            ));
+            out.push(no_interval(q, too_few(q, n as u64)));
         } else {
             bootstrapped.push(q);
         }
     }
     if !bootstrapped.is_empty() {
         let ps: Vec<_> = bootstrapped.iter().map(|q| q.probability()).collect();
-        // Paired when the arms ran the same requests (their indices agree).
-        let results = if a.keys().eq(b.keys()) {
+        // Paired when request i is the same request in both arms and their indices agree.
+        let results = if unpaired_reason(base_runs, runs).is_none() && a.keys().eq(b.keys()) {
             let pairs = common_pairs(&a, &b);
             percentile_differences(BootstrapDesign::Paired(&pairs), &ps)
         } else {
@@ -805,11 +899,24 @@ fn throughput(set: &MatchedSet<'_>, arms: &[&str], references: &References) -> V
                 .filter(|(_, b)| *b != 0.0)
                 .map(|(a, b)| a / b);
             let difference = match (&estimate, &reference_estimate) {
-                (e, Some(r)) => e.value().zip(r.value()).map(|(a, b)| ThroughputDifference {
-                    estimate: a - b,
-                    interval: run_moments(&reference_runs, window)
+                (e, Some(r)) => e.value().zip(r.value()).map(|(a, b)| {
+                    let interval = run_moments(&reference_runs, window)
                         .zip(run_moments(&runs, window))
-                        .and_then(|(b, a)| welch_interval(b, a)),
+                        .and_then(|(b, a)| welch_interval(b, a));
+                    let repeats = |runs: &[&Artifact]| runs.len() >= 2;
+                    let no_interval = interval.is_none().then(|| {
+                        match (repeats(&reference_runs), repeats(&runs)) {
+                            (false, false) => "single runs: no CI",
+                            (true, true) => "runs without a throughput: no CI",
+                            _ => "repeats on one side only: no CI",
+                        }
+                        .to_owned()
+                    });
+                    ThroughputDifference {
+                        estimate: a - b,
+                        interval,
+                        no_interval,
+                    }
                 }),
                 _ => None,
             };
@@ -1017,6 +1124,16 @@ mod tests {
         (a - b).abs() <= tolerance
     }
 
+    /// Give `a` 100 requests whose TTFT is `value(request index)`, and their statistics.
+    fn with_ttft(a: &mut Artifact, value: impl Fn(i64) -> f64) {
+        let values = per_request(100, &value);
+        let mut sample = Sample::new(values.iter().map(|v| v.value).collect()).unwrap();
+        a.figures.per_request.insert(MetricId::TtftMs, values);
+        a.figures
+            .metrics
+            .insert(MetricId::TtftMs, sample.describe());
+    }
+
     #[test]
     fn welch_and_paired_differences_against_the_baseline() {
         let mut base = artifact("r-k8", "K8", &[("spec_k", "8")], 1000.0);
@@ -1101,18 +1218,8 @@ mod tests {
         let mut base = artifact("r-a", "A", &[("k", "1")], 1.0);
         let mut arm = artifact("r-b", "B", &[("k", "2")], 1.0);
         let value = |i: i64| 100.0 + ((i * 37) % 100) as f64;
-        base.figures
-            .per_request
-            .insert(MetricId::TtftMs, per_request(100, value));
-        arm.figures
-            .per_request
-            .insert(MetricId::TtftMs, per_request(100, |i| value(i) + 5.0));
-        for (a, offset) in [(&mut base, 0.0), (&mut arm, 5.0)] {
-            let mut sample = Sample::new((0..100).map(|i| value(i) + offset).collect()).unwrap();
-            a.figures
-                .metrics
-                .insert(MetricId::TtftMs, sample.describe());
-        }
+        with_ttft(&mut base, value);
+        with_ttft(&mut arm, |i| value(i) + 5.0);
         let artifacts = [base, arm];
         let comparison = compare(
             &match_artifacts(&artifacts).unwrap(),
@@ -1168,6 +1275,39 @@ mod tests {
     }
 
     #[test]
+    fn arms_at_different_loads_are_not_paired() {
+        // DP2 keeps 16 requests in flight, TP1 8: request i is elsewhere in each schedule.
+        let mut base = artifact("r-a", "TP1", &[("topology", "TP1")], 1.0);
+        let mut dp2 = artifact("r-b", "DP2", &[("topology", "DP2")], 1.0);
+        dp2.facts.replica_count = 2;
+        let value = |i: i64| 100.0 + ((i * 37) % 100) as f64;
+        with_ttft(&mut base, value);
+        with_ttft(&mut dp2, value);
+        let artifacts = [base, dp2];
+        let comparison = compare(
+            &match_artifacts(&artifacts).unwrap(),
+            &References::Baseline("TP1".to_owned()),
+            Scope::Headline,
+        )
+        .unwrap();
+        let d = comparison.metrics[0]
+            .difference("DP2", Window::All)
+            .unwrap();
+        assert_eq!(
+            d.paired,
+            Paired::NotPaired {
+                reason: "16 vs 8 requests in flight: request i holds a different place in each \
+                         schedule"
+                    .to_owned()
+            }
+        );
+        match &d.percentiles[0].comparison {
+            PercentileComparison::Bootstrap(b) => assert!(!b.paired),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
     fn repeated_runs_give_a_throughput_interval_across_runs() {
         let artifacts = [
             artifact("r-a1", "A", &[("k", "1")], 1000.0),
@@ -1203,8 +1343,18 @@ mod tests {
         let b = comparison.throughput("B", Window::All).unwrap();
         assert_eq!(b.reference.as_deref(), Some("A"));
         assert_eq!(
-            b.difference.as_ref().map(|d| (d.estimate, d.interval)),
-            Some((-200.0, None))
+            b.difference
+                .as_ref()
+                .map(|d| (d.estimate, d.interval, d.no_interval.as_deref())),
+            Some((-200.0, None, Some("repeats on one side only: no CI")))
+        );
+        // The percentiles' point estimates stay (B's p50 − the mean of A's three p50s).
+        let p50 = &comparison.metrics[0].differences[0].percentiles[0];
+        assert_eq!(p50.comparison.estimate(), Some(0.0));
+        assert!(
+            p50.comparison
+                .method()
+                .starts_with("repeats on one side only")
         );
         // Paired differences are not taken across repeats.
         assert_eq!(
@@ -1291,6 +1441,19 @@ mod tests {
             ),
             "{p50:?}"
         );
+        // p99 of each run's 100 requests is unbounded: no interval across runs either.
+        let p99 = &c.metrics[0]
+            .difference("TP2", Window::All)
+            .unwrap()
+            .percentiles[2];
+        assert_eq!(
+            p99.comparison.method(),
+            "run t1a: n = 100 is too few for a bounded p99 (needs 368)"
+        );
+        // Means compared across runs, runs the sample: equal runs, a zero-width interval.
+        let ttft = c.metrics[0].difference("TP2", Window::All).unwrap();
+        assert_eq!(ttft.welch_runs, Some((3, 3)));
+        assert_eq!(ttft.welch_method(), "across runs (3 vs 3)");
         assert!(c.warnings.is_empty(), "{:?}", c.warnings);
     }
 

@@ -19,9 +19,12 @@
 //! chunk1K …`), only the key no other component of the clause already covers (K12 against
 //! K4 and K16, chunk1K against K12 and chunk8K). The selected arm is **supported** when it is
 //! better than every other arm of its sweep with a 95% interval of the difference that
-//! excludes zero (Welch's interval of the means; for throughput, across runs, which needs
-//! repeats); **contradicted** when another arm is better by such an interval; **not testable**
-//! otherwise (within the uncertainty, single runs, no artifact, nothing recorded to name).
+//! excludes zero (Welch's interval of the means: across runs where both arms have repeats,
+//! over requests where an arm is one run, and said so; for throughput always across runs,
+//! which needs repeats); **contradicted** when another arm is better by such an interval;
+//! **not testable** otherwise (within the uncertainty, single runs, no artifact, nothing
+//! recorded to name, no arm one key apart), saying which way the point estimates lean. An
+//! arm never falls back to arms differing from it in several keys: they confound them.
 //! A rejection is the mirror image. A clause naming a runtime (`SGLang remains faster …`) is
 //! checked on the headline workload across runtimes, the best arm of that runtime against the
 //! stage's arms, and says it is not a one-variable control. Not testable is information, not
@@ -32,7 +35,7 @@ use std::collections::BTreeSet;
 use serde::Serialize;
 
 use crate::manifest::{RunPlan, Stage};
-use crate::stats::{Interval, Moments, welch_interval};
+use crate::stats::{Interval, Moments, Sample, mean_interval, welch_interval};
 
 use super::compare::{Comparison, ThroughputEstimate};
 use super::control::{Control, control};
@@ -71,11 +74,15 @@ impl ClaimMetric {
         !matches!(self, ClaimMetric::Ttft)
     }
 
-    /// The interval a difference of this figure carries.
-    fn interval_method(self) -> &'static str {
-        match self {
-            ClaimMetric::AggregateThroughput => "Welch's 95% CI across runs",
-            ClaimMetric::Ttft | ClaimMetric::Decode => "Welch's 95% CI over requests",
+    /// The interval a difference of this figure carries: across runs for throughput and
+    /// wherever both arms have repeats; over requests otherwise.
+    fn interval_method(self, across_runs: bool) -> &'static str {
+        match (self, across_runs) {
+            (ClaimMetric::AggregateThroughput, _) | (_, true) => "Welch's 95% CI across runs",
+            _ => {
+                "Welch's 95% CI over requests; one run each: no run-to-run variation in the \
+                 interval"
+            }
         }
     }
 
@@ -97,8 +104,15 @@ impl ClaimMetric {
     }
 
     /// An arm's estimate with the moments a difference's interval needs (`None` for a
-    /// single-run throughput: no run-to-run spread).
-    fn estimate(self, c: &Comparison, arm: &str) -> Option<(f64, Option<Moments>, String)> {
+    /// single-run throughput: no run-to-run spread). A per-request mean takes the runs'
+    /// means as its sample when `across_runs` (both arms of the difference have repeats),
+    /// else the pooled requests.
+    fn estimate(
+        self,
+        c: &Comparison,
+        arm: &str,
+        across_runs: bool,
+    ) -> Option<(f64, Option<Moments>, String)> {
         match self {
             ClaimMetric::AggregateThroughput => {
                 let t = c.throughput(arm, Window::All)?;
@@ -114,15 +128,7 @@ impl ClaimMetric {
                     } => Some((
                         *mean,
                         sd.and_then(|sd| Moments::new(*runs as u64, *mean, sd).ok()),
-                        match interval {
-                            Some(i) => format!(
-                                "{} [{}, {}]",
-                                num_short(*mean),
-                                num_short(i.low),
-                                num_short(i.high)
-                            ),
-                            None => num_short(*mean),
-                        },
+                        with_interval(*mean, *interval),
                     )),
                     ThroughputEstimate::Missing => None,
                 }
@@ -135,19 +141,33 @@ impl ClaimMetric {
                 };
                 let m = c.metrics.iter().find(|m| m.metric == metric)?;
                 let a = m.arm(arm, Window::All)?;
+                if across_runs {
+                    let means: Vec<f64> = a.runs.iter().filter_map(|r| r.stats.mean).collect();
+                    if means.len() != a.runs.len() {
+                        return None;
+                    }
+                    let moments = Sample::new(means).ok()?.moments()?;
+                    let text = with_interval(moments.mean(), mean_interval(moments));
+                    return Some((moments.mean(), Some(moments), text));
+                }
                 let pooled = a.pooled?;
-                let text = match a.pooled_ci {
-                    Some(i) => format!(
-                        "{} [{}, {}]",
-                        num_short(pooled.mean()),
-                        num_short(i.low),
-                        num_short(i.high)
-                    ),
-                    None => num_short(pooled.mean()),
-                };
+                let text = with_interval(pooled.mean(), a.pooled_ci);
                 Some((pooled.mean(), Some(pooled), text))
             }
         }
+    }
+}
+
+/// An estimate with its interval, when it has one: `58.3 [47.2, 69.5]`.
+fn with_interval(estimate: f64, interval: Option<Interval>) -> String {
+    match interval {
+        Some(i) => format!(
+            "{} [{}, {}]",
+            num_short(estimate),
+            num_short(i.low),
+            num_short(i.high)
+        ),
+        None => num_short(estimate),
     }
 }
 
@@ -352,17 +372,26 @@ fn one_key(c: &[&Artifact], a: &str, b: &str) -> Option<String> {
     }
 }
 
+/// Whether `arm` has two or more runs in comparison `c`.
+fn repeated(c: &Comparison, arm: &str) -> bool {
+    c.metrics
+        .first()
+        .and_then(|m| m.arm(arm, Window::All))
+        .is_some_and(|a| a.runs.len() >= 2)
+}
+
 /// How `arm` compares with `other` on `metric` in comparison `c`: (arm's text, other's
 /// text, the difference arm − other oriented so that positive is better for `arm`, its 95%
-/// interval when both sides have a spread).
+/// interval when both sides have a spread, whether runs are the interval's sample).
 fn pairwise(
     c: &Comparison,
     metric: ClaimMetric,
     arm: &str,
     other: &str,
-) -> Option<(String, String, f64, Option<Interval>)> {
-    let (a, am, at) = metric.estimate(c, arm)?;
-    let (b, bm, bt) = metric.estimate(c, other)?;
+) -> Option<(String, String, f64, Option<Interval>, bool)> {
+    let across_runs = repeated(c, arm) && repeated(c, other);
+    let (a, am, at) = metric.estimate(c, arm, across_runs)?;
+    let (b, bm, bt) = metric.estimate(c, other, across_runs)?;
     let sign = if metric.higher_is_better() { 1.0 } else { -1.0 };
     let interval = am
         .zip(bm)
@@ -373,7 +402,7 @@ fn pairwise(
             high: (sign * i.low).max(sign * i.high),
             df: i.df,
         });
-    Some((at, bt, sign * (a - b), interval))
+    Some((at, bt, sign * (a - b), interval, across_runs))
 }
 
 /// The verdict of `arm` against `others` on one comparison: supported when better than each
@@ -392,12 +421,20 @@ fn against_sweep(
     let mut untestable = Vec::new();
     let mut parts = Vec::new();
     let mut own = None;
+    let mut across_runs = true;
+    let (mut ahead, mut behind) = (Vec::new(), Vec::new());
     for other in others {
-        let Some((at, bt, d, interval)) = pairwise(c, metric, arm, other) else {
+        let Some((at, bt, d, interval, runs)) = pairwise(c, metric, arm, other) else {
             untestable.push(format!("{other} has no {} recorded", metric.name()));
             better_than_all = false;
             continue;
         };
+        across_runs &= runs;
+        if d > 0.0 {
+            ahead.push(other.as_str());
+        } else if d < 0.0 {
+            behind.push(other.as_str());
+        }
         own.get_or_insert(at);
         let shown = match interval {
             Some(i) => format!(
@@ -429,7 +466,7 @@ fn against_sweep(
         own.unwrap_or_else(|| "n/a".to_owned()),
         metric.unit(),
         parts.join(", "),
-        metric.interval_method()
+        metric.interval_method(across_runs)
     );
     let (supported, contradicted) = if rejection {
         (worse_than_some, better_than_all)
@@ -456,10 +493,33 @@ fn against_sweep(
             "{} better by a 95% interval excluding zero",
             beaten.join(", ")
         ),
-        ClaimVerdict::NotTestable if !untestable.is_empty() => untestable.join("; "),
-        ClaimVerdict::NotTestable => "the differences are within their 95% intervals".to_owned(),
+        ClaimVerdict::NotTestable => {
+            let why = if untestable.is_empty() {
+                "the differences are within their 95% intervals".to_owned()
+            } else {
+                untestable.join("; ")
+            };
+            format!("{why}; {}", leaning(arm, &ahead, &behind))
+        }
     };
     (verdict, format!("{figures}: {why}"))
+}
+
+/// Which way the point estimates lean, for an untestable verdict: `the point estimates put
+/// K12 ahead of K4 and behind K16`.
+fn leaning(arm: &str, ahead: &[&str], behind: &[&str]) -> String {
+    let mut sides = Vec::new();
+    if !ahead.is_empty() {
+        sides.push(format!("ahead of {}", ahead.join(", ")));
+    }
+    if !behind.is_empty() {
+        sides.push(format!("behind {}", behind.join(", ")));
+    }
+    if sides.is_empty() {
+        format!("the point estimates put {arm} level with the rest")
+    } else {
+        format!("the point estimates put {arm} {}", sides.join(" and "))
+    }
 }
 
 /// `+12.3`, `−4.1` for a reason text.
@@ -507,7 +567,7 @@ fn check_arm(
             .iter()
             .filter(|a| a.facts.fingerprint == s.fingerprint)
             .collect();
-        let mut sweep: Vec<String> = c
+        let sweep: Vec<String> = c
             .arms
             .iter()
             .filter(|other| *other != arm)
@@ -515,9 +575,15 @@ fn check_arm(
             .cloned()
             .collect();
         if sweep.is_empty() {
-            sweep = c.arms.iter().filter(|o| *o != arm).cloned().collect();
-        }
-        if sweep.is_empty() {
+            // Arms differing in several keys confound them: no figure here tests the claim.
+            if c.arms.iter().any(|o| o != arm) {
+                verdicts.push(ClaimVerdict::NotTestable);
+                reasons.push(format!(
+                    "{}: no arm one key apart from {arm} (the others differ in several keys, \
+                     which a comparison cannot separate)",
+                    s.workload
+                ));
+            }
             continue;
         }
         let (v, reason) = against_sweep(c, metric, arm, &sweep, rejection);
@@ -588,7 +654,7 @@ fn check_runtime(
         .iter()
         .filter(|a| runtime_of(a).as_deref() == Some(runtime.as_str()))
         .filter(|a| stage_gpus.contains(&gpus(a)))
-        .filter_map(|a| metric.estimate(c, a).map(|(v, _, _)| (a, v)))
+        .filter_map(|a| metric.estimate(c, a, false).map(|(v, _, _)| (a, v)))
         .max_by(|x, y| {
             let order = x.1.total_cmp(&y.1);
             if metric.higher_is_better() {
@@ -750,7 +816,8 @@ fn check_clause(
 #[cfg(test)]
 mod tests {
     use super::super::fixtures::{
-        artifact, full_stats, plan, screen_artifact, selection, topology_stage,
+        artifact, full_stats, plan, repeated_topology_stage, screen_artifact, selection,
+        topology_stage,
     };
     use super::super::stage::{headline_comparison, stage_comparisons};
     use super::*;
@@ -772,23 +839,9 @@ mod tests {
         coverage.stages.iter().find(|s| s.stage == name).unwrap()
     }
 
-    /// The topology stage with three runs of each arm, throughputs spread by ±10.
-    fn repeated_topology(dp2_tps: f64) -> Vec<Artifact> {
-        let mut out = Vec::new();
-        for (k, delta) in [-10.0, 0.0, 10.0].into_iter().enumerate() {
-            for mut a in topology_stage(dp2_tps) {
-                a.facts.run_id = format!("{}-{k}", a.facts.run_id);
-                let tps = a.figures.aggregate_output_tps.unwrap() + delta;
-                a.figures.aggregate_output_tps = Some(tps);
-                out.push(a);
-            }
-        }
-        out
-    }
-
     #[test]
     fn a_selection_is_supported_only_by_intervals_that_exclude_zero() {
-        let coverage = coverage_of(&repeated_topology(1900.0));
+        let coverage = coverage_of(&repeated_topology_stage(1900.0));
         let topology = stage(&coverage, "matched topology");
         assert!(topology.without_evidence.is_empty());
         let selected = &topology.selected[0];
@@ -830,7 +883,7 @@ mod tests {
 
     #[test]
     fn a_faster_rejected_arm_contradicts_the_selection() {
-        let coverage = coverage_of(&repeated_topology(1400.0));
+        let coverage = coverage_of(&repeated_topology_stage(1400.0));
         let topology = stage(&coverage, "matched topology");
         assert_eq!(topology.selected[0].verdict, ClaimVerdict::Contradicted);
         assert!(
@@ -926,6 +979,73 @@ mod tests {
         assert!(
             k12.contains("vs K4") && k12.contains("K16") && !k12.contains("chunk"),
             "{k12}"
+        );
+    }
+
+    /// The SGLang optimization sweep's depth arms on decode, `runs` runs each, every run of
+    /// an arm at its mean + the run's offset.
+    fn decode_sweep(means: [f64; 3], offsets: &[f64]) -> Vec<Artifact> {
+        let mut out = Vec::new();
+        for (k, offset) in offsets.iter().enumerate() {
+            for (arm, depth, mean) in [("K4", "4", means[0]), ("K12", "12", means[1])]
+                .into_iter()
+                .chain([("K16", "16", means[2])])
+            {
+                let mut a = screen_artifact(&format!("{arm}-{k}"), arm, depth, "2048");
+                a.figures
+                    .metrics
+                    .insert(MetricId::DecodeTps, full_stats(100, mean + offset, 2.0));
+                out.push(a);
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn with_repeats_a_per_request_mean_is_judged_across_runs() {
+        // One run each: 100 requests of sd 2 put K12 (50) clear of K16 (49) over requests.
+        let single = coverage_of(&decode_sweep([40.0, 50.0, 49.0], &[0.0]));
+        let k12 = &stage(&single, "SGLang optimization").selected[0].components[0];
+        assert_eq!(k12.verdict, ClaimVerdict::Supported, "{}", k12.reason);
+        assert!(
+            k12.reason
+                .contains("over requests; one run each: no run-to-run variation"),
+            "{}",
+            k12.reason
+        );
+        // Three runs each whose means move by ±3 together: across runs K12 − K16 = +1 with
+        // sd 3 on both sides, an interval including zero. The point estimates still lean.
+        let repeats = coverage_of(&decode_sweep([40.0, 50.0, 49.0], &[-3.0, 0.0, 3.0]));
+        let k12 = &stage(&repeats, "SGLang optimization").selected[0].components[0];
+        assert_eq!(k12.verdict, ClaimVerdict::NotTestable, "{}", k12.reason);
+        assert!(
+            k12.reason
+                .contains("(differences with Welch's 95% CI across runs)")
+                && k12.reason.ends_with(
+                    "the differences are within their 95% intervals; the point estimates put \
+                     K12 ahead of K4, K16"
+                ),
+            "{}",
+            k12.reason
+        );
+    }
+
+    #[test]
+    fn an_arm_without_a_one_key_neighbour_is_not_compared_with_confounded_arms() {
+        // K12 differs from the only other arm in two keys: no fallback to that comparison.
+        let mut artifacts = decode_sweep([40.0, 50.0, 49.0], &[0.0]);
+        artifacts.retain(|a| a.facts.arm != "K16");
+        let k4 = artifacts.iter_mut().find(|a| a.facts.arm == "K4").unwrap();
+        k4.facts.config = [("spec_depth", "4"), ("chunked_prefill", "1024")]
+            .into_iter()
+            .collect();
+        let coverage = coverage_of(&artifacts);
+        let k12 = &stage(&coverage, "SGLang optimization").selected[0].components[0];
+        assert_eq!(k12.verdict, ClaimVerdict::NotTestable);
+        assert!(
+            k12.reason.contains("no arm one key apart from K12"),
+            "{}",
+            k12.reason
         );
     }
 

@@ -184,3 +184,17 @@ pub fn topology_stage(dp2_tps: f64) -> Vec<Artifact> {
         dp2,
     ]
 }
+
+/// [`topology_stage`] recorded three times, each arm's throughputs spread by ±10 around
+/// its figure (sd 10 across runs).
+pub fn repeated_topology_stage(dp2_tps: f64) -> Vec<Artifact> {
+    let mut out = Vec::new();
+    for (k, delta) in [-10.0, 0.0, 10.0].into_iter().enumerate() {
+        for mut a in topology_stage(dp2_tps) {
+            a.facts.run_id = format!("{}-{k}", a.facts.run_id);
+            a.figures.aggregate_output_tps = a.figures.aggregate_output_tps.map(|t| t + delta);
+            out.push(a);
+        }
+    }
+    out
+}

@@ -4,10 +4,11 @@
 //!
 //! - [`RESAMPLES`] resamples, each drawing n values with replacement; the interval is the
 //!   nearest-rank 2.5th and 97.5th percentiles of the resampled differences.
-//! - **Paired** where the arms are paired (the same request indices, one run each: request i
-//!   of both arms carried the same prompt): a resample draws request indices and takes both
-//!   arms' values of each, so the pairing's shared variation cancels. Otherwise each arm is
-//!   resampled on its own.
+//! - **Paired** where the caller pairs the arms (the same request indices, one run each and
+//!   as many requests in flight: request i of both carried the same prompt body and target
+//!   length at the same place in the schedule): a resample draws request indices and takes
+//!   both arms' values of each, so the pairing's shared variation cancels. Otherwise each arm
+//!   is resampled on its own.
 //! - **Reproducible to the last digit:** every call starts a ChaCha8 stream from the same
 //!   fixed [`SEED`] (rand_chacha's stream is value-stable across its versions), and an index
 //!   in 0..n is taken from each raw 64-bit output as ⌊x·n / 2⁶⁴⌋, arithmetic of anvil's own

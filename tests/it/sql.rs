@@ -819,6 +819,11 @@ fn runs_table_holds_run_json() {
         strings(&r, "arm_config_text"),
         [Some("tp=1,dp=2".to_owned())]
     );
+    // Sorted by key: the same configuration declared in another order reads the same.
+    assert_eq!(
+        strings(&r, "arm_config_canonical"),
+        [Some("dp=2,tp=1".to_owned())]
+    );
     // The same configuration as a map, one key at a time.
     let r = query(
         &rt,
