@@ -389,9 +389,13 @@ fn llama_headline_cell_is_calibrated_by_the_servers_tokenizer_and_loses_nothing(
     // The server view knows llama.cpp's queue gauges.
     let queue = sql(
         &out,
-        "SELECT max(running) AS running, count(*) AS n, max(runtime) AS runtime FROM server_queue",
+        "SELECT max(running) AS running, count(*) AS n, max(runtime) AS runtime, \
+         max(metric_dialect) AS metric_dialect FROM server_queue",
     );
-    assert_eq!(queue[0]["runtime"], "llama.cpp");
+    // The runtime is the arm's (here the server's own `owned_by`); the dialect is whose
+    // metric names were found.
+    assert_eq!(queue[0]["runtime"], "llamacpp");
+    assert_eq!(queue[0]["metric_dialect"], "llama.cpp");
     assert!(
         f(&queue[0], "n") > 2.0 && f(&queue[0], "running") >= 1.0,
         "{queue:?}"
@@ -620,9 +624,11 @@ fn llama_spec_decode_equals_the_servers_counter_deltas() {
     };
     let s = &sql(
         &out,
-        "SELECT runtime, drafts, draft_tokens, accepted_tokens, mean_accepted_length FROM spec_decode",
+        "SELECT runtime, metric_dialect, drafts, draft_tokens, accepted_tokens, \
+         mean_accepted_length FROM spec_decode",
     )[0];
-    assert_eq!(s["runtime"], "llama.cpp");
+    assert_eq!(s["runtime"], "llamacpp");
+    assert_eq!(s["metric_dialect"], "llama.cpp");
     let drafts = delta("llamacpp:spec_decode_num_drafts_total");
     assert!(drafts > 0.0, "the server drafted: {after:?}");
     assert_eq!(f(s, "drafts"), drafts);
