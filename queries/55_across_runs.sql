@@ -5,7 +5,8 @@
 -- single run cannot show.
 --
 -- Figures, one value per run: aggregate_throughput.output_tps (metric 'output_tps',
--- statistic 'aggregate', scope 'run'); and for each cell_stats metric its mean, p50 and the
+-- statistic 'aggregate', scope 'run'); where an SLO is given, goodput's goodput_rps,
+-- goodput_tps and attained_share (statistic 'aggregate'); and for each cell_stats metric its mean, p50 and the
 -- far tail that hurts (p99 where lower is better, p1 where higher is better). Windows as in
 -- cell_stats. A figure NULL in some run leaves that run out (runs counts those with a value).
 -- Only runs with status `complete` count.
@@ -16,13 +17,15 @@
 --   arm_config_canonical (-): the arm's effective configuration, `key=value,...` sorted by
 --       key (runs.arm_config_canonical).
 --   window (-): `all` (every measured request) or `after_first_wave`.
---   metric (-): 'output_tps' (aggregate_throughput) or a cell_stats metric (ttft_ms,
+--   metric (-): 'output_tps' (aggregate_throughput), 'goodput_rps', 'goodput_tps' or
+--       'attained_share' (goodput; only with an SLO given), or a cell_stats metric (ttft_ms,
 --       effective_prefill_tps, decode_tps, tpot_ms, itl_ms, e2e_ms).
---   statistic (-): which figure of each run: 'aggregate' (output_tps), or 'mean', 'p50' and
+--   statistic (-): which figure of each run: 'aggregate' (output_tps and goodput), or 'mean', 'p50' and
 --       the far tail that hurts, 'p99' (lower is better) or 'p1' (higher is better).
 --   runs (count): the complete runs with a value for the figure.
 --   run_ids (-): those runs' run_id, in run_id order; NULL when runs = 0.
---   mean (as unit): the mean of the runs' values, in the metric's unit (`tok/s` for output_tps,
+--   mean (as unit): the mean of the runs' values, in the metric's unit (`tok/s` for output_tps
+--       and goodput_tps, `requests/s` for goodput_rps, a fraction for attained_share,
 --       cell_stats.unit otherwise); NULL when runs = 0.
 --   sd (-): the sample standard deviation across those runs (runs - 1), in the metric's
 --       unit; NULL for fewer than two runs.
@@ -47,6 +50,15 @@ WITH per_run AS (
         output_tps AS value
     FROM aggregate_throughput
     WHERE scope = 'run'
+    UNION ALL
+    SELECT
+        run_id,
+        window,
+        unnest([7, 8, 9]) AS metric_order,
+        unnest(['goodput_rps', 'goodput_tps', 'attained_share']) AS metric,
+        'aggregate' AS statistic,
+        unnest([goodput_rps, goodput_tps, attained_share]) AS value
+    FROM goodput
 )
 SELECT
     ru.arm,

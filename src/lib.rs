@@ -45,6 +45,8 @@ pub mod report;
 pub mod rules;
 pub mod sim;
 #[cfg(feature = "analysis")]
+pub mod slo;
+#[cfg(feature = "analysis")]
 pub mod stats;
 pub mod validate;
 #[cfg(feature = "analysis")]

@@ -162,6 +162,11 @@ pub struct RunArgs {
     /// to --rate over it. Part of the workload fingerprint and of the cell id (`.rampS`).
     #[arg(long, value_name = "S", allow_negative_numbers = true)]
     pub ramp: Option<f64>,
+    /// Mark the run as a probe of a search (`capacity`, as `anvil campaign run`'s capacity
+    /// search records its loads): part of the workload fingerprint, so a probe never matches
+    /// a manifest cell's run, and of the cell id (`.probe-NAME`).
+    #[arg(long, value_name = "NAME")]
+    pub probe: Option<String>,
     /// Warm-up requests before the measured ones (recorded with kind `warmup`).
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub warmup: u64,
@@ -217,6 +222,7 @@ impl From<RunArgs> for RunRequest {
             rate: a.rate,
             poisson: a.poisson,
             ramp: a.ramp,
+            probe: a.probe,
             warmup: a.warmup,
             metrics_urls: a.metrics_urls,
             timeout_first_byte: a.timeout_first_byte,

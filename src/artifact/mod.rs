@@ -36,6 +36,7 @@ pub mod error;
 pub mod event;
 pub mod files;
 pub mod fingerprint;
+pub mod gpus;
 pub mod merge;
 pub mod reader;
 pub mod recover;

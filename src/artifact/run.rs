@@ -320,6 +320,11 @@ pub struct Workload {
     pub ramp_s: Option<f64>,
     /// True when the cell was not taken from the manifest (an ad-hoc run).
     pub off_manifest: bool,
+    /// The search this run is a probe of (`capacity`: a load tried by `anvil campaign run`'s
+    /// capacity search); absent for every other run. Part of the fingerprint, so a probe
+    /// never matches a manifest cell's run at the same load.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub probe: Option<String>,
 }
 
 /// How a run issued its measured requests.
@@ -352,6 +357,11 @@ pub enum Arrivals {
 /// schedule's: ramped and unramped runs of a cell never share a folder.
 pub fn ramp_cell_id_suffix(ramp_s: Option<f64>) -> String {
     ramp_s.map(|r| format!(".ramp{r}")).unwrap_or_default()
+}
+
+/// The cell-id suffix of a probe of a search (`.probe-capacity`); empty for other runs.
+pub fn probe_cell_id_suffix(probe: Option<&str>) -> String {
+    probe.map(|p| format!(".probe-{p}")).unwrap_or_default()
 }
 
 impl Schedule {

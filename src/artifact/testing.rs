@@ -30,6 +30,7 @@ pub fn workload() -> Workload {
         schedule: Schedule::Closed,
         ramp_s: None,
         off_manifest: false,
+        probe: None,
     }
 }
 

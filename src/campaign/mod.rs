@@ -24,6 +24,7 @@ pub mod fingerprint;
 pub mod journal;
 #[cfg(feature = "analysis")]
 pub mod runner;
+pub mod search;
 pub mod supervise;
 
 use std::collections::BTreeMap;
@@ -67,6 +68,12 @@ pub struct CampaignFile {
     /// and a default value marks the control side of a one-variable pair.
     #[serde(default)]
     pub defaults: BTreeMap<String, String>,
+    /// The campaign's service-level objectives (`"slo": ["ttft_ms<=2000", "tpot_ms<=50"]`),
+    /// written as `--slo` takes them: the SLOs `anvil sql`, `summary`, `compare`, `check` and
+    /// `report` apply to this campaign's data when no `--slo` is given, and that a capacity
+    /// search meets by default.
+    #[serde(default)]
+    pub slo: Vec<String>,
 }
 
 /// How one arm is served and what is recorded against it.
@@ -78,7 +85,11 @@ pub struct Arm {
     #[serde(flatten)]
     pub service: Service,
     /// The cells to record against it.
+    #[serde(default)]
     pub cells: Cells,
+    /// A capacity search to run against it, beside (or instead of) its cells.
+    #[serde(default)]
+    pub search: Option<search::CapacitySearch>,
 }
 
 /// A server (or servers already running) for one arm or for the starting service.
@@ -336,6 +347,16 @@ impl CampaignFile {
         for (i, arm) in self.arms.iter().enumerate() {
             arm_problems(&format!("arms[{i}]"), arm, &mut out);
         }
+        for (i, arm) in self.all_arms().iter().enumerate() {
+            if let Some(search) = &arm.search {
+                let replicas = arm.service.ports.len().max(arm.service.endpoints.len());
+                out.extend(search.problems(
+                    &format!("arm `{}` (arm {}): search", arm.arm, i + 1),
+                    replicas,
+                    &self.slo,
+                ));
+            }
+        }
         for (i, sweep) in self.sweeps.iter().enumerate() {
             let at = format!("sweeps[{i}]");
             if sweep.values.len() < 2 {
@@ -367,6 +388,12 @@ impl CampaignFile {
                     ));
                 }
             }
+        }
+        #[cfg(feature = "analysis")]
+        if let Err(e) =
+            crate::slo::Slos::parse_all(&self.slo, crate::slo::SloSource::Campaign(String::new()))
+        {
+            out.push(Problem::new("slo", e.to_string()));
         }
         let mut seen = std::collections::BTreeSet::new();
         for arm in self.all_arms() {
@@ -443,6 +470,18 @@ impl CampaignFile {
                         ),
                     ));
                 }
+            }
+            if let Some(search) = &arm.search
+                && !classes.contains(&search.class.as_str())
+            {
+                out.push(Problem::new(
+                    format!("arm `{}`: search.class", arm.arm),
+                    format!(
+                        "`{}` is not a workload class of the manifest ({})",
+                        search.class,
+                        classes.join(", ")
+                    ),
+                ));
             }
             for class in &arm.cells.classes {
                 if !classes.contains(&class.as_str()) {
@@ -599,6 +638,96 @@ impl CampaignFile {
     }
 }
 
+impl CampaignFile {
+    /// Run `repeat` of the probe of `arm`'s capacity search at `load`: its artifact folder,
+    /// what `out` already holds there, and the `anvil-capture run` command that records it
+    /// (the search's class and context off the manifest's lists, `--probe capacity`, the load
+    /// as `--concurrency` or `--rate`, `--repeat` when the bracket's sides are repeated).
+    #[allow(clippy::too_many_arguments)]
+    pub fn probe(
+        &self,
+        file: &Path,
+        manifest: &WorkloadManifest,
+        stage: &str,
+        arm: &Arm,
+        search: &search::CapacitySearch,
+        load: f64,
+        repeat: u32,
+        out: &Path,
+    ) -> Result<PlannedCell, String> {
+        let (manifest_path, _) = self.documents(file);
+        let concurrency = match search.vary {
+            search::Vary::Concurrency => load as u32,
+            search::Vary::Rate => search.concurrency.unwrap_or(1),
+        };
+        let chosen = cells::choose(
+            manifest,
+            &cells::CellQuery {
+                class: search.class.clone(),
+                context: Some(search.context),
+                concurrency: Some(concurrency),
+                requests: Some(search.requests),
+                off_manifest: true,
+            },
+        )
+        .map_err(|e| e.to_string())?;
+        let cell = chosen.cell;
+        let schedule = match search.vary {
+            search::Vary::Concurrency => crate::artifact::Schedule::Closed,
+            search::Vary::Rate => crate::artifact::Schedule::Open {
+                rate_per_s: load,
+                arrivals: crate::artifact::Arrivals::Constant,
+            },
+        };
+        let mut workload = cell.workload(
+            manifest,
+            crate::artifact::Api::Chat,
+            schedule,
+            None,
+            chosen.off_manifest,
+        );
+        workload.probe = Some(search::PROBE.to_owned());
+        let cell_id = format!(
+            "{}{}{}",
+            cell.id(),
+            schedule.cell_id_suffix(),
+            crate::artifact::run::probe_cell_id_suffix(Some(search::PROBE))
+        );
+        let cell_dir = crate::artifact::artifact_dir(out, &self.campaign_id, &arm.arm, &cell_id)?;
+        let of = search.repeats.max(1);
+        let dir = if of > 1 {
+            cell_dir.join(crate::artifact::repeat_folder(repeat))
+        } else {
+            cell_dir
+        };
+        let mut command = capture_command(&manifest_path, stage, arm, &self.defaults, &cell, out);
+        if chosen.off_manifest {
+            command.push("--off-manifest".to_owned());
+        }
+        command.extend(["--probe".to_owned(), search::PROBE.to_owned()]);
+        if search.vary == search::Vary::Rate {
+            command.extend(["--rate".to_owned(), load.to_string()]);
+        }
+        if of > 1 {
+            command.extend([
+                "--repeat".to_owned(),
+                of.to_string(),
+                "--repeat-index".to_owned(),
+                repeat.to_string(),
+            ]);
+        }
+        Ok(PlannedCell {
+            stage: stage.to_owned(),
+            arm: arm.arm.clone(),
+            state: recorded_state(&dir, &workload.fingerprint()),
+            command,
+            cell_id,
+            repeat: crate::artifact::Repeat { index: repeat, of },
+            dir,
+        })
+    }
+}
+
 /// What `dir` holds for a cell whose workload fingerprint is `expected`.
 fn recorded_state(dir: &Path, expected: &str) -> CellState {
     let run_json = dir.join(crate::artifact::RUN_JSON);
@@ -689,10 +818,10 @@ fn arm_problems(at: &str, arm: &Arm, out: &mut Vec<Problem>) {
             format!("`{}` {why}", arm.arm),
         ));
     }
-    if arm.cells.classes.is_empty() && arm.cells.ids.is_empty() {
+    if arm.cells.classes.is_empty() && arm.cells.ids.is_empty() && arm.search.is_none() {
         out.push(Problem::new(
             format!("{at}.cells"),
-            "names no cell: list `classes` or `ids`",
+            "names no cell: list `classes` or `ids`, or ask for a `search`",
         ));
     }
     service_problems(at, &arm.service, out);

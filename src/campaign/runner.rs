@@ -28,7 +28,7 @@ use serde_json::{Value, json};
 
 use super::journal::{self, JOURNAL, Journal};
 use super::supervise::{self, Launched, NotReady, Stopped};
-use super::{CampaignFile, CellState, PlannedCell, Service};
+use super::{CampaignFile, CellState, PlannedCell, Service, search};
 use crate::artifact::restoration::{
     RESTORATION_SCHEMA, Restoration, RestorationCheck, ServiceFingerprint,
 };
@@ -95,6 +95,8 @@ pub struct CampaignSummary {
     /// The restoration's verdict line, and whether it passed.
     pub restoration_verdict: String,
     pub restored: bool,
+    /// Each capacity search's verdict, `arm: verdict` (also in `capacity.json`).
+    pub capacity: Vec<String>,
 }
 
 /// Why a campaign could not run at all.
@@ -150,6 +152,9 @@ pub fn run(opts: &RunOptions, hooks: CampaignHooks<'_>) -> Result<CampaignSummar
     let base = opts.file.parent().unwrap_or(Path::new(".")).to_owned();
     let mut runner = Runner {
         campaign,
+        file: opts.file.clone(),
+        manifest,
+        out: opts.out.clone(),
         record: hooks.record,
         base,
         folder: folder.clone(),
@@ -173,6 +178,7 @@ pub fn run(opts: &RunOptions, hooks: CampaignHooks<'_>) -> Result<CampaignSummar
             interrupted: false,
             restoration_verdict: String::new(),
             restored: false,
+            capacity: Vec::new(),
         },
     };
     runner.log(
@@ -184,6 +190,7 @@ pub fn run(opts: &RunOptions, hooks: CampaignHooks<'_>) -> Result<CampaignSummar
             "resume": opts.resume,
             "cells": cells.len(),
             "arms": runner.campaign.all_arms().len(),
+            "slo": runner.campaign.slo,
         }),
     )?;
     runner.stop_orphans(&earlier)?;
@@ -224,6 +231,11 @@ fn earlier_fingerprint(lines: &[Value]) -> Option<ServiceFingerprint> {
 
 struct Runner<'a> {
     campaign: CampaignFile,
+    /// The campaign file, its manifest, and the data folder (for the capacity searches'
+    /// probes, planned as the search goes).
+    file: PathBuf,
+    manifest: crate::manifest::WorkloadManifest,
+    out: PathBuf,
     record: &'a mut dyn FnMut(&[String]) -> anyhow::Result<RunSummary>,
     base: PathBuf,
     folder: PathBuf,
@@ -505,10 +517,20 @@ impl Runner<'_> {
             .iter()
             .map(|s| s.stage.as_str())
             .collect();
+        // Stage by stage, the arms with cells to record or a capacity search to run.
         let mut order: Vec<(&str, &str)> = Vec::new();
-        for c in cells {
-            if !order.contains(&(c.stage.as_str(), c.arm.as_str())) {
-                order.push((c.stage.as_str(), c.arm.as_str()));
+        for stage in plan.stages_in_order() {
+            for name in stage.arms.iter().flatten() {
+                let has_cells = cells
+                    .iter()
+                    .any(|c| c.stage == stage.stage && c.arm == *name);
+                let searches = arms.iter().any(|a| a.arm == *name && a.search.is_some());
+                let first = !order.iter().any(|(_, a)| a == name);
+                if (has_cells || (searches && first))
+                    && !order.contains(&(stage.stage.as_str(), name.as_str()))
+                {
+                    order.push((stage.stage.as_str(), name.as_str()));
+                }
             }
         }
         let total_arms = order.len();
@@ -550,7 +572,14 @@ impl Runner<'_> {
                     CellState::Missing => todo.push(*c),
                 }
             }
-            if todo.is_empty() {
+            // The search, replayed from the probes already recorded: done, or what is next.
+            let first_of_arm = order.iter().position(|(_, a)| a == arm_name) == Some(arm_no);
+            let mut search = match (&arm.search, first_of_arm) {
+                (Some(spec), true) => Some(self.search_from_disk(stage, arm, spec)?),
+                _ => None,
+            };
+            let search_pending = search.as_ref().is_some_and(|s| s.pending);
+            if todo.is_empty() && !search_pending {
                 continue;
             }
             let log_dir = self.folder.join(&arm.arm);
@@ -603,6 +632,12 @@ impl Runner<'_> {
                 if self.summary.stop_rule.is_some() {
                     break;
                 }
+            }
+            if let (Some(spec), Some(state)) = (&arm.search, search.as_mut())
+                && state.pending
+                && launched.exited().is_empty()
+            {
+                self.run_search(stage, arm, spec, state, &mut launched, &who)?;
             }
             self.stop(&who, id, &arm.service, &mut launched)?;
         }
@@ -697,6 +732,286 @@ impl Runner<'_> {
         Ok(())
     }
 }
+
+/// A capacity search in progress: what its probes observed so far (in the order recorded)
+/// and whether it still needs a probe recorded.
+struct SearchState {
+    slos: crate::slo::Slos,
+    seen: Vec<search::Observation>,
+    pending: bool,
+}
+
+/// The exact 95% interval the search judges a load by.
+fn exact_interval(k: u64, n: u64) -> (f64, f64) {
+    crate::stats::clopper_pearson(k, n).map_or((0.0, 1.0), |p| (p.low, p.high))
+}
+
+impl Runner<'_> {
+    /// Replay `arm`'s search from the probes `out` already holds (each read once, journaled
+    /// as reused); when that ends the search, its result is written.
+    fn search_from_disk(
+        &mut self,
+        stage: &str,
+        arm: &super::Arm,
+        spec: &search::CapacitySearch,
+    ) -> Result<SearchState, CampaignError> {
+        let texts = spec.slos(&self.campaign.slo).to_vec();
+        let slos = crate::slo::Slos::parse_all(
+            &texts,
+            crate::slo::SloSource::Campaign(self.file.display().to_string()),
+        )
+        .map_err(|e| CampaignError::BadInput(format!("arm {}: search.slo: {e}", arm.arm)))?;
+        let mut state = SearchState {
+            slos,
+            seen: Vec::new(),
+            pending: false,
+        };
+        self.log(
+            "search_started",
+            json!({"arm": arm.arm, "vary": spec.vary, "min": spec.min, "max": spec.max,
+                   "target": spec.target, "window": spec.window.as_str(), "slo": texts,
+                   "requests": spec.requests, "repeats": spec.repeats}),
+        )?;
+        loop {
+            match search::next_step(spec, &state.seen, &exact_interval) {
+                search::Step::Done(bracket) => {
+                    self.finish_search(arm, spec, &state, Ok(bracket))?;
+                    return Ok(state);
+                }
+                search::Step::Probe { load, repeat } => {
+                    let planned = self.probe_cell(stage, arm, spec, load, repeat)?;
+                    if planned.state != CellState::Recorded {
+                        state.pending = true;
+                        return Ok(state);
+                    }
+                    match self.observe(&planned, spec, &state.slos, load, repeat) {
+                        Ok(o) => {
+                            self.log_probe(&arm.arm, &o, spec, true)?;
+                            state.seen.push(o);
+                        }
+                        Err(why) => {
+                            self.supersede(&planned, &why)?;
+                            state.pending = true;
+                            return Ok(state);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Record the search's probes with the arm's server up until its bracket is found, the
+    /// server dies, a stop rule fires or the run is interrupted.
+    fn run_search(
+        &mut self,
+        stage: &str,
+        arm: &super::Arm,
+        spec: &search::CapacitySearch,
+        state: &mut SearchState,
+        launched: &mut Launched,
+        who: &str,
+    ) -> Result<(), CampaignError> {
+        loop {
+            if self.interrupted() || self.summary.stop_rule.is_some() {
+                return self.finish_search(arm, spec, state, Err("interrupted".to_owned()));
+            }
+            let (load, repeat) = match search::next_step(spec, &state.seen, &exact_interval) {
+                search::Step::Done(bracket) => {
+                    return self.finish_search(arm, spec, state, Ok(bracket));
+                }
+                search::Step::Probe { load, repeat } => (load, repeat),
+            };
+            let planned = self.probe_cell(stage, arm, spec, load, repeat)?;
+            if let CellState::Unusable(why) = &planned.state {
+                self.supersede(&planned, why)?;
+            }
+            self.say(&format!(
+                "{} capacity search: {} {load}, run {repeat}",
+                arm.arm,
+                match spec.vary {
+                    search::Vary::Concurrency => "concurrency",
+                    search::Vary::Rate => "rate",
+                }
+            ));
+            self.summary.cells += 1;
+            if planned.state != CellState::Recorded {
+                self.record(&planned)?;
+            }
+            let died = launched.exited();
+            if !died.is_empty() {
+                for (replica, pid, status) in &died {
+                    self.log(
+                        "died",
+                        json!({"who": who, "replica": replica, "pid": pid, "status": status, "during": planned.name()}),
+                    )?;
+                    self.fail(format!(
+                        "{who}: replica {replica} (pid {pid}) {status} during probe {}",
+                        planned.name()
+                    ));
+                }
+                return self.finish_search(arm, spec, state, Err("its server died".to_owned()));
+            }
+            match self.observe(&planned, spec, &state.slos, load, repeat) {
+                Ok(o) => {
+                    self.log_probe(&arm.arm, &o, spec, false)?;
+                    state.seen.push(o);
+                }
+                Err(why) => {
+                    return self.finish_search(
+                        arm,
+                        spec,
+                        state,
+                        Err(format!("probe {} was not recorded: {why}", planned.name())),
+                    );
+                }
+            }
+        }
+    }
+
+    fn probe_cell(
+        &self,
+        stage: &str,
+        arm: &super::Arm,
+        spec: &search::CapacitySearch,
+        load: f64,
+        repeat: u32,
+    ) -> Result<PlannedCell, CampaignError> {
+        self.campaign
+            .probe(
+                &self.file,
+                &self.manifest,
+                stage,
+                arm,
+                spec,
+                load,
+                repeat,
+                &self.out,
+            )
+            .map_err(|e| CampaignError::BadInput(format!("arm {}: search: {e}", arm.arm)))
+    }
+
+    /// A probe's attainment over the search's window, read from its complete artifact as
+    /// `anvil sql` reads the `goodput` view.
+    fn observe(
+        &self,
+        planned: &PlannedCell,
+        spec: &search::CapacitySearch,
+        slos: &crate::slo::Slos,
+        load: f64,
+        repeat: u32,
+    ) -> Result<search::Observation, String> {
+        let dir = &planned.dir;
+        let run = crate::artifact::RunJson::read(&dir.join(crate::artifact::RUN_JSON))
+            .map_err(|e| format!("its run.json cannot be read ({e})"))?;
+        if run.status != Status::Complete {
+            return Err(format!("its status is {}", run.status.as_str()));
+        }
+        let sql = format!(
+            "SELECT requests, attained FROM goodput WHERE window = '{}'",
+            spec.window.as_str()
+        );
+        let rows = self
+            .rt
+            .block_on(async {
+                let session =
+                    crate::query::AnvilSession::open_with(&[dir.to_owned()], slos, false).await?;
+                let r = session.query(&sql).await?;
+                Ok::<_, crate::query::QueryError>((
+                    crate::query::rows::column_f64(&r, "requests")?,
+                    crate::query::rows::column_f64(&r, "attained")?,
+                ))
+            })
+            .map_err(|e| format!("its attainment could not be read ({e})"))?;
+        let (Some(Some(requests)), Some(Some(attained))) = (rows.0.first(), rows.1.first()) else {
+            return Err("it has no measured request in the window".to_owned());
+        };
+        Ok(search::Observation {
+            load,
+            repeat,
+            run_id: run.run_id,
+            dir: dir.clone(),
+            attained: *attained as u64,
+            requests: *requests as u64,
+        })
+    }
+
+    fn log_probe(
+        &mut self,
+        arm: &str,
+        o: &search::Observation,
+        spec: &search::CapacitySearch,
+        reused: bool,
+    ) -> Result<(), CampaignError> {
+        let (low, high) = exact_interval(o.attained, o.requests);
+        let share = o.attained as f64 / o.requests.max(1) as f64;
+        self.log(
+            "search_probe",
+            json!({"arm": arm, "load": o.load, "repeat": o.repeat, "dir": o.dir.display().to_string(),
+                   "run_id": o.run_id, "attained": o.attained, "requests": o.requests,
+                   "share": share, "low": low, "high": high,
+                   "meets_target": share >= spec.target, "reused": reused}),
+        )?;
+        self.say(&format!(
+            "  {arm}: load {}: {} of {} attained ({:.1}% [{:.1}%, {:.1}%]){}",
+            o.load,
+            o.attained,
+            o.requests,
+            share * 100.0,
+            low * 100.0,
+            high * 100.0,
+            if reused { ", recorded earlier" } else { "" }
+        ));
+        Ok(())
+    }
+
+    /// Journal the search's end and write its result into `capacity.json` (other arms'
+    /// results kept).
+    fn finish_search(
+        &mut self,
+        arm: &super::Arm,
+        spec: &search::CapacitySearch,
+        state: &SearchState,
+        ended: Result<search::Bracket, String>,
+    ) -> Result<(), CampaignError> {
+        let texts: Vec<String> = state.slos.slos.iter().map(|s| s.to_string()).collect();
+        let result = search::CapacityResult::new(&arm.arm, spec, &texts, state.seen.clone(), ended);
+        self.log(
+            "search_done",
+            json!({"arm": arm.arm, "status": result.status, "capacity": result.capacity,
+                   "verdict": result.verdict}),
+        )?;
+        self.say(&format!("{} capacity search: {}", arm.arm, result.verdict));
+        let path = self.folder.join(CAPACITY_JSON);
+        let mut doc: Value = std::fs::read_to_string(&path)
+            .ok()
+            .and_then(|t| serde_json::from_str(&t).ok())
+            .filter(|v: &Value| v.get("searches").is_some_and(Value::is_array))
+            .unwrap_or_else(|| {
+                json!({"schema": CAPACITY_SCHEMA, "campaign_id": self.campaign.campaign_id, "searches": []})
+            });
+        let entry = serde_json::to_value(&result)
+            .map_err(|e| CampaignError::Failed(format!("encoding {}: {e}", path.display())))?;
+        if let Some(list) = doc["searches"].as_array_mut() {
+            list.retain(|s| s["arm"] != json!(arm.arm));
+            list.push(entry);
+        }
+        let mut text = serde_json::to_string_pretty(&doc)
+            .map_err(|e| CampaignError::Failed(format!("encoding {}: {e}", path.display())))?;
+        text.push('\n');
+        crate::outfile::write_file(&path, text.as_bytes())
+            .map_err(|e| CampaignError::Failed(e.to_string()))?;
+        self.summary
+            .capacity
+            .push(format!("{}: {}", arm.arm, result.verdict));
+        Ok(())
+    }
+}
+
+/// The capacity searches' results, in the campaign folder.
+pub const CAPACITY_JSON: &str = "capacity.json";
+
+/// Schema of `capacity.json`.
+pub const CAPACITY_SCHEMA: &str = "anvil-serving.capacity/v1";
 
 impl Runner<'_> {
     /// The plan's stop rules over the cell's artifact (read as `anvil check` reads it); the

@@ -87,6 +87,8 @@ pub struct RunRequest {
     pub poisson: bool,
     /// Seconds over which the load starts (`--ramp`).
     pub ramp: Option<f64>,
+    /// The search this run is a probe of (`--probe`).
+    pub probe: Option<String>,
     pub warmup: u64,
     pub metrics_urls: Vec<String>,
     pub timeout_first_byte: Option<f64>,
@@ -117,6 +119,8 @@ pub struct RunConfig {
     pub schedule: Schedule,
     /// The start ramp (`--ramp`; see `artifact::Workload::ramp_s`).
     pub ramp: Option<Duration>,
+    /// The search this run is a probe of (`--probe`; see `artifact::Workload::probe`).
+    pub probe: Option<String>,
     pub warmup: u64,
     pub timeouts: Timeouts,
     pub quiet: bool,
@@ -484,11 +488,24 @@ impl RunConfig {
                 "needs --rate (Poisson arrivals at that mean rate)",
             ));
         }
+        if let Some(probe) = &a.probe
+            && (probe.is_empty()
+                || !probe
+                    .bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-'))
+        {
+            return Err(flag(
+                "--probe",
+                probe,
+                "must be a search name of lowercase letters, digits and `-` (e.g. capacity)",
+            ));
+        }
         let cell_id = format!(
-            "{}{}{}",
+            "{}{}{}{}",
             cell.id(),
             schedule.cell_id_suffix(),
-            artifact::ramp_cell_id_suffix(ramp.map(|r| r.as_secs_f64()))
+            artifact::ramp_cell_id_suffix(ramp.map(|r| r.as_secs_f64())),
+            artifact::run::probe_cell_id_suffix(a.probe.as_deref())
         );
         let cell_dir = artifact::artifact_dir(&a.out, &manifest.campaign_id, &a.arm, &cell_id)
             .map_err(|why| flag("--manifest", a.manifest.display(), why))?;
@@ -520,6 +537,7 @@ impl RunConfig {
             redactor,
             schedule,
             ramp,
+            probe: a.probe.clone(),
             warmup: a.warmup,
             timeouts,
             quiet: a.quiet,

@@ -366,13 +366,14 @@ impl<'c> Run<'c> {
                 )
             })
             .collect();
-        let workload = cell.workload(
+        let mut workload = cell.workload(
             &cfg.manifest,
             cfg.api,
             cfg.schedule,
             cfg.ramp.map(|r| r.as_secs_f64()),
             cfg.off_manifest,
         );
+        workload.probe = cfg.probe.clone();
         let endpoints = cfg
             .endpoints
             .iter()

@@ -36,6 +36,51 @@ const THROUGHPUT_SQL: &str = "\
 SELECT run_id, window, scope, replica, output_tps, succeeded_without_usage FROM aggregate_throughput \
 ORDER BY run_id, window, replica";
 
+pub(crate) const GOODPUT_SQL: &str = "\
+SELECT run_id, window, requests, attained, share_ci95_low, share_ci95_high, goodput_rps, \
+       goodput_tps FROM goodput ORDER BY run_id, window";
+
+/// A row of [`GOODPUT_SQL`] (a NULL count is 0).
+#[derive(Deserialize)]
+pub(crate) struct GoodputRow {
+    pub(crate) run_id: String,
+    pub(crate) window: String,
+    #[serde(default)]
+    pub(crate) requests: i64,
+    #[serde(default)]
+    pub(crate) attained: i64,
+    pub(crate) share_ci95_low: Option<f64>,
+    pub(crate) share_ci95_high: Option<f64>,
+    pub(crate) goodput_rps: Option<f64>,
+    pub(crate) goodput_tps: Option<f64>,
+}
+
+impl GoodputRow {
+    /// The attained share with its interval (`None` without requests).
+    pub(crate) fn share(&self) -> Option<crate::stats::Proportion> {
+        crate::stats::Proportion::with_bounds(
+            u64::try_from(self.attained).unwrap_or(0),
+            u64::try_from(self.requests).unwrap_or(0),
+            self.share_ci95_low,
+            self.share_ci95_high,
+        )
+    }
+}
+
+const TRADEOFF_SQL: &str = "\
+SELECT arm, cell_id, window, frontier_group, concurrency_per_replica, replicas, rate_per_s, gpus, \
+       gpus_derived, runs, output_tps, output_tps_per_gpu, tpot_p50_ms, output_tps_per_user, \
+       goodput_tps, goodput_tps_per_gpu, attained_share, on_frontier, dominated_by \
+FROM tradeoff ORDER BY frontier_group, window, output_tps_per_gpu DESC NULLS LAST, arm, cell_id";
+
+/// Every point of the `tradeoff` view: per arm, cell and window, throughput per GPU against
+/// throughput per user, and whether it is on its group's Pareto frontier.
+pub async fn read_tradeoff(
+    session: &AnvilSession,
+) -> Result<Vec<crate::rules::input::TradeoffPoint>, QueryError> {
+    decode(&session.query(TRADEOFF_SQL).await?)
+}
+
 const PARSE_ERRORS_SQL: &str = "\
 SELECT run_id, request_index, parse_errors, coalesce(first_parse_error, '') AS first_parse_error \
 FROM request_timing WHERE kind = 'measured' AND parse_errors > 0 ORDER BY run_id, request_index";
@@ -311,6 +356,30 @@ pub async fn read_artifacts(session: &AnvilSession) -> Result<Vec<Artifact>, Que
                 });
             }
             _ => {}
+        }
+    }
+
+    if !session.slos().is_empty() {
+        for row in decode::<GoodputRow>(&session.query(GOODPUT_SQL).await?)? {
+            let (Some(f), Some(window)) = (
+                slot(&mut artifacts, &index, &row.run_id),
+                Window::parse(&row.window),
+            ) else {
+                continue;
+            };
+            let (requests, attained) =
+                (count_u64(Some(row.requests)), count_u64(Some(row.attained)));
+            let share = row.share();
+            f.goodput.insert(
+                window,
+                crate::rules::input::GoodputFigures {
+                    requests,
+                    attained,
+                    share,
+                    goodput_rps: row.goodput_rps,
+                    goodput_tps: row.goodput_tps,
+                },
+            );
         }
     }
 

@@ -12,7 +12,7 @@ use crate::query::rows::{column_stats, decode};
 use crate::query::{AnvilSession, QueryError};
 use crate::report::input::{ClientQueue, ServerTimings};
 use crate::report::summary::{
-    ArtifactStats, FirstWave, FirstWaveTail, MetricRow, Summary, Throughput, WindowStats,
+    ArtifactStats, FirstWave, FirstWaveTail, Goodput, MetricRow, Summary, Throughput, WindowStats,
 };
 
 /// The flat summary rows (`--format csv|json`): cell_stats beside the aggregate output
@@ -23,11 +23,15 @@ SELECT s.run_id, s.arm, s.cell_id, s.window, s.metric, s.unit, s.better, s.reque
        s.p90, s.p95, s.p99, s.max, s.p1_ci_low, s.p1_ci_high, s.p5_ci_low, s.p5_ci_high, \
        s.p25_ci_low, s.p25_ci_high, s.p50_ci_low, s.p50_ci_high, s.p75_ci_low, s.p75_ci_high, \
        s.p90_ci_low, s.p90_ci_high, s.p95_ci_low, s.p95_ci_high, s.p99_ci_low, s.p99_ci_high, \
-       a.output_tps AS aggregate_output_tps \
+       a.output_tps AS aggregate_output_tps, g.slos, g.attained, g.attained_share, \
+       g.share_ci95_low, g.share_ci95_high, g.goodput_rps, g.goodput_tps \
 FROM cell_stats s \
 LEFT JOIN aggregate_throughput a \
     ON a.run_id = s.run_id AND a.window = s.window AND a.scope = 'run' \
+LEFT JOIN goodput g ON g.run_id = s.run_id AND g.window = s.window \
 ORDER BY s.run_id, s.window, s.metric_order";
+
+use super::rules_input::{GOODPUT_SQL, GoodputRow};
 
 const THROUGHPUT_SQL: &str = "\
 SELECT t.run_id, t.window, t.output_tps, t.completion_tokens, t.span_s, t.requests, t.succeeded, \
@@ -159,6 +163,7 @@ pub async fn read(session: &AnvilSession) -> Result<Summary, QueryError> {
                     window: *w,
                     metrics: Vec::new(),
                     throughput: None,
+                    goodput: None,
                 })
                 .collect(),
             first_wave_tails: Vec::new(),
@@ -211,6 +216,21 @@ pub async fn read(session: &AnvilSession) -> Result<Summary, QueryError> {
             succeeded_without_usage: t.succeeded_without_usage,
             parse_error_requests: t.parse_error_requests,
         });
+    }
+    if !session.slos().is_empty() {
+        for g in decode::<GoodputRow>(&session.query(GOODPUT_SQL).await?)? {
+            let (Some(&at), Some(window)) = (index.get(&g.run_id), Window::parse(&g.window)) else {
+                continue;
+            };
+            let share = g.share();
+            let a = &mut artifacts[at];
+            let w = window_of(a, window);
+            a.windows[w].goodput = Some(Goodput {
+                share,
+                goodput_rps: g.goodput_rps,
+                goodput_tps: g.goodput_tps,
+            });
+        }
     }
     for r in decode::<FirstWaveRow>(&session.query(FIRST_WAVE_SQL).await?)? {
         if let Some(&at) = index.get(&r.run_id) {
@@ -295,5 +315,9 @@ pub async fn read(session: &AnvilSession) -> Result<Summary, QueryError> {
             artifacts[at].server_timings = Some(t);
         }
     }
-    Ok(Summary { artifacts })
+    let slos = session.slos();
+    Ok(Summary {
+        slos: (!slos.is_empty()).then(|| format!("{} (from {})", slos.text(), slos.source)),
+        artifacts,
+    })
 }

@@ -24,6 +24,7 @@ use datafusion::datasource::listing::{
 use datafusion::prelude::{SessionConfig, SessionContext};
 
 use crate::artifact::Table;
+use crate::slo::Slos;
 
 use super::catalog::AnvilSchema;
 use super::source::{ArtifactSource, find_artifacts};
@@ -31,12 +32,13 @@ use super::views::VIEWS;
 use super::{QueryError, functional_udf, udf};
 
 /// The base tables, in the order `--list` shows them.
-pub const TABLES: [&str; 4] = ["runs", "requests", "events", "scrapes"];
+pub const TABLES: [&str; 5] = ["runs", "slos", "requests", "events", "scrapes"];
 
 /// A session over some artifacts.
 pub struct AnvilSession {
     ctx: SessionContext,
     artifacts: Vec<ArtifactSource>,
+    slos: Slos,
 }
 
 impl std::fmt::Debug for AnvilSession {
@@ -59,8 +61,20 @@ pub const MATERIALIZED: &[&str] = &[
 impl AnvilSession {
     /// Open every artifact at or beneath `data_dirs` (see [`find_artifacts`]).
     pub async fn open(data_dirs: &[PathBuf]) -> Result<Self, QueryError> {
+        Self::open_with(data_dirs, &Slos::none(), false).await
+    }
+
+    /// Open every artifact at or beneath `data_dirs` with the SLOs in force (the `slos`
+    /// table; none leaves the SLO views empty), the per-request views kept in memory when
+    /// `materialized` (see [`AnvilSession::open_materialized`]).
+    pub async fn open_with(
+        data_dirs: &[PathBuf],
+        slos: &Slos,
+        materialized: bool,
+    ) -> Result<Self, QueryError> {
         let artifacts = find_artifacts(data_dirs)?;
-        Self::from_artifacts(artifacts).await
+        let materialize = if materialized { MATERIALIZED } else { &[] };
+        Self::build(artifacts, slos, materialize).await
     }
 
     /// Like [`AnvilSession::open`], but the per-request views ([`MATERIALIZED`]) are
@@ -68,17 +82,25 @@ impl AnvilSession {
     /// queries over them (`check`, `compare`, `report`) scan and aggregate the events once.
     /// Every view keeps its definition; only when it is evaluated changes.
     pub async fn open_materialized(data_dirs: &[PathBuf]) -> Result<Self, QueryError> {
-        let artifacts = find_artifacts(data_dirs)?;
-        Self::build(artifacts, MATERIALIZED).await
+        Self::open_with(data_dirs, &Slos::none(), true).await
     }
 
     /// A session over the given artifacts (none gives empty tables).
     pub async fn from_artifacts(artifacts: Vec<ArtifactSource>) -> Result<Self, QueryError> {
-        Self::build(artifacts, &[]).await
+        Self::build(artifacts, &Slos::none(), &[]).await
+    }
+
+    /// A session over the given artifacts with the SLOs in force.
+    pub async fn from_artifacts_with(
+        artifacts: Vec<ArtifactSource>,
+        slos: &Slos,
+    ) -> Result<Self, QueryError> {
+        Self::build(artifacts, slos, &[]).await
     }
 
     async fn build(
         artifacts: Vec<ArtifactSource>,
+        slos: &Slos,
         materialize: &[&str],
     ) -> Result<Self, QueryError> {
         // Row-level filter pushdown (`parquet.pushdown_filters`) stays off, DataFusion's
@@ -100,6 +122,7 @@ impl AnvilSession {
         udf::register(&ctx);
         functional_udf::register(&ctx);
         register(&ctx, "runs", Arc::new(runs_table(&artifacts)?))?;
+        register(&ctx, "slos", Arc::new(slos_table(slos)?))?;
         for table in Table::ALL {
             let provider = parquet_table(table, &artifacts)?;
             register(&ctx, table.name(), provider)?;
@@ -118,12 +141,21 @@ impl AnvilSession {
             ctx.register_table(view.name, Arc::new(table))
                 .map_err(failed)?;
         }
-        Ok(Self { ctx, artifacts })
+        Ok(Self {
+            ctx,
+            artifacts,
+            slos: slos.clone(),
+        })
     }
 
     /// The DataFusion context (tables, views and functions registered).
     pub fn context(&self) -> &SessionContext {
         &self.ctx
+    }
+
+    /// The SLOs in force (the `slos` table).
+    pub fn slos(&self) -> &Slos {
+        &self.slos
     }
 
     /// The artifacts the tables hold, sorted by folder.
@@ -271,6 +303,17 @@ fn canonical_config(run: &crate::artifact::RunJson) -> String {
         .join(",")
 }
 
+/// The GPUs a run's arm uses (`runs.gpus`): its effective configuration's `gpus` key, else
+/// derived from its `topology`.
+fn run_gpus(run: &crate::artifact::RunJson) -> Option<crate::artifact::gpus::Gpus> {
+    crate::artifact::gpus::gpus(|key| {
+        run.arm
+            .config
+            .get(key)
+            .or_else(|| run.arm.defaults.get(key))
+    })
+}
+
 /// A run's effective configuration: its declared keys in the order given, then the
 /// campaign defaults it did not declare (marked `true`).
 fn effective_pairs(run: &crate::artifact::RunJson) -> impl Iterator<Item = (&str, &str, bool)> {
@@ -309,6 +352,8 @@ pub fn runs_schema() -> SchemaRef {
         i("prompt_tokens_target", false),
         i("concurrency_per_replica", false),
         i("replicas", false),
+        i("gpus", true),
+        Field::new("gpus_derived", DataType::Boolean, true),
         i("total_requests", false),
         i("response_words", true),
         i("max_tokens", false),
@@ -321,6 +366,7 @@ pub fn runs_schema() -> SchemaRef {
         Field::new("rate_per_s", DataType::Float64, true),
         Field::new("ramp_s", DataType::Float64, true),
         Field::new("off_manifest", DataType::Boolean, false),
+        s("probe", true),
         s("workload_fingerprint", false),
         s("status", false),
         s("status_reason", true),
@@ -328,6 +374,51 @@ pub fn runs_schema() -> SchemaRef {
         s("ended_utc", true),
         s("dir", false),
     ]))
+}
+
+/// The `slos` table: one row per SLO in force (docs/artifact.md).
+fn slos_table(slos: &Slos) -> Result<MemTable, QueryError> {
+    let failed = |source| QueryError::Register {
+        table: "slos",
+        source,
+    };
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("slo", DataType::Utf8, false),
+        Field::new("metric", DataType::Utf8, false),
+        Field::new("metric_order", DataType::Int64, false),
+        Field::new("op", DataType::Utf8, false),
+        Field::new("bound", DataType::Float64, false),
+        Field::new("unit", DataType::Utf8, false),
+        Field::new("source", DataType::Utf8, false),
+    ]));
+    let order = |m: crate::metric::MetricId| {
+        crate::metric::MetricId::ALL
+            .iter()
+            .position(|x| *x == m)
+            .map_or(0, |k| k as i64 + 1)
+    };
+    let list = &slos.slos;
+    let columns: Vec<ArrayRef> = vec![
+        Arc::new(StringArray::from_iter_values(
+            list.iter().map(|s| s.to_string()),
+        )),
+        Arc::new(StringArray::from_iter_values(
+            list.iter().map(|s| s.metric.as_str()),
+        )),
+        Arc::new(Int64Array::from_iter_values(
+            list.iter().map(|s| order(s.metric)),
+        )),
+        Arc::new(StringArray::from_iter_values(list.iter().map(|s| s.op()))),
+        Arc::new(Float64Array::from_iter_values(list.iter().map(|s| s.bound))),
+        Arc::new(StringArray::from_iter_values(
+            list.iter().map(|s| s.metric.unit()),
+        )),
+        Arc::new(StringArray::from_iter_values(
+            list.iter().map(|_| slos.source.column()),
+        )),
+    ];
+    let batch = RecordBatch::try_new(schema.clone(), columns).map_err(|e| failed(e.into()))?;
+    MemTable::try_new(schema, vec![vec![batch]]).map_err(failed)
 }
 
 fn runs_table(artifacts: &[ArtifactSource]) -> Result<MemTable, QueryError> {
@@ -367,6 +458,14 @@ fn runs_table(artifacts: &[ArtifactSource]) -> Result<MemTable, QueryError> {
         int(&|r| sat(r.workload.prompt_tokens_target)),
         int(&|r| i64::from(r.workload.concurrency_per_replica)),
         int(&|r| i64::from(r.topology.replica_count)),
+        Arc::new(
+            runs.iter()
+                .map(|r| run_gpus(r).map(|g| i64::from(g.count)))
+                .collect::<Int64Array>(),
+        ),
+        Arc::new(BooleanArray::from_iter(
+            runs.iter().map(|r| run_gpus(r).map(|g| g.derived)),
+        )),
         int(&|r| sat(r.workload.total_requests)),
         Arc::new(
             runs.iter()
@@ -395,6 +494,7 @@ fn runs_table(artifacts: &[ArtifactSource]) -> Result<MemTable, QueryError> {
         Arc::new(BooleanArray::from_iter(
             runs.iter().map(|r| Some(r.workload.off_manifest)),
         )),
+        opt_text(&|r| r.workload.probe.clone()),
         text(&|r| r.workload_fingerprint.clone()),
         text(&|r| r.status.as_str().to_owned()),
         opt_text(&|r| r.status_reason.clone()),

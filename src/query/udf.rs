@@ -8,6 +8,9 @@
 //!   where the side is unbounded (too few values);
 //! - `ci95_low(x)`, `ci95_high(x)`: aggregate, mean ∓/± t(0.975, n − 1) · sd / √n; NULL for
 //!   n < 2;
+//! - `clopper_pearson_low(k, n)`, `clopper_pearson_high(k, n)`: scalar, the ends of the
+//!   exact 95% interval of the share k / n ([`crate::stats::proportion`]); NULL for n = 0, a
+//!   NULL, negative or fractional count, or k > n;
 //! - `canaries(text)`: scalar, the list of canary markers (`ANV-` + 12 hex) in `text`, in
 //!   order of appearance;
 //! - `ordered_concat(text, key)`: aggregate, see [`super::ordered_concat`].
@@ -52,11 +55,14 @@ pub fn register(ctx: &SessionContext) {
         ctx.register_udaf(AggregateUDF::from(FixedStatistic::new(fixed)));
     }
     ctx.register_udf(ScalarUDF::from(Canaries::new()));
+    for bound in [Bound::Low, Bound::High] {
+        ctx.register_udf(ScalarUDF::from(ClopperPearson::new(bound)));
+    }
     ctx.register_udaf(AggregateUDF::from(OrderedConcat::new()));
 }
 
 /// Names of the functions [`register`] adds, for `--list`.
-pub const FUNCTIONS: [(&str, &str); 8] = [
+pub const FUNCTIONS: [(&str, &str); 10] = [
     (
         "percentiles(x)",
         "aggregate: struct of p1, p5, p25, p50, p75, p90, p95, p99 of x (nearest rank) with each one's pK_ci_low, pK_ci_high, from one sort",
@@ -80,6 +86,14 @@ pub const FUNCTIONS: [(&str, &str); 8] = [
     (
         "ci95_high(x)",
         "aggregate: mean + t(0.975, n-1)*sd/sqrt(n), NULL for n < 2",
+    ),
+    (
+        "clopper_pearson_low(k, n)",
+        "scalar: low end of the exact (Clopper-Pearson) 95% interval of the share k/n, NULL for n = 0",
+    ),
+    (
+        "clopper_pearson_high(k, n)",
+        "scalar: high end of the exact (Clopper-Pearson) 95% interval of the share k/n, NULL for n = 0",
     ),
     (
         "canaries(text)",
@@ -602,6 +616,72 @@ impl ScalarUDFImpl for Canaries {
                 ColumnarValue::Scalar(ScalarValue::try_from_array(&list, 0)?)
             }
             ColumnarValue::Array(_) => ColumnarValue::Array(list),
+        })
+    }
+}
+
+/// `clopper_pearson_low(k, n)`, `clopper_pearson_high(k, n)`.
+#[derive(Debug, PartialEq, Eq, Hash)]
+pub struct ClopperPearson {
+    bound: Bound,
+    signature: Signature,
+}
+
+impl ClopperPearson {
+    pub fn new(bound: Bound) -> Self {
+        Self {
+            bound,
+            signature: float64_signature(2),
+        }
+    }
+}
+
+impl ScalarUDFImpl for ClopperPearson {
+    fn name(&self) -> &str {
+        match self.bound {
+            Bound::Low => "clopper_pearson_low",
+            Bound::High => "clopper_pearson_high",
+        }
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
+        Ok(DataType::Float64)
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        let [k, n] = args.args.as_slice() else {
+            return plan_err!("{} takes two arguments: (k, n)", self.name());
+        };
+        let all_scalar = matches!((k, n), (ColumnarValue::Scalar(_), ColumnarValue::Scalar(_)));
+        let ks = k.to_array(args.number_rows)?;
+        let ns = n.to_array(args.number_rows)?;
+        let ks = datafusion::arrow::compute::cast(&ks, &DataType::Float64)?;
+        let ns = datafusion::arrow::compute::cast(&ns, &DataType::Float64)?;
+        let count = |x: Option<f64>| {
+            x.filter(|v| v.is_finite() && *v >= 0.0 && v.fract() == 0.0)
+                .map(|v| v as u64)
+        };
+        let out: Float64Array = ks
+            .as_primitive::<Float64Type>()
+            .iter()
+            .zip(ns.as_primitive::<Float64Type>().iter())
+            .map(|(k, n)| {
+                let p = crate::stats::clopper_pearson(count(k)?, count(n)?)?;
+                Some(match self.bound {
+                    Bound::Low => p.low,
+                    Bound::High => p.high,
+                })
+            })
+            .collect();
+        let out: ArrayRef = Arc::new(out);
+        Ok(if all_scalar {
+            ColumnarValue::Scalar(ScalarValue::try_from_array(&out, 0)?)
+        } else {
+            ColumnarValue::Array(out)
         })
     }
 }

@@ -97,6 +97,48 @@ pub fn fmt_percent(value: Option<f64>) -> String {
     }
 }
 
+/// A share with its exact interval and counts: `97.0% [91.5%, 99.4%] (97 of 100)`.
+pub fn fmt_share(p: Option<&crate::stats::Proportion>) -> String {
+    match p {
+        None => NA.to_owned(),
+        Some(p) => format!(
+            "{} [{}, {}] ({} of {})",
+            fmt_percent(Some(p.share)),
+            fmt_percent(Some(p.low)),
+            fmt_percent(Some(p.high)),
+            p.k,
+            p.n
+        ),
+    }
+}
+
+/// A run-level estimate as (runs, figure): `1`, `355`; `3`, `355 [352, 358]`; `0`, `n/a`.
+pub fn fmt_estimate(e: &crate::rules::ThroughputEstimate) -> (String, String) {
+    use crate::rules::ThroughputEstimate;
+    match e {
+        ThroughputEstimate::SingleRun { output_tps, .. } => {
+            ("1".to_owned(), fmt_num(Some(*output_tps)))
+        }
+        ThroughputEstimate::Repeats {
+            runs,
+            mean,
+            interval,
+            ..
+        } => (
+            runs.to_string(),
+            format!(
+                "{} {}",
+                fmt_num(Some(*mean)),
+                interval.map_or_else(
+                    || NA.to_owned(),
+                    |i| fmt_interval(Some(i.low), Some(i.high))
+                )
+            ),
+        ),
+        ThroughputEstimate::Missing => ("0".to_owned(), NA.to_owned()),
+    }
+}
+
 /// An interval: `[81.2, 93.6]`; `n/a` unless both ends are finite.
 pub fn fmt_interval(low: Option<f64>, high: Option<f64>) -> String {
     match (

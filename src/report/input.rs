@@ -150,4 +150,8 @@ pub struct ReportInput<'a> {
     /// The exit code `anvil check` gives for [`ReportInput::check`]'s outcome, stated
     /// beside it.
     pub check_exit_code: u8,
+    /// The SLOs in force with where they came from; empty when none was given.
+    pub slos: &'a str,
+    /// The throughput-per-GPU against throughput-per-user points (the `tradeoff` view).
+    pub tradeoff: &'a [crate::rules::input::TradeoffPoint],
 }

@@ -274,6 +274,51 @@ pub fn render_markdown(view: &ReportView) -> String {
         }
     }
 
+    out.push_str("## SLOs and goodput\n\n");
+    if view.slo.given {
+        let _ = writeln!(out, "SLOs: {}\n", escape(&view.slo.slos));
+        table(
+            &mut out,
+            &[
+                "stage",
+                "workload",
+                "arm",
+                "attained [exact 95% CI]",
+                "goodput tok/s",
+                "vs control",
+                "difference",
+            ],
+            view.slo.goodput.iter().map(|r| {
+                vec![
+                    r.stage.as_str(),
+                    &r.workload,
+                    &r.arm,
+                    &r.attained,
+                    &r.goodput_tps,
+                    &r.reference,
+                    &r.difference,
+                ]
+            }),
+        );
+        out.push('\n');
+    } else {
+        out.push_str("_No SLO given: no attainment or goodput._\n\n");
+    }
+    let frontier: Vec<String> = view
+        .slo
+        .tradeoff
+        .iter()
+        .filter(|r| r.frontier_class == "pass")
+        .map(|r| format!("{} ({})", r.arm, r.workload))
+        .collect();
+    if !frontier.is_empty() {
+        let _ = writeln!(
+            out,
+            "On the throughput-per-GPU against throughput-per-user frontier: {}\n",
+            escape(&frontier.join(", "))
+        );
+    }
+
     out.push_str("## Verdicts\n\n");
     if view.verdicts.arms.is_empty() {
         out.push_str("_No arm has recorded artifacts: no verdicts._\n\n");

@@ -14,6 +14,7 @@ pub mod charts;
 pub mod format;
 pub mod input;
 pub mod markdown;
+pub mod slo;
 pub mod summary;
 pub mod table;
 pub mod text;

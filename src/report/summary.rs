@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
-use super::format::{NA, fmt_mean, fmt_num, fmt_percentile, fmt_unit};
+use super::format::{NA, fmt_mean, fmt_num, fmt_percentile, fmt_share, fmt_unit};
 use super::input::{ClientQueue, ServerTimings};
 use super::table::{Table, TextFormat};
 use crate::metric::{MetricId, Window};
@@ -38,12 +38,23 @@ pub struct Throughput {
     pub parse_error_requests: i64,
 }
 
+/// Attainment of the SLOs in force and goodput of one artifact over one window.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Goodput {
+    /// The attained share with its exact 95% interval (k of n).
+    pub share: Option<crate::stats::Proportion>,
+    pub goodput_rps: Option<f64>,
+    pub goodput_tps: Option<f64>,
+}
+
 /// One window's figures of an artifact.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct WindowStats {
     pub window: Window,
     pub metrics: Vec<MetricRow>,
     pub throughput: Option<Throughput>,
+    /// With SLOs given.
+    pub goodput: Option<Goodput>,
 }
 
 /// A run's first wave (`request_figures.first_wave`) and how the run was released.
@@ -141,6 +152,9 @@ pub struct ArtifactStats {
 /// The summary of every artifact, in run id order.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Summary {
+    /// The SLOs in force and where they came from, e.g. `ttft_ms<=2000, tpot_ms<=50 (from
+    /// --slo)`; `None` with none given.
+    pub slos: Option<String>,
     pub artifacts: Vec<ArtifactStats>,
 }
 
@@ -153,6 +167,13 @@ pub fn render(summary: &Summary) -> String {
         out.push_str("no artifacts\n");
         return out;
     }
+    let _ = writeln!(
+        out,
+        "SLOs: {}\n",
+        summary.slos.as_deref().unwrap_or(
+            "none given (--slo 'ttft_ms<=2000', or a campaign file's `slo` section): no attainment or goodput"
+        )
+    );
     for (k, a) in summary.artifacts.iter().enumerate() {
         if k > 0 {
             out.push('\n');
@@ -292,6 +313,29 @@ pub fn render(summary: &Summary) -> String {
             }
             None => {
                 let _ = writeln!(out, "  aggregate output: n/a (no measured requests)");
+            }
+        }
+        let goodput = |w: Window| {
+            a.windows
+                .iter()
+                .find(|x| x.window == w)
+                .and_then(|x| x.goodput.as_ref())
+        };
+        if let Some(g) = goodput(Window::All) {
+            let one = |g: &Goodput| {
+                format!(
+                    "attained {}, goodput {} req/s, {} tok/s",
+                    fmt_share(g.share.as_ref()),
+                    fmt_num(g.goodput_rps),
+                    fmt_num(g.goodput_tps)
+                )
+            };
+            let _ = write!(out, "  SLOs: {}", one(g));
+            match goodput(Window::AfterFirstWave).filter(|_| has_wave) {
+                Some(after) => {
+                    let _ = writeln!(out, "; after the first wave {}", one(after));
+                }
+                None => out.push('\n'),
             }
         }
         if let Some(q) = &a.client_queue {

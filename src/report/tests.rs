@@ -160,6 +160,7 @@ fn artifact(
                 failure: None,
             })
             .collect(),
+        goodput: Default::default(),
     };
     Artifact { facts, figures }
 }
@@ -472,6 +473,8 @@ impl Fixture {
             snippets: &self.snippets,
             definitions: &self.definitions,
             check_exit_code: check_exit_code(self.check.outcome),
+            slos: "",
+            tradeoff: &[],
         })
     }
 }
@@ -825,6 +828,8 @@ fn sections_without_evidence_say_so() {
         snippets: &[],
         definitions: &[],
         check_exit_code: 0,
+        slos: "",
+        tradeoff: &[],
     });
     let html = render_html(&view).unwrap();
     for id in SECTION_IDS {
@@ -1200,6 +1205,8 @@ fn the_page_is_balanced_html() {
         snippets: &[],
         definitions: &[],
         check_exit_code: 0,
+        slos: "",
+        tradeoff: &[],
     });
     assert_balanced_html(&render_html(&view).unwrap());
 }

@@ -6,13 +6,14 @@
 use std::fmt::Write as _;
 
 use super::format::{
-    NA, fmt_diff, fmt_diff_interval, fmt_interval, fmt_mean, fmt_num, fmt_percent, fmt_percentile,
-    fmt_ratio, fmt_throughput_difference, fmt_welch,
+    NA, fmt_diff, fmt_diff_interval, fmt_estimate, fmt_interval, fmt_mean, fmt_num, fmt_percent,
+    fmt_percentile, fmt_ratio, fmt_share, fmt_throughput_difference, fmt_welch,
 };
 use super::markdown::escape;
 use super::table::{Table, TextFormat};
 use crate::metric::Window;
 use crate::rules::compare::PercentileComparison;
+use crate::rules::input::TradeoffPoint;
 use crate::rules::{
     CheckReport, Comparison, OutputLength, Paired, Refusal, RefusalKind, StageComparison,
     ThroughputEstimate, Verdict,
@@ -92,29 +93,8 @@ pub fn comparison(c: &Comparison, format: TextFormat) -> String {
     let mut single = false;
     for window in Window::ALL {
         for t in c.throughput.iter().filter(|t| t.window == window) {
-            let (runs, value) = match &t.estimate {
-                ThroughputEstimate::SingleRun { output_tps, .. } => {
-                    single = true;
-                    ("1".to_owned(), fmt_num(Some(*output_tps)))
-                }
-                ThroughputEstimate::Repeats {
-                    runs,
-                    mean,
-                    interval,
-                    ..
-                } => (
-                    runs.to_string(),
-                    format!(
-                        "{} {}",
-                        fmt_num(Some(*mean)),
-                        interval.map_or_else(
-                            || NA.to_owned(),
-                            |i| fmt_interval(Some(i.low), Some(i.high))
-                        )
-                    ),
-                ),
-                ThroughputEstimate::Missing => ("0".to_owned(), NA.to_owned()),
-            };
+            single |= matches!(t.estimate, ThroughputEstimate::SingleRun { .. });
+            let (runs, value) = fmt_estimate(&t.estimate);
             let versus = match (&t.reference, t.ratio_to_reference) {
                 (Some(r), ratio) => format!("{} {r}", fmt_ratio(ratio)),
                 (None, _) => String::new(),
@@ -148,6 +128,7 @@ pub fn comparison(c: &Comparison, format: TextFormat) -> String {
         );
     }
     out.push('\n');
+    goodput(c, format, &mut out);
 
     for m in &c.metrics {
         let metric = m.metric;
@@ -287,6 +268,190 @@ pub fn comparison(c: &Comparison, format: TextFormat) -> String {
         line(format, &format!("{arm}: {text}"), &mut out);
     }
     out
+}
+
+/// Attainment of the SLOs in force and goodput per arm and window, against the reference;
+/// nothing with no SLO given.
+fn goodput(c: &Comparison, format: TextFormat, out: &mut String) {
+    if c.goodput.is_empty() {
+        return;
+    }
+    heading(
+        format,
+        1,
+        "SLO attainment and goodput (requests that succeeded and met every SLO; higher is better)",
+        out,
+    );
+    let mut grid = Table::new(&[
+        "arm",
+        "window",
+        "runs",
+        "attained [exact 95% CI]",
+        "goodput req/s",
+        "goodput tok/s [95% CI across runs]",
+        "per GPU",
+        "vs reference",
+        "difference tok/s [95% CI across runs]",
+    ]);
+    for window in Window::ALL {
+        for g in c.goodput.iter().filter(|g| g.window == window) {
+            let (runs, tps) = fmt_estimate(&g.goodput_tps);
+            grid.row(vec![
+                g.arm.clone(),
+                window.as_str().to_owned(),
+                runs,
+                fmt_share(g.share.as_ref()),
+                fmt_estimate(&g.goodput_rps).1,
+                tps,
+                fmt_num(g.per_gpu),
+                g.reference.clone().unwrap_or_default(),
+                g.difference
+                    .as_ref()
+                    .map_or_else(String::new, fmt_throughput_difference),
+            ]);
+        }
+    }
+    grid.render(format, out);
+    line(
+        format,
+        "a failed request counts as not attained; the share pools the runs' requests",
+        out,
+    );
+    out.push('\n');
+}
+
+/// The throughput-per-GPU against throughput-per-user trade-off of every performance
+/// workload with two points or more (window `all`), best per GPU first, each point marked
+/// on the frontier or with what dominates it; then where the frontier after the first wave
+/// differs.
+pub fn frontier(points: &[TradeoffPoint], format: TextFormat) -> String {
+    let mut out = String::new();
+    let groups = super::slo::performance_groups(points);
+    let with_goodput = points.iter().any(|p| p.goodput_tps.is_some());
+    let mut any = false;
+    for group in groups {
+        let of = |window: &str| -> Vec<&TradeoffPoint> {
+            points
+                .iter()
+                .filter(|p| p.frontier_group == group && p.window == window)
+                .collect()
+        };
+        let all = of(Window::All.as_str());
+        if all.iter().filter(|p| p.on_frontier.is_some()).count() < 2 {
+            continue;
+        }
+        any = true;
+        heading(
+            format,
+            1,
+            &format!(
+                "trade-off {group}: output tok/s per GPU against tok/s per user (1000 / median TPOT), window all; higher is better on both"
+            ),
+            &mut out,
+        );
+        let mut header = vec![
+            "arm",
+            "cell",
+            "runs",
+            "GPUs",
+            "tok/s per GPU",
+            "tok/s per user",
+        ];
+        if with_goodput {
+            header.push("goodput tok/s per GPU");
+        }
+        header.push("Pareto frontier");
+        let mut grid = Table::new(&header);
+        for p in &all {
+            let mut row = vec![
+                p.arm.clone(),
+                p.cell_id.clone(),
+                p.runs.to_string(),
+                super::slo::fmt_gpus(p),
+                fmt_num(p.output_tps_per_gpu),
+                fmt_num(p.output_tps_per_user),
+            ];
+            if with_goodput {
+                row.push(fmt_num(p.goodput_tps_per_gpu));
+            }
+            row.push(super::slo::frontier_text(p));
+            grid.row(row);
+        }
+        grid.render(format, &mut out);
+        let names = |ps: &[&TradeoffPoint]| -> Vec<String> {
+            ps.iter()
+                .filter(|p| p.on_frontier == Some(true))
+                .map(|p| format!("{} ({})", p.arm, p.cell_id))
+                .collect()
+        };
+        let after = of(Window::AfterFirstWave.as_str());
+        let (a, b) = (names(&all), names(&after));
+        if !after.is_empty() && a != b {
+            line(
+                format,
+                &format!(
+                    "after the first wave the frontier is: {}",
+                    if b.is_empty() {
+                        NA.to_owned()
+                    } else {
+                        b.join(", ")
+                    }
+                ),
+                &mut out,
+            );
+        }
+        out.push('\n');
+    }
+    if !any {
+        line(
+            format,
+            "trade-off: no performance workload has two arms or loads to place against each other",
+            &mut out,
+        );
+    }
+    out
+}
+
+/// The SLOs' attainment and goodput of every arm of every stage comparison (window `all`),
+/// labelled as information: the plan has no SLO rule, so nothing here changes a verdict.
+/// Nothing with no SLO given.
+fn slo_information(report: &CheckReport, format: TextFormat, out: &mut String) {
+    let rows = super::slo::stage_goodput(&report.stages);
+    if rows.is_empty() {
+        return;
+    }
+    heading(
+        format,
+        0,
+        "SLO attainment (information: the plan has no SLO rule, so nothing here changes a verdict)",
+        out,
+    );
+    let mut grid = Table::new(&[
+        "stage",
+        "workload",
+        "arm",
+        "runs",
+        "attained [exact 95% CI]",
+        "goodput tok/s [95% CI across runs]",
+        "vs control",
+        "difference tok/s [95% CI across runs]",
+    ]);
+    for (s, g) in rows {
+        grid.row(vec![
+            s.stage.clone(),
+            s.workload.clone(),
+            g.arm.clone(),
+            g.runs.to_string(),
+            fmt_share(g.share.as_ref()),
+            fmt_estimate(&g.goodput_tps).1,
+            g.reference.clone().unwrap_or_default(),
+            g.difference
+                .as_ref()
+                .map_or_else(String::new, fmt_throughput_difference),
+        ]);
+    }
+    grid.render(format, out);
+    out.push('\n');
 }
 
 /// Every stage comparison of `anvil compare` without a baseline: each a heading and the
@@ -492,6 +657,8 @@ pub fn check(report: &CheckReport, format: TextFormat) -> String {
         }
         out.push('\n');
     }
+
+    slo_information(report, format, &mut out);
 
     for t in &report.topology {
         heading(format, 0, &format!("topology: {}", t.name), &mut out);

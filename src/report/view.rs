@@ -18,6 +18,7 @@ pub struct ReportView {
     pub screens: Vec<ScreenView>,
     pub controls: ControlsView,
     pub topology: Vec<TopologyView>,
+    pub slo: super::slo::SloView,
     pub spec_decode: Vec<SpecDecodeRow>,
     pub server: ServerView,
     pub verdicts: VerdictsView,
@@ -305,7 +306,7 @@ pub struct TopologyRowView {
     pub verdict_class: String,
 }
 
-/// Section 8: one replica of one run.
+/// Section 9: one replica of one run.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SpecDecodeRow {
     pub arm: String,
@@ -316,7 +317,7 @@ pub struct SpecDecodeRow {
     pub tokens_per_chunk: String,
 }
 
-/// Section 9: the server's queue per run, the client's own queueing, and the timings the
+/// Section 10: the server's queue per run, the client's own queueing, and the timings the
 /// server reported.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ServerView {
@@ -360,7 +361,7 @@ pub struct ServerTimingsView {
     pub token_mismatches: String,
 }
 
-/// Section 10.
+/// Section 11.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct VerdictsView {
     pub arms: Vec<ArmVerdictView>,
@@ -401,7 +402,7 @@ pub struct EvidenceView {
     pub detail: String,
 }
 
-/// Section 12.
+/// Section 13.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct AppendixView {
     pub definitions: Vec<DefinitionView>,

@@ -320,6 +320,31 @@ pub struct ArmThroughput {
     pub per_replica: Vec<(String, Vec<ReplicaThroughput>)>,
 }
 
+/// An arm's attainment of the SLOs in force and its goodput over one window.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ArmGoodput {
+    pub arm: String,
+    pub window: Window,
+    pub runs: usize,
+    /// Requests that succeeded and met every SLO, all runs together.
+    pub attained: u64,
+    /// Measured requests, all runs together.
+    pub requests: u64,
+    /// attained / requests with its exact (Clopper–Pearson) 95% interval, the runs' requests
+    /// pooled.
+    pub share: Option<crate::stats::Proportion>,
+    /// Goodput in output tokens/s: a single run's, or the mean across runs with its t
+    /// interval.
+    pub goodput_tps: ThroughputEstimate,
+    /// Goodput in requests/s, the same way.
+    pub goodput_rps: ThroughputEstimate,
+    /// goodput_tps ÷ the arm's GPUs.
+    pub per_gpu: Option<f64>,
+    pub reference: Option<String>,
+    /// goodput_tps − the reference's, Welch's interval across runs when both have repeats.
+    pub difference: Option<ThroughputDifference>,
+}
+
 /// Spec-decode figures of one run, passed through.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ArmSpecDecode {
@@ -358,6 +383,8 @@ pub struct Comparison {
     pub metrics: Vec<MetricComparison>,
     /// Per arm and window, `all` first.
     pub throughput: Vec<ArmThroughput>,
+    /// Attainment and goodput per arm and window, `all` first; empty with no SLO given.
+    pub goodput: Vec<ArmGoodput>,
     pub spec_decode: Vec<ArmSpecDecode>,
     /// Control verdict of each arm with a reference.
     pub controls: Vec<ControlVerdict>,
@@ -452,6 +479,7 @@ pub fn compare(
         .collect();
 
     let throughput = throughput(set, &arms, references);
+    let goodput = goodput(set, &arms, references);
     let spec_decode = set
         .members()
         .iter()
@@ -516,6 +544,7 @@ pub fn compare(
         arms: arms.iter().map(|arm| (*arm).to_owned()).collect(),
         metrics,
         throughput,
+        goodput,
         spec_decode,
         controls,
         output_length,
@@ -898,28 +927,16 @@ fn throughput(set: &MatchedSet<'_>, arms: &[&str], references: &References) -> V
                 .zip(reference_estimate.as_ref().and_then(|e| e.value()))
                 .filter(|(_, b)| *b != 0.0)
                 .map(|(a, b)| a / b);
-            let difference = match (&estimate, &reference_estimate) {
-                (e, Some(r)) => e.value().zip(r.value()).map(|(a, b)| {
-                    let interval = run_moments(&reference_runs, window)
-                        .zip(run_moments(&runs, window))
-                        .and_then(|(b, a)| welch_interval(b, a));
-                    let repeats = |runs: &[&Artifact]| runs.len() >= 2;
-                    let no_interval = interval.is_none().then(|| {
-                        match (repeats(&reference_runs), repeats(&runs)) {
-                            (false, false) => "single runs: no CI",
-                            (true, true) => "runs without a throughput: no CI",
-                            _ => "repeats on one side only: no CI",
-                        }
-                        .to_owned()
-                    });
-                    ThroughputDifference {
-                        estimate: a - b,
-                        interval,
-                        no_interval,
-                    }
-                }),
-                _ => None,
-            };
+            let difference = reference_estimate.as_ref().and_then(|r| {
+                run_difference(
+                    &estimate,
+                    r,
+                    &runs,
+                    &reference_runs,
+                    &|run| run.figures.output_tps(window),
+                    "runs without a throughput: no CI",
+                )
+            });
             let scaling_efficiency = arm_gpus.filter(|g| g.count > 1).and_then(|g| {
                 let against = single_gpu(arm)?;
                 let base = self::estimate(&set.arm(against), window).value()?;
@@ -958,29 +975,116 @@ fn throughput(set: &MatchedSet<'_>, arms: &[&str], references: &References) -> V
     out
 }
 
-/// The runs' throughputs over `window`, every run having one.
-fn run_values(runs: &[&Artifact], window: Window) -> Option<Vec<(String, f64)>> {
+/// One run-level figure of a run (its throughput over a window, its goodput, …).
+type RunFigure<'f> = &'f dyn Fn(&Artifact) -> Option<f64>;
+
+/// `arm − reference` of a run-level figure, with Welch's interval across runs when both
+/// sides have repeats (else why there is none; `missing` when both have repeats but a run
+/// lacks the figure).
+fn run_difference(
+    estimate: &ThroughputEstimate,
+    reference: &ThroughputEstimate,
+    runs: &[&Artifact],
+    reference_runs: &[&Artifact],
+    figure: RunFigure<'_>,
+    missing: &str,
+) -> Option<ThroughputDifference> {
+    let (a, b) = estimate.value().zip(reference.value())?;
+    let interval = run_moments_of(reference_runs, figure)
+        .zip(run_moments_of(runs, figure))
+        .and_then(|(b, a)| welch_interval(b, a));
+    let repeats = |runs: &[&Artifact]| runs.len() >= 2;
+    let no_interval = interval.is_none().then(|| {
+        match (repeats(reference_runs), repeats(runs)) {
+            (false, false) => "single runs: no CI",
+            (true, true) => missing,
+            _ => "repeats on one side only: no CI",
+        }
+        .to_owned()
+    });
+    Some(ThroughputDifference {
+        estimate: a - b,
+        interval,
+        no_interval,
+    })
+}
+
+/// Each arm's attainment of the SLOs in force and its goodput over both windows, against
+/// its reference; empty when no run has goodput figures (no SLO given).
+fn goodput(set: &MatchedSet<'_>, arms: &[&str], references: &References) -> Vec<ArmGoodput> {
+    if set.members().iter().all(|m| m.figures.goodput.is_empty()) {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    for window in Window::ALL {
+        let tps = move |run: &Artifact| run.figures.goodput(window).and_then(|g| g.goodput_tps);
+        let rps = move |run: &Artifact| run.figures.goodput(window).and_then(|g| g.goodput_rps);
+        for arm in arms {
+            let runs = set.arm(arm);
+            let (attained, requests) = runs
+                .iter()
+                .filter_map(|r| r.figures.goodput(window))
+                .fold((0u64, 0u64), |(k, n), g| (k + g.attained, n + g.requests));
+            let goodput_tps = estimate_of(&runs, &tps);
+            let gpus = runs.first().and_then(|r| r.facts.gpus());
+            let reference = references.of(arm).filter(|r| arms.contains(r));
+            let difference = reference.and_then(|r| {
+                let reference_runs = set.arm(r);
+                run_difference(
+                    &goodput_tps,
+                    &estimate_of(&reference_runs, &tps),
+                    &runs,
+                    &reference_runs,
+                    &tps,
+                    "runs without goodput: no CI",
+                )
+            });
+            out.push(ArmGoodput {
+                arm: (*arm).to_owned(),
+                window,
+                runs: runs.len(),
+                attained,
+                requests,
+                share: crate::stats::clopper_pearson(attained, requests),
+                per_gpu: goodput_tps
+                    .value()
+                    .zip(gpus)
+                    .map(|(v, g)| v / f64::from(g.count)),
+                goodput_rps: estimate_of(&runs, &rps),
+                goodput_tps,
+                reference: reference.map(str::to_owned),
+                difference,
+            });
+        }
+    }
+    out
+}
+
+/// The runs' values of `figure`, every run having one.
+fn run_values_of(runs: &[&Artifact], figure: RunFigure<'_>) -> Option<Vec<(String, f64)>> {
     let values: Vec<(String, f64)> = runs
         .iter()
-        .filter_map(|run| {
-            run.figures
-                .output_tps(window)
-                .map(|tps| (run.facts.run_id.clone(), tps))
-        })
+        .filter_map(|run| figure(run).map(|v| (run.facts.run_id.clone(), v)))
         .collect();
     (!values.is_empty() && values.len() == runs.len()).then_some(values)
 }
 
-/// Count, mean and sd of the runs' throughputs (two or more runs).
-fn run_moments(runs: &[&Artifact], window: Window) -> Option<Moments> {
-    let values = run_values(runs, window)?;
+/// Count, mean and sd of the runs' values of `figure` (two or more runs).
+fn run_moments_of(runs: &[&Artifact], figure: RunFigure<'_>) -> Option<Moments> {
+    let values = run_values_of(runs, figure)?;
     Sample::new(values.into_iter().map(|(_, v)| v).collect())
         .ok()?
         .moments()
 }
 
 fn estimate(runs: &[&Artifact], window: Window) -> ThroughputEstimate {
-    let Some(values) = run_values(runs, window) else {
+    estimate_of(runs, &|run| run.figures.output_tps(window))
+}
+
+/// A run-level figure of an arm: the one run's value, or the mean across its runs with the
+/// t interval (runs − 1 degrees of freedom).
+fn estimate_of(runs: &[&Artifact], figure: RunFigure<'_>) -> ThroughputEstimate {
+    let Some(values) = run_values_of(runs, figure) else {
         return ThroughputEstimate::Missing;
     };
     match values.as_slice() {

@@ -134,6 +134,7 @@ pub fn artifact(run_id: &str, arm: &str, config: &[(&str, &str)], tps: f64) -> A
                 failure: None,
             })
             .collect(),
+        goodput: Default::default(),
     };
     Artifact { facts, figures }
 }

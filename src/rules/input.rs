@@ -5,14 +5,12 @@
 //! going through the rules; nothing here is computed, only carried.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::fmt;
 
 use serde::Serialize;
 
 use crate::artifact::run::{Api, ArmConfig, Outcome, RunJson, Status, Workload};
 
-/// The configuration key naming an arm's serving topology (`TP1`, `TP2`, `DP2`, …).
-pub const TOPOLOGY_KEY: &str = "topology";
+pub use crate::artifact::gpus::{GPUS_KEY, Gpus, TOPOLOGY_KEY, Topology};
 
 /// What an artifact's `run.json` says about the run (no figures).
 #[derive(Debug, Clone, PartialEq)]
@@ -91,101 +89,12 @@ impl ArtifactFacts {
     /// The GPUs the arm uses: its `gpus` key, else derived from its topology (`TPn` and `DPn`
     /// use n), else unknown.
     pub fn gpus(&self) -> Option<Gpus> {
-        if let Some(count) = self.setting(GPUS_KEY).and_then(|v| v.trim().parse().ok()) {
-            return (count > 0).then_some(Gpus {
-                count,
-                derived: false,
-            });
-        }
-        match self.topology() {
-            Some(Ok(topology)) => Some(Gpus {
-                count: topology.gpus(),
-                derived: true,
-            }),
-            _ => None,
-        }
+        crate::artifact::gpus::gpus(|key| self.setting(key))
     }
 
     /// Requests in flight at once: concurrency per replica × replicas.
     pub fn in_flight(&self) -> u64 {
         u64::from(self.workload.concurrency_per_replica) * u64::from(self.replica_count.max(1))
-    }
-}
-
-/// The configuration key recording the GPUs an arm uses.
-pub const GPUS_KEY: &str = "gpus";
-
-/// How many GPUs an arm uses, and whether the count was derived from its topology rather
-/// than recorded.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub struct Gpus {
-    pub count: u32,
-    /// True when read off the topology name (`TP2` → 2), not from a `gpus` key.
-    pub derived: bool,
-}
-
-impl fmt::Display for Gpus {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.derived {
-            write!(f, "{} (from topology)", self.count)
-        } else {
-            write!(f, "{}", self.count)
-        }
-    }
-}
-
-/// A serving topology: tensor parallel over n GPUs in one replica, or n data-parallel
-/// replicas of one GPU each.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
-pub enum Topology {
-    /// `TPn`: one replica sharded over n GPUs.
-    Tp(u32),
-    /// `DPn`: n independent single-GPU replicas.
-    Dp(u32),
-}
-
-impl Topology {
-    /// Parse `TPn` or `DPn` (n ≥ 1; letters in either case).
-    pub fn parse(text: &str) -> Result<Self, String> {
-        let bad = || format!("topology `{text}` is not TPn or DPn");
-        let trimmed = text.trim();
-        if !trimmed.is_ascii() || trimmed.len() < 3 {
-            return Err(bad());
-        }
-        let (kind, digits) = trimmed.split_at(2);
-        let n: u32 = digits.parse().map_err(|_| bad())?;
-        if n == 0 || !digits.bytes().all(|b| b.is_ascii_digit()) {
-            return Err(bad());
-        }
-        match kind.to_ascii_uppercase().as_str() {
-            "TP" => Ok(Topology::Tp(n)),
-            "DP" => Ok(Topology::Dp(n)),
-            _ => Err(bad()),
-        }
-    }
-
-    /// GPUs the topology uses: n for both `TPn` and `DPn`.
-    pub fn gpus(self) -> u32 {
-        match self {
-            Topology::Tp(n) | Topology::Dp(n) => n,
-        }
-    }
-
-    /// Replicas the topology implies: 1 for `TPn`, n for `DPn`.
-    pub fn replicas(self) -> u32 {
-        match self {
-            Topology::Tp(_) => 1,
-            Topology::Dp(n) => n,
-        }
-    }
-}
-
-impl fmt::Display for Topology {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Topology::Tp(n) => write!(f, "TP{n}"),
-            Topology::Dp(n) => write!(f, "DP{n}"),
-        }
     }
 }
 
@@ -366,6 +275,52 @@ pub struct WindowFigures {
     pub aggregate_output_tps: Option<f64>,
 }
 
+/// One point of the throughput-per-GPU against throughput-per-user trade-off (the `tradeoff`
+/// view): an arm on one cell, its runs averaged, with whether it is on the Pareto frontier
+/// of its frontier group.
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+pub struct TradeoffPoint {
+    pub arm: String,
+    pub cell_id: String,
+    pub window: String,
+    /// The points compared for the frontier: `<class>.ctx<prompt tokens>`.
+    pub frontier_group: String,
+    pub concurrency_per_replica: Option<u32>,
+    pub replicas: Option<u32>,
+    pub rate_per_s: Option<f64>,
+    pub gpus: Option<u32>,
+    pub gpus_derived: Option<bool>,
+    pub runs: u64,
+    pub output_tps: Option<f64>,
+    pub output_tps_per_gpu: Option<f64>,
+    pub tpot_p50_ms: Option<f64>,
+    pub output_tps_per_user: Option<f64>,
+    pub goodput_tps: Option<f64>,
+    pub goodput_tps_per_gpu: Option<f64>,
+    pub attained_share: Option<f64>,
+    /// `None` for a point off the plot (no GPUs or no median TPOT).
+    pub on_frontier: Option<bool>,
+    /// The points that dominate this one.
+    #[serde(default)]
+    pub dominated_by: Option<Vec<String>>,
+}
+
+/// Attainment of the SLOs in force and goodput over one window of one run (the `goodput`
+/// view).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct GoodputFigures {
+    /// Measured requests in the window.
+    pub requests: u64,
+    /// Of them, those that succeeded and met every SLO.
+    pub attained: u64,
+    /// attained / requests with its exact 95% interval; `None` without requests.
+    pub share: Option<crate::stats::Proportion>,
+    /// Attained requests per second of the window's span.
+    pub goodput_rps: Option<f64>,
+    /// The attained requests' usage completion tokens per second of the span.
+    pub goodput_tps: Option<f64>,
+}
+
 /// What the query layer computed from one artifact's tables.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct ArtifactFigures {
@@ -408,6 +363,8 @@ pub struct ArtifactFigures {
     pub spec_decode: Vec<SpecDecode>,
     /// Functional results; empty when the run had none.
     pub functional: Vec<FunctionalResult>,
+    /// Attainment and goodput per window; empty with no SLO given.
+    pub goodput: BTreeMap<Window, GoodputFigures>,
 }
 
 /// A measured request with events that could not be parsed (`events.parse_error`).
@@ -435,6 +392,11 @@ impl ArtifactFigures {
             Window::All => self.aggregate_output_tps,
             Window::AfterFirstWave => self.after_first_wave.aggregate_output_tps,
         }
+    }
+
+    /// Attainment and goodput over `window`, with SLOs given.
+    pub fn goodput(&self, window: Window) -> Option<&GoodputFigures> {
+        self.goodput.get(&window)
     }
 
     /// Per-request values of `metric` of the requests in `window` (successful requests only,

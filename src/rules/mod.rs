@@ -38,7 +38,8 @@ pub use advance::{AdvanceRule, TopologyAssessment, TopologyRow, Verdict};
 pub use campaign::{CampaignMismatch, one_campaign};
 pub use check::{ArmAdvance, CheckReport, Outcome, check};
 pub use compare::{
-    Comparison, OutputLength, Paired, References, ThroughputEstimate, compare, compare_artifacts,
+    ArmGoodput, Comparison, OutputLength, Paired, References, ThroughputEstimate, compare,
+    compare_artifacts,
 };
 pub use control::{Control, control};
 pub use coverage::{ClaimCheck, ClaimVerdict, PlanCoverage, StageCoverage, plan_coverage};

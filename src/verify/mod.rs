@@ -5,7 +5,8 @@
 //! TTFT, effective prefill, decode, TPOT, ITL and E2E, the first wave, and per window (`all`,
 //! `after_first_wave`) their statistics (n, mean, sd, 95% CI, min, percentiles by nearest
 //! rank with their distribution-free 95% intervals, max) and the aggregate output
-//! throughput. [`compare`] puts them beside `request_figures`, `cell_stats` and
+//! throughput; with SLOs given, each request's attainment and per window the attained share,
+//! its exact interval and goodput. [`compare`] puts them beside `request_figures`, `cell_stats` and
 //! `aggregate_throughput` from DataFusion and reports, per metric, the largest relative
 //! difference |a − b| / max(|a|, |b|); a value present on one side only, or a request or
 //! statistic missing on one side, is an infinite difference.
@@ -18,7 +19,7 @@ use std::fmt;
 use crate::query::rows::{column_f64, column_str};
 use crate::query::{AnvilSession, QueryError};
 
-pub use recompute::{METRICS, Recomputed, STATISTICS, WINDOWS, recompute};
+pub use recompute::{Bound, Goodput, METRICS, Recomputed, STATISTICS, WINDOWS, recompute};
 
 /// Largest relative difference allowed between the two computations.
 pub const TOLERANCE: f64 = 1e-9;
@@ -220,6 +221,81 @@ pub async fn compare(
             }),
         }
     }
+    // Attainment and goodput, where SLOs are given: per request, then per run and window.
+    let mut attained = Tracker::default();
+    let mut shares = Tracker::default();
+    let mut share_intervals = Tracker::default();
+    let mut goodputs = Tracker::default();
+    if !session.slos().is_empty() {
+        let a = session
+            .query(
+                "SELECT run_id, CAST(request_index AS DOUBLE) AS request_index, \
+                 CAST(attained AS DOUBLE) AS attained FROM slo_attainment",
+            )
+            .await?;
+        let (a_runs, a_index, a_attained) = (
+            column_str(&a, "run_id")?,
+            column_f64(&a, "request_index")?,
+            column_f64(&a, "attained")?,
+        );
+        for (row, run) in a_runs.iter().enumerate() {
+            let index = a_index[row].unwrap_or(-1.0) as i64;
+            match by_request.get(&(run.as_str(), index)) {
+                Some(theirs) => attained.add(
+                    a_attained[row],
+                    Some(if theirs.attained { 1.0 } else { 0.0 }),
+                    || format!("run {run} request {index} attained"),
+                ),
+                None => missing.add(Some(0.0), None, || {
+                    format!("run {run} request {index}: in slo_attainment, not recomputed")
+                }),
+            }
+        }
+        let g = session
+            .query(
+                "SELECT run_id, window, CAST(requests AS DOUBLE) AS requests, \
+                 CAST(attained AS DOUBLE) AS attained, attained_share, share_ci95_low, \
+                 share_ci95_high, goodput_rps, goodput_tps FROM goodput",
+            )
+            .await?;
+        let (g_runs, g_windows) = (column_str(&g, "run_id")?, column_str(&g, "window")?);
+        let col = |name: &str| column_f64(&g, name);
+        let (requests, attained_n, share, low, high, rps, tps) = (
+            col("requests")?,
+            col("attained")?,
+            col("attained_share")?,
+            col("share_ci95_low")?,
+            col("share_ci95_high")?,
+            col("goodput_rps")?,
+            col("goodput_tps")?,
+        );
+        let mut goodput_rows = 0usize;
+        for (row, run) in g_runs.iter().enumerate() {
+            let window = g_windows[row].as_str();
+            let Some(theirs) = by_run.get(run.as_str()).and_then(|r| r.goodput.get(window)) else {
+                missing.add(Some(0.0), None, || {
+                    format!("run {run} goodput {window}: in SQL, not recomputed")
+                });
+                continue;
+            };
+            goodput_rows += 1;
+            let at = |what: &str| format!("run {run} {window} {what}");
+            shares.add(requests[row], Some(theirs.requests), || at("requests"));
+            shares.add(attained_n[row], Some(theirs.attained), || at("attained"));
+            shares.add(share[row], theirs.share, || at("attained_share"));
+            share_intervals.add(low[row], theirs.low, || at("share_ci95_low"));
+            share_intervals.add(high[row], theirs.high, || at("share_ci95_high"));
+            goodputs.add(rps[row], theirs.rps, || at("goodput_rps"));
+            goodputs.add(tps[row], theirs.tps, || at("goodput_tps"));
+        }
+        let expected: usize = recomputed.iter().map(|r| r.goodput.len()).sum();
+        if goodput_rows != expected {
+            missing.add(None, Some(0.0), || {
+                format!("{expected} goodput rows recomputed, {goodput_rows} in SQL")
+            });
+        }
+    }
+
     let expected_rows: usize = recomputed
         .iter()
         .filter(|r| !r.requests.is_empty())
@@ -268,6 +344,21 @@ pub async fn compare(
         largest: throughput.largest,
         at: throughput.at,
     });
+    if !session.slos().is_empty() {
+        for (what, t) in [
+            ("slo_attainment attained", attained),
+            ("goodput attained_share", shares),
+            ("goodput share interval", share_intervals),
+            ("goodput goodput_rps, goodput_tps", goodputs),
+        ] {
+            out.push(Difference {
+                what: what.to_owned(),
+                compared: t.compared,
+                largest: t.largest,
+                at: t.at,
+            });
+        }
+    }
     if missing.compared > 0 {
         out.push(Difference {
             what: "rows present on one side only".to_owned(),

@@ -25,6 +25,47 @@ pub struct RequestFigures {
     pub first_wave: bool,
     /// ttft_ms, effective_prefill_tps, decode_tps, tpot_ms, itl_ms, e2e_ms.
     pub metrics: [Option<f64>; 6],
+    /// Succeeded and met every SLO given (false with none given).
+    pub attained: bool,
+}
+
+/// One SLO as the recomputation applies it: the metric's place in [`METRICS`], whether the
+/// bound is an upper one (`<=`), and the bound.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Bound {
+    pub metric: usize,
+    pub upper: bool,
+    pub value: f64,
+}
+
+impl Bound {
+    /// The SLOs in force, as bounds.
+    pub fn all(slos: &crate::slo::Slos) -> Vec<Bound> {
+        slos.slos
+            .iter()
+            .map(|s| Bound {
+                metric: METRICS
+                    .iter()
+                    .position(|m| *m == s.metric.as_str())
+                    .unwrap_or(0),
+                upper: s.op() == "<=",
+                value: s.bound,
+            })
+            .collect()
+    }
+}
+
+/// Goodput of one window: the requests, those attained, their share's exact 95% interval
+/// and goodput per second of the window's span.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Goodput {
+    pub requests: f64,
+    pub attained: f64,
+    pub share: Option<f64>,
+    pub low: Option<f64>,
+    pub high: Option<f64>,
+    pub rps: Option<f64>,
+    pub tps: Option<f64>,
 }
 
 /// Metric names, in [`RequestFigures::metrics`] order (the catalogue's columns).
@@ -61,6 +102,8 @@ pub struct Recomputed {
     pub stats: BTreeMap<(&'static str, &'static str), Figures>,
     /// Aggregate output throughput of the whole run per window, tokens per second.
     pub output_tps: BTreeMap<&'static str, Option<f64>>,
+    /// Goodput per window; empty with no SLO given.
+    pub goodput: BTreeMap<&'static str, Goodput>,
 }
 
 /// One Parquet file's `columns` as a polars frame (polars' own reader, eager).
@@ -114,7 +157,7 @@ fn no_data(table: &str) -> PolarsError {
 }
 
 /// Recompute one artifact's figures.
-pub fn recompute(artifact: &ArtifactSource) -> PolarsResult<Recomputed> {
+pub fn recompute(artifact: &ArtifactSource, slos: &[Bound]) -> PolarsResult<Recomputed> {
     use crate::artifact::Table;
 
     // Measured requests, in request order.
@@ -214,8 +257,9 @@ pub fn recompute(artifact: &ArtifactSource) -> PolarsResult<Recomputed> {
     };
 
     let mut figures = Vec::with_capacity(requests.len());
-    // (first wave, usage completion tokens, t_sent, t_done) of each measured request.
-    type Span = (bool, Option<i64>, Option<i64>, Option<i64>);
+    // (first wave, usage completion tokens, t_sent, t_done, attained) of each measured
+    // request.
+    type Span = (bool, Option<i64>, Option<i64>, Option<i64>, bool);
     let mut tokens: Vec<Span> = Vec::new();
     for (position, r) in requests.iter().enumerate() {
         let facts = r
@@ -246,17 +290,27 @@ pub fn recompute(artifact: &ArtifactSource) -> PolarsResult<Recomputed> {
             .map(|(k, g)| (g as f64 / 1e6) / k as f64);
         let e2e = e2e_ns.map(|t| t as f64 / 1e6);
         let first_wave = in_first_wave(position, r);
-        tokens.push((first_wave, facts.completion_tokens, sent, done));
+        let metrics = [ttft_ms, prefill, decode, tpot, tpot, e2e];
+        let ok = r.outcome.as_deref() == Some("ok");
+        // Attained: succeeded, and every bound holds (a metric without a value does not).
+        let attained = !slos.is_empty()
+            && ok
+            && slos.iter().all(|b| {
+                metrics[b.metric].is_some_and(|v| if b.upper { v <= b.value } else { v >= b.value })
+            });
+        tokens.push((first_wave, facts.completion_tokens, sent, done, attained));
         figures.push(RequestFigures {
             request_index: r.index.unwrap_or(-1),
-            ok: r.outcome.as_deref() == Some("ok"),
+            ok,
             first_wave,
-            metrics: [ttft_ms, prefill, decode, tpot, tpot, e2e],
+            metrics,
+            attained,
         });
     }
 
     let mut stats = BTreeMap::new();
     let mut output_tps = BTreeMap::new();
+    let mut goodput = BTreeMap::new();
     let mut intervals = Intervals::default();
     for window in WINDOWS {
         let keep = |first_wave: bool| window == "all" || !first_wave;
@@ -279,13 +333,88 @@ pub fn recompute(artifact: &ArtifactSource) -> PolarsResult<Recomputed> {
             window,
             sum.zip(span).map(|(k, s)| k as f64 / (s as f64 / 1e9)),
         );
+        // Goodput: attained requests (and their usage completion tokens) over the same span;
+        // every measured request of the window in the denominator of the share.
+        if !slos.is_empty() && !rows.is_empty() {
+            let attained: Vec<_> = rows.iter().filter(|t| t.4).collect();
+            let k = attained.len() as u64;
+            let n = rows.len() as u64;
+            // None attained: 0 tokens; some attained without usage: no figure.
+            let good_tokens: Option<i64> = if attained.is_empty() {
+                Some(0)
+            } else {
+                attained.iter().filter_map(|t| t.1).reduce(|a, b| a + b)
+            };
+            let seconds = span.map(|s| s as f64 / 1e9);
+            let (low, high) = exact_interval(k, n);
+            goodput.insert(
+                window,
+                Goodput {
+                    requests: n as f64,
+                    attained: k as f64,
+                    share: Some(k as f64 / n as f64),
+                    low: Some(low),
+                    high: Some(high),
+                    rps: seconds.map(|s| k as f64 / s),
+                    tps: good_tokens.zip(seconds).map(|(g, s)| g as f64 / s),
+                },
+            );
+        }
     }
     Ok(Recomputed {
         run_id: artifact.run.run_id.clone(),
         requests: figures,
         stats,
         output_tps,
+        goodput,
     })
+}
+
+/// The exact (Clopper–Pearson) 95% interval of k successes in n, written out from its
+/// definition: the low end is the p at which P(X ≥ k) = 0.025, the high end the p at which
+/// P(X ≤ k) = 0.025, X ~ Binomial(n, p), each tail summed term by term and p found by
+/// bisection (0 and 1 for k = 0 and k = n).
+fn exact_interval(k: u64, n: u64) -> (f64, f64) {
+    // ln C(n, i) for i = 0..=n.
+    let mut ln_choose = vec![0.0f64; n as usize + 1];
+    for i in 1..=n as usize {
+        ln_choose[i] = ln_choose[i - 1] + ((n as usize - i + 1) as f64).ln() - (i as f64).ln();
+    }
+    let tail = |p: f64, from: u64, to: u64| -> f64 {
+        (from..=to)
+            .map(|i| {
+                let i_f = i as f64;
+                (ln_choose[i as usize] + i_f * p.ln() + (n as f64 - i_f) * (1.0 - p).ln()).exp()
+            })
+            .sum()
+    };
+    // Bisection on a tail that rises (or falls) with p, to the last representable step.
+    let solve = |f: &dyn Fn(f64) -> f64, rising: bool| -> f64 {
+        let (mut lo, mut hi) = (0.0f64, 1.0f64);
+        for _ in 0..200 {
+            let mid = 0.5 * (lo + hi);
+            if mid <= lo || mid >= hi {
+                break;
+            }
+            if (f(mid) < 0.025) == rising {
+                lo = mid;
+            } else {
+                hi = mid;
+            }
+        }
+        0.5 * (lo + hi)
+    };
+    let low = if k == 0 {
+        0.0
+    } else {
+        solve(&|p| tail(p, k, n), true)
+    };
+    let high = if k == n {
+        1.0
+    } else {
+        solve(&|p| tail(p, 0, k), false)
+    };
+    (low, high)
 }
 
 /// The 1-based ranks (l, u) of the 95% interval of the nearest-rank percentile p of n values

@@ -103,6 +103,7 @@ impl Cell {
             schedule,
             ramp_s,
             off_manifest,
+            probe: None,
         }
     }
 

@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 use super::common::{ANVIL, SIM};
 
 const SAMPLE_DATA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/sample-data");
-const CAMPAIGN_ID: &str = "2026-09-04-qwen38-27b-pro6000-possibility";
+pub(super) const CAMPAIGN_ID: &str = "2026-09-04-qwen38-27b-pro6000-possibility";
 const SCREEN: &str = "optimization-screen.ctx4096.c4.n4";
 const FUNCTIONAL: &str = "functional.ctx4096.c1.n4";
 
@@ -29,7 +29,7 @@ const RESTORE: [&str; 7] = [
 ];
 
 /// Free loopback ports (bound, then released).
-fn free_ports(n: usize) -> Vec<u16> {
+pub(super) fn free_ports(n: usize) -> Vec<u16> {
     let listeners: Vec<std::net::TcpListener> = (0..n)
         .map(|_| std::net::TcpListener::bind("127.0.0.1:0").unwrap())
         .collect();
@@ -40,7 +40,7 @@ fn free_ports(n: usize) -> Vec<u16> {
 }
 
 /// `anvil-sim` on `{port}`, fast unless `extra` slows it.
-fn sim_launch(extra: &[&str]) -> Value {
+pub(super) fn sim_launch(extra: &[&str]) -> Value {
     let mut argv = vec![
         SIM,
         "--port",
@@ -58,58 +58,65 @@ fn sim_launch(extra: &[&str]) -> Value {
 /// A campaign folder: copies of the seeds and a campaign file with a starting service and
 /// three arms: `Inferact target-only` (the screen and functional cells, on `first_launch`),
 /// and the sweep `K{value}` over spec_depth 4 and 12 (the screen cell).
-struct Fixture {
-    dir: tempfile::TempDir,
-    file: PathBuf,
-    out: PathBuf,
+pub(super) struct Fixture {
+    pub(super) dir: tempfile::TempDir,
+    pub(super) file: PathBuf,
+    pub(super) out: PathBuf,
 }
 
 impl Fixture {
     fn new(first_launch: Value, first_readiness: Value, starting_launch: Value) -> Fixture {
+        Fixture::with_campaign(|ports| {
+            json!({
+                "schema": "anvil-serving.benchmark-campaign/v1",
+                "campaign_id": CAMPAIGN_ID,
+                "manifest": "workload-manifest.json",
+                "plan": "run-plan.json",
+                "starting_service": {
+                    "launch": starting_launch,
+                    "ports": [ports[0]],
+                    "readiness": {"path": "/health", "timeout_s": 30},
+                    "stop": {"grace_s": 5},
+                    "config": {"spec_depth": "0"},
+                    "runtime": "anvil-sim",
+                    "model": "qwen"
+                },
+                "arms": [{
+                    "arm": "Inferact target-only",
+                    "launch": first_launch,
+                    "ports": [ports[1]],
+                    "readiness": first_readiness,
+                    "stop": {"grace_s": 5},
+                    "config": {"spec_depth": "0", "chunked_prefill": "2048"},
+                    "runtime": "anvil-sim",
+                    "cells": {"ids": [SCREEN, FUNCTIONAL]}
+                }],
+                "sweeps": [{
+                    "key": "spec_depth",
+                    "values": ["4", "12"],
+                    "template": {
+                        "arm": "K{value}",
+                        "launch": sim_launch(&["--spec-depth", "{value}"]),
+                        "ports": [ports[2]],
+                        "readiness": {"timeout_s": 30},
+                        "stop": {"grace_s": 5},
+                        "config": {"chunked_prefill": "2048"},
+                        "runtime": "anvil-sim",
+                        "cells": {"ids": [SCREEN]}
+                    }
+                }]
+            })
+        })
+    }
+
+    /// A folder with copies of the seeds and the campaign file `make` writes from four free
+    /// loopback ports.
+    pub(super) fn with_campaign(make: impl FnOnce(&[u16]) -> Value) -> Fixture {
         let dir = tempfile::tempdir().unwrap();
         for name in ["workload-manifest.json", "run-plan.json"] {
             std::fs::copy(Path::new(SAMPLE_DATA).join(name), dir.path().join(name)).unwrap();
         }
-        let ports = free_ports(4);
-        let campaign = json!({
-            "schema": "anvil-serving.benchmark-campaign/v1",
-            "campaign_id": CAMPAIGN_ID,
-            "manifest": "workload-manifest.json",
-            "plan": "run-plan.json",
-            "starting_service": {
-                "launch": starting_launch,
-                "ports": [ports[0]],
-                "readiness": {"path": "/health", "timeout_s": 30},
-                "stop": {"grace_s": 5},
-                "config": {"spec_depth": "0"},
-                "runtime": "anvil-sim",
-                "model": "qwen"
-            },
-            "arms": [{
-                "arm": "Inferact target-only",
-                "launch": first_launch,
-                "ports": [ports[1]],
-                "readiness": first_readiness,
-                "stop": {"grace_s": 5},
-                "config": {"spec_depth": "0", "chunked_prefill": "2048"},
-                "runtime": "anvil-sim",
-                "cells": {"ids": [SCREEN, FUNCTIONAL]}
-            }],
-            "sweeps": [{
-                "key": "spec_depth",
-                "values": ["4", "12"],
-                "template": {
-                    "arm": "K{value}",
-                    "launch": sim_launch(&["--spec-depth", "{value}"]),
-                    "ports": [ports[2]],
-                    "readiness": {"timeout_s": 30},
-                    "stop": {"grace_s": 5},
-                    "config": {"chunked_prefill": "2048"},
-                    "runtime": "anvil-sim",
-                    "cells": {"ids": [SCREEN]}
-                }
-            }]
-        });
+        let campaign = make(&free_ports(4));
         let file = dir.path().join("campaign.json");
         std::fs::write(&file, serde_json::to_string_pretty(&campaign).unwrap()).unwrap();
         let out = dir.path().join("data");
@@ -135,11 +142,11 @@ impl Fixture {
         )
     }
 
-    fn folder(&self) -> PathBuf {
+    pub(super) fn folder(&self) -> PathBuf {
         self.out.join(CAMPAIGN_ID)
     }
 
-    fn command(&self, resume: bool) -> Command {
+    pub(super) fn command(&self, resume: bool) -> Command {
         let mut cmd = Command::new(ANVIL);
         cmd.args(["campaign", "run"])
             .arg(&self.file)
@@ -152,11 +159,11 @@ impl Fixture {
         cmd
     }
 
-    fn run(&self, resume: bool) -> Output {
+    pub(super) fn run(&self, resume: bool) -> Output {
         self.command(resume).output().unwrap()
     }
 
-    fn journal(&self) -> Vec<Value> {
+    pub(super) fn journal(&self) -> Vec<Value> {
         std::fs::read_to_string(self.folder().join("campaign-journal.jsonl"))
             .unwrap_or_default()
             .lines()
@@ -164,7 +171,7 @@ impl Fixture {
             .collect()
     }
 
-    fn steps(&self) -> Vec<String> {
+    pub(super) fn steps(&self) -> Vec<String> {
         self.journal()
             .iter()
             .map(|l| l["step"].as_str().unwrap().to_owned())
@@ -199,7 +206,7 @@ impl Fixture {
     }
 
     /// Wait until the journal holds a line matching `pred`.
-    fn wait_for(&self, what: &str, pred: impl Fn(&Value) -> bool) -> Value {
+    pub(super) fn wait_for(&self, what: &str, pred: impl Fn(&Value) -> bool) -> Value {
         let deadline = Instant::now() + Duration::from_secs(60);
         loop {
             if let Some(line) = self.journal().into_iter().find(|l| pred(l)) {
@@ -234,7 +241,7 @@ impl Drop for Fixture {
 
 /// Wait until the cell's recorder has written streamed events (its first part file): its
 /// requests are in flight.
-fn wait_streaming(cell: &Path) {
+pub(super) fn wait_streaming(cell: &Path) {
     let deadline = Instant::now() + Duration::from_secs(60);
     let parts = cell.join("events.parts");
     while std::fs::read_dir(&parts).map_or(true, |mut d| d.next().is_none()) {
@@ -247,11 +254,11 @@ fn wait_streaming(cell: &Path) {
     }
 }
 
-fn stderr(o: &Output) -> String {
+pub(super) fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
-fn signal(child: &Child, sig: i32) {
+pub(super) fn signal(child: &Child, sig: i32) {
     // SAFETY: kill(2) on our own child's pid.
     unsafe { libc::kill(child.id() as i32, sig) };
 }

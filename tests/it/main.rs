@@ -3,6 +3,8 @@ mod artifact;
 #[cfg(feature = "analysis")]
 mod campaign;
 mod campaign_run;
+#[cfg(feature = "analysis")]
+mod capacity;
 mod capture;
 mod common;
 #[cfg(feature = "analysis")]

@@ -1224,7 +1224,8 @@ fn cli_summary_prints_every_statistic_per_artifact() {
         "run_id,arm,cell_id,window,metric,unit,better,requests,n,failed,n_null,mean,sd,ci95_low,\
          ci95_high,min,p1,p5,p25,p50,p75,p90,p95,p99,max,p1_ci_low,p1_ci_high,p5_ci_low,\
          p5_ci_high,p25_ci_low,p25_ci_high,p50_ci_low,p50_ci_high,p75_ci_low,p75_ci_high,\
-         p90_ci_low,p90_ci_high,p95_ci_low,p95_ci_high,p99_ci_low,p99_ci_high,aggregate_output_tps"
+         p90_ci_low,p90_ci_high,p95_ci_low,p95_ci_high,p99_ci_low,p99_ci_high,aggregate_output_tps,\
+         slos,attained,attained_share,share_ci95_low,share_ci95_high,goodput_rps,goodput_tps"
     );
     // Six metrics over two windows.
     assert_eq!(stdout.lines().count(), 13);
@@ -1261,7 +1262,7 @@ fn verify_reports_a_tampered_figure() {
     let mut recomputed: Vec<_> = s
         .artifacts()
         .iter()
-        .map(|a| anvil::verify::recompute(a).unwrap())
+        .map(|a| anvil::verify::recompute(a, &[]).unwrap())
         .collect();
     let clean = rt
         .block_on(anvil::verify::compare(&s, &recomputed))
@@ -1400,7 +1401,20 @@ fn the_same_run_twice_is_refused() {
 fn every_view_matches_its_snapshot() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = build_artifact(tmp.path());
-    let (rt, s) = session(&dir);
+    // With two SLOs, so that slo_attainment, goodput and tradeoff's goodput are pinned too.
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let slos = anvil::slo::Slos::parse_all(
+        &["ttft_ms<=60", "tpot_ms<=20"],
+        anvil::slo::SloSource::Flags,
+    )
+    .unwrap();
+    let s = rt
+        .block_on(AnvilSession::open_with(
+            std::slice::from_ref(&dir),
+            &slos,
+            false,
+        ))
+        .unwrap();
     for view in anvil::query::views::VIEWS {
         let schema = rt
             .block_on(s.query(&format!("SELECT * FROM {} LIMIT 0", view.name)))

@@ -370,6 +370,8 @@ pub struct ReportArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = ReportFormat::Html)]
     pub format: ReportFormat,
+    #[command(flatten)]
+    pub slo: SloArgs,
 }
 
 /// Which campaign `anvil demo` records.
@@ -428,6 +430,8 @@ pub struct CompareArgs {
     /// Artifact folders, or folders searched for them [default: sample-data].
     #[arg(value_name = "ARTIFACT_DIR", default_value = "sample-data")]
     pub artifacts: Vec<PathBuf>,
+    #[command(flatten)]
+    pub slo: SloArgs,
 }
 
 #[cfg(feature = "analysis")]
@@ -447,6 +451,25 @@ pub struct CheckArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = RulesFormat::Table)]
     pub format: RulesFormat,
+    #[command(flatten)]
+    pub slo: SloArgs,
+}
+
+/// The SLOs in force: `--slo`, else the campaign file's `slo` section.
+#[cfg(feature = "analysis")]
+#[derive(Debug, Clone, Default, Args)]
+pub struct SloArgs {
+    /// A service-level objective on a per-request metric: 'METRIC<=VALUE' for a time,
+    /// 'METRIC>=VALUE' for a rate (quote it: a shell reads < and >), e.g. --slo
+    /// 'ttft_ms<=2000' --slo 'tpot_ms<=50'. Metrics: ttft_ms, effective_prefill_tps,
+    /// decode_tps, tpot_ms, itl_ms, e2e_ms. Repeatable, one per metric; replaces the
+    /// campaign file's `slo` section.
+    #[arg(long = "slo", value_name = "'METRIC<=VALUE'")]
+    pub slo: Vec<String>,
+    /// The campaign file whose `slo` section applies when no --slo is given [default: a
+    /// campaign.json in a --data folder, else the SLOs a campaign journal there recorded].
+    #[arg(long, value_name = "FILE")]
+    pub campaign: Option<PathBuf>,
 }
 
 /// Where the artifacts are: `--data DIR`, repeatable.
@@ -510,6 +533,8 @@ pub struct SqlArgs {
     pub list: bool,
     /// SQL to run (one or more statements separated by `;`).
     pub query: Option<String>,
+    #[command(flatten)]
+    pub slo: SloArgs,
 }
 
 #[cfg(feature = "analysis")]
@@ -520,6 +545,8 @@ pub struct SummaryArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = OutputFormat::Table)]
     pub format: OutputFormat,
+    #[command(flatten)]
+    pub slo: SloArgs,
 }
 
 #[cfg(feature = "analysis")]
@@ -527,6 +554,8 @@ pub struct SummaryArgs {
 pub struct VerifyArgs {
     #[command(flatten)]
     pub data: DataArgs,
+    #[command(flatten)]
+    pub slo: SloArgs,
 }
 
 #[derive(Debug, Args)]

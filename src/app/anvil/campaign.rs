@@ -55,6 +55,9 @@ fn plan(args: &CampaignPlanArgs) -> anyhow::Result<Exit> {
         let shown: Vec<String> = c.command.iter().map(|a| shell_quoted(a)).collect();
         text.push_str(&format!("  {}\n", shown.join(" ")));
     }
+    let searches = searches(&args.file, &campaign, &manifest, &plan, &args.out);
+    let any = any || !searches.is_empty();
+    text.push_str(&searches);
     if any {
         text.push_str(&format!(
             "\nanvil campaign run {} --out {}{} launches each arm's server and records them\n",
@@ -69,6 +72,68 @@ fn plan(args: &CampaignPlanArgs) -> anyhow::Result<Exit> {
     }
     output::stdout(&crate::query::output::printable(&text), "the campaign plan")?;
     Ok(Exit::Ok)
+}
+
+/// Each capacity search: what it varies between which bounds, its target, window and SLOs,
+/// how many probes of how many requests it records at most, and its first probe's command.
+fn searches(
+    file: &std::path::Path,
+    campaign: &CampaignFile,
+    manifest: &crate::manifest::WorkloadManifest,
+    plan: &crate::manifest::RunPlan,
+    out: &std::path::Path,
+) -> String {
+    use crate::campaign::search::Vary;
+    let mut text = String::new();
+    for arm in campaign.all_arms() {
+        let Some(s) = &arm.search else { continue };
+        let stage = plan
+            .stages_in_order()
+            .iter()
+            .find(|st| st.arms.iter().flatten().any(|a| *a == arm.arm))
+            .map(|st| st.stage.clone())
+            .unwrap_or_default();
+        let (what, unit) = match s.vary {
+            Vary::Concurrency => (
+                "concurrency",
+                " requests in flight per replica, bisected over integers",
+            ),
+            Vary::Rate => ("rate", " requests/s, bisected geometrically"),
+        };
+        text.push_str(&format!(
+            "
+capacity search on {}: {what} {} to {}{unit}{}; target {} attainment of {} over window {}; probes of {} requests ({} {} ctx {}), at most {} probes ({} with {} runs of each side of the final bracket); result in {}\n",
+            arm.arm,
+            s.min,
+            s.max,
+            s.resolution.map(|r| format!(" to within {}%", r * 100.0)).unwrap_or_default(),
+            s.target,
+            s.slos(&campaign.slo).join(", "),
+            s.window.as_str(),
+            s.requests,
+            crate::campaign::search::PROBE,
+            s.class,
+            s.context,
+            s.most_probes(),
+            if s.repeats > 1 { "including" } else { "each side once," },
+            s.repeats,
+            out.join(&campaign.campaign_id)
+                .join(crate::campaign::runner::CAPACITY_JSON)
+                .display()
+        ));
+        match campaign.probe(file, manifest, &stage, &arm, s, s.min, 1, out) {
+            Ok(first) => {
+                let shown: Vec<String> = first.command.iter().map(|a| shell_quoted(a)).collect();
+                text.push_str(&format!(
+                    "  first probe ({}): {}\n",
+                    first.state,
+                    shown.join(" ")
+                ));
+            }
+            Err(why) => text.push_str(&format!("  its probes cannot be planned: {why}\n")),
+        }
+    }
+    text
 }
 
 fn run_campaign(args: &CampaignRunArgs) -> anyhow::Result<Exit> {
@@ -130,6 +195,9 @@ pub fn ending(s: &CampaignSummary) -> String {
     );
     for f in &s.failures {
         text.push_str(&format!("\n  - {f}"));
+    }
+    for c in &s.capacity {
+        text.push_str(&format!("\nanvil campaign: capacity search {c}"));
     }
     if let Some(rule) = &s.stop_rule {
         text.push_str(&format!("\nanvil campaign: {rule}"));

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use super::args::{CheckArgs, RulesFormat};
-use super::{json, load_documents, open_session_materialized, runtime};
+use super::{json, load_documents, open_session_materialized, resolve_slos, runtime};
 use crate::app::{AppError, Exit, output};
 use crate::gather::evidence::evidence_files;
 use crate::gather::rules_input::read_artifacts;
@@ -20,15 +20,29 @@ pub fn run(args: &CheckArgs) -> anyhow::Result<Exit> {
     // The manifest must yield a headline selection for the claims to be judged at all.
     let selection = HeadlineSelection::from_manifest(&manifest)
         .map_err(|e| AppError::wrap(Exit::BadInput, anyhow::anyhow!("{m}: {e}")))?;
+    let slos = resolve_slos("check", &args.slo, &args.data)?;
     let rt = runtime()?;
     let artifacts = rt.block_on(async {
-        let session = open_session_materialized("check", &args.data).await?;
+        let session = open_session_materialized("check", &args.data, &slos).await?;
         anyhow::Ok(read_artifacts(&session).await?)
     })?;
     rules::one_campaign(&manifest, &plan, [&m, &p], &artifacts)?;
     let report = check_data(&plan, &selection, &artifacts, &args.data)?;
     let text = match args.format {
-        RulesFormat::Json => json(&report)?,
+        RulesFormat::Json => {
+            let mut value = serde_json::to_value(&report)?;
+            if let Some(object) = value.as_object_mut() {
+                object.insert(
+                    "slos".into(),
+                    serde_json::json!({
+                        "slos": slos.slos.iter().map(|s| s.to_string()).collect::<Vec<_>>(),
+                        "source": slos.source.column(),
+                        "affects_verdict": false,
+                    }),
+                );
+            }
+            json(&value)?
+        }
         RulesFormat::Table => printable(&text::check(&report, TextFormat::Text)).into_owned(),
         RulesFormat::Md => text::check(&report, TextFormat::Markdown),
     };

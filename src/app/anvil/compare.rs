@@ -2,13 +2,15 @@
 //! of artifacts against one baseline arm, or the refusal the campaign's rules give.
 
 use super::args::{CompareArgs, RulesFormat};
-use super::{json, load_documents, open_session_materialized, runtime};
+use super::{json, load_documents, open_session_materialized, resolve_slos, runtime};
 use crate::app::{AppError, Exit, output};
-use crate::gather::rules_input::read_artifacts;
+use crate::gather::rules_input::{read_artifacts, read_tradeoff};
 use crate::query::output::printable;
 use crate::report::markdown::escape;
 use crate::report::table::TextFormat;
 use crate::report::text;
+use crate::rules::input::TradeoffPoint;
+use crate::slo::Slos;
 use std::path::PathBuf;
 
 use crate::manifest::RunPlan;
@@ -21,16 +23,25 @@ pub fn run(args: &CompareArgs) -> anyhow::Result<Exit> {
     let (manifest, plan, [m, p]) = load_documents(&args.manifest, &args.plan)?;
     let selection = HeadlineSelection::from_manifest(&manifest)
         .map_err(|e| AppError::wrap(Exit::BadInput, anyhow::anyhow!("{m}: {e}")))?;
+    let slos = resolve_slos("compare", &args.slo, &args.artifacts)?;
     let rt = runtime()?;
-    let (artifacts, session_dirs) = rt.block_on(async {
-        let session = open_session_materialized("compare", &args.artifacts).await?;
+    let (artifacts, session_dirs, tradeoff) = rt.block_on(async {
+        let session = open_session_materialized("compare", &args.artifacts, &slos).await?;
         let dirs: Vec<(PathBuf, String)> = session
             .artifacts()
             .iter()
             .map(|source| (source.dir.clone(), source.run.arm.name.clone()))
             .collect();
-        anyhow::Ok((read_artifacts(&session).await?, dirs))
+        anyhow::Ok((
+            read_artifacts(&session).await?,
+            dirs,
+            read_tradeoff(&session).await?,
+        ))
     })?;
+    let extras = Extras {
+        slos: &slos,
+        tradeoff: &tradeoff,
+    };
     if artifacts.is_empty() {
         anyhow::bail!("no artifact (a folder holding run.json) under the ARTIFACT_DIRs given");
     }
@@ -53,14 +64,31 @@ pub fn run(args: &CompareArgs) -> anyhow::Result<Exit> {
             ));
         }
     }
-    if args.stage.is_some() {
+    // Artifacts of several plan stages and workloads (a campaign), with no baseline named,
+    // are compared stage by stage: each stage's arms against their controls, workload by
+    // workload.
+    let stages_recorded: std::collections::BTreeSet<String> =
+        artifacts.iter().map(|a| stage_of(&plan, a)).collect();
+    let workloads: std::collections::BTreeSet<&str> = artifacts
+        .iter()
+        .map(|a| a.facts.fingerprint.as_str())
+        .collect();
+    let by_stage = args.baseline.is_none() && stages_recorded.len() > 1 && workloads.len() > 1;
+    if args.stage.is_some() || by_stage {
         let stages = rules::stage_comparisons(&artifacts, &selection, &plan, args.stage.as_deref());
         let text = match args.format {
-            RulesFormat::Json => json(&stages_json(&stages))?,
-            RulesFormat::Table => {
-                printable(&text::stage_comparisons(&stages, TextFormat::Text)).into_owned()
-            }
-            RulesFormat::Md => text::stage_comparisons(&stages, TextFormat::Markdown),
+            RulesFormat::Json => json(&extras.json(serde_json::json!({
+                "stages": stages_json(&stages)
+            })))?,
+            RulesFormat::Table => printable(&extras.text(
+                text::stage_comparisons(&stages, TextFormat::Text),
+                TextFormat::Text,
+            ))
+            .into_owned(),
+            RulesFormat::Md => extras.text(
+                text::stage_comparisons(&stages, TextFormat::Markdown),
+                TextFormat::Markdown,
+            ),
         };
         output::stdout(&text, "the comparison")?;
         let refused = !stages.is_empty() && stages.iter().all(|s| s.result.is_err());
@@ -73,11 +101,16 @@ pub fn run(args: &CompareArgs) -> anyhow::Result<Exit> {
     match rules::compare_artifacts(&artifacts, &[], &references, &selection, &plan) {
         Ok(comparison) => {
             let text = match args.format {
-                RulesFormat::Json => json(&comparison)?,
-                RulesFormat::Table => {
-                    printable(&text::comparison(&comparison, TextFormat::Text)).into_owned()
-                }
-                RulesFormat::Md => text::comparison(&comparison, TextFormat::Markdown),
+                RulesFormat::Json => json(&extras.json(serde_json::to_value(&comparison)?))?,
+                RulesFormat::Table => printable(&extras.text(
+                    text::comparison(&comparison, TextFormat::Text),
+                    TextFormat::Text,
+                ))
+                .into_owned(),
+                RulesFormat::Md => extras.text(
+                    text::comparison(&comparison, TextFormat::Markdown),
+                    TextFormat::Markdown,
+                ),
             };
             output::stdout(&text, "the comparison")?;
             Ok(Exit::Ok)
@@ -116,6 +149,61 @@ pub fn run(args: &CompareArgs) -> anyhow::Result<Exit> {
             output::stdout(&text, "the refusal")?;
             Ok(Exit::Refused)
         }
+    }
+}
+
+/// What every comparison output carries beside the comparisons: the SLOs in force and the
+/// throughput-per-GPU against throughput-per-user trade-off with its Pareto frontier.
+struct Extras<'a> {
+    slos: &'a Slos,
+    tradeoff: &'a [TradeoffPoint],
+}
+
+impl Extras<'_> {
+    /// `value` (a JSON object) with `slos`, `frontier` (per performance workload and window,
+    /// the arms on it) and `tradeoff` (every point of those workloads).
+    fn json(&self, value: serde_json::Value) -> serde_json::Value {
+        let mut value = value;
+        let frontier: Vec<serde_json::Value> = crate::report::slo::frontier_arms(self.tradeoff)
+            .into_iter()
+            .map(|(group, window, arms)| {
+                serde_json::json!({"frontier_group": group, "window": window, "arms": arms})
+            })
+            .collect();
+        let points: Vec<&TradeoffPoint> = self
+            .tradeoff
+            .iter()
+            .filter(|p| crate::report::slo::performance_group(&p.frontier_group))
+            .collect();
+        if let Some(object) = value.as_object_mut() {
+            object.insert(
+                "slos".into(),
+                serde_json::json!({
+                    "slos": self.slos.slos.iter().map(|s| s.to_string()).collect::<Vec<_>>(),
+                    "source": self.slos.source.column(),
+                }),
+            );
+            object.insert("frontier".into(), serde_json::Value::Array(frontier));
+            object.insert(
+                "tradeoff".into(),
+                serde_json::to_value(points).unwrap_or_default(),
+            );
+        }
+        value
+    }
+
+    /// `body` with the SLOs in force first and the trade-off after it.
+    fn text(&self, body: String, format: TextFormat) -> String {
+        let slos = if self.slos.is_empty() {
+            "SLOs: none given (--slo 'ttft_ms<=2000', or a campaign file's `slo` section): no attainment or goodput\n".to_owned()
+        } else {
+            format!("SLOs: {} (from {})\n", self.slos.text(), self.slos.source)
+        };
+        let slos = match format {
+            TextFormat::Markdown => format!("{}\n", escape(slos.trim_end())),
+            TextFormat::Text => slos,
+        };
+        format!("{slos}{body}\n{}", text::frontier(self.tradeoff, format))
     }
 }
 

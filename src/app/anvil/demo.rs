@@ -175,12 +175,15 @@ pub fn run(args: &DemoArgs) -> anyhow::Result<Exit> {
         .report
         .clone()
         .unwrap_or_else(|| out.join("campaign.html"));
+    let data = std::slice::from_ref(&out);
+    let slos = super::resolve_slos("demo", &Default::default(), data)?;
     let (html, outcome) = render(
-        std::slice::from_ref(&out),
+        data,
         &plan,
         &manifest,
         ["the demo's workload manifest", "the demo's run plan"],
         ReportFormat::Html,
+        &slos,
     )?;
     write_file(&report, &html)?;
     eprintln!(

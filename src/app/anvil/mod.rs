@@ -63,7 +63,9 @@ pub fn run(cli: Cli) -> anyhow::Result<Exit> {
 }
 
 #[cfg(feature = "analysis")]
-pub use session::{json, load_documents, open_session, open_session_materialized, runtime};
+pub use session::{
+    json, load_documents, open_session, open_session_materialized, resolve_slos, runtime,
+};
 
 #[cfg(feature = "analysis")]
 mod session {
@@ -71,8 +73,12 @@ mod session {
 
     use anyhow::Context;
 
+    use super::args::SloArgs;
+    use crate::app::{AppError, Exit};
+    use crate::campaign::CampaignFile;
     use crate::manifest::{RunPlan, WorkloadManifest};
     use crate::query::{AnvilSession, QueryError};
+    use crate::slo::{SloSource, Slos};
 
     /// A runtime for the DataFusion work of one command.
     pub fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
@@ -83,9 +89,14 @@ mod session {
             .context("starting the async runtime")
     }
 
-    /// Open the artifacts beneath `data`, saying on standard error when there are none.
-    pub async fn open_session(command: &str, data: &[PathBuf]) -> Result<AnvilSession, QueryError> {
-        let session = AnvilSession::open(data).await?;
+    /// Open the artifacts beneath `data` with the SLOs in force, saying on standard error
+    /// when there are none.
+    pub async fn open_session(
+        command: &str,
+        data: &[PathBuf],
+        slos: &Slos,
+    ) -> Result<AnvilSession, QueryError> {
+        let session = AnvilSession::open_with(data, slos, false).await?;
         say_if_empty(command, data, &session);
         Ok(session)
     }
@@ -95,10 +106,129 @@ mod session {
     pub async fn open_session_materialized(
         command: &str,
         data: &[PathBuf],
+        slos: &Slos,
     ) -> Result<AnvilSession, QueryError> {
-        let session = AnvilSession::open_materialized(data).await?;
+        let session = AnvilSession::open_with(data, slos, true).await?;
         say_if_empty(command, data, &session);
         Ok(session)
+    }
+
+    /// The SLOs in force for `command` over `data`: the `--slo` flags; else the `slo`
+    /// section of `--campaign FILE`; else of a `campaign.json` in a `--data` folder; else
+    /// the SLOs the campaign runner recorded in a journal there (`campaign_started.slo`).
+    /// What was used is said on standard error. A malformed SLO, or campaign files that
+    /// disagree, are bad input (exit 2).
+    pub fn resolve_slos(command: &str, args: &SloArgs, data: &[PathBuf]) -> anyhow::Result<Slos> {
+        let bad = |e: anyhow::Error| AppError::wrap(Exit::BadInput, e);
+        let slos = if !args.slo.is_empty() {
+            Slos::parse_all(&args.slo, SloSource::Flags).map_err(|e| bad(e.into()))?
+        } else if let Some(file) = &args.campaign {
+            let campaign = CampaignFile::load(file)
+                .with_context(|| format!("--campaign {}", file.display()))
+                .map_err(bad)?;
+            campaign_slos(&campaign.slo, file).map_err(bad)?
+        } else {
+            beside_the_data(data).map_err(bad)?
+        };
+        if !slos.is_empty() {
+            eprintln!(
+                "anvil {command}: SLOs {} (from {})",
+                slos.text(),
+                slos.source
+            );
+        }
+        Ok(slos)
+    }
+
+    fn campaign_slos(texts: &[String], file: &Path) -> anyhow::Result<Slos> {
+        Slos::parse_all(texts, SloSource::Campaign(file.display().to_string()))
+            .with_context(|| format!("{}: slo", file.display()))
+    }
+
+    /// The SLOs a campaign file or journal in the `data` folders gives; none when neither
+    /// does; an error when two give different ones.
+    fn beside_the_data(data: &[PathBuf]) -> anyhow::Result<Slos> {
+        let mut found: Vec<Slos> = Vec::new();
+        for dir in data {
+            let file = dir.join("campaign.json");
+            let is_campaign = std::fs::read_to_string(&file)
+                .ok()
+                .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+                .and_then(|v| v.get("schema").and_then(|s| s.as_str()).map(str::to_owned))
+                .is_some_and(|s| s.starts_with(crate::campaign::CAMPAIGN_SCHEMA_FAMILY));
+            if is_campaign {
+                let campaign = CampaignFile::load(&file).with_context(|| {
+                    format!(
+                        "{} (the campaign file beside the data, read for its SLOs; give --slo or --campaign to use another)",
+                        file.display()
+                    )
+                })?;
+                found.push(campaign_slos(&campaign.slo, &file)?);
+                continue;
+            }
+            for journal in journals(dir) {
+                if let Some(slos) = recorded_slos(&journal)? {
+                    found.push(slos);
+                }
+            }
+        }
+        found.retain(|s| !s.is_empty());
+        let Some(first) = found.first().cloned() else {
+            return Ok(Slos::none());
+        };
+        if let Some(other) = found.iter().find(|s| s.slos != first.slos) {
+            anyhow::bail!(
+                "the data's campaigns give different SLOs ({} from {}; {} from {}); choose with --slo",
+                first.text(),
+                first.source,
+                other.text(),
+                other.source
+            );
+        }
+        Ok(first)
+    }
+
+    /// The campaign journals in `dir` or one level beneath it.
+    fn journals(dir: &Path) -> Vec<PathBuf> {
+        let name = crate::campaign::journal::JOURNAL;
+        let mut out: Vec<PathBuf> = std::iter::once(dir.join(name))
+            .chain(
+                std::fs::read_dir(dir)
+                    .into_iter()
+                    .flatten()
+                    .flatten()
+                    .map(|e| e.path().join(name)),
+            )
+            .filter(|p| p.is_file())
+            .collect();
+        out.sort();
+        out
+    }
+
+    /// The SLOs the last `campaign_started` line of a journal recorded, if any.
+    fn recorded_slos(journal: &Path) -> anyhow::Result<Option<Slos>> {
+        let lines = crate::campaign::journal::Journal::read(journal).map_err(anyhow::Error::msg)?;
+        let Some(started) = lines
+            .iter()
+            .rev()
+            .find(|l| l.get("step").and_then(|s| s.as_str()) == Some("campaign_started"))
+        else {
+            return Ok(None);
+        };
+        let Some(texts) = started.get("slo").and_then(|v| v.as_array()) else {
+            return Ok(None);
+        };
+        let texts: Vec<String> = texts
+            .iter()
+            .filter_map(|t| t.as_str().map(str::to_owned))
+            .collect();
+        let from = started
+            .get("file")
+            .and_then(|f| f.as_str())
+            .map_or_else(|| journal.display().to_string(), str::to_owned);
+        Slos::parse_all(&texts, SloSource::Campaign(from))
+            .with_context(|| format!("{}: campaign_started.slo", journal.display()))
+            .map(Some)
     }
 
     fn say_if_empty(command: &str, data: &[PathBuf], session: &AnvilSession) {

@@ -21,14 +21,24 @@ pub fn render(
     manifest: &WorkloadManifest,
     names: [&str; 2],
     format: ReportFormat,
+    slos: &crate::slo::Slos,
 ) -> anyhow::Result<(String, Outcome)> {
     let selection = HeadlineSelection::from_manifest(manifest)
         .map_err(|e| anyhow::anyhow!("the manifest defines no headline workload: {e}"))?;
     let rt = runtime()?;
     let gathered = rt.block_on(async {
-        let session = open_session_materialized("report", data).await?;
-        anyhow::Ok(gather(&session).await?)
+        let session = open_session_materialized("report", data, slos).await?;
+        anyhow::Ok((
+            gather(&session).await?,
+            crate::gather::rules_input::read_tradeoff(&session).await?,
+        ))
     })?;
+    let (gathered, tradeoff) = gathered;
+    let slo_text = if slos.is_empty() {
+        String::new()
+    } else {
+        format!("{} (from {})", slos.text(), slos.source)
+    };
     rules::one_campaign(manifest, plan, names, &gathered.artifacts)?;
     let check = check_data(plan, &selection, &gathered.artifacts, data)?;
     let headline = rules::headline_comparison(&gathered.artifacts, &selection, plan);
@@ -56,6 +66,8 @@ pub fn render(
         snippets: &gathered.snippets,
         definitions: &definitions,
         check_exit_code: Exit::from(check.outcome).code(),
+        slos: &slo_text,
+        tradeoff: &tradeoff,
     };
     let view = crate::report::build(&input);
     let text = match format {
@@ -69,7 +81,8 @@ pub fn render(
 /// outcome (what `anvil check` exits with) is stated in the report and on standard error.
 pub fn run(args: &ReportArgs) -> anyhow::Result<Exit> {
     let (manifest, plan, [m, p]) = load_documents(&args.manifest, &args.plan)?;
-    let (text, outcome) = render(&args.data, &plan, &manifest, [&m, &p], args.format)?;
+    let slos = super::resolve_slos("report", &args.slo, &args.data)?;
+    let (text, outcome) = render(&args.data, &plan, &manifest, [&m, &p], args.format, &slos)?;
     let out = match (&args.out, args.format) {
         (Some(path), _) => Some(path.clone()),
         (None, ReportFormat::Html) => Some(PathBuf::from("reports/campaign.html")),

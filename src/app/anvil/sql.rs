@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 
 use super::args::SqlArgs;
-use super::{open_session, runtime};
+use super::{open_session, resolve_slos, runtime};
 use crate::app::Exit;
 use crate::app::output::Sink;
 use crate::query::{Access, AnvilSession, Format, QueryError, StatementResult, write_result};
@@ -31,9 +31,10 @@ fn write_all(
 
 /// `anvil sql`.
 pub fn run(args: &SqlArgs) -> anyhow::Result<Exit> {
+    let slos = resolve_slos("sql", &args.slo, &args.data.data)?;
     let rt = runtime()?;
     rt.block_on(async {
-        let session = open_session("sql", &args.data.data).await?;
+        let session = open_session("sql", &args.data.data, &slos).await?;
         let format = Format::from(args.format);
         let access = if args.allow_write {
             Access::ReadWrite
@@ -63,11 +64,26 @@ pub fn run(args: &SqlArgs) -> anyhow::Result<Exit> {
                 sql
             }
         };
+        say_if_no_slo(&session, &sql);
         let results = session.run_sql(&sql, access).await?;
         write_all(&mut out, format, &results)?;
         out.finish().context("writing the result")?;
         Ok(Exit::Ok)
     })
+}
+
+/// "no SLO given" on standard error when `sql` reads a view that needs SLOs and none is in
+/// force, so an empty result is not taken for zero attainment.
+fn say_if_no_slo(session: &crate::query::AnvilSession, sql: &str) {
+    let lower = sql.to_ascii_lowercase();
+    let needs = ["slo_attainment", "goodput"]
+        .iter()
+        .any(|v| lower.contains(v));
+    if needs && session.slos().is_empty() {
+        eprintln!(
+            "anvil sql: no SLO given: slo_attainment and goodput are empty (give --slo 'ttft_ms<=2000', or a campaign file with an `slo` section)"
+        );
+    }
 }
 
 /// History file of the interactive prompt.

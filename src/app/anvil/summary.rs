@@ -6,7 +6,7 @@ use std::io::Write;
 use anyhow::Context;
 
 use super::args::SummaryArgs;
-use super::{open_session, runtime};
+use super::{open_session, resolve_slos, runtime};
 use crate::app::Exit;
 use crate::app::output::Sink;
 use crate::gather::summary::{self, SUMMARY_SQL};
@@ -15,9 +15,10 @@ use crate::query::{Format, write_result};
 /// `anvil summary`: the statistics of every artifact from `cell_stats`; a text table per
 /// artifact, or the flat rows of [`SUMMARY_SQL`] as CSV or JSON.
 pub fn run(args: &SummaryArgs) -> anyhow::Result<Exit> {
+    let slos = resolve_slos("summary", &args.slo, &args.data.data)?;
     let rt = runtime()?;
     rt.block_on(async {
-        let session = open_session("summary", &args.data.data).await?;
+        let session = open_session("summary", &args.data.data, &slos).await?;
         let mut out = Sink::open(None)?;
         match Format::from(args.format) {
             Format::Table => {

@@ -5,7 +5,7 @@ use std::io::Write;
 use anyhow::Context;
 
 use super::args::VerifyArgs;
-use super::{open_session, runtime};
+use super::{open_session, resolve_slos, runtime};
 use crate::app::Exit;
 use crate::app::output::Sink;
 
@@ -14,15 +14,17 @@ use crate::app::output::Sink;
 pub fn run(args: &VerifyArgs) -> anyhow::Result<Exit> {
     use crate::verify;
 
+    let slos = resolve_slos("verify", &args.slo, &args.data.data)?;
+    let bounds = verify::Bound::all(&slos);
     let rt = runtime()?;
     rt.block_on(async {
-        let session = open_session("verify", &args.data.data).await?;
+        let session = open_session("verify", &args.data.data, &slos).await?;
         let mut recomputed = Vec::with_capacity(session.artifacts().len());
         for artifact in session.artifacts() {
             // polars reads the files itself; a panic there (a damaged table that passed the
             // footer checks) is an error naming the artifact, not an abort.
             let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                verify::recompute(artifact)
+                verify::recompute(artifact, &bounds)
             }))
             .map_err(|_| {
                 anyhow::anyhow!(

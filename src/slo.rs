@@ -1,0 +1,288 @@
+//! Service-level objectives: a bound on one catalogue metric per request (`ttft_ms<=2000`,
+//! `tpot_ms<=50`, `decode_tps>=20`). A request attains the SLOs when it succeeded and every
+//! bound holds for it (docs/artifact.md "SLOs and goodput"). This is the one place that says
+//! what such a text means: the metric it names (from [`crate::metric`]), the comparison its
+//! direction allows (`<=` for a time, `>=` for a rate) and a finite, non-negative bound.
+//!
+//! `--slo` on the commands, the campaign file's `slo` section and the `slos` table of the
+//! query layer all go through [`Slo::parse`].
+
+use std::fmt;
+
+use serde::Serialize;
+
+use crate::metric::{Direction, MetricId};
+
+/// One bound on one metric.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Slo {
+    pub metric: MetricId,
+    /// The bound, in the metric's unit.
+    pub bound: f64,
+}
+
+/// Why an SLO text was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SloError {
+    #[error(
+        "SLO `{text}`: write METRIC<=VALUE or METRIC>=VALUE, e.g. 'ttft_ms<=2000' (quoted: a shell reads < and >)"
+    )]
+    NoComparison { text: String },
+    #[error("SLO `{text}`: unknown metric `{metric}`; the metrics are {known}")]
+    UnknownMetric {
+        text: String,
+        metric: String,
+        known: String,
+    },
+    #[error("SLO `{text}`: {metric} is {better} is better, so its bound is `{metric}{op}VALUE`")]
+    WrongDirection {
+        text: String,
+        metric: &'static str,
+        better: &'static str,
+        op: &'static str,
+    },
+    #[error("SLO `{text}`: the bound `{bound}` must be a finite, non-negative number")]
+    BadBound { text: String, bound: String },
+    #[error("SLO `{text}`: {metric} already has a bound (`{earlier}`); give each metric one")]
+    Duplicate {
+        text: String,
+        metric: &'static str,
+        earlier: String,
+    },
+}
+
+impl Slo {
+    /// Parse `METRIC<=VALUE` or `METRIC>=VALUE` (spaces around the parts allowed).
+    pub fn parse(text: &str) -> Result<Self, SloError> {
+        let trimmed = text.trim();
+        let (name, op, bound) = match (trimmed.find("<="), trimmed.find(">=")) {
+            (Some(at), None) => (&trimmed[..at], "<=", &trimmed[at + 2..]),
+            (None, Some(at)) => (&trimmed[..at], ">=", &trimmed[at + 2..]),
+            _ => {
+                return Err(SloError::NoComparison {
+                    text: text.to_owned(),
+                });
+            }
+        };
+        let name = name.trim();
+        let metric = MetricId::from_column(name).ok_or_else(|| SloError::UnknownMetric {
+            text: text.to_owned(),
+            metric: name.to_owned(),
+            known: MetricId::COLUMNS.join(", "),
+        })?;
+        let allowed = Self::op_of(metric);
+        if op != allowed {
+            return Err(SloError::WrongDirection {
+                text: text.to_owned(),
+                metric: metric.as_str(),
+                better: metric.better(),
+                op: allowed,
+            });
+        }
+        let bound_text = bound.trim();
+        let value: f64 = bound_text.parse().map_err(|_| SloError::BadBound {
+            text: text.to_owned(),
+            bound: bound_text.to_owned(),
+        })?;
+        if !value.is_finite() || value < 0.0 {
+            return Err(SloError::BadBound {
+                text: text.to_owned(),
+                bound: bound_text.to_owned(),
+            });
+        }
+        Ok(Slo {
+            metric,
+            bound: value,
+        })
+    }
+
+    /// The comparison a bound on `metric` takes: `<=` where lower is better, `>=` where
+    /// higher is.
+    pub const fn op_of(metric: MetricId) -> &'static str {
+        match metric.direction() {
+            Direction::LowerIsBetter => "<=",
+            Direction::HigherIsBetter => ">=",
+        }
+    }
+
+    /// This SLO's comparison.
+    pub const fn op(&self) -> &'static str {
+        Self::op_of(self.metric)
+    }
+
+    /// Whether `value` (in the metric's unit) meets the bound.
+    pub fn holds(&self, value: f64) -> bool {
+        match self.metric.direction() {
+            Direction::LowerIsBetter => value <= self.bound,
+            Direction::HigherIsBetter => value >= self.bound,
+        }
+    }
+}
+
+impl fmt::Display for Slo {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}{}{}", self.metric, self.op(), self.bound)
+    }
+}
+
+/// Where the SLOs in force came from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", content = "from", rename_all = "snake_case")]
+pub enum SloSource {
+    /// `--slo` flags.
+    Flags,
+    /// The `slo` section of this campaign file.
+    Campaign(String),
+    /// None was given.
+    None,
+}
+
+impl SloSource {
+    /// Its `slos.source` value: `--slo`, the campaign file's path, or empty.
+    pub fn column(&self) -> String {
+        match self {
+            SloSource::Flags => "--slo".to_owned(),
+            SloSource::Campaign(file) => file.clone(),
+            SloSource::None => String::new(),
+        }
+    }
+}
+
+impl fmt::Display for SloSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SloSource::Flags => f.write_str("--slo"),
+            SloSource::Campaign(file) => write!(f, "the campaign file {file}"),
+            SloSource::None => f.write_str("none given"),
+        }
+    }
+}
+
+/// The SLOs in force, in catalogue order, at most one per metric, with where they came from.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Slos {
+    pub slos: Vec<Slo>,
+    pub source: SloSource,
+}
+
+impl Default for Slos {
+    fn default() -> Self {
+        Self::none()
+    }
+}
+
+impl Slos {
+    /// No SLO.
+    pub fn none() -> Self {
+        Self {
+            slos: Vec::new(),
+            source: SloSource::None,
+        }
+    }
+
+    /// Parse every text (one bound per metric), sorted in catalogue order.
+    pub fn parse_all<S: AsRef<str>>(texts: &[S], source: SloSource) -> Result<Self, SloError> {
+        let mut slos: Vec<(Slo, &str)> = Vec::new();
+        for text in texts {
+            let text = text.as_ref();
+            let slo = Slo::parse(text)?;
+            if let Some((earlier, _)) = slos.iter().find(|(s, _)| s.metric == slo.metric) {
+                return Err(SloError::Duplicate {
+                    text: text.to_owned(),
+                    metric: slo.metric.as_str(),
+                    earlier: earlier.to_string(),
+                });
+            }
+            slos.push((slo, text));
+        }
+        slos.sort_by_key(|(s, _)| s.metric);
+        let source = if slos.is_empty() {
+            SloSource::None
+        } else {
+            source
+        };
+        Ok(Self {
+            slos: slos.into_iter().map(|(s, _)| s).collect(),
+            source,
+        })
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.slos.is_empty()
+    }
+
+    /// `ttft_ms<=2000, tpot_ms<=50`, or `no SLO given`.
+    pub fn text(&self) -> String {
+        if self.slos.is_empty() {
+            return "no SLO given".to_owned();
+        }
+        self.slos
+            .iter()
+            .map(Slo::to_string)
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    /// Whether every bound holds for the values `value_of` gives (a metric without a value,
+    /// such as TPOT of a one-token reply, does not hold).
+    pub fn all_hold(&self, value_of: impl Fn(MetricId) -> Option<f64>) -> bool {
+        self.slos
+            .iter()
+            .all(|s| value_of(s.metric).is_some_and(|v| s.holds(v)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_bound_reads_as_written_and_prints_back() {
+        let s = Slo::parse(" ttft_ms <= 2000 ").unwrap();
+        assert_eq!((s.metric, s.bound), (MetricId::TtftMs, 2000.0));
+        assert_eq!(s.to_string(), "ttft_ms<=2000");
+        assert!(s.holds(2000.0) && !s.holds(2000.5));
+        let d = Slo::parse("decode_tps>=20.5").unwrap();
+        assert_eq!(d.to_string(), "decode_tps>=20.5");
+        assert!(d.holds(20.5) && !d.holds(20.0));
+    }
+
+    #[test]
+    fn malformed_bounds_are_refused_naming_what_is_wrong() {
+        let err = |t: &str| Slo::parse(t).unwrap_err().to_string();
+        assert!(
+            err("ttft<=2000").contains("unknown metric `ttft`"),
+            "{}",
+            err("ttft<=2000")
+        );
+        assert!(err("ttft<=2000").contains("ttft_ms, effective_prefill_tps"));
+        assert!(err("ttft_ms>=2000").contains("lower is better, so its bound is `ttft_ms<=VALUE`"));
+        assert!(err("decode_tps<=20").contains("`decode_tps>=VALUE`"));
+        assert!(err("ttft_ms<=-1").contains("`-1` must be a finite, non-negative number"));
+        assert!(err("ttft_ms<=inf").contains("finite"));
+        assert!(err("ttft_ms<=NaN").contains("finite"));
+        assert!(err("ttft_ms<=").contains("finite"));
+        assert!(err("ttft_ms<2000").contains("write METRIC<=VALUE"));
+        assert!(err("ttft_ms<=1>=2").contains("write METRIC<=VALUE"));
+    }
+
+    #[test]
+    fn a_set_is_in_catalogue_order_with_one_bound_per_metric() {
+        let set = Slos::parse_all(&["tpot_ms<=50", "ttft_ms<=2000"], SloSource::Flags).unwrap();
+        assert_eq!(set.text(), "ttft_ms<=2000, tpot_ms<=50");
+        assert_eq!(set.source, SloSource::Flags);
+        let dup = Slos::parse_all(&["tpot_ms<=50", "tpot_ms<=40"], SloSource::Flags);
+        assert!(
+            dup.unwrap_err()
+                .to_string()
+                .contains("already has a bound (`tpot_ms<=50`)")
+        );
+        let none = Slos::parse_all::<&str>(&[], SloSource::Flags).unwrap();
+        assert_eq!(
+            (none.text().as_str(), none.source),
+            ("no SLO given", SloSource::None)
+        );
+        assert!(set.all_hold(|m| Some(if m == MetricId::TtftMs { 1500.0 } else { 40.0 })));
+        assert!(!set.all_hold(|m| (m == MetricId::TtftMs).then_some(1500.0)));
+    }
+}
