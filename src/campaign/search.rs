@@ -1,0 +1,624 @@
+//! Capacity search: the largest load (requests in flight per replica, or an open loop's
+//! request rate) at which an arm's attainment of its SLOs meets a target, found by bisection
+//! through the campaign runner. Each load tried is a probe: an ordinary artifact recorded by
+//! the `anvil-capture run` code path, marked `--probe capacity` (part of its workload, so a
+//! probe never matches a manifest cell's fingerprint), one journal line each.
+//!
+//! A load meets the target when its attainment's point estimate does (the runs of a load
+//! pooled). Bisection narrows the bracket to neighbouring integers (concurrency) or to the
+//! file's relative resolution (rate); then each side of the bracket is recorded `repeats`
+//! times. The result is resolved only when the passing side's exact (Clopper–Pearson) 95%
+//! interval lies above the target and the failing side's below it; otherwise it says "not
+//! resolved at this sample size". [`next_step`] is the whole decision, a pure function of
+//! what has been observed, so `--resume` replays a search from its recorded probes and
+//! continues where it stopped.
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+use crate::manifest::Problem;
+
+/// The probe marker of a capacity search's runs (`--probe capacity`).
+pub const PROBE: &str = "capacity";
+
+/// What a search varies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Vary {
+    /// Requests in flight per replica, closed loop (integers: exact bisection).
+    Concurrency,
+    /// Requests per second released, open loop (all replicas together).
+    Rate,
+}
+
+/// The requests attainment is computed over.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SearchWindow {
+    /// Every measured request.
+    #[default]
+    All,
+    /// Without the first wave (closed loop: the first concurrency × replicas requests).
+    AfterFirstWave,
+}
+
+impl SearchWindow {
+    /// Its name in the `window` column.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            SearchWindow::All => "all",
+            SearchWindow::AfterFirstWave => "after_first_wave",
+        }
+    }
+}
+
+/// A capacity search as the campaign file asks for it (an arm's `search`).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CapacitySearch {
+    /// The workload class of every probe, e.g. `headline-sustained-output`.
+    pub class: String,
+    /// Its prompt length in tokens.
+    pub context: u64,
+    /// What is varied.
+    pub vary: Vary,
+    /// The smallest load tried.
+    pub min: f64,
+    /// The largest load tried.
+    pub max: f64,
+    /// Measured requests per probe (all replicas together).
+    pub requests: u64,
+    /// The attainment a load must reach, e.g. 0.99.
+    pub target: f64,
+    #[serde(default)]
+    pub window: SearchWindow,
+    /// The SLOs to attain (`"ttft_ms<=2000"`, …); empty: the campaign's `slo`.
+    #[serde(default)]
+    pub slo: Vec<String>,
+    /// Runs of each side of the final bracket (their requests pooled).
+    #[serde(default = "one")]
+    pub repeats: u32,
+    /// `rate` only: stop when max/min of the bracket is within 1 + this (e.g. 0.1).
+    #[serde(default)]
+    pub resolution: Option<f64>,
+    /// `rate` only: the most requests in flight per replica (the open loop's cap).
+    #[serde(default)]
+    pub concurrency: Option<u32>,
+}
+
+fn one() -> u32 {
+    1
+}
+
+/// The fewest requests a probe needs for its attainment's lower bound to reach `target`
+/// at all, with every request attained (see [`crate::stats::min_requests_to_resolve`]).
+#[cfg(feature = "analysis")]
+fn resolvable_from(target: f64) -> Option<u64> {
+    crate::stats::min_requests_to_resolve(target)
+}
+
+#[cfg(not(feature = "analysis"))]
+fn resolvable_from(target: f64) -> Option<u64> {
+    // ⌈ln 0.025 / ln t⌉, stepped past an exact tie (as the statistics compute it).
+    if !(target > 0.0 && target < 1.0) {
+        return None;
+    }
+    let mut n = (0.025f64.ln() / target.ln()).ceil().max(1.0) as u64;
+    while 0.025f64.powf(1.0 / n as f64) <= target {
+        n += 1;
+    }
+    Some(n)
+}
+
+impl CapacitySearch {
+    /// What the search states wrongly on its own; `at` is its JSON path, `replicas` the
+    /// arm's replica count, `campaign_slo` the campaign's `slo` section.
+    pub fn problems(&self, at: &str, replicas: usize, campaign_slo: &[String]) -> Vec<Problem> {
+        let mut out = Vec::new();
+        let mut bad =
+            |field: &str, why: String| out.push(Problem::new(format!("{at}.{field}"), why));
+        if self.class.trim().is_empty() {
+            bad("class", "must name a workload class".to_owned());
+        }
+        if self.context == 0 {
+            bad(
+                "context",
+                "must be a positive number of prompt tokens".to_owned(),
+            );
+        }
+        let finite = self.min.is_finite() && self.max.is_finite();
+        if !finite || self.min <= 0.0 || self.max <= self.min {
+            bad(
+                "max",
+                format!(
+                    "min {} and max {} must be positive with min < max",
+                    self.min, self.max
+                ),
+            );
+        }
+        if self.vary == Vary::Concurrency
+            && (self.min.fract() != 0.0 || self.max.fract() != 0.0 || self.max > 100_000.0)
+        {
+            bad(
+                "min",
+                "concurrency bounds are whole numbers of requests in flight per replica".to_owned(),
+            );
+        }
+        if self.vary == Vary::Rate {
+            match self.resolution {
+                Some(r) if r > 0.0 && r <= 1.0 => {}
+                _ => bad(
+                    "resolution",
+                    "a rate search needs a relative resolution in (0, 1], e.g. 0.1 (stop when the bracket's ends are within 10%)"
+                        .to_owned(),
+                ),
+            }
+            if self.concurrency.is_none_or(|c| c == 0) {
+                bad(
+                    "concurrency",
+                    "a rate search needs the most requests in flight per replica (the open loop's cap)"
+                        .to_owned(),
+                );
+            }
+        }
+        if !(self.target > 0.0 && self.target < 1.0) {
+            bad(
+                "target",
+                format!("{} must lie strictly between 0 and 1", self.target),
+            );
+        } else if let Some(need) = resolvable_from(self.target) {
+            // After the first wave a closed-loop probe loses concurrency × replicas requests.
+            let lost = match (self.window, self.vary) {
+                (SearchWindow::AfterFirstWave, Vary::Concurrency) => {
+                    self.max.max(0.0) as u64 * replicas.max(1) as u64
+                }
+                _ => 0,
+            };
+            if self.requests < need + lost {
+                bad(
+                    "requests",
+                    format!(
+                        "{} requests per probe cannot resolve target {}: even with every request attained, the exact 95% lower bound exceeds {} only from {need} requests in the window{}; give at least {}",
+                        self.requests,
+                        self.target,
+                        self.target,
+                        if lost > 0 {
+                            format!(" (after a first wave of up to {lost})")
+                        } else {
+                            String::new()
+                        },
+                        need + lost
+                    ),
+                );
+            }
+        }
+        if self.repeats == 0 || self.repeats > 100 {
+            bad("repeats", "must be between 1 and 100".to_owned());
+        }
+        if self.slo.is_empty() && campaign_slo.is_empty() {
+            bad(
+                "slo",
+                "a capacity search needs SLOs: give them here or in the campaign's `slo`"
+                    .to_owned(),
+            );
+        }
+        #[cfg(feature = "analysis")]
+        if let Err(e) = crate::slo::Slos::parse_all(&self.slo, crate::slo::SloSource::Flags) {
+            bad("slo", e.to_string());
+        }
+        out
+    }
+
+    /// The SLO texts in force: the search's own, else the campaign's.
+    pub fn slos<'a>(&'a self, campaign_slo: &'a [String]) -> &'a [String] {
+        if self.slo.is_empty() {
+            campaign_slo
+        } else {
+            &self.slo
+        }
+    }
+
+    /// Whether two loads are the neighbours the search stops at.
+    fn converged(&self, lo: f64, hi: f64) -> bool {
+        match self.vary {
+            Vary::Concurrency => hi - lo <= 1.0,
+            Vary::Rate => hi <= lo * (1.0 + self.resolution.unwrap_or(0.1)),
+        }
+    }
+
+    /// The load between `lo` and `hi` to try next: the integer midpoint for concurrency; for
+    /// a rate the geometric mean rounded to four significant digits. `None` when nothing
+    /// lies strictly between.
+    fn midpoint(&self, lo: f64, hi: f64) -> Option<f64> {
+        let mid = match self.vary {
+            Vary::Concurrency => ((lo + hi) / 2.0).floor(),
+            Vary::Rate => {
+                let m = (lo * hi).sqrt();
+                let scale = 10f64.powi(3 - m.log10().floor() as i32);
+                (m * scale).round() / scale
+            }
+        };
+        (mid > lo && mid < hi).then_some(mid)
+    }
+
+    /// The most probes a search can record: both bounds, the bisection, and the repeats of
+    /// the bracket's two sides.
+    pub fn most_probes(&self) -> u64 {
+        let steps = match self.vary {
+            Vary::Concurrency => (self.max - self.min).max(1.0).log2().ceil() as u64,
+            Vary::Rate => {
+                ((self.max / self.min).ln() / (1.0 + self.resolution.unwrap_or(0.1)).ln())
+                    .max(1.0)
+                    .log2()
+                    .ceil() as u64
+            }
+        };
+        2 + steps + 2 * u64::from(self.repeats.saturating_sub(1))
+    }
+}
+
+/// One recorded probe: its load, which run of that load it is, and what it attained.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Observation {
+    pub load: f64,
+    pub repeat: u32,
+    pub run_id: String,
+    pub dir: PathBuf,
+    /// Requests in the window that succeeded and met every SLO.
+    pub attained: u64,
+    /// Measured requests in the window.
+    pub requests: u64,
+}
+
+/// What to do next.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Step {
+    /// Record run `repeat` (1-based) of `load`.
+    Probe { load: f64, repeat: u32 },
+    /// The search is over.
+    Done(Bracket),
+}
+
+/// The bracket a search ended with: the largest load that met the target and the smallest
+/// that did not (either absent when the range holds none).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Bracket {
+    pub passing: Option<Side>,
+    pub failing: Option<Side>,
+    /// The passing side's interval lies above the target and the failing side's below.
+    pub resolved: bool,
+}
+
+/// One side of the bracket: a load, its runs, and their pooled attainment.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Side {
+    pub load: f64,
+    pub runs: Vec<Observation>,
+    pub attained: u64,
+    pub requests: u64,
+    pub share: f64,
+    /// The exact 95% interval of the share.
+    pub low: f64,
+    pub high: f64,
+}
+
+/// The exact 95% interval of k of n, as `clopper_pearson` gives it (the runner passes it in
+/// so that this module stays free of the statistics' dependencies).
+pub type Interval = dyn Fn(u64, u64) -> (f64, f64);
+
+/// The next step of `search` after `seen` (every probe recorded so far, in any order).
+pub fn next_step(search: &CapacitySearch, seen: &[Observation], interval: &Interval) -> Step {
+    let pooled = |load: f64| -> Option<(u64, u64)> {
+        let runs: Vec<&Observation> = seen.iter().filter(|o| o.load == load).collect();
+        (!runs.is_empty()).then(|| {
+            runs.iter()
+                .fold((0, 0), |(k, n), o| (k + o.attained, n + o.requests))
+        })
+    };
+    let meets =
+        |load: f64| pooled(load).map(|(k, n)| n > 0 && k as f64 / n as f64 >= search.target);
+    let (min, max) = (search.min, search.max);
+    let probe = |load: f64| Step::Probe { load, repeat: 1 };
+    match meets(min) {
+        None => return probe(min),
+        Some(false) => return boundary(search, seen, None, Some(min), interval),
+        Some(true) => {}
+    }
+    match meets(max) {
+        None => return probe(max),
+        Some(true) => return boundary(search, seen, Some(max), None, interval),
+        Some(false) => {}
+    }
+    let (mut lo, mut hi) = (min, max);
+    while !search.converged(lo, hi) {
+        let Some(mid) = search.midpoint(lo, hi) else {
+            break;
+        };
+        match meets(mid) {
+            None => return probe(mid),
+            Some(true) => lo = mid,
+            Some(false) => hi = mid,
+        }
+    }
+    boundary(search, seen, Some(lo), Some(hi), interval)
+}
+
+/// Record the bracket's sides until each has `repeats` runs, then the result.
+fn boundary(
+    search: &CapacitySearch,
+    seen: &[Observation],
+    passing: Option<f64>,
+    failing: Option<f64>,
+    interval: &Interval,
+) -> Step {
+    for load in [passing, failing].into_iter().flatten() {
+        let runs = seen.iter().filter(|o| o.load == load).count() as u32;
+        if runs < search.repeats {
+            return Step::Probe {
+                load,
+                repeat: runs + 1,
+            };
+        }
+    }
+    let side = |load: f64| {
+        let mut runs: Vec<Observation> = seen.iter().filter(|o| o.load == load).cloned().collect();
+        runs.sort_by_key(|o| o.repeat);
+        let (attained, requests) = runs
+            .iter()
+            .fold((0, 0), |(k, n), o| (k + o.attained, n + o.requests));
+        let (low, high) = interval(attained, requests);
+        Side {
+            load,
+            share: if requests == 0 {
+                0.0
+            } else {
+                attained as f64 / requests as f64
+            },
+            runs,
+            attained,
+            requests,
+            low,
+            high,
+        }
+    };
+    let (passing, failing) = (passing.map(side), failing.map(side));
+    let resolved = passing.as_ref().is_none_or(|p| p.low > search.target)
+        && failing.as_ref().is_none_or(|f| f.high < search.target);
+    Step::Done(Bracket {
+        passing,
+        failing,
+        resolved,
+    })
+}
+
+/// What `capacity.json` says of one arm's search.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CapacityResult {
+    pub arm: String,
+    pub vary: Vary,
+    pub min: f64,
+    pub max: f64,
+    pub target: f64,
+    pub window: SearchWindow,
+    pub slo: Vec<String>,
+    pub requests_per_probe: u64,
+    pub repeats: u32,
+    /// `resolved`, `not resolved at this sample size`, or `incomplete` (the search stopped
+    /// before its bracket: an interrupt, a stop rule, a probe that was not recorded).
+    pub status: String,
+    /// The largest load that met the target, when resolved and one did.
+    pub capacity: Option<f64>,
+    pub bracket: Option<Bracket>,
+    /// Every probe, in the order recorded.
+    pub probes: Vec<Observation>,
+    /// One sentence a reader can quote.
+    pub verdict: String,
+}
+
+impl CapacityResult {
+    /// The result of a search that ended with `bracket` (or stopped before, `why`).
+    pub fn new(
+        arm: &str,
+        search: &CapacitySearch,
+        slo: &[String],
+        probes: Vec<Observation>,
+        ended: Result<Bracket, String>,
+    ) -> Self {
+        let unit = match search.vary {
+            Vary::Concurrency => "requests in flight per replica",
+            Vary::Rate => "requests/s",
+        };
+        let show = |s: &Side| {
+            format!(
+                "{} {unit}: {:.1}% [{:.1}%, {:.1}%] of {} requests attained",
+                s.load,
+                s.share * 100.0,
+                s.low * 100.0,
+                s.high * 100.0,
+                s.requests
+            )
+        };
+        let (status, capacity, verdict, bracket) = match ended {
+            Err(why) => (
+                "incomplete".to_owned(),
+                None,
+                format!("the search stopped before its bracket: {why}; --resume continues it"),
+                None,
+            ),
+            Ok(b) => {
+                let target = format!("{:.1}%", search.target * 100.0);
+                let (status, capacity, verdict) = match (&b.passing, &b.failing, b.resolved) {
+                    (Some(p), Some(f), true) => (
+                        "resolved",
+                        Some(p.load),
+                        format!(
+                            "capacity {} {unit} at {target} attainment: {}; {}",
+                            p.load,
+                            show(p),
+                            show(f)
+                        ),
+                    ),
+                    (None, Some(f), true) => (
+                        "resolved",
+                        None,
+                        format!(
+                            "no load from {} meets {target} attainment: {}",
+                            search.min,
+                            show(f)
+                        ),
+                    ),
+                    (Some(p), None, true) => (
+                        "resolved",
+                        Some(p.load),
+                        format!(
+                            "every load up to the maximum {} meets {target} attainment (capacity at least {}): {}",
+                            search.max,
+                            p.load,
+                            show(p)
+                        ),
+                    ),
+                    (p, f, _) => (
+                        "not resolved at this sample size",
+                        None,
+                        format!(
+                            "not resolved at this sample size: the bracket's intervals straddle {target} ({}); record more requests per probe or more repeats",
+                            [p.as_ref().map(show), f.as_ref().map(show)]
+                                .into_iter()
+                                .flatten()
+                                .collect::<Vec<_>>()
+                                .join("; ")
+                        ),
+                    ),
+                };
+                (status.to_owned(), capacity, verdict, Some(b))
+            }
+        };
+        Self {
+            arm: arm.to_owned(),
+            vary: search.vary,
+            min: search.min,
+            max: search.max,
+            target: search.target,
+            window: search.window,
+            slo: slo.to_vec(),
+            requests_per_probe: search.requests,
+            repeats: search.repeats,
+            status,
+            capacity,
+            bracket,
+            probes,
+            verdict,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn search(min: f64, max: f64, repeats: u32) -> CapacitySearch {
+        CapacitySearch {
+            class: "headline-sustained-output".into(),
+            context: 512,
+            vary: Vary::Concurrency,
+            min,
+            max,
+            requests: 400,
+            target: 0.9,
+            window: SearchWindow::All,
+            slo: vec!["ttft_ms<=2000".into()],
+            repeats,
+            resolution: None,
+            concurrency: None,
+        }
+    }
+
+    /// Drive the search against a server whose attainment at load c is `attained(c)` of
+    /// 400; the exact interval here is a fixed ±2 points, enough to test the logic.
+    fn drive(s: &CapacitySearch, attained: impl Fn(f64) -> u64) -> (Vec<f64>, Bracket) {
+        let interval = |k: u64, n: u64| {
+            let p = k as f64 / n as f64;
+            ((p - 0.02).max(0.0), (p + 0.02).min(1.0))
+        };
+        let mut seen: Vec<Observation> = Vec::new();
+        loop {
+            match next_step(s, &seen, &interval) {
+                Step::Probe { load, repeat } => seen.push(Observation {
+                    load,
+                    repeat,
+                    run_id: format!("r{}", seen.len()),
+                    dir: PathBuf::new(),
+                    attained: attained(load),
+                    requests: 400,
+                }),
+                Step::Done(b) => return (seen.iter().map(|o| o.load).collect(), b),
+            }
+            assert!(seen.len() < 50, "the search does not end: {seen:?}");
+        }
+    }
+
+    #[test]
+    fn bisection_finds_the_last_load_that_meets_the_target() {
+        // Attainment 100% up to 5 in flight, 50% beyond.
+        let s = search(1.0, 32.0, 1);
+        let (order, b) = drive(&s, |c| if c <= 5.0 { 400 } else { 200 });
+        assert_eq!(order, [1.0, 32.0, 16.0, 8.0, 4.0, 6.0, 5.0]);
+        assert_eq!(b.passing.as_ref().unwrap().load, 5.0);
+        assert_eq!(b.failing.as_ref().unwrap().load, 6.0);
+        assert!(b.resolved);
+    }
+
+    #[test]
+    fn repeats_at_the_boundary_pool_and_a_straddle_is_not_resolved() {
+        // 90.5% at 3 (interval straddles 0.9), 50% beyond.
+        let s = search(1.0, 8.0, 2);
+        let (order, b) = drive(&s, |c| if c <= 3.0 { 362 } else { 200 });
+        assert_eq!(order, [1.0, 8.0, 4.0, 2.0, 3.0, 3.0, 4.0]);
+        let p = b.passing.unwrap();
+        assert_eq!(
+            (p.load, p.runs.len(), p.attained, p.requests),
+            (3.0, 2, 724, 800)
+        );
+        assert!(!b.resolved);
+    }
+
+    #[test]
+    fn out_of_range_ends_say_so() {
+        let s = search(2.0, 16.0, 1);
+        let (order, b) = drive(&s, |_| 100);
+        assert_eq!(order, [2.0]);
+        assert!(b.passing.is_none() && b.resolved);
+        let (order, b) = drive(&s, |_| 400);
+        assert_eq!(order, [2.0, 16.0]);
+        assert_eq!(b.passing.unwrap().load, 16.0);
+        assert!(b.failing.is_none());
+    }
+
+    #[test]
+    fn rates_bisect_geometrically_to_the_resolution() {
+        let mut s = search(1.0, 16.0, 1);
+        s.vary = Vary::Rate;
+        s.resolution = Some(0.25);
+        s.concurrency = Some(8);
+        let (order, b) = drive(&s, |r| if r <= 5.0 { 400 } else { 0 });
+        assert_eq!(order, [1.0, 16.0, 4.0, 8.0, 5.657, 4.757]);
+        let (p, f) = (b.passing.unwrap().load, b.failing.unwrap().load);
+        assert!(f / p <= 1.25, "{p} {f}");
+    }
+
+    #[test]
+    fn a_probe_too_small_to_resolve_the_target_is_refused_naming_the_minimum() {
+        let mut s = search(1.0, 8.0, 1);
+        s.target = 0.99;
+        s.requests = 300;
+        let problems = s.problems("arms[0].search", 1, &[]);
+        let text = format!("{problems:?}");
+        assert!(text.contains("only from 368 requests"), "{text}");
+        s.requests = 368;
+        assert!(s.problems("arms[0].search", 1, &[]).is_empty());
+        s.window = SearchWindow::AfterFirstWave;
+        let text = format!("{:?}", s.problems("arms[0].search", 2, &[]));
+        assert!(text.contains("give at least 384"), "{text}");
+    }
+}

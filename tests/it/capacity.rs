@@ -1,0 +1,248 @@
+//! Capacity search through `anvil campaign run` against a real `anvil-sim` process whose
+//! timing model fixes the answer: the bracket it finds, a journal line per probe,
+//! `capacity.json`, `--resume` after SIGKILL that re-records no complete probe, a bracket too
+//! close to the target to resolve, and a probe size that cannot resolve the target at all.
+
+use std::process::Command;
+
+use serde_json::{Value, json};
+
+use super::campaign_run::{CAMPAIGN_ID, Fixture, signal, sim_launch, stderr};
+use super::common::{ANVIL, SIM};
+
+/// The simulator of the searched arm: at most 4 running sequences (the rest wait FIFO),
+/// prefill at `prefill_tps` tokens/s (one FIFO lane), 80 decode steps per second, no batch
+/// cost, no chunking, replies of about 40 words (one token each).
+///
+/// At 10^6 prefill tokens/s the timing model fixes the capacity under `ttft_ms<=60`: with at
+/// most 4 requests in flight every request is admitted on arrival, and its TTFT is its
+/// prefill (4,096 tokens: about 4 ms; at most 16 ms behind the rest of a first wave of 4)
+/// plus one decode step (12.5 ms), under 30 ms. With 5 in flight the fifth waits
+/// for a running sequence to finish: in the closed loop each new request arrives as one
+/// finishes and waits for the next completion, the four running ones spread over a reply's
+/// ~0.5 s of generation, about 125 ms apart, so most TTFTs exceed 60 ms. Capacity is the
+/// batch limit: 4 in flight meets 90% attainment, 5 does not.
+fn arm_launch(prefill_tps: &str) -> Value {
+    let argv = vec![
+        SIM,
+        "--port",
+        "{port}",
+        "--no-realtime",
+        "--max-model-len",
+        "65536",
+        "--prefill-tps",
+        prefill_tps,
+        "--decode-tps",
+        "80",
+        "--max-batch",
+        "4",
+        "--batch-cost",
+        "0",
+        "--chunked-prefill",
+        "0",
+        "--mean-words",
+        "40",
+    ];
+    json!({ "argv": argv })
+}
+
+/// A campaign of one arm, `TP1`, that records no cell and searches concurrency 3..8 of the
+/// screen class (natural completion, 4,096 prompt tokens) against `ttft_ms<=60`.
+fn search_campaign(launch: Value, requests: u64) -> Fixture {
+    Fixture::with_campaign(|ports| {
+        json!({
+            "schema": "anvil-serving.benchmark-campaign/v1",
+            "campaign_id": CAMPAIGN_ID,
+            "manifest": "workload-manifest.json",
+            "plan": "run-plan.json",
+            "slo": ["ttft_ms<=60"],
+            "starting_service": {
+                "launch": sim_launch(&["--model", "qwen"]),
+                "ports": [ports[0]],
+                "readiness": {"path": "/health", "timeout_s": 30},
+                "stop": {"grace_s": 5},
+                "config": {"spec_depth": "0"},
+                "runtime": "anvil-sim",
+                "model": "qwen"
+            },
+            "arms": [{
+                "arm": "TP1",
+                "launch": launch,
+                "ports": [ports[1]],
+                "readiness": {"timeout_s": 30},
+                "stop": {"grace_s": 5},
+                "config": {"topology": "TP1"},
+                "runtime": "anvil-sim",
+                "search": {
+                    "class": "optimization-screen",
+                    "context": 4096,
+                    "vary": "concurrency",
+                    "min": 3,
+                    "max": 8,
+                    "requests": requests,
+                    "target": 0.9
+                }
+            }]
+        })
+    })
+}
+
+fn capacity(f: &Fixture) -> Value {
+    let text = std::fs::read_to_string(f.folder().join("capacity.json")).unwrap();
+    serde_json::from_str(&text).unwrap()
+}
+
+/// The probes a journal slice records (not reused), as (load, run id).
+fn probes(lines: &[Value]) -> Vec<(f64, String)> {
+    lines
+        .iter()
+        .filter(|l| l["step"] == "search_probe" && l["reused"] == false)
+        .map(|l| {
+            (
+                l["load"].as_f64().unwrap(),
+                l["run_id"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn capacity_search_finds_the_simulators_batch_limit_and_resumes_after_sigkill() {
+    let f = search_campaign(arm_launch("1000000"), 100);
+    let mut child = f.command(false).spawn().unwrap();
+    // Killed once two probes are complete (3 and 8 in flight).
+    f.wait_for("two probes", |l| {
+        l["step"] == "search_probe" && l["load"].as_f64() == Some(8.0)
+    });
+    signal(&child, libc::SIGKILL);
+    child.wait().unwrap();
+    let before = probes(&f.journal());
+    assert_eq!(
+        before.iter().map(|p| p.0).collect::<Vec<_>>(),
+        [3.0, 8.0],
+        "{before:?}"
+    );
+
+    let o = f.run(true);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let journal = f.journal();
+    let second = journal
+        .iter()
+        .rposition(|l| l["step"] == "campaign_started")
+        .unwrap();
+    let after = &journal[second..];
+    // The two complete probes are read back, not recorded again; bisection goes on from
+    // them: 5 fails, 4 meets.
+    let reused: Vec<String> = after
+        .iter()
+        .filter(|l| l["step"] == "search_probe" && l["reused"] == true)
+        .map(|l| l["run_id"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(
+        reused,
+        before.iter().map(|p| p.1.clone()).collect::<Vec<_>>()
+    );
+    let recorded: Vec<f64> = probes(after).iter().map(|p| p.0).collect();
+    assert_eq!(recorded, [5.0, 4.0], "{after:?}");
+    assert!(
+        !after.iter().any(|l| l["step"] == "superseded"),
+        "a complete probe was superseded: {after:?}"
+    );
+
+    let c = capacity(&f);
+    assert_eq!(c["schema"], "anvil-serving.capacity/v1");
+    let s = &c["searches"][0];
+    assert_eq!(s["arm"], "TP1");
+    assert_eq!(s["status"], "resolved", "{s:#}");
+    assert_eq!(s["capacity"], 4.0, "{s:#}");
+    let bracket = &s["bracket"];
+    assert_eq!(bracket["passing"]["load"], 4.0);
+    assert_eq!(bracket["failing"]["load"], 5.0);
+    assert!(
+        bracket["passing"]["low"].as_f64().unwrap() > 0.9,
+        "{bracket:#}"
+    );
+    assert!(
+        bracket["failing"]["high"].as_f64().unwrap() < 0.9,
+        "{bracket:#}"
+    );
+    assert_eq!(s["probes"].as_array().unwrap().len(), 4);
+    // Each probe is an ordinary artifact marked as a probe: the SQL sees its attainment.
+    let dir = bracket["passing"]["runs"][0]["dir"].as_str().unwrap();
+    assert!(
+        dir.ends_with("TP1/optimization-screen.ctx4096.c4.n100.probe-capacity"),
+        "{dir}"
+    );
+    let run: Value =
+        serde_json::from_str(&std::fs::read_to_string(format!("{dir}/run.json")).unwrap()).unwrap();
+    assert_eq!(run["workload"]["probe"], "capacity");
+    let o = Command::new(ANVIL)
+        .args([
+            "sql",
+            "--format",
+            "json",
+            "--data",
+            dir,
+            "--slo",
+            "ttft_ms<=60",
+        ])
+        .arg("SELECT attained, requests FROM goodput WHERE window = 'all'")
+        .output()
+        .unwrap();
+    let rows: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(rows[0]["attained"], bracket["passing"]["attained"]);
+}
+
+#[test]
+fn a_bracket_whose_intervals_straddle_the_target_is_not_resolved() {
+    // Prefill at 200,000 tokens/s (20.5 ms a prompt): a first wave of C requests released
+    // together queues on the prefill lane, its k-th TTFT about 12.5 + 20.5 k ms, so at 3 in
+    // flight the third misses `ttft_ms<=60` and at 4 the third and fourth do, while later
+    // requests, arriving one at a time, meet it. 39 of 40 and 38 of 40 meet the 90% target
+    // by their point estimate, but their exact lower bounds (87%, 83%) do not clear it: with
+    // 40 requests a probe cannot show 90% unless every request attains.
+    let f = search_campaign(arm_launch("200000"), 40);
+    let o = f.run(false);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let s = &capacity(&f)["searches"][0];
+    assert_eq!(s["status"], "not resolved at this sample size", "{s:#}");
+    assert_eq!(s["capacity"], Value::Null);
+    assert!(
+        s["verdict"]
+            .as_str()
+            .unwrap()
+            .starts_with("not resolved at this sample size"),
+        "{s:#}"
+    );
+    let lines = f.journal();
+    let probed = probes(&lines).len();
+    assert_eq!(probed, s["probes"].as_array().unwrap().len());
+    assert!(
+        stderr(&o).contains("capacity search TP1: not resolved"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn a_probe_too_small_to_resolve_the_target_is_refused() {
+    let f = search_campaign(arm_launch("1000000"), 30);
+    let o = Command::new(ANVIL)
+        .arg("validate")
+        .arg(&f.file)
+        .output()
+        .unwrap();
+    let out = format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert_eq!(o.status.code(), Some(2), "{out}");
+    assert!(
+        out.contains("search.requests") && out.contains("only from 36 requests"),
+        "{out}"
+    );
+    let o = f.run(false);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(!f.folder().join("capacity.json").exists());
+}
