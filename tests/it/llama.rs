@@ -952,6 +952,103 @@ fn llama_campaign_launches_records_stops_and_restores_real_servers() {
     assert!(check.contains("restored (7 checks passed)"), "{check}");
 }
 
+/// A capacity search against a real llama-server (4 slots, the tiny model): concurrency 2 to
+/// 4 of a short-prompt screen cell under a TTFT SLO the tiny model meets, probes of 36
+/// requests (the fewest that can show 90%). The search completes with a `search_probe`
+/// journal line per probe and `capacity.json`, whose every probe is a complete artifact of
+/// the real server marked as a probe.
+#[test]
+fn llama_capacity_search_completes_with_a_journal_line_per_probe() {
+    let Some((engine, _turn)) = engine("llama_capacity_search") else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    for name in ["workload-manifest.json", "run-plan.json"] {
+        std::fs::copy(
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("sample-data")
+                .join(name),
+            tmp.path().join(name),
+        )
+        .unwrap();
+    }
+    let server = engine.server.to_string_lossy().into_owned();
+    let tiny = engine
+        .models
+        .join("tiny.gguf")
+        .to_string_lossy()
+        .into_owned();
+    let launch = serde_json::json!({"argv": [
+        server, "-m", tiny, "-a", "tiny", "--host", "127.0.0.1", "--port", "{port}",
+        "-c", "8192", "-np", "4", "--metrics", "--no-webui", "-t", "1", "--poll", "0"
+    ]});
+    let ready = serde_json::json!({"path": "/health", "timeout_s": 120});
+    let stop = serde_json::json!({"signal": "SIGTERM", "grace_s": 15});
+    let campaign = serde_json::json!({
+        "schema": "anvil-serving.benchmark-campaign/v1",
+        "campaign_id": "2026-09-04-qwen38-27b-pro6000-possibility",
+        "manifest": "workload-manifest.json",
+        "plan": "run-plan.json",
+        "slo": ["ttft_ms<=30000"],
+        "starting_service": {
+            "launch": launch, "ports": [free_port()], "readiness": ready, "stop": stop,
+            "runtime": "llama.cpp", "model": "tiny"
+        },
+        "arms": [{
+            "arm": "TP1", "launch": launch, "ports": [free_port()], "readiness": ready,
+            "stop": stop, "config": {"topology": "TP1"}, "runtime": "llama.cpp",
+            "search": {
+                "class": "optimization-screen", "context": 256, "vary": "concurrency",
+                "min": 2, "max": 4, "requests": 36, "target": 0.9
+            }
+        }]
+    });
+    let file = tmp.path().join("campaign.json");
+    std::fs::write(&file, campaign.to_string()).unwrap();
+    let out = tmp.path().join("data");
+    let o = run(
+        ANVIL,
+        &[
+            "campaign",
+            "run",
+            file.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+            "--stop-after-restore",
+        ],
+        &[],
+    );
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{stderr}");
+    let folder = out.join("2026-09-04-qwen38-27b-pro6000-possibility");
+    let capacity: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(folder.join("capacity.json")).unwrap())
+            .unwrap();
+    let search = &capacity["searches"][0];
+    let probes = search["probes"].as_array().unwrap();
+    let journal = std::fs::read_to_string(folder.join("campaign-journal.jsonl")).unwrap();
+    let lines: Vec<serde_json::Value> = journal
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .filter(|l: &serde_json::Value| l["step"] == "search_probe")
+        .collect();
+    assert_eq!(lines.len(), probes.len(), "{journal}");
+    assert!(probes.len() >= 2, "{search:#}");
+    assert!(
+        ["resolved", "not resolved at this sample size"]
+            .contains(&search["status"].as_str().unwrap()),
+        "{search:#}"
+    );
+    for p in probes {
+        let run_json =
+            RunJson::read(&Path::new(p["dir"].as_str().unwrap()).join("run.json")).unwrap();
+        assert_eq!(run_json.status, anvil::artifact::Status::Complete);
+        assert_eq!(run_json.workload.probe.as_deref(), Some("capacity"));
+        assert_eq!(run_json.topology.endpoints[0].model, "tiny");
+        assert_eq!(p["requests"], 36, "{p}");
+    }
+}
+
 /// The start ramp and the paced, kernel-stamped reads against a real server: the two slots'
 /// first requests are intended 0.3 s apart and sent at those times, every request succeeds,
 /// and every recorded time is causal (first byte after the send, events in order after the
