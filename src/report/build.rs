@@ -172,7 +172,12 @@ pub fn build(input: &ReportInput<'_>) -> ReportView {
         screens,
         controls: controls_view(input.manifest, &comparisons),
         topology: topology_view(&input.check.topology),
-        slo: super::slo::slo_view(input.slos, &input.check.stages, input.tradeoff),
+        slo: super::slo::slo_view(
+            input.slos,
+            &input.check.stages,
+            input.tradeoff,
+            input.capacity,
+        ),
         spec_decode: spec_decode_view(input.artifacts, input.tokens_per_chunk),
         server: server_view(
             input.artifacts,

@@ -154,4 +154,19 @@ pub struct ReportInput<'a> {
     pub slos: &'a str,
     /// The throughput-per-GPU against throughput-per-user points (the `tradeoff` view).
     pub tradeoff: &'a [crate::rules::input::TradeoffPoint],
+    /// Each capacity search's result found beside the data (`capacity.json`).
+    pub capacity: &'a [CapacityFound],
+}
+
+/// One arm's capacity search as `capacity.json` states it.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct CapacityFound {
+    pub arm: String,
+    /// `resolved`, `not resolved at this sample size` or `incomplete`.
+    pub status: String,
+    pub verdict: String,
+    /// How many probes were recorded.
+    pub probes: usize,
+    /// The file it was read from.
+    pub file: String,
 }

@@ -304,6 +304,14 @@ pub fn render_markdown(view: &ReportView) -> String {
     } else {
         out.push_str("_No SLO given: no attainment or goodput._\n\n");
     }
+    for c in &view.slo.capacity {
+        let _ = writeln!(
+            out,
+            "Capacity search {}: {}\n",
+            escape(&c.arm),
+            escape(&c.verdict)
+        );
+    }
     let frontier: Vec<String> = view
         .slo
         .tradeoff

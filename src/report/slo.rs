@@ -18,6 +18,8 @@ pub struct SloView {
     pub given: bool,
     pub goodput: Vec<GoodputRowView>,
     pub tradeoff: Vec<TradeoffRowView>,
+    /// Each capacity search's result (`capacity.json`).
+    pub capacity: Vec<super::input::CapacityFound>,
 }
 
 /// One arm of one stage comparison.
@@ -126,7 +128,12 @@ pub fn stage_goodput(stages: &[StageComparison]) -> Vec<(&StageComparison, &ArmG
 }
 
 /// Build the section.
-pub fn slo_view(slos: &str, stages: &[StageComparison], points: &[TradeoffPoint]) -> SloView {
+pub fn slo_view(
+    slos: &str,
+    stages: &[StageComparison],
+    points: &[TradeoffPoint],
+    capacity: &[super::input::CapacityFound],
+) -> SloView {
     let goodput = stage_goodput(stages)
         .into_iter()
         .map(|(s, g)| GoodputRowView {
@@ -177,5 +184,6 @@ pub fn slo_view(slos: &str, stages: &[StageComparison], points: &[TradeoffPoint]
         given: !slos.is_empty(),
         goodput,
         tradeoff,
+        capacity: capacity.to_vec(),
     }
 }

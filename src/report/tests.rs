@@ -475,6 +475,7 @@ impl Fixture {
             check_exit_code: check_exit_code(self.check.outcome),
             slos: "",
             tradeoff: &[],
+            capacity: &[],
         })
     }
 }
@@ -830,6 +831,7 @@ fn sections_without_evidence_say_so() {
         check_exit_code: 0,
         slos: "",
         tradeoff: &[],
+        capacity: &[],
     });
     let html = render_html(&view).unwrap();
     for id in SECTION_IDS {
@@ -1207,6 +1209,7 @@ fn the_page_is_balanced_html() {
         check_exit_code: 0,
         slos: "",
         tradeoff: &[],
+        capacity: &[],
     });
     assert_balanced_html(&render_html(&view).unwrap());
 }

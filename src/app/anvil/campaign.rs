@@ -101,8 +101,7 @@ fn searches(
             Vary::Rate => ("rate", " requests/s, bisected geometrically"),
         };
         text.push_str(&format!(
-            "
-capacity search on {}: {what} {} to {}{unit}{}; target {} attainment of {} over window {}; probes of {} requests ({} {} ctx {}), at most {} probes ({} with {} runs of each side of the final bracket); result in {}\n",
+            "\ncapacity search on {}: {what} {} to {}{unit}{}; target {} attainment of {} over window {}; probes of {} requests of {} at {} prompt tokens (marked --probe {}), at most {} probes ({}); result in {}\n",
             arm.arm,
             s.min,
             s.max,
@@ -111,12 +110,15 @@ capacity search on {}: {what} {} to {}{unit}{}; target {} attainment of {} over 
             s.slos(&campaign.slo).join(", "),
             s.window.as_str(),
             s.requests,
-            crate::campaign::search::PROBE,
             s.class,
             s.context,
+            crate::campaign::search::PROBE,
             s.most_probes(),
-            if s.repeats > 1 { "including" } else { "each side once," },
-            s.repeats,
+            if s.repeats > 1 {
+                format!("including {} runs of each side of the final bracket", s.repeats)
+            } else {
+                "each side of the final bracket once".to_owned()
+            },
             out.join(&campaign.campaign_id)
                 .join(crate::campaign::runner::CAPACITY_JSON)
                 .display()
