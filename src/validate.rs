@@ -30,6 +30,13 @@ pub enum Finding {
         campaign_id: String,
         verdict: String,
     },
+    /// A `capacity.json` of the campaign runner's capacity searches.
+    Capacity {
+        file: PathBuf,
+        campaign_id: String,
+        /// Each search's arm and status.
+        searches: Vec<(String, String)>,
+    },
     /// A valid artifact folder.
     Artifact {
         dir: PathBuf,
@@ -108,6 +115,21 @@ impl fmt::Display for Finding {
                 "{}: restoration evidence {}, campaign {campaign_id}, {verdict}: ok",
                 file.display(),
                 crate::artifact::restoration::RESTORATION_SCHEMA,
+            ),
+            Finding::Capacity {
+                file,
+                campaign_id,
+                searches,
+            } => write!(
+                f,
+                "{}: capacity searches {}, campaign {campaign_id}, {}: ok",
+                file.display(),
+                crate::campaign::search::CAPACITY_SCHEMA,
+                searches
+                    .iter()
+                    .map(|(arm, status)| format!("{arm} {status}"))
+                    .collect::<Vec<_>>()
+                    .join("; ")
             ),
             Finding::Artifact { dir, summary } => write!(
                 f,
@@ -190,6 +212,9 @@ pub fn validate_path(path: &Path) -> Vec<Finding> {
     if is_restoration(path) {
         return vec![validate_restoration(path)];
     }
+    if is_capacity(path) {
+        return vec![validate_capacity(path)];
+    }
     vec![Finding::from_document(path, manifest::load_any(path))]
 }
 
@@ -214,6 +239,30 @@ fn is_restoration(path: &Path) -> bool {
             manifest::schema_of(&value) == Some(crate::artifact::restoration::RESTORATION_SCHEMA)
         })
     })
+}
+
+/// Whether `path`'s `schema` is `capacity.json`'s.
+fn is_capacity(path: &Path) -> bool {
+    fs::read_to_string(path).is_ok_and(|text| {
+        manifest::parse_document(&text, path).is_ok_and(|value| {
+            manifest::schema_of(&value) == Some(crate::campaign::search::CAPACITY_SCHEMA)
+        })
+    })
+}
+
+/// A capacity searches' result file.
+fn validate_capacity(file: &Path) -> Finding {
+    let read = fs::read_to_string(file)
+        .map_err(|e| format!("cannot read: {e}"))
+        .and_then(|text| crate::campaign::search::read_capacity(&text));
+    match read {
+        Ok((campaign_id, searches)) => Finding::Capacity {
+            file: file.to_path_buf(),
+            campaign_id,
+            searches,
+        },
+        Err(why) => Finding::invalid(file, why),
+    }
 }
 
 /// A restore stage's evidence file, read as the rules read it.
@@ -370,6 +419,11 @@ fn validate_json_file(file: &Path, search: &mut Search) {
     if manifest::schema_of(&value) == Some(crate::artifact::restoration::RESTORATION_SCHEMA) {
         search.documents += 1;
         search.findings.push(validate_restoration(file));
+        return;
+    }
+    if manifest::schema_of(&value) == Some(crate::campaign::search::CAPACITY_SCHEMA) {
+        search.documents += 1;
+        search.findings.push(validate_capacity(file));
         return;
     }
     let is_campaign_document = manifest::schema_of(&value)

@@ -1007,11 +1007,7 @@ impl Runner<'_> {
     }
 }
 
-/// The capacity searches' results, in the campaign folder.
-pub const CAPACITY_JSON: &str = "capacity.json";
-
-/// Schema of `capacity.json`.
-pub const CAPACITY_SCHEMA: &str = "anvil-serving.capacity/v1";
+pub use super::search::{CAPACITY_JSON, CAPACITY_SCHEMA};
 
 impl Runner<'_> {
     /// The plan's stop rules over the cell's artifact (read as `anvil check` reads it); the

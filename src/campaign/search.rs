@@ -22,6 +22,47 @@ use crate::manifest::Problem;
 /// The probe marker of a capacity search's runs (`--probe capacity`).
 pub const PROBE: &str = "capacity";
 
+/// The capacity searches' results, in the campaign folder.
+pub const CAPACITY_JSON: &str = "capacity.json";
+
+/// Schema of `capacity.json`.
+pub const CAPACITY_SCHEMA: &str = "anvil-serving.capacity/v1";
+
+/// The statuses a search's result can have.
+pub const STATUSES: [&str; 3] = ["resolved", "not resolved at this sample size", "incomplete"];
+
+/// What a `capacity.json` holds, checked: its campaign and, per search, the arm and its
+/// status; an error naming the field that does not hold.
+pub fn read_capacity(text: &str) -> Result<(String, Vec<(String, String)>), String> {
+    let doc: serde_json::Value =
+        serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
+    if doc["schema"] != CAPACITY_SCHEMA {
+        return Err(format!("schema: not {CAPACITY_SCHEMA}"));
+    }
+    let campaign_id = doc["campaign_id"]
+        .as_str()
+        .ok_or("campaign_id: missing or not text")?
+        .to_owned();
+    let searches = doc["searches"]
+        .as_array()
+        .ok_or("searches: missing or not a list")?;
+    let mut out = Vec::new();
+    for (i, s) in searches.iter().enumerate() {
+        let arm = s["arm"]
+            .as_str()
+            .ok_or_else(|| format!("searches[{i}].arm: missing or not text"))?;
+        let status = s["status"]
+            .as_str()
+            .filter(|st| STATUSES.contains(st))
+            .ok_or_else(|| format!("searches[{i}].status: not one of {}", STATUSES.join(", ")))?;
+        if !s["probes"].is_array() {
+            return Err(format!("searches[{i}].probes: missing or not a list"));
+        }
+        out.push((arm.to_owned(), status.to_owned()));
+    }
+    Ok((campaign_id, out))
+}
+
 /// What a search varies.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

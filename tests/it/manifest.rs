@@ -117,9 +117,16 @@ fn sample_data_directory_is_valid_and_says_what_it_holds() {
     assert!(artifacts > 0, "the sample campaign is committed");
     assert_eq!(
         lines[0],
-        format!("{SAMPLE_DATA}: directory with 4 campaign documents, {artifacts} artifact folders")
+        format!("{SAMPLE_DATA}: directory with 5 campaign documents, {artifacts} artifact folders")
     );
-    assert_eq!(lines.len(), 5 + artifacts, "{}", outcome.stdout);
+    assert_eq!(lines.len(), 6 + artifacts, "{}", outcome.stdout);
+    assert!(
+        outcome
+            .stdout
+            .contains("capacity searches anvil-serving.capacity/v1, campaign 2026-09-04-qwen38-27b-pro6000-possibility, TP1 not resolved at this sample size: ok"),
+        "{}",
+        outcome.stdout
+    );
     assert!(lines[1..].iter().all(|line| line.ends_with(": ok")));
 }
 
