@@ -34,7 +34,7 @@ pub enum SloError {
         metric: String,
         known: String,
     },
-    #[error("SLO `{text}`: {metric} is {better} is better, so its bound is `{metric}{op}VALUE`")]
+    #[error("SLO `{text}`: {metric} is better when {better}, so its bound is `{metric}{op}VALUE`")]
     WrongDirection {
         text: String,
         metric: &'static str,
@@ -256,7 +256,9 @@ mod tests {
             err("ttft<=2000")
         );
         assert!(err("ttft<=2000").contains("ttft_ms, effective_prefill_tps"));
-        assert!(err("ttft_ms>=2000").contains("lower is better, so its bound is `ttft_ms<=VALUE`"));
+        assert!(
+            err("ttft_ms>=2000").contains("better when lower, so its bound is `ttft_ms<=VALUE`")
+        );
         assert!(err("decode_tps<=20").contains("`decode_tps>=VALUE`"));
         assert!(err("ttft_ms<=-1").contains("`-1` must be a finite, non-negative number"));
         assert!(err("ttft_ms<=inf").contains("finite"));
