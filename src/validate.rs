@@ -34,8 +34,7 @@ pub enum Finding {
     Capacity {
         file: PathBuf,
         campaign_id: String,
-        /// Each search's arm and status.
-        searches: Vec<(String, String)>,
+        searches: Vec<crate::campaign::search::CapacityEntry>,
     },
     /// A valid artifact folder.
     Artifact {
@@ -127,7 +126,7 @@ impl fmt::Display for Finding {
                 crate::campaign::search::CAPACITY_SCHEMA,
                 searches
                     .iter()
-                    .map(|(arm, status)| format!("{arm} {status}"))
+                    .map(|s| format!("{} {}", s.arm, s.status))
                     .collect::<Vec<_>>()
                     .join("; ")
             ),

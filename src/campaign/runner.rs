@@ -612,18 +612,7 @@ impl Runner<'_> {
                     c.name()
                 ));
                 self.record(c)?;
-                let died = launched.exited();
-                if !died.is_empty() {
-                    for (replica, pid, status) in &died {
-                        self.log(
-                            "died",
-                            json!({"who": who, "replica": replica, "pid": pid, "status": status, "during": c.name()}),
-                        )?;
-                        self.fail(format!(
-                            "{who}: replica {replica} (pid {pid}) {status} during cell {}",
-                            c.name()
-                        ));
-                    }
+                if self.deaths(&who, &mut launched, "cell", &c.name())? {
                     for rest in &todo[k + 1..] {
                         self.not_recorded(rest, "its server died during an earlier cell")?;
                     }
@@ -642,6 +631,28 @@ impl Runner<'_> {
             self.stop(&who, id, &arm.service, &mut launched)?;
         }
         Ok(())
+    }
+
+    /// Journal and report every replica of `launched` that exited during the `what` (`cell`
+    /// or `probe`) `name`; whether any did.
+    fn deaths(
+        &mut self,
+        who: &str,
+        launched: &mut Launched,
+        what: &str,
+        name: &str,
+    ) -> Result<bool, CampaignError> {
+        let died = launched.exited();
+        for (replica, pid, status) in &died {
+            self.log(
+                "died",
+                json!({"who": who, "replica": replica, "pid": pid, "status": status, "during": name}),
+            )?;
+            self.fail(format!(
+                "{who}: replica {replica} (pid {pid}) {status} during {what} {name}"
+            ));
+        }
+        Ok(!died.is_empty())
     }
 
     /// Move an attempt that cannot stand for its cell into `.superseded/` (kept, journaled).
@@ -837,18 +848,7 @@ impl Runner<'_> {
             if planned.state != CellState::Recorded {
                 self.record(&planned)?;
             }
-            let died = launched.exited();
-            if !died.is_empty() {
-                for (replica, pid, status) in &died {
-                    self.log(
-                        "died",
-                        json!({"who": who, "replica": replica, "pid": pid, "status": status, "during": planned.name()}),
-                    )?;
-                    self.fail(format!(
-                        "{who}: replica {replica} (pid {pid}) {status} during probe {}",
-                        planned.name()
-                    ));
-                }
+            if self.deaths(who, launched, "probe", &planned.name())? {
                 return self.finish_search(arm, spec, state, Err("its server died".to_owned()));
             }
             match self.observe(&planned, spec, &state.slos, load, repeat) {

@@ -31,9 +31,20 @@ pub const CAPACITY_SCHEMA: &str = "anvil-serving.capacity/v1";
 /// The statuses a search's result can have.
 pub const STATUSES: [&str; 3] = ["resolved", "not resolved at this sample size", "incomplete"];
 
-/// What a `capacity.json` holds, checked: its campaign and, per search, the arm and its
-/// status; an error naming the field that does not hold.
-pub fn read_capacity(text: &str) -> Result<(String, Vec<(String, String)>), String> {
+/// One search as `capacity.json` states it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CapacityEntry {
+    pub arm: String,
+    /// One of [`STATUSES`].
+    pub status: String,
+    pub verdict: String,
+    /// How many probes were recorded.
+    pub probes: usize,
+}
+
+/// What a `capacity.json` holds, checked: its campaign and each search; an error naming the
+/// field that does not hold.
+pub fn read_capacity(text: &str) -> Result<(String, Vec<CapacityEntry>), String> {
     let doc: serde_json::Value =
         serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
     if doc["schema"] != CAPACITY_SCHEMA {
@@ -55,10 +66,15 @@ pub fn read_capacity(text: &str) -> Result<(String, Vec<(String, String)>), Stri
             .as_str()
             .filter(|st| STATUSES.contains(st))
             .ok_or_else(|| format!("searches[{i}].status: not one of {}", STATUSES.join(", ")))?;
-        if !s["probes"].is_array() {
-            return Err(format!("searches[{i}].probes: missing or not a list"));
-        }
-        out.push((arm.to_owned(), status.to_owned()));
+        let probes = s["probes"]
+            .as_array()
+            .ok_or_else(|| format!("searches[{i}].probes: missing or not a list"))?;
+        out.push(CapacityEntry {
+            arm: arm.to_owned(),
+            status: status.to_owned(),
+            verdict: s["verdict"].as_str().unwrap_or_default().to_owned(),
+            probes: probes.len(),
+        });
     }
     Ok((campaign_id, out))
 }

@@ -158,15 +158,10 @@ pub struct ReportInput<'a> {
     pub capacity: &'a [CapacityFound],
 }
 
-/// One arm's capacity search as `capacity.json` states it.
+/// One arm's capacity search as `capacity.json` states it, and the file it was read from.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct CapacityFound {
-    pub arm: String,
-    /// `resolved`, `not resolved at this sample size` or `incomplete`.
-    pub status: String,
-    pub verdict: String,
-    /// How many probes were recorded.
-    pub probes: usize,
-    /// The file it was read from.
+    #[serde(flatten)]
+    pub search: crate::campaign::search::CapacityEntry,
     pub file: String,
 }

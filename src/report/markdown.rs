@@ -308,8 +308,8 @@ pub fn render_markdown(view: &ReportView) -> String {
         let _ = writeln!(
             out,
             "Capacity search {}: {}\n",
-            escape(&c.arm),
-            escape(&c.verdict)
+            escape(&c.search.arm),
+            escape(&c.search.verdict)
         );
     }
     let frontier: Vec<String> = view

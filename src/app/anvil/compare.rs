@@ -116,10 +116,6 @@ pub fn run(args: &CompareArgs) -> anyhow::Result<Exit> {
             Ok(Exit::Ok)
         }
         Err(refusal) => {
-            let workloads: std::collections::BTreeSet<&str> = artifacts
-                .iter()
-                .map(|a| a.facts.fingerprint.as_str())
-                .collect();
             let hint = (workloads.len() > 1 && args.baseline.is_none()).then(|| {
                 let stages: Vec<&str> = plan
                     .stages_in_order()

@@ -64,7 +64,8 @@ pub fn run(cli: Cli) -> anyhow::Result<Exit> {
 
 #[cfg(feature = "analysis")]
 pub use session::{
-    json, load_documents, open_session, open_session_materialized, resolve_slos, runtime,
+    files_beside, json, load_documents, open_session, open_session_materialized, resolve_slos,
+    runtime,
 };
 
 #[cfg(feature = "analysis")]
@@ -166,7 +167,7 @@ mod session {
                 found.push(campaign_slos(&campaign.slo, &file)?);
                 continue;
             }
-            for journal in journals(dir) {
+            for journal in files_beside(dir, crate::campaign::journal::JOURNAL) {
                 if let Some(slos) = recorded_slos(&journal)? {
                     found.push(slos);
                 }
@@ -188,9 +189,9 @@ mod session {
         Ok(first)
     }
 
-    /// The campaign journals in `dir` or one level beneath it.
-    fn journals(dir: &Path) -> Vec<PathBuf> {
-        let name = crate::campaign::journal::JOURNAL;
+    /// The files called `name` in `dir` or one level beneath it (a data folder and the
+    /// campaign folders in it), in path order.
+    pub fn files_beside(dir: &Path, name: &str) -> Vec<PathBuf> {
         let mut out: Vec<PathBuf> = std::iter::once(dir.join(name))
             .chain(
                 std::fs::read_dir(dir)

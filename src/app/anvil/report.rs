@@ -79,41 +79,35 @@ pub fn render(
 }
 
 /// The capacity searches' results in `capacity.json` files in the `data` folders or one
-/// level beneath them (a campaign folder), in file order; an unreadable file is named on
-/// standard error and left out.
+/// level beneath them (a campaign folder), in file order, read as `anvil validate` reads
+/// them; an unreadable or malformed file is named on standard error and left out.
 fn capacity_beside(data: &[PathBuf]) -> Vec<crate::report::input::CapacityFound> {
-    let name = crate::campaign::runner::CAPACITY_JSON;
-    let mut files: Vec<PathBuf> = Vec::new();
-    for dir in data {
-        files.push(dir.join(name));
-        for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-            files.push(entry.path().join(name));
-        }
-    }
-    files.retain(|f| f.is_file());
+    let mut files: Vec<PathBuf> = data
+        .iter()
+        .flat_map(|dir| super::files_beside(dir, crate::campaign::search::CAPACITY_JSON))
+        .collect();
     files.sort();
     files.dedup();
     let mut out = Vec::new();
     for file in files {
-        let doc = std::fs::read_to_string(&file)
-            .ok()
-            .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok());
-        let Some(searches) = doc.as_ref().and_then(|d| d["searches"].as_array()) else {
-            eprintln!(
-                "anvil report: {} is not a readable capacity file; left out",
+        let read = std::fs::read_to_string(&file)
+            .map_err(|e| format!("cannot read: {e}"))
+            .and_then(|text| crate::campaign::search::read_capacity(&text));
+        match read {
+            Ok((_, searches)) => {
+                out.extend(
+                    searches
+                        .into_iter()
+                        .map(|search| crate::report::input::CapacityFound {
+                            search,
+                            file: file.display().to_string(),
+                        }),
+                )
+            }
+            Err(why) => eprintln!(
+                "anvil report: {}: {why}; its capacity searches are left out",
                 file.display()
-            );
-            continue;
-        };
-        for s in searches {
-            let text = |k: &str| s[k].as_str().unwrap_or_default().to_owned();
-            out.push(crate::report::input::CapacityFound {
-                arm: text("arm"),
-                status: text("status"),
-                verdict: text("verdict"),
-                probes: s["probes"].as_array().map_or(0, Vec::len),
-                file: file.display().to_string(),
-            });
+            ),
         }
     }
     out
