@@ -171,6 +171,16 @@ impl Fixture {
             .collect()
     }
 
+    /// The journal's lines of the last run (from its last `campaign_started`).
+    pub(super) fn last_run(&self) -> Vec<Value> {
+        let mut journal = self.journal();
+        let start = journal
+            .iter()
+            .rposition(|l| l["step"] == "campaign_started")
+            .expect("a campaign_started line");
+        journal.split_off(start)
+    }
+
     pub(super) fn steps(&self) -> Vec<String> {
         self.journal()
             .iter()
@@ -552,12 +562,8 @@ fn resume_after_sigkill_records_only_what_is_not_complete() {
 
     let o = f.run(true);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    let journal = f.journal();
-    let second = journal
-        .iter()
-        .rposition(|l| l["step"] == "campaign_started")
-        .unwrap();
-    let after: Vec<&Value> = journal[second..].iter().collect();
+    let last = f.last_run();
+    let after: Vec<&Value> = last.iter().collect();
     let step = |s: &str| after.iter().filter(|l| l["step"] == s).count();
     // The orphan was stopped; the complete cell kept; the cut one superseded and recorded.
     assert_eq!(step("orphan_stopped"), 1, "{after:?}");

@@ -26,6 +26,29 @@ struct Engine {
     models: PathBuf,
 }
 
+impl Engine {
+    /// The path of one of the engine's models.
+    fn model(&self, file: &str) -> String {
+        self.models.join(file).to_string_lossy().into_owned()
+    }
+}
+
+/// A temporary folder holding copies of the sample campaign's manifest and plan, for a
+/// campaign file written beside them.
+fn seeded_dir() -> tempfile::TempDir {
+    let tmp = tempfile::tempdir().unwrap();
+    for name in ["workload-manifest.json", "run-plan.json"] {
+        std::fs::copy(
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("sample-data")
+                .join(name),
+            tmp.path().join(name),
+        )
+        .unwrap();
+    }
+    tmp
+}
+
 /// The script's default cache (`scripts/llama-server.sh`).
 fn default_cache() -> Option<PathBuf> {
     if let Ok(c) = std::env::var("ANVIL_ENGINE_CACHE") {
@@ -580,11 +603,7 @@ fn llama_spec_decode_equals_the_servers_counter_deltas() {
         return;
     };
     let tmp = tempfile::tempdir().unwrap();
-    let draft = engine
-        .models
-        .join("draft.gguf")
-        .to_string_lossy()
-        .into_owned();
+    let draft = engine.model("draft.gguf");
     let extra: Vec<String> = [
         "--spec-type",
         "draft-simple",
@@ -806,27 +825,10 @@ fn llama_campaign_launches_records_stops_and_restores_real_servers() {
     let Some((engine, _turn)) = engine("llama_campaign") else {
         return;
     };
-    let tmp = tempfile::tempdir().unwrap();
-    for name in ["workload-manifest.json", "run-plan.json"] {
-        std::fs::copy(
-            Path::new(env!("CARGO_MANIFEST_DIR"))
-                .join("sample-data")
-                .join(name),
-            tmp.path().join(name),
-        )
-        .unwrap();
-    }
+    let tmp = seeded_dir();
     let server = engine.server.to_string_lossy().into_owned();
-    let tiny = engine
-        .models
-        .join("tiny.gguf")
-        .to_string_lossy()
-        .into_owned();
-    let draft = engine
-        .models
-        .join("draft.gguf")
-        .to_string_lossy()
-        .into_owned();
+    let tiny = engine.model("tiny.gguf");
+    let draft = engine.model("draft.gguf");
     let llama = |extra: &[&str]| {
         let mut argv = vec![
             server.as_str(),
@@ -962,22 +964,9 @@ fn llama_capacity_search_completes_with_a_journal_line_per_probe() {
     let Some((engine, _turn)) = engine("llama_capacity_search") else {
         return;
     };
-    let tmp = tempfile::tempdir().unwrap();
-    for name in ["workload-manifest.json", "run-plan.json"] {
-        std::fs::copy(
-            Path::new(env!("CARGO_MANIFEST_DIR"))
-                .join("sample-data")
-                .join(name),
-            tmp.path().join(name),
-        )
-        .unwrap();
-    }
+    let tmp = seeded_dir();
     let server = engine.server.to_string_lossy().into_owned();
-    let tiny = engine
-        .models
-        .join("tiny.gguf")
-        .to_string_lossy()
-        .into_owned();
+    let tiny = engine.model("tiny.gguf");
     let launch = serde_json::json!({"argv": [
         server, "-m", tiny, "-a", "tiny", "--host", "127.0.0.1", "--port", "{port}",
         "-c", "8192", "-np", "4", "--metrics", "--no-webui", "-t", "1", "--poll", "0"
