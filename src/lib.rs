@@ -11,7 +11,7 @@
 //!         ├─ report pure renderers: HTML, Markdown, text, one table, one number format
 //!         └─ query  DataFusion over the artifacts: tables, the views of queries/, functions
 //!              │
-//!              stats · manifest · artifact · util (clock, json, outfile, notice, …)
+//!              stats · manifest · artifact · util (clock, figure, json, outfile, notice, …)
 //! ```
 //!
 //! Data flows one way: [`manifest`] (what to run) → [`capture`] → [`artifact`] → query
@@ -26,6 +26,7 @@ pub mod artifact;
 pub mod campaign;
 pub mod capture;
 pub mod clock;
+pub mod figure;
 #[cfg(feature = "analysis")]
 pub mod gather;
 pub mod json;

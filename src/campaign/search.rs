@@ -40,6 +40,19 @@ pub struct CapacityEntry {
     pub verdict: String,
     /// How many probes were recorded.
     pub probes: usize,
+    /// What is varied (`concurrency` or `rate`) and the attainment target, 0–1.
+    pub vary: String,
+    pub target: Option<f64>,
+    /// Each probe's load and attained of measured requests, in the file's order.
+    pub points: Vec<ProbePoint>,
+}
+
+/// One probe of a search as `capacity.json` records it.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct ProbePoint {
+    pub load: f64,
+    pub attained: u64,
+    pub requests: u64,
 }
 
 /// What a `capacity.json` holds, checked: its campaign and each search; an error naming the
@@ -74,6 +87,18 @@ pub fn read_capacity(text: &str) -> Result<(String, Vec<CapacityEntry>), String>
             status: status.to_owned(),
             verdict: s["verdict"].as_str().unwrap_or_default().to_owned(),
             probes: probes.len(),
+            vary: s["vary"].as_str().unwrap_or_default().to_owned(),
+            target: s["target"].as_f64(),
+            points: probes
+                .iter()
+                .filter_map(|p| {
+                    Some(ProbePoint {
+                        load: p["load"].as_f64()?,
+                        attained: p["attained"].as_u64()?,
+                        requests: p["requests"].as_u64()?,
+                    })
+                })
+                .collect(),
         });
     }
     Ok((campaign_id, out))

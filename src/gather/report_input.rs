@@ -41,6 +41,20 @@ FROM scrapes GROUP BY run_id ORDER BY run_id";
 const TOKENS_PER_CHUNK_SQL: &str =
     "SELECT run_id, replica, tokens_per_chunk FROM tokens_per_chunk ORDER BY run_id, replica";
 
+/// Acceptance per draft position (the `spec_decode_positions` view).
+const POSITIONS_SQL: &str = "\
+SELECT run_id, replica, position, acceptance_rate FROM spec_decode_positions \
+WHERE position IS NOT NULL AND acceptance_rate IS NOT NULL \
+ORDER BY run_id, replica, position";
+
+#[derive(Deserialize)]
+struct PositionRow {
+    run_id: String,
+    replica: u32,
+    position: i64,
+    acceptance_rate: f64,
+}
+
 /// Replies that are evidence against a request: its own canary missing, or another
 /// request's canary present. A tool call answers in its arguments, not in text: those are
 /// judged by `functional_results` and shown as functional evidence instead.
@@ -128,6 +142,7 @@ pub struct Gathered {
     pub server_timings: Vec<ServerTimings>,
     pub tokens_per_chunk: Vec<TokensPerChunk>,
     pub snippets: Vec<OutputSnippet>,
+    pub spec_positions: Vec<crate::report::curves::SpecPosition>,
 }
 
 /// Read the report's data from `session`.
@@ -156,6 +171,15 @@ pub async fn gather(session: &AnvilSession) -> Result<Gathered, QueryError> {
                         .collect();
                     format!("replica {}: {} ({})", e.replica, e.model, info.join(", "))
                 })
+                .collect(),
+            cell_id: source.run.cell_id.clone(),
+            owners: source
+                .run
+                .topology
+                .endpoints
+                .iter()
+                .filter_map(|e| e.server_info.get("models.owned_by"))
+                .filter_map(|v| v.as_str().map(str::to_owned))
                 .collect(),
         })
         .collect();
@@ -248,7 +272,20 @@ pub async fn gather(session: &AnvilSession) -> Result<Gathered, QueryError> {
         });
     }
 
+    let spec_positions = decode::<PositionRow>(&session.query(POSITIONS_SQL).await?)?
+        .into_iter()
+        .filter_map(|r| {
+            Some(crate::report::curves::SpecPosition {
+                run_id: r.run_id,
+                replica: r.replica,
+                position: u32::try_from(r.position).ok()?,
+                acceptance_rate: r.acceptance_rate,
+            })
+        })
+        .collect();
+
     Ok(Gathered {
+        spec_positions,
         artifacts,
         runs,
         requests,

@@ -17,8 +17,8 @@ use crate::rules::refusal::Refusal;
 use crate::rules::stop::StopKind;
 
 use super::charts::{
-    Bar, BarChart, CdfChart, ContextChart, ContextPoint, ContextSeries, DistributionChart,
-    LineSeriesData, SampleSeries, TimeSeriesChart, TimelineBar, TimelineChart, colour_hex,
+    Bar, BarChart, CdfChart, LineSeriesData, SampleSeries, TimeSeriesChart, TimelineBar,
+    TimelineChart, colour_hex,
 };
 use super::format::{
     NA, fmt_diff, fmt_diff_interval, fmt_interval, fmt_num, fmt_percent, fmt_percentile, fmt_ratio,
@@ -76,7 +76,6 @@ impl Palette {
 
 /// Build the whole view.
 pub fn build(input: &ReportInput<'_>) -> ReportView {
-    let palette = Palette::new(input.plan, input.artifacts);
     let left_out: Vec<LeftOutView> = crate::rules::HeadlineSelection::from_manifest(input.manifest)
         .map(|selection| {
             input
@@ -166,9 +165,12 @@ pub fn build(input: &ReportInput<'_>) -> ReportView {
     }
     ReportView {
         header: header_view(input),
+        decision: super::decision::decision_view(input),
         plan: plan_view(input.plan, input.check),
+        stage_pairs: super::stages::stage_pairs(input.screens, &input.check.coverage.stages),
+        charts: super::curves::decision_charts(input),
         headline,
-        context_curve: context_curve_view(input, &palette),
+        context_curve: context_curve_view(input),
         screens,
         controls: controls_view(input.manifest, &comparisons),
         topology: topology_view(&input.check.topology),
@@ -178,9 +180,16 @@ pub fn build(input: &ReportInput<'_>) -> ReportView {
             input.tradeoff,
             input.capacity,
         ),
-        spec_decode: spec_decode_view(input.artifacts, input.tokens_per_chunk),
-        server: server_view(
+        spec_decode: spec_decode_view(
+            input.plan,
             input.artifacts,
+            input.runs,
+            input.tokens_per_chunk,
+        ),
+        server: server_view(
+            input.plan,
+            input.artifacts,
+            input.runs,
             input.queues,
             input.known_queue_gauges,
             input.client_queues,
@@ -266,17 +275,17 @@ pub fn plan_view(plan: &RunPlan, check: &CheckReport) -> PlanView {
                 .stages
                 .iter()
                 .find(|c| c.order == stage.order.get() && c.stage == stage.stage);
-            let arms = match coverage {
+            let arms: Vec<ArmEvidenceView> = match coverage {
                 Some(c) => c
                     .arms
                     .iter()
                     .map(|a| ArmEvidenceView {
                         arm: a.arm.clone(),
                         found: !a.run_ids.is_empty(),
-                        evidence: if a.run_ids.is_empty() {
-                            "missing".to_owned()
-                        } else {
-                            format!("found ({})", a.run_ids.join(", "))
+                        evidence: match a.run_ids.len() {
+                            0 => "no artifacts".to_owned(),
+                            1 => "1 run".to_owned(),
+                            n => format!("{n} runs"),
                         },
                     })
                     .collect(),
@@ -303,10 +312,15 @@ pub fn plan_view(plan: &RunPlan, check: &CheckReport) -> PlanView {
                         .collect()
                 })
                 .unwrap_or_default();
+            let unevidenced = !arms.is_empty() && arms.iter().all(|a| !a.found);
             StageView {
                 order: stage.order.get().to_string(),
                 stage: stage.stage.clone(),
-                status: stage.status.clone(),
+                status: if unevidenced {
+                    format!("{} (the plan's word; no artifacts)", stage.status)
+                } else {
+                    stage.status.clone()
+                },
                 selected: stage.selected.clone().unwrap_or_default(),
                 rejected: stage.rejected.clone().unwrap_or_default(),
                 evidence_file: stage.evidence.clone().unwrap_or_default(),
@@ -367,16 +381,6 @@ fn arm_of<'a>(artifacts: &'a [Artifact], run_id: &str) -> Option<&'a str> {
         .map(|a| a.facts.arm.as_str())
 }
 
-fn stats_markers(stats: Option<&Stats>) -> Vec<(String, f64)> {
-    let Some(s) = stats else {
-        return Vec::new();
-    };
-    [("p50", s.p50), ("p95", s.p95), ("p99", s.p99)]
-        .into_iter()
-        .filter_map(|(name, v)| v.filter(|v| v.is_finite()).map(|v| (name.to_owned(), v)))
-        .collect()
-}
-
 /// A comparison (headline or screen) with its chart data: only the comparison's own runs
 /// enter its tables and charts.
 pub fn comparison_view(
@@ -385,9 +389,11 @@ pub fn comparison_view(
     palette: &Palette,
 ) -> ComparisonView {
     let runs = comparison_runs(comparison);
+    // Mean ITL is TPOT by the manifest's definition: one table, not two identical ones.
     let metrics = comparison
         .metrics
         .iter()
+        .filter(|m| m.metric != MetricId::ItlMs)
         .map(|m| {
             let metric = m.metric;
             let [mild, far] = metric.tails();
@@ -568,46 +574,41 @@ fn comparison_charts(
             .filter(|r| arm_of(input.artifacts, &r.run_id) == Some(arm))
             .collect()
     };
-    let stats_of = |arm: &str, metric: MetricId| -> Option<Stats> {
-        let arm_runs: Vec<&Artifact> = input
-            .artifacts
+    let cdf = |name: &str, unit: &str, pick: fn(&RequestTiming) -> Option<f64>| {
+        let arms: Vec<(&String, Vec<&RequestTiming>)> = comparison
+            .arms
             .iter()
-            .filter(|a| a.facts.arm == arm && runs.contains(&a.facts.run_id))
+            .map(|arm| (arm, in_arm(arm)))
             .collect();
-        // Percentile markers are per run; show them only when the arm has one run.
-        match arm_runs.as_slice() {
-            [one] => one.figures.metrics.get(&metric).copied(),
-            _ => None,
+        CdfChart {
+            title: format!("{name}, cumulative"),
+            x_label: format!("{name} ({unit})"),
+            series: arms
+                .iter()
+                .map(|(arm, requests)| SampleSeries {
+                    name: (*arm).clone(),
+                    colour: palette.index(arm),
+                    values: requests.iter().filter_map(|r| pick(r)).collect(),
+                    markers: Vec::new(),
+                })
+                .collect(),
+            log_x: true,
+            first_wave: arms
+                .iter()
+                .map(|(_, requests)| {
+                    requests
+                        .iter()
+                        .filter(|r| r.first_wave)
+                        .filter_map(|r| pick(r))
+                        .collect()
+                })
+                .collect(),
+            width: super::charts::SMALL_WIDTH,
         }
     };
-    let ttft_cdf = CdfChart {
-        title: format!("TTFT, cumulative ({scope})"),
-        x_label: "TTFT (ms)".to_owned(),
-        series: comparison
-            .arms
-            .iter()
-            .map(|arm| SampleSeries {
-                name: arm.clone(),
-                colour: palette.index(arm),
-                values: in_arm(arm).iter().filter_map(|r| r.ttft_ms).collect(),
-                markers: Vec::new(),
-            })
-            .collect(),
-    };
-    let tpot = DistributionChart {
-        title: format!("TPOT per request ({scope})"),
-        y_label: "TPOT (ms)".to_owned(),
-        series: comparison
-            .arms
-            .iter()
-            .map(|arm| SampleSeries {
-                name: arm.clone(),
-                colour: palette.index(arm),
-                values: in_arm(arm).iter().filter_map(|r| r.tpot_ms).collect(),
-                markers: stats_markers(stats_of(arm, MetricId::TpotMs).as_ref()),
-            })
-            .collect(),
-    };
+    let ttft_cdf = cdf("TTFT", "ms", |r| r.ttft_ms);
+    let tpot_cdf = cdf("TPOT", "ms", |r| r.tpot_ms);
+    let e2e_cdf = cdf("E2E", "ms", |r| Some((r.end_s - r.start_s) * 1000.0));
     let timelines = runs
         .iter()
         .map(|run_id| {
@@ -637,6 +638,7 @@ fn comparison_charts(
         bars: comparison
             .throughput
             .iter()
+            .filter(|t| t.window == Window::All)
             .filter_map(|t| {
                 let value = t.estimate.value()?;
                 let interval = match &t.estimate {
@@ -657,14 +659,15 @@ fn comparison_charts(
     };
     ComparisonCharts {
         ttft_cdf,
-        tpot,
+        tpot_cdf,
+        e2e_cdf,
         timelines,
         throughput,
     }
 }
 
 /// Section 4: context-curve artifacts and their per-request points.
-pub fn context_curve_view(input: &ReportInput<'_>, palette: &Palette) -> ContextCurveView {
+pub fn context_curve_view(input: &ReportInput<'_>) -> ContextCurveView {
     let curve: Vec<&Artifact> = input
         .artifacts
         .iter()
@@ -690,45 +693,7 @@ pub fn context_curve_view(input: &ReportInput<'_>, palette: &Palette) -> Context
             }
         })
         .collect();
-    let mut arms: Vec<&str> = Vec::new();
-    for a in &curve {
-        if !arms.contains(&a.facts.arm.as_str()) {
-            arms.push(&a.facts.arm);
-        }
-    }
-    let series = arms
-        .iter()
-        .map(|arm| {
-            let run_ids: BTreeSet<&str> = curve
-                .iter()
-                .filter(|a| a.facts.arm == *arm)
-                .map(|a| a.facts.run_id.as_str())
-                .collect();
-            ContextSeries {
-                name: (*arm).to_owned(),
-                colour: palette.index(arm),
-                points: input
-                    .requests
-                    .iter()
-                    .filter(|r| run_ids.contains(r.run_id.as_str()))
-                    .filter_map(|r| {
-                        Some(ContextPoint {
-                            prompt_tokens: r.prompt_tokens?,
-                            ttft_ms: r.ttft_ms?,
-                            effective_prefill_tps: r.effective_prefill_tps?,
-                        })
-                    })
-                    .collect(),
-            }
-        })
-        .collect();
-    ContextCurveView {
-        rows,
-        chart: ContextChart {
-            title: "Context curve: TTFT and effective prefill vs actual prompt tokens".to_owned(),
-            series,
-        },
-    }
+    ContextCurveView { rows }
 }
 
 /// Section 6: the manifest's declared controls and each comparison's control verdicts.
@@ -829,37 +794,84 @@ pub fn topology_view(assessments: &[TopologyAssessment]) -> Vec<TopologyView> {
 }
 
 /// Section 8: spec-decode figures per arm, run and replica, with tokens per chunk.
-pub fn spec_decode_view(artifacts: &[Artifact], chunks: &[TokensPerChunk]) -> Vec<SpecDecodeRow> {
-    let mut rows = Vec::new();
+pub fn spec_decode_view(
+    plan: &RunPlan,
+    artifacts: &[Artifact],
+    runs: &[RunInfo],
+    chunks: &[TokensPerChunk],
+) -> Vec<SpecDecodeRow> {
+    // One row per arm and cell: the runs' and replicas' figures averaged.
+    let mut groups: Vec<((String, String), Vec<&Artifact>)> = Vec::new();
     for a in artifacts {
-        let run_chunks: Vec<&TokensPerChunk> = chunks
+        let has = a
+            .figures
+            .spec_decode
             .iter()
-            .filter(|c| c.run_id == a.facts.run_id)
-            .collect();
-        let mut replicas: Vec<u32> = a.figures.spec_decode.iter().map(|s| s.replica).collect();
-        replicas.extend(run_chunks.iter().map(|c| c.replica));
-        replicas.sort_unstable();
-        replicas.dedup();
-        for replica in replicas {
-            let spec = a.figures.spec_decode.iter().find(|s| s.replica == replica);
-            let chunk = run_chunks.iter().find(|c| c.replica == replica);
-            rows.push(SpecDecodeRow {
-                arm: a.facts.arm.clone(),
-                run_id: a.facts.run_id.clone(),
-                replica: replica.to_string(),
-                acceptance_rate: fmt_percent(spec.and_then(|s| s.acceptance_rate)),
-                mean_accepted_length: fmt_unit(spec.and_then(|s| s.mean_accepted_length), "tok"),
-                tokens_per_chunk: fmt_num(chunk.map(|c| c.tokens_per_chunk)),
-            });
+            .any(|s| s.acceptance_rate.is_some());
+        if !has {
+            continue;
+        }
+        let cell = runs
+            .iter()
+            .find(|r| r.run_id == a.facts.run_id)
+            .map(|r| r.cell_id.clone())
+            .unwrap_or_default();
+        let key = (a.facts.arm.clone(), cell);
+        match groups.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, v)) => v.push(a),
+            None => groups.push((key, vec![a])),
         }
     }
-    rows
+    groups.sort_by_key(|((arm, cell), _)| {
+        (
+            super::curves::plan_rank_of(plan, arm),
+            super::decision::cell_label(cell),
+        )
+    });
+    let mean = |values: Vec<f64>| {
+        (!values.is_empty()).then(|| values.iter().sum::<f64>() / values.len() as f64)
+    };
+    groups
+        .into_iter()
+        .map(|((arm, cell), group)| {
+            let specs: Vec<&crate::rules::input::SpecDecode> =
+                group.iter().flat_map(|a| &a.figures.spec_decode).collect();
+            let ids: Vec<&str> = group.iter().map(|a| a.facts.run_id.as_str()).collect();
+            SpecDecodeRow {
+                arm,
+                run_id: ids.join(", "),
+                cell: super::decision::cell_label(&cell),
+                replica: group.len().to_string(),
+                acceptance_rate: fmt_percent(mean(
+                    specs.iter().filter_map(|s| s.acceptance_rate).collect(),
+                )),
+                mean_accepted_length: fmt_unit(
+                    mean(
+                        specs
+                            .iter()
+                            .filter_map(|s| s.mean_accepted_length)
+                            .collect(),
+                    ),
+                    "tok",
+                ),
+                tokens_per_chunk: fmt_num(mean(
+                    chunks
+                        .iter()
+                        .filter(|c| ids.contains(&c.run_id.as_str()))
+                        .map(|c| c.tokens_per_chunk)
+                        .collect(),
+                )),
+            }
+        })
+        .collect()
 }
 
 /// Section 9: per run with scrapes a queue chart (or why there is none), the client-side
 /// queueing of every run, and the server-reported timings where a server gave them.
 pub fn server_view(
+    plan: &RunPlan,
     artifacts: &[Artifact],
+    runs_info: &[RunInfo],
     queues: &[RunQueue],
     known_queue_gauges: &str,
     client: &[ClientQueue],
@@ -870,15 +882,58 @@ pub fn server_view(
             .unwrap_or("unknown arm")
             .to_owned()
     };
-    let runs = queues
+    let cell = |run_id: &str| {
+        runs_info
+            .iter()
+            .find(|r| r.run_id == run_id)
+            .map(|r| super::decision::cell_label(&r.cell_id))
+            .unwrap_or_default()
+    };
+    let mut ordered: Vec<&RunQueue> = queues.iter().collect();
+    ordered.sort_by_key(|q| {
+        (
+            super::curves::plan_rank_of(plan, &arm(&q.run_id)),
+            cell(&q.run_id),
+            q.run_id.clone(),
+        )
+    });
+    let max = |q: &RunQueue, pick: fn(&QueueSample) -> f64| {
+        q.samples
+            .iter()
+            .map(pick)
+            .fold(None, |m: Option<f64>, v| Some(m.map_or(v, |m| m.max(v))))
+    };
+    let queue = ordered
         .iter()
+        .map(|q| {
+            let waiting = max(q, |s| s.waiting);
+            QueueRowView {
+                arm: arm(&q.run_id),
+                cell: cell(&q.run_id),
+                run_id: q.run_id.clone(),
+                gauges: q.runtime.clone().unwrap_or_else(|| "none known".to_owned()),
+                scrapes: q.scrapes.to_string(),
+                max_running: fmt_num(max(q, |s| s.running)),
+                max_waiting: fmt_num(waiting),
+                waiting_class: match waiting {
+                    Some(w) if w > 0.0 => "missing",
+                    Some(_) => "pass",
+                    None => "",
+                }
+                .to_owned(),
+            }
+        })
+        .collect();
+    let runs = ordered
+        .iter()
+        .filter(|q| q.samples.is_empty() || max(q, |s| s.waiting).is_some_and(|w| w > 0.0))
         .map(|q| {
             let arm = arm(&q.run_id);
             if q.samples.is_empty() {
                 return ServerRunView {
                     note: Some(format!(
-                        "{arm}, run {}: {} scrapes of {} metrics, none of them a known queue gauge ({known_queue_gauges}): this runtime exports no queue metric anvil knows.",
-                        q.run_id, q.scrapes, q.metrics
+                        "{arm}, {}: {} scrapes of {} metrics, none of them a known queue gauge ({known_queue_gauges}): this runtime exports no queue metric anvil knows.",
+                        cell(&q.run_id), q.scrapes, q.metrics
                     )),
                     chart: None,
                     arm,
@@ -899,7 +954,7 @@ pub fn server_view(
                 };
                 series.push(LineSeriesData {
                     name: format!("replica {replica}: waiting"),
-                    colour: 4 + 2 * k,
+                    colour: 1 + 2 * k,
                     points: of(|s| s.waiting),
                 });
                 series.push(LineSeriesData {
@@ -910,9 +965,9 @@ pub fn server_view(
             }
             ServerRunView {
                 chart: Some(TimeSeriesChart {
-                    title: format!("Server queue: {arm}, run {}", q.run_id),
+                    title: format!("Server queue: {arm}, {}", cell(&q.run_id)),
                     y_label: format!(
-                        "requests waiting / running ({})",
+                        "requests waiting / running ({} gauges)",
                         q.runtime.as_deref().unwrap_or("server")
                     ),
                     series,
@@ -954,6 +1009,7 @@ pub fn server_view(
         })
         .collect();
     ServerView {
+        queue,
         runs,
         client_queue,
         timings,
@@ -967,7 +1023,7 @@ pub fn verdicts_view(
     artifacts: &[Artifact],
     snippets: &[OutputSnippet],
 ) -> VerdictsView {
-    let arms = check
+    let arms: Vec<ArmVerdictView> = check
         .arms
         .iter()
         .map(|arm| {
@@ -1056,7 +1112,105 @@ pub fn verdicts_view(
             }
         })
         .collect();
-    VerdictsView { arms }
+    let mut ordered: Vec<&crate::rules::ArmAdvance> = check.arms.iter().collect();
+    ordered.sort_by_key(|a| super::curves::plan_rank_of(plan, &a.arm));
+    let rules: Vec<AdvanceRule> = ordered
+        .first()
+        .map(|a| a.rules.iter().map(|(r, _)| *r).collect())
+        .unwrap_or_default();
+    let matrix = ordered
+        .iter()
+        .map(|arm| {
+            let runs: Vec<&Artifact> = artifacts
+                .iter()
+                .filter(|a| a.facts.arm == arm.arm)
+                .collect();
+            let cells = rules
+                .iter()
+                .map(|rule| {
+                    let verdict = arm.rules.iter().find(|(r, _)| r == rule).map(|(_, v)| v);
+                    let (text, class, reason) =
+                        verdict.map_or(("not run", "missing", String::new()), verdict_text);
+                    MatrixCellView {
+                        verdict: text.to_owned(),
+                        verdict_class: class.to_owned(),
+                        evidence: rule_evidence(*rule, &runs),
+                        reason,
+                    }
+                })
+                .collect();
+            let functional = functional_checks(runs.iter().copied())
+                .iter()
+                .map(|f| format!("{} {}", f.check, f.passed.replace(" of ", "/")))
+                .collect::<Vec<_>>()
+                .join(", ");
+            MatrixRowView {
+                arm: arm.arm.clone(),
+                cells,
+                functional,
+            }
+        })
+        .collect();
+    VerdictsView {
+        arms: arms
+            .into_iter()
+            .filter(|a: &ArmVerdictView| !a.evidence.is_empty())
+            .collect(),
+        rules: rules
+            .iter()
+            .map(|rule| {
+                plan.advance_rules
+                    .get(rule.index())
+                    .cloned()
+                    .unwrap_or_else(|| rule_name(*rule).to_owned())
+            })
+            .collect(),
+        matrix,
+    }
+}
+
+/// The evidence a rule's verdict counts, in a few words.
+fn rule_evidence(rule: AdvanceRule, runs: &[&Artifact]) -> String {
+    let sum = |f: &dyn Fn(&Artifact) -> u64| runs.iter().map(|a| f(a)).sum::<u64>();
+    match rule {
+        AdvanceRule::Completion => {
+            let measured = sum(&|a| a.figures.requests.measured);
+            let ok = sum(&|a| a.figures.requests.ok);
+            let restarts = sum(&|a| a.figures.restarts.len() as u64);
+            format!(
+                "{ok}/{measured} requests ok, {restarts} restart{}",
+                if restarts == 1 { "" } else { "s" }
+            )
+        }
+        AdvanceRule::Canaries => {
+            let checked = sum(&|a| a.figures.canaries.len() as u64);
+            if checked == 0 {
+                return "no canaries".to_owned();
+            }
+            let own = sum(&|a| a.figures.canaries.iter().filter(|c| c.own_present).count() as u64);
+            let foreign = sum(&|a| {
+                a.figures
+                    .canaries
+                    .iter()
+                    .filter(|c| !c.foreign.is_empty() || !c.foreign_in_tool_arguments.is_empty())
+                    .count() as u64
+            });
+            format!("{own}/{checked} own canaries, {foreign} foreign")
+        }
+        AdvanceRule::Functional => {
+            let total = sum(&|a| a.figures.functional.len() as u64);
+            let passed = sum(&|a| a.figures.functional.iter().filter(|f| f.passed).count() as u64);
+            format!("{passed}/{total} checks passed")
+        }
+        AdvanceRule::PerformanceClaim => {
+            let n = runs
+                .iter()
+                .filter(|a| a.figures.metrics.contains_key(&MetricId::TtftMs))
+                .count();
+            format!("{n} runs with every statistic")
+        }
+        AdvanceRule::Topology => String::new(),
+    }
 }
 
 /// Passed of recorded requests per functional check, the suite's checks first in their

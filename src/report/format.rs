@@ -15,20 +15,13 @@ pub const NA: &str = "n/a";
 pub fn fmt_num(value: Option<f64>) -> String {
     match value.filter(|v| v.is_finite()) {
         None => NA.to_owned(),
-        Some(v) => {
-            let a = v.abs();
-            let decimals = if a >= 100.0 || a == 0.0 {
-                0
-            } else if a >= 10.0 {
-                1
-            } else if a >= 1.0 {
-                2
-            } else {
-                3
-            };
-            group_thousands(&format!("{v:.decimals$}"))
-        }
+        Some(v) => crate::figure::sig3(v),
     }
+}
+
+/// A count with thousands separated: `2,568`.
+pub fn fmt_count(n: u64) -> String {
+    group_thousands(&n.to_string())
 }
 
 /// A figure with its unit: `1,523 tok/s`, `87.4 ms`.
@@ -93,7 +86,14 @@ pub fn fmt_ratio(value: Option<f64>) -> String {
 pub fn fmt_percent(value: Option<f64>) -> String {
     match value.filter(|v| v.is_finite()) {
         None => NA.to_owned(),
-        Some(v) => format!("{:.1}%", v * 100.0),
+        Some(v) => {
+            let text = format!("{:.1}%", v * 100.0);
+            match text.strip_prefix('-') {
+                Some(rest) if rest.chars().all(|c| "0.%".contains(c)) => rest.to_owned(),
+                Some(rest) => format!("−{rest}"),
+                None => text,
+            }
+        }
     }
 }
 
@@ -202,25 +202,5 @@ pub fn fmt_diff_interval(estimate: Option<f64>, interval: Option<(f64, f64)>, wh
 }
 
 fn group_thousands(text: &str) -> String {
-    let (sign, rest) = match text.strip_prefix('-') {
-        // A value that rounds to zero keeps no sign.
-        Some(rest) if rest.chars().all(|c| c == '0' || c == '.') => ("", rest),
-        Some(rest) => ("−", rest),
-        None => ("", text),
-    };
-    let (int, frac) = match rest.split_once('.') {
-        Some((i, f)) => (i, Some(f)),
-        None => (rest, None),
-    };
-    let mut grouped = String::new();
-    for (i, c) in int.chars().enumerate() {
-        if i > 0 && (int.len() - i) % 3 == 0 {
-            grouped.push(',');
-        }
-        grouped.push(c);
-    }
-    match frac {
-        Some(f) => format!("{sign}{grouped}.{f}"),
-        None => format!("{sign}{grouped}"),
-    }
+    crate::figure::group_thousands(text)
 }

@@ -118,6 +118,11 @@ pub struct RunInfo {
     pub ended_utc: Option<String>,
     /// `replica: server_version` style lines from the endpoints' server info.
     pub servers: Vec<String>,
+    /// The run's cell id (`run.json` `cell_id`).
+    pub cell_id: String,
+    /// Each endpoint's model owner as its `/v1/models` said (`models.owned_by`): the
+    /// simulator says `anvil-sim`.
+    pub owners: Vec<String>,
 }
 
 pub use crate::rules::stage::StageComparison as ScreenResult;
@@ -156,6 +161,10 @@ pub struct ReportInput<'a> {
     pub tradeoff: &'a [crate::rules::input::TradeoffPoint],
     /// Each capacity search's result found beside the data (`capacity.json`).
     pub capacity: &'a [CapacityFound],
+    /// Acceptance per draft position of every run that exported it.
+    pub spec_positions: &'a [super::curves::SpecPosition],
+    /// The cells the campaign file beside the data plans, when one was found.
+    pub planned: Option<&'a super::decision::PlannedCells>,
 }
 
 /// One arm's capacity search as `capacity.json` states it, and the file it was read from.

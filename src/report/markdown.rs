@@ -1,6 +1,8 @@
-//! The report as Markdown (`anvil report --format md`): the same [`ReportView`] as the HTML
-//! page, without charts: header and promotion banner, stop rules, the headline tables,
-//! screens (labelled within-screen only), verdicts per arm, missing evidence and open gates.
+//! The report as Markdown (`anvil report --format md`, for a pull request): the same
+//! [`ReportView`] as the HTML page, without charts: the first screen (banners, what was
+//! tested, the winners per objective, the stages' claims, what may not be claimed, the
+//! gaps), each stage's arms against their controls, the headline tables, SLOs, the
+//! advance-rule matrix, stop rules and open gates.
 //!
 //! Every string from the view goes through [`escape`], so a `|` or a backtick in an arm
 //! name or an error body cannot break a table or open a code span, and `<` cannot start
@@ -185,46 +187,8 @@ fn comparison(out: &mut String, c: &ComparisonView, throughput_title: &str) {
 /// The report as Markdown.
 pub fn render_markdown(view: &ReportView) -> String {
     let mut out = String::new();
-    let h = &view.header;
-    let _ = writeln!(out, "# Campaign report: {}\n", escape(&h.campaign_id));
-    let _ = writeln!(out, "**Goal:** {}\n", escape(&h.goal));
-    let _ = writeln!(
-        out,
-        "Data folder: {} · generated {} · anvil {}\n",
-        escape(&h.data_folder),
-        escape(&h.generated_utc),
-        escape(&h.tool_version)
-    );
-    if !h.promotion_authorized {
-        out.push_str(
-            "> **PROMOTION NOT AUTHORIZED:** the run plan sets promotion_authorized to false.\n\n",
-        );
-    }
-    let _ = writeln!(
-        out,
-        "**Overall: {}** (exit code {})\n",
-        escape(&h.outcome),
-        h.exit_code
-    );
-    if h.stops.is_empty() {
-        out.push_str("No stop rule fired.\n\n");
-    } else {
-        out.push_str("## Stop rules fired\n\n");
-        for s in &h.stops {
-            let _ = writeln!(
-                out,
-                "- **{}** ({}): {}",
-                escape(&s.kind),
-                escape(&s.run_id),
-                escape(&s.reason)
-            );
-        }
-        out.push('\n');
-    }
-    for r in &h.reasons {
-        let _ = writeln!(out, "- {}", escape(r));
-    }
-    out.push('\n');
+    decision(&mut out, view);
+    stages(&mut out, view);
 
     out.push_str("## Headline comparison\n\n");
     match (&view.headline.comparison, &view.headline.refusal) {
@@ -251,27 +215,6 @@ pub fn render_markdown(view: &ReportView) -> String {
             );
         }
         out.push('\n');
-    }
-
-    out.push_str("## Optimization screens (within-screen selection only)\n\n");
-    if view.screens.is_empty() {
-        out.push_str("_No optimization-screen comparisons recorded._\n\n");
-    }
-    for s in &view.screens {
-        let _ = writeln!(
-            out,
-            "### Screen: {} (within-screen selection only)\n",
-            escape(&s.name)
-        );
-        match (&s.comparison, &s.refusal) {
-            (Some(c), _) => comparison(
-                &mut out,
-                c,
-                "Screen aggregate output throughput (within-screen selection only)",
-            ),
-            (None, Some(r)) => refusal(&mut out, r),
-            (None, None) => {}
-        }
     }
 
     out.push_str("## SLOs and goodput\n\n");
@@ -327,85 +270,66 @@ pub fn render_markdown(view: &ReportView) -> String {
         );
     }
 
-    out.push_str("## Verdicts\n\n");
-    if view.verdicts.arms.is_empty() {
+    out.push_str("## Advance rules\n\n");
+    if view.verdicts.matrix.is_empty() {
         out.push_str("_No arm has recorded artifacts: no verdicts._\n\n");
-    }
-    for a in &view.verdicts.arms {
-        let _ = writeln!(out, "### {}\n", escape(&a.arm));
+    } else {
+        let mut header: Vec<&str> = vec!["arm"];
+        header.extend(view.verdicts.rules.iter().map(String::as_str));
+        header.push("functional checks passed");
+        let rows: Vec<Vec<String>> = view
+            .verdicts
+            .matrix
+            .iter()
+            .map(|m| {
+                let mut row = vec![m.arm.clone()];
+                row.extend(m.cells.iter().map(|c| {
+                    let mut text = c.verdict.clone();
+                    if !c.evidence.is_empty() {
+                        text.push_str(&format!(": {}", c.evidence));
+                    }
+                    if !c.reason.is_empty() && c.verdict != "n/a" {
+                        text.push_str(&format!(" ({})", c.reason));
+                    }
+                    text
+                }));
+                row.push(m.functional.clone());
+                row
+            })
+            .collect();
         table(
             &mut out,
-            &["advance rule", "verdict", "evidence"],
-            a.rules
-                .iter()
-                .map(|r| vec![r.rule.as_str(), &r.verdict, &r.reason]),
+            &header,
+            rows.iter().map(|r| r.iter().map(String::as_str).collect()),
         );
         out.push('\n');
-        if !a.functional.is_empty() {
-            table(
-                &mut out,
-                &["functional check", "requests passed"],
-                a.functional
-                    .iter()
-                    .map(|f| vec![f.check.as_str(), &f.passed]),
-            );
-            out.push('\n');
-        }
-        if !a.evidence.is_empty() {
-            table(
-                &mut out,
-                &["run", "request", "finding", "detail"],
-                a.evidence
-                    .iter()
-                    .map(|e| vec![e.run_id.as_str(), &e.request, &e.what, &e.detail]),
-            );
-            out.push('\n');
-        }
-    }
-
-    out.push_str("## Missing evidence\n\n");
-    let mut missing = 0;
-    for s in &view.plan.stages {
-        for a in s.arms.iter().filter(|a| !a.found) {
-            missing += 1;
-            let _ = writeln!(
-                out,
-                "- stage {} {}: {} ({})",
-                escape(&s.order),
-                escape(&s.stage),
-                escape(&a.arm),
-                escape(&a.evidence)
-            );
-        }
-        for c in s.claims.iter().filter(|c| c.verdict_class == "missing") {
-            missing += 1;
-            let _ = writeln!(
-                out,
-                "- stage {} {}: {} claim \"{}\": {}",
-                escape(&s.order),
-                escape(&s.stage),
-                escape(&c.side),
-                escape(&c.clause),
-                escape(&c.reason)
-            );
-        }
     }
     for a in &view.verdicts.arms {
-        for r in a.rules.iter().filter(|r| r.verdict_class == "missing") {
-            missing += 1;
+        let _ = writeln!(out, "### Evidence against {}\n", escape(&a.arm));
+        table(
+            &mut out,
+            &["run", "request", "finding", "detail"],
+            a.evidence
+                .iter()
+                .map(|e| vec![e.run_id.as_str(), &e.request, &e.what, &e.detail]),
+        );
+        out.push('\n');
+    }
+    if view.header.stops.is_empty() {
+        out.push_str("No stop rule fired.\n\n");
+    } else {
+        out.push_str("## Stop rules fired\n\n");
+        for s in &view.header.stops {
             let _ = writeln!(
                 out,
-                "- {}: \"{}\" not run: {}",
-                escape(&a.arm),
-                escape(&r.rule),
-                escape(&r.reason)
+                "- **{}** ({}): {}",
+                escape(&s.kind),
+                escape(&s.run_id),
+                escape(&s.reason)
             );
         }
+        out.push('\n');
     }
-    if missing == 0 {
-        out.push_str("None.\n");
-    }
-    out.push('\n');
 
     out.push_str("## Open gates\n\n");
     if view.open_gates.is_empty() {
@@ -415,4 +339,185 @@ pub fn render_markdown(view: &ReportView) -> String {
         let _ = writeln!(out, "- {}", escape(g));
     }
     super::visible_controls(&out)
+}
+
+/// The first screen: banners, what was tested, the winners, the stages' claims, what may
+/// not be claimed, and the gaps.
+fn decision(out: &mut String, view: &ReportView) {
+    let h = &view.header;
+    let d = &view.decision;
+    let _ = writeln!(
+        out,
+        "# {}: what the campaign supports\n",
+        escape(&h.campaign_id)
+    );
+    if let Some(s) = &d.synthetic {
+        let _ = writeln!(out, "> **{}**\n", escape(s));
+    }
+    if !h.promotion_authorized {
+        out.push_str(
+            "> **PROMOTION NOT AUTHORIZED:** the run plan sets promotion_authorized to false; nothing here promotes a configuration.\n\n",
+        );
+    }
+    let _ = writeln!(
+        out,
+        "**Tested:** {} **Outcome: {}.** {}\n",
+        escape(&d.tested),
+        escape(&d.outcome),
+        escape(&d.outcome_reason)
+    );
+    let _ = writeln!(
+        out,
+        "### Winners per objective (on {})\n",
+        escape(&d.objectives_scope)
+    );
+    if d.objectives.is_empty() {
+        out.push_str("_No objective is ranked._\n\n");
+    } else {
+        let rows: Vec<Vec<String>> = d
+            .objectives
+            .iter()
+            .map(|o| {
+                vec![
+                    format!("{} ({})", o.objective, o.better),
+                    format!("{}: {}", o.leader, o.figure),
+                    o.runner_up.clone(),
+                    format!("{} {}", o.lead, o.resolved),
+                ]
+            })
+            .collect();
+        table_owned(
+            out,
+            &[
+                "objective",
+                "leader",
+                "runner-up",
+                "lead [95% CI across runs]",
+            ],
+            &rows,
+        );
+        out.push('\n');
+    }
+    out.push_str("### The stages' claims, checked\n\n");
+    if d.claims.is_empty() {
+        out.push_str("_The run plan makes no selection or rejection claim._\n\n");
+    } else {
+        let rows: Vec<Vec<String>> = d
+            .claims
+            .iter()
+            .map(|c| {
+                vec![
+                    c.stage.clone(),
+                    format!("{}: {}", c.side, c.clause),
+                    format!("{}: {}", c.verdict, c.basis),
+                ]
+            })
+            .collect();
+        table_owned(out, &["stage", "claim", "verdict, on what"], &rows);
+        out.push('\n');
+    }
+    out.push_str("### What may not be claimed\n\n");
+    for n in &d.not_claimable {
+        let _ = writeln!(out, "- {}", escape(n));
+    }
+    out.push('\n');
+    if !d.gaps.is_empty() {
+        out.push_str("### Evidence gaps\n\n");
+        for g in &d.gaps {
+            let _ = writeln!(
+                out,
+                "- {}: `{}`",
+                escape(&g.what),
+                g.command.replace('`', "'")
+            );
+        }
+        out.push('\n');
+    }
+    if !d.unread.is_empty() {
+        out.push_str("### Plan text that could not be read\n\n");
+        for u in &d.unread {
+            let _ = writeln!(
+                out,
+                "- stage {}, {}: {}; instead, {}.",
+                escape(&u.stage),
+                escape(&u.text),
+                escape(&u.why),
+                escape(&u.instead)
+            );
+        }
+        out.push('\n');
+    }
+    let _ = writeln!(
+        out,
+        "Goal: {} · data {} · generated {} · anvil {}\n",
+        escape(&h.goal),
+        escape(&h.data_folder),
+        escape(&h.generated_utc),
+        escape(&h.tool_version)
+    );
+}
+
+/// Each stage's comparisons: every arm against its control.
+fn stages(out: &mut String, view: &ReportView) {
+    out.push_str("## Stage by stage: each arm against its control\n\n");
+    out.push_str("Each cell: the arm's figure; its difference to the control [95% CI] with ▲ better, ▼ worse (the interval excludes zero) or ≈ not resolved.\n\n");
+    if view.stage_pairs.is_empty() {
+        out.push_str("_No stage recorded two or more arms on one performance workload._\n\n");
+    }
+    for s in view.stage_pairs.iter().filter(|s| !s.minor) {
+        let _ = writeln!(
+            out,
+            "### Stage {}: {}\n",
+            escape(&s.stage),
+            escape(&s.workload)
+        );
+        if let Some(r) = &s.refusal {
+            let _ = writeln!(out, "**Refused:** {}\n", escape(r));
+            continue;
+        }
+        let mut header: Vec<String> = vec!["arm".to_owned(), "against".to_owned()];
+        header.extend(
+            s.columns
+                .iter()
+                .map(|c| format!("{} ({})", c.name, c.better)),
+        );
+        let rows: Vec<Vec<String>> = s
+            .rows
+            .iter()
+            .map(|r| {
+                let mut row = vec![r.arm.clone(), r.against.clone()];
+                row.extend(r.cells.iter().map(|c| {
+                    let mut text = c.value.clone();
+                    if !c.difference.is_empty() {
+                        text.push_str(&format!("; {} {}", c.difference, c.cue));
+                    }
+                    if !c.after_first_wave.is_empty() {
+                        text.push_str(&format!("; {}", c.after_first_wave));
+                    }
+                    text
+                }));
+                row
+            })
+            .collect();
+        let header: Vec<&str> = header.iter().map(String::as_str).collect();
+        table_owned(out, &header, &rows);
+        out.push('\n');
+        for w in &s.warnings {
+            let _ = writeln!(out, "- **Warning:** {}", escape(w));
+        }
+        for c in &s.claims {
+            let _ = writeln!(out, "- {}", escape(c));
+        }
+        if !s.warnings.is_empty() || !s.claims.is_empty() {
+            out.push('\n');
+        }
+    }
+}
+
+fn table_owned(out: &mut String, header: &[&str], rows: &[Vec<String>]) {
+    table(
+        out,
+        header,
+        rows.iter().map(|r| r.iter().map(String::as_str).collect()),
+    );
 }

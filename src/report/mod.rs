@@ -11,10 +11,13 @@
 
 pub mod build;
 pub mod charts;
+pub mod curves;
+pub mod decision;
 pub mod format;
 pub mod input;
 pub mod markdown;
 pub mod slo;
+pub mod stages;
 pub mod summary;
 pub mod table;
 pub mod text;
@@ -29,19 +32,20 @@ pub use view::ReportView;
 
 use view::{ComparisonView, ScreenView, ServerRunView};
 
-/// The `id` of each of the report's twelve `<section>`s, in page order.
+/// The `id` of each of the report's twelve `<section>`s, in page order (`header` holds the
+/// decision summary, the first screen).
 pub const SECTION_IDS: [&str; 12] = [
     "header",
-    "plan",
+    "coverage",
+    "stages",
+    "tradeoff",
+    "sweeps",
     "headline",
-    "context-curve",
-    "screens",
-    "controls",
     "topology",
     "spec-decode",
     "server",
     "verdicts",
-    "open-gates",
+    "plan",
     "appendix",
 ];
 
@@ -76,17 +80,21 @@ impl ReportError {
 #[derive(Debug, Serialize)]
 struct ComparisonSvg {
     ttft_cdf: String,
-    tpot: String,
+    tpot_cdf: String,
+    e2e_cdf: String,
     timelines: Vec<String>,
     throughput: String,
 }
 
 impl ComparisonSvg {
-    /// Draw the charts; the per-run timelines (the heaviest: one bar per request) on a
-    /// second thread while this one draws the rest.
-    fn draw(c: &ComparisonView) -> Self {
+    /// Draw the charts; the per-run timelines (the heaviest: one bar per request, drawn only
+    /// when `timelines`) on a second thread while this one draws the rest.
+    fn draw(c: &ComparisonView, timelines: bool) -> Self {
         std::thread::scope(|scope| {
-            let timelines = scope.spawn(|| {
+            let drawn = scope.spawn(|| {
+                if !timelines {
+                    return Vec::new();
+                }
                 c.charts
                     .timelines
                     .iter()
@@ -94,13 +102,15 @@ impl ComparisonSvg {
                     .collect::<Vec<_>>()
             });
             let ttft_cdf = charts::cdf_svg(&c.charts.ttft_cdf);
-            let tpot = charts::distribution_svg(&c.charts.tpot);
+            let tpot_cdf = charts::cdf_svg(&c.charts.tpot_cdf);
+            let e2e_cdf = charts::cdf_svg(&c.charts.e2e_cdf);
             let throughput = charts::bars_svg(&c.charts.throughput);
             Self {
                 ttft_cdf,
-                tpot,
+                tpot_cdf,
+                e2e_cdf,
                 // Drawing is pure; a panic there is a bug worth surfacing as one.
-                timelines: timelines
+                timelines: drawn
                     .join()
                     .unwrap_or_else(|e| std::panic::resume_unwind(e)),
                 throughput,
@@ -121,36 +131,65 @@ struct ServerPage<'a> {
     svg: Option<String>,
 }
 
+/// A group of small multiples as SVG.
+#[derive(Debug, Serialize)]
+struct GroupSvg<'a> {
+    title: &'a str,
+    note: &'a str,
+    charts: Vec<String>,
+}
+
+impl<'a> GroupSvg<'a> {
+    fn draw(group: &'a curves::CurveGroup) -> Self {
+        Self {
+            title: &group.title,
+            note: &group.note,
+            charts: group.charts.iter().map(charts::curve_svg).collect(),
+        }
+    }
+}
+
+/// The decision charts as SVG.
+#[derive(Debug, Serialize)]
+struct ChartsSvg<'a> {
+    pareto: Vec<String>,
+    sweeps: Vec<GroupSvg<'a>>,
+    context: Option<GroupSvg<'a>>,
+    capacity: Vec<String>,
+    positions: Option<String>,
+}
+
 /// The template's context: the view and the charts drawn from it.
 #[derive(Debug, Serialize)]
 struct Page<'a> {
     view: &'a ReportView,
     headline_svg: Option<ComparisonSvg>,
     screens: Vec<ScreenPage<'a>>,
-    context_svg: String,
     server: Vec<ServerPage<'a>>,
+    charts: ChartsSvg<'a>,
 }
 
 /// The report as one self-contained HTML page.
 pub fn render_html(view: &ReportView) -> Result<String, ReportError> {
+    let c = &view.charts;
     let page = Page {
         view,
-        headline_svg: view.headline.comparison.as_ref().map(ComparisonSvg::draw),
+        headline_svg: view
+            .headline
+            .comparison
+            .as_ref()
+            .map(|c| ComparisonSvg::draw(c, true)),
         screens: view
             .screens
             .iter()
             .map(|screen| ScreenPage {
                 view: screen,
-                svg: screen.comparison.as_ref().map(|c| ComparisonSvg {
-                    // Screens show their own CDF and throughput only; no timelines.
-                    ttft_cdf: charts::cdf_svg(&c.charts.ttft_cdf),
-                    tpot: String::new(),
-                    timelines: Vec::new(),
-                    throughput: charts::bars_svg(&c.charts.throughput),
-                }),
+                svg: screen
+                    .comparison
+                    .as_ref()
+                    .map(|c| ComparisonSvg::draw(c, false)),
             })
             .collect(),
-        context_svg: charts::context_svg(&view.context_curve.chart),
         server: view
             .server
             .runs
@@ -160,6 +199,13 @@ pub fn render_html(view: &ReportView) -> Result<String, ReportError> {
                 svg: run.chart.as_ref().map(charts::time_series_svg),
             })
             .collect(),
+        charts: ChartsSvg {
+            pareto: c.pareto.iter().map(charts::pareto_svg).collect(),
+            sweeps: c.sweeps.iter().map(GroupSvg::draw).collect(),
+            context: c.context.as_ref().map(GroupSvg::draw),
+            capacity: c.capacity.iter().map(charts::curve_svg).collect(),
+            positions: c.positions.as_ref().map(charts::curve_svg),
+        },
     };
     let mut tera = tera::Tera::default();
     tera.autoescape_on(vec![".html"]);

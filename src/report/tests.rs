@@ -20,8 +20,8 @@ use crate::rules::{
 
 use super::build::build;
 use super::charts::{
-    self, Bar, BarChart, CdfChart, ContextChart, ContextPoint, ContextSeries, DistributionChart,
-    LineSeriesData, SampleSeries, TimeSeriesChart, TimelineBar, TimelineChart,
+    self, Bar, BarChart, CdfChart, LineSeriesData, SampleSeries, TimeSeriesChart, TimelineBar,
+    TimelineChart,
 };
 use super::input::{
     ClientQueue, OutputSnippet, QueueSample, ReportInput, RequestTiming, RunInfo, RunQueue,
@@ -297,8 +297,19 @@ impl Fixture {
             "K12",
             "context curve",
             &[("spec_k", "12")],
-            curve_workload,
+            curve_workload.clone(),
             90.0,
+        );
+        let curve_long = artifact(
+            "r-ctx-long",
+            "K12",
+            "context curve",
+            &[("spec_k", "12")],
+            Workload {
+                prompt_tokens_target: 131_072,
+                ..curve_workload
+            },
+            30.0,
         );
 
         if let Some(payload) = payload {
@@ -317,7 +328,7 @@ impl Fixture {
             tp2.figures.functional[0].reason = Some(format!("invalid JSON: {payload}"));
         }
 
-        let artifacts = vec![tp1, tp2, dp2, k4, k12, curve];
+        let artifacts = vec![tp1, tp2, dp2, k4, k12, curve, curve_long];
         let headline = compare(
             &match_artifacts(&artifacts[0..3]).unwrap(),
             &References::Baseline("TP1".to_owned()),
@@ -416,6 +427,14 @@ impl Fixture {
                     started_utc: "2026-09-04T10:00:00Z".to_owned(),
                     ended_utc: Some("2026-09-04T10:20:00Z".to_owned()),
                     servers: vec!["replica 0: sglang 0.6.1".to_owned()],
+                    cell_id: format!(
+                        "{}.ctx{}.c{}.n{}",
+                        a.facts.workload.class,
+                        a.facts.workload.prompt_tokens_target,
+                        a.facts.workload.concurrency_per_replica,
+                        a.facts.workload.total_requests
+                    ),
+                    owners: vec!["sglang".to_owned()],
                 })
                 .collect(),
             snippets: vec![OutputSnippet {
@@ -476,6 +495,8 @@ impl Fixture {
             slos: "",
             tradeoff: &[],
             capacity: &[],
+            spec_positions: &[],
+            planned: None,
         })
     }
 }
@@ -551,9 +572,9 @@ fn report_has_every_section_and_well_formed_charts_with_their_series() {
     );
     assert!(html.contains("@media print"));
     let all = svgs(&html);
-    // Headline: CDF, TPOT, throughput, three timelines; screen: CDF, throughput; context;
-    // one server chart.
-    assert_eq!(all.len(), 6 + 2 + 1 + 1, "{}", all.len());
+    // Headline: throughput, TTFT, TPOT and E2E CDFs, three timelines; the screen stage:
+    // its three CDFs; the context curve's two; one server chart (a request waited).
+    assert_eq!(all.len(), 7 + 3 + 2 + 1, "{}", all.len());
     for svg in &all {
         assert_well_formed(svg);
         assert!(!svg.contains("NaN") && !svg.contains("inf"), "{svg}");
@@ -575,11 +596,15 @@ fn report_has_every_section_and_well_formed_charts_with_their_series() {
     assert!(cdf.contains("<polyline"), "CDF has no lines");
     let tpot = headline_svgs
         .iter()
-        .find(|s| s.contains("TPOT per request"))
+        .find(|s| s.contains("TPOT, cumulative"))
         .unwrap();
+    assert!(tpot.contains("TP2 (n = 100)") && tpot.contains("TPOT (ms) (log)"));
     assert!(
-        tpot.contains("TP2") && tpot.contains("n = 100") && tpot.matches("<circle").count() >= 300
+        headline_svgs.iter().any(|s| s.contains("E2E, cumulative")),
+        "E2E CDF"
     );
+    // The first wave is marked on the CDFs: one hollow circle per first-wave request.
+    assert!(cdf.contains("first-wave request"), "first wave marked");
     let bars = headline_svgs
         .iter()
         .find(|s| s.contains("Aggregate output throughput"))
@@ -599,19 +624,19 @@ fn report_has_every_section_and_well_formed_charts_with_their_series() {
     );
     assert!(dp2.matches("<rect").count() >= 100, "one bar per request");
 
-    let context = svgs(section(&html, "context-curve"));
-    assert!(context[0].contains("K12") && context[0].contains("actual prompt tokens (log)"));
-    assert_eq!(
-        context[0].matches("<circle").count(),
-        2 * 4 + 2,
-        "4 points per panel + legends"
-    );
+    let sweeps = svgs(section(&html, "sweeps"));
+    let context = sweeps
+        .iter()
+        .find(|s| s.contains("vs context"))
+        .expect("the context curve");
+    assert!(context.contains("K12") && context.contains("prompt tokens (log)"));
+    assert!(context.contains("<polyline"), "points joined by lines");
     let server = svgs(section(&html, "server"));
     assert!(server[0].contains("replica 1: waiting") && server[0].contains("replica 0: running"));
     let server = section(&html, "server");
     // Scrapes without a known queue gauge are named, not passed over as "no scrapes".
     assert!(
-        server.contains("run r-tp1: 42 scrapes of 17 metrics, none of them a known queue gauge"),
+        server.contains("42 scrapes of 17 metrics, none of them a known queue gauge"),
         "{server}"
     );
     assert!(
@@ -629,15 +654,15 @@ fn report_has_every_section_and_well_formed_charts_with_their_series() {
     assert!(section(&html, "spec-decode").contains("73.4%"));
     assert!(section(&html, "spec-decode").contains("3.42 tok"));
     assert!(section(&html, "topology").contains("DP2"));
-    assert!(section(&html, "open-gates").contains("native-Linux TP2 control"));
+    assert!(section(&html, "plan").contains("native-Linux TP2 control"));
     assert!(
         section(&html, "appendix")
             .contains("request start through first non-empty streamed content delta")
     );
     assert!(section(&html, "header").contains("PROMOTION NOT AUTHORIZED"));
     let plan = section(&html, "plan");
-    assert!(plan.contains("Inferact target-only: <span class=\"missing\">missing</span>"));
-    assert!(plan.contains("found (r-tp1)"));
+    assert!(plan.contains("Inferact target-only: <span class=\"missing\">no artifacts</span>"));
+    assert!(plan.contains("TP1: <span class=\"pass\">1 run</span>"));
 }
 
 #[test]
@@ -786,17 +811,15 @@ fn headline_throughput_never_shares_a_table_or_chart_with_screens() {
             "headline section shows {screen_figure}"
         );
     }
-    let screens = section(&html, "screens");
-    assert!(screens.contains("within-screen selection only"));
-    assert!(screens.contains("7,777 tok/s") && screens.contains("8,888 tok/s"));
+    let screens = section(&html, "stages");
+    assert!(screens.contains("ranks arms within that screen only"));
+    assert!(screens.contains(">7,777<") && screens.contains(">8,888<"));
     for headline_figure in ["1,000 tok/s", "1,500 tok/s", "1,900 tok/s", "r-tp1"] {
         assert!(
             !screens.contains(headline_figure),
             "screens section shows {headline_figure}"
         );
     }
-    // Screens come after the headline and the context curve, in their own section.
-    assert!(html.find("id=\"screens\"") > html.find("id=\"headline\""));
 }
 
 #[test]
@@ -832,17 +855,22 @@ fn sections_without_evidence_say_so() {
         slos: "",
         tradeoff: &[],
         capacity: &[],
+        spec_positions: &[],
+        planned: None,
     });
     let html = render_html(&view).unwrap();
     for id in SECTION_IDS {
         section(&html, id);
     }
     assert!(section(&html, "headline").contains("no headline artifacts recorded"));
-    assert!(section(&html, "context-curve").contains("No context-curve artifacts recorded."));
+    assert!(section(&html, "sweeps").contains("No context-curve artifacts recorded."));
     assert!(
-        section(&html, "screens")
+        section(&html, "stages")
             .contains("No stage recorded two or more arms on one performance workload.")
     );
+    // No artifact: no synthetic banner, no winner.
+    assert!(!html.contains("SIMULATED DATA"));
+    assert!(section(&html, "header").contains("no headline comparison: no objective is ranked"));
     assert!(section(&html, "server").contains("No server scrapes recorded."));
     assert!(section(&html, "spec-decode").contains("No speculative-decoding counters recorded."));
     assert!(section(&html, "appendix").contains("No metric definitions supplied."));
@@ -889,6 +917,9 @@ fn charts_refuse_empty_and_single_point_data_with_a_no_data_svg() {
         title: "TTFT".to_owned(),
         x_label: "TTFT (ms)".to_owned(),
         series: vec![sample("A", values)],
+        log_x: true,
+        first_wave: vec![],
+        width: 0,
     };
     for svg in [
         charts::cdf_svg(&CdfChart {
@@ -898,11 +929,6 @@ fn charts_refuse_empty_and_single_point_data_with_a_no_data_svg() {
         charts::cdf_svg(&cdf(vec![])),
         charts::cdf_svg(&cdf(vec![5.0])),
         charts::cdf_svg(&cdf(vec![f64::NAN, f64::INFINITY, 3.0])),
-        charts::distribution_svg(&DistributionChart {
-            title: "TPOT".to_owned(),
-            y_label: "TPOT (ms)".to_owned(),
-            series: vec![],
-        }),
         charts::timeline_svg(&TimelineChart {
             title: "t".to_owned(),
             colour: 0,
@@ -913,9 +939,20 @@ fn charts_refuse_empty_and_single_point_data_with_a_no_data_svg() {
             y_label: "tok/s".to_owned(),
             bars: vec![],
         }),
-        charts::context_svg(&ContextChart {
+        charts::curve_svg(&charts::CurveChart {
             title: "c".to_owned(),
+            x_label: "x".to_owned(),
+            y_label: "y".to_owned(),
+            log_x: true,
+            log_y: true,
+            x_ticks: vec![],
             series: vec![],
+            reference: None,
+            width: 0,
+        }),
+        charts::pareto_svg(&charts::ParetoChart {
+            title: "p".to_owned(),
+            points: vec![],
         }),
         charts::time_series_svg(&TimeSeriesChart {
             title: "q".to_owned(),
@@ -939,6 +976,9 @@ fn charts_draw_degenerate_but_valid_data_without_nan() {
         title: "TTFT".to_owned(),
         x_label: "TTFT (ms)".to_owned(),
         series: vec![sample("A", vec![7.0, 7.0, f64::NAN])],
+        log_x: false,
+        first_wave: vec![],
+        width: 0,
     });
     assert_clean(&svg);
     assert!(svg.contains("1 non-finite values left out") && !svg.contains("no data"));
@@ -990,10 +1030,29 @@ fn charts_draw_degenerate_but_valid_data_without_nan() {
     assert_clean(&svg);
     assert!(svg.contains("zero") && !svg.contains(">nan<"));
     // Extreme values stay finite in the output.
-    let svg = charts::distribution_svg(&DistributionChart {
-        title: "TPOT".to_owned(),
-        y_label: "TPOT (ms)".to_owned(),
-        series: vec![sample("A", vec![f64::MAX, -f64::MAX, 0.0])],
+    let svg = charts::curve_svg(&charts::CurveChart {
+        title: "extreme".to_owned(),
+        x_label: "x".to_owned(),
+        y_label: "y".to_owned(),
+        log_x: false,
+        log_y: false,
+        x_ticks: vec![],
+        series: vec![charts::CurveSeries {
+            name: "A".to_owned(),
+            colour: 0,
+            points: [f64::MAX, -f64::MAX, 0.0]
+                .iter()
+                .enumerate()
+                .map(|(i, &y)| charts::CurvePoint {
+                    x: i as f64,
+                    y,
+                    low: None,
+                    high: None,
+                })
+                .collect(),
+        }],
+        reference: None,
+        width: 0,
     });
     assert_well_formed(&svg);
     assert!(!svg.contains("NaN"));
@@ -1001,42 +1060,60 @@ fn charts_draw_degenerate_but_valid_data_without_nan() {
 
 #[test]
 fn log_scale_leaves_out_zero_and_negative_values() {
-    let point = |p: f64, t: f64, e: f64| ContextPoint {
-        prompt_tokens: p,
-        ttft_ms: t,
-        effective_prefill_tps: e,
+    let point = |x: f64, y: f64| charts::CurvePoint {
+        x,
+        y,
+        low: None,
+        high: None,
     };
-    let chart = ContextChart {
+    let chart = |points: Vec<charts::CurvePoint>| charts::CurveChart {
         title: "context".to_owned(),
-        series: vec![ContextSeries {
+        x_label: "prompt tokens".to_owned(),
+        y_label: "TTFT (ms)".to_owned(),
+        log_x: true,
+        log_y: true,
+        x_ticks: vec![],
+        series: vec![charts::CurveSeries {
             name: "A".to_owned(),
             colour: 0,
-            points: vec![
-                point(0.0, 10.0, 5.0),
-                point(4096.0, 0.0, 5.0),
-                point(8192.0, -1.0, f64::NAN),
-                point(32768.0, 900.0, 36_000.0),
-                point(131_072.0, 5000.0, 26_000.0),
-            ],
+            points,
         }],
+        reference: None,
+        width: 0,
     };
-    let svg = charts::context_svg(&chart);
+    let svg = charts::curve_svg(&chart(vec![
+        point(0.0, 10.0),
+        point(4096.0, 0.0),
+        point(8192.0, -1.0),
+        point(32768.0, 900.0),
+        point(131_072.0, 5000.0),
+    ]));
     assert_clean(&svg);
     assert!(
-        svg.contains("3 requests with zero, negative or non-finite values (log scale) left out")
+        svg.contains("3 points with non-finite (or, on a log axis, non-positive) values left out")
     );
     // Only zeros: nothing to draw on a log axis.
-    let zeros = ContextChart {
-        title: "context".to_owned(),
-        series: vec![ContextSeries {
-            name: "A".to_owned(),
-            colour: 0,
-            points: vec![point(0.0, 0.0, 0.0), point(0.0, 0.0, 0.0)],
-        }],
-    };
-    let svg = charts::context_svg(&zeros);
+    let svg = charts::curve_svg(&chart(vec![point(0.0, 0.0), point(0.0, 0.0)]));
     assert_clean(&svg);
     assert!(svg.contains("no data"));
+    // The CDF on its log axis leaves out the same.
+    let svg = charts::cdf_svg(&CdfChart {
+        title: "TTFT".to_owned(),
+        x_label: "TTFT (ms)".to_owned(),
+        series: vec![sample("A", vec![0.0, -2.0, 5.0, 50.0, 500.0])],
+        log_x: true,
+        first_wave: vec![vec![5.0]],
+        width: 0,
+    });
+    assert_clean(&svg);
+    assert!(svg.contains("2 non-finite or non-positive values (log scale) left out"));
+    for tick in [">\n10\n<", ">\n100\n<"] {
+        assert!(svg.contains(tick), "log tick {tick} labelled");
+    }
+    assert!(
+        svg.contains("first-wave request"),
+        "the first wave is marked"
+    );
 }
 
 #[test]
@@ -1077,21 +1154,26 @@ fn markdown_has_the_headline_table_verdicts_and_escapes_table_syntax() {
     assert!(md.contains("| TP1 | all | r-tp1 | 100 |"), "{md}");
     assert!(md.contains("| TP\\|2 \\`x\\` | all | r-tp2 |"), "{md}");
     assert!(md.contains("| TP1 | all | 1,000 tok/s | single run: no run-to-run uncertainty; record ≥ 3 repeats |"), "{md}");
-    assert!(md.contains("## Verdicts"));
-    assert!(md.contains("| all requests complete without restart or unexplained loss | pass |"));
+    assert!(md.contains("## Advance rules"));
+    assert!(md.contains("| arm | all requests complete without restart or unexplained loss |"));
+    assert!(
+        md.contains("| TP1 | pass: 100/100 requests ok, 0 restarts |"),
+        "{md}"
+    );
     // Functional checks per arm, in the suite's order.
-    let checks = md.find("| functional check | requests passed |").unwrap();
-    let table = &md[checks..];
-    let sj = table.find("| structured\\_json | 1 of 1 |").unwrap();
-    assert!(table.find("| tools | 1 of 1 |").unwrap() > sj);
-    assert!(md.contains("## Missing evidence"));
-    assert!(md.contains("Inferact target-only (missing)"));
+    let sj = md.find("structured\\_json 1/1").unwrap();
+    assert!(md[sj..].find("tools 1/1").is_some());
+    assert!(md.contains("### What may not be claimed"));
+    assert!(
+        md.contains("stage baseline: its arms Inferact target-only"),
+        "{md}"
+    );
     assert!(md.contains("PROMOTION NOT AUTHORIZED"));
-    // Screen throughput sits under its own labelled heading, after the headline.
-    let screens_at = md
-        .find("## Optimization screens (within-screen selection only)")
+    // Each stage's arms against its control, before the headline tables.
+    let stage_at = md
+        .find("### Stage SGLang optimization: optimization-screen")
         .unwrap();
-    assert!(md.find("7,777 tok/s").unwrap() > screens_at);
+    assert!(md.find("## Headline comparison").unwrap() > stage_at);
     // No row has an unescaped extra column.
     for line in md.lines().filter(|l| l.starts_with("| TP")) {
         let cells = line.replace("\\|", "").matches('|').count();
@@ -1123,11 +1205,13 @@ fn fired_stop_rules_lead_the_report_and_verdicts_name_the_request_and_canary() {
     );
     let html = render_html(&fixture.view()).unwrap();
     let header = section(&html, "header");
-    let stops_at = header.find("Stop rules fired (1)").unwrap();
-    assert!(stops_at < header.find("<nav>").unwrap());
+    assert!(header.contains("Stop rules fired (1)"));
     assert!(header.contains("cross-request contamination"));
     assert!(header.contains("request 12 returned ANV-00000000abcd"));
-    assert!(header.contains("stop rule fired") && header.contains("exit code 1"));
+    assert!(header.contains("stop rule fired"));
+    // Exit codes are for scripts, not for readers.
+    assert!(!html.contains("exit code"));
+    assert!(header.contains("anything past the stop rule that fired"));
     let verdicts = section(&html, "verdicts");
     assert!(
         verdicts
@@ -1210,6 +1294,8 @@ fn the_page_is_balanced_html() {
         slos: "",
         tradeoff: &[],
         capacity: &[],
+        spec_positions: &[],
+        planned: None,
     });
     assert_balanced_html(&render_html(&view).unwrap());
 }
@@ -1232,11 +1318,17 @@ fn charts_survive_extreme_finite_values() {
             title: "x".to_owned(),
             x_label: "x".to_owned(),
             series: series.clone(),
+            log_x: false,
+            first_wave: vec![values.clone()],
+            width: 0,
         });
-        let dist = charts::distribution_svg(&DistributionChart {
+        let log_cdf = charts::cdf_svg(&CdfChart {
             title: "x".to_owned(),
-            y_label: "x".to_owned(),
+            x_label: "x".to_owned(),
             series,
+            log_x: true,
+            first_wave: vec![],
+            width: 0,
         });
         let bars = charts::bars_svg(&BarChart {
             title: "x".to_owned(),
@@ -1264,20 +1356,44 @@ fn charts_survive_extreme_finite_values() {
                 first_wave: false,
             }],
         });
-        let context = charts::context_svg(&ContextChart {
+        let curve = |log: bool| {
+            charts::curve_svg(&charts::CurveChart {
+                title: "x".to_owned(),
+                x_label: "x".to_owned(),
+                y_label: "x".to_owned(),
+                log_x: log,
+                log_y: log,
+                x_ticks: vec![],
+                series: vec![charts::CurveSeries {
+                    name: "A".to_owned(),
+                    colour: 0,
+                    points: values
+                        .iter()
+                        .map(|v| charts::CurvePoint {
+                            x: *v,
+                            y: *v,
+                            low: Some(*v / 2.0),
+                            high: Some(*v * 2.0),
+                        })
+                        .collect(),
+                }],
+                reference: None,
+                width: 0,
+            })
+        };
+        let pareto = charts::pareto_svg(&charts::ParetoChart {
             title: "x".to_owned(),
-            series: vec![ContextSeries {
-                name: "A".to_owned(),
-                colour: 0,
-                points: values
-                    .iter()
-                    .map(|v| ContextPoint {
-                        prompt_tokens: *v,
-                        ttft_ms: *v,
-                        effective_prefill_tps: *v,
-                    })
-                    .collect(),
-            }],
+            points: values
+                .iter()
+                .map(|v| charts::ParetoPoint {
+                    name: "A".to_owned(),
+                    colour: 0,
+                    per_user: *v,
+                    per_gpu: *v,
+                    goodput_per_gpu: Some(*v / 2.0),
+                    on_frontier: true,
+                })
+                .collect(),
         });
         let queue = charts::time_series_svg(&TimeSeriesChart {
             title: "x".to_owned(),
@@ -1288,7 +1404,16 @@ fn charts_survive_extreme_finite_values() {
                 points: values.iter().map(|v| (*v, *v)).collect(),
             }],
         });
-        for svg in [cdf, dist, bars, timeline, context, queue] {
+        for svg in [
+            cdf,
+            log_cdf,
+            bars,
+            timeline,
+            curve(false),
+            curve(true),
+            pareto,
+            queue,
+        ] {
             assert_well_formed(&svg);
             assert!(!svg.contains("NaN"), "{values:?}");
         }

@@ -4,15 +4,19 @@
 
 use serde::Serialize;
 
-use super::charts::{
-    BarChart, CdfChart, ContextChart, DistributionChart, TimeSeriesChart, TimelineChart,
-};
+use super::charts::{BarChart, CdfChart, TimeSeriesChart, TimelineChart};
 
 /// The whole report.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ReportView {
     pub header: HeaderView,
+    /// The first screen: the decision summary.
+    pub decision: super::decision::DecisionView,
     pub plan: PlanView,
+    /// Each stage's comparisons at a glance.
+    pub stage_pairs: Vec<super::stages::StagePairsView>,
+    /// The charts that carry decisions.
+    pub charts: super::curves::DecisionCharts,
     pub headline: HeadlineView,
     pub context_curve: ContextCurveView,
     pub screens: Vec<ScreenView>,
@@ -222,7 +226,8 @@ pub struct OutputLengthView {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ComparisonCharts {
     pub ttft_cdf: CdfChart,
-    pub tpot: DistributionChart,
+    pub tpot_cdf: CdfChart,
+    pub e2e_cdf: CdfChart,
     pub timelines: Vec<TimelineChart>,
     pub throughput: BarChart,
 }
@@ -231,7 +236,6 @@ pub struct ComparisonCharts {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ContextCurveView {
     pub rows: Vec<ContextRowView>,
-    pub chart: ContextChart,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -310,7 +314,11 @@ pub struct TopologyRowView {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SpecDecodeRow {
     pub arm: String,
+    /// The runs averaged (a tooltip).
     pub run_id: String,
+    /// The cell, short (`headline`, `screen 4K C4`).
+    pub cell: String,
+    /// How many runs.
     pub replica: String,
     pub acceptance_rate: String,
     pub mean_accepted_length: String,
@@ -321,9 +329,27 @@ pub struct SpecDecodeRow {
 /// server reported.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ServerView {
+    /// Per run with scrapes: the most requests running and waiting.
+    pub queue: Vec<QueueRowView>,
+    /// Charts of the runs where a request waited, or notes on runs without a queue gauge.
     pub runs: Vec<ServerRunView>,
     pub client_queue: Vec<ClientQueueView>,
     pub timings: Vec<ServerTimingsView>,
+}
+
+/// One run's queue at a glance.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct QueueRowView {
+    pub arm: String,
+    pub cell: String,
+    pub run_id: String,
+    /// The gauges' dialect (`vllm`, `sglang`, `llama.cpp`), or `none known`.
+    pub gauges: String,
+    pub scrapes: String,
+    pub max_running: String,
+    pub max_waiting: String,
+    /// `pass` when nothing waited, `missing` when something did.
+    pub waiting_class: String,
 }
 
 /// One run's server queue: a chart, or what was there instead.
@@ -365,6 +391,30 @@ pub struct ServerTimingsView {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct VerdictsView {
     pub arms: Vec<ArmVerdictView>,
+    /// The advance rules as the plan words them (the matrix's columns).
+    pub rules: Vec<String>,
+    /// Arms × rules, arms in the plan's order.
+    pub matrix: Vec<MatrixRowView>,
+}
+
+/// One arm's row of the rules matrix.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MatrixRowView {
+    pub arm: String,
+    pub cells: Vec<MatrixCellView>,
+    /// `coding 2/2, structured_json 2/2, …`.
+    pub functional: String,
+}
+
+/// One verdict with the evidence counted.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MatrixCellView {
+    pub verdict: String,
+    pub verdict_class: String,
+    /// `300/300 own canaries, 0 foreign`.
+    pub evidence: String,
+    /// The verdict's reason (a tooltip).
+    pub reason: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]

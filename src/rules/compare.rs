@@ -1577,7 +1577,7 @@ mod tests {
         )
         .unwrap();
         let warning = "B vs A: output-length realization differs (completion tokens p50 410 vs \
-                       340 (+20.588%); finish reasons length 40%, stop 60% vs stop 100%); \
+                       340 (+20.6%); finish reasons length 40%, stop 60% vs stop 100%); \
                        throughput is not comparable as it stands";
         assert_eq!(comparison.warnings, [warning]);
         assert_eq!(

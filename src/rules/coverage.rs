@@ -206,6 +206,10 @@ impl std::fmt::Display for ClaimVerdict {
     }
 }
 
+/// How a claim component that names no arm or recorded setting begins its reason (plan
+/// text that could not be read, as opposed to evidence that is missing).
+pub const UNNAMED_COMPONENT: &str = "no recorded arm or setting is named";
+
 /// One component of a clause (an arm, or a word naming something not recorded), checked.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ComponentCheck {
@@ -759,7 +763,7 @@ fn check_clause(
     }
     for word in unrecorded_components(clause, stage, artifacts) {
         components.push(ComponentCheck {
-            reason: format!("no recorded arm or setting is named {word}"),
+            reason: format!("{UNNAMED_COMPONENT} {word}"),
             component: word,
             verdict: ClaimVerdict::NotTestable,
         });

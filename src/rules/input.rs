@@ -187,9 +187,8 @@ impl Restart {
     pub fn evidence(&self) -> String {
         match &self.signal {
             RestartSignal::StartTime { before_s, after_s } => format!(
-                "process_start_time_seconds {} → {}",
-                num(*before_s),
-                num(*after_s)
+                // A timestamp as the server exported it, not rounded to a figure.
+                "process_start_time_seconds {before_s} → {after_s}",
             ),
             RestartSignal::CounterReset { counters, example } => format!(
                 "{counters} counter{} fell between two scrapes, e.g. {example}: the server began counting again",
@@ -447,13 +446,13 @@ pub(crate) fn show(value: &serde_json::Value) -> String {
     }
 }
 
-/// Format a number for a reason text: integers bare, others with up to 3 decimals.
+/// Format a number for a reason text in the one number policy: integers bare, others with
+/// three significant figures, a true minus sign (`crate::figure`).
 pub(crate) fn num(value: f64) -> String {
-    if value.fract() == 0.0 && value.abs() < 1e15 {
-        format!("{value:.0}")
+    if value.is_finite() {
+        crate::figure::count_or_sig3(value)
     } else {
-        let text = format!("{value:.3}");
-        text.trim_end_matches('0').trim_end_matches('.').to_owned()
+        value.to_string()
     }
 }
 
@@ -504,7 +503,9 @@ mod tests {
     #[test]
     fn numbers_print_short() {
         assert_eq!(num(1500.0), "1500");
-        assert_eq!(num(0.75), "0.75");
+        assert_eq!(num(0.75), "0.750");
         assert_eq!(num(2.0 / 3.0), "0.667");
+        assert_eq!(num(648.784), "649");
+        assert_eq!(num(-21.127), "−21.1");
     }
 }

@@ -30,6 +30,7 @@ pub mod headline;
 pub mod input;
 pub mod matching;
 pub mod naming;
+pub mod objective;
 pub mod refusal;
 pub mod stage;
 pub mod stop;

@@ -467,6 +467,7 @@ impl Sched {
                 m.num_drafts.inc_by(ev.drafts as u64);
                 m.num_draft_tokens.inc_by(ev.spec_draft_tokens as u64);
                 m.num_accepted_tokens.inc_by(ev.spec_accepted as u64);
+                m.count_accepted_positions(ev.spec_accepted);
             }
         }
         match ev.action {

@@ -9,6 +9,7 @@ use std::sync::atomic::AtomicU64;
 
 use prometheus_client::encoding::text::encode;
 use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 
@@ -19,6 +20,10 @@ pub struct ReplicaMetrics {
     pub num_drafts: Counter,
     pub num_draft_tokens: Counter,
     pub num_accepted_tokens: Counter,
+    /// Accepted draft tokens per 0-based draft position (`position` label), as vLLM's
+    /// `spec_decode_num_accepted_tokens_per_pos`: a step that accepted `a` drafts counts one
+    /// at each of positions `0..a`.
+    pub accepted_per_position: Family<Vec<(String, String)>, Counter>,
     pub running: Gauge,
     pub waiting: Gauge,
     pub prompt_tokens: Counter,
@@ -47,6 +52,7 @@ impl ReplicaMetrics {
             num_drafts: Counter::default(),
             num_draft_tokens: Counter::default(),
             num_accepted_tokens: Counter::default(),
+            accepted_per_position: Family::default(),
             running: Gauge::default(),
             waiting: Gauge::default(),
             prompt_tokens: Counter::default(),
@@ -74,6 +80,11 @@ impl ReplicaMetrics {
             "vllm:spec_decode_num_accepted_tokens",
             "Number of accepted tokens",
             m.num_accepted_tokens.clone(),
+        );
+        sub.register(
+            "vllm:spec_decode_num_accepted_tokens_per_pos",
+            "Accepted tokens per draft position",
+            m.accepted_per_position.clone(),
         );
         sub.register(
             "vllm:num_requests_running",
@@ -113,6 +124,16 @@ impl ReplicaMetrics {
         Arc::new(m)
     }
 
+    /// Count one speculative step that accepted `accepted` drafts: one at each position
+    /// below it.
+    pub fn count_accepted_positions(&self, accepted: u32) {
+        for position in 0..accepted {
+            self.accepted_per_position
+                .get_or_create(&vec![("position".to_owned(), position.to_string())])
+                .inc();
+        }
+    }
+
     /// The start time this set reports.
     pub fn start_time_seconds(&self) -> f64 {
         self.start_time.get()
@@ -147,6 +168,15 @@ mod tests {
             "{t}"
         );
         assert!(t.contains("process_start_time_seconds "), "{t}");
+        m.count_accepted_positions(2);
+        m.count_accepted_positions(1);
+        let t = m.encode();
+        for line in [
+            "vllm:spec_decode_num_accepted_tokens_per_pos_total{model_name=\"m1\",position=\"0\"} 2",
+            "vllm:spec_decode_num_accepted_tokens_per_pos_total{model_name=\"m1\",position=\"1\"} 1",
+        ] {
+            assert!(t.contains(line), "{line} not in {t}");
+        }
         let later = ReplicaMetrics::new("m1", m.start_time_seconds() + 1.0);
         assert!(later.start_time_seconds() > m.start_time_seconds());
     }

@@ -184,6 +184,7 @@ pub fn run(args: &DemoArgs) -> anyhow::Result<Exit> {
         ["the demo's workload manifest", "the demo's run plan"],
         ReportFormat::Html,
         &slos,
+        None,
     )?;
     write_file(&report, &html)?;
     eprintln!(

@@ -22,6 +22,7 @@ pub fn render(
     names: [&str; 2],
     format: ReportFormat,
     slos: &crate::slo::Slos,
+    campaign: Option<&std::path::Path>,
 ) -> anyhow::Result<(String, Outcome)> {
     let selection = HeadlineSelection::from_manifest(manifest)
         .map_err(|e| anyhow::anyhow!("the manifest defines no headline workload: {e}"))?;
@@ -46,6 +47,7 @@ pub fn render(
     let data_folder = data_folder.join(", ");
     let generated = crate::artifact::run::utc_now();
     let definitions = definitions();
+    let planned = planned_cells(data, campaign, plan);
     let input = ReportInput {
         data_folder: &data_folder,
         generated_utc: &generated,
@@ -69,6 +71,8 @@ pub fn render(
         slos: &slo_text,
         tradeoff: &tradeoff,
         capacity: &capacity_beside(data),
+        spec_positions: &gathered.spec_positions,
+        planned: planned.as_ref(),
     };
     let view = crate::report::build(&input);
     let text = match format {
@@ -76,6 +80,44 @@ pub fn render(
         ReportFormat::Md => render_markdown(&view),
     };
     Ok((text, check.outcome))
+}
+
+/// The cells the campaign file plans (`campaign`, else a `campaign.json` in a data
+/// folder), when one is found and it is this plan's campaign; the report marks what it
+/// plans and did not record.
+fn planned_cells(
+    data: &[PathBuf],
+    campaign: Option<&std::path::Path>,
+    plan: &RunPlan,
+) -> Option<crate::report::decision::PlannedCells> {
+    let file = match campaign {
+        Some(f) => f.to_owned(),
+        None => data
+            .iter()
+            .map(|d| d.join("campaign.json"))
+            .find(|f| f.is_file())?,
+    };
+    let (campaign, manifest, campaign_plan) =
+        crate::campaign::CampaignFile::load_checked(&file).ok()?;
+    if campaign_plan.campaign_id != plan.campaign_id {
+        return None;
+    }
+    let out = file.parent().unwrap_or(std::path::Path::new("."));
+    let out = if out.as_os_str().is_empty() {
+        std::path::Path::new(".")
+    } else {
+        out
+    };
+    let cells = campaign
+        .plan(&file, &manifest, &campaign_plan, out)
+        .into_iter()
+        .map(|c| (c.stage, c.arm, c.cell_id))
+        .collect();
+    Some(crate::report::decision::PlannedCells {
+        file: file.display().to_string(),
+        out: out.display().to_string(),
+        cells,
+    })
 }
 
 /// The capacity searches' results in `capacity.json` files in the `data` folders or one
@@ -118,7 +160,15 @@ fn capacity_beside(data: &[PathBuf]) -> Vec<crate::report::input::CapacityFound>
 pub fn run(args: &ReportArgs) -> anyhow::Result<Exit> {
     let (manifest, plan, [m, p]) = load_documents(&args.manifest, &args.plan)?;
     let slos = super::resolve_slos("report", &args.slo, &args.data)?;
-    let (text, outcome) = render(&args.data, &plan, &manifest, [&m, &p], args.format, &slos)?;
+    let (text, outcome) = render(
+        &args.data,
+        &plan,
+        &manifest,
+        [&m, &p],
+        args.format,
+        &slos,
+        args.slo.campaign.as_deref(),
+    )?;
     let out = match (&args.out, args.format) {
         (Some(path), _) => Some(path.clone()),
         (None, ReportFormat::Html) => Some(PathBuf::from("reports/campaign.html")),

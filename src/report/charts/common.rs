@@ -89,13 +89,6 @@ pub fn no_data_svg(title: &str, reason: &str) -> String {
     )
 }
 
-/// Finite values only, with how many were dropped.
-pub(super) fn finite(values: &[f64]) -> (Vec<f64>, usize) {
-    let kept: Vec<f64> = values.iter().copied().filter(|v| v.is_finite()).collect();
-    let dropped = values.len() - kept.len();
-    (kept, dropped)
-}
-
 /// A `(low, high)` range around finite values, widened when degenerate; `pad` is the
 /// fraction of the span added on each side.
 pub(super) fn span(values: impl IntoIterator<Item = f64>, pad: f64) -> Option<(f64, f64)> {
@@ -116,20 +109,6 @@ pub(super) fn span(values: impl IntoIterator<Item = f64>, pad: f64) -> Option<(f
     };
     // Values so extreme that the padded span overflows cannot be laid out on an axis.
     (a.is_finite() && b.is_finite() && (b - a).is_finite() && b > a).then_some((a, b))
-}
-
-/// A positive `(low, high)` range for a log axis, one factor of `pad` beyond the data.
-pub(super) fn log_span(values: impl IntoIterator<Item = f64>) -> Option<(f64, f64)> {
-    let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
-    for v in values.into_iter().filter(|v| v.is_finite() && *v > 0.0) {
-        lo = lo.min(v);
-        hi = hi.max(v);
-    }
-    if !(lo.is_finite() && hi.is_finite()) {
-        return None;
-    }
-    let (a, b) = (lo / 1.5, hi * 1.5);
-    (a > 0.0 && b.is_finite()).then_some((a, b))
 }
 
 /// Compact number for axis ticks: `1.2k`, `35`, `0.42`, `2` (no trailing `.0`).
@@ -225,11 +204,6 @@ pub(super) fn footnote(
         .color(&RGBColor(0x55, 0x55, 0x55))
         .pos(Pos::new(HPos::Left, VPos::Bottom));
     root.draw_text(note, &style, (8, h as i32 - 4)).map_err(err)
-}
-
-/// Deterministic jitter in [−0.25, 0.25] for the i-th dot (golden-ratio sequence).
-pub(super) fn jitter(i: usize) -> f64 {
-    ((i as f64 * 0.618_033_988_75).fract() - 0.5) * 0.5
 }
 
 /// Draw category names under a categorical x axis at 0, 1, 2, …

@@ -14,9 +14,9 @@
 mod bars;
 mod cdf;
 mod common;
-mod context;
+mod curve;
+mod pareto;
 mod series;
-mod strip;
 mod timeline;
 
 pub use bars::{Bar, BarChart, bars_svg};
@@ -24,7 +24,7 @@ pub use cdf::{CdfChart, cdf_svg};
 pub use common::{
     HEIGHT, PALETTE, SampleSeries, WIDTH, colour, colour_hex, escape_xml, no_data_svg, short_number,
 };
-pub use context::{ContextChart, ContextPoint, ContextSeries, context_svg};
+pub use curve::{CurveChart, CurvePoint, CurveSeries, ReferenceLine, SMALL_WIDTH, curve_svg};
+pub use pareto::{ParetoChart, ParetoPoint, pareto_svg};
 pub use series::{LineSeriesData, TimeSeriesChart, time_series_svg};
-pub use strip::{DistributionChart, distribution_svg};
 pub use timeline::{TimelineBar, TimelineChart, timeline_svg};

@@ -1,0 +1,546 @@
+//! The charts that carry decisions, as chart data: the throughput-per-GPU against
+//! throughput-per-user trade-off with its Pareto frontier (per performance workload), a
+//! metric-vs-parameter curve for each one-variable sweep (draft depth, chunk size: every
+//! arm recorded on the sweep's workload whose configuration differs from the sweep's centre
+//! in that key alone, whatever its stage), TTFT and decode against context length,
+//! attainment against load for each capacity search, and acceptance per draft position.
+//!
+//! Colours are assigned per chart (the chart's arms in plan order), so the hues of one chart
+//! are always distinct.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::Serialize;
+
+use super::charts::{
+    CurveChart, CurvePoint, CurveSeries, ParetoChart, ParetoPoint, ReferenceLine, SMALL_WIDTH,
+};
+use super::input::ReportInput;
+use crate::rules::control::Control;
+use crate::rules::headline::CONTEXT_CURVE_CLASS;
+use crate::rules::input::{Artifact, MetricId};
+use crate::stats::Percentile;
+
+/// One group of small multiples.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CurveGroup {
+    pub title: String,
+    /// What the points are and what they leave out.
+    pub note: String,
+    pub charts: Vec<CurveChart>,
+}
+
+/// Every decision chart's data.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct DecisionCharts {
+    pub pareto: Vec<ParetoChart>,
+    pub sweeps: Vec<CurveGroup>,
+    pub context: Option<CurveGroup>,
+    pub capacity: Vec<CurveChart>,
+    pub positions: Option<CurveChart>,
+}
+
+/// One acceptance figure per draft position (the `spec_decode_positions` view).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SpecPosition {
+    pub run_id: String,
+    pub replica: u32,
+    /// 0-based draft position.
+    pub position: u32,
+    /// How often a draft step got that far: accepted at the position / drafts.
+    pub acceptance_rate: f64,
+}
+
+/// Colour indices of `arms` in plan order (distinct within the chart).
+fn colours(input: &ReportInput<'_>, arms: &BTreeSet<&str>) -> BTreeMap<String, usize> {
+    let mut ordered: Vec<&str> = arms.iter().copied().collect();
+    ordered.sort_by_key(|a| plan_rank(input, a));
+    ordered
+        .into_iter()
+        .enumerate()
+        .map(|(i, a)| (a.to_owned(), i))
+        .collect()
+}
+
+/// The arm's position in the plan (arms the plan does not name last).
+pub fn plan_rank(input: &ReportInput<'_>, arm: &str) -> usize {
+    plan_rank_of(input.plan, arm)
+}
+
+/// Mean of the runs' values, with the one run's own interval when there is one run.
+fn mean_point(x: f64, values: &[(f64, Option<f64>, Option<f64>)]) -> Option<CurvePoint> {
+    match values {
+        [] => None,
+        [(y, low, high)] => Some(CurvePoint {
+            x,
+            y: *y,
+            low: *low,
+            high: *high,
+        }),
+        many => Some(CurvePoint {
+            x,
+            y: many.iter().map(|v| v.0).sum::<f64>() / many.len() as f64,
+            low: None,
+            high: None,
+        }),
+    }
+}
+
+/// What a sweep curve plots from a run.
+#[derive(Clone, Copy)]
+enum Plot {
+    DecodeMean,
+    Percentile(MetricId, Percentile),
+    Acceptance,
+}
+
+impl Plot {
+    fn label(self) -> &'static str {
+        match self {
+            Plot::DecodeMean => "decode mean (tok/s)",
+            Plot::Percentile(MetricId::TtftMs, Percentile::P50) => "TTFT p50 (ms)",
+            Plot::Percentile(MetricId::TtftMs, _) => "TTFT p95 (ms)",
+            Plot::Percentile(MetricId::TpotMs, _) => "TPOT p50 (ms)",
+            Plot::Percentile(..) => "value",
+            Plot::Acceptance => "draft acceptance rate",
+        }
+    }
+
+    fn of(self, a: &Artifact) -> Option<(f64, Option<f64>, Option<f64>)> {
+        match self {
+            Plot::DecodeMean => {
+                let s = a.figures.metrics.get(&MetricId::DecodeTps)?;
+                Some((s.mean?, s.ci95_low, s.ci95_high))
+            }
+            Plot::Percentile(m, q) => {
+                let s = a.figures.metrics.get(&m)?;
+                let b = s.interval(q);
+                Some((s.percentile(q)?, b.low, b.high))
+            }
+            Plot::Acceptance => {
+                let rates: Vec<f64> = a
+                    .figures
+                    .spec_decode
+                    .iter()
+                    .filter_map(|s| s.acceptance_rate)
+                    .collect();
+                (!rates.is_empty())
+                    .then(|| (rates.iter().sum::<f64>() / rates.len() as f64, None, None))
+            }
+        }
+    }
+}
+
+/// A parameter value as a tick: integers bare (`12`), others in the number policy.
+fn short_value(v: f64) -> String {
+    if v.fract() == 0.0 && v.abs() < 1e9 {
+        format!("{v:.0}")
+    } else {
+        super::format::fmt_num(Some(v))
+    }
+}
+
+/// `1K`, `2K`, `8K` for token counts that are multiples of 1024, else the number.
+fn tokens_label(v: f64) -> String {
+    if v >= 1024.0 && (v / 1024.0).fract() == 0.0 {
+        format!("{}K", v / 1024.0)
+    } else if v >= 1000.0 {
+        format!("{}K", (v / 1024.0).round())
+    } else {
+        super::format::fmt_num(Some(v))
+    }
+}
+
+/// The one-variable sweeps: per (workload, key) with at least three values.
+fn sweeps(input: &ReportInput<'_>) -> Vec<CurveGroup> {
+    // (fingerprint, key, centre arm) of every one-variable edge whose values are numbers.
+    let mut centres: Vec<(String, String, String, String)> = Vec::new();
+    for s in input.screens {
+        let Ok(c) = &s.result else { continue };
+        for v in &c.controls {
+            if let Control::OneVariable {
+                key, baseline, arm, ..
+            } = &v.control
+                && baseline.parse::<f64>().is_ok()
+                && arm.parse::<f64>().is_ok()
+                && !centres
+                    .iter()
+                    .any(|(f, k, _, _)| *f == c.fingerprint && k == key)
+            {
+                centres.push((
+                    c.fingerprint.clone(),
+                    key.clone(),
+                    v.reference.clone(),
+                    s.workload.clone(),
+                ));
+            }
+        }
+    }
+    let mut out = Vec::new();
+    for (fingerprint, key, centre, workload) in centres {
+        let members: Vec<&Artifact> = input
+            .artifacts
+            .iter()
+            .filter(|a| {
+                a.facts.fingerprint == fingerprint
+                    && a.facts.status == crate::artifact::run::Status::Complete
+            })
+            .collect();
+        let Some(centre_config) = members
+            .iter()
+            .find(|a| a.facts.arm == centre)
+            .map(|a| a.facts.effective_config())
+        else {
+            continue;
+        };
+        // Arms whose configuration differs from the centre's in `key` alone.
+        let mut by_value: BTreeMap<String, Vec<&Artifact>> = BTreeMap::new();
+        for a in &members {
+            let config = a.facts.effective_config();
+            let same = a.facts.arm == centre
+                || matches!(
+                    crate::rules::control::control(&centre_config, &config),
+                    Control::OneVariable { key: k, .. } if k == key
+                );
+            if let (true, Some(v)) = (same, config.get(&key)) {
+                by_value.entry(v.to_owned()).or_default().push(a);
+            }
+        }
+        let mut values: Vec<(f64, Vec<&Artifact>)> = by_value
+            .into_iter()
+            .filter_map(|(v, a)| Some((v.parse::<f64>().ok()?, a)))
+            .collect();
+        values.sort_by(|a, b| a.0.total_cmp(&b.0));
+        if values.len() < 3 {
+            continue;
+        }
+        let arms_of = |v: &[&Artifact]| -> String {
+            let names: BTreeSet<&str> = v.iter().map(|a| a.facts.arm.as_str()).collect();
+            names.into_iter().collect::<Vec<_>>().join(", ")
+        };
+        let tokens = key.contains("chunk") || key.contains("prefill");
+        let plots: Vec<Plot> = if key.contains("spec") {
+            vec![
+                Plot::DecodeMean,
+                Plot::Percentile(MetricId::TpotMs, Percentile::P50),
+                Plot::Acceptance,
+            ]
+        } else {
+            vec![
+                Plot::Percentile(MetricId::TtftMs, Percentile::P50),
+                Plot::DecodeMean,
+                Plot::Percentile(MetricId::TpotMs, Percentile::P50),
+            ]
+        };
+        let charts = plots
+            .iter()
+            .map(|plot| {
+                let points: Vec<CurvePoint> = values
+                    .iter()
+                    .filter_map(|(x, runs)| {
+                        let ys: Vec<_> = runs.iter().filter_map(|a| plot.of(a)).collect();
+                        mean_point(*x, &ys)
+                    })
+                    .collect();
+                CurveChart {
+                    title: format!("{} vs {key}", plot.label()),
+                    x_label: key.clone(),
+                    y_label: plot.label().to_owned(),
+                    log_x: tokens,
+                    log_y: false,
+                    x_ticks: values
+                        .iter()
+                        .map(|(x, _)| {
+                            (
+                                *x,
+                                if tokens {
+                                    tokens_label(*x)
+                                } else {
+                                    short_value(*x)
+                                },
+                            )
+                        })
+                        .collect(),
+                    series: vec![CurveSeries {
+                        name: key.clone(),
+                        colour: 0,
+                        points,
+                    }],
+                    reference: None,
+                    width: SMALL_WIDTH,
+                }
+            })
+            .collect();
+        let legend: Vec<String> = values
+            .iter()
+            .map(|(x, runs)| format!("{key} {}: {}", short_value(*x), arms_of(runs)))
+            .collect();
+        out.push(CurveGroup {
+            title: format!("{key} sweep on {workload}"),
+            note: format!(
+                "Every arm recorded on this workload whose configuration differs from {centre}'s \
+                 in {key} alone, whatever its stage ({}); whiskers: a single run's 95% interval.",
+                legend.join("; ")
+            ),
+            charts,
+        });
+    }
+    out
+}
+
+fn context_curve(input: &ReportInput<'_>) -> Option<CurveGroup> {
+    let curve: Vec<&Artifact> = input
+        .artifacts
+        .iter()
+        .filter(|a| {
+            a.facts.workload.class == CONTEXT_CURVE_CLASS
+                && a.facts.status == crate::artifact::run::Status::Complete
+        })
+        .collect();
+    let arms: BTreeSet<&str> = curve.iter().map(|a| a.facts.arm.as_str()).collect();
+    if curve.len() < 2 {
+        return None;
+    }
+    let colours = colours(input, &arms);
+    let mut contexts: BTreeMap<u64, BTreeSet<u32>> = BTreeMap::new();
+    for a in &curve {
+        contexts
+            .entry(a.facts.workload.prompt_tokens_target)
+            .or_default()
+            .insert(a.facts.workload.concurrency_per_replica);
+    }
+    let ticks: Vec<(f64, String)> = contexts
+        .iter()
+        .map(|(ctx, conc)| {
+            let c: Vec<String> = conc.iter().map(|c| format!("C{c}")).collect();
+            let label = tokens_label(*ctx as f64);
+            let label = if conc.len() == 1 && conc.first() == Some(&1) {
+                label
+            } else {
+                format!("{label} {}", c.join("/"))
+            };
+            (*ctx as f64, label)
+        })
+        .collect();
+    let chart = |plot: Plot, log_y: bool| {
+        let mut ordered: Vec<&&str> = arms.iter().collect();
+        ordered.sort_by_key(|a| plan_rank(input, a));
+        CurveChart {
+            title: format!("{} vs context", plot.label()),
+            x_label: "prompt tokens (log)".to_owned(),
+            y_label: if log_y {
+                format!("{} (log)", plot.label())
+            } else {
+                plot.label().to_owned()
+            },
+            log_x: true,
+            log_y,
+            x_ticks: ticks.clone(),
+            series: ordered
+                .iter()
+                .map(|arm| CurveSeries {
+                    name: (**arm).to_owned(),
+                    colour: colours[**arm],
+                    points: contexts
+                        .keys()
+                        .filter_map(|ctx| {
+                            let ys: Vec<_> = curve
+                                .iter()
+                                .filter(|a| {
+                                    a.facts.arm == ***arm
+                                        && a.facts.workload.prompt_tokens_target == *ctx
+                                })
+                                .filter_map(|a| plot.of(a))
+                                .collect();
+                            mean_point(*ctx as f64, &ys)
+                        })
+                        .collect(),
+                })
+                .collect(),
+            reference: None,
+            width: SMALL_WIDTH,
+        }
+    };
+    Some(CurveGroup {
+        title: "TTFT and decode against context length".to_owned(),
+        note: "The context-curve cells (C1 unless the tick says otherwise); whiskers: the run's \
+               95% interval (none where too few requests bound it)."
+            .to_owned(),
+        charts: vec![
+            chart(Plot::Percentile(MetricId::TtftMs, Percentile::P50), true),
+            chart(Plot::DecodeMean, false),
+        ],
+    })
+}
+
+fn pareto(input: &ReportInput<'_>) -> Vec<ParetoChart> {
+    super::slo::performance_groups(input.tradeoff)
+        .into_iter()
+        .filter_map(|group| {
+            let points: Vec<&crate::rules::input::TradeoffPoint> = input
+                .tradeoff
+                .iter()
+                .filter(|p| {
+                    p.frontier_group == group && p.window == "all" && !p.cell_id.contains(".probe-")
+                })
+                // Context-curve cells run one request at a time: no throughput trade-off.
+                .filter(|p| !p.frontier_group.starts_with(CONTEXT_CURVE_CLASS))
+                .collect();
+            let arms: BTreeSet<&str> = points.iter().map(|p| p.arm.as_str()).collect();
+            if arms.len() < 2 {
+                return None;
+            }
+            let colours = colours(input, &arms);
+            let mut points: Vec<ParetoPoint> = points
+                .iter()
+                .filter_map(|p| {
+                    Some(ParetoPoint {
+                        name: p.arm.clone(),
+                        colour: colours[p.arm.as_str()],
+                        per_user: p.output_tps_per_user?,
+                        per_gpu: p.output_tps_per_gpu?,
+                        goodput_per_gpu: p.goodput_tps_per_gpu,
+                        on_frontier: p.on_frontier == Some(true),
+                    })
+                })
+                .collect();
+            points.sort_by_key(|p| plan_rank(input, &p.name));
+            Some(ParetoChart {
+                title: format!("Trade-off on {group}: tok/s per GPU vs tok/s per user"),
+                points,
+            })
+        })
+        .collect()
+}
+
+fn capacity(input: &ReportInput<'_>) -> Vec<CurveChart> {
+    input
+        .capacity
+        .iter()
+        .filter(|c| c.search.points.len() >= 2)
+        .map(|c| {
+            let mut points: Vec<CurvePoint> = c
+                .search
+                .points
+                .iter()
+                .filter_map(|p| {
+                    let share = crate::stats::clopper_pearson(p.attained, p.requests)?;
+                    Some(CurvePoint {
+                        x: p.load,
+                        y: share.share * 100.0,
+                        low: Some(share.low * 100.0),
+                        high: Some(share.high * 100.0),
+                    })
+                })
+                .collect();
+            points.sort_by(|a, b| a.x.total_cmp(&b.x));
+            CurveChart {
+                title: format!("{}: SLO attainment vs {}", c.search.arm, c.search.vary),
+                x_label: format!("{} per replica", c.search.vary),
+                y_label: "attained (%)".to_owned(),
+                log_x: true,
+                log_y: false,
+                x_ticks: points.iter().map(|p| (p.x, short_value(p.x))).collect(),
+                series: vec![CurveSeries {
+                    name: c.search.arm.clone(),
+                    colour: 0,
+                    points,
+                }],
+                reference: c.search.target.map(|t| ReferenceLine {
+                    label: format!("target {}", super::format::fmt_percent(Some(t))),
+                    y: t * 100.0,
+                }),
+                width: SMALL_WIDTH,
+            }
+        })
+        .collect()
+}
+
+fn positions(input: &ReportInput<'_>) -> Option<CurveChart> {
+    // The workload with the most arms that have per-position counters.
+    let arm_of = |run: &str| input.artifacts.iter().find(|a| a.facts.run_id == run);
+    let mut by_fingerprint: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
+    for p in input.spec_positions {
+        if let Some(a) = arm_of(&p.run_id) {
+            by_fingerprint
+                .entry(a.facts.fingerprint.as_str())
+                .or_default()
+                .insert(a.facts.arm.as_str());
+        }
+    }
+    let (fingerprint, arms) = by_fingerprint.into_iter().max_by_key(|(_, a)| a.len())?;
+    let colours = colours(input, &arms);
+    let mut ordered: Vec<&str> = arms.iter().copied().collect();
+    ordered.sort_by_key(|a| plan_rank(input, a));
+    let workload = input
+        .screens
+        .iter()
+        .find(|s| s.fingerprint == fingerprint)
+        .map(|s| s.workload.clone())
+        .unwrap_or_default();
+    let series: Vec<CurveSeries> = ordered
+        .iter()
+        .map(|arm| {
+            let mut at: BTreeMap<u32, Vec<f64>> = BTreeMap::new();
+            for p in input.spec_positions {
+                if arm_of(&p.run_id)
+                    .is_some_and(|a| a.facts.arm == *arm && a.facts.fingerprint == fingerprint)
+                {
+                    at.entry(p.position).or_default().push(p.acceptance_rate);
+                }
+            }
+            CurveSeries {
+                name: (*arm).to_owned(),
+                colour: colours[*arm],
+                points: at
+                    .into_iter()
+                    .map(|(pos, v)| CurvePoint {
+                        x: f64::from(pos + 1),
+                        y: v.iter().sum::<f64>() / v.len() as f64,
+                        low: None,
+                        high: None,
+                    })
+                    .collect(),
+            }
+        })
+        .collect();
+    let max = series
+        .iter()
+        .flat_map(|s| s.points.iter().map(|p| p.x as u32))
+        .max()?;
+    let step = if max > 12 { 2 } else { 1 };
+    Some(CurveChart {
+        title: format!("Acceptance per draft position ({workload})"),
+        x_label: "draft position".to_owned(),
+        y_label: "drafts accepted at the position (fraction)".to_owned(),
+        log_x: false,
+        log_y: false,
+        x_ticks: (1..=max)
+            .filter(|p| (p - 1) % step == 0)
+            .map(|p| (f64::from(p), p.to_string()))
+            .collect(),
+        series,
+        reference: None,
+        width: 0,
+    })
+}
+
+/// Every decision chart of `input`.
+pub fn decision_charts(input: &ReportInput<'_>) -> DecisionCharts {
+    DecisionCharts {
+        pareto: pareto(input),
+        sweeps: sweeps(input),
+        context: context_curve(input),
+        capacity: capacity(input),
+        positions: positions(input),
+    }
+}
+
+/// The arm's position in `plan` (arms the plan does not name last).
+pub fn plan_rank_of(plan: &crate::manifest::RunPlan, arm: &str) -> usize {
+    plan.stages_in_order()
+        .iter()
+        .flat_map(|s| s.arms().to_vec())
+        .position(|a| a == arm)
+        .unwrap_or(usize::MAX)
+}

@@ -1,0 +1,458 @@
+//! Per stage, its own comparisons at a glance: each arm against its control on the figures
+//! a decision turns on (aggregate throughput, mean decode, TTFT p50 and p95, median TPOT,
+//! goodput), the difference with the interval the verdict uses, a direction cue (better,
+//! worse, or not resolved: the interval includes zero or there is none), the first-wave
+//! window beside the full one where they disagree, and the stage's claims checked.
+
+use serde::Serialize;
+
+use super::format::{fmt_diff, fmt_num, fmt_percent};
+use crate::metric::Window;
+use crate::rules::compare::{Comparison, MetricComparison, ThroughputEstimate};
+use crate::rules::coverage::{ClaimVerdict, StageCoverage};
+use crate::rules::input::MetricId;
+use crate::rules::stage::StageComparison;
+use crate::stats::Percentile;
+
+/// One stage's comparison on one workload.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct StagePairsView {
+    pub stage: String,
+    pub workload: String,
+    /// Anchor id of the stage block.
+    pub anchor: String,
+    pub columns: Vec<ColumnView>,
+    pub rows: Vec<PairRowView>,
+    /// The stage's claims, checked (shown under its first workload only).
+    pub claims: Vec<String>,
+    pub warnings: Vec<String>,
+    /// Why there is no comparison (a refusal), when there is none.
+    pub refusal: Option<String>,
+    /// A workload a chart carries better (the context curve's cells): folded away.
+    pub minor: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ColumnView {
+    pub name: String,
+    /// `higher is better` / `lower is better`.
+    pub better: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PairRowView {
+    pub arm: String,
+    /// `control` or `vs K12: spec_depth 12 → 4`.
+    pub against: String,
+    pub cells: Vec<PairCellView>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PairCellView {
+    /// The arm's own figure.
+    pub value: String,
+    /// Difference to the control with its interval, empty for a control.
+    pub difference: String,
+    /// `▲ better`, `▼ worse`, `≈ not resolved`, empty for a control.
+    pub cue: String,
+    /// `better`, `worse`, `unresolved`, empty.
+    pub class: String,
+    /// The same difference after the first wave, when it tells another story.
+    pub after_first_wave: String,
+}
+
+/// How a difference reads: its cue and class.
+fn cue(
+    difference: Option<f64>,
+    interval: Option<(f64, f64)>,
+    higher_is_better: bool,
+) -> (String, String) {
+    let Some(d) = difference.filter(|d| d.is_finite()) else {
+        return (String::new(), String::new());
+    };
+    let good = (d > 0.0) == higher_is_better;
+    match interval {
+        Some((low, high)) if low > 0.0 || high < 0.0 => {
+            if good {
+                ("▲ better".to_owned(), "better".to_owned())
+            } else {
+                ("▼ worse".to_owned(), "worse".to_owned())
+            }
+        }
+        Some(_) => ("≈ not resolved".to_owned(), "unresolved".to_owned()),
+        None => ("≈ no interval".to_owned(), "unresolved".to_owned()),
+    }
+}
+
+fn with_interval(d: Option<f64>, interval: Option<(f64, f64)>) -> String {
+    match interval {
+        Some((low, high)) => format!(
+            "{} [{}, {}]",
+            fmt_diff(d),
+            fmt_diff(Some(low)),
+            fmt_diff(Some(high))
+        ),
+        None => fmt_diff(d),
+    }
+}
+
+/// Which figure of a metric a column shows.
+#[derive(Clone, Copy)]
+enum Figure {
+    Mean,
+    Percentile(Percentile),
+}
+
+/// The arm's figure over `window`: the mean of its runs' means or percentiles.
+fn arm_figure(m: &MetricComparison, arm: &str, window: Window, figure: Figure) -> Option<f64> {
+    let a = m.arm(arm, window)?;
+    let values: Vec<f64> = a
+        .runs
+        .iter()
+        .filter_map(|r| match figure {
+            Figure::Mean => r.stats.mean,
+            Figure::Percentile(q) => r.stats.percentile(q),
+        })
+        .collect();
+    (!values.is_empty()).then(|| values.iter().sum::<f64>() / values.len() as f64)
+}
+
+/// A difference and its interval, either possibly absent.
+type Estimate = (Option<f64>, Option<(f64, f64)>);
+
+/// The difference to the control over `window` and its interval.
+fn metric_difference(
+    m: &MetricComparison,
+    arm: &str,
+    window: Window,
+    figure: Figure,
+) -> Option<Estimate> {
+    let d = m.difference(arm, window)?;
+    Some(match figure {
+        Figure::Mean => (d.difference, d.welch.map(|w| (w.low, w.high))),
+        Figure::Percentile(q) => {
+            let p = d.percentiles.iter().find(|p| p.percentile == q)?;
+            (p.comparison.estimate(), p.comparison.interval())
+        }
+    })
+}
+
+fn metric_cell(
+    c: &Comparison,
+    arm: &str,
+    metric: MetricId,
+    figure: Figure,
+    has_control: bool,
+) -> PairCellView {
+    let Some(m) = c.metrics.iter().find(|m| m.metric == metric) else {
+        return empty_cell();
+    };
+    let value = fmt_num(arm_figure(m, arm, Window::All, figure));
+    if !has_control {
+        return PairCellView {
+            value,
+            ..empty_cell()
+        };
+    }
+    let higher = metric.higher_is_better();
+    let Some((d, interval)) = metric_difference(m, arm, Window::All, figure) else {
+        return PairCellView {
+            value,
+            ..empty_cell()
+        };
+    };
+    let (cue, class) = cue(d, interval, higher);
+    // The first wave sets the start-up tail of TTFT: its window shown beside the full one
+    // where the verdict differs or the difference moves by more than a quarter.
+    let after = metric_difference(m, arm, Window::AfterFirstWave, figure)
+        .filter(|_| metric == MetricId::TtftMs)
+        .filter(|(d2, i2)| {
+            let (_, class2) = self::cue(*d2, *i2, higher);
+            class2 != class
+                || match (d, d2) {
+                    (Some(a), Some(b)) => (a - b).abs() > 0.25 * a.abs().max(b.abs()),
+                    _ => false,
+                }
+        })
+        .map(|(d2, i2)| {
+            let (cue2, _) = self::cue(d2, i2, higher);
+            format!("after the first wave {} {cue2}", with_interval(d2, i2))
+        })
+        .unwrap_or_default();
+    PairCellView {
+        value,
+        difference: with_interval(d, interval),
+        cue,
+        class,
+        after_first_wave: after,
+    }
+}
+
+fn empty_cell() -> PairCellView {
+    PairCellView {
+        value: String::new(),
+        difference: String::new(),
+        cue: String::new(),
+        class: String::new(),
+        after_first_wave: String::new(),
+    }
+}
+
+fn throughput_cell(c: &Comparison, arm: &str) -> PairCellView {
+    let Some(t) = c.throughput(arm, Window::All) else {
+        return empty_cell();
+    };
+    let mut value = match &t.estimate {
+        ThroughputEstimate::Repeats {
+            mean,
+            interval: Some(i),
+            ..
+        } => format!(
+            "{} [{}, {}]",
+            fmt_num(Some(*mean)),
+            fmt_num(Some(i.low)),
+            fmt_num(Some(i.high))
+        ),
+        e => fmt_num(e.value()),
+    };
+    if let (Some(g), Some(per)) = (t.gpus.filter(|g| g.count > 1), t.per_gpu) {
+        value.push_str(&format!(", {} per GPU on {}", fmt_num(Some(per)), g.count));
+        if let Some(e) = &t.scaling_efficiency {
+            value.push_str(&format!(
+                " ({} of {})",
+                fmt_percent(Some(e.value)),
+                e.against
+            ));
+        }
+    }
+    let Some(d) = &t.difference else {
+        return PairCellView {
+            value,
+            ..empty_cell()
+        };
+    };
+    let interval = d.interval.map(|i| (i.low, i.high));
+    let (cue, class) = cue(Some(d.estimate), interval, true);
+    PairCellView {
+        value,
+        difference: match (interval, &d.no_interval) {
+            (Some(_), _) => with_interval(Some(d.estimate), interval),
+            (None, Some(why)) => format!("{} ({why})", fmt_diff(Some(d.estimate))),
+            (None, None) => fmt_diff(Some(d.estimate)),
+        },
+        cue,
+        class,
+        after_first_wave: String::new(),
+    }
+}
+
+fn goodput_cell(c: &Comparison, arm: &str) -> PairCellView {
+    let Some(g) = c
+        .goodput
+        .iter()
+        .find(|g| g.arm == arm && g.window == Window::All)
+    else {
+        return empty_cell();
+    };
+    let value = format!(
+        "{} ({} attained)",
+        fmt_num(g.goodput_tps.value()),
+        fmt_percent(g.share.as_ref().map(|s| s.share))
+    );
+    let Some(d) = &g.difference else {
+        return PairCellView {
+            value,
+            ..empty_cell()
+        };
+    };
+    let interval = d.interval.map(|i| (i.low, i.high));
+    let (cue, class) = cue(Some(d.estimate), interval, true);
+    PairCellView {
+        value,
+        difference: with_interval(Some(d.estimate), interval),
+        cue,
+        class,
+        after_first_wave: String::new(),
+    }
+}
+
+/// The columns, in order.
+fn columns(has_goodput: bool) -> Vec<ColumnView> {
+    let col = |name: &str, better: &str| ColumnView {
+        name: name.to_owned(),
+        better: format!("{better} is better"),
+    };
+    let mut out = vec![
+        col("aggregate output, tok/s", "higher"),
+        col("decode mean, tok/s", "higher"),
+        col("TTFT p50, ms", "lower"),
+        col("TTFT p95, ms", "lower"),
+        col("TPOT p50, ms", "lower"),
+    ];
+    if has_goodput {
+        out.push(col("goodput, tok/s", "higher"));
+    }
+    out
+}
+
+/// Anchor id of a stage block: `stage-3-matched-topology`.
+pub fn stage_anchor(order: usize, stage: &str) -> String {
+    let slug: String = stage
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_lowercase()
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    format!("stage-{order}-{}", slug.trim_matches('-'))
+}
+
+/// Every stage comparison at a glance, the stage's claims under its first workload.
+pub fn stage_pairs(stages: &[StageComparison], coverage: &[StageCoverage]) -> Vec<StagePairsView> {
+    let mut seen: Vec<String> = Vec::new();
+    stages
+        .iter()
+        .map(|s| {
+            let first = !seen.contains(&s.stage);
+            if first {
+                seen.push(s.stage.clone());
+            }
+            let claims = if first {
+                coverage
+                    .iter()
+                    .filter(|c| c.stage == s.stage)
+                    .flat_map(|c| {
+                        c.selected
+                            .iter()
+                            .map(|x| ("selected", x))
+                            .chain(c.rejected.iter().map(|x| ("rejected", x)))
+                    })
+                    .map(|(side, claim)| {
+                        let verdict = match claim.verdict {
+                            ClaimVerdict::Supported => "supported",
+                            ClaimVerdict::Contradicted => "contradicted",
+                            ClaimVerdict::NotTestable => "not testable",
+                        };
+                        format!("{side} \"{}\": {verdict}: {}", claim.clause, claim.reason)
+                    })
+                    .collect()
+            } else {
+                Vec::new()
+            };
+            let order = coverage
+                .iter()
+                .find(|c| c.stage == s.stage)
+                .map_or(0, |c| c.order as usize);
+            let anchor = if first {
+                stage_anchor(order, &s.stage)
+            } else {
+                String::new()
+            };
+            let minor = s
+                .workload
+                .starts_with(crate::rules::headline::CONTEXT_CURVE_CLASS);
+            match &s.result {
+                Err(refusal) => StagePairsView {
+                    stage: s.stage.clone(),
+                    workload: s.workload.clone(),
+                    anchor,
+                    columns: Vec::new(),
+                    rows: Vec::new(),
+                    claims,
+                    warnings: Vec::new(),
+                    refusal: Some(refusal.reason.clone()),
+                    minor,
+                },
+                Ok(c) => {
+                    let has_goodput = !c.goodput.is_empty();
+                    let rows = c
+                        .arms
+                        .iter()
+                        .map(|arm| {
+                            let control = c.controls.iter().find(|v| v.arm == *arm);
+                            let has_control = control.is_some();
+                            let mut cells = vec![
+                                throughput_cell(c, arm),
+                                metric_cell(c, arm, MetricId::DecodeTps, Figure::Mean, has_control),
+                                metric_cell(
+                                    c,
+                                    arm,
+                                    MetricId::TtftMs,
+                                    Figure::Percentile(Percentile::P50),
+                                    has_control,
+                                ),
+                                metric_cell(
+                                    c,
+                                    arm,
+                                    MetricId::TtftMs,
+                                    Figure::Percentile(Percentile::P95),
+                                    has_control,
+                                ),
+                                metric_cell(
+                                    c,
+                                    arm,
+                                    MetricId::TpotMs,
+                                    Figure::Percentile(Percentile::P50),
+                                    has_control,
+                                ),
+                            ];
+                            if has_goodput {
+                                cells.push(goodput_cell(c, arm));
+                            }
+                            PairRowView {
+                                arm: arm.clone(),
+                                against: match control {
+                                    Some(v) => {
+                                        format!("vs {}: {}", v.reference, v.control.reason())
+                                    }
+                                    None => "control".to_owned(),
+                                },
+                                cells,
+                            }
+                        })
+                        .collect();
+                    StagePairsView {
+                        stage: s.stage.clone(),
+                        workload: s.workload.clone(),
+                        anchor,
+                        columns: columns(has_goodput),
+                        rows,
+                        claims,
+                        warnings: c.warnings.clone(),
+                        refusal: None,
+                        minor,
+                    }
+                }
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cues_read_the_direction_and_the_interval() {
+        assert_eq!(cue(Some(5.0), Some((1.0, 9.0)), true).0, "▲ better");
+        assert_eq!(cue(Some(5.0), Some((1.0, 9.0)), false).0, "▼ worse");
+        assert_eq!(cue(Some(-5.0), Some((-9.0, -1.0)), false).0, "▲ better");
+        assert_eq!(cue(Some(5.0), Some((-1.0, 9.0)), true).0, "≈ not resolved");
+        assert_eq!(cue(Some(5.0), None, true).0, "≈ no interval");
+    }
+
+    #[test]
+    fn anchors_are_slugs() {
+        assert_eq!(
+            stage_anchor(3, "matched topology"),
+            "stage-3-matched-topology"
+        );
+        assert_eq!(
+            stage_anchor(2, "SGLang optimization"),
+            "stage-2-sglang-optimization"
+        );
+    }
+}

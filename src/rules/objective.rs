@@ -1,0 +1,250 @@
+//! The campaign's objectives on the headline comparison: which arm leads on aggregate
+//! throughput, throughput per GPU, latency (median TPOT, TTFT p95) and goodput under the
+//! SLOs in force, by how much over the runner-up, and whether that lead is resolved (Welch's
+//! 95% interval of the difference, runs as the sample, excludes zero).
+//!
+//! A lead is resolved only with repeats on both sides: single runs carry no run-to-run
+//! variation, so the lead of one run over another is a point estimate and is said to be one.
+//! Percentile objectives take each run's percentile as one observation (the mean of the
+//! runs' p50, its t interval across runs), as the comparisons do with repeats.
+
+use serde::Serialize;
+
+use super::compare::{Comparison, ThroughputEstimate};
+use super::input::{MetricId, Window};
+use crate::stats::sample::{Interval, Moments, Sample, mean_interval};
+use crate::stats::welch_interval;
+
+/// What an objective ranks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum ObjectiveKind {
+    /// Aggregate output tokens per second of the run.
+    Throughput,
+    /// Aggregate output tokens per second per GPU.
+    ThroughputPerGpu,
+    /// Median time per output token (per-user decode latency).
+    TpotP50,
+    /// 95th percentile of TTFT.
+    TtftP95,
+    /// Output tokens per second of the requests that met every SLO.
+    Goodput,
+}
+
+impl ObjectiveKind {
+    /// Every objective, in the order a report states them.
+    pub const ALL: [ObjectiveKind; 5] = [
+        ObjectiveKind::Throughput,
+        ObjectiveKind::ThroughputPerGpu,
+        ObjectiveKind::TpotP50,
+        ObjectiveKind::TtftP95,
+        ObjectiveKind::Goodput,
+    ];
+
+    /// The objective in words.
+    pub fn label(self) -> &'static str {
+        match self {
+            ObjectiveKind::Throughput => "aggregate output throughput",
+            ObjectiveKind::ThroughputPerGpu => "output throughput per GPU",
+            ObjectiveKind::TpotP50 => "latency: median TPOT",
+            ObjectiveKind::TtftP95 => "latency: TTFT p95",
+            ObjectiveKind::Goodput => "goodput under the SLOs",
+        }
+    }
+
+    /// The unit of its figures.
+    pub fn unit(self) -> &'static str {
+        match self {
+            ObjectiveKind::Throughput | ObjectiveKind::Goodput => "tok/s",
+            ObjectiveKind::ThroughputPerGpu => "tok/s per GPU",
+            ObjectiveKind::TpotP50 | ObjectiveKind::TtftP95 => "ms",
+        }
+    }
+
+    /// Whether a higher figure is better.
+    pub fn higher_is_better(self) -> bool {
+        matches!(
+            self,
+            ObjectiveKind::Throughput | ObjectiveKind::ThroughputPerGpu | ObjectiveKind::Goodput
+        )
+    }
+}
+
+/// One arm's figure on an objective.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ObjectiveFigure {
+    pub arm: String,
+    /// Mean across runs (the one run's figure with a single run).
+    pub value: f64,
+    pub runs: usize,
+    /// The t interval across runs, with repeats.
+    pub interval: Option<Interval>,
+    /// Requests in flight (all replicas), for throughput objectives.
+    pub in_flight: Option<u64>,
+    moments: Option<Moments>,
+}
+
+/// The leader on one objective.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Objective {
+    pub kind: ObjectiveKind,
+    /// The arm with the best figure.
+    pub leader: ObjectiveFigure,
+    /// The next best arm, when there is one.
+    pub runner_up: Option<ObjectiveFigure>,
+    /// Leader − runner-up with Welch's interval across runs, when both have repeats.
+    pub lead: Option<Interval>,
+    /// The lead's 95% interval excludes zero in the leader's favour.
+    pub resolved: bool,
+    /// Why the lead is not resolved, when it is not.
+    pub unresolved: Option<String>,
+}
+
+impl Objective {
+    /// The leader, named only when the lead is resolved (or there is no other arm).
+    pub fn winner(&self) -> Option<&str> {
+        (self.resolved || self.runner_up.is_none()).then_some(self.leader.arm.as_str())
+    }
+}
+
+/// One figure per arm of `c` on `kind` (arms without it are left out).
+fn figures(c: &Comparison, kind: ObjectiveKind) -> Vec<ObjectiveFigure> {
+    let from_estimate = |arm: &str, e: &ThroughputEstimate, scale: f64, in_flight: Option<u64>| {
+        let value = e.value()? / scale;
+        let (runs, moments, interval) = match e {
+            ThroughputEstimate::Repeats {
+                runs,
+                mean,
+                sd,
+                interval,
+            } => (
+                *runs,
+                sd.and_then(|sd| Moments::new(*runs as u64, mean / scale, sd / scale).ok()),
+                interval.map(|i| Interval {
+                    estimate: i.estimate / scale,
+                    low: i.low / scale,
+                    high: i.high / scale,
+                    df: i.df,
+                }),
+            ),
+            _ => (1, None, None),
+        };
+        Some(ObjectiveFigure {
+            arm: arm.to_owned(),
+            value,
+            runs,
+            interval,
+            in_flight,
+            moments,
+        })
+    };
+    match kind {
+        ObjectiveKind::Throughput | ObjectiveKind::ThroughputPerGpu => c
+            .arms
+            .iter()
+            .filter_map(|arm| {
+                let t = c.throughput(arm, Window::All)?;
+                let scale = match kind {
+                    ObjectiveKind::ThroughputPerGpu => f64::from(t.gpus?.count),
+                    _ => 1.0,
+                };
+                from_estimate(arm, &t.estimate, scale, Some(t.in_flight))
+            })
+            .collect(),
+        ObjectiveKind::Goodput => c
+            .goodput
+            .iter()
+            .filter(|g| g.window == Window::All)
+            .filter_map(|g| from_estimate(&g.arm, &g.goodput_tps, 1.0, None))
+            .collect(),
+        ObjectiveKind::TpotP50 | ObjectiveKind::TtftP95 => {
+            let (metric, pick): (MetricId, fn(&crate::stats::Stats) -> Option<f64>) = match kind {
+                ObjectiveKind::TpotP50 => (MetricId::TpotMs, |s| s.p50),
+                _ => (MetricId::TtftMs, |s| s.p95),
+            };
+            let Some(m) = c.metrics.iter().find(|m| m.metric == metric) else {
+                return Vec::new();
+            };
+            c.arms
+                .iter()
+                .filter_map(|arm| {
+                    let a = m.arm(arm, Window::All)?;
+                    let values: Vec<f64> = a.runs.iter().filter_map(|r| pick(&r.stats)).collect();
+                    if values.is_empty() || values.len() != a.runs.len() {
+                        return None;
+                    }
+                    let runs = values.len();
+                    let value = values.iter().sum::<f64>() / runs as f64;
+                    let moments = Sample::new(values).ok().and_then(|s| s.moments());
+                    Some(ObjectiveFigure {
+                        arm: arm.clone(),
+                        value,
+                        runs,
+                        interval: moments.and_then(mean_interval),
+                        in_flight: None,
+                        moments,
+                    })
+                })
+                .collect()
+        }
+    }
+}
+
+/// The leader of `c` on `kind`, or `None` when no arm has the figure.
+pub fn objective(c: &Comparison, kind: ObjectiveKind) -> Option<Objective> {
+    let mut ranked = figures(c, kind);
+    ranked.sort_by(|a, b| {
+        if kind.higher_is_better() {
+            b.value.total_cmp(&a.value)
+        } else {
+            a.value.total_cmp(&b.value)
+        }
+    });
+    let mut ranked = ranked.into_iter();
+    let leader = ranked.next()?;
+    let runner_up = ranked.next();
+    let (lead, resolved, unresolved) = match &runner_up {
+        None => (None, true, None),
+        Some(second) => match leader
+            .moments
+            .zip(second.moments)
+            .and_then(|(a, b)| welch_interval(b, a))
+        {
+            Some(i) => {
+                let resolved = if kind.higher_is_better() {
+                    i.low > 0.0
+                } else {
+                    i.high < 0.0
+                };
+                let why = (!resolved)
+                    .then(|| "the 95% interval of the lead across runs includes zero".to_owned());
+                (Some(i), resolved, why)
+            }
+            None => (
+                None,
+                false,
+                Some(if leader.runs < 2 || second.runs < 2 {
+                    "single runs: no run-to-run uncertainty; record ≥ 3 repeats of each arm"
+                        .to_owned()
+                } else {
+                    "no interval across runs".to_owned()
+                }),
+            ),
+        },
+    };
+    Some(Objective {
+        kind,
+        leader,
+        runner_up,
+        lead,
+        resolved,
+        unresolved,
+    })
+}
+
+/// Every objective `c` carries figures for.
+pub fn objectives(c: &Comparison) -> Vec<Objective> {
+    ObjectiveKind::ALL
+        .iter()
+        .filter_map(|&k| objective(c, k))
+        .collect()
+}
