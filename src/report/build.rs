@@ -197,7 +197,7 @@ pub fn build(input: &ReportInput<'_>) -> ReportView {
         ),
         verdicts: verdicts_view(input.plan, input.check, input.artifacts, input.snippets),
         open_gates: input.plan.post_campaign_open_gates.clone(),
-        appendix: appendix_view(input.definitions, input.artifacts, input.runs),
+        appendix: appendix_view(input.plan, input.definitions, input.artifacts, input.runs),
     }
 }
 
@@ -609,12 +609,31 @@ fn comparison_charts(
     let ttft_cdf = cdf("TTFT", "ms", |r| r.ttft_ms);
     let tpot_cdf = cdf("TPOT", "ms", |r| r.tpot_ms);
     let e2e_cdf = cdf("E2E", "ms", |r| Some((r.end_s - r.start_s) * 1000.0));
+    // Run ids sort by start time: the k-th of an arm's runs here is its k-th repeat.
+    let mut seen: Vec<&str> = Vec::new();
     let timelines = runs
         .iter()
         .map(|run_id| {
             let arm = arm_of(input.artifacts, run_id).unwrap_or("unknown arm");
+            seen.push(arm);
+            let k = seen.iter().filter(|a| **a == arm).count();
+            let of = runs
+                .iter()
+                .filter(|r| arm_of(input.artifacts, r) == Some(arm))
+                .count();
+            let cell = input
+                .runs
+                .iter()
+                .find(|r| &r.run_id == run_id)
+                .map(|r| super::decision::cell_label(&r.cell_id))
+                .unwrap_or_default();
+            let which = if of > 1 {
+                format!(", run {k} of {of}")
+            } else {
+                String::new()
+            };
             TimelineChart {
-                title: format!("Requests over time: {arm}, run {run_id}"),
+                title: format!("Requests over time: {arm}, {cell}{which}"),
                 colour: palette.index(arm),
                 bars: input
                     .requests
@@ -1252,6 +1271,7 @@ fn rule_name(rule: AdvanceRule) -> &'static str {
 
 /// Section 12: metric definitions and the runs' environment.
 pub fn appendix_view(
+    plan: &RunPlan,
     definitions: &[(String, String)],
     artifacts: &[Artifact],
     runs: &[RunInfo],
@@ -1264,31 +1284,40 @@ pub fn appendix_view(
                 text: text.clone(),
             })
             .collect(),
-        runs: artifacts
-            .iter()
-            .map(|a| {
-                let info = runs.iter().find(|r| r.run_id == a.facts.run_id);
-                RunView {
-                    run_id: a.facts.run_id.clone(),
-                    arm: a.facts.arm.clone(),
-                    stage: a.facts.stage.clone(),
-                    class: a.facts.workload.class.clone(),
-                    runtime: a.facts.runtime.clone(),
-                    config: a
-                        .facts
-                        .config
-                        .iter()
-                        .map(|(k, v)| format!("{k}={v}"))
-                        .collect::<Vec<_>>()
-                        .join(", "),
-                    status: a.facts.status.as_str().to_owned(),
-                    started_utc: info.map_or_else(|| NA.to_owned(), |i| i.started_utc.clone()),
-                    ended_utc: info
-                        .and_then(|i| i.ended_utc.clone())
-                        .unwrap_or_else(|| NA.to_owned()),
-                    servers: info.map_or_else(String::new, |i| i.servers.join("; ")),
-                }
-            })
-            .collect(),
+        runs: {
+            let mut ordered: Vec<&Artifact> = artifacts.iter().collect();
+            ordered.sort_by_key(|a| {
+                (
+                    super::curves::plan_rank_of(plan, &a.facts.arm),
+                    a.facts.run_id.clone(),
+                )
+            });
+            ordered
+        }
+        .into_iter()
+        .map(|a| {
+            let info = runs.iter().find(|r| r.run_id == a.facts.run_id);
+            RunView {
+                run_id: a.facts.run_id.clone(),
+                arm: a.facts.arm.clone(),
+                stage: a.facts.stage.clone(),
+                class: a.facts.workload.class.clone(),
+                runtime: a.facts.runtime.clone(),
+                config: a
+                    .facts
+                    .config
+                    .iter()
+                    .map(|(k, v)| format!("{k}={v}"))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                status: a.facts.status.as_str().to_owned(),
+                started_utc: info.map_or_else(|| NA.to_owned(), |i| i.started_utc.clone()),
+                ended_utc: info
+                    .and_then(|i| i.ended_utc.clone())
+                    .unwrap_or_else(|| NA.to_owned()),
+                servers: info.map_or_else(String::new, |i| i.servers.join("; ")),
+            }
+        })
+        .collect(),
     }
 }

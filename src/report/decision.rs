@@ -547,29 +547,63 @@ fn gaps(input: &ReportInput<'_>) -> Vec<GapView> {
         if stage.without_evidence.is_empty() {
             continue;
         }
+        // The cells the stage's other arms recorded: what the missing arms need to be
+        // compared on them.
         let siblings: BTreeSet<String> = recorded
             .iter()
             .filter(|(a, _)| stage.arms.iter().any(|x| &x.arm == a))
             .map(|(_, c)| c.clone())
+            .filter(|c| !is_probe(c))
             .collect();
-        let cells = if siblings.is_empty() {
-            "the stage's cells".to_owned()
-        } else {
-            siblings.into_iter().collect::<Vec<_>>().join(", ")
-        };
         for arm in &stage.without_evidence {
-            out.push(GapView {
-                what: format!("stage {}: {arm} on {cells}", stage.stage),
-                command: format!(
-                    "anvil-capture run --manifest MANIFEST --class CLASS --arm {} --stage {} \
-                     --endpoint URL --out DATA (one per cell; `anvil-capture cells` lists them)",
-                    shell_word(arm),
-                    shell_word(&stage.stage)
-                ),
-            });
+            if siblings.is_empty() {
+                out.push(GapView {
+                    what: format!("stage {}: {arm} (no arm of the stage recorded a cell)", stage.stage),
+                    command: format!(
+                        "anvil-capture cells --manifest {} (then anvil-capture run … --arm {} --stage {})",
+                        shell_word(input.manifest_file),
+                        shell_word(arm),
+                        shell_word(&stage.stage)
+                    ),
+                });
+                continue;
+            }
+            for cell in &siblings {
+                out.push(GapView {
+                    what: format!("stage {}: {arm} on {cell}", stage.stage),
+                    command: capture_command(input, arm, &stage.stage, cell),
+                });
+            }
         }
     }
     out
+}
+
+/// The `anvil-capture run` command line that records `cell` for `arm` (the arm's server
+/// URL is the one thing left to fill in).
+fn capture_command(input: &ReportInput<'_>, arm: &str, stage: &str, cell: &str) -> String {
+    let mut parts = cell.split('.');
+    let class = parts.next().unwrap_or(cell);
+    let mut args = vec![
+        "anvil-capture run".to_owned(),
+        format!("--manifest {}", shell_word(input.manifest_file)),
+        format!("--class {}", shell_word(class)),
+    ];
+    for p in parts {
+        if let Some(v) = p.strip_prefix("ctx").filter(|v| v.parse::<u64>().is_ok()) {
+            args.push(format!("--context {v}"));
+        } else if let Some(v) = p.strip_prefix('c').filter(|v| v.parse::<u64>().is_ok()) {
+            args.push(format!("--concurrency {v}"));
+        } else if let Some(v) = p.strip_prefix('n').filter(|v| v.parse::<u64>().is_ok()) {
+            args.push(format!("--requests {v}"));
+        }
+    }
+    args.push(format!("--arm {}", shell_word(arm)));
+    args.push(format!("--stage {}", shell_word(stage)));
+    args.push("--endpoint URL".to_owned());
+    let data = input.data_folder.split(", ").next().unwrap_or(".");
+    args.push(format!("--out {}", shell_word(data)));
+    args.join(" ")
 }
 
 /// `word`, single-quoted for a POSIX shell when it needs quoting.

@@ -131,6 +131,8 @@ pub use crate::rules::stage::StageComparison as ScreenResult;
 #[derive(Debug, Clone, Copy)]
 pub struct ReportInput<'a> {
     pub data_folder: &'a str,
+    /// The workload manifest's path, as given (for the commands the report suggests).
+    pub manifest_file: &'a str,
     pub generated_utc: &'a str,
     pub tool_version: &'a str,
     pub plan: &'a RunPlan,

@@ -473,6 +473,7 @@ impl Fixture {
     fn view(&self) -> ReportView {
         build(&ReportInput {
             data_folder: "sample-data/campaign",
+            manifest_file: "sample-data/workload-manifest.json",
             generated_utc: "2026-09-05T08:00:00Z",
             tool_version: "0.1.0",
             plan: &self.plan,
@@ -614,7 +615,7 @@ fn report_has_every_section_and_well_formed_charts_with_their_series() {
     }
     let dp2 = headline_svgs
         .iter()
-        .find(|s| s.contains("run r-dp2"))
+        .find(|s| s.contains("Requests over time: two independent TP1 replicas"))
         .unwrap();
     assert!(dp2.contains("replica 0") && dp2.contains("replica 1") && dp2.contains("first token"));
     // The first wave (the fixture's first 8 requests) is outlined and named apart.
@@ -834,6 +835,7 @@ fn sections_without_evidence_say_so() {
     );
     let view = build(&ReportInput {
         data_folder: "empty",
+        manifest_file: "sample-data/workload-manifest.json",
         generated_utc: "2026-09-05T08:00:00Z",
         tool_version: "0.1.0",
         plan: &plan,
@@ -1273,6 +1275,7 @@ fn the_page_is_balanced_html() {
     );
     let view = build(&ReportInput {
         data_folder: "empty",
+        manifest_file: "sample-data/workload-manifest.json",
         generated_utc: "2026-09-05T08:00:00Z",
         tool_version: "0.1.0",
         plan: &plan,

@@ -952,6 +952,44 @@ fn llama_campaign_launches_records_stops_and_restores_real_servers() {
     );
     assert!(!check.contains("NotRestored"), "{check}");
     assert!(check.contains("restored (7 checks passed)"), "{check}");
+    // Real servers: the report's first screen carries no synthetic-data banner (the servers'
+    // model list says owned_by llamacpp, not anvil-sim), in HTML and in Markdown.
+    let html = tmp.path().join("campaign.html");
+    for format in ["html", "md"] {
+        let o = run(
+            ANVIL,
+            &[
+                "report",
+                "--data",
+                out.to_str().unwrap(),
+                "--plan",
+                tmp.path().join("run-plan.json").to_str().unwrap(),
+                "--manifest",
+                tmp.path().join("workload-manifest.json").to_str().unwrap(),
+                "--format",
+                format,
+                "--out",
+                html.with_extension(format).to_str().unwrap(),
+            ],
+            &[],
+        );
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let text = std::fs::read_to_string(html.with_extension(format)).unwrap();
+        assert!(text.contains("what the campaign supports"), "{text}");
+        assert!(
+            !text.contains("SIMULATED DATA"),
+            "a real engine reported as simulated"
+        );
+        assert!(
+            !text.contains("anvil-sim"),
+            "{format}: anvil-sim named for real servers"
+        );
+    }
 }
 
 /// A capacity search against a real llama-server (4 slots, the tiny model): concurrency 2 to

@@ -106,24 +106,91 @@ fn the_sample_campaign_report_has_every_section_and_keeps_screens_apart() {
         );
     }
     // The stage comparisons: each one workload, so a screen run and a headline run never
-    // share a table; each screen is labelled within-screen.
-    let stages = section(&html, "screens");
-    for comparison in stages.split("<h3>").skip(1) {
+    // share a table; a screen's block names its workload.
+    let stages = section(&html, "stages");
+    for comparison in stages.split("class=\"meta\">Scope:").skip(1) {
         let has = |runs: &[&str]| runs.iter().any(|r| comparison.contains(r));
         assert!(
             !(has(&headline) && has(&screens)),
             "a stage comparison holds headline and screen runs:\n{comparison}"
         );
         if has(&screens) {
-            assert!(
-                comparison.contains("within-screen selection only"),
-                "{comparison}"
-            );
+            assert!(comparison.contains("optimization-screen"), "{comparison}");
         }
     }
     assert!(head.matches("<svg").count() >= 3, "headline charts drawn");
     // The appendix renders the definitions of queries/*.sql.
     assert!(section(&html, "appendix").contains("request_metrics"));
+
+    // Names, not run ids, in chart titles.
+    for (at, _) in html.match_indices("<title>") {
+        let title = &html[at..at + html[at..].find("</title>").unwrap()];
+        assert!(
+            !runs.iter().any(|(r, _)| title.contains(r.as_str())),
+            "a run id in a chart title: {title}"
+        );
+    }
+    // Arms in the plan's order, not ASCII's (K4 before K12 before K16).
+    let coverage = section(&html, "coverage");
+    let at = |arm: &str| coverage.find(&format!("<td>{arm}</td>")).unwrap();
+    assert!(at("K4") < at("K12") && at("K12") < at("K16"));
+    // The manifest's levels no cell recorded are flagged.
+    assert!(
+        coverage.contains("concurrency 2 per replica: not recorded"),
+        "{coverage}"
+    );
+    // One number policy in the decision tables: three significant figures, one minus sign.
+    for table in ["objectives", "pairs"] {
+        for (at, _) in html.match_indices(&format!("<table class=\"{table}\">")) {
+            let body = &html[at..at + html[at..].find("</table>").unwrap()];
+            assert_three_significant_figures(body);
+        }
+    }
+    // Mean ITL is TPOT by definition: not a second identical table.
+    assert!(
+        !html.contains("<h4>Mean ITL ("),
+        "a Mean ITL table beside TPOT's"
+    );
+    // The speculative-decoding rows say which cell they are from.
+    assert!(section(&html, "spec-decode").contains("<th>cell</th>"));
+}
+
+/// Every decimal figure in `html`'s text has at most three significant digits, and no
+/// ASCII hyphen stands for a minus sign before a digit.
+fn assert_three_significant_figures(html: &str) {
+    let mut text = String::new();
+    let mut in_tag = false;
+    for c in html.chars() {
+        match c {
+            '<' => in_tag = true,
+            '>' => {
+                in_tag = false;
+                text.push(' ');
+            }
+            c if !in_tag => text.push(c),
+            _ => {}
+        }
+    }
+    for token in text.split(|c: char| !(c.is_ascii_digit() || c == '.' || c == ',' || c == '-')) {
+        let token = token.trim_matches(|c| c == ',' || c == '.');
+        if token.len() > 1
+            && token.starts_with('-')
+            && token[1..].starts_with(|c: char| c.is_ascii_digit())
+        {
+            panic!("an ASCII hyphen as a minus sign: {token}");
+        }
+        if token.contains('.') {
+            let digits: String = token
+                .chars()
+                .filter(char::is_ascii_digit)
+                .skip_while(|c| *c == '0')
+                .collect();
+            assert!(
+                digits.len() <= 3,
+                "more than three significant figures: {token}"
+            );
+        }
+    }
 }
 
 #[test]
@@ -133,7 +200,7 @@ fn markdown_report_prints_the_headline_table_and_verdicts() {
     let md = text(&o.stdout);
     assert!(md.contains("## Headline comparison"), "{md}");
     assert!(md.contains("| arm | window | run | n | mean |"), "{md}");
-    assert!(md.contains("## Verdicts"), "{md}");
+    assert!(md.contains("## Advance rules"), "{md}");
     assert!(md.contains("Inferact DFlash2 K8"), "{md}");
 }
 
@@ -164,7 +231,7 @@ fn demo_records_a_campaign_and_prints_the_report_path() {
     let html = std::fs::read_to_string(&path).unwrap();
     let head = section(&html, "headline");
     assert!(head.contains("Inferact DFlash2 K8") && head.contains("Inferact target-only"));
-    assert!(section(&html, "screens").contains("K12"));
+    assert!(section(&html, "stages").contains("K12"));
     // Through the managed path: the journal, and the restore stage backed by evidence.
     let folder = out.join("2026-09-04-qwen38-27b-pro6000-possibility");
     assert!(folder.join("campaign-journal.jsonl").is_file());
@@ -293,4 +360,205 @@ fn report_in_headless_chromium_renders_charts_and_never_runs_injected_code() {
         "screenshot is nearly blank: {} bytes",
         bytes.len()
     );
+}
+
+/// A page that loads `report` in two frames, 1400 × 900 and 900 × 900 (the report itself
+/// holds no script; this wrapper measures it), and writes what it measured into its own DOM
+/// for `--dump-dom`: page height, scroll width against the viewport, where the first
+/// screen's parts end, and whether the report carries a script.
+fn measuring_page(report: &Path) -> String {
+    let url = format!("file://{}", report.display());
+    format!(
+        r#"<!DOCTYPE html><html><body><pre id="out">pending</pre>
+<iframe id="wide" src="{url}" style="width:1400px;height:900px;border:0"></iframe>
+<iframe id="narrow" src="{url}" style="width:900px;height:900px;border:0"></iframe>
+<script>
+const r = {{}}; let done = 0;
+function measure(id) {{
+  const d = document.getElementById(id).contentDocument, e = d.documentElement;
+  const bottom = (s) => {{ const x = d.querySelector(s); return x ? Math.round(x.getBoundingClientRect().bottom) : -1; }};
+  r[id] = {{ height: e.scrollHeight, scroll_width: e.scrollWidth, client_width: e.clientWidth,
+    synthetic: bottom('#synthetic'), objectives: bottom('table.objectives'),
+    not_claimable: bottom('#not-claimable'), scripts: d.querySelectorAll('script').length }};
+  if (++done == 2) document.getElementById('out').textContent = JSON.stringify(r);
+}}
+document.getElementById('wide').onload = () => measure('wide');
+document.getElementById('narrow').onload = () => measure('narrow');
+</script></body></html>"#
+    )
+}
+
+/// The sample report decides on one screen and fits: measured in Chromium, at 1400 px it is
+/// at most 15,000 px tall and its first 900 px hold the synthetic-data banner, the winners
+/// per objective and what may not be claimed; at 900 px nothing scrolls sideways; the
+/// report runs no script.
+#[test]
+fn sample_report_decides_on_its_first_screen_and_fits_in_chromium() {
+    let Some(chromium) = chromium() else {
+        eprintln!(
+            "SKIPPED: the report layout test needs Chromium (apt-get install chromium, or set ANVIL_CHROMIUM)"
+        );
+        assert!(
+            std::env::var_os("CI").is_none()
+                || std::env::var_os("ANVIL_CHROMIUM_UNAVAILABLE").is_some(),
+            "CI is set: Chromium must be installed (bash .ci/run installs it)"
+        );
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let report = tmp.path().join("campaign.html");
+    let html = report_html(&[], &report);
+    let page = tmp.path().join("measure.html");
+    std::fs::write(&page, measuring_page(&report)).unwrap();
+    let o = headless(
+        &chromium,
+        &tmp.path().join("profile"),
+        &[
+            "--allow-file-access-from-files",
+            "--dump-dom",
+            &format!("file://{}", page.display()),
+        ],
+    );
+    let dom = text(&o.stdout);
+    let start = dom.find("<pre id=\"out\">").expect("the measuring page") + 14;
+    let end = start + dom[start..].find("</pre>").unwrap();
+    let measured: serde_json::Value =
+        serde_json::from_str(&dom[start..end].replace("&quot;", "\""))
+            .unwrap_or_else(|e| panic!("measurements not written ({e}): {}", &dom[start..end]));
+    let (wide, narrow) = (&measured["wide"], &measured["narrow"]);
+    let n = |v: &serde_json::Value, k: &str| v[k].as_i64().unwrap_or(-1);
+    eprintln!("report layout in Chromium: {measured}");
+    assert_eq!(n(wide, "scripts"), 0, "the report runs no script");
+    assert!(
+        (1000..=15_000).contains(&n(wide, "height")),
+        "page height at 1400 px: {}",
+        n(wide, "height")
+    );
+    for part in ["synthetic", "objectives", "not_claimable"] {
+        let bottom = n(wide, part);
+        assert!(
+            (1..=900).contains(&bottom),
+            "{part} ends at {bottom} px, outside the first 1400 × 900 screen"
+        );
+    }
+    assert!(
+        n(narrow, "scroll_width") <= n(narrow, "client_width"),
+        "at 900 px the page scrolls sideways: {narrow}"
+    );
+    // The first screen names the winners with figures and intervals, and the lead's.
+    let first = section(&html, "header");
+    for words in [
+        "SIMULATED DATA",
+        "aggregate output throughput",
+        "output throughput per GPU",
+        "goodput under the SLOs",
+        "What may not be claimed",
+        "promotion of any configuration",
+    ] {
+        assert!(first.contains(words), "first screen lacks {words}");
+    }
+    assert!(
+        first.contains(" tok&#x2F;s ["),
+        "a figure with its interval"
+    );
+    assert!(first.contains("resolved"), "whether each lead is resolved");
+}
+
+/// An incomplete campaign (the sample without the arms of stage 4 and torch.compile) keeps
+/// its first screen honest: the outcome says incomplete, the gaps name the arms missing
+/// with a command that records them, plan text anvil cannot read is listed apart, the
+/// stage whose arms have no artifacts is not called complete, and what may not be claimed
+/// names them.
+#[test]
+fn an_incomplete_campaign_says_what_is_missing_on_its_first_screen() {
+    let tmp = tempfile::tempdir().unwrap();
+    let campaign = "2026-09-04-qwen38-27b-pro6000-possibility";
+    let src = repo("sample-data").join(campaign);
+    let dst = tmp.path().join(campaign);
+    copy_tree(&src, &dst);
+    for arm in [
+        "torch.compile",
+        "RadixArk target-only",
+        "RadixArk DFlash2 K8",
+        "RadixArk DFlash2 K12 chunk1K",
+    ] {
+        std::fs::remove_dir_all(dst.join(arm)).unwrap();
+    }
+    let out = tmp.path().join("report.md");
+    let o = anvil(&[
+        "report",
+        "--data",
+        tmp.path().to_str().unwrap(),
+        "--plan",
+        "sample-data/run-plan.json",
+        "--manifest",
+        "sample-data/workload-manifest.json",
+        "--format",
+        "md",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let md = std::fs::read_to_string(&out).unwrap();
+    let first = &md[..md.find("## Stage by stage").expect("the stage section")];
+    assert!(
+        first.contains("Outcome: incomplete: evidence is missing"),
+        "{first}"
+    );
+    assert!(first.contains("### Evidence gaps"), "{first}");
+    // A stage whose other arms recorded cells: the exact command per cell.
+    assert!(
+        first.contains(
+            "stage SGLang optimization: torch.compile on optimization-screen.ctx4096.c4.n16: \
+             `anvil-capture run --manifest sample-data/workload-manifest.json --class \
+             optimization-screen --context 4096 --concurrency 4 --requests 16 --arm \
+             torch.compile --stage 'SGLang optimization' --endpoint URL"
+        ),
+        "{first}"
+    );
+    // A stage with no artifact at all: where to find its cells.
+    assert!(
+        first.contains(
+            "stage target checkpoint: RadixArk target-only (no arm of the stage recorded a cell)"
+        ),
+        "{first}"
+    );
+    assert!(
+        first.contains("stage target checkpoint: its arms RadixArk target-only, RadixArk DFlash2 K8, RadixArk DFlash2 K12 chunk1K have no artifacts"),
+        "{first}"
+    );
+    assert!(first.contains("SIMULATED DATA"), "{first}");
+    let html_out = tmp.path().join("report.html");
+    let o = anvil(&[
+        "report",
+        "--data",
+        tmp.path().to_str().unwrap(),
+        "--plan",
+        "sample-data/run-plan.json",
+        "--manifest",
+        "sample-data/workload-manifest.json",
+        "--out",
+        html_out.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let html = std::fs::read_to_string(&html_out).unwrap();
+    assert!(html.contains("complete (the plan&#x27;s word; no artifacts)"));
+    let coverage = section(&html, "coverage");
+    assert!(
+        coverage.contains("<td class=\"fail\">✗</td>"),
+        "missing cells marked"
+    );
+}
+
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_tree(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
+    }
 }

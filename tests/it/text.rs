@@ -124,3 +124,16 @@ fn report_markdown() {
     settings.add_filter(r"anvil \d+\.\d+\.\d+", "anvil [version]");
     settings.bind(|| insta::assert_snapshot!(out));
 }
+
+/// The Markdown report's first section, the one a reviewer pastes into a pull request: the
+/// banners, what was tested, the winners per objective, the stages' claims and what may not
+/// be claimed.
+#[test]
+fn report_markdown_first_section() {
+    let out = anvil(&["report", "--format", "md"], 0);
+    let first = &out[..out.find("## Stage by stage").expect("the stage section")];
+    let mut settings = insta::Settings::clone_current();
+    settings.add_filter(r"generated \d{4}-\d\d-\d\dT[0-9:.]+Z", "generated [UTC]");
+    settings.add_filter(r"anvil \d+\.\d+\.\d+", "anvil [version]");
+    settings.bind(|| insta::assert_snapshot!(first));
+}

@@ -212,12 +212,15 @@ pub enum Command {
 
     /// Render the campaign report: one self-contained HTML file, or Markdown.
     ///
-    /// Reads every artifact beneath the --data folders, runs the checks, the headline
-    /// comparison and one comparison per optimization screen, and lays out the run plan,
-    /// headline figures and charts, context curve, screens (within-screen selection only),
-    /// controls, topology, speculative decoding, server queues, functional and advance/stop
-    /// verdicts, open gates and the metric definitions. With no arguments: the sample
-    /// campaign in sample-data/ to reports/campaign.html. The path written is printed last.
+    /// Reads every artifact beneath the --data folders, runs the checks and every stage's
+    /// comparisons, and lays the campaign out around the decision: a first screen with each
+    /// objective's leader, its interval and whether the lead is resolved, the stages' claims
+    /// and what may not be claimed (with a banner when the servers were the simulator);
+    /// evidence coverage and gaps; each arm against its control; the trade-off, sweep,
+    /// context and capacity charts; then the headline tables, topology, speculative
+    /// decoding, queues, the advance-rule matrix, the plan and the definitions. With no
+    /// arguments: the sample campaign in sample-data/ to reports/campaign.html. The path
+    /// written is printed last.
     #[cfg(feature = "analysis")]
     #[command(after_help = report_exit_codes_help())]
     Report(ReportArgs),

@@ -50,6 +50,7 @@ pub fn render(
     let planned = planned_cells(data, campaign, plan);
     let input = ReportInput {
         data_folder: &data_folder,
+        manifest_file: names[0].strip_prefix("--manifest ").unwrap_or("MANIFEST"),
         generated_utc: &generated,
         tool_version: env!("CARGO_PKG_VERSION"),
         plan,

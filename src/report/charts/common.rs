@@ -13,15 +13,17 @@ pub const WIDTH: u32 = 880;
 /// Chart height of the ordinary charts.
 pub const HEIGHT: u32 = 400;
 
-/// Okabe–Ito colours (yellow left out: unreadable on white), then two greys.
+/// Okabe–Ito colours (yellow left out: unreadable on white), ordered so that the first
+/// five are five distinct hues (blue, orange, bluish green, reddish purple, near-black):
+/// orange and vermillion, blue and sky blue, meet only in a chart of seven or more series.
 pub const PALETTE: [(u8, u8, u8); 8] = [
     (0x00, 0x72, 0xB2),
     (0xE6, 0x9F, 0x00),
     (0x00, 0x9E, 0x73),
     (0xCC, 0x79, 0xA7),
-    (0xD5, 0x5E, 0x00),
-    (0x56, 0xB4, 0xE9),
     (0x33, 0x33, 0x33),
+    (0x56, 0xB4, 0xE9),
+    (0xD5, 0x5E, 0x00),
     (0x99, 0x99, 0x99),
 ];
 
@@ -260,4 +262,39 @@ pub(super) fn wrap_label(text: &str, width: usize, lines: usize) -> Vec<String> 
         *last = format!("{keep}…");
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Hue in degrees of an RGB colour; `None` for a grey.
+    fn hue((r, g, b): (u8, u8, u8)) -> Option<f64> {
+        let (r, g, b) = (f64::from(r), f64::from(g), f64::from(b));
+        let (max, min) = (r.max(g).max(b), r.min(g).min(b));
+        if max - min < 40.0 {
+            return None;
+        }
+        let d = max - min;
+        let h = if max == r {
+            ((g - b) / d).rem_euclid(6.0)
+        } else if max == g {
+            (b - r) / d + 2.0
+        } else {
+            (r - g) / d + 4.0
+        };
+        Some(h * 60.0)
+    }
+
+    #[test]
+    fn the_first_five_colours_are_distinct_hues() {
+        let hues: Vec<f64> = PALETTE[..5].iter().filter_map(|c| hue(*c)).collect();
+        assert_eq!(hues.len(), 4, "four hues and one near-black");
+        for (i, a) in hues.iter().enumerate() {
+            for b in &hues[i + 1..] {
+                let d = (a - b).abs().min(360.0 - (a - b).abs());
+                assert!(d >= 35.0, "hues {a:.0}° and {b:.0}° too close");
+            }
+        }
+    }
 }

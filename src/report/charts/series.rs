@@ -59,13 +59,16 @@ pub fn time_series_svg(chart: &TimeSeriesChart) -> String {
         return no_data_svg(&chart.title, "no finite samples");
     };
     let note = dropped_note(dropped, "non-finite samples");
+    // Queue gauges count requests: whole-number ticks only.
+    let y_max = y1.max(1.0).ceil();
+    let y_ticks = (y_max as usize).saturating_add(1).min(11);
     draw_svg(&chart.title, (WIDTH, HEIGHT), |root| {
         let mut ctx = ChartBuilder::on(root)
             .caption(&chart.title, (FONT, 22))
             .margin(14)
             .x_label_area_size(56)
             .y_label_area_size(76)
-            .build_cartesian_2d(x0..x1, 0f64..y1.max(1.0))
+            .build_cartesian_2d(x0..x1, 0f64..y_max)
             .map_err(err)?;
         ctx.configure_mesh()
             .x_desc("time since run start (s)")
@@ -73,7 +76,14 @@ pub fn time_series_svg(chart: &TimeSeriesChart) -> String {
             .label_style((FONT, 16))
             .axis_desc_style((FONT, 17))
             .x_label_formatter(&|v| short_number(*v))
-            .y_label_formatter(&|v| short_number(*v))
+            .y_labels(y_ticks)
+            .y_label_formatter(&|v| {
+                if v.fract().abs() < 1e-9 {
+                    short_number(*v)
+                } else {
+                    String::new()
+                }
+            })
             .light_line_style(RGBColor(0xee, 0xee, 0xee))
             .draw()
             .map_err(err)?;
@@ -103,4 +113,29 @@ pub fn time_series_svg(chart: &TimeSeriesChart) -> String {
             .map_err(err)?;
         footnote(root, &note)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn request_counts_get_whole_number_ticks() {
+        let svg = time_series_svg(&TimeSeriesChart {
+            title: "queue".to_owned(),
+            y_label: "requests".to_owned(),
+            series: vec![LineSeriesData {
+                name: "running".to_owned(),
+                colour: 0,
+                points: vec![(0.0, 0.0), (1.0, 1.0), (2.0, 1.0)],
+            }],
+        });
+        for fraction in ["0.10", "0.50", "0.2\n"] {
+            assert!(
+                !svg.contains(fraction),
+                "fractional tick {fraction} in {svg}"
+            );
+        }
+        assert!(svg.contains(">\n1\n<"), "tick 1 labelled");
+    }
 }
