@@ -151,8 +151,18 @@ fn tokens_label(v: f64) -> String {
     }
 }
 
+/// A one-variable sweep found in the data, and its charts.
+struct Sweep {
+    fingerprint: String,
+    key: String,
+    workload: String,
+    /// Its arms, in value order.
+    arms: Vec<String>,
+    group: CurveGroup,
+}
+
 /// The one-variable sweeps: per (workload, key) with at least three values.
-fn sweeps(input: &ReportInput<'_>) -> Vec<CurveGroup> {
+fn sweeps(input: &ReportInput<'_>) -> Vec<Sweep> {
     // (fingerprint, key, centre arm) of every one-variable edge whose values are numbers.
     let mut centres: Vec<(String, String, String, String)> = Vec::new();
     for s in input.screens {
@@ -275,7 +285,15 @@ fn sweeps(input: &ReportInput<'_>) -> Vec<CurveGroup> {
             .iter()
             .map(|(x, runs)| format!("{key} {}: {}", short_value(*x), arms_of(runs)))
             .collect();
-        out.push(CurveGroup {
+        let mut sweep_arms: Vec<String> = Vec::new();
+        for (_, runs) in &values {
+            for a in runs {
+                if !sweep_arms.contains(&a.facts.arm) {
+                    sweep_arms.push(a.facts.arm.clone());
+                }
+            }
+        }
+        let group = CurveGroup {
             title: format!("{key} sweep on {workload}"),
             note: format!(
                 "Every arm recorded on this workload whose configuration differs from {centre}'s \
@@ -283,6 +301,13 @@ fn sweeps(input: &ReportInput<'_>) -> Vec<CurveGroup> {
                 legend.join("; ")
             ),
             charts,
+        };
+        out.push(Sweep {
+            fingerprint,
+            key,
+            workload,
+            arms: sweep_arms,
+            group,
         });
     }
     out
@@ -310,62 +335,105 @@ fn context_curve(input: &ReportInput<'_>) -> Option<CurveGroup> {
             .insert(a.facts.workload.concurrency_per_replica);
     }
     let ticks: Vec<(f64, String)> = contexts
+        .keys()
+        .map(|ctx| (*ctx as f64, tokens_label(*ctx as f64)))
+        .collect();
+    // The curve is at the concurrency most of its cells use (C1); a cell at another (the
+    // manifest's C8 stress level) is not a point of it: it is named in the note instead.
+    let mut by_conc: BTreeMap<u32, usize> = BTreeMap::new();
+    for a in &curve {
+        *by_conc
+            .entry(a.facts.workload.concurrency_per_replica)
+            .or_default() += 1;
+    }
+    let conc = by_conc
         .iter()
-        .map(|(ctx, conc)| {
-            let c: Vec<String> = conc.iter().map(|c| format!("C{c}")).collect();
-            let label = tokens_label(*ctx as f64);
-            let label = if conc.len() == 1 && conc.first() == Some(&1) {
-                label
-            } else {
-                format!("{label} {}", c.join("/"))
-            };
-            (*ctx as f64, label)
+        .max_by_key(|(c, n)| (**n, std::cmp::Reverse(**c)))
+        .map_or(1, |(c, _)| *c);
+    let others: Vec<String> = curve
+        .iter()
+        .filter(|a| a.facts.workload.concurrency_per_replica != conc)
+        .filter_map(|a| {
+            let ttft = Plot::Percentile(MetricId::TtftMs, Percentile::P50).of(a)?.0;
+            let decode = Plot::DecodeMean.of(a).map(|d| d.0);
+            Some(format!(
+                "{} at {} C{}: TTFT p50 {} ms, decode mean {} tok/s",
+                a.facts.arm,
+                tokens_label(a.facts.workload.prompt_tokens_target as f64),
+                a.facts.workload.concurrency_per_replica,
+                super::format::fmt_num(Some(ttft)),
+                super::format::fmt_num(decode)
+            ))
         })
         .collect();
-    let chart = |plot: Plot, log_y: bool| {
-        let mut ordered: Vec<&&str> = arms.iter().collect();
-        ordered.sort_by_key(|a| plan_rank(input, a));
-        CurveChart {
-            title: format!("{} vs context", plot.label()),
-            x_label: "prompt tokens (log)".to_owned(),
-            y_label: if log_y {
-                format!("{} (log)", plot.label())
-            } else {
-                plot.label().to_owned()
-            },
-            log_x: true,
-            log_y,
-            x_ticks: ticks.clone(),
-            series: ordered
+    let curve: Vec<&Artifact> = curve
+        .into_iter()
+        .filter(|a| a.facts.workload.concurrency_per_replica == conc)
+        .collect();
+    let arms: BTreeSet<&str> = curve.iter().map(|a| a.facts.arm.as_str()).collect();
+    let lines: Vec<(&str, u32)> = {
+        let mut v: Vec<&str> = arms.iter().copied().collect();
+        v.sort_by_key(|a| plan_rank(input, a));
+        v.into_iter().map(|a| (a, conc)).collect()
+    };
+    let ticks: Vec<(f64, String)> = ticks
+        .into_iter()
+        .filter(|(x, _)| {
+            curve
                 .iter()
-                .map(|arm| CurveSeries {
-                    name: (**arm).to_owned(),
-                    colour: colours[**arm],
-                    points: contexts
-                        .keys()
-                        .filter_map(|ctx| {
-                            let ys: Vec<_> = curve
-                                .iter()
-                                .filter(|a| {
-                                    a.facts.arm == ***arm
-                                        && a.facts.workload.prompt_tokens_target == *ctx
-                                })
-                                .filter_map(|a| plot.of(a))
-                                .collect();
-                            mean_point(*ctx as f64, &ys)
-                        })
-                        .collect(),
-                })
-                .collect(),
-            reference: None,
-            width: SMALL_WIDTH,
-        }
+                .any(|a| a.facts.workload.prompt_tokens_target as f64 == *x)
+        })
+        .collect();
+    let chart = |plot: Plot, log_y: bool| CurveChart {
+        title: format!("{} vs context", plot.label()),
+        x_label: "prompt tokens (log)".to_owned(),
+        y_label: if log_y {
+            format!("{} (log)", plot.label())
+        } else {
+            plot.label().to_owned()
+        },
+        log_x: true,
+        log_y,
+        x_ticks: ticks.clone(),
+        series: lines
+            .iter()
+            .map(|(arm, conc)| CurveSeries {
+                name: (*arm).to_owned(),
+                colour: colours[*arm],
+                points: contexts
+                    .keys()
+                    .filter_map(|ctx| {
+                        let ys: Vec<_> = curve
+                            .iter()
+                            .filter(|a| {
+                                a.facts.arm == *arm
+                                    && a.facts.workload.concurrency_per_replica == *conc
+                                    && a.facts.workload.prompt_tokens_target == *ctx
+                            })
+                            .filter_map(|a| plot.of(a))
+                            .collect();
+                        mean_point(*ctx as f64, &ys)
+                    })
+                    .collect(),
+            })
+            .collect(),
+        reference: None,
+        width: SMALL_WIDTH,
     };
     Some(CurveGroup {
         title: "TTFT and decode against context length".to_owned(),
-        note: "The context-curve cells (C1 unless the tick says otherwise); whiskers: the run's \
-               95% interval (none where too few requests bound it)."
-            .to_owned(),
+        note: format!(
+            "The context-curve cells at C{conc}, one line per arm; whiskers: the run's 95% \
+             interval (none where too few requests bound it).{}",
+            if others.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    " Not on the curve (another concurrency): {}.",
+                    others.join("; ")
+                )
+            }
+        ),
         charts: vec![
             chart(Plot::Percentile(MetricId::TtftMs, Percentile::P50), true),
             chart(Plot::DecodeMean, false),
@@ -456,28 +524,39 @@ fn capacity(input: &ReportInput<'_>) -> Vec<CurveChart> {
         .collect()
 }
 
-fn positions(input: &ReportInput<'_>) -> Option<CurveChart> {
-    // The workload with the most arms that have per-position counters.
+fn positions(input: &ReportInput<'_>, sweeps: &[Sweep]) -> Option<CurveChart> {
     let arm_of = |run: &str| input.artifacts.iter().find(|a| a.facts.run_id == run);
-    let mut by_fingerprint: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
-    for p in input.spec_positions {
-        if let Some(a) = arm_of(&p.run_id) {
-            by_fingerprint
-                .entry(a.facts.fingerprint.as_str())
-                .or_default()
-                .insert(a.facts.arm.as_str());
-        }
+    // The draft-depth sweep with the most arms exporting per-position counters: one line per
+    // depth (a handful of distinct hues), on one workload.
+    let has_positions = |arm: &str, fingerprint: &str| {
+        input.spec_positions.iter().any(|p| {
+            arm_of(&p.run_id)
+                .is_some_and(|a| a.facts.arm == arm && a.facts.fingerprint == fingerprint)
+        })
+    };
+    let sweep = sweeps
+        .iter()
+        .filter(|s| s.key.contains("spec"))
+        .max_by_key(|s| {
+            s.arms
+                .iter()
+                .filter(|a| has_positions(a, &s.fingerprint))
+                .count()
+        })?;
+    let fingerprint = sweep.fingerprint.as_str();
+    let arms: BTreeSet<&str> = sweep
+        .arms
+        .iter()
+        .map(String::as_str)
+        .filter(|a| has_positions(a, fingerprint))
+        .collect();
+    if arms.is_empty() {
+        return None;
     }
-    let (fingerprint, arms) = by_fingerprint.into_iter().max_by_key(|(_, a)| a.len())?;
     let colours = colours(input, &arms);
     let mut ordered: Vec<&str> = arms.iter().copied().collect();
     ordered.sort_by_key(|a| plan_rank(input, a));
-    let workload = input
-        .screens
-        .iter()
-        .find(|s| s.fingerprint == fingerprint)
-        .map(|s| s.workload.clone())
-        .unwrap_or_default();
+    let workload = sweep.workload.clone();
     let series: Vec<CurveSeries> = ordered
         .iter()
         .map(|arm| {
@@ -527,12 +606,13 @@ fn positions(input: &ReportInput<'_>) -> Option<CurveChart> {
 
 /// Every decision chart of `input`.
 pub fn decision_charts(input: &ReportInput<'_>) -> DecisionCharts {
+    let found = sweeps(input);
     DecisionCharts {
         pareto: pareto(input),
-        sweeps: sweeps(input),
+        positions: positions(input, &found),
+        sweeps: found.into_iter().map(|s| s.group).collect(),
         context: context_curve(input),
         capacity: capacity(input),
-        positions: positions(input),
     }
 }
 

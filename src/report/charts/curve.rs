@@ -231,11 +231,11 @@ pub fn curve_svg(chart: &CurveChart) -> String {
                 grey.stroke_width(2),
             ))
             .map_err(err)?;
-            let (px, py) = ctx.backend_coord(&(x1, v));
+            let (px, py) = ctx.backend_coord(&(x0, v));
             root.draw_text(
                 &r.label,
-                &label.color(&grey).pos(Pos::new(HPos::Right, VPos::Bottom)),
-                (px - 4, py - 3),
+                &label.color(&grey).pos(Pos::new(HPos::Left, VPos::Bottom)),
+                (px + 4, py - 3),
             )
             .map_err(err)?;
         }
@@ -278,10 +278,28 @@ pub fn curve_svg(chart: &CurveChart) -> String {
             }
             .map_err(err)?;
         }
-        // A legend names the series, unless the one series is the swept key itself.
+        // A legend names the series, unless the one series is the swept key itself; it
+        // goes in the first corner no point falls in, so it hides none.
         if series.len() > 1 || series.iter().any(|(s, _)| s.name != chart.x_label) {
+            let (xw, yw) = (x1 - x0, y1 - y0);
+            let occupied = |right: bool, top: bool| {
+                series.iter().flat_map(|(_, p)| p.iter()).any(|p| {
+                    let (x, y) = ((tx(p.x) - x0) / xw, (ty(p.y) - y0) / yw);
+                    (if right { x > 0.55 } else { x < 0.45 })
+                        && (if top { y > 0.6 } else { y < 0.4 })
+                })
+            };
+            let corner = [
+                (true, true, SeriesLabelPosition::UpperRight),
+                (false, true, SeriesLabelPosition::UpperLeft),
+                (true, false, SeriesLabelPosition::LowerRight),
+                (false, false, SeriesLabelPosition::LowerLeft),
+            ]
+            .into_iter()
+            .find(|(r, t, _)| !occupied(*r, *t))
+            .map_or(SeriesLabelPosition::UpperLeft, |(_, _, c)| c);
             ctx.configure_series_labels()
-                .position(SeriesLabelPosition::UpperRight)
+                .position(corner)
                 .background_style(WHITE.mix(0.9))
                 .border_style(RGBColor(0x99, 0x99, 0x99))
                 .label_font((FONT, label_px))
