@@ -42,9 +42,10 @@ demo *ARGS:
     cargo run --bin anvil -- demo {{ARGS}}
 
 # Re-record the synthetic sample campaign in sample-data/ through the managed path (every
-# arm an anvil-sim process; 42 cells, the headline arms' three repeats each, and TP1's
-# capacity search, 7 probes of 40 requests: about 40 minutes on 2 cores at the simulator
-# profiles' own speed, the search 3.5 of them), then regenerate reports/campaign.html.
+# arm of the plan an anvil-sim process; 66 cells, the headline arms' three repeats each, the
+# manifest's five contexts, and TP1's capacity search, 7 probes of 40 requests: about 62
+# minutes on 2 cores at the simulator profiles' own speed), then regenerate
+# reports/campaign.html.
 sample-data:
     cargo build --bins
     rm -rf "sample-data/2026-09-04-qwen38-27b-pro6000-possibility"

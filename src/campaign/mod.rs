@@ -203,6 +203,53 @@ pub struct Cells {
     /// the arm, or counts by cell id or class (others once).
     #[serde(default)]
     pub repeats: Repeats,
+    /// The recorder's timeouts for some cells, by cell id or workload class (`anvil-capture
+    /// run --timeout-first-byte/--timeout-idle/--timeout-total`): a stress cell whose
+    /// queued requests wait longer than the defaults for their prefill.
+    #[serde(default)]
+    pub timeouts: BTreeMap<String, Timeouts>,
+}
+
+/// Recorder timeouts, seconds; an absent one keeps `anvil-capture`'s default.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Timeouts {
+    #[serde(default)]
+    pub first_byte_s: Option<f64>,
+    #[serde(default)]
+    pub idle_s: Option<f64>,
+    #[serde(default)]
+    pub total_s: Option<f64>,
+}
+
+impl Timeouts {
+    /// The flags that set them.
+    fn args(&self) -> Vec<String> {
+        [
+            ("--timeout-first-byte", self.first_byte_s),
+            ("--timeout-idle", self.idle_s),
+            ("--timeout-total", self.total_s),
+        ]
+        .into_iter()
+        .filter_map(|(flag, v)| v.map(|v| [flag.to_owned(), v.to_string()]))
+        .flatten()
+        .collect()
+    }
+
+    /// Each value that is not a positive number of seconds.
+    fn bad(&self) -> Vec<String> {
+        [
+            ("first_byte_s", self.first_byte_s),
+            ("idle_s", self.idle_s),
+            ("total_s", self.total_s),
+        ]
+        .into_iter()
+        .filter_map(|(name, v)| {
+            v.filter(|v| !(v.is_finite() && *v > 0.0))
+                .map(|v| format!("{name}: {v} is not a positive number of seconds"))
+        })
+        .collect()
+    }
 }
 
 /// How many times cells are recorded.
@@ -468,6 +515,22 @@ impl CampaignFile {
                         format!(
                             "`{what}` is neither a cell id nor a workload class of the manifest"
                         ),
+                    ));
+                }
+            }
+            for (what, t) in &arm.cells.timeouts {
+                if !ids.contains(what) && !classes.contains(&what.as_str()) {
+                    out.push(Problem::new(
+                        format!("arm `{}`: cells.timeouts", arm.arm),
+                        format!(
+                            "`{what}` is neither a cell id nor a workload class of the manifest"
+                        ),
+                    ));
+                }
+                for why in t.bad() {
+                    out.push(Problem::new(
+                        format!("arm `{}`: cells.timeouts.{what}", arm.arm),
+                        why,
                     ));
                 }
             }
@@ -799,6 +862,14 @@ fn capture_command(
     for url in endpoints {
         argv.extend(["--endpoint".to_owned(), url]);
     }
+    if let Some(t) = arm
+        .cells
+        .timeouts
+        .get(&cell.id())
+        .or_else(|| arm.cells.timeouts.get(&cell.class))
+    {
+        argv.extend(t.args());
+    }
     argv.extend(["--out".to_owned(), out.display().to_string()]);
     argv
 }
@@ -1040,6 +1111,42 @@ mod tests {
         let (_dir, file) = write_campaign(&misspelt);
         let err = CampaignFile::load(&file).unwrap_err().to_string();
         assert!(err.contains("prots"), "{err}");
+    }
+
+    #[test]
+    fn timeouts_reach_the_named_cells_commands_and_bad_ones_are_named() {
+        let text = campaign_json("Inferact target-only").replace(
+            r#""cells": { "classes": ["headline-sustained-output", "functional"] }"#,
+            r#""cells": { "classes": ["headline-sustained-output", "functional"],
+                         "timeouts": { "headline-sustained-output": { "idle_s": 180, "first_byte_s": 240 } } }"#,
+        );
+        let (dir, file) = write_campaign(&text);
+        let (campaign, manifest, plan) = CampaignFile::load_checked(&file).unwrap();
+        let cells = campaign.plan(&file, &manifest, &plan, &dir.path().join("out"));
+        for c in cells.iter().filter(|c| c.arm == "Inferact target-only") {
+            let line = c.command.join(" ");
+            let headline = c.cell_id.starts_with("headline-sustained-output");
+            assert_eq!(
+                line.contains("--timeout-first-byte 240 --timeout-idle 180"),
+                headline,
+                "{line}"
+            );
+        }
+        let bad = campaign_json("Inferact target-only").replace(
+            r#""cells": { "classes": ["headline-sustained-output", "functional"] }"#,
+            r#""cells": { "classes": ["functional"],
+                         "timeouts": { "no-such-class": { "idle_s": 0 } } }"#,
+        );
+        let (_dir, file) = write_campaign(&bad);
+        let err = CampaignFile::load_checked(&file).unwrap_err().to_string();
+        assert!(
+            err.contains("cells.timeouts") && err.contains("`no-such-class` is neither"),
+            "{err}"
+        );
+        assert!(
+            err.contains("idle_s: 0 is not a positive number of seconds"),
+            "{err}"
+        );
     }
 
     #[test]
