@@ -404,10 +404,17 @@ pub fn stage_pairs(stages: &[StageComparison], coverage: &[StageCoverage]) -> Ve
                             }
                             PairRowView {
                                 arm: arm.clone(),
-                                against: match control {
-                                    Some(v) => {
-                                        format!("vs {}: {}", v.reference, v.control.reason())
-                                    }
+                                against: match control.map(|v| (v, &v.control)) {
+                                    Some((
+                                        v,
+                                        crate::rules::control::Control::OneVariable {
+                                            key,
+                                            baseline,
+                                            arm,
+                                            ..
+                                        },
+                                    )) => format!("vs {}: {key} {baseline} → {arm}", v.reference),
+                                    Some((v, c)) => format!("vs {}: {}", v.reference, c.reason()),
                                     None => "control".to_owned(),
                                 },
                                 cells,
