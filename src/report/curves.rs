@@ -16,6 +16,7 @@ use super::charts::{
     CurveChart, CurvePoint, CurveSeries, ParetoChart, ParetoPoint, ReferenceLine, SMALL_WIDTH,
 };
 use super::input::ReportInput;
+pub use super::input::SpecPosition;
 use crate::rules::control::Control;
 use crate::rules::headline::CONTEXT_CURVE_CLASS;
 use crate::rules::input::{Artifact, MetricId};
@@ -38,17 +39,6 @@ pub struct DecisionCharts {
     pub context: Option<CurveGroup>,
     pub capacity: Vec<CurveChart>,
     pub positions: Option<CurveChart>,
-}
-
-/// One acceptance figure per draft position (the `spec_decode_positions` view).
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct SpecPosition {
-    pub run_id: String,
-    pub replica: u32,
-    /// 0-based draft position.
-    pub position: u32,
-    /// How often a draft step got that far: accepted at the position / drafts.
-    pub acceptance_rate: f64,
 }
 
 /// Colour indices of `arms` in plan order (distinct within the chart).

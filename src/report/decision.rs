@@ -11,6 +11,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::Serialize;
 
 use super::format::{NA, fmt_diff, fmt_num};
+pub use super::input::PlannedCells;
 use super::input::ReportInput;
 use crate::rules::Outcome;
 use crate::rules::coverage::{ClaimCheck, ClaimVerdict, UNNAMED_COMPONENT};
@@ -125,17 +126,6 @@ pub struct UnreadView {
     pub text: String,
     pub why: String,
     pub instead: String,
-}
-
-/// The cells a campaign file plans, when one was found beside the data.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct PlannedCells {
-    /// The campaign file, as given.
-    pub file: String,
-    /// The `--out` folder the campaign records into (the data folder's parent).
-    pub out: String,
-    /// `(stage, arm, cell id)`, repeats once.
-    pub cells: Vec<(String, String, String)>,
 }
 
 /// The short column name of a cell: `headline`, `screen 4K C4`, `context 80K C8`,

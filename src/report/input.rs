@@ -164,9 +164,9 @@ pub struct ReportInput<'a> {
     /// Each capacity search's result found beside the data (`capacity.json`).
     pub capacity: &'a [CapacityFound],
     /// Acceptance per draft position of every run that exported it.
-    pub spec_positions: &'a [super::curves::SpecPosition],
+    pub spec_positions: &'a [SpecPosition],
     /// The cells the campaign file beside the data plans, when one was found.
-    pub planned: Option<&'a super::decision::PlannedCells>,
+    pub planned: Option<&'a PlannedCells>,
 }
 
 /// One arm's capacity search as `capacity.json` states it, and the file it was read from.
@@ -175,4 +175,26 @@ pub struct CapacityFound {
     #[serde(flatten)]
     pub search: crate::campaign::search::CapacityEntry,
     pub file: String,
+}
+
+/// One acceptance figure per draft position (the `spec_decode_positions` view).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SpecPosition {
+    pub run_id: String,
+    pub replica: u32,
+    /// 0-based draft position.
+    pub position: u32,
+    /// How often a draft step got that far: accepted at the position / drafts.
+    pub acceptance_rate: f64,
+}
+
+/// The cells a campaign file plans, when one was found beside the data.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PlannedCells {
+    /// The campaign file, as given.
+    pub file: String,
+    /// The `--out` folder the campaign records into (the data folder's parent).
+    pub out: String,
+    /// `(stage, arm, cell id)`, repeats once.
+    pub cells: Vec<(String, String, String)>,
 }

@@ -115,7 +115,10 @@ fn the_sample_campaign_report_has_every_section_and_keeps_screens_apart() {
             "a stage comparison holds headline and screen runs:\n{comparison}"
         );
         if has(&screens) {
-            assert!(comparison.contains("optimization-screen"), "{comparison}");
+            assert!(
+                comparison.contains("within-screen selection only"),
+                "{comparison}"
+            );
         }
     }
     assert!(head.matches("<svg").count() >= 3, "headline charts drawn");
