@@ -10,7 +10,7 @@ use crate::rules::advance::{AdvanceRule, TopologyAssessment, Verdict};
 use crate::rules::check::{CheckReport, Outcome};
 use crate::rules::compare::{Comparison, OutputLength, Paired, ThroughputEstimate};
 use crate::rules::control::Control;
-use crate::rules::coverage::{ClaimCheck, ClaimVerdict};
+use crate::rules::coverage::ClaimCheck;
 use crate::rules::headline::CONTEXT_CURVE_CLASS;
 use crate::rules::input::{Artifact, MetricId, Stats};
 use crate::rules::refusal::Refusal;
@@ -35,20 +35,6 @@ pub struct Palette {
 }
 
 impl Palette {
-    /// Plan arms in execution order, then any other arm in artifact order.
-    pub fn new(plan: &RunPlan, artifacts: &[Artifact]) -> Self {
-        let mut palette = Self::default();
-        for stage in plan.stages_in_order() {
-            for arm in stage.arms() {
-                palette.add(arm);
-            }
-        }
-        for artifact in artifacts {
-            palette.add(&artifact.facts.arm);
-        }
-        palette
-    }
-
     /// Exactly these arms, in this order: one comparison's colours (a comparison has at
     /// most as many arms as the palette has colours in practice, so none repeats).
     pub fn of(arms: &[String]) -> Self {
@@ -250,16 +236,11 @@ pub fn header_view(input: &ReportInput<'_>) -> HeaderView {
 }
 
 fn claim_view(side: &str, claim: &ClaimCheck) -> ClaimView {
-    let (verdict, class) = match claim.verdict {
-        ClaimVerdict::Supported => ("supported", "pass"),
-        ClaimVerdict::Contradicted => ("contradicted", "fail"),
-        ClaimVerdict::NotTestable => ("not testable", "missing"),
-    };
     ClaimView {
         side: side.to_owned(),
         clause: claim.clause.clone(),
-        verdict: verdict.to_owned(),
-        verdict_class: class.to_owned(),
+        verdict: claim.verdict.to_string(),
+        verdict_class: super::decision::claim_class(claim.verdict).to_owned(),
         reason: claim.reason.clone(),
     }
 }
@@ -843,7 +824,7 @@ pub fn spec_decode_view(
     }
     groups.sort_by_key(|((arm, cell), _)| {
         (
-            super::curves::plan_rank_of(plan, arm),
+            crate::rules::stage::plan_rank(plan, arm),
             super::decision::cell_label(cell),
         )
     });
@@ -911,7 +892,7 @@ pub fn server_view(
     let mut ordered: Vec<&RunQueue> = queues.iter().collect();
     ordered.sort_by_key(|q| {
         (
-            super::curves::plan_rank_of(plan, &arm(&q.run_id)),
+            crate::rules::stage::plan_rank(plan, &arm(&q.run_id)),
             cell(&q.run_id),
             q.run_id.clone(),
         )
@@ -1132,7 +1113,7 @@ pub fn verdicts_view(
         })
         .collect();
     let mut ordered: Vec<&crate::rules::ArmAdvance> = check.arms.iter().collect();
-    ordered.sort_by_key(|a| super::curves::plan_rank_of(plan, &a.arm));
+    ordered.sort_by_key(|a| crate::rules::stage::plan_rank(plan, &a.arm));
     let rules: Vec<AdvanceRule> = ordered
         .first()
         .map(|a| a.rules.iter().map(|(r, _)| *r).collect())
@@ -1288,7 +1269,7 @@ pub fn appendix_view(
             let mut ordered: Vec<&Artifact> = artifacts.iter().collect();
             ordered.sort_by_key(|a| {
                 (
-                    super::curves::plan_rank_of(plan, &a.facts.arm),
+                    crate::rules::stage::plan_rank(plan, &a.facts.arm),
                     a.facts.run_id.clone(),
                 )
             });

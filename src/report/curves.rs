@@ -54,7 +54,7 @@ fn colours(input: &ReportInput<'_>, arms: &BTreeSet<&str>) -> BTreeMap<String, u
 
 /// The arm's position in the plan (arms the plan does not name last).
 pub fn plan_rank(input: &ReportInput<'_>, arm: &str) -> usize {
-    plan_rank_of(input.plan, arm)
+    crate::rules::stage::plan_rank(input.plan, arm)
 }
 
 /// Mean of the runs' values, with the one run's own interval when there is one run.
@@ -439,7 +439,9 @@ fn pareto(input: &ReportInput<'_>) -> Vec<ParetoChart> {
                 .tradeoff
                 .iter()
                 .filter(|p| {
-                    p.frontier_group == group && p.window == "all" && !p.cell_id.contains(".probe-")
+                    p.frontier_group == group
+                        && p.window == "all"
+                        && !super::decision::is_probe(&p.cell_id)
                 })
                 // Context-curve cells run one request at a time: no throughput trade-off.
                 .filter(|p| !p.frontier_group.starts_with(CONTEXT_CURVE_CLASS))
@@ -604,13 +606,4 @@ pub fn decision_charts(input: &ReportInput<'_>) -> DecisionCharts {
         context: context_curve(input),
         capacity: capacity(input),
     }
-}
-
-/// The arm's position in `plan` (arms the plan does not name last).
-pub fn plan_rank_of(plan: &crate::manifest::RunPlan, arm: &str) -> usize {
-    plan.stages_in_order()
-        .iter()
-        .flat_map(|s| s.arms().to_vec())
-        .position(|a| a == arm)
-        .unwrap_or(usize::MAX)
 }

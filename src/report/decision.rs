@@ -323,9 +323,9 @@ fn claim_basis(claim: &ClaimCheck) -> String {
             .iter()
             .map(|c| {
                 let v = if c.reason.starts_with(UNNAMED_COMPONENT) {
-                    "not read"
+                    "not read".to_owned()
                 } else {
-                    verdict_word(c.verdict)
+                    c.verdict.to_string()
                 };
                 format!("{} {v}", c.component)
             })
@@ -336,15 +336,8 @@ fn claim_basis(claim: &ClaimCheck) -> String {
     }
 }
 
-fn verdict_word(v: ClaimVerdict) -> &'static str {
-    match v {
-        ClaimVerdict::Supported => "supported",
-        ClaimVerdict::Contradicted => "contradicted",
-        ClaimVerdict::NotTestable => "not testable",
-    }
-}
-
-fn verdict_class(v: ClaimVerdict) -> &'static str {
+/// The CSS class of a claim's verdict: `pass`, `fail`, `missing`.
+pub fn claim_class(v: ClaimVerdict) -> &'static str {
     match v {
         ClaimVerdict::Supported => "pass",
         ClaimVerdict::Contradicted => "fail",
@@ -362,7 +355,7 @@ fn cell_of<'a>(input: &'a ReportInput<'_>, run_id: &str) -> Option<&'a str> {
 }
 
 /// Probe cells of a capacity search are shown as one column per arm elsewhere.
-fn is_probe(cell_id: &str) -> bool {
+pub fn is_probe(cell_id: &str) -> bool {
     cell_id.contains(".probe-")
 }
 
@@ -680,9 +673,7 @@ fn not_claimable(
             if claim.verdict != ClaimVerdict::Supported {
                 out.push(format!(
                     "stage {}: \"{}\" ({})",
-                    stage.stage,
-                    claim.clause,
-                    verdict_word(claim.verdict)
+                    stage.stage, claim.clause, claim.verdict
                 ));
             }
         }
@@ -735,8 +726,8 @@ pub fn decision_view(input: &ReportInput<'_>) -> DecisionView {
                     stage: s.stage.clone(),
                     side: side.to_owned(),
                     clause: c.clause.clone(),
-                    verdict: verdict_word(c.verdict).to_owned(),
-                    verdict_class: verdict_class(c.verdict).to_owned(),
+                    verdict: c.verdict.to_string(),
+                    verdict_class: claim_class(c.verdict).to_owned(),
                     basis: claim_basis(c),
                     reason: c.reason.clone(),
                 })

@@ -21,7 +21,7 @@ pub fn fmt_num(value: Option<f64>) -> String {
 
 /// A count with thousands separated: `2,568`.
 pub fn fmt_count(n: u64) -> String {
-    group_thousands(&n.to_string())
+    crate::figure::group_thousands(&n.to_string())
 }
 
 /// A figure with its unit: `1,523 tok/s`, `87.4 ms`.
@@ -199,8 +199,4 @@ pub fn fmt_diff_interval(estimate: Option<f64>, interval: Option<(f64, f64)>, wh
         ),
         None => format!("{} (no CI: {why})", fmt_diff(estimate)),
     }
-}
-
-fn group_thousands(text: &str) -> String {
-    crate::figure::group_thousands(text)
 }

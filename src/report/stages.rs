@@ -6,10 +6,12 @@
 
 use serde::Serialize;
 
-use super::format::{fmt_diff, fmt_num, fmt_percent};
+use super::format::{fmt_diff, fmt_num, fmt_percent, fmt_throughput_difference};
 use crate::metric::Window;
-use crate::rules::compare::{Comparison, MetricComparison, ThroughputEstimate};
-use crate::rules::coverage::{ClaimVerdict, StageCoverage};
+use crate::rules::compare::{
+    Comparison, MetricComparison, ThroughputDifference, ThroughputEstimate,
+};
+use crate::rules::coverage::StageCoverage;
 use crate::rules::input::MetricId;
 use crate::rules::stage::StageComparison;
 use crate::stats::Percentile;
@@ -225,25 +227,7 @@ fn throughput_cell(c: &Comparison, arm: &str) -> PairCellView {
             ));
         }
     }
-    let Some(d) = &t.difference else {
-        return PairCellView {
-            value,
-            ..empty_cell()
-        };
-    };
-    let interval = d.interval.map(|i| (i.low, i.high));
-    let (cue, class) = cue(Some(d.estimate), interval, true);
-    PairCellView {
-        value,
-        difference: match (interval, &d.no_interval) {
-            (Some(_), _) => with_interval(Some(d.estimate), interval),
-            (None, Some(why)) => format!("{} ({why})", fmt_diff(Some(d.estimate))),
-            (None, None) => fmt_diff(Some(d.estimate)),
-        },
-        cue,
-        class,
-        after_first_wave: String::new(),
-    }
+    difference_cell(value, t.difference.as_ref(), fmt_throughput_difference)
 }
 
 fn goodput_cell(c: &Comparison, arm: &str) -> PairCellView {
@@ -259,17 +243,28 @@ fn goodput_cell(c: &Comparison, arm: &str) -> PairCellView {
         fmt_num(g.goodput_tps.value()),
         fmt_percent(g.share.as_ref().map(|s| s.share))
     );
-    let Some(d) = &g.difference else {
+    difference_cell(value, g.difference.as_ref(), |d| {
+        with_interval(Some(d.estimate), d.interval.map(|i| (i.low, i.high)))
+    })
+}
+
+/// A run-level figure's cell: `value`, its difference to the control as `text` writes it,
+/// and the cue its interval gives (higher is better).
+fn difference_cell(
+    value: String,
+    difference: Option<&ThroughputDifference>,
+    text: fn(&ThroughputDifference) -> String,
+) -> PairCellView {
+    let Some(d) = difference else {
         return PairCellView {
             value,
             ..empty_cell()
         };
     };
-    let interval = d.interval.map(|i| (i.low, i.high));
-    let (cue, class) = cue(Some(d.estimate), interval, true);
+    let (cue, class) = cue(Some(d.estimate), d.interval.map(|i| (i.low, i.high)), true);
     PairCellView {
         value,
-        difference: with_interval(Some(d.estimate), interval),
+        difference: text(d),
         cue,
         class,
         after_first_wave: String::new(),
@@ -331,12 +326,10 @@ pub fn stage_pairs(stages: &[StageComparison], coverage: &[StageCoverage]) -> Ve
                             .chain(c.rejected.iter().map(|x| ("rejected", x)))
                     })
                     .map(|(side, claim)| {
-                        let verdict = match claim.verdict {
-                            ClaimVerdict::Supported => "supported",
-                            ClaimVerdict::Contradicted => "contradicted",
-                            ClaimVerdict::NotTestable => "not testable",
-                        };
-                        format!("{side} \"{}\": {verdict}: {}", claim.clause, claim.reason)
+                        format!(
+                            "{side} \"{}\": {}: {}",
+                            claim.clause, claim.verdict, claim.reason
+                        )
                     })
                     .collect()
             } else {

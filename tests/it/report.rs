@@ -487,22 +487,7 @@ fn an_incomplete_campaign_says_what_is_missing_on_its_first_screen() {
     ] {
         std::fs::remove_dir_all(dst.join(arm)).unwrap();
     }
-    let out = tmp.path().join("report.md");
-    let o = anvil(&[
-        "report",
-        "--data",
-        tmp.path().to_str().unwrap(),
-        "--plan",
-        "sample-data/run-plan.json",
-        "--manifest",
-        "sample-data/workload-manifest.json",
-        "--format",
-        "md",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
-    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
-    let md = std::fs::read_to_string(&out).unwrap();
+    let md = sample_plan_report(tmp.path(), "md");
     let first = &md[..md.find("## Stage by stage").expect("the stage section")];
     assert!(
         first.contains("Outcome: incomplete: evidence is missing"),
@@ -531,26 +516,34 @@ fn an_incomplete_campaign_says_what_is_missing_on_its_first_screen() {
         "{first}"
     );
     assert!(first.contains("SIMULATED DATA"), "{first}");
-    let html_out = tmp.path().join("report.html");
-    let o = anvil(&[
-        "report",
-        "--data",
-        tmp.path().to_str().unwrap(),
-        "--plan",
-        "sample-data/run-plan.json",
-        "--manifest",
-        "sample-data/workload-manifest.json",
-        "--out",
-        html_out.to_str().unwrap(),
-    ]);
-    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
-    let html = std::fs::read_to_string(&html_out).unwrap();
+    let html = sample_plan_report(tmp.path(), "html");
     assert!(html.contains("complete (the plan&#x27;s word; no artifacts)"));
     let coverage = section(&html, "coverage");
     assert!(
         coverage.contains("<td class=\"fail\">✗</td>"),
         "missing cells marked"
     );
+}
+
+/// The report of the artifacts beneath `data` under the sample plan and manifest, in
+/// `format` (`html` or `md`), written beside them and read back.
+fn sample_plan_report(data: &Path, format: &str) -> String {
+    let out = data.join(format!("report.{format}"));
+    let o = anvil(&[
+        "report",
+        "--data",
+        data.to_str().unwrap(),
+        "--plan",
+        "sample-data/run-plan.json",
+        "--manifest",
+        "sample-data/workload-manifest.json",
+        "--format",
+        format,
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    std::fs::read_to_string(&out).unwrap()
 }
 
 fn copy_tree(from: &Path, to: &Path) {
