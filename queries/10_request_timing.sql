@@ -50,8 +50,9 @@
 --       when none.
 --   content (-): every content delta concatenated in `seq` order ('' when none;
 --       ordered_concat(x, k) is string_agg(x, '' ORDER BY k)).
---   parse_errors (events): events whose data could not be parsed (events.parse_error set:
---       invalid JSON or UTF-8, not an object): parser corruption, whatever the outcome.
+--   parse_errors (events): events whose data could not be parsed or recorded
+--       (events.parse_error set: invalid JSON or UTF-8, not an object, a second choice's
+--       chunk, a content part of an unknown type): parser corruption, whatever the outcome.
 --   first_parse_error (-): the first of them in `seq` order (its events.parse_error); NULL
 --       when none.
 --   events (events): the request's rows in `events`.

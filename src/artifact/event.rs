@@ -126,6 +126,7 @@ struct FastChunk<'a> {
 
 #[derive(Deserialize)]
 struct FastChoice<'a> {
+    index: Option<u64>,
     #[serde(borrow)]
     delta: Option<FastDelta<'a>>,
     #[serde(borrow)]
@@ -168,6 +169,10 @@ fn fast_path(event_name: Option<&str>, text: &str) -> Option<ParsedEvent> {
         return Some(out);
     }
     if let Some(choice) = chunk.choices.and_then(|c| c.into_iter().next()) {
+        if choice.index.is_some_and(|i| i != 0) {
+            // A second choice (n > 1): the general path flags it.
+            return None;
+        }
         if let Some(delta) = choice.delta {
             if delta.tool_calls.is_some() {
                 return None;
@@ -214,11 +219,34 @@ fn general_path(event_name: Option<&str>, trimmed: &str) -> ParsedEvent {
         return out;
     }
 
-    if let Some(choice) = value.pointer("/choices/0") {
+    let choices = value.get("choices").and_then(Value::as_array);
+    let other = choices
+        .into_iter()
+        .flatten()
+        .filter_map(|c| c.get("index").and_then(Value::as_u64))
+        .find(|&i| i != 0);
+    if let Some(index) = other {
+        // anvil never asks for n > 1; mixing the choices' texts would corrupt the reply.
+        out.parse_error = Some(format!(
+            "a chunk of choice {index}: anvil records one choice (n = 1); the text of choices \
+             other than 0 is not recorded"
+        ));
+    }
+    let first = choices.and_then(|c| {
+        c.iter()
+            .find(|c| c.get("index").and_then(Value::as_u64).unwrap_or(0) == 0)
+    });
+    if let Some(choice) = first {
         if let Some(delta) = choice.get("delta") {
-            out.content_delta = string_at(delta, "content");
-            out.reasoning_delta =
-                string_at(delta, "reasoning_content").or_else(|| string_at(delta, "reasoning"));
+            match delta.get("content") {
+                Some(Value::Array(parts)) => content_parts(parts, &mut out),
+                _ => out.content_delta = string_at(delta, "content"),
+            }
+            if let Some(reasoning) =
+                string_at(delta, "reasoning_content").or_else(|| string_at(delta, "reasoning"))
+            {
+                out.reasoning_delta = Some(reasoning);
+            }
             out.tool_call_delta = delta
                 .get("tool_calls")
                 .filter(|t| !t.is_null())
@@ -235,6 +263,43 @@ fn general_path(event_name: Option<&str>, trimmed: &str) -> ParsedEvent {
         out.usage_cached_tokens = int_at(usage, "/prompt_tokens_details/cached_tokens");
     }
     out
+}
+
+/// `delta.content` given as an array of content parts (Mistral's reasoning models:
+/// `[{"type": "thinking", "thinking": [{"type": "text", "text": …}]}, {"type": "text",
+/// "text": …}]`): text parts are content, thinking parts reasoning; a part of another type
+/// is flagged, never dropped silently.
+fn content_parts(parts: &[Value], out: &mut ParsedEvent) {
+    fn texts(value: &Value, into: &mut Option<String>) {
+        match value {
+            Value::String(s) => into.get_or_insert_default().push_str(s),
+            Value::Array(items) => items.iter().for_each(|item| texts(item, into)),
+            Value::Object(_) => {
+                if let Some(t) = value.get("text") {
+                    texts(t, into);
+                }
+            }
+            _ => {}
+        }
+    }
+    for part in parts {
+        match part.get("type").and_then(Value::as_str) {
+            Some("text") => texts(
+                part.get("text").unwrap_or(&Value::Null),
+                &mut out.content_delta,
+            ),
+            Some("thinking") => texts(
+                part.get("thinking").unwrap_or(&Value::Null),
+                &mut out.reasoning_delta,
+            ),
+            other => {
+                out.parse_error.get_or_insert(format!(
+                    "a content part of type {}: anvil records text and thinking parts only",
+                    other.map_or_else(|| "(none)".to_owned(), |t| format!("`{t}`"))
+                ));
+            }
+        }
+    }
 }
 
 fn parse_responses_event(ty: &str, value: &Value, out: &mut ParsedEvent) {
@@ -329,6 +394,38 @@ mod tests {
         assert_eq!(e.finish_reason, None);
         let empty = p(r#"{"choices":[{"delta":{"content":""}}]}"#);
         assert_eq!(empty.content_delta.as_deref(), Some(""));
+    }
+
+    /// Mistral's reasoning models stream `delta.content` as content parts.
+    #[test]
+    fn content_as_an_array_of_parts() {
+        let thinking = p(
+            r#"{"choices":[{"index":0,"delta":{"role":"assistant","content":[{"type":"thinking","thinking":[{"type":"text","text":"The user"}]}]},"finish_reason":null}]}"#,
+        );
+        assert_eq!(thinking.reasoning_delta.as_deref(), Some("The user"));
+        assert_eq!(thinking.content_delta, None);
+        assert_eq!(thinking.parse_error, None);
+        let text = p(
+            r#"{"choices":[{"index":0,"delta":{"content":[{"type":"text","text":"2 + 2 = 4"}]}}]}"#,
+        );
+        assert_eq!(text.content_delta.as_deref(), Some("2 + 2 = 4"));
+        let image = p(
+            r#"{"choices":[{"index":0,"delta":{"content":[{"type":"image_url","image_url":{}}]}}]}"#,
+        );
+        assert!(image.parse_error.unwrap().contains("`image_url`"));
+    }
+
+    /// A second choice's chunk (n > 1) is flagged, never mixed into choice 0's text.
+    #[test]
+    fn a_second_choice_is_flagged_not_mixed() {
+        let second =
+            p(r#"{"choices":[{"index":1,"delta":{"content":"other"},"finish_reason":null}]}"#);
+        assert_eq!(second.content_delta, None);
+        assert!(second.parse_error.unwrap().contains("choice 1"));
+        let first =
+            p(r#"{"choices":[{"index":0,"delta":{"content":"mine"},"finish_reason":null}]}"#);
+        assert_eq!(first.content_delta.as_deref(), Some("mine"));
+        assert_eq!(first.parse_error, None);
     }
 
     #[test]

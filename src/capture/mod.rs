@@ -29,7 +29,7 @@
 //! [`schedule`], SIGINT, finishing), which returns a [`RunSummary`] or a [`CaptureError`]
 //! and never prints: what it notices while running goes to the caller's
 //! [`crate::notice::Notices`]. What is sent comes from [`crate::workload`]; [`scrape`] reads
-//! `/metrics`, [`summary`] writes the quick look, [`http`] does the one-shot GETs off the
+//! `/metrics` (its text through [`exposition`]), [`summary`] writes the quick look, [`http`] does the one-shot GETs off the
 //! hot path.
 //!
 //! Budget: at most 8 µs of CPU per event for the whole recording thread. Measured at
@@ -44,6 +44,7 @@ pub mod calibrate;
 pub mod config;
 pub mod endpoint;
 pub mod error;
+pub mod exposition;
 pub mod hotpath;
 pub mod http;
 pub mod oracle;

@@ -2,11 +2,11 @@
 //! (Prometheus 0.0.4 and OpenMetrics 1.0, which vLLM, SGLang, llama.cpp and `anvil-sim`
 //! serve) into samples, and turn them into `scrapes` rows.
 //!
-//! The parser keeps every sample line as exposed (`name{labels} value [timestamp]`),
-//! histogram `_bucket`/`_sum`/`_count` and `_total` suffixes included, each with its
-//! family's `# TYPE` (so restart detection knows which series are counters); other comments
-//! (`# HELP`, `# EOF`) and blank lines are skipped; a line that does not parse is skipped and
-//! counted, never fatal. It is small enough to own rather than add a dependency.
+//! Every sample line is kept as exposed (`name{labels} value [timestamp]`), histogram
+//! `_bucket`/`_sum`/`_count` and `_total` suffixes included, each with its family's `# TYPE`
+//! (so restart detection knows which series are counters); the text is read by
+//! [`super::exposition`], and a line that breaks the format is skipped, never guessed at,
+//! and reported once per replica as a warning naming the line.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -35,125 +35,21 @@ pub struct Sample {
     pub value: f64,
 }
 
-/// The family a sample belongs to for its `# TYPE`: the sample name itself when declared,
-/// else the name without a `_total`, `_created`, `_bucket`, `_count` or `_sum` suffix.
-fn family_type<'a>(types: &'a std::collections::HashMap<String, String>, metric: &str) -> &'a str {
-    if let Some(t) = types.get(metric) {
-        return t;
-    }
-    ["_total", "_created", "_bucket", "_count", "_sum"]
-        .iter()
-        .filter_map(|suffix| metric.strip_suffix(suffix))
-        .find_map(|family| types.get(family))
-        .map_or("", String::as_str)
-}
-
-/// Parse exposition text; returns the samples and how many sample lines were malformed.
-pub fn parse(text: &str) -> (Vec<Sample>, usize) {
-    let mut out = Vec::new();
-    let mut bad = 0;
-    let mut types: std::collections::HashMap<String, String> = std::collections::HashMap::new();
-    for line in text.lines() {
-        let line = line.trim();
-        if let Some(rest) = line.strip_prefix("# TYPE ") {
-            let mut parts = rest.split_whitespace();
-            if let (Some(name), Some(kind)) = (parts.next(), parts.next()) {
-                types.insert(name.to_owned(), kind.to_owned());
-            }
-            continue;
-        }
-        if line.is_empty() || line.starts_with('#') {
-            continue;
-        }
-        match parse_line(line) {
-            Some(mut s) => {
-                s.metric_type = family_type(&types, &s.metric).to_owned();
-                out.push(s)
-            }
-            None => bad += 1,
-        }
-    }
-    (out, bad)
-}
-
-fn parse_value(s: &str) -> Option<f64> {
-    match s {
-        "+Inf" | "Inf" => Some(f64::INFINITY),
-        "-Inf" => Some(f64::NEG_INFINITY),
-        "NaN" => Some(f64::NAN),
-        _ => s.parse().ok(),
-    }
-}
-
-fn parse_line(line: &str) -> Option<Sample> {
-    let name_end = line
-        .find(|c: char| c == '{' || c.is_whitespace())
-        .unwrap_or(line.len());
-    let metric = &line[..name_end];
-    if metric.is_empty() {
-        return None;
-    }
-    let mut rest = &line[name_end..];
-    let mut pairs: Vec<(String, String)> = Vec::new();
-    if let Some(body) = rest.strip_prefix('{') {
-        // key="value" pairs with \\, \" and \n escapes, separated by commas.
-        let mut chars = body.char_indices().peekable();
-        let mut end = None;
-        loop {
-            while chars
-                .peek()
-                .is_some_and(|(_, c)| *c == ',' || c.is_whitespace())
-            {
-                chars.next();
-            }
-            match chars.peek() {
-                Some((i, '}')) => {
-                    end = Some(*i + 1);
-                    break;
-                }
-                None => break,
-                _ => {}
-            }
-            let mut key = String::new();
-            for (_, c) in chars.by_ref() {
-                if c == '=' {
-                    break;
-                }
-                key.push(c);
-            }
-            if chars.next().map(|(_, c)| c) != Some('"') {
-                return None;
-            }
-            let mut value = String::new();
-            let mut closed = false;
-            while let Some((_, c)) = chars.next() {
-                match c {
-                    '\\' => match chars.next().map(|(_, c)| c) {
-                        Some('n') => value.push('\n'),
-                        Some(other) => value.push(other),
-                        None => return None,
-                    },
-                    '"' => {
-                        closed = true;
-                        break;
-                    }
-                    c => value.push(c),
-                }
-            }
-            if !closed {
-                return None;
-            }
-            pairs.push((key.trim().to_owned(), value));
-        }
-        rest = &body[end?..];
-    }
-    let value = parse_value(rest.split_whitespace().next()?)?;
-    Some(Sample {
-        metric: metric.to_owned(),
-        labels: canonical_labels(pairs.iter().map(|(k, v)| (k.as_str(), v.as_str()))),
-        metric_type: String::new(),
-        value,
-    })
+/// Parse exposition text ([`super::exposition`]): the samples with canonical label text,
+/// how many lines broke the grammar, and the first of them (line number, why).
+pub fn parse(body: &[u8]) -> (Vec<Sample>, usize, Option<(usize, String)>) {
+    let exposition = super::exposition::read_bytes(body);
+    let samples = exposition
+        .samples
+        .into_iter()
+        .map(|s| Sample {
+            labels: canonical_labels(s.labels.iter().map(|(k, v)| (k.as_str(), v.as_str()))),
+            metric: s.name,
+            metric_type: s.metric_type,
+            value: s.value,
+        })
+        .collect();
+    (samples, exposition.bad_lines, exposition.first_error)
 }
 
 /// Why a scrape gave nothing.
@@ -165,12 +61,20 @@ pub enum ScrapeError {
     Get(#[from] GetError),
 }
 
+/// One replica's scrape: its samples, and the lines of its text that broke the format.
+pub struct Scraped {
+    pub samples: Vec<Sample>,
+    pub bad_lines: usize,
+    /// The first bad line's number and why.
+    pub first_error: Option<(usize, String)>,
+}
+
 /// Scrape one replica once.
 pub async fn scrape(
     target: &MetricsTarget,
     auth: Option<&HeaderValue>,
     timeout: Duration,
-) -> Result<Vec<Sample>, ScrapeError> {
+) -> Result<Scraped, ScrapeError> {
     let (status, body) = http::get(&target.server, &target.path, auth, timeout).await?;
     if !(200..300).contains(&status) {
         return Err(ScrapeError::Status {
@@ -178,7 +82,12 @@ pub async fn scrape(
             status,
         });
     }
-    Ok(parse(&String::from_utf8_lossy(&body)).0)
+    let (samples, bad_lines, first_error) = parse(&body);
+    Ok(Scraped {
+        samples,
+        bad_lines,
+        first_error,
+    })
 }
 
 /// Samples as `scrapes` rows.
@@ -205,6 +114,8 @@ pub struct MetricsScraper {
     targets: Arc<[MetricsTarget]>,
     auth: Option<HeaderValue>,
     enabled: Arc<[AtomicBool]>,
+    /// A replica whose text broke the format has been warned about.
+    warned: Arc<[AtomicBool]>,
     msgs: Sender<Msg>,
     origin: Origin,
     notices: Notices,
@@ -236,6 +147,7 @@ impl MetricsScraper {
             targets: targets.into(),
             auth,
             enabled: targets.iter().map(|_| AtomicBool::new(true)).collect(),
+            warned: targets.iter().map(|_| AtomicBool::new(false)).collect(),
             msgs,
             origin,
             notices,
@@ -249,8 +161,18 @@ impl MetricsScraper {
                 continue;
             }
             match scrape(target, self.auth.as_ref(), SIDE_TIMEOUT).await {
-                Ok(samples) => {
+                Ok(scraped) => {
                     let t = self.origin.elapsed_ns();
+                    if let Some((line, why)) = &scraped.first_error
+                        && !self.warned[i].swap(true, Ordering::Relaxed)
+                    {
+                        self.notices.say(&format!(
+                            "anvil-capture: warning: replica {}: {} line(s) of {} break the \
+                             exposition format and were not recorded (first: line {line}: {why})",
+                            target.server.replica, scraped.bad_lines, target.url
+                        ));
+                    }
+                    let samples = scraped.samples;
                     let _ = self.msgs.send(Msg::Scrapes(rows(
                         target.server.replica,
                         t,
@@ -307,7 +229,7 @@ spec_decode_num_accepted_tokens_total 4.5e1
 weird{a="1" 2
 # EOF
 "#;
-        let (s, bad) = parse(text);
+        let (s, bad, _) = parse(text.as_bytes());
         assert_eq!(bad, 1);
         assert_eq!(s.len(), 4);
         assert_eq!(s[0].metric, "vllm:num_requests_running");
@@ -333,7 +255,7 @@ weird{a="1" 2
                     # TYPE vllm:ttft_seconds histogram\n\
                     vllm:ttft_seconds_bucket{le=\"1\"} 3\n\
                     vllm:ttft_seconds_count 3\n";
-        let (s, bad) = parse(text);
+        let (s, bad, _) = parse(text.as_bytes());
         assert_eq!(bad, 0);
         let types: Vec<&str> = s.iter().map(|s| s.metric_type.as_str()).collect();
         assert_eq!(types, ["counter", "counter", "histogram", "histogram"]);

@@ -42,16 +42,53 @@ impl Api {
     /// The SSE event that ends a complete stream: `data: [DONE]` for chat and completions;
     /// for the Responses API the final `response.completed`, `response.incomplete` (cut by
     /// `max_output_tokens`) or `response.failed` event (the writer then reads its status and
-    /// error).
+    /// error), named by the SSE `event:` line or, where the stream sends none (openai-node's
+    /// mock server, the vercel/ai recordings), by the payload's top-level-looking `"type"`
+    /// member, found by a byte scan: no JSON is parsed on the hot path.
     pub fn is_terminal(self, event: Option<&str>, data: &[u8]) -> bool {
         match self {
             Self::Chat | Self::Completions => data == b"[DONE]",
-            Self::Responses => matches!(
-                event,
-                Some("response.completed" | "response.incomplete" | "response.failed")
-            ),
+            Self::Responses => match event {
+                Some(name) => RESPONSES_TERMINAL.contains(&name),
+                None => json_type_is_terminal(data),
+            },
         }
     }
+}
+
+/// The Responses API events that end a stream.
+const RESPONSES_TERMINAL: [&str; 3] = [
+    "response.completed",
+    "response.incomplete",
+    "response.failed",
+];
+
+/// Whether `data` holds a `"type"` member whose value is one of [`RESPONSES_TERMINAL`]
+/// (`"type" : "response.completed"`, blanks allowed around the colon). The key's quotes are
+/// unescaped, so a `\"type\"` inside a string value never matches; nested objects of these
+/// payloads carry other types (`message`, `function_call`), never a `response.*` one.
+fn json_type_is_terminal(data: &[u8]) -> bool {
+    const KEY: &[u8] = b"\"type\"";
+    let blank = |b: &u8| matches!(b, b' ' | b'\t' | b'\n' | b'\r');
+    let mut from = 0;
+    while let Some(at) = data[from..].windows(KEY.len()).position(|w| w == KEY) {
+        let after = from + at + KEY.len();
+        let rest = &data[after..];
+        let rest = &rest[rest.iter().take_while(|b| blank(b)).count()..];
+        if let Some(value) = rest.strip_prefix(b":") {
+            let value = &value[value.iter().take_while(|b| blank(b)).count()..];
+            if RESPONSES_TERMINAL.iter().any(|name| {
+                value.len() > name.len() + 1
+                    && value[0] == b'"'
+                    && &value[1..=name.len()] == name.as_bytes()
+                    && value[name.len() + 1] == b'"'
+            }) {
+                return true;
+            }
+        }
+        from = after;
+    }
+    false
 }
 
 /// What every request of a cell shares.
@@ -398,5 +435,20 @@ mod tests {
         assert!(!Api::Chat.is_terminal(None, b"{\"choices\":[]}"));
         assert!(Api::Responses.is_terminal(Some("response.completed"), b"{}"));
         assert!(!Api::Responses.is_terminal(None, b"[DONE]"));
+        // No `event:` line: the payload's type decides.
+        assert!(Api::Responses.is_terminal(
+            None,
+            br#"{"response":{"status":"completed"},"type":"response.completed"}"#
+        ));
+        assert!(Api::Responses.is_terminal(None, br#"{"type" : "response.failed"}"#));
+        assert!(!Api::Responses.is_terminal(
+            None,
+            br#"{"type":"response.output_text.delta","delta":"\"type\":\"response.completed\""}"#
+        ));
+        assert!(!Api::Responses.is_terminal(None, br#"{"type":"response.completed_extra"}"#));
+        assert!(!Api::Responses.is_terminal(
+            Some("response.output_text.delta"),
+            br#"{"type":"response.completed"}"#
+        ));
     }
 }

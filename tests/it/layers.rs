@@ -83,8 +83,10 @@ fn no_module_imports_round_a_loop() {
     let out = match Command::new("python3").args([script, SRC]).output() {
         Ok(out) => out,
         Err(e) => {
-            eprintln!(
-                "!!! SKIPPED: python3 is not available ({e}); the cycle check did not run !!!"
+            super::skip::skipped(
+                "layers::no_module_imports_round_a_loop",
+                &super::skip::PYTHON3,
+                &e.to_string(),
             );
             return;
         }

@@ -6,7 +6,7 @@
 //!
 //! The engine is found through `ANVIL_LLAMA_SERVER` and `ANVIL_LLAMA_MODELS` (what
 //! `scripts/llama-server.sh env` prints), else in the script's default cache. Where it is
-//! missing the tests say SKIPPED loudly and pass; with `ANVIL_REQUIRE_LLAMA=1` (set by
+//! missing each test is skipped and named in the test command's closing list; with `ANVIL_REQUIRE_LLAMA=1` (set by
 //! `.ci/run` once the build succeeded) a missing engine fails them instead.
 
 use std::collections::BTreeMap;
@@ -89,16 +89,8 @@ fn engine(test: &str) -> Option<(Engine, std::sync::MutexGuard<'static, ()>)> {
         let turn = ONE_ENGINE.lock().unwrap_or_else(|e| e.into_inner());
         return Some((Engine { server, models }, turn));
     }
-    let why = std::env::var("ANVIL_LLAMA_UNAVAILABLE")
-        .map(|w| format!(" ({w})"))
-        .unwrap_or_default();
-    assert!(
-        std::env::var("ANVIL_REQUIRE_LLAMA").as_deref() != Ok("1"),
-        "{test}: ANVIL_REQUIRE_LLAMA=1 but no llama-server and models were found; run scripts/llama-server.sh env"
-    );
-    eprintln!(
-        "SKIPPED: {test} needs a real llama-server and its models: run `scripts/llama-server.sh env` (about 4-7 minutes to build once){why}"
-    );
+    let why = std::env::var("ANVIL_LLAMA_UNAVAILABLE").unwrap_or_default();
+    super::skip::skipped(test, &super::skip::LLAMA, &why);
     None
 }
 

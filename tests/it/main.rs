@@ -8,6 +8,8 @@ mod capacity;
 mod capture;
 mod common;
 #[cfg(feature = "analysis")]
+mod conformance;
+#[cfg(feature = "analysis")]
 mod compare;
 #[cfg(feature = "analysis")]
 mod corpus;
@@ -26,6 +28,7 @@ mod report;
 #[cfg(feature = "analysis")]
 mod rules;
 mod sim;
+mod skip;
 #[cfg(feature = "analysis")]
 mod sql;
 #[cfg(feature = "analysis")]

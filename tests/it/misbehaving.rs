@@ -90,7 +90,7 @@ fn serve(mut client: TcpStream, upstream: u16, script: Script) {
 
 /// Half-close, then read until the client closes: closing with unread bytes would send a
 /// reset, which can destroy the answer before the client has read it.
-fn close_gently(client: &mut TcpStream) {
+pub(super) fn close_gently(client: &mut TcpStream) {
     let _ = client.shutdown(Shutdown::Write);
     let _ = client.set_read_timeout(Some(Duration::from_secs(5)));
     let mut sink = [0u8; 256];
@@ -98,7 +98,7 @@ fn close_gently(client: &mut TcpStream) {
 }
 
 /// The request head (without the blank line) and its `Content-Length` body.
-fn read_request(stream: &mut TcpStream) -> Option<(String, Vec<u8>)> {
+pub(super) fn read_request(stream: &mut TcpStream) -> Option<(String, Vec<u8>)> {
     let mut buf = Vec::new();
     let mut chunk = [0u8; 4096];
     let end = loop {

@@ -1049,25 +1049,19 @@ fn cli_sql_over_no_artifacts_says_so_and_missing_dir_is_bad_input() {
 }
 
 /// Per-request TTFT computed by DuckDB (Python) over the same Parquet files, compared with
-/// `anvil sql`. Needs `pip install pyarrow duckdb`. Under CI it fails when they are missing,
-/// unless `.ci/run` tried to install them and recorded why it could not
-/// (`ANVIL_PYTHON_UNAVAILABLE`): then it is skipped, loudly.
+/// `anvil sql`. Needs `pip install pyarrow duckdb`; where they are missing it is skipped and
+/// named in the test command's closing list, and with `ANVIL_REQUIRE_PYTHON=1` (set by
+/// `.ci/run` once it installed them) it fails instead.
 #[test]
 fn duckdb_agrees_on_ttft() {
     let probe = Command::new("python3")
         .args(["-c", "import pyarrow, duckdb"])
         .output();
     if !probe.is_ok_and(|o| o.status.success()) {
-        let why = std::env::var("ANVIL_PYTHON_UNAVAILABLE").ok();
-        eprintln!(
-            "SKIPPED: duckdb_agrees_on_ttft needs Python's pyarrow and duckdb; install with pip install pyarrow duckdb{}",
-            why.as_deref()
-                .map(|w| format!(" ({w})"))
-                .unwrap_or_default()
-        );
-        assert!(
-            std::env::var_os("CI").is_none() || why.is_some(),
-            "CI is set: pyarrow and duckdb must be installed (pip install pyarrow duckdb)"
+        super::skip::skipped(
+            "sql::duckdb_agrees_on_ttft",
+            &super::skip::PYTHON,
+            &std::env::var("ANVIL_PYTHON_UNAVAILABLE").unwrap_or_default(),
         );
         return;
     }
@@ -1588,13 +1582,10 @@ fn the_interactive_prompt_takes_meta_commands_anywhere() {
         .output()
         .is_ok_and(|o| o.status.success());
     if !have_tmux {
-        assert!(
-            std::env::var("ANVIL_REQUIRE_TMUX").as_deref() != Ok("1"),
-            "ANVIL_REQUIRE_TMUX=1 but tmux is not installed"
-        );
-        eprintln!(
-            "!!! SKIPPED: the_interactive_prompt_takes_meta_commands_anywhere needs tmux for a \
-             real terminal (apt-get install tmux; .ci/run installs it) !!!"
+        super::skip::skipped(
+            "sql::the_interactive_prompt_takes_meta_commands_anywhere",
+            &super::skip::TMUX,
+            "",
         );
         return;
     }
