@@ -8,7 +8,10 @@
 //! own (edge-triggered) that a [`Pacer`] task looks at once every [`PERIOD`], on the runtime's
 //! own timer: one wake-up of the runtime per period reads every stream that received
 //! something since the last one. Writes are not paced (a request is written when its task
-//! sends it); only a full socket buffer parks a write until the next look.
+//! sends it); only a full socket buffer parks a write until the next look. The end of a
+//! server's stream (its FIN, `EPOLLRDHUP`) is remembered, not only reported: after it the
+//! socket's reads never wait, since it may have come in the same edge as the bytes a read
+//! already took.
 //!
 //! Waking late must not make the recorded times late, so every socket has `SO_TIMESTAMPNS`
 //! on and every read takes the kernel's software receive timestamp of the newest segment it
@@ -51,6 +54,9 @@ struct Slot {
     writer: Option<Waker>,
     read_ready: bool,
     write_ready: bool,
+    /// The peer's FIN (or the connection's end) was reported: every later read returns at
+    /// once, so a read never waits for the pacer again (see [`Registration::park`]).
+    read_closed: bool,
 }
 
 #[derive(Default)]
@@ -158,6 +164,7 @@ impl Pacer {
             // The first read or write is tried before anything waits.
             slot.read_ready = true;
             slot.write_ready = true;
+            slot.read_closed = false;
             (index, slot.generation)
         };
         let mut registration = Registration {
@@ -260,6 +267,9 @@ fn look(shared: &Shared, events: &mut [libc::epoll_event], wake: &mut Vec<Waker>
                 continue;
             }
             let hangup = flags & (libc::EPOLLERR | libc::EPOLLHUP) as u32 != 0;
+            // Sticky, unlike `read_ready`: a FIN reported in the same edge as the last bytes
+            // raises no edge of its own after a read took those bytes.
+            slot.read_closed |= flags & (libc::EPOLLRDHUP | libc::EPOLLHUP) as u32 != 0;
             if hangup || flags & (libc::EPOLLIN | libc::EPOLLRDHUP) as u32 != 0 {
                 match slot.reader.take() {
                     Some(w) => wake.push(w),
@@ -297,13 +307,24 @@ pub(super) struct Registration {
 }
 
 impl Registration {
-    /// After a read or write found the socket not ready: wait for the pacer, unless readiness
-    /// arrived since (then `false`: try again at once).
+    /// After a read or write found the socket not ready (or a read took less than it was
+    /// offered): wait for the pacer, unless readiness arrived since (then `false`: try again
+    /// at once).
+    ///
+    /// A read never waits once the peer's FIN was reported. The FIN often arrives with the
+    /// last bytes, in the same edge: the pacer reports it once, a read takes the bytes, and
+    /// the end of stream then raises no further edge; a reader that waited after that short
+    /// read would wait until a timeout ended its request (a close-delimited body would never
+    /// end). After the FIN the socket never blocks again (a read returns bytes, 0 or an
+    /// error), so not waiting costs nothing.
     pub(super) fn park(&self, dir: Direction, waker: &Waker) -> bool {
         let mut s = self.shared.slots.lock().unwrap_or_else(|e| e.into_inner());
         let Some(slot) = s.slots.get_mut(self.index) else {
             return false;
         };
+        if dir == Direction::Read && slot.read_closed {
+            return false;
+        }
         let (ready, waiter) = match dir {
             Direction::Read => (&mut slot.read_ready, &mut slot.reader),
             Direction::Write => (&mut slot.write_ready, &mut slot.writer),

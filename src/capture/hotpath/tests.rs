@@ -21,6 +21,9 @@ enum Step {
     Pause(u64),
     /// Close the connection.
     Close,
+    /// Half-close: send the FIN (`shutdown(SHUT_WR)`) and keep reading until the client
+    /// closes, as a server ending a close-delimited body does.
+    Shutdown,
 }
 
 use Step::*;
@@ -67,6 +70,11 @@ async fn scripted(replies: Vec<Vec<Step>>) -> (SocketAddr, Arc<Mutex<Log>>) {
                             }
                             Pause(ms) => tokio::time::sleep(Duration::from_millis(ms)).await,
                             Close => return,
+                            Shutdown => {
+                                if sock.shutdown().await.is_err() {
+                                    return;
+                                }
+                            }
                         }
                     }
                 }
@@ -508,6 +516,82 @@ async fn responses_streams_end_with_response_completed() {
     let (out, _) = r.run(Api::Responses, 1).await;
     assert_eq!(out.outcome, Outcome::Disconnected);
     assert!(out.error.unwrap().contains("response.completed"));
+}
+
+/// A close-delimited event stream: `connection: close`, no content-length and no
+/// transfer-encoding, so only the server's FIN ends the body.
+const SSE_HEAD_CLOSE_DELIMITED: &str =
+    "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n";
+
+/// Run one chat request against `steps` (a close-delimited stream) with a 10 s idle timeout:
+/// the body must end at the server's FIN, long before that.
+async fn close_delimited_chat_ends_at_the_fin(steps: Vec<Step>) {
+    let t = Timeouts {
+        idle: Duration::from_secs(10),
+        total: Duration::from_secs(30),
+        ..quick_timeouts()
+    };
+    let mut r = rig(vec![steps, chat_stream()], t).await;
+    let began = std::time::Instant::now();
+    let (out, events) = r.run(Api::Chat, 0).await;
+    let took = began.elapsed();
+    assert_eq!(out.outcome, Outcome::Ok, "{out:?}");
+    assert!(
+        took < Duration::from_secs(2),
+        "the request ended {took:?} after it started: the FIN was not seen"
+    );
+    assert_eq!(
+        datas(&events),
+        vec![
+            &E_ROLE[6..E_ROLE.len() - 2],
+            &E_HELLO[6..E_HELLO.len() - 2],
+            "[DONE]"
+        ]
+    );
+    assert_ordered(&out, &events);
+    // The last bytes' arrival, not the moment the end of stream was read.
+    assert_eq!(out.t_done_ns, events[2].t_ns);
+    // The server said it closes: the next request gets its own connection.
+    let (out, _) = r.run(Api::Chat, 1).await;
+    assert_eq!(out.outcome, Outcome::Ok, "{out:?}");
+    assert!(out.new_connection);
+}
+
+#[tokio::test]
+async fn a_close_delimited_stream_ends_at_the_fin_that_follows_its_last_event() {
+    close_delimited_chat_ends_at_the_fin(vec![
+        w(SSE_HEAD_CLOSE_DELIMITED),
+        Pause(3),
+        w(E_ROLE),
+        Pause(3),
+        w(E_HELLO),
+        Pause(3),
+        w(E_DONE),
+        Shutdown,
+    ])
+    .await;
+}
+
+#[tokio::test]
+async fn a_close_delimited_stream_written_at_once_with_its_fin_ends() {
+    let whole = format!("{SSE_HEAD_CLOSE_DELIMITED}{E_ROLE}{E_HELLO}{E_DONE}");
+    close_delimited_chat_ends_at_the_fin(vec![Write(whole.into_bytes()), Shutdown]).await;
+}
+
+#[tokio::test]
+async fn a_close_delimited_stream_ends_at_a_late_fin() {
+    close_delimited_chat_ends_at_the_fin(vec![
+        w(SSE_HEAD_CLOSE_DELIMITED),
+        Pause(3),
+        w(E_ROLE),
+        Pause(3),
+        w(E_HELLO),
+        Pause(3),
+        w(E_DONE),
+        Pause(50),
+        Shutdown,
+    ])
+    .await;
 }
 
 #[tokio::test]

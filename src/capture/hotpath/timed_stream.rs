@@ -93,7 +93,9 @@ pub(super) struct TimedStream {
     pub(super) stamps: Arc<IoStamps>,
     /// The last read took less than it was offered: the receive queue was empty, and bytes
     /// arriving since raise an (edge-triggered) readiness the pacer will report. The next read
-    /// then waits for that instead of asking the socket (one syscall less per event).
+    /// then waits for that instead of asking the socket (one syscall less per event), unless
+    /// the pacer has seen the server's FIN, which a short read does not show and which may
+    /// have raised its edge already (see [`Registration::park`]).
     pub(super) drained: bool,
 }
 
