@@ -125,6 +125,15 @@ pub(super) fn take_lock(dir: &Path) -> Result<File> {
     }
 }
 
+/// Whether a live writer holds the lock of `dir` (a `running` artifact whose writer is gone
+/// was killed). Reads only: the lock file is never created here.
+pub fn writer_alive(dir: &Path) -> bool {
+    let Ok(file) = File::open(dir.join(LOCK_FILE)) else {
+        return false;
+    };
+    matches!(file.try_lock_shared(), Err(fs::TryLockError::WouldBlock))
+}
+
 /// Remove the lock file, then release the lock (closing the file).
 pub(super) fn release_lock(dir: &Path, lock: File) -> Result<()> {
     let path = dir.join(LOCK_FILE);

@@ -50,6 +50,9 @@ pub struct Exposition {
     pub first_error: Option<(usize, String)>,
 }
 
+/// One series at one instant: name, labels and the timestamp as an exact integer.
+type Point = (String, Vec<(String, String)>, i64);
+
 /// The metric types `# TYPE` may name (Prometheus and OpenMetrics).
 const TYPES: [&str; 10] = [
     "counter",
@@ -76,7 +79,7 @@ pub fn read(text: &str) -> Exposition {
 pub fn read_bytes(body: &[u8]) -> Exposition {
     let mut out = Exposition::default();
     let mut types: HashMap<String, String> = HashMap::new();
-    let mut points: HashSet<(String, Vec<(String, String)>, i64)> = HashSet::new();
+    let mut points: HashSet<Point> = HashSet::new();
     let mut eof = false;
     let openmetrics = body.split(|&b| b == b'\n').any(|l| l == b"# EOF");
     for (number, bytes) in body.split(|&b| b == b'\n').enumerate() {

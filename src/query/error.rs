@@ -14,6 +14,12 @@ pub enum QueryError {
     Artifact { dir: PathBuf, message: String },
 
     #[error(
+        "{dirs}: no artifact (a folder holding run.json) at or beneath it; record one with \
+         `anvil-capture run` or `anvil campaign run`, or name the folder that holds them"
+    )]
+    NoArtifact { dirs: String },
+
+    #[error(
         "run `{run_id}` appears twice: {} and {}; each artifact needs its own run id (pass one of them with --data)",
         first.display(),
         second.display()

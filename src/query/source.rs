@@ -48,6 +48,18 @@ impl ArtifactSource {
             && Table::ALL
                 .iter()
                 .any(|table| dir.join(table.parts_dir_name()).is_dir());
+        if recording && !crate::artifact::files::writer_alive(dir) {
+            // Killed and not yet recovered: refused as `anvil validate` refuses it.
+            return Err(QueryError::Artifact {
+                dir: dir.to_owned(),
+                message: format!(
+                    "{}: status: is `running` but no recorder is writing it (it was killed): run \
+                     `anvil-capture recover {}`, then read it",
+                    run_path.display(),
+                    dir.display()
+                ),
+            });
+        }
         if recording {
             run.check_recorded(&run_path).map_err(refused)?;
             for path in files.iter().flatten() {

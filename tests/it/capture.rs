@@ -439,6 +439,27 @@ fn a_killed_run_is_recovered_with_every_request_finished_two_seconds_before() {
     let _ = child.wait();
     sim.terminate();
 
+    // Killed and not recovered: every reading command refuses it as `validate` does.
+    #[cfg(feature = "analysis")]
+    for args in [
+        vec![
+            "sql",
+            "--data",
+            dir.to_str().unwrap(),
+            "SELECT count(*) FROM requests",
+        ],
+        vec!["summary", "--data", dir.to_str().unwrap()],
+        vec!["validate", dir.to_str().unwrap()],
+    ] {
+        let o = run(super::common::ANVIL, &args, &[]);
+        let said = format!("{}{}", String::from_utf8_lossy(&o.stdout), stderr(&o));
+        assert_eq!(o.status.code(), Some(2), "anvil {args:?}: {said}");
+        assert!(
+            said.contains("anvil-capture recover"),
+            "anvil {args:?}: {said}"
+        );
+    }
+
     let o = run(CAPTURE, &["recover", dir.to_str().unwrap()], &[]);
     assert!(o.status.success(), "{}", stderr(&o));
     validate(&dir);

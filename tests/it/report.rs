@@ -223,6 +223,56 @@ fn report_refuses_bad_input_with_exit_2() {
     assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
 }
 
+/// A folder holding no artifact is bad input for every command that computes figures,
+/// verdicts or a report: refused with the folder named, and an existing report left as it
+/// was.
+#[test]
+fn a_folder_without_artifacts_is_refused_and_nothing_is_written() {
+    let tmp = tempfile::tempdir().unwrap();
+    let empty = tmp.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    let out = tmp.path().join("campaign.html");
+    std::fs::write(&out, "the report before").unwrap();
+    let e = empty.to_str().unwrap();
+    let plan = repo("sample-data/run-plan.json");
+    let manifest = repo("sample-data/workload-manifest.json");
+    let docs = [
+        "--plan",
+        plan.to_str().unwrap(),
+        "--manifest",
+        manifest.to_str().unwrap(),
+    ];
+    let o = out.to_str().unwrap();
+    for args in [
+        [&["report", "--out", o, "--data", e][..], &docs].concat(),
+        vec!["summary", "--data", e],
+        [&["compare", e][..], &docs].concat(),
+        [&["check", "--data", e][..], &docs].concat(),
+        vec!["verify", "--data", e],
+    ] {
+        let o = anvil(&args);
+        let stderr = text(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "anvil {args:?}: {stderr}");
+        assert!(
+            stderr.contains(e) && stderr.contains("no artifact"),
+            "anvil {args:?}: {stderr}"
+        );
+    }
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), "the report before");
+    // Without the documents and no campaign file beside the data: the flags to give.
+    let o = anvil(&["compare", e]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        text(&o.stderr).contains("give --manifest FILE and --plan FILE"),
+        "{}",
+        text(&o.stderr)
+    );
+    // `sql` over it says so and answers with empty tables.
+    let o = anvil(&["sql", "--data", e, "SELECT count(*) AS n FROM requests"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert!(text(&o.stderr).contains("no artifact"));
+}
+
 #[test]
 fn demo_records_a_campaign_and_prints_the_report_path() {
     let tmp = tempfile::tempdir().unwrap();

@@ -356,16 +356,12 @@ pub struct ReportArgs {
     /// count as evidence files the plan names.
     #[arg(long = "data", value_name = "DIR", default_value = "sample-data")]
     pub data: Vec<PathBuf>,
-    /// The run plan.
-    #[arg(long, value_name = "FILE", default_value = "sample-data/run-plan.json")]
-    pub plan: PathBuf,
-    /// The workload manifest.
-    #[arg(
-        long,
-        value_name = "FILE",
-        default_value = "sample-data/workload-manifest.json"
-    )]
-    pub manifest: PathBuf,
+    /// The run plan [default: the one the campaign file beside the data names].
+    #[arg(long, value_name = "FILE")]
+    pub plan: Option<PathBuf>,
+    /// The workload manifest [default: the one the campaign file beside the data names].
+    #[arg(long, value_name = "FILE")]
+    pub manifest: Option<PathBuf>,
     /// Where to write the report [default: reports/campaign.html for HTML, standard
     /// output for Markdown].
     #[arg(long, value_name = "FILE")]
@@ -411,16 +407,14 @@ pub struct DemoArgs {
 #[cfg(feature = "analysis")]
 #[derive(Debug, Args)]
 pub struct CompareArgs {
-    /// The workload manifest (its selection defines the headline class).
-    #[arg(
-        long,
-        value_name = "FILE",
-        default_value = "sample-data/workload-manifest.json"
-    )]
-    pub manifest: PathBuf,
-    /// The run plan (its headline comparison rule is quoted on refusal).
-    #[arg(long, value_name = "FILE", default_value = "sample-data/run-plan.json")]
-    pub plan: PathBuf,
+    /// The workload manifest (its selection defines the headline class) [default: the one
+    /// the campaign file beside the artifacts names].
+    #[arg(long, value_name = "FILE")]
+    pub manifest: Option<PathBuf>,
+    /// The run plan (its headline comparison rule is quoted on refusal) [default: the one
+    /// the campaign file beside the artifacts names].
+    #[arg(long, value_name = "FILE")]
+    pub plan: Option<PathBuf>,
     /// Compare every arm with this one instead of each with its stage's control.
     #[arg(long, value_name = "ARM", conflicts_with = "stage")]
     pub baseline: Option<String>,
@@ -444,13 +438,13 @@ pub struct CheckArgs {
     /// count as evidence files the plan names.
     #[arg(long = "data", value_name = "DIR", default_value = "sample-data")]
     pub data: Vec<PathBuf>,
-    /// The run plan.
+    /// The run plan [default: the one the campaign file beside the data names].
     #[arg(long, value_name = "FILE")]
-    pub plan: PathBuf,
+    pub plan: Option<PathBuf>,
     /// The workload manifest (checked to define the headline workload; a manifest that
-    /// does not is bad input).
+    /// does not is bad input) [default: the one the campaign file beside the data names].
     #[arg(long, value_name = "FILE")]
-    pub manifest: PathBuf,
+    pub manifest: Option<PathBuf>,
     /// Output format.
     #[arg(long, value_enum, default_value_t = RulesFormat::Table)]
     pub format: RulesFormat,

@@ -16,7 +16,13 @@ use crate::rules::{self, Artifact, CheckReport, HeadlineSelection};
 /// `anvil check`: exit 0 holds, 1 a stop rule fired or evidence contradicts a rule, 4
 /// evidence missing, 2 bad input.
 pub fn run(args: &CheckArgs) -> anyhow::Result<Exit> {
-    let (manifest, plan, [m, p]) = load_documents(&args.manifest, &args.plan)?;
+    let (manifest, plan, [m, p]) = load_documents(
+        "check",
+        args.manifest.as_deref(),
+        args.plan.as_deref(),
+        &args.data,
+        args.slo.campaign.as_deref(),
+    )?;
     // The manifest must yield a headline selection for the claims to be judged at all.
     let selection = HeadlineSelection::from_manifest(&manifest)
         .map_err(|e| AppError::wrap(Exit::BadInput, anyhow::anyhow!("{m}: {e}")))?;

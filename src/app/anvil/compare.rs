@@ -20,7 +20,13 @@ use crate::rules::{self, HeadlineSelection};
 
 /// `anvil compare`: exit 0 compared, 3 refused, 2 bad input.
 pub fn run(args: &CompareArgs) -> anyhow::Result<Exit> {
-    let (manifest, plan, [m, p]) = load_documents(&args.manifest, &args.plan)?;
+    let (manifest, plan, [m, p]) = load_documents(
+        "compare",
+        args.manifest.as_deref(),
+        args.plan.as_deref(),
+        &args.artifacts,
+        args.slo.campaign.as_deref(),
+    )?;
     let selection = HeadlineSelection::from_manifest(&manifest)
         .map_err(|e| AppError::wrap(Exit::BadInput, anyhow::anyhow!("{m}: {e}")))?;
     let slos = resolve_slos("compare", &args.slo, &args.artifacts)?;

@@ -98,7 +98,7 @@ mod session {
         slos: &Slos,
     ) -> Result<AnvilSession, QueryError> {
         let session = AnvilSession::open_with(data, slos, false).await?;
-        say_if_empty(command, data, &session);
+        say_if_empty(command, data, &session)?;
         Ok(session)
     }
 
@@ -110,7 +110,7 @@ mod session {
         slos: &Slos,
     ) -> Result<AnvilSession, QueryError> {
         let session = AnvilSession::open_with(data, slos, true).await?;
-        say_if_empty(command, data, &session);
+        say_if_empty(command, data, &session)?;
         Ok(session)
     }
 
@@ -232,29 +232,110 @@ mod session {
             .map(Some)
     }
 
-    fn say_if_empty(command: &str, data: &[PathBuf], session: &AnvilSession) {
-        if session.artifacts().is_empty() {
-            let dirs: Vec<String> = data.iter().map(|d| d.display().to_string()).collect();
-            eprintln!(
-                "anvil {command}: no artifact (a folder holding run.json) under {}; the tables are empty",
-                dirs.join(", ")
-            );
+    /// No artifact beneath `data`: `sql` says so and goes on with empty tables (a query of
+    /// the views' shapes needs none); every command that computes figures, verdicts or a
+    /// report refuses (exit 2) and writes nothing.
+    fn say_if_empty(
+        command: &str,
+        data: &[PathBuf],
+        session: &AnvilSession,
+    ) -> Result<(), QueryError> {
+        if !session.artifacts().is_empty() {
+            return Ok(());
         }
+        let dirs: Vec<String> = data.iter().map(|d| d.display().to_string()).collect();
+        let dirs = dirs.join(", ");
+        if command == "sql" {
+            eprintln!(
+                "anvil {command}: no artifact (a folder holding run.json) under {dirs}; the tables are empty"
+            );
+            return Ok(());
+        }
+        Err(QueryError::NoArtifact { dirs })
     }
 
-    /// The manifest and the plan named by `--manifest` and `--plan`, and how messages name
-    /// them.
+    /// The manifest and the plan: those named by `--manifest` and `--plan`, else those the
+    /// campaign file names (`--campaign FILE`, else a `campaign.json` in a data folder, else
+    /// the file a campaign journal there was started from), and how messages name them.
+    /// Without either, bad input naming the flags to give.
     pub fn load_documents(
-        manifest: &Path,
-        plan: &Path,
+        command: &str,
+        manifest: Option<&Path>,
+        plan: Option<&Path>,
+        data: &[PathBuf],
+        campaign: Option<&Path>,
     ) -> anyhow::Result<(WorkloadManifest, RunPlan, [String; 2])> {
-        let names = [
-            format!("--manifest {}", manifest.display()),
-            format!("--plan {}", plan.display()),
-        ];
-        let m = WorkloadManifest::load(manifest).with_context(|| names[0].clone())?;
-        let p = RunPlan::load(plan).with_context(|| names[1].clone())?;
-        Ok((m, p, names))
+        let found = if manifest.is_some() && plan.is_some() {
+            None
+        } else {
+            campaign_documents(data, campaign)
+        };
+        let pick =
+            |given: Option<&Path>, flag: &str, which: fn(&(PathBuf, PathBuf)) -> &PathBuf| match (
+                given, &found,
+            ) {
+                (Some(path), _) => Ok((path.to_owned(), format!("{flag} {}", path.display()))),
+                (None, Some((file, docs))) => {
+                    let path = which(docs).clone();
+                    let name = format!("{} (named by {})", path.display(), file.display());
+                    Ok((path, name))
+                }
+                (None, None) => {
+                    let dirs: Vec<String> = data.iter().map(|d| d.display().to_string()).collect();
+                    Err(AppError::wrap(
+                        Exit::BadInput,
+                        anyhow::anyhow!(
+                            "anvil {command} needs the campaign's workload manifest and run plan: \
+                             give --manifest FILE and --plan FILE (no campaign file, campaign.json \
+                             or campaign journal, in {} names them)",
+                            dirs.join(", ")
+                        ),
+                    ))
+                }
+            };
+        let (manifest, m_name) = pick(manifest, "--manifest", |d| &d.0)?;
+        let (plan, p_name) = pick(plan, "--plan", |d| &d.1)?;
+        let m = WorkloadManifest::load(&manifest).with_context(|| m_name.clone())?;
+        let p = RunPlan::load(&plan).with_context(|| p_name.clone())?;
+        Ok((m, p, [m_name, p_name]))
+    }
+
+    /// The campaign file that names the data's documents, and their paths: `campaign` when
+    /// given, else the first `campaign.json` of a campaign schema in a data folder, else the
+    /// campaign file a journal in (or one level beneath) a data folder was started from.
+    pub fn campaign_documents(
+        data: &[PathBuf],
+        campaign: Option<&Path>,
+    ) -> Option<(PathBuf, (PathBuf, PathBuf))> {
+        let documents = |file: &Path| {
+            CampaignFile::load(file)
+                .ok()
+                .map(|c| (file.to_owned(), c.documents(file)))
+        };
+        if let Some(file) = campaign {
+            return documents(file);
+        }
+        for dir in data {
+            if let Some(found) = documents(&dir.join("campaign.json")) {
+                return Some(found);
+            }
+        }
+        for dir in data {
+            for journal in files_beside(dir, crate::campaign::journal::JOURNAL) {
+                let Ok(lines) = crate::campaign::journal::Journal::read(&journal) else {
+                    continue;
+                };
+                let started = lines.iter().rev().find_map(|l| {
+                    (l.get("step").and_then(|s| s.as_str()) == Some("campaign_started"))
+                        .then(|| l.get("file").and_then(|f| f.as_str()).map(PathBuf::from))
+                        .flatten()
+                });
+                if let Some(found) = started.as_deref().and_then(documents) {
+                    return Some(found);
+                }
+            }
+        }
+        None
     }
 
     /// `value` as pretty JSON with a final newline.

@@ -50,7 +50,10 @@ pub fn render(
     let planned = planned_cells(data, campaign, plan);
     let input = ReportInput {
         data_folder: &data_folder,
-        manifest_file: names[0].strip_prefix("--manifest ").unwrap_or("MANIFEST"),
+        manifest_file: names[0]
+            .strip_prefix("--manifest ")
+            .or_else(|| names[0].split(" (named by ").next())
+            .unwrap_or("MANIFEST"),
         generated_utc: &generated,
         tool_version: env!("CARGO_PKG_VERSION"),
         plan,
@@ -159,7 +162,13 @@ fn capacity_beside(data: &[PathBuf]) -> Vec<crate::report::input::CapacityFound>
 /// `anvil report`: exit 0 when the report was written, 2 on bad input. The campaign's own
 /// outcome (what `anvil check` exits with) is stated in the report and on standard error.
 pub fn run(args: &ReportArgs) -> anyhow::Result<Exit> {
-    let (manifest, plan, [m, p]) = load_documents(&args.manifest, &args.plan)?;
+    let (manifest, plan, [m, p]) = load_documents(
+        "report",
+        args.manifest.as_deref(),
+        args.plan.as_deref(),
+        &args.data,
+        args.slo.campaign.as_deref(),
+    )?;
     let slos = super::resolve_slos("report", &args.slo, &args.data)?;
     let (text, outcome) = render(
         &args.data,
