@@ -40,20 +40,26 @@ pub fn evidence_files(plan: &RunPlan, data: &[PathBuf]) -> anyhow::Result<Eviden
     Ok(evidence)
 }
 
+/// Every file at or beneath `dir`, searched as artifacts are ([`crate::query::source`]):
+/// hidden folders skipped and symbolic links to folders not followed (a link loop is then
+/// no error, and no folder is listed twice).
 fn file_paths(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
     if dir.is_file() {
         out.push(dir.to_owned());
         return Ok(());
     }
-    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)?
-        .map(|e| e.map(|e| e.path()))
+    let mut entries: Vec<(PathBuf, std::fs::FileType)> = std::fs::read_dir(dir)?
+        .map(|e| e.and_then(|e| Ok((e.path(), e.file_type()?))))
         .collect::<Result<_, _>>()?;
-    entries.sort();
-    for path in entries {
-        if path.is_dir() && crate::query::source::is_hidden(&path) {
-            continue;
+    entries.sort_by(|a, b| a.0.cmp(&b.0));
+    for (path, kind) in entries {
+        if kind.is_dir() {
+            if !crate::query::source::is_hidden(&path) {
+                file_paths(&path, out)?;
+            }
+        } else if path.is_file() {
+            out.push(path);
         }
-        file_paths(&path, out)?;
     }
     Ok(())
 }

@@ -600,3 +600,20 @@ fn copy_tree(from: &Path, to: &Path) {
         }
     }
 }
+
+/// A data folder holding a symbolic-link loop is searched as `sql` and `summary` search it
+/// (links to folders are not followed): `check` reads the sample campaign beside it.
+#[test]
+fn check_reads_a_folder_holding_a_symlink_loop() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(tmp.path(), tmp.path().join("loop")).unwrap();
+    let sample = repo("sample-data");
+    let o = anvil(&[
+        "check",
+        "--data",
+        sample.to_str().unwrap(),
+        "--data",
+        tmp.path().to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+}
