@@ -298,6 +298,40 @@ fn demo_records_a_campaign_and_prints_the_report_path() {
     );
     assert!(!html.contains("service not restored"));
     assert!(out.join("campaign.json").is_file());
+
+    // Run again into the same folder: refused with the flag to give, which continues it.
+    let o = anvil(&["demo", "--out", out.to_str().unwrap(), "--speed", "40"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
+    assert!(text(&o.stderr).contains("--resume"), "{}", text(&o.stderr));
+    let o = anvil(&[
+        "demo",
+        "--out",
+        out.to_str().unwrap(),
+        "--speed",
+        "40",
+        "--resume",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+}
+
+/// A folder holding a campaign file the demo did not write (the committed sample's) is
+/// refused and its file left as it was.
+#[test]
+fn demo_never_replaces_a_campaign_file_it_did_not_write() {
+    let tmp = tempfile::tempdir().unwrap();
+    let sample = std::fs::read_to_string(repo("sample-data/campaign.json")).unwrap();
+    std::fs::write(tmp.path().join("campaign.json"), &sample).unwrap();
+    let o = anvil(&[
+        "demo",
+        "--campaign",
+        "sample",
+        "--out",
+        tmp.path().to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
+    assert!(text(&o.stderr).contains("give another --out"));
+    let after = std::fs::read_to_string(tmp.path().join("campaign.json")).unwrap();
+    assert_eq!(after, sample);
 }
 
 /// The Chromium binary: `ANVIL_CHROMIUM`, else the first of the usual names on PATH.

@@ -234,7 +234,7 @@ pub enum Command {
     /// launched, recorded and stopped, the starting service restored (restoration.json) and
     /// then stopped; then the HTML report. Prints each cell's capture command line as it goes,
     /// and the report's path last. `--campaign sample` runs the whole sample campaign instead
-    /// (about fifteen minutes).
+    /// (about an hour on two cores) into a new folder.
     #[cfg(feature = "analysis")]
     #[command(after_help = demo_exit_codes_help())]
     Demo(DemoArgs),
@@ -402,6 +402,10 @@ pub struct DemoArgs {
     /// for sample].
     #[arg(long, value_name = "FACTOR")]
     pub speed: Option<f64>,
+    /// Continue a demo campaign that was stopped or killed in OUT (complete cells are kept,
+    /// as `anvil campaign run --resume` keeps them).
+    #[arg(long)]
+    pub resume: bool,
 }
 
 #[cfg(feature = "analysis")]

@@ -114,6 +114,30 @@ fn seed(out: &Path, name: &str, text: &str) -> anyhow::Result<PathBuf> {
     Ok(path)
 }
 
+/// The demo writes its own `campaign.json` into `--out`; one that is not a demo's (its
+/// starting service is not this executable's `sim`), such as `sample-data/campaign.json`,
+/// is never replaced.
+fn refuse_foreign_campaign(file: &Path) -> anyhow::Result<()> {
+    let Ok(text) = std::fs::read_to_string(file) else {
+        return Ok(());
+    };
+    let demo = serde_json::from_str::<Value>(&text)
+        .ok()
+        .is_some_and(|doc| doc["starting_service"]["launch"]["argv"][1] == "sim");
+    if demo {
+        return Ok(());
+    }
+    Err(AppError::wrap(
+        Exit::BadInput,
+        anyhow::anyhow!(
+            "{} is a campaign file the demo did not write, and the demo writes its own there; \
+             give another --out (`just sample-data` re-records sample-data/ through `anvil \
+             campaign run`)",
+            file.display()
+        ),
+    ))
+}
+
 /// `anvil demo`: exit 0 with the report's path on standard output.
 pub fn run(args: &DemoArgs) -> anyhow::Result<Exit> {
     let started = Instant::now();
@@ -144,6 +168,7 @@ pub fn run(args: &DemoArgs) -> anyhow::Result<Exit> {
     let exe = std::env::current_exe().context("finding this executable (the demo's simulator)")?;
     let doc = campaign_file(args.campaign, &exe, speed)?;
     let file = out.join("campaign.json");
+    refuse_foreign_campaign(&file)?;
     write_file(&file, &format!("{}\n", serde_json::to_string_pretty(&doc)?))?;
     eprintln!(
         "anvil demo: running the campaign {} into {} (simulators at {speed}x their profiles' speed); it can be run again with: anvil campaign run {} --out {}",
@@ -162,7 +187,7 @@ pub fn run(args: &DemoArgs) -> anyhow::Result<Exit> {
     let opts = RunOptions {
         file,
         out: out.clone(),
-        resume: false,
+        resume: args.resume,
         stop_after_restore: true,
     };
     let summary = runner::run(&opts, hooks).map_err(super::campaign::campaign_error)?;
