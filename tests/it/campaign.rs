@@ -161,3 +161,41 @@ fn the_readme_campaign_file_for_real_servers_validates() {
     );
     assert!(String::from_utf8_lossy(&o.stdout).contains("6 arms: ok"));
 }
+
+/// `campaign plan` without --out reads the campaign file's own folder (the sample campaign
+/// is recorded beside its file), and each command's help lists its own exit codes only.
+#[test]
+fn campaign_plan_defaults_to_the_files_folder_and_helps_list_their_own_exit_codes() {
+    let file = concat!(env!("CARGO_MANIFEST_DIR"), "/sample-data/campaign.json");
+    let o = run(ANVIL, &["campaign", "plan", file], &[]);
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        stdout.contains(concat!(
+            "recording into ",
+            env!("CARGO_MANIFEST_DIR"),
+            "/sample-data"
+        )),
+        "{stdout}"
+    );
+    assert!(stdout.contains("0 to record"), "{stdout}");
+    for (command, codes) in [
+        (&["validate", "--help"][..], &["0", "2"][..]),
+        (&["campaign", "plan", "--help"][..], &["0", "2"][..]),
+        (
+            &["campaign", "run", "--help"][..],
+            &["0", "1", "2", "4", "5", "130"][..],
+        ),
+    ] {
+        let o = run(ANVIL, command, &[]);
+        let help = String::from_utf8_lossy(&o.stdout);
+        let listed: Vec<&str> = help
+            .split("Exit codes:")
+            .nth(1)
+            .unwrap_or_else(|| panic!("{command:?}: no exit codes in {help}"))
+            .lines()
+            .filter_map(|l| l.split_whitespace().next())
+            .collect();
+        assert_eq!(listed, codes, "{command:?}: {help}");
+    }
+}

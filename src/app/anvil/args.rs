@@ -7,20 +7,46 @@ use clap::{Args, Parser, Subcommand};
 
 use crate::app::Exit;
 
-/// Exit codes, as printed at the end of `--help`.
+/// Exit codes of `anvil` as a whole, as printed at the end of `anvil --help` (each
+/// command's `--help` lists its own).
 fn exit_codes_help() -> String {
-    let verify = if cfg!(feature = "analysis") {
-        format!(
-            "\n  {}  anvil verify: the SQL and the independent recomputation differ",
-            Exit::RuleFailed.code()
-        )
-    } else {
-        String::new()
-    };
+    format!(
+        "Exit codes (each command's --help lists its own):\n  \
+         {}  everything valid / every rule held\n  \
+         {}  a stop rule fired, evidence contradicts a rule or claim, or recomputed figures disagree\n  \
+         {}  bad input: a malformed or unknown document, artifact, path or flag\n  \
+         {}  a comparison the campaign's rules forbid was refused\n  \
+         {}  advance rules incomplete: evidence is missing\n  \
+         {}  a campaign could not run\n  \
+         {}  interrupted",
+        Exit::Ok.code(),
+        Exit::RuleFailed.code(),
+        Exit::BadInput.code(),
+        Exit::Refused.code(),
+        Exit::Incomplete.code(),
+        Exit::Failed.code(),
+        Exit::Interrupted.code(),
+    )
+}
+
+/// Exit codes of `anvil validate`.
+fn validate_exit_codes_help() -> String {
     format!(
         "Exit codes:\n  \
-         {}  every input is valid{verify}\n  \
+         {}  every input is valid\n  \
          {}  bad input: a malformed or unknown document, artifact, path or flag",
+        Exit::Ok.code(),
+        Exit::BadInput.code()
+    )
+}
+
+/// Exit codes of `anvil campaign plan`.
+#[cfg(feature = "analysis")]
+fn plan_exit_codes_help() -> String {
+    format!(
+        "Exit codes:\n  \
+         {}  the plan was printed\n  \
+         {}  bad input: the campaign file, its manifest or plan, or --out",
         Exit::Ok.code(),
         Exit::BadInput.code()
     )
@@ -129,7 +155,7 @@ pub enum Command {
     /// `run.json` is an artifact folder; any other DIR is searched recursively for both, and
     /// holding neither is an error. One line is printed per input, naming what it is and
     /// `ok`, or the file and JSON path of each problem.
-    #[command(after_help = exit_codes_help())]
+    #[command(after_help = validate_exit_codes_help())]
     Validate(ValidateArgs),
 
     /// Query artifacts with SQL (DataFusion).
@@ -261,7 +287,7 @@ pub enum CampaignCommand {
     /// The arm × cell matrix in the plan's execution order: what --out already holds
     /// (a complete artifact with the cell's workload fingerprint), what is missing, and the
     /// `anvil-capture run` command line of each missing cell. Nothing is started.
-    #[command(after_help = exit_codes_help())]
+    #[command(after_help = plan_exit_codes_help())]
     Plan(CampaignPlanArgs),
     /// Run the campaign: fingerprint the starting service; stage by stage, launch each arm's
     /// server, wait until it is ready, record its cells (the `anvil-capture run` code path),
@@ -322,9 +348,9 @@ pub struct CampaignPlanArgs {
     /// The campaign file (anvil-serving.benchmark-campaign/v1).
     #[arg(value_name = "FILE")]
     pub file: PathBuf,
-    /// The data folder the campaign records into.
+    /// The data folder the campaign records into [default: the campaign file's folder].
     #[arg(long, value_name = "DIR")]
-    pub out: PathBuf,
+    pub out: Option<PathBuf>,
 }
 
 /// Output format of `anvil compare` and `anvil check`.

@@ -23,7 +23,14 @@ pub fn run(command: &CampaignCommand) -> anyhow::Result<Exit> {
 fn plan(args: &CampaignPlanArgs) -> anyhow::Result<Exit> {
     let (campaign, manifest, plan) =
         CampaignFile::load_checked(&args.file).map_err(|e| AppError::wrap(Exit::BadInput, e))?;
-    let cells = campaign.plan(&args.file, &manifest, &plan, &args.out);
+    let out = args
+        .out
+        .clone()
+        .unwrap_or_else(|| match args.file.parent() {
+            Some(dir) if !dir.as_os_str().is_empty() => dir.to_owned(),
+            _ => std::path::PathBuf::from("."),
+        });
+    let cells = campaign.plan(&args.file, &manifest, &plan, &out);
     let mut table = Table::new(&["stage", "arm", "cell", "state"]);
     for c in &cells {
         table.row(vec![
@@ -38,7 +45,7 @@ fn plan(args: &CampaignPlanArgs) -> anyhow::Result<Exit> {
         campaign.campaign_id,
         cells.len(),
         campaign.all_arms().len(),
-        args.out.display()
+        out.display()
     );
     table.render(TextFormat::Text, &mut text);
     let todo: Vec<_> = cells
@@ -55,14 +62,14 @@ fn plan(args: &CampaignPlanArgs) -> anyhow::Result<Exit> {
         let shown: Vec<String> = c.command.iter().map(|a| shell_quoted(a)).collect();
         text.push_str(&format!("  {}\n", shown.join(" ")));
     }
-    let searches = searches(&args.file, &campaign, &manifest, &plan, &args.out);
+    let searches = searches(&args.file, &campaign, &manifest, &plan, &out);
     let any = any || !searches.is_empty();
     text.push_str(&searches);
     if any {
         text.push_str(&format!(
             "\nanvil campaign run {} --out {}{} launches each arm's server and records them\n",
             shell_quoted(&args.file.display().to_string()),
-            shell_quoted(&args.out.display().to_string()),
+            shell_quoted(&out.display().to_string()),
             if cells.iter().any(|c| c.state == CellState::Recorded) {
                 " --resume"
             } else {
