@@ -702,8 +702,12 @@ impl<'c> Run<'c> {
             String::new()
         } else {
             let functional = cfg.cell.class == crate::workload::cells::FUNCTIONAL;
+            // Open loop without a ramp has no first wave (docs/artifact.md "Windows"): its
+            // requests start at their own intended times, never together.
+            let open_unramped =
+                !matches!(cfg.schedule, crate::artifact::Schedule::Closed) && cfg.ramp.is_none();
             let wave = summary::FirstWave {
-                requests: if functional {
+                requests: if functional || open_unramped {
                     0
                 } else {
                     cfg.cell.concurrency as usize * cfg.endpoints.len()
