@@ -36,6 +36,14 @@
 --   tokens_per_chunk (tokens/chunk): completion_tokens / content_chunks; NULL without usage
 --       or without content chunks.
 --   finish_reason (-): the last non-null finish reason of the stream; NULL when none.
+--   short_completion (-): a Responses API request (runs.api) that succeeded, whose stream
+--       ended with status `completed` (neither `incomplete` nor failed), with fewer usage
+--       output tokens than the words its prompt asked for (runs.response_words; a word is at
+--       least one token, so the reply is shorter than asked). vLLM ends a Responses stream it
+--       aborted (a stopping server, a cancelled request) exactly so, `completed` without
+--       `incomplete_details`, where chat says `finish_reason: "abort"` (outcome `aborted`):
+--       the request stays `ok`, and this says it may have been cut short. False for other
+--       APIs, natural-completion cells (no words asked), failures and replies without usage.
 --   first_wave (-): the request belongs to the run's first wave, which the
 --       `after_first_wave` window leaves out (request_figures.first_wave).
 --   canary (-): the request's own canary (requests.canary); NULL when it has none.
@@ -75,6 +83,12 @@ SELECT
     f.reasoning_chunks,
     f.tokens_per_chunk,
     f.finish_reason,
+    -- Every operand is non-null (no coalesce of the result: a materialized view's declared
+    -- nullability must match its batches).
+    ru.api = 'responses' AND f.outcome = 'ok' AND f.has_usage
+        AND coalesce(f.finish_reason, '') = 'completed'
+        AND coalesce(f.completion_tokens, 0) < coalesce(ru.response_words, 0)
+        AS short_completion,
     f.first_wave,
     c.canary,
     c.canary_checked_in,
@@ -85,5 +99,6 @@ SELECT
     c.stray_canaries,
     c.stray_canary_count
 FROM request_figures f
+JOIN runs ru ON ru.run_id = f.run_id
 LEFT JOIN request_canaries c
     ON c.run_id = f.run_id AND c.request_index = f.request_index

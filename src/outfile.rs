@@ -1,5 +1,8 @@
 //! Files a user names on the command line (`--out`, `--truth`): written to a uniquely named
-//! temporary file in the target's folder and renamed over the target only when complete.
+//! temporary file in the target's folder and renamed over the target only when complete
+//! ([`OutputFile::commit`]). A log that must outlive its writer being killed (`anvil-sim
+//! --truth`) is instead renamed into place as soon as it is opened and appended to
+//! ([`OutputFile::place_now`]): its readers see it grow.
 //!
 //! A target that exists and is not a regular file (a device node, a FIFO, a directory, a
 //! symlink) is refused rather than replaced; nothing anvil did not create is removed (the
@@ -97,6 +100,19 @@ impl OutputFile {
             source: e.error,
         })?;
         Ok(())
+    }
+
+    /// Rename over the target now (checked again, as in [`OutputFile::commit`]) and return the
+    /// open file, for a log appended to while the program runs: whatever is written to it is
+    /// in the target at once, so a kill loses only what the program still held in memory.
+    pub fn place_now(self) -> Result<fs::File, OutputError> {
+        check_target(&self.path)?;
+        let path = self.path.clone();
+        self.tmp.persist(&path).map_err(|e| OutputError::Io {
+            path,
+            what: "cannot rename into place",
+            source: e.error,
+        })
     }
 }
 
@@ -242,5 +258,33 @@ mod tests {
         drop(f);
         assert_eq!(fs::read(&target).unwrap(), b"old");
         assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn a_placed_log_is_the_target_at_once_and_grows() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("truth.csv");
+        fs::write(&target, "old").unwrap();
+        let mut f = OutputFile::create(&target).unwrap();
+        f.write_all(b"header\n").unwrap();
+        let mut log = f.place_now().unwrap();
+        assert_eq!(fs::read(&target).unwrap(), b"header\n");
+        log.write_all(b"row\n").unwrap();
+        assert_eq!(fs::read(&target).unwrap(), b"header\nrow\n");
+        assert_eq!(
+            fs::read_dir(dir.path()).unwrap().count(),
+            1,
+            "no temporary left"
+        );
+        // A target that became a directory meanwhile is refused, as by `commit`.
+        let f = OutputFile::create(&target).unwrap();
+        fs::remove_file(&target).unwrap();
+        fs::create_dir(&target).unwrap();
+        assert!(
+            f.place_now()
+                .unwrap_err()
+                .to_string()
+                .contains("(a directory)")
+        );
     }
 }

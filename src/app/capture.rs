@@ -143,7 +143,8 @@ pub struct RunArgs {
     /// Model name to send; default: the first model the first endpoint's /v1/models lists.
     #[arg(long, value_name = "NAME")]
     pub model: Option<String>,
-    /// API to drive: chat, responses or completions.
+    /// API to drive: chat, responses or completions. Part of the workload fingerprint and,
+    /// unless chat, of the cell id (`.responses`, `.completions`).
     #[arg(long, value_name = "API", default_value = "chat")]
     pub api: String,
     /// Name of an environment variable holding a bearer token (never written anywhere).
@@ -485,6 +486,42 @@ mod tests {
                 .ends_with("K12/headline-sustained-output.ctx4096.c8.n100.poisson2.5")
         );
         assert_eq!(c.schedule.rate_per_s(), Some(2.5));
+    }
+
+    /// A Responses or completions run of a cell never shares the chat run's folder; a chat
+    /// run keeps the manifest's id.
+    #[test]
+    fn the_api_is_in_the_cell_id_unless_it_is_chat() {
+        let with = |api: &str, more: &[&str]| {
+            let mut v = vec![
+                "--class",
+                "headline-sustained-output",
+                "--endpoint",
+                "http://127.0.0.1:8000",
+                "--api",
+                api,
+            ];
+            v.extend_from_slice(more);
+            parse(&v).unwrap()
+        };
+        let chat = with("chat", &[]);
+        assert_eq!(chat.cell_id, "headline-sustained-output.ctx4096.c8.n100");
+        let responses = with("responses", &[]);
+        assert_eq!(
+            responses.cell_id,
+            "headline-sustained-output.ctx4096.c8.n100.responses"
+        );
+        assert!(
+            responses
+                .artifact_dir
+                .ends_with("K12/headline-sustained-output.ctx4096.c8.n100.responses")
+        );
+        assert_ne!(responses.artifact_dir, chat.artifact_dir);
+        let completions = with("completions", &["--rate", "2", "--ramp", "3"]);
+        assert_eq!(
+            completions.cell_id,
+            "headline-sustained-output.ctx4096.c8.n100.completions.rate2.ramp3"
+        );
     }
 
     #[test]

@@ -46,12 +46,24 @@ pub fn long_help() -> String {
          --prefill-tps over uncached tokens; each sequence then steps on its own phase, a step\n\
          costing (1 - bcost + bcost * running) / decode-tps seconds (x (1 + 0.03 * spec-depth)),\n\
          with small seeded jitter; while a prefill runs, a step also pays one prefill chunk\n\
-         (--chunked-prefill; 0 = waits for the whole prefill). --truth FILE: CSV\n\
-         request_id,replica,seq,tokens,kind,t_deadline_ns,t_write_ns, one row per SSE event\n\
-         written plus one `request_read` row per request (CLOCK_MONOTONIC ns).\n\
+         (--chunked-prefill; 0 = waits for the whole prefill).\n\
          \n\
-         Exit codes: 0 clean shutdown (SIGINT/SIGTERM), 1 runtime error, 2 bad flag.\n",
+         --truth FILE: CSV request_id,replica,seq,tokens,kind,t_deadline_ns,t_write_ns, one row\n\
+         per SSE event written plus one `request_read` row per request (CLOCK_MONOTONIC ns).\n\
+         FILE replaces any earlier one at start and grows while the simulator runs: rows are\n\
+         flushed to it at least once a second, and on SIGINT or SIGTERM every row is flushed\n\
+         and the file synced and closed. SIGKILL leaves no chance to flush: the file then\n\
+         lacks at most the last second's rows, and a kill in mid-flush may cut the last row short.\n",
     );
+    s.push_str(&format!(
+        "\nExit codes:\n  \
+         {}  stopped by SIGINT or SIGTERM: a clean shutdown, the --truth file flushed\n  \
+         {}  a bad flag\n  \
+         {}  could not serve: its port is taken, or --truth cannot be written\n",
+        super::Exit::Ok.code(),
+        super::Exit::BadInput.code(),
+        super::Exit::Failed.code(),
+    ));
     s
 }
 
@@ -116,7 +128,8 @@ pub struct Args {
     /// (no `Connection: close`), as llama.cpp's server does.
     #[arg(long)]
     pub close_after_stream: bool,
-    /// Write one CSV row per SSE event written (and per request read) to FILE.
+    /// Write one CSV row per SSE event written (and per request read) to FILE, flushed every
+    /// second and on SIGINT/SIGTERM (see below).
     #[arg(long, value_name = "FILE")]
     pub truth: Option<PathBuf>,
     /// Served model name; when given, requests naming another model get HTTP 400.

@@ -278,6 +278,27 @@ impl Api {
             _ => None,
         }
     }
+
+    /// The cell-id suffix that keeps runs of a cell on different APIs apart, before the
+    /// schedule's: empty for chat (the manifest's cells, so their ids are unchanged),
+    /// `.responses` and `.completions` otherwise.
+    pub fn cell_id_suffix(self) -> &'static str {
+        match self {
+            Api::Chat => "",
+            Api::Completions => ".completions",
+            Api::Responses => ".responses",
+        }
+    }
+
+    /// The API in a report's words: `Responses API`, `legacy completions API`, `chat
+    /// completions API`.
+    pub fn label(self) -> &'static str {
+        match self {
+            Api::Chat => "chat completions API",
+            Api::Completions => "legacy completions API",
+            Api::Responses => "Responses API",
+        }
+    }
 }
 
 /// The workload of one cell: everything that must be equal for two runs to be compared.

@@ -719,10 +719,14 @@ impl Runner<'_> {
                     json!({"arm": c.arm, "cell": c.name(), "dir": done.dir.display().to_string(), "status": done.status.as_str(), "reason": done.reason}),
                 )?;
                 self.say(&format!(
-                    "  {} in {:.1} s: {}",
+                    "  {} in {:.1} s: {}{}",
                     done.status.as_str(),
                     started.elapsed().as_secs_f64(),
-                    done.dir.display()
+                    done.dir.display(),
+                    match (&done.status, &done.reason) {
+                        (Status::Complete, _) | (_, None) => String::new(),
+                        (_, Some(reason)) => format!(" ({reason})"),
+                    }
                 ));
                 if done.status == Status::Complete {
                     self.summary.recorded += 1;

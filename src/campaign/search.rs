@@ -208,6 +208,16 @@ impl CapacitySearch {
                 "context",
                 "must be a positive number of prompt tokens".to_owned(),
             );
+        } else if self.context > crate::manifest::MAX_PROMPT_TOKEN_TARGET {
+            bad(
+                "context",
+                format!(
+                    "{} tokens is above the largest prompt target anvil accepts, {} (2^24): \
+                     no served model reads a prompt that long",
+                    self.context,
+                    crate::manifest::MAX_PROMPT_TOKEN_TARGET
+                ),
+            );
         }
         let finite = self.min.is_finite() && self.max.is_finite();
         if !finite || self.min <= 0.0 || self.max <= self.min {
@@ -702,5 +712,17 @@ mod tests {
         s.window = SearchWindow::AfterFirstWave;
         let text = format!("{:?}", s.problems("arms[0].search", 2, &[]));
         assert!(text.contains("give at least 384"), "{text}");
+    }
+
+    #[test]
+    fn a_context_above_the_largest_prompt_target_is_refused() {
+        let mut s = search(1.0, 8.0, 1);
+        s.context = crate::manifest::MAX_PROMPT_TOKEN_TARGET;
+        assert!(s.problems("arms[0].search", 1, &[]).is_empty());
+        s.context = i64::MAX as u64;
+        let problems = s.problems("arms[0].search", 1, &[]);
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert_eq!(problems[0].field, "arms[0].search.context");
+        assert!(problems[0].message.contains("16777216"), "{problems:?}");
     }
 }

@@ -129,8 +129,9 @@ pub struct RunConfig {
     pub thinking_disabled: bool,
     /// Leave the thinking switch out of every request (`--no-thinking-switch`).
     pub omit_thinking_switch: bool,
-    /// The cell id with the schedule's suffix (`Schedule::cell_id_suffix`): `run.json`
-    /// `cell_id` and the artifact's folder name.
+    /// The cell id with the API's, the schedule's, the ramp's and the probe's suffixes
+    /// (`Api::cell_id_suffix`, `Schedule::cell_id_suffix`, …): `run.json` `cell_id` and the
+    /// artifact's folder name.
     pub cell_id: String,
     /// Which repeat of the cell this run is.
     pub repeat: artifact::Repeat,
@@ -221,6 +222,16 @@ impl RunConfig {
         }
         if cell.context == 0 {
             return Err(flag("--context", 0, "must be at least 1 token"));
+        }
+        if cell.context > crate::manifest::MAX_PROMPT_TOKEN_TARGET {
+            return Err(flag(
+                "--context",
+                cell.context,
+                format!(
+                    "at most {} tokens (2^24): no served model reads a prompt that long",
+                    crate::manifest::MAX_PROMPT_TOKEN_TARGET
+                ),
+            ));
         }
         if a.warmup > 100_000 {
             return Err(flag("--warmup", a.warmup, "at most 100000"));
@@ -501,8 +512,9 @@ impl RunConfig {
             ));
         }
         let cell_id = format!(
-            "{}{}{}{}",
+            "{}{}{}{}{}",
             cell.id(),
+            api.cell_id_suffix(),
             schedule.cell_id_suffix(),
             artifact::ramp_cell_id_suffix(ramp.map(|r| r.as_secs_f64())),
             artifact::run::probe_cell_id_suffix(a.probe.as_deref())

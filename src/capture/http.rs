@@ -155,6 +155,106 @@ async fn exchange(
     within(timeout, url.clone(), exchange).await
 }
 
+/// Longest excerpt of a server's answer that [`body_summary`] quotes, in characters.
+pub const SUMMARY_CHARS: usize = 200;
+
+/// How much of a body [`body_summary`] reads: an error page's title and first words are
+/// near its start.
+const SUMMARY_READ: usize = 64 << 10;
+
+/// A server's answer body as one short line for an error message, however long or
+/// multi-line the body: an HTML page (a proxy's or a load balancer's error page) as `an HTML
+/// page (N bytes)` with its title, or failing that its text without tags; anything else
+/// (JSON, plain text) as its text with whitespace runs made one space. Either is cut at
+/// [`SUMMARY_CHARS`] characters (the size then said).
+pub fn body_summary(body: &[u8]) -> String {
+    let text = String::from_utf8_lossy(&body[..body.len().min(SUMMARY_READ)]);
+    let trimmed = text.trim_start();
+    if trimmed.is_empty() {
+        return format!("an empty body ({} bytes)", body.len());
+    }
+    let is_html = trimmed.starts_with('<') && {
+        let lower = trimmed.to_ascii_lowercase();
+        ["<!doctype html", "<html", "<head", "<body", "<title"]
+            .iter()
+            .any(|tag| lower.contains(tag))
+    };
+    if is_html {
+        let said = html_title(trimmed).unwrap_or_else(|| html_text(trimmed));
+        let said = one_line(&said);
+        return if said.is_empty() {
+            format!("an HTML page ({} bytes)", body.len())
+        } else {
+            format!("an HTML page ({} bytes): \"{}\"", body.len(), cut(&said))
+        };
+    }
+    let said = one_line(&text);
+    if said.chars().count() > SUMMARY_CHARS || body.len() > SUMMARY_READ {
+        format!("{} ({} bytes)", cut(&said), body.len())
+    } else {
+        said
+    }
+}
+
+/// Whitespace runs (newlines included) as one space, trimmed.
+fn one_line(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// At most [`SUMMARY_CHARS`] characters, `…` where cut.
+fn cut(s: &str) -> String {
+    match s.char_indices().nth(SUMMARY_CHARS) {
+        Some((end, _)) => format!("{}…", &s[..end]),
+        None => s.to_owned(),
+    }
+}
+
+/// The text of an HTML page's `<title>`, when it has a non-empty one.
+fn html_title(html: &str) -> Option<String> {
+    let lower = html.to_ascii_lowercase();
+    let open = lower.find("<title")?;
+    let start = open + lower[open..].find('>')? + 1;
+    let end = start + lower[start..].find("</title")?;
+    Some(unescape(&html[start..end])).filter(|t| !t.trim().is_empty())
+}
+
+/// An HTML page's text: tags dropped, with the contents of `<script>` and `<style>`.
+fn html_text(html: &str) -> String {
+    let lower = html.to_ascii_lowercase();
+    let mut out = String::new();
+    let mut i = 0;
+    while i < html.len() {
+        let Some(lt) = lower[i..].find('<').map(|o| i + o) else {
+            out.push_str(&html[i..]);
+            break;
+        };
+        out.push_str(&html[i..lt]);
+        out.push(' ');
+        let skip_to = ["script", "style"].iter().find_map(|tag| {
+            lower[lt + 1..]
+                .starts_with(tag)
+                .then(|| lower[lt..].find(&format!("</{tag}")).map(|o| lt + o))
+                .flatten()
+        });
+        let from = skip_to.unwrap_or(lt);
+        i = match lower[from..].find('>') {
+            Some(o) => from + o + 1,
+            None => html.len(),
+        };
+    }
+    unescape(&out)
+}
+
+/// The few character references error pages use.
+fn unescape(s: &str) -> String {
+    s.replace("&nbsp;", " ")
+        .replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&quot;", "\"")
+        .replace("&#39;", "'")
+        .replace("&amp;", "&")
+}
+
 /// Whether a response's `Connection` header says the server will close the connection.
 pub fn announces_close(headers: &hyper::HeaderMap) -> bool {
     headers.get_all(header::CONNECTION).iter().any(|v| {
@@ -212,4 +312,59 @@ pub async fn closes_after_stream(
         Ok(closed || announced_close)
     };
     within(timeout, url.clone(), exchange).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const NGINX_500: &str = "<!DOCTYPE html>\n<html>\n<head>\n<title>500 Internal Server Error</title>\n\
+        <style>\nbody { font-family: sans-serif; }\n</style>\n</head>\n<body>\n\
+        <center><h1>500 Internal Server Error</h1></center>\n<hr><center>nginx</center>\n\
+        </body>\n</html>\n";
+
+    #[test]
+    fn an_html_page_is_its_title_on_one_line() {
+        assert_eq!(
+            body_summary(NGINX_500.as_bytes()),
+            format!(
+                "an HTML page ({} bytes): \"500 Internal Server Error\"",
+                NGINX_500.len()
+            )
+        );
+        // Without a title: the text, tags, styles and scripts dropped.
+        let page = "<html><head><style>p { x: 1 }</style><script>let a = 1 < 2;</script></head>\n\
+                    <body><p>Bad&nbsp;gateway:</p>\n<p>upstream &amp; co.</p></body></html>";
+        assert_eq!(
+            body_summary(page.as_bytes()),
+            format!(
+                "an HTML page ({} bytes): \"Bad gateway: upstream & co.\"",
+                page.len()
+            )
+        );
+        assert_eq!(
+            body_summary(b"<html><body></body></html>"),
+            "an HTML page (26 bytes)"
+        );
+    }
+
+    #[test]
+    fn other_bodies_are_one_line_cut_at_the_limit() {
+        let json = br#"{"error": {"message": "model not loaded",
+            "type": "server_error"}}"#;
+        assert_eq!(
+            body_summary(json),
+            r#"{"error": {"message": "model not loaded", "type": "server_error"}}"#
+        );
+        assert_eq!(body_summary(b"  \n"), "an empty body (3 bytes)");
+        let long = "word ".repeat(1000);
+        let said = body_summary(long.as_bytes());
+        assert!(said.ends_with("… (5000 bytes)"), "{said}");
+        assert_eq!(said.lines().count(), 1);
+        assert!(said.chars().count() < SUMMARY_CHARS + 20, "{said}");
+        // Not valid UTF-8, cut inside a character: still a line, never a panic.
+        let mut odd = "é".repeat(300).into_bytes();
+        odd.push(0xff);
+        assert!(body_summary(&odd).starts_with("éé"));
+    }
 }

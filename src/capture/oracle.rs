@@ -25,6 +25,7 @@ use hyper_util::rt::TokioIo;
 use serde_json::{Map, Value, json};
 
 use super::endpoint::Endpoint;
+use super::http::body_summary;
 use crate::workload::prompt::{ChatMessage, PromptContent};
 use crate::workload::request::{self, Api, ApiKey, RequestOptions};
 
@@ -40,6 +41,7 @@ pub enum OracleError {
     Http { url: String, detail: String },
     #[error("{url}: timed out after {after_ms} ms")]
     Timeout { url: String, after_ms: u128 },
+    /// `body` is [`body_summary`]'s one line.
     #[error("{url}: HTTP {status}: {body}")]
     Status {
         url: String,
@@ -54,16 +56,6 @@ pub enum OracleError {
     },
     #[error("preparing the probe request: {0}")]
     Request(#[from] request::RequestError),
-}
-
-/// Truncate a response body for an error message.
-fn excerpt(body: &[u8]) -> String {
-    let s = String::from_utf8_lossy(&body[..body.len().min(1024)]);
-    if body.len() > 1024 {
-        format!("{s}… ({} bytes)", body.len())
-    } else {
-        s.into_owned()
-    }
 }
 
 /// POST a JSON body on a fresh connection and read the whole answer.
@@ -132,13 +124,13 @@ fn parse_answer(url: &str, status: u16, body: &[u8]) -> Result<Value, OracleErro
         return Err(OracleError::Status {
             url: url.to_owned(),
             status,
-            body: excerpt(body),
+            body: body_summary(body),
         });
     }
     serde_json::from_slice(body).map_err(|e| OracleError::Answer {
         url: url.to_owned(),
         detail: format!("not JSON: {e}"),
-        body: excerpt(body),
+        body: body_summary(body),
     })
 }
 
@@ -248,7 +240,7 @@ impl TokenizeOracle {
                     return Err(OracleError::Answer {
                         url,
                         detail: "no `prompt` string".into(),
-                        body: excerpt(&answer),
+                        body: body_summary(&answer),
                     });
                 };
                 self.post(
@@ -280,7 +272,7 @@ impl TokenizeOracle {
             return Err(OracleError::Answer {
                 url,
                 detail: "no `count` number or `tokens` array".into(),
-                body: excerpt(&answer),
+                body: body_summary(&answer),
             });
         };
         if n == 0 && content.chars() > 0 {
@@ -291,7 +283,7 @@ impl TokenizeOracle {
                     content.chars(),
                     self.dialect.as_str()
                 ),
-                body: excerpt(&answer),
+                body: body_summary(&answer),
             });
         }
         Ok(n)
@@ -331,7 +323,7 @@ impl ProbeOracle {
             .ok_or_else(|| OracleError::Answer {
                 url,
                 detail: format!("no `usage.{field}` number"),
-                body: excerpt(&answer),
+                body: body_summary(&answer),
             })
     }
 }

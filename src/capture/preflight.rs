@@ -57,7 +57,7 @@ pub async fn preflight(
             }
         }
         Ok((status, body)) if status == 401 || status == 403 => {
-            let said = String::from_utf8_lossy(&body[..body.len().min(300)]).into_owned();
+            let said = super::http::body_summary(&body);
             let what = if auth.is_some() {
                 "refused the API key sent (--api-key-env)"
             } else {

@@ -466,11 +466,8 @@ impl<'c> Run<'c> {
                 Vec::new()
             }
         };
-        if let Some(f) = &self.failed {
-            self.hooks
-                .notices
-                .say(&format!("anvil-capture: {}", self.cfg.redactor.text(f)));
-        }
+        // Why the run failed is said once, by whoever shows the finished run's status and
+        // reason (`anvil-capture run`'s last line of stderr, the campaign's line per cell).
         calibrations
     }
 
@@ -697,6 +694,18 @@ impl<'c> Run<'c> {
                 recorded.off_target.len(),
                 cfg.cell.context,
             ));
+        }
+        if cfg.api == Api::Responses
+            && let Some(words) = cfg.cell.reply.words()
+        {
+            let short = summary::short_completions(&recorded.facts, words);
+            if let Some((request, tokens)) = short.first() {
+                self.hooks.notices.say(&format!(
+                    "anvil-capture: warning: {} measured Responses requests ended `completed` with fewer output tokens than the {words} words asked (e.g. request {request}: {tokens} tokens); \
+                     vLLM ends a Responses stream it aborted this way, so they may have been cut short: see request_metrics.short_completion",
+                    short.len()
+                ));
+            }
         }
         let quick_look = if cfg.quiet {
             String::new()

@@ -53,6 +53,27 @@ fn ttft_text(ttft: &[f64]) -> String {
     )
 }
 
+/// The measured requests of a Responses run that succeeded with status `completed` but fewer
+/// usage output tokens than the `words` their prompt asked for (a word is at least one token):
+/// `(request_index, output tokens)` in index order. vLLM ends a Responses stream it aborted
+/// this way (`completed`, no `incomplete_details`), where chat says `abort`; the SQL's
+/// `request_metrics.short_completion` flags the same requests.
+pub fn short_completions(facts: &[RequestFacts], words: u32) -> Vec<(usize, i64)> {
+    facts
+        .iter()
+        .enumerate()
+        .filter(|(_, f)| {
+            f.kind == Some(RequestKind::Measured)
+                && f.outcome == Some(Outcome::Ok)
+                && f.finish_reason.as_deref() == Some("completed")
+        })
+        .filter_map(|(i, f)| {
+            let tokens = f.completion_tokens?;
+            (tokens < i64::from(words)).then_some((i, tokens))
+        })
+        .collect()
+}
+
 /// How the first wave was started, for the quick look.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct FirstWave {
@@ -168,6 +189,38 @@ mod tests {
         assert_eq!(nearest_rank(&v, 0.5), 10.0);
         assert_eq!(nearest_rank(&v, 0.95), 19.0);
         assert_eq!(nearest_rank(&[7.0], 0.99), 7.0);
+    }
+
+    #[test]
+    fn short_completed_replies_are_found_by_their_output_tokens() {
+        let reply = |kind, outcome, finish: &str, tokens| RequestFacts {
+            kind: Some(kind),
+            outcome: Some(outcome),
+            completion_tokens: tokens,
+            finish_reason: Some(finish.to_owned()),
+            ..RequestFacts::default()
+        };
+        let facts = vec![
+            reply(RequestKind::Measured, Outcome::Ok, "completed", Some(300)),
+            reply(RequestKind::Measured, Outcome::Ok, "completed", Some(41)),
+            // Cut by the ceiling (the server said so), failed, no usage, warm-up: not flagged.
+            reply(
+                RequestKind::Measured,
+                Outcome::Ok,
+                "max_output_tokens",
+                Some(41),
+            ),
+            reply(
+                RequestKind::Measured,
+                Outcome::Aborted,
+                "cancelled",
+                Some(3),
+            ),
+            reply(RequestKind::Measured, Outcome::Ok, "completed", None),
+            reply(RequestKind::Warmup, Outcome::Ok, "completed", Some(3)),
+            reply(RequestKind::Measured, Outcome::Ok, "completed", Some(256)),
+        ];
+        assert_eq!(short_completions(&facts, 256), [(1, 41)]);
     }
 
     #[test]

@@ -107,18 +107,21 @@ ORDER BY run_id, request_index";
 
 const RESTARTS_SQL: &str = "\
 SELECT run_id, replica, restarted, detectable, scraped, signal, first_start_time_s, last_start_time_s, \
-       counters_reset, coalesce(counter_reset_example, '') AS counter_reset_example \
+       counters_reset, coalesce(counter_reset_example, '') AS counter_reset_example, \
+       last_answer_s, failed_after, coalesce(failed_after_outcomes, '') AS failed_after_outcomes \
 FROM restarts WHERE restarted OR NOT detectable ORDER BY run_id, replica";
 
 /// Failed measured requests with their error text, and the error a stream carried when the
-/// request ended otherwise (an error event, then the server hung: `timeout_idle`).
+/// request's error does not already say it (an error event, then the server hung:
+/// `timeout_idle`); a `stream_error` request's error quotes it, so it is said once.
 const ERRORS_SQL: &str = "\
 WITH streamed AS ( \
     SELECT run_id, request_index, first_value(stream_error ORDER BY seq) AS stream_error \
     FROM events WHERE stream_error IS NOT NULL GROUP BY run_id, request_index) \
 SELECT t.run_id, t.request_index, t.outcome, \
-       concat_ws('; ', t.error, CASE WHEN s.stream_error IS DISTINCT FROM t.error \
-                                     THEN 'in the stream: ' || s.stream_error END) AS error \
+       concat_ws('; ', t.error, \
+                 CASE WHEN strpos(coalesce(t.error, ''), s.stream_error) = 0 \
+                      THEN 'in the stream: ' || s.stream_error END) AS error \
 FROM request_timing t \
 LEFT JOIN streamed s ON s.run_id = t.run_id AND s.request_index = t.request_index \
 WHERE t.kind = 'measured' AND t.outcome <> 'ok' ORDER BY t.run_id, t.request_index";
@@ -254,6 +257,9 @@ struct RestartRow {
     last_start_time_s: Option<f64>,
     counters_reset: Option<i64>,
     counter_reset_example: String,
+    last_answer_s: Option<f64>,
+    failed_after: Option<i64>,
+    failed_after_outcomes: String,
 }
 
 #[derive(Deserialize)]
@@ -476,7 +482,11 @@ pub async fn read_artifacts(session: &AnvilSession) -> Result<Vec<Artifact>, Que
             (Some("process_start_time_seconds"), Some(before_s), Some(after_s)) => {
                 RestartSignal::StartTime { before_s, after_s }
             }
-            (Some("stopped_answering"), _, _) => RestartSignal::StoppedAnswering,
+            (Some("stopped_answering"), _, _) => RestartSignal::StoppedAnswering {
+                last_answer_s: row.last_answer_s,
+                failed: row.failed_after.map_or(0, |n| n.max(0) as u64),
+                outcomes: row.failed_after_outcomes,
+            },
             _ => RestartSignal::CounterReset {
                 counters: row.counters_reset.map_or(0, |n| n.max(0) as u64),
                 example: row.counter_reset_example,

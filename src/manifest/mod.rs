@@ -26,7 +26,8 @@ pub use error::{ManifestError, Problem};
 pub use plan::{RunPlan, Stage};
 pub use types::{Metric, PercentileMethod, Positive, PromptCacheMode, Statistic, Thinking};
 pub use workload::{
-    HeadlineWorkload, Selection, Statistics, TimingDefinitions, WorkloadClass, WorkloadManifest,
+    HeadlineWorkload, MAX_PROMPT_TOKEN_TARGET, Selection, Statistics, TimingDefinitions,
+    WorkloadClass, WorkloadManifest,
 };
 
 /// The workload manifest schema version this anvil reads.
@@ -543,6 +544,23 @@ mod tests {
                 "m.json: campaign_id: expected a non-empty string",
                 "m.json: selection.contexts_actual_prompt_token_targets: expected a non-empty list, found []",
                 "m.json: selection.concurrency[5]: duplicate value 1 (already at selection.concurrency[0])",
+            ]
+        );
+    }
+
+    #[test]
+    fn a_context_above_the_largest_prompt_target_is_refused_at_its_index() {
+        let mut value = seed_value(MANIFEST_PATH);
+        value["selection"]["contexts_actual_prompt_token_targets"][1] =
+            MAX_PROMPT_TOKEN_TARGET.into();
+        assert_eq!(problems_of(value.clone()), Vec::<String>::new());
+        value["selection"]["contexts_actual_prompt_token_targets"][1] = i64::MAX.into();
+        assert_eq!(
+            problems_of(value),
+            [
+                "m.json: selection.contexts_actual_prompt_token_targets[1]: 9223372036854775807 \
+                 tokens is above the largest prompt target anvil accepts, 16777216 (2^24): no \
+                 served model reads a prompt that long"
             ]
         );
     }

@@ -12,6 +12,14 @@ use super::error::{ManifestError, Problem};
 use super::types::{Metric, PercentileMethod, Positive, PromptCacheMode, Statistic, Thinking};
 use super::{DocumentKind, parse_document, read_document};
 
+/// The largest prompt token target anvil accepts: 2^24 = 16,777,216 tokens, whether a
+/// manifest's `selection.contexts_actual_prompt_token_targets`, `anvil-capture run
+/// --context` or a capacity search's `context` states it. No served model reads a prompt that
+/// long (the longest context windows announced are about 10M tokens), so a larger target is a
+/// typo or an overflow; taken as given, it would only reach calibration, which builds
+/// prompts of millions of words before giving up. Refused where it is read instead.
+pub const MAX_PROMPT_TOKEN_TARGET: u64 = 1 << 24;
+
 /// A validated workload manifest. Values returned by [`WorkloadManifest::load`] and
 /// [`WorkloadManifest::from_str`] have passed [`WorkloadManifest::problems`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -164,6 +172,17 @@ impl WorkloadManifest {
         ] {
             checks.non_empty(field, values);
             checks.distinct(field, values);
+        }
+        for (index, target) in self.contexts().enumerate() {
+            if target > MAX_PROMPT_TOKEN_TARGET {
+                checks.push(
+                    format!("selection.contexts_actual_prompt_token_targets[{index}]"),
+                    format!(
+                        "{target} tokens is above the largest prompt target anvil accepts, \
+                         {MAX_PROMPT_TOKEN_TARGET} (2^24): no served model reads a prompt that long"
+                    ),
+                );
+            }
         }
 
         checks.non_empty("workload_classes", &self.workload_classes);

@@ -12,7 +12,7 @@ use crate::rules::compare::{Comparison, OutputLength, Paired, ThroughputEstimate
 use crate::rules::control::Control;
 use crate::rules::coverage::ClaimCheck;
 use crate::rules::headline::CONTEXT_CURVE_CLASS;
-use crate::rules::input::{Artifact, MetricId, Stats};
+use crate::rules::input::{Artifact, MetricId, RestartSignal, Stats};
 use crate::rules::refusal::Refusal;
 use crate::rules::stop::StopKind;
 
@@ -74,11 +74,12 @@ pub fn build(input: &ReportInput<'_>) -> ReportView {
                         arm: a.facts.arm.clone(),
                         run_id: a.facts.run_id.clone(),
                         workload: format!(
-                            "{} tokens, C{} per replica, {} requests, {}",
+                            "{} tokens, C{} per replica, {} requests, {}{}",
                             a.facts.workload.prompt_tokens_target,
                             a.facts.workload.concurrency_per_replica,
                             a.facts.workload.total_requests,
-                            a.facts.workload.schedule
+                            a.facts.workload.schedule,
+                            api_note(a.facts.workload.api)
                         ),
                         reason: c.reason,
                     })
@@ -193,6 +194,16 @@ fn outcome_text(outcome: Outcome) -> (&'static str, &'static str) {
         Outcome::StopRuleFired => ("stop rule fired", "fail"),
         Outcome::RuleFailed => ("rule failed", "fail"),
         Outcome::Incomplete => ("incomplete", "missing"),
+    }
+}
+
+/// `, Responses API` after a run's workload when it drove another API than chat (the
+/// manifest's cells are chat); empty for chat.
+fn api_note(api: crate::artifact::Api) -> String {
+    if api == crate::artifact::Api::Chat {
+        String::new()
+    } else {
+        format!(", {}", api.label())
     }
 }
 
@@ -1091,7 +1102,7 @@ pub fn verdicts_view(
                     evidence.push(EvidenceView {
                         run_id: run.clone(),
                         request: String::new(),
-                        what: format!("replica {} restarted", r.replica),
+                        what: format!("replica {} {}", r.replica, r.what()),
                         detail: r.evidence(),
                     });
                 }
@@ -1176,11 +1187,25 @@ fn rule_evidence(rule: AdvanceRule, runs: &[&Artifact]) -> String {
         AdvanceRule::Completion => {
             let measured = sum(&|a| a.figures.requests.measured);
             let ok = sum(&|a| a.figures.requests.ok);
-            let restarts = sum(&|a| a.figures.restarts.len() as u64);
-            format!(
+            let stopped = sum(&|a| {
+                a.figures
+                    .restarts
+                    .iter()
+                    .filter(|r| matches!(r.signal, RestartSignal::StoppedAnswering { .. }))
+                    .count() as u64
+            });
+            let restarts = sum(&|a| a.figures.restarts.len() as u64) - stopped;
+            let mut text = format!(
                 "{ok}/{measured} requests ok, {restarts} restart{}",
                 if restarts == 1 { "" } else { "s" }
-            )
+            );
+            if stopped > 0 {
+                text.push_str(&format!(
+                    ", {stopped} replica{} stopped answering",
+                    if stopped == 1 { "" } else { "s" }
+                ));
+            }
+            text
         }
         AdvanceRule::Canaries => {
             let checked = sum(&|a| a.figures.canaries.len() as u64);
@@ -1282,7 +1307,11 @@ pub fn appendix_view(
                 run_id: a.facts.run_id.clone(),
                 arm: a.facts.arm.clone(),
                 stage: a.facts.stage.clone(),
-                class: a.facts.workload.class.clone(),
+                class: format!(
+                    "{}{}",
+                    a.facts.workload.class,
+                    api_note(a.facts.workload.api)
+                ),
                 runtime: a.facts.runtime.clone(),
                 config: a
                     .facts

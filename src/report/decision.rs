@@ -129,31 +129,42 @@ pub struct UnreadView {
 }
 
 /// The short column name of a cell: `headline`, `screen 4K C4`, `context 80K C8`,
-/// `functional`.
+/// `functional`, with the API after it when the cell id names one (`headline responses`).
 pub fn cell_label(cell_id: &str) -> String {
     let mut parts = cell_id.split('.');
     let class = parts.next().unwrap_or(cell_id);
-    let (mut ctx, mut conc) = (None, None);
+    let (mut ctx, mut conc, mut api) = (None, None, None);
     for p in parts {
         if let Some(v) = p.strip_prefix("ctx").and_then(|v| v.parse::<u64>().ok()) {
             ctx = Some(v);
         } else if let Some(v) = p.strip_prefix('c').and_then(|v| v.parse::<u64>().ok()) {
             conc = Some(v);
+        } else if let Some(a) = api_of_part(p) {
+            api = Some(a);
         }
     }
     let k = ctx
         .map(|c| format!("{}K", (c as f64 / 1024.0).round()))
         .unwrap_or_default();
     let c = conc.map(|c| format!("C{c}")).unwrap_or_default();
-    match class {
+    let label = match class {
         crate::rules::headline::HEADLINE_CLASS => "headline".to_owned(),
         crate::rules::headline::FUNCTIONAL_CLASS => "functional".to_owned(),
         crate::rules::headline::CONTEXT_CURVE_CLASS => format!("context {k} {c}"),
         "optimization-screen" => format!("screen {k} {c}"),
         other => format!("{other} {k} {c}"),
+    };
+    let label = label.trim();
+    match api {
+        Some(api) => format!("{label} {}", api.as_str()),
+        None => label.to_owned(),
     }
-    .trim()
-    .to_owned()
+}
+
+/// The API a part of a cell id names (`Api::cell_id_suffix` without its dot): `responses`
+/// or `completions`; chat cells carry none.
+fn api_of_part(part: &str) -> Option<crate::artifact::Api> {
+    crate::artifact::Api::parse(part).filter(|a| *a != crate::artifact::Api::Chat)
 }
 
 /// Whether any run was served by the simulator, and the banner that says so.
@@ -579,6 +590,8 @@ fn capture_command(input: &ReportInput<'_>, arm: &str, stage: &str, cell: &str) 
             args.push(format!("--concurrency {v}"));
         } else if let Some(v) = p.strip_prefix('n').filter(|v| v.parse::<u64>().is_ok()) {
             args.push(format!("--requests {v}"));
+        } else if let Some(api) = api_of_part(p) {
+            args.push(format!("--api {}", api.as_str()));
         }
     }
     args.push(format!("--arm {}", shell_word(arm)));
@@ -774,6 +787,19 @@ mod tests {
             "context 248K C1"
         );
         assert_eq!(cell_label("functional.ctx4096.c1.n8"), "functional");
+    }
+
+    /// A cell recorded on another API than chat keeps its own column, named with the API.
+    #[test]
+    fn a_cell_on_another_api_says_which() {
+        assert_eq!(
+            cell_label("headline-sustained-output.ctx4096.c8.n100.responses"),
+            "headline responses"
+        );
+        assert_eq!(
+            cell_label("optimization-screen.ctx4096.c4.n16.completions.rate2.5"),
+            "screen 4K C4 completions"
+        );
     }
 
     #[test]

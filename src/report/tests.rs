@@ -1448,6 +1448,44 @@ fn headline_class_runs_off_the_headline_cell_are_listed_as_left_out() {
     assert!(render_markdown(&view).contains("Headline-class artifacts left out"));
 }
 
+/// A run on the Responses API says so where the report shows its workload: its class in the
+/// environment appendix, and why it is left out of the headline (the manifest's cells are
+/// chat); chat runs carry no API note.
+#[test]
+fn a_run_on_the_responses_api_says_so() {
+    let mut fixture = Fixture::new("TP2", None);
+    let mut responses = fixture.artifacts[0].clone();
+    responses.facts.run_id = "r-responses".to_owned();
+    responses.facts.workload.api = crate::artifact::Api::Responses;
+    responses.facts.fingerprint = responses.facts.workload.fingerprint();
+    fixture.artifacts.push(responses);
+    let view = fixture.view();
+    let run = |id: &str| {
+        view.appendix
+            .runs
+            .iter()
+            .find(|r| r.run_id == id)
+            .unwrap()
+            .class
+            .clone()
+    };
+    assert_eq!(
+        run("r-responses"),
+        "headline-sustained-output, Responses API"
+    );
+    assert_eq!(run("r-tp1"), "headline-sustained-output");
+    assert_eq!(view.headline.left_out.len(), 1);
+    let l = &view.headline.left_out[0];
+    assert!(
+        l.workload.ends_with("closed loop, Responses API"),
+        "{}",
+        l.workload
+    );
+    assert!(l.reason.ends_with("api: responses vs chat"), "{}", l.reason);
+    let html = render_html(&view).unwrap();
+    assert!(section(&html, "appendix").contains("headline-sustained-output, Responses API"));
+}
+
 /// Control characters a random model's reply carries (U+0012, ESC, DEL, C1) reach neither the
 /// HTML nor the Markdown raw: they show as control pictures.
 #[test]

@@ -470,6 +470,8 @@ pub struct RunView {
     pub run_id: String,
     pub arm: String,
     pub stage: String,
+    /// The workload class, with the API after it when the run drove another than chat
+    /// (`headline-sustained-output, Responses API`).
     pub class: String,
     pub runtime: String,
     pub config: String,

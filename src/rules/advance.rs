@@ -117,8 +117,9 @@ pub fn completion(runs: &[&Artifact]) -> Verdict {
         }
         for restart in &figures.restarts {
             problems.push(format!(
-                "run {id}: replica {} restarted ({})",
+                "run {id}: replica {} {} ({})",
                 restart.replica,
+                restart.what(),
                 restart.evidence()
             ));
         }

@@ -7,7 +7,9 @@
 //! `selection` field: the manifest states it only in the description of the
 //! `headline-sustained-output` class (`4K/C8 per replica`), so it is read from there (the
 //! `C<n>` word) and must be one of `selection.concurrency`; otherwise the manifest is refused
-//! as bad input rather than guessed.
+//! as bad input rather than guessed. The manifest's cells are driven over chat (the default
+//! `--api`), closed loop and on the manifest: a run on another API, open loop or off the
+//! manifest is not headline.
 //!
 //! Headline aggregate throughput is never put beside a natural-completion screen or an
 //! external figure ([`gate`] refuses, quoting the run plan's `headline_comparison_rule`);
@@ -117,7 +119,7 @@ impl HeadlineSelection {
         let response_words = w
             .response_words
             .map_or_else(|| "null".to_owned(), |words| words.to_string());
-        let fields: [(&str, String, String); 12] = [
+        let fields: [(&str, String, String); 13] = [
             ("class", w.class.clone(), HEADLINE_CLASS.to_owned()),
             (
                 "total_requests",
@@ -156,6 +158,11 @@ impl HeadlineSelection {
             ),
             ("seed", w.seed.to_string(), self.seed.to_string()),
             ("thinking", w.thinking.clone(), self.thinking.clone()),
+            (
+                "api",
+                w.api.as_str().to_owned(),
+                crate::artifact::Api::Chat.as_str().to_owned(),
+            ),
             (
                 "schedule",
                 w.schedule.to_string(),
@@ -421,6 +428,19 @@ mod tests {
                          headline selection (recorded vs headline): concurrency_per_replica: 4 vs 8"
                     .to_owned()
             }
+        );
+    }
+
+    /// The manifest's headline cell is driven over chat: a Responses run of the same class,
+    /// context and concurrency is its own cell and stays out of the headline comparison.
+    #[test]
+    fn a_responses_run_of_the_headline_cell_is_not_headline() {
+        let mut responses = artifact("r-resp", "TP1", &[], 1000.0);
+        responses.facts.workload.api = crate::artifact::Api::Responses;
+        assert_eq!(
+            classify(&responses.facts, &selection()).reason,
+            "labelled headline-sustained-output but differs from the manifest's headline \
+             selection (recorded vs headline): api: responses vs chat"
         );
     }
 

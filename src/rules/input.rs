@@ -155,7 +155,8 @@ pub struct CanaryResult {
     pub foreign_in_tool_arguments: Vec<String>,
 }
 
-/// A replica whose `process_start_time_seconds` changed during the run.
+/// A replica the restart rule fired on: it restarted during the run, or stopped answering
+/// and did not come back (the `restarts` view's `signal` says which).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Restart {
     /// Replica index.
@@ -176,12 +177,31 @@ pub enum RestartSignal {
         /// One of them, `name{labels}`.
         example: String,
     },
-    /// A run that completed has the replica's scrape before it but none after it, and
-    /// requests of the replica failed.
-    StoppedAnswering,
+    /// A run that completed has the replica's scrape before it but none after it, and every
+    /// measured request of the replica that ended after its last answer failed: it stopped
+    /// answering and did not come back (not a restart that was seen).
+    StoppedAnswering {
+        /// Its last answer (latest scrape or successful request), seconds since the run's
+        /// origin; `None` when it never answered.
+        last_answer_s: Option<f64>,
+        /// Measured requests that ended after it, all failed.
+        failed: u64,
+        /// Their outcomes with counts, e.g. `connect_error 12, aborted 8`.
+        outcomes: String,
+    },
 }
 
 impl Restart {
+    /// What the replica did, as findings say it: `restarted` (a new start time, or counters
+    /// counting from 0 again, seen in a later scrape) or `stopped answering` (no later
+    /// scrape or response).
+    pub fn what(&self) -> &'static str {
+        match self.signal {
+            RestartSignal::StartTime { .. } | RestartSignal::CounterReset { .. } => "restarted",
+            RestartSignal::StoppedAnswering { .. } => "stopped answering",
+        }
+    }
+
     /// The evidence in words, e.g. `process_start_time_seconds 100 → 250.5` or
     /// `3 counters fell, e.g. llamacpp:prompt_tokens_total`.
     pub fn evidence(&self) -> String {
@@ -194,7 +214,23 @@ impl Restart {
                 "{counters} counter{} fell between two scrapes, e.g. {example}: the server began counting again",
                 if *counters == 1 { "" } else { "s" }
             ),
-            RestartSignal::StoppedAnswering => "it answered /metrics before the run but not after it, and requests failed: the server went away during the run (crashed, killed or restarting)".to_owned(),
+            RestartSignal::StoppedAnswering {
+                last_answer_s,
+                failed,
+                outcomes,
+            } => {
+                let last = match last_answer_s {
+                    Some(s) => format!(
+                        "its last answer (a /metrics scrape or a successful request) came {s:.1} s into the run"
+                    ),
+                    None => "it never answered".to_owned(),
+                };
+                format!(
+                    "{last}; the {failed} measured request{} that ended after it all failed ({outcomes}), \
+                     and no later scrape answered, the one after the run included: it did not come back",
+                    if *failed == 1 { "" } else { "s" }
+                )
+            }
         }
     }
 }

@@ -131,7 +131,7 @@ fn performance(artifact: &Artifact) -> bool {
     artifact.facts.status == Status::Complete && artifact.facts.workload.class != FUNCTIONAL_CLASS
 }
 
-/// The workload in words.
+/// The workload in words, with the API when it is not chat (the manifest's cells are chat).
 fn describe_workload(artifact: &Artifact, selection: &HeadlineSelection) -> String {
     let w = &artifact.facts.workload;
     let class = if classify(&artifact.facts, selection).kind == ClassKind::Headline {
@@ -139,8 +139,13 @@ fn describe_workload(artifact: &Artifact, selection: &HeadlineSelection) -> Stri
     } else {
         w.class.clone()
     };
+    let api = if w.api == crate::artifact::Api::Chat {
+        String::new()
+    } else {
+        format!(", {}", w.api.label())
+    };
     format!(
-        "{class}, {} tokens, C{} per replica",
+        "{class}, {} tokens, C{} per replica{api}",
         w.prompt_tokens_target, w.concurrency_per_replica
     )
 }
@@ -448,5 +453,34 @@ mod tests {
         assert_eq!(head.arms.len(), 3);
         assert_eq!(head.references.of("TP2"), Some("TP1"));
         assert!(headline_comparison(&all[3..], &selection(), &plan()).is_none());
+    }
+
+    /// The same screen recorded over chat and over the Responses API is two workloads, the
+    /// second named with its API.
+    #[test]
+    fn a_screen_on_the_responses_api_is_its_own_comparison_named_so() {
+        let mut all = vec![
+            screen("r1", "K4", "4", "2048"),
+            screen("r2", "K12", "12", "2048"),
+        ];
+        for (id, arm, k) in [("r3", "K4", "4"), ("r4", "K12", "12")] {
+            let mut a = screen(id, arm, k, "2048");
+            a.facts.workload.api = crate::artifact::Api::Responses;
+            a.facts.fingerprint = a.facts.workload.fingerprint();
+            all.push(a);
+        }
+        let mut names: Vec<String> = stage_comparisons(&all, &selection(), &plan(), None)
+            .iter()
+            .map(StageComparison::name)
+            .collect();
+        names.sort();
+        assert_eq!(
+            names,
+            [
+                "SGLang optimization: optimization-screen, 4096 tokens, C4 per replica",
+                "SGLang optimization: optimization-screen, 4096 tokens, C4 per replica, \
+                 Responses API",
+            ]
+        );
     }
 }

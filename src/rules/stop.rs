@@ -82,7 +82,8 @@ pub enum StopKind {
     StructuredOutputCorruption,
     /// Requests lost or failed without a recorded reason.
     UnexplainedLoss,
-    /// A replica's process restarted during the run.
+    /// A replica's process restarted during the run, or the replica stopped answering and
+    /// did not come back.
     Restart,
     /// A server error body mentions out-of-memory or a CUDA error.
     ServerError(ErrorKind),
@@ -206,8 +207,9 @@ pub fn unexplained_loss(artifact: &Artifact) -> Option<StopFinding> {
     })
 }
 
-/// A replica that restarted during the run: its `process_start_time_seconds` changed, or
-/// its counters fell (see the `restarts` view).
+/// A replica that restarted during the run (its `process_start_time_seconds` changed, or its
+/// counters fell, and it answered again), or that stopped answering and did not come back
+/// (see the `restarts` view); the reason says which, with what was observed.
 pub fn restarts(artifact: &Artifact) -> Vec<StopFinding> {
     artifact
         .figures
@@ -217,9 +219,10 @@ pub fn restarts(artifact: &Artifact) -> Vec<StopFinding> {
             kind: StopKind::Restart,
             run_id: Some(artifact.facts.run_id.clone()),
             reason: format!(
-                "run {}: replica {} restarted ({})",
+                "run {}: replica {} {} ({})",
                 artifact.facts.run_id,
                 restart.replica,
+                restart.what(),
                 restart.evidence()
             ),
         })
@@ -528,6 +531,30 @@ mod tests {
             "run r-a: replica 1 restarted (12 counters fell between two scrapes, e.g. \
              llamacpp:prompt_tokens_total: the server began counting again)"
         );
+    }
+
+    /// A server that was stopped and stayed down did not restart: the finding says it
+    /// stopped answering, with when it last answered and how the requests after failed.
+    #[test]
+    fn a_replica_that_stayed_down_stopped_answering_not_restarted() {
+        let mut a = artifact("r-a", "A", &[], 1000.0);
+        a.figures.restarts.push(Restart {
+            replica: 0,
+            signal: RestartSignal::StoppedAnswering {
+                last_answer_s: Some(12.34),
+                failed: 20,
+                outcomes: "connect_error 12, aborted 8".to_owned(),
+            },
+        });
+        let reason = &restarts(&a)[0].reason;
+        assert_eq!(
+            reason,
+            "run r-a: replica 0 stopped answering (its last answer (a /metrics scrape or a \
+             successful request) came 12.3 s into the run; the 20 measured requests that ended \
+             after it all failed (connect_error 12, aborted 8), and no later scrape answered, \
+             the one after the run included: it did not come back)"
+        );
+        assert!(!reason.contains("restart"), "{reason}");
     }
 
     #[test]

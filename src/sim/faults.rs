@@ -17,9 +17,9 @@
 //! | `restart` | mid-stream, the replica drops every in-flight and waiting stream (connections closed), clears its prefix cache, resets its counters and changes `process_start_time_seconds` |
 //! | `wrong-tool` | the tool call names a function that was not offered (requests with `tools` only) |
 //! | `tool-contaminate` | the tool call's first string argument carries another request's canary (requests with `tools` only) |
+//! | `responses-malformed` | on `/v1/responses`, one `response.output_text.delta` event's data is not valid JSON (other endpoints unaffected) |
 //! | `abort` | mid-stream, the stream ends cleanly as vLLM ends a request it aborts (e.g. when the server is stopped): a last chunk with `finish_reason: "abort"` and no usage, then `data: [DONE]` (Responses: `response.completed` with status `cancelled`) |
 //! | `stream-error` | mid-stream, an error event `data: {"error": {"message": "CUDA error: an illegal memory access was encountered", ...}}` (Responses: an `error` event), then the stream ends without its terminal event, as llama.cpp's server ends a generation that failed |
-//! | `responses-malformed` | on `/v1/responses`, one `response.output_text.delta` event's data is not valid JSON (other endpoints unaffected) |
 //!
 //! "Mid-stream" is the middle decode step of the reply. `http500`/`http429` come after the
 //! body is read and validated (a `request_read` truth row exists), before any generation;
@@ -85,35 +85,24 @@ impl FaultKind {
         }
     }
 
-    /// What the client sees (for `--help`).
+    /// What the client sees, in one short line of `--help` (the module doc has the whole
+    /// story): under 58 characters, so the kind's line fits 80 columns.
     pub fn wire_behaviour(self) -> &'static str {
         match self {
-            FaultKind::Contaminate => {
-                "reply carries another in-flight request's canary (or a made-up one)"
-            }
-            FaultKind::Disconnect => {
-                "connection closed mid-stream: no terminating chunk, no [DONE]"
-            }
-            FaultKind::Http500 => "HTTP 500 with a JSON error before streaming",
+            FaultKind::Contaminate => "reply carries another request's canary (or a fake one)",
+            FaultKind::Disconnect => "connection closed mid-stream: no final chunk, no [DONE]",
+            FaultKind::Http500 => "HTTP 500 with a JSON error, before streaming",
             FaultKind::Http429 => "HTTP 429 with Retry-After: 1 and a JSON error",
-            FaultKind::Malformed => {
-                "one extra SSE data line that is not valid JSON; stream continues"
-            }
-            FaultKind::Stall => "no bytes for --stall-ms mid-stream, then the stream continues",
+            FaultKind::Malformed => "one extra SSE data line that is not JSON; stream goes on",
+            FaultKind::Stall => "no bytes for --stall-ms mid-stream, then it goes on",
             FaultKind::NoUsage => "no usage chunk / no usage field",
-            FaultKind::BadJson => "under response_format json_schema, content is invalid JSON",
-            FaultKind::Restart => {
-                "replica drops its streams, cache, counters; new process_start_time"
-            }
+            FaultKind::BadJson => "under a json_schema response_format, invalid JSON",
+            FaultKind::Restart => "replica drops streams, cache, counters; new start time",
             FaultKind::WrongTool => "tool call names a function that was not offered",
             FaultKind::ToolContaminate => "tool arguments carry another request's canary",
             FaultKind::ResponsesMalformed => "/v1/responses: one delta event's data is not JSON",
-            FaultKind::Abort => {
-                "stream ends cleanly mid-reply with finish_reason abort, then [DONE]"
-            }
-            FaultKind::StreamError => {
-                "mid-stream error event (a CUDA error), then the stream ends without [DONE]"
-            }
+            FaultKind::Abort => "ends mid-reply with finish_reason abort, then [DONE]",
+            FaultKind::StreamError => "mid-stream error event (a CUDA error), then no [DONE]",
         }
     }
 
@@ -192,5 +181,21 @@ mod tests {
             assert_eq!(f, r.draw(7, 0, i));
         }
         assert!((400..600).contains(&n), "{n}");
+    }
+
+    /// The module doc's table of wire behaviours names exactly the kinds the parser accepts,
+    /// in `--help` order.
+    #[test]
+    fn the_doc_table_lists_every_kind_the_parser_accepts() {
+        let documented: Vec<&str> = include_str!("faults.rs")
+            .lines()
+            .filter_map(|l| l.strip_prefix("//! | `"))
+            .filter_map(|l| l.split_once('`').map(|(name, _)| name))
+            .collect();
+        let parsed: Vec<&str> = FaultKind::ALL.iter().map(|k| k.name()).collect();
+        assert_eq!(documented, parsed);
+        for k in FaultKind::ALL {
+            assert!(k.wire_behaviour().chars().count() < 58, "{}", k.name());
+        }
     }
 }

@@ -69,7 +69,8 @@ pub struct Console {
     pub listening: Listening,
 }
 
-/// Run the simulator until SIGINT or SIGTERM; then flush the truth file and report the lag.
+/// Run the simulator until SIGINT or SIGTERM; then flush, sync and close the truth file
+/// (flushed every second meanwhile, see [`truth`]) and report the lag.
 pub fn run(cfg: Config, console: Console) -> anyhow::Result<()> {
     run_until(cfg, Stop::Signal(console))
 }
@@ -232,9 +233,14 @@ async fn serve(
             let _ = stop.await;
         }
         Stop::Signal(console) => {
-            let mut term =
-                tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-                    .context("installing the SIGTERM handler")?;
+            // Both handlers are in place before anyone is told where to connect: a SIGINT
+            // or SIGTERM from then on is a clean shutdown, never the default death.
+            let signal = |kind: tokio::signal::unix::SignalKind, name: &str| {
+                tokio::signal::unix::signal(kind)
+                    .with_context(|| format!("installing the {name} handler"))
+            };
+            let mut int = signal(tokio::signal::unix::SignalKind::interrupt(), "SIGINT")?;
+            let mut term = signal(tokio::signal::unix::SignalKind::terminate(), "SIGTERM")?;
             (console.listening)(&addrs)?;
             console.notices.say(&format!(
                 "anvil-sim: profile {}, prefill {} tok/s, decode {} tok/s, batch {}, spec {}@{}, chunk {}, seed {}",
@@ -248,7 +254,7 @@ async fn serve(
                 c.seed
             ));
             tokio::select! {
-                r = tokio::signal::ctrl_c() => r.context("waiting for SIGINT")?,
+                _ = int.recv() => {}
                 _ = term.recv() => {}
             }
         }

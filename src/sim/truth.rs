@@ -14,17 +14,27 @@
 //! events (role chunk, `response.created`) are due when the request reaches the engine,
 //! parsed and planned, so their deadline minus the `request_read` time is the simulator's
 //! own processing time; later deadlines follow the timing model (see `engine`).
+//!
+//! The file is put in place when the simulator starts and grows while it runs: the thread
+//! flushes what it buffered at least every [`FLUSH_EVERY`] (the first row after a quiet spell
+//! at once), and [`Truth::finish`] (SIGINT, SIGTERM) flushes the rest and syncs it. A SIGKILL
+//! can flush nothing, so the file then lacks at most the last second's rows.
 
 use std::io::{BufWriter, Write};
 use std::path::Path;
 use std::sync::Arc;
-use std::sync::mpsc::{Receiver, Sender, channel};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, channel};
 use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 use anyhow::Context;
 
 /// CSV header of the truth file.
 pub const HEADER: &str = "request_id,replica,seq,tokens,kind,t_deadline_ns,t_write_ns";
+
+/// The longest a written row stays in the truth thread's buffer: what a SIGKILL can lose.
+/// One write(2) a second costs nothing beside the events it carries.
+pub const FLUSH_EVERY: Duration = Duration::from_secs(1);
 
 /// One truth row.
 #[derive(Debug, Clone)]
@@ -139,15 +149,15 @@ impl TruthSink {
 }
 
 impl Truth {
-    /// Start the thread; with `path`, rows go to that CSV file.
+    /// Start the thread; with `path`, rows go to that CSV file, in place from now on (see
+    /// the module doc).
     pub fn start(path: Option<&Path>) -> anyhow::Result<Self> {
         let out = match path {
             Some(p) => {
-                // Written whole: renamed over the target when the simulator finishes.
-                let f = crate::outfile::OutputFile::create(p).context("--truth")?;
-                let mut w = BufWriter::with_capacity(1 << 20, f);
-                writeln!(w, "{HEADER}").with_context(|| format!("writing {}", p.display()))?;
-                Some((w, p.to_path_buf()))
+                let mut f = crate::outfile::OutputFile::create(p).context("--truth")?;
+                writeln!(f, "{HEADER}").with_context(|| format!("writing {}", p.display()))?;
+                let f = f.place_now().context("--truth")?;
+                Some((BufWriter::with_capacity(1 << 20, f), p.to_path_buf()))
             }
             None => None,
         };
@@ -185,40 +195,66 @@ impl Truth {
 
 fn run(
     rx: Receiver<Msg>,
-    mut out: Option<(BufWriter<crate::outfile::OutputFile>, std::path::PathBuf)>,
+    mut out: Option<(BufWriter<std::fs::File>, std::path::PathBuf)>,
 ) -> anyhow::Result<LagHistogram> {
     let mut hist = LagHistogram::default();
     let mut line = String::with_capacity(128);
-    while let Ok(msg) = rx.recv() {
-        let r = match msg {
-            Msg::Row(r) => r,
-            Msg::Finish => break,
+    // Rows written since the last flush, and when that was.
+    let mut unflushed = false;
+    let mut flushed_at = Instant::now();
+    loop {
+        let msg = if unflushed {
+            match rx.recv_timeout(FLUSH_EVERY.saturating_sub(flushed_at.elapsed())) {
+                Ok(msg) => Some(msg),
+                Err(RecvTimeoutError::Timeout) => None,
+                Err(RecvTimeoutError::Disconnected) => break,
+            }
+        } else {
+            match rx.recv() {
+                Ok(msg) => Some(msg),
+                Err(_) => break,
+            }
         };
-        if let Some(d) = r.t_deadline_ns {
-            hist.record(r.t_write_ns - d);
-        }
-        if let Some((w, p)) = out.as_mut() {
-            use std::fmt::Write as _;
-            line.clear();
-            let _ = write!(line, "{},{},", csv_field(&r.request_id), r.replica);
-            if let Some(s) = r.seq {
-                let _ = write!(line, "{s}");
-            }
-            let _ = write!(line, ",{},{},", r.tokens, r.kind);
+        if let Some(msg) = msg {
+            let r = match msg {
+                Msg::Row(r) => r,
+                Msg::Finish => break,
+            };
             if let Some(d) = r.t_deadline_ns {
-                let _ = write!(line, "{d}");
+                hist.record(r.t_write_ns - d);
             }
-            let _ = writeln!(line, ",{}", r.t_write_ns);
-            w.write_all(line.as_bytes())
+            if let Some((w, p)) = out.as_mut() {
+                use std::fmt::Write as _;
+                line.clear();
+                let _ = write!(line, "{},{},", csv_field(&r.request_id), r.replica);
+                if let Some(s) = r.seq {
+                    let _ = write!(line, "{s}");
+                }
+                let _ = write!(line, ",{},{},", r.tokens, r.kind);
+                if let Some(d) = r.t_deadline_ns {
+                    let _ = write!(line, "{d}");
+                }
+                let _ = writeln!(line, ",{}", r.t_write_ns);
+                w.write_all(line.as_bytes())
+                    .with_context(|| format!("writing {}", p.display()))?;
+                unflushed = true;
+            }
+        }
+        if unflushed
+            && flushed_at.elapsed() >= FLUSH_EVERY
+            && let Some((w, p)) = out.as_mut()
+        {
+            w.flush()
                 .with_context(|| format!("writing {}", p.display()))?;
+            unflushed = false;
+            flushed_at = Instant::now();
         }
     }
     if let Some((w, p)) = out {
         w.into_inner()
             .map_err(|e| e.into_error())
-            .with_context(|| format!("flushing {}", p.display()))?
-            .commit()
-            .context("--truth")?;
+            .and_then(|f| f.sync_all())
+            .with_context(|| format!("flushing {}", p.display()))?;
     }
     Ok(hist)
 }
@@ -280,5 +316,35 @@ mod tests {
             text,
             format!("{HEADER}\n\"a,b\",1,,0,request_read,,5\nr,0,0,2,content,10,2010\n")
         );
+    }
+
+    /// What a SIGKILL would find: the file in place from the start, each row in it within
+    /// [`FLUSH_EVERY`] of being sent, without `finish`.
+    #[test]
+    fn rows_reach_the_file_within_a_second_without_finish() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("t.csv");
+        let t = Truth::start(Some(&p)).unwrap();
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), format!("{HEADER}\n"));
+        let row = |id: &str| Record {
+            request_id: id.into(),
+            replica: 0,
+            seq: Some(0),
+            tokens: 1,
+            kind: "content",
+            t_deadline_ns: Some(1),
+            t_write_ns: 2,
+        };
+        for id in ["a", "b"] {
+            t.sink().send(row(id));
+            std::thread::sleep(FLUSH_EVERY + Duration::from_millis(300));
+            let text = std::fs::read_to_string(&p).unwrap();
+            assert!(
+                text.ends_with(&format!("{id},0,0,1,content,1,2\n")),
+                "{text}"
+            );
+        }
+        t.finish().unwrap();
+        assert_eq!(std::fs::read_to_string(&p).unwrap().lines().count(), 3);
     }
 }

@@ -107,7 +107,9 @@ impl Cell {
         }
     }
 
-    /// The stable id: `<class>.ctx<context>.c<concurrency>.n<requests>`.
+    /// The stable id: `<class>.ctx<context>.c<concurrency>.n<requests>`. A run's cell id
+    /// adds what else it ran with: `.responses` / `.completions` for an API other than chat
+    /// (`Api::cell_id_suffix`), then `.rateR` / `.poissonR`, `.rampS` and `.probe-NAME`.
     pub fn id(&self) -> String {
         format!(
             "{}.ctx{}.c{}.n{}",

@@ -804,7 +804,10 @@ fn open_loop_records_intended_send_times() {
         let o = run(CAPTURE, &args, &[]);
         // The quick look shows no first wave: open loop releases nothing together.
         let said = stderr(&o);
-        assert!(said.contains("quick look") && !said.contains("first wave"), "{said}");
+        assert!(
+            said.contains("quick look") && !said.contains("first wave"),
+            "{said}"
+        );
         let dir = artifact_of(&o);
         validate(&dir);
         let rows = intended_and_sent(&dir);
@@ -1236,6 +1239,49 @@ fn a_stream_ended_with_an_abort_finish_reason_is_a_failure() {
     }
 }
 
+/// A Responses run of a cell whose chat run the arm already recorded is its own cell
+/// (`.responses` in its id): both are kept, the chat one under the manifest's id, and they
+/// never match (their workload fingerprints differ).
+#[test]
+fn a_responses_run_beside_the_chat_run_of_its_cell_is_its_own_cell() {
+    let tmp = tempfile::tempdir().unwrap();
+    let manifest = quick_manifest(tmp.path());
+    let out = tmp.path().join("out");
+    let sim = Sim::start(&["--seed", "5"]);
+    let url = sim.url(0);
+    let mut dirs = Vec::new();
+    for api in ["chat", "responses"] {
+        let mut args = cell_args(manifest.to_str().unwrap(), out.to_str().unwrap(), "2", "4");
+        args.extend_from_slice(&["--endpoint", &url, "--api", api]);
+        dirs.push(artifact_of(&run(CAPTURE, &args, &[])));
+    }
+    assert!(
+        dirs[0].ends_with("K12/headline-sustained-output.ctx512.c2.n4"),
+        "{dirs:?}"
+    );
+    assert!(
+        dirs[1].ends_with("K12/headline-sustained-output.ctx512.c2.n4.responses"),
+        "{dirs:?}"
+    );
+    let rows = super::common::sql_rows(
+        &out,
+        "SELECT cell_id, api, workload_fingerprint FROM runs ORDER BY api",
+    );
+    assert_eq!(rows.len(), 2, "{rows:?}");
+    assert_eq!(
+        (rows[0]["api"].as_str(), rows[1]["api"].as_str()),
+        (Some("chat"), Some("responses"))
+    );
+    assert_eq!(
+        rows[1]["cell_id"],
+        "headline-sustained-output.ctx512.c2.n4.responses"
+    );
+    assert_ne!(
+        rows[0]["workload_fingerprint"],
+        rows[1]["workload_fingerprint"]
+    );
+}
+
 /// A server that reports an error inside the stream (llama.cpp's and vLLM's `data:
 /// {"error": ...}`) gives a `stream_error` request with the server's message, not
 /// `disconnected` and not `ok`.
@@ -1468,4 +1514,167 @@ fn repeats_record_one_artifact_each_and_give_an_interval_across_runs() {
     let bad = run(CAPTURE, &beyond, &[]);
     assert_eq!(bad.status.code(), Some(2));
     assert!(stderr(&bad).contains("--repeat-index"), "{}", stderr(&bad));
+}
+
+/// A loopback server that answers `GET /v1/models` with one model and every other request
+/// with HTTP 500 and `page`, as a proxy (nginx) in front of a dead engine does. One request
+/// per connection, then it closes.
+fn html_500_server(page: &'static str) -> u16 {
+    use std::io::{Read, Write};
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for client in l.incoming() {
+            let Ok(mut client) = client else { continue };
+            std::thread::spawn(move || {
+                let mut got = Vec::new();
+                let mut buf = [0u8; 8192];
+                let head_end = loop {
+                    match client.read(&mut buf) {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => got.extend_from_slice(&buf[..n]),
+                    }
+                    if let Some(i) = got.windows(4).position(|w| w == b"\r\n\r\n") {
+                        break i + 4;
+                    }
+                };
+                let head = String::from_utf8_lossy(&got[..head_end]).to_ascii_lowercase();
+                let len: usize = head
+                    .lines()
+                    .find_map(|l| l.strip_prefix("content-length:"))
+                    .and_then(|v| v.trim().parse().ok())
+                    .unwrap_or(0);
+                while got.len() < head_end + len {
+                    match client.read(&mut buf) {
+                        Ok(0) | Err(_) => break,
+                        Ok(n) => got.extend_from_slice(&buf[..n]),
+                    }
+                }
+                let (status, kind, body) = if head.starts_with("get /v1/models ") {
+                    (
+                        "200 OK",
+                        "application/json",
+                        r#"{"object":"list","data":[{"id":"m","object":"model"}]}"#,
+                    )
+                } else {
+                    ("500 Internal Server Error", "text/html", page)
+                };
+                let _ = write!(
+                    client,
+                    "HTTP/1.1 {status}\r\ncontent-type: {kind}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+            });
+        }
+    });
+    port
+}
+
+/// A server answering calibration with an HTML error page: the run fails (exit 5) with a
+/// message of a few lines naming the URL and the status, the page shown once, as its title.
+#[test]
+fn a_calibration_failure_shows_the_servers_html_page_once_and_short() {
+    const PAGE: &str = "<!DOCTYPE html>\n<html>\n<head>\n<title>500 Internal Server Error</title>\n\
+        <style>\nbody { font-family: sans-serif; }\n</style>\n</head>\n<body>\n\
+        <center><h1>500 Internal Server Error</h1></center>\n<hr><center>nginx/1.25.3</center>\n\
+        <p>The upstream server failed to answer.</p>\n</body>\n</html>\n";
+    let tmp = tempfile::tempdir().unwrap();
+    let manifest = quick_manifest(tmp.path());
+    let out = tmp.path().join("out");
+    let url = format!("http://127.0.0.1:{}", html_500_server(PAGE));
+    let mut args = cell_args(manifest.to_str().unwrap(), out.to_str().unwrap(), "2", "4");
+    args.extend_from_slice(&["--endpoint", &url]);
+    let o = run(CAPTURE, &args, &[]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(5), "{err}");
+    assert!(
+        err.contains(&format!(
+            "{url}/v1/chat/completions: HTTP 500: an HTML page"
+        )),
+        "{err}"
+    );
+    assert_eq!(err.matches("500 Internal Server Error").count(), 1, "{err}");
+    for markup in ["<title", "<html", "nginx", "font-family"] {
+        assert!(!err.contains(markup), "{markup}: {err}");
+    }
+    assert!(err.lines().count() < 10, "{err}");
+    // The artifact says why, in the same short words.
+    let dir = PathBuf::from(stdout(&o).lines().last().expect("the artifact's path"));
+    let reason = RunJson::read(&dir.join("run.json"))
+        .unwrap()
+        .status_reason
+        .unwrap();
+    assert!(reason.contains("HTTP 500: an HTML page"), "{reason}");
+    assert_eq!(reason.lines().count(), 1, "{reason}");
+}
+
+/// A prompt target above 2^24 tokens is refused before anything is sent (exit 2), naming the
+/// flag or the manifest field and the limit, instead of failing in calibration (exit 5).
+#[test]
+fn a_context_above_the_largest_prompt_target_is_refused_up_front() {
+    let tmp = tempfile::tempdir().unwrap();
+    let manifest = quick_manifest(tmp.path());
+    let out = tmp.path().join("out");
+    let o = out.to_str().unwrap();
+    // A live server: without the check, the target would reach calibration.
+    let sim = Sim::start(&[]);
+    let url = sim.url(0);
+    let huge = i64::MAX.to_string();
+    let flag = [
+        "run",
+        "--manifest",
+        manifest.to_str().unwrap(),
+        "--class",
+        "headline-sustained-output",
+        "--context",
+        &huge,
+        "--off-manifest",
+        "--arm",
+        "A",
+        "--endpoint",
+        &url,
+        "--quiet",
+        "--out",
+        o,
+    ];
+    let r = run(CAPTURE, &flag, &[]);
+    assert_eq!(r.status.code(), Some(2), "{}", stderr(&r));
+    assert!(
+        stderr(&r).contains(&format!("--context `{huge}`: at most 16777216 tokens")),
+        "{}",
+        stderr(&r)
+    );
+    // The same target in the manifest.
+    let sub = tmp.path().join("huge");
+    std::fs::create_dir(&sub).unwrap();
+    let huge_manifest = super::common::small_manifest(&sub, |m| {
+        m["selection"]["contexts_actual_prompt_token_targets"][0] = i64::MAX.into();
+    });
+    let r = run(
+        CAPTURE,
+        &[
+            "run",
+            "--manifest",
+            huge_manifest.to_str().unwrap(),
+            "--class",
+            "headline-sustained-output",
+            "--arm",
+            "A",
+            "--endpoint",
+            &url,
+            "--quiet",
+            "--out",
+            o,
+        ],
+        &[],
+    );
+    assert_eq!(r.status.code(), Some(2), "{}", stderr(&r));
+    assert!(
+        stderr(&r).contains(&format!(
+            "selection.contexts_actual_prompt_token_targets[0]: {huge} tokens is above the largest prompt target anvil accepts, 16777216"
+        )),
+        "{}",
+        stderr(&r)
+    );
+    assert!(!out.exists(), "nothing was written for refused runs");
 }

@@ -374,6 +374,12 @@ fn corpus_documents() {
         "selection.contexts_actual_prompt_token_targets",
     );
     manifest_case(
+        "context above the largest prompt target",
+        "/selection/contexts_actual_prompt_token_targets/0",
+        Some(json!(i64::MAX)),
+        "selection.contexts_actual_prompt_token_targets[0]: 9223372036854775807 tokens is above",
+    );
+    manifest_case(
         "unknown field",
         "/selection/surprise",
         Some(json!(1)),

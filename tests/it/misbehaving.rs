@@ -2,7 +2,8 @@
 //! request through (model list, calibration, the connection check, /metrics) except the
 //! measured ones (the cell's 64-token ceiling), which it answers itself, badly: silence, a
 //! JSON body where a stream belongs, broken chunked framing, an error event mid-stream, the
-//! caller's bearer token echoed back, invalid UTF-8 split across two writes. Each case
+//! caller's bearer token echoed back, invalid UTF-8 split across two writes, a Responses
+//! stream that ends `completed` far short of the words asked (vLLM's abort). Each case
 //! asserts the outcome class the recorder gives every measured request, and that nothing
 //! recorded holds the token.
 
@@ -40,7 +41,8 @@ fn serve(mut client: TcpStream, upstream: u16, script: Script) {
         return;
     };
     let text = String::from_utf8_lossy(&body);
-    let measured = text.contains("\"stream\":true") && text.contains("\"max_tokens\":64");
+    let measured = text.contains("\"stream\":true")
+        && (text.contains("\"max_tokens\":64") || text.contains("\"max_output_tokens\":64"));
     if measured {
         let auth = head
             .lines()
@@ -140,41 +142,40 @@ fn chunk(text: &str) -> Vec<u8> {
         .into_bytes()
 }
 
-/// Capture 4 measured requests at C1 through the proxy on `port`; the artifact folder.
-fn capture(port: u16, out: &Path) -> PathBuf {
+/// Capture 4 measured requests at C1 through the proxy on `port`, with `extra` arguments
+/// (`--api responses`); the artifact folder and what the capture said on stderr.
+fn capture(port: u16, out: &Path, extra: &[&str]) -> (PathBuf, String) {
     let manifest = small_manifest(out, |_| {});
     let url = format!("http://127.0.0.1:{port}");
-    let o = run(
-        CAPTURE,
-        &[
-            "run",
-            "--manifest",
-            manifest.to_str().unwrap(),
-            "--class",
-            "headline-sustained-output",
-            "--context",
-            "512",
-            "--concurrency",
-            "1",
-            "--requests",
-            "4",
-            "--off-manifest",
-            "--arm",
-            "K4",
-            "--endpoint",
-            &url,
-            "--api-key-env",
-            "ANVIL_TEST_KEY",
-            "--timeout-first-byte",
-            "2",
-            "--timeout-idle",
-            "2",
-            "--quiet",
-            "--out",
-            out.to_str().unwrap(),
-        ],
-        &[("ANVIL_TEST_KEY", KEY)],
-    );
+    let mut args = vec![
+        "run",
+        "--manifest",
+        manifest.to_str().unwrap(),
+        "--class",
+        "headline-sustained-output",
+        "--context",
+        "512",
+        "--concurrency",
+        "1",
+        "--requests",
+        "4",
+        "--off-manifest",
+        "--arm",
+        "K4",
+        "--endpoint",
+        &url,
+        "--api-key-env",
+        "ANVIL_TEST_KEY",
+        "--timeout-first-byte",
+        "2",
+        "--timeout-idle",
+        "2",
+        "--quiet",
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    let o = run(CAPTURE, &args, &[("ANVIL_TEST_KEY", KEY)]);
     let stdout = String::from_utf8_lossy(&o.stdout);
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert!(
@@ -182,7 +183,10 @@ fn capture(port: u16, out: &Path) -> PathBuf {
         "the key was printed: {stderr}"
     );
     assert!(o.status.success(), "anvil-capture failed: {stderr}");
-    PathBuf::from(stdout.lines().last().expect("artifact path on stdout"))
+    (
+        PathBuf::from(stdout.lines().last().expect("artifact path on stdout")),
+        stderr.into_owned(),
+    )
 }
 
 /// The measured requests' outcomes and errors, in request order.
@@ -218,17 +222,27 @@ fn assert_key_absent(dir: &Path) {
 }
 
 fn check(script: Script, expect: impl Fn(&str, &str) -> bool, what: &str) -> PathBuf {
+    check_with(script, &[], expect, what).0
+}
+
+/// [`check`] with more capture arguments; the artifact folder and the capture's stderr.
+fn check_with(
+    script: Script,
+    extra: &[&str],
+    expect: impl Fn(&str, &str) -> bool,
+    what: &str,
+) -> (PathBuf, String) {
     let sim = Sim::start(&["--seed", "3"]);
     let port = proxy(&sim, script);
     let tmp = tempfile::tempdir().unwrap().keep();
-    let dir = capture(port, &tmp);
+    let (dir, stderr) = capture(port, &tmp, extra);
     let found = outcomes(&dir);
     assert_eq!(found.len(), 4, "{found:?}");
     for (outcome, error) in &found {
         assert!(expect(outcome, error), "{what}: got {outcome} ({error})");
     }
     assert_key_absent(&dir);
-    dir
+    (dir, stderr)
 }
 
 #[test]
@@ -285,6 +299,43 @@ fn an_error_event_mid_stream_is_a_stream_error() {
         |o, e| o == "stream_error" && e.contains("CUDA out of memory"),
         "mid-stream error",
     );
+}
+
+/// vLLM ends a Responses stream it aborted with status `completed` and no
+/// `incomplete_details`: the request stays `ok` (nothing says otherwise), but a reply with
+/// fewer output tokens than the words asked is flagged (`request_metrics.short_completion`)
+/// and the capture warns.
+#[test]
+fn a_responses_stream_completed_short_of_the_words_asked_is_flagged() {
+    let (dir, stderr) = check_with(
+        |_| {
+            Some(vec![
+                sse_head(),
+                b"event: response.created\ndata: {\"type\":\"response.created\",\"response\":{\"id\":\"resp_1\",\"status\":\"in_progress\"}}\n\n".to_vec(),
+                b"event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"delta\":\"cut short\"}\n\n".to_vec(),
+                b"event: response.completed\ndata: {\"type\":\"response.completed\",\"response\":{\"id\":\"resp_1\",\"status\":\"completed\",\"usage\":{\"input_tokens\":512,\"output_tokens\":3,\"total_tokens\":515}}}\n\n".to_vec(),
+            ])
+        },
+        &["--api", "responses"],
+        |o, _| o == "ok",
+        "aborted Responses stream",
+    );
+    assert!(
+        stderr.contains(
+            "warning: 4 measured Responses requests ended `completed` with fewer output tokens \
+             than the 24 words asked (e.g. request 0: 3 tokens)"
+        ),
+        "{stderr}"
+    );
+    let rows = sql_rows(
+        &dir,
+        "SELECT finish_reason, completion_tokens, short_completion FROM request_metrics",
+    );
+    assert_eq!(rows.len(), 4, "{rows:?}");
+    for r in &rows {
+        assert_eq!(r["finish_reason"], "completed", "{r}");
+        assert_eq!(r["short_completion"], true, "{r}");
+    }
 }
 
 #[test]

@@ -6,7 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::common::{ANVIL, Sim, anvil_check, capture_cell, run, small_manifest};
+use super::common::{ANVIL, CAPTURE, Sim, anvil_check, capture_cell, run, small_manifest};
 
 const PLAN: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/sample-data/run-plan.json");
 
@@ -137,6 +137,133 @@ fn an_in_stream_cuda_error_is_its_own_outcome_and_stops_the_campaign() {
     let completion = advance(&out, "K4", "Completion");
     assert!(
         completion.contains("FAIL") && completion.contains("stream_error"),
+        "{completion}"
+    );
+}
+
+/// The report's evidence quotes a `stream_error` request's message once: the request's
+/// error already carries what the stream said.
+#[test]
+fn an_in_stream_error_message_is_reported_once() {
+    let tmp = tempfile::tempdir().unwrap();
+    let manifest = small_manifest(tmp.path(), |_| {});
+    let sim = Sim::start(&["--fault", "stream-error=0.3", "--seed", "5"]);
+    let data = data_dir(tmp.path(), "data");
+    cell(&sim, &manifest, &data, "K4", "12", &[]);
+    let report = tmp.path().join("report.md");
+    let (code, out) = anvil(&[
+        "report",
+        "--data",
+        data.to_str().unwrap(),
+        "--plan",
+        PLAN,
+        "--manifest",
+        manifest.to_str().unwrap(),
+        "--format",
+        "md",
+        "--out",
+        report.to_str().unwrap(),
+    ]);
+    assert_eq!(code, Some(0), "{out}");
+    let md = std::fs::read_to_string(&report).unwrap();
+    let rows: Vec<&str> = md
+        .lines()
+        .filter(|l| l.contains(r"| stream\_error |"))
+        .collect();
+    assert!(!rows.is_empty(), "no stream_error evidence:\n{md}");
+    for row in rows {
+        assert_eq!(
+            row.matches("an illegal memory access was encountered")
+                .count(),
+            1,
+            "{row}"
+        );
+    }
+}
+
+/// A server stopped during a run that stays down did not restart: `anvil check` says its
+/// replica stopped answering, when it last answered and how the requests after that failed,
+/// and never calls it a restart.
+#[test]
+fn a_server_stopped_for_good_stopped_answering_and_did_not_restart() {
+    let tmp = tempfile::tempdir().unwrap();
+    let manifest = small_manifest(tmp.path(), |_| {});
+    let sim = Sim::start(&["--seed", "3"]);
+    let data = data_dir(tmp.path(), "data");
+    let url = sim.url(0);
+    // Paced, so the run goes on after the stop and its later requests find nobody there.
+    let child = std::process::Command::new(CAPTURE)
+        .args([
+            "run",
+            "--manifest",
+            manifest.to_str().unwrap(),
+            "--class",
+            "headline-sustained-output",
+            "--context",
+            "512",
+            "--concurrency",
+            "2",
+            "--requests",
+            "30",
+            "--off-manifest",
+            "--rate",
+            "5",
+            "--arm",
+            "K4",
+            "--endpoint",
+            &url,
+            "--quiet",
+            "--out",
+            data.to_str().unwrap(),
+        ])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Stop the server for good once the run has recorded a few scrapes of it.
+    let dir = data.join(
+        "2026-09-04-qwen38-27b-pro6000-possibility/K4/headline-sustained-output.ctx512.c2.n30.rate5",
+    );
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while std::fs::read_dir(dir.join("scrapes.parts")).map_or(0, |d| d.count()) < 2 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the run did not start"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    sim.terminate();
+    let o = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    let rows = super::common::sql_rows(
+        &data,
+        "SELECT signal, failed_after, failed_after_outcomes FROM restarts",
+    );
+    assert_eq!(rows[0]["signal"], "stopped_answering", "{rows:?}\n{stderr}");
+    assert!(rows[0]["failed_after"].as_i64().unwrap() > 0, "{rows:?}");
+    assert!(
+        rows[0]["failed_after_outcomes"]
+            .as_str()
+            .unwrap()
+            .contains("connect_error"),
+        "{rows:?}"
+    );
+    let (code, out) = anvil_check(&data, PLAN, &manifest);
+    assert_eq!(code, Some(1), "{out}");
+    let stop = out
+        .lines()
+        .find(|l| l.contains("STOP Restart"))
+        .unwrap_or_else(|| panic!("no restart-rule stop:\n{out}"));
+    assert!(
+        stop.contains("replica 0 stopped answering (its last answer")
+            && stop.contains("it did not come back"),
+        "{stop}"
+    );
+    assert!(!stop.contains("restarted"), "{stop}");
+    let completion = advance(&out, "K4", "Completion");
+    assert!(
+        completion.contains("FAIL") && completion.contains("stopped answering"),
         "{completion}"
     );
 }

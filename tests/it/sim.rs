@@ -802,6 +802,132 @@ fn help_lists_profiles_and_faults_and_bad_flags_exit_2() {
     }
 }
 
+/// `--help` is where the fault kinds are listed: every kind the `--fault` parser accepts
+/// (`FaultKind::ALL`, which `FaultKind::parse` searches) has one line of its own that fits 80
+/// columns, and every exit code the binary uses is explained.
+#[test]
+fn help_gives_every_fault_kind_one_line_and_every_exit_code() {
+    use anvil::sim::faults::FaultKind;
+    let out = Command::new(BIN).arg("--help").output().unwrap();
+    assert!(out.status.success());
+    let help = String::from_utf8_lossy(&out.stdout);
+    for kind in FaultKind::ALL {
+        assert_eq!(FaultKind::parse(kind.name()), Some(kind));
+        let lines: Vec<&str> = help
+            .lines()
+            .filter(|l| l.split_whitespace().next() == Some(kind.name()))
+            .collect();
+        assert_eq!(lines.len(), 1, "{}: {lines:?}", kind.name());
+        assert!(
+            lines[0].len() < 80 && lines[0].trim() != kind.name(),
+            "{}: {:?}",
+            kind.name(),
+            lines[0]
+        );
+    }
+    let codes: Vec<&str> = help
+        .lines()
+        .skip_while(|l| !l.starts_with("Exit codes:"))
+        .skip(1)
+        .take_while(|l| !l.trim().is_empty())
+        .collect();
+    let explained = |code: &str, words: &str| {
+        codes
+            .iter()
+            .any(|l| l.split_whitespace().next() == Some(code) && l.contains(words) && l.len() < 80)
+    };
+    assert!(explained("0", "SIGINT or SIGTERM"), "{codes:?}");
+    assert!(explained("2", "bad flag"), "{codes:?}");
+    assert!(
+        explained("5", "could not serve: its port is taken"),
+        "{codes:?}"
+    );
+    assert_eq!(codes.len(), 3, "{codes:?}");
+    assert!(help.contains("SIGKILL"), "--help says what a SIGKILL loses");
+}
+
+/// A port another process holds: exit 5 ("could not serve"), naming the address.
+#[test]
+fn a_taken_port_exits_5_naming_it() {
+    let held = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = held.local_addr().unwrap().port().to_string();
+    let out = Command::new(BIN)
+        .args(["--host", "127.0.0.1", "--port", &port, "--no-realtime"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(5), "{err}");
+    assert!(
+        err.contains(&format!("cannot listen on 127.0.0.1:{port}")),
+        "{err}"
+    );
+}
+
+/// The truth file keeps the rows of a streamed request whichever way the simulator is
+/// stopped: SIGINT (Ctrl-C) and SIGTERM (`kill`) flush and close it, exit 0; SIGKILL
+/// flushes nothing, but rows older than a second were flushed already.
+#[test]
+fn the_truth_file_keeps_its_rows_after_sigint_sigterm_and_sigkill() {
+    let dir = tempfile::tempdir().unwrap();
+    for (signal, name) in [
+        (libc::SIGINT, "sigint"),
+        (libc::SIGTERM, "sigterm"),
+        (libc::SIGKILL, "sigkill"),
+    ] {
+        let path = dir.path().join(format!("{name}.csv"));
+        let mut sim = Sim::start(&["--truth", path.to_str().unwrap()]);
+        let id = format!("{name}-1");
+        let events = stream(
+            &sim.url(0, "/v1/chat/completions"),
+            &chat("about 20 words", json!({})),
+            Some(&id),
+        )
+        .unwrap();
+        if signal == libc::SIGKILL {
+            std::thread::sleep(Duration::from_millis(1500));
+        }
+        // SAFETY: plain kill(2) on our own child's pid.
+        unsafe { libc::kill(sim.child.id() as i32, signal) };
+        let status = sim.child.wait().unwrap();
+        if signal == libc::SIGKILL {
+            assert_eq!(status.code(), None, "{name}: killed");
+        } else {
+            assert_eq!(
+                status.code(),
+                Some(0),
+                "{name}: {}",
+                sim.stderr.lock().unwrap()
+            );
+        }
+        let text = std::fs::read_to_string(&path)
+            .unwrap_or_else(|e| panic!("{name}: {}: {e}", path.display()));
+        assert!(
+            text.starts_with("request_id,replica,seq,tokens,kind,t_deadline_ns,t_write_ns\n"),
+            "{name}: {text}"
+        );
+        assert!(text.ends_with('\n'), "{name}: whole rows only");
+        let rows = |kind: &str| {
+            text.lines()
+                .filter(|l| l.starts_with(&format!("{id},")) && l.contains(kind))
+                .count()
+        };
+        assert_eq!(rows(",request_read,"), 1, "{name}: {text}");
+        assert_eq!(
+            truth_rows(&text, &id).len(),
+            events.len(),
+            "{name}: one row per SSE event: {text}"
+        );
+        let names: Vec<String> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert!(
+            names.iter().all(|n| !n.starts_with('.')),
+            "{name}: no temporary file left: {names:?}"
+        );
+    }
+}
+
 // ---- faults, each at rate 1 ----
 
 fn fault_sim(kind: &str, extra: &[&str]) -> Sim {
