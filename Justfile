@@ -4,13 +4,11 @@
 default:
     @just --list
 
-# Build all binaries with the lean dev profile.
+# Build the three binaries with the dev profile every README command uses (then
+# `export PATH="$PWD/target/debug:$PATH"`).
 build:
     cargo build --bins
 
-# Build the binaries with the main-job profile (opt-level 1, see README "Build profiles").
-build-fast:
-    cargo build --profile fast --bins
 
 # The README's test command.
 test:
@@ -27,7 +25,7 @@ ci:
 
 # Run the simulator on :8000 (extra arguments go to anvil-sim, e.g. `just sim --replicas 2`).
 sim *ARGS:
-    cargo run --profile fast --no-default-features --bin anvil-sim -- {{ARGS}}
+    cargo run --bin anvil-sim -- {{ARGS}}
 
 # Validate the seeds in sample-data/.
 validate:

@@ -24,6 +24,8 @@ mod misbehaving;
 #[cfg(feature = "analysis")]
 mod pipeline;
 #[cfg(feature = "analysis")]
+mod readme;
+#[cfg(feature = "analysis")]
 mod report;
 #[cfg(feature = "analysis")]
 mod rules;

@@ -290,7 +290,15 @@ fn replies_without_usage_make_token_figures_incomplete_everywhere_they_are_shown
         "{claim}"
     );
 
-    let (code, out) = anvil(&["compare", dir.to_str().unwrap(), base.to_str().unwrap()]);
+    let (code, out) = anvil(&[
+        "compare",
+        "--manifest",
+        manifest.to_str().unwrap(),
+        "--plan",
+        PLAN,
+        dir.to_str().unwrap(),
+        base.to_str().unwrap(),
+    ]);
     assert!(matches!(code, Some(0) | Some(3)), "{out}");
     assert!(out.contains(gap), "{out}");
 }

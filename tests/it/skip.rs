@@ -5,6 +5,8 @@
 //!
 //! Where the requirement was provisioned (`.ci/run` sets `ANVIL_REQUIRE_<WHAT>=1` once it
 //! has installed it), a skip is a failure instead.
+// Most requirements belong to tests of the analysis commands.
+#![cfg_attr(not(feature = "analysis"), allow(dead_code))]
 
 use std::io::Write;
 use std::sync::{Mutex, Once};

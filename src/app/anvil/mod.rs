@@ -281,6 +281,12 @@ mod session {
                     Ok((path, name))
                 }
                 (None, None) => {
+                    if let Some(missing) = data.iter().find(|d| !d.exists()) {
+                        return Err(AppError::wrap(
+                            Exit::BadInput,
+                            anyhow::anyhow!("{}: does not exist", missing.display()),
+                        ));
+                    }
                     let dirs: Vec<String> = data.iter().map(|d| d.display().to_string()).collect();
                     Err(AppError::wrap(
                         Exit::BadInput,
@@ -301,8 +307,9 @@ mod session {
     }
 
     /// The campaign file that names the data's documents, and their paths: `campaign` when
-    /// given, else the first `campaign.json` of a campaign schema in a data folder, else the
-    /// campaign file a journal in (or one level beneath) a data folder was started from.
+    /// given, else the first `campaign.json` of a campaign schema in a data folder or a folder
+    /// above it, else the campaign file a journal in (or one level beneath) one of those was
+    /// started from.
     pub fn campaign_documents(
         data: &[PathBuf],
         campaign: Option<&Path>,
@@ -315,12 +322,15 @@ mod session {
         if let Some(file) = campaign {
             return documents(file);
         }
-        for dir in data {
+        // The data folders and the folders above them (artifact folders given one by one
+        // sit inside their campaign's folder).
+        let folders: Vec<&Path> = data.iter().flat_map(|d| d.ancestors()).collect();
+        for dir in &folders {
             if let Some(found) = documents(&dir.join("campaign.json")) {
                 return Some(found);
             }
         }
-        for dir in data {
+        for dir in data.iter().map(PathBuf::as_path).chain(folders.iter().copied()) {
             for journal in files_beside(dir, crate::campaign::journal::JOURNAL) {
                 let Ok(lines) = crate::campaign::journal::Journal::read(&journal) else {
                     continue;
