@@ -8,9 +8,9 @@ mod capacity;
 mod capture;
 mod common;
 #[cfg(feature = "analysis")]
-mod conformance;
-#[cfg(feature = "analysis")]
 mod compare;
+#[cfg(feature = "analysis")]
+mod conformance;
 #[cfg(feature = "analysis")]
 mod corpus;
 #[cfg(feature = "analysis")]

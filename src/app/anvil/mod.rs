@@ -330,7 +330,11 @@ mod session {
                 return Some(found);
             }
         }
-        for dir in data.iter().map(PathBuf::as_path).chain(folders.iter().copied()) {
+        for dir in data
+            .iter()
+            .map(PathBuf::as_path)
+            .chain(folders.iter().copied())
+        {
             for journal in files_beside(dir, crate::campaign::journal::JOURNAL) {
                 let Ok(lines) = crate::campaign::journal::Journal::read(&journal) else {
                     continue;
