@@ -905,6 +905,7 @@ fn corpus_flags_sql_and_outputs() {
     let plan = s(&Path::new(SAMPLE).join("run-plan.json"));
     let data = s(&Path::new(SAMPLE).join(BASE_ARTIFACT));
     let out = s(&root.join("out"));
+    let root_s = s(root);
     let mut cases = Vec::new();
 
     // anvil-capture run: each flag's refusal names the flag; nothing is written.
@@ -1083,8 +1084,9 @@ fn corpus_flags_sql_and_outputs() {
             "unrecognized subcommand 'publish'",
         ),
         (
-            "check without plan",
-            vec!["check", "--data", &data],
+            // No --plan and no campaign file at or above the data that names one.
+            "check without plan or campaign file",
+            vec!["check", "--data", &root_s],
             "--plan",
         ),
         (
