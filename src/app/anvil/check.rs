@@ -16,7 +16,12 @@ use crate::rules::{self, Artifact, CheckReport, HeadlineSelection};
 /// `anvil check`: exit 0 holds, 1 a stop rule fired or evidence contradicts a rule, 4
 /// evidence missing, 2 bad input.
 pub fn run(args: &CheckArgs) -> anyhow::Result<Exit> {
-    let (manifest, plan, [m, p]) = load_documents(
+    let super::Documents {
+        manifest,
+        plan,
+        names: [m, p],
+        ..
+    } = load_documents(
         "check",
         args.manifest.as_deref(),
         args.plan.as_deref(),

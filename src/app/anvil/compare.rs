@@ -20,7 +20,12 @@ use crate::rules::{self, HeadlineSelection};
 
 /// `anvil compare`: exit 0 compared, 3 refused, 2 bad input.
 pub fn run(args: &CompareArgs) -> anyhow::Result<Exit> {
-    let (manifest, plan, [m, p]) = load_documents(
+    let super::Documents {
+        manifest,
+        plan,
+        names: [m, p],
+        ..
+    } = load_documents(
         "compare",
         args.manifest.as_deref(),
         args.plan.as_deref(),

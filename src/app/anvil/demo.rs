@@ -162,9 +162,16 @@ pub fn run(args: &DemoArgs) -> anyhow::Result<Exit> {
     }
     let manifest_path = seed(&out, "workload-manifest.json", MANIFEST)?;
     let plan_path = seed(&out, "run-plan.json", PLAN)?;
-    let manifest = WorkloadManifest::load(&manifest_path)
-        .with_context(|| format!("{}", manifest_path.display()))?;
-    let plan = RunPlan::load(&plan_path).with_context(|| format!("{}", plan_path.display()))?;
+    let docs = super::Documents {
+        manifest: WorkloadManifest::load(&manifest_path)
+            .with_context(|| format!("{}", manifest_path.display()))?,
+        plan: RunPlan::load(&plan_path).with_context(|| format!("{}", plan_path.display()))?,
+        names: [
+            "the demo's workload manifest".to_owned(),
+            "the demo's run plan".to_owned(),
+        ],
+        manifest_path,
+    };
     let exe = std::env::current_exe().context("finding this executable (the demo's simulator)")?;
     let doc = campaign_file(args.campaign, &exe, speed)?;
     let file = out.join("campaign.json");
@@ -202,15 +209,7 @@ pub fn run(args: &DemoArgs) -> anyhow::Result<Exit> {
         .unwrap_or_else(|| out.join("campaign.html"));
     let data = std::slice::from_ref(&out);
     let slos = super::resolve_slos("demo", &Default::default(), data)?;
-    let (html, outcome) = render(
-        data,
-        &plan,
-        &manifest,
-        ["the demo's workload manifest", "the demo's run plan"],
-        ReportFormat::Html,
-        &slos,
-        None,
-    )?;
+    let (html, outcome) = render(data, &docs, ReportFormat::Html, &slos, None)?;
     write_file(&report, &html)?;
     eprintln!(
         "anvil demo: {} cells recorded, the starting service {}, and the report written in {:.1} s; `anvil check` would exit {}",

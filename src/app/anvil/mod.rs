@@ -64,8 +64,8 @@ pub fn run(cli: Cli) -> anyhow::Result<Exit> {
 
 #[cfg(feature = "analysis")]
 pub use session::{
-    files_beside, json, load_documents, open_session, open_session_materialized, resolve_slos,
-    runtime,
+    Documents, files_beside, json, load_documents, open_session, open_session_materialized,
+    resolve_slos, runtime,
 };
 
 #[cfg(feature = "analysis")]
@@ -254,6 +254,16 @@ mod session {
         Err(QueryError::NoArtifact { dirs })
     }
 
+    /// A campaign's two documents, read, with the manifest's path (for the commands a report
+    /// shows) and how messages name each.
+    pub struct Documents {
+        pub manifest: WorkloadManifest,
+        pub plan: RunPlan,
+        pub manifest_path: PathBuf,
+        /// `--manifest FILE` / `FILE (named by CAMPAIGN)`, and the same for the plan.
+        pub names: [String; 2],
+    }
+
     /// The manifest and the plan: those named by `--manifest` and `--plan`, else those the
     /// campaign file names (`--campaign FILE`, else a `campaign.json` in a data folder, else
     /// the file a campaign journal there was started from), and how messages name them.
@@ -264,7 +274,7 @@ mod session {
         plan: Option<&Path>,
         data: &[PathBuf],
         campaign: Option<&Path>,
-    ) -> anyhow::Result<(WorkloadManifest, RunPlan, [String; 2])> {
+    ) -> anyhow::Result<Documents> {
         let found = if manifest.is_some() && plan.is_some() {
             None
         } else {
@@ -301,9 +311,12 @@ mod session {
             };
         let (manifest, m_name) = pick(manifest, "--manifest", |d| &d.0)?;
         let (plan, p_name) = pick(plan, "--plan", |d| &d.1)?;
-        let m = WorkloadManifest::load(&manifest).with_context(|| m_name.clone())?;
-        let p = RunPlan::load(&plan).with_context(|| p_name.clone())?;
-        Ok((m, p, [m_name, p_name]))
+        Ok(Documents {
+            manifest: WorkloadManifest::load(&manifest).with_context(|| m_name.clone())?,
+            plan: RunPlan::load(&plan).with_context(|| p_name.clone())?,
+            manifest_path: manifest,
+            names: [m_name, p_name],
+        })
     }
 
     /// The campaign file that names the data's documents, and their paths: `campaign` when

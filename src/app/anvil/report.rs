@@ -6,24 +6,23 @@ use std::path::PathBuf;
 
 use super::args::{ReportArgs, ReportFormat};
 use super::check::check_data;
-use super::{load_documents, open_session_materialized, runtime};
+use super::{Documents, load_documents, open_session_materialized, runtime};
 use crate::app::{Exit, output};
 use crate::gather::report_input::{definitions, gather};
-use crate::manifest::{RunPlan, WorkloadManifest};
+use crate::manifest::RunPlan;
 use crate::report::{ReportInput, render_html, render_markdown};
 use crate::rules::{self, HeadlineSelection, Outcome};
 
 /// The report of the artifacts beneath `data` (HTML or Markdown), and the campaign's
-/// outcome. `names` are how the manifest and plan are named in messages.
+/// outcome.
 pub fn render(
     data: &[PathBuf],
-    plan: &RunPlan,
-    manifest: &WorkloadManifest,
-    names: [&str; 2],
+    docs: &Documents,
     format: ReportFormat,
     slos: &crate::slo::Slos,
     campaign: Option<&std::path::Path>,
 ) -> anyhow::Result<(String, Outcome)> {
+    let (plan, manifest) = (&docs.plan, &docs.manifest);
     let selection = HeadlineSelection::from_manifest(manifest)
         .map_err(|e| anyhow::anyhow!("the manifest defines no headline workload: {e}"))?;
     let rt = runtime()?;
@@ -40,7 +39,8 @@ pub fn render(
     } else {
         format!("{} (from {})", slos.text(), slos.source)
     };
-    rules::one_campaign(manifest, plan, names, &gathered.artifacts)?;
+    let [m, p] = &docs.names;
+    rules::one_campaign(manifest, plan, [m, p], &gathered.artifacts)?;
     let check = check_data(plan, &selection, &gathered.artifacts, data)?;
     let headline = rules::headline_comparison(&gathered.artifacts, &selection, plan);
     let data_folder: Vec<String> = data.iter().map(|d| d.display().to_string()).collect();
@@ -48,12 +48,10 @@ pub fn render(
     let generated = crate::artifact::run::utc_now();
     let definitions = definitions();
     let planned = planned_cells(data, campaign, plan);
+    let manifest_file = docs.manifest_path.display().to_string();
     let input = ReportInput {
         data_folder: &data_folder,
-        manifest_file: names[0]
-            .strip_prefix("--manifest ")
-            .or_else(|| names[0].split(" (named by ").next())
-            .unwrap_or("MANIFEST"),
+        manifest_file: &manifest_file,
         generated_utc: &generated,
         tool_version: env!("CARGO_PKG_VERSION"),
         plan,
@@ -162,7 +160,7 @@ fn capacity_beside(data: &[PathBuf]) -> Vec<crate::report::input::CapacityFound>
 /// `anvil report`: exit 0 when the report was written, 2 on bad input. The campaign's own
 /// outcome (what `anvil check` exits with) is stated in the report and on standard error.
 pub fn run(args: &ReportArgs) -> anyhow::Result<Exit> {
-    let (manifest, plan, [m, p]) = load_documents(
+    let docs = load_documents(
         "report",
         args.manifest.as_deref(),
         args.plan.as_deref(),
@@ -172,9 +170,7 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<Exit> {
     let slos = super::resolve_slos("report", &args.slo, &args.data)?;
     let (text, outcome) = render(
         &args.data,
-        &plan,
-        &manifest,
-        [&m, &p],
+        &docs,
         args.format,
         &slos,
         args.slo.campaign.as_deref(),
