@@ -290,13 +290,14 @@ impl Api {
         }
     }
 
-    /// The API in a report's words: `Responses API`, `legacy completions API`, `chat
-    /// completions API`.
-    pub fn label(self) -> &'static str {
+    /// What a report adds to a workload's description so a run on another API than chat is
+    /// never read as a chat run: `, Responses API`, `, legacy completions API`; nothing for
+    /// chat (the manifest's own API).
+    pub fn note(self) -> &'static str {
         match self {
-            Api::Chat => "chat completions API",
-            Api::Completions => "legacy completions API",
-            Api::Responses => "Responses API",
+            Api::Chat => "",
+            Api::Completions => ", legacy completions API",
+            Api::Responses => ", Responses API",
         }
     }
 }

@@ -79,7 +79,7 @@ pub fn build(input: &ReportInput<'_>) -> ReportView {
                             a.facts.workload.concurrency_per_replica,
                             a.facts.workload.total_requests,
                             a.facts.workload.schedule,
-                            api_note(a.facts.workload.api)
+                            a.facts.workload.api.note()
                         ),
                         reason: c.reason,
                     })
@@ -199,14 +199,6 @@ fn outcome_text(outcome: Outcome) -> (&'static str, &'static str) {
 
 /// `, Responses API` after a run's workload when it drove another API than chat (the
 /// manifest's cells are chat); empty for chat.
-fn api_note(api: crate::artifact::Api) -> String {
-    if api == crate::artifact::Api::Chat {
-        String::new()
-    } else {
-        format!(", {}", api.label())
-    }
-}
-
 fn stop_kind_text(kind: StopKind) -> String {
     match kind {
         StopKind::Contamination => "cross-request contamination".to_owned(),
@@ -1307,11 +1299,7 @@ pub fn appendix_view(
                 run_id: a.facts.run_id.clone(),
                 arm: a.facts.arm.clone(),
                 stage: a.facts.stage.clone(),
-                class: format!(
-                    "{}{}",
-                    a.facts.workload.class,
-                    api_note(a.facts.workload.api)
-                ),
+                class: format!("{}{}", a.facts.workload.class, a.facts.workload.api.note()),
                 runtime: a.facts.runtime.clone(),
                 config: a
                     .facts

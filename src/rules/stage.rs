@@ -139,14 +139,11 @@ fn describe_workload(artifact: &Artifact, selection: &HeadlineSelection) -> Stri
     } else {
         w.class.clone()
     };
-    let api = if w.api == crate::artifact::Api::Chat {
-        String::new()
-    } else {
-        format!(", {}", w.api.label())
-    };
     format!(
-        "{class}, {} tokens, C{} per replica{api}",
-        w.prompt_tokens_target, w.concurrency_per_replica
+        "{class}, {} tokens, C{} per replica{}",
+        w.prompt_tokens_target,
+        w.concurrency_per_replica,
+        w.api.note()
     )
 }
 
