@@ -35,9 +35,17 @@ pub struct Sample {
     pub value: f64,
 }
 
+/// One replica's scrape: its samples, and the lines of its text that broke the format.
+pub struct Scraped {
+    pub samples: Vec<Sample>,
+    pub bad_lines: usize,
+    /// The first bad line's number and why.
+    pub first_error: Option<(usize, String)>,
+}
+
 /// Parse exposition text ([`super::exposition`]): the samples with canonical label text,
 /// how many lines broke the grammar, and the first of them (line number, why).
-pub fn parse(body: &[u8]) -> (Vec<Sample>, usize, Option<(usize, String)>) {
+pub fn parse(body: &[u8]) -> Scraped {
     let exposition = super::exposition::read_bytes(body);
     let samples = exposition
         .samples
@@ -49,7 +57,11 @@ pub fn parse(body: &[u8]) -> (Vec<Sample>, usize, Option<(usize, String)>) {
             value: s.value,
         })
         .collect();
-    (samples, exposition.bad_lines, exposition.first_error)
+    Scraped {
+        samples,
+        bad_lines: exposition.bad_lines,
+        first_error: exposition.first_error,
+    }
 }
 
 /// Why a scrape gave nothing.
@@ -59,14 +71,6 @@ pub enum ScrapeError {
     Status { url: String, status: u16 },
     #[error(transparent)]
     Get(#[from] GetError),
-}
-
-/// One replica's scrape: its samples, and the lines of its text that broke the format.
-pub struct Scraped {
-    pub samples: Vec<Sample>,
-    pub bad_lines: usize,
-    /// The first bad line's number and why.
-    pub first_error: Option<(usize, String)>,
 }
 
 /// Scrape one replica once.
@@ -82,12 +86,7 @@ pub async fn scrape(
             status,
         });
     }
-    let (samples, bad_lines, first_error) = parse(&body);
-    Ok(Scraped {
-        samples,
-        bad_lines,
-        first_error,
-    })
+    Ok(parse(&body))
 }
 
 /// Samples as `scrapes` rows.
@@ -229,7 +228,11 @@ spec_decode_num_accepted_tokens_total 4.5e1
 weird{a="1" 2
 # EOF
 "#;
-        let (s, bad, _) = parse(text.as_bytes());
+        let Scraped {
+            samples: s,
+            bad_lines: bad,
+            ..
+        } = parse(text.as_bytes());
         assert_eq!(bad, 1);
         assert_eq!(s.len(), 4);
         assert_eq!(s[0].metric, "vllm:num_requests_running");
@@ -255,7 +258,11 @@ weird{a="1" 2
                     # TYPE vllm:ttft_seconds histogram\n\
                     vllm:ttft_seconds_bucket{le=\"1\"} 3\n\
                     vllm:ttft_seconds_count 3\n";
-        let (s, bad, _) = parse(text.as_bytes());
+        let Scraped {
+            samples: s,
+            bad_lines: bad,
+            ..
+        } = parse(text.as_bytes());
         assert_eq!(bad, 0);
         let types: Vec<&str> = s.iter().map(|s| s.metric_type.as_str()).collect();
         assert_eq!(types, ["counter", "counter", "histogram", "histogram"]);
