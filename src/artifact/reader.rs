@@ -17,6 +17,7 @@ use parquet::arrow::ProjectionMask;
 use parquet::arrow::arrow_reader::{
     ArrowReaderOptions, ParquetRecordBatchReader, ParquetRecordBatchReaderBuilder,
 };
+use parquet::file::metadata::ParquetMetaData;
 
 use super::error::{ArtifactError, Result};
 use super::run::{Counts, Outcome, RequestKind, RunJson, Status};
@@ -50,65 +51,14 @@ impl std::fmt::Debug for OpenedTable {
 }
 
 impl OpenedTable {
-    /// Whether the file belongs to run `run_id`: its `anvil.run_id` metadata (when present)
-    /// and every row's `run_id` ([`OpenedTable::check_row_run_ids`]).
+    /// Whether the file belongs to run `run_id` ([`check_run`]).
     pub fn check_run(&self, run_id: &str) -> Result<()> {
-        if let Some(id) = self.run_id.as_deref().filter(|id| *id != run_id) {
-            return Err(ArtifactError::Inconsistent {
-                path: self.path.clone(),
-                problem: format!(
-                    "metadata `{META_RUN_ID}` is `{id}` but run.json `run_id` is `{run_id}`: files of different runs were mixed"
-                ),
-            });
-        }
-        self.check_row_run_ids(run_id)
-    }
-
-    /// Whether every row's `run_id` is `run_id`, from the footer statistics of the column
-    /// (the rows of another run copied in would widen its min/max). `Err` names the file.
-    pub fn check_row_run_ids(&self, run_id: &str) -> Result<()> {
-        use parquet::file::statistics::Statistics;
-        let metadata = self.builder.metadata();
-        for group in metadata.row_groups() {
-            let Some(chunk) = group
-                .columns()
-                .iter()
-                .find(|c| c.column_path().string() == "run_id")
-            else {
-                continue;
-            };
-            let range = match chunk.statistics() {
-                Some(Statistics::ByteArray(s)) => s
-                    .min_opt()
-                    .zip(s.max_opt())
-                    .map(|(a, b)| (a.data().to_vec(), b.data().to_vec())),
-                _ => None,
-            };
-            match range {
-                Some((min, max)) if min == run_id.as_bytes() && max == run_id.as_bytes() => {}
-                Some((min, max)) => {
-                    return Err(ArtifactError::Inconsistent {
-                        path: self.path.clone(),
-                        problem: format!(
-                            "column `run_id` holds `{}`..`{}` but run.json `run_id` is `{run_id}`: \
-                             rows of different runs were mixed",
-                            String::from_utf8_lossy(&min),
-                            String::from_utf8_lossy(&max)
-                        ),
-                    });
-                }
-                None => {
-                    return Err(ArtifactError::Column {
-                        path: self.path.clone(),
-                        column: "run_id".to_owned(),
-                        problem: "has no statistics in the footer; anvil-capture writes them, so \
-                                  the file was rewritten by something else: re-record the run"
-                            .to_owned(),
-                    });
-                }
-            }
-        }
-        Ok(())
+        check_run(
+            &self.path,
+            self.builder.metadata(),
+            self.run_id.as_deref(),
+            run_id,
+        )
     }
 
     /// A reader over all columns.
@@ -141,6 +91,67 @@ impl OpenedTable {
             .build()
             .map_err(|source| ArtifactError::Parquet { path, source })
     }
+}
+
+/// Whether the table at `path` (footer `metadata`, `anvil.run_id` metadata `meta_run_id`)
+/// belongs to run `run_id`: the metadata when present, and every row's `run_id` from the
+/// footer statistics of the column (the rows of another run copied in would widen its
+/// min/max). `Err` names the file.
+pub fn check_run(
+    path: &Path,
+    metadata: &ParquetMetaData,
+    meta_run_id: Option<&str>,
+    run_id: &str,
+) -> Result<()> {
+    use parquet::file::statistics::Statistics;
+    if let Some(id) = meta_run_id.filter(|id| *id != run_id) {
+        return Err(ArtifactError::Inconsistent {
+            path: path.to_owned(),
+            problem: format!(
+                "metadata `{META_RUN_ID}` is `{id}` but run.json `run_id` is `{run_id}`: files of different runs were mixed"
+            ),
+        });
+    }
+    for group in metadata.row_groups() {
+        let Some(chunk) = group
+            .columns()
+            .iter()
+            .find(|c| c.column_path().string() == "run_id")
+        else {
+            continue;
+        };
+        let range = match chunk.statistics() {
+            Some(Statistics::ByteArray(s)) => s
+                .min_opt()
+                .zip(s.max_opt())
+                .map(|(a, b)| (a.data().to_vec(), b.data().to_vec())),
+            _ => None,
+        };
+        match range {
+            Some((min, max)) if min == run_id.as_bytes() && max == run_id.as_bytes() => {}
+            Some((min, max)) => {
+                return Err(ArtifactError::Inconsistent {
+                    path: path.to_owned(),
+                    problem: format!(
+                        "column `run_id` holds `{}`..`{}` but run.json `run_id` is `{run_id}`: \
+                         rows of different runs were mixed",
+                        String::from_utf8_lossy(&min),
+                        String::from_utf8_lossy(&max)
+                    ),
+                });
+            }
+            None => {
+                return Err(ArtifactError::Column {
+                    path: path.to_owned(),
+                    column: "run_id".to_owned(),
+                    problem: "has no statistics in the footer; anvil-capture writes them, so \
+                              the file was rewritten by something else: re-record the run"
+                        .to_owned(),
+                });
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The artifact folder a table file belongs to (the parent of a `*.parts` folder for parts).
@@ -176,9 +187,36 @@ pub fn open_table(path: &Path) -> Result<OpenedTable> {
                 detail: e.to_string(),
             }
         })?;
-    check_chunks(path, builder.metadata(), file_len)?;
-    let kv: BTreeMap<String, Option<String>> = builder
-        .metadata()
+    let facts = check_footer(path, builder.metadata(), builder.schema(), file_len)?;
+    Ok(OpenedTable {
+        path: path.to_owned(),
+        table: facts.table,
+        num_rows: facts.num_rows,
+        run_id: facts.run_id,
+        builder,
+    })
+}
+
+/// What a table's footer says, once checked.
+#[derive(Debug, Clone)]
+pub struct TableFacts {
+    pub table: Table,
+    pub num_rows: u64,
+    /// The `anvil.run_id` metadata, if present.
+    pub run_id: Option<String>,
+}
+
+/// The checks of a table's footer, wherever its bytes are (a file, an object): every column
+/// chunk inside the `file_len` bytes, the schema version, the table its metadata names (and
+/// the one its file name names), and the columns.
+pub fn check_footer(
+    path: &Path,
+    metadata: &ParquetMetaData,
+    schema: &arrow_schema::SchemaRef,
+    file_len: u64,
+) -> Result<TableFacts> {
+    check_chunks(path, metadata, file_len)?;
+    let kv: BTreeMap<String, Option<String>> = metadata
         .file_metadata()
         .key_value_metadata()
         .map(|kvs| {
@@ -229,14 +267,12 @@ pub fn open_table(path: &Path) -> Result<OpenedTable> {
             hint: "the file was renamed or copied into the wrong place",
         });
     }
-    check_columns(path, table, builder.schema())?;
-    let num_rows = u64::try_from(builder.metadata().file_metadata().num_rows()).unwrap_or(0);
-    Ok(OpenedTable {
-        path: path.to_owned(),
+    check_columns(path, table, schema)?;
+    let num_rows = u64::try_from(metadata.file_metadata().num_rows()).unwrap_or(0);
+    Ok(TableFacts {
         table,
         num_rows,
         run_id: kv.get(META_RUN_ID).cloned().flatten(),
-        builder,
     })
 }
 
@@ -616,6 +652,22 @@ pub fn validate(dir: &Path) -> Result<ArtifactSummary> {
 
     let requests_path = dir.join(Table::Requests.file_name());
     let tally = tally_requests(&requests_path)?;
+    let paths = Table::ALL.map(|t| dir.join(t.file_name()));
+    check_counts(run, &run_path, &rows, &tally, &paths)
+}
+
+/// The counts `run.json` states against the tables: the requests tallied from
+/// `requests.parquet`, the rows of each table (by name), and, for a complete run, every event
+/// accounted to its request. `paths` (in [`Table::ALL`] order) and `run_path` name the files
+/// in messages. The artifact's summary when everything agrees.
+pub fn check_counts(
+    run: RunJson,
+    run_path: &Path,
+    rows: &BTreeMap<&'static str, u64>,
+    tally: &RequestTally,
+    paths: &[PathBuf; 3],
+) -> Result<ArtifactSummary> {
+    let requests_path = paths[Table::Requests as usize].clone();
     if let Some(other) = tally.run_ids.iter().find(|id| **id != run.run_id) {
         return Err(ArtifactError::Inconsistent {
             path: requests_path,
@@ -669,15 +721,15 @@ pub fn validate(dir: &Path) -> Result<ArtifactSummary> {
     }
     if c.failed.contains_key(&Outcome::Ok) {
         return Err(ArtifactError::run_json(
-            &run_path,
+            run_path,
             "counts.failed.ok",
             "`ok` is not a failure outcome",
         ));
     }
-    let events_path = dir.join(Table::Events.file_name());
+    let events_path = paths[Table::Events as usize].clone();
     let event_rows = rows.get("events").copied().unwrap_or(0);
     expect("events", c.events, event_rows, &events_path)?;
-    let scrapes_path = dir.join(Table::Scrapes.file_name());
+    let scrapes_path = paths[Table::Scrapes as usize].clone();
     expect(
         "scrapes",
         c.scrapes,

@@ -335,6 +335,22 @@ pub fn recompute(artifact: &ArtifactSource, slos: &[Bound]) -> PolarsResult<Reco
         );
         // Goodput: attained requests (and their usage completion tokens) over the same span;
         // every measured request of the window in the denominator of the share.
+        // A window without requests (a cell whose first wave is all of it) has a row with no
+        // figures, as the goodput view has.
+        if !slos.is_empty() && rows.is_empty() {
+            goodput.insert(
+                window,
+                Goodput {
+                    requests: 0.0,
+                    attained: 0.0,
+                    share: None,
+                    low: None,
+                    high: None,
+                    rps: None,
+                    tps: None,
+                },
+            );
+        }
         if !slos.is_empty() && !rows.is_empty() {
             let attained: Vec<_> = rows.iter().filter(|t| t.4).collect();
             let k = attained.len() as u64;
