@@ -30,6 +30,7 @@ pub mod figure;
 #[cfg(feature = "analysis")]
 pub mod gather;
 pub mod json;
+pub mod location;
 pub mod manifest;
 pub mod memory;
 #[cfg(feature = "analysis")]

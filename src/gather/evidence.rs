@@ -32,8 +32,11 @@ pub fn evidence_files(plan: &RunPlan, data: &[PathBuf]) -> anyhow::Result<Eviden
             continue;
         };
         if wanted.contains(&name) {
+            // Named as the user gave the data: a remote copy by its URL.
             let read = Restoration::read(&path);
-            evidence.restorations.push((path.clone(), read));
+            evidence
+                .restorations
+                .push((PathBuf::from(crate::location::shown(&path)), read));
         }
         evidence.names.push(name.to_owned());
     }

@@ -119,6 +119,10 @@ impl AnvilSession {
                 table: "public",
                 source: DataFusionError::Internal("no default catalog".into()),
             })?;
+        #[cfg(feature = "object-store")]
+        for remote in artifacts.iter().filter_map(|a| a.remote.as_ref()) {
+            ctx.register_object_store(remote.remote.base(), remote.remote.store().clone());
+        }
         udf::register(&ctx);
         functional_udf::register(&ctx);
         register(&ctx, "runs", Arc::new(runs_table(&artifacts)?))?;
@@ -202,6 +206,18 @@ fn parquet_table(
     let schema = string_views(&table.schema());
     let mut urls = Vec::new();
     for a in artifacts {
+        #[cfg(feature = "object-store")]
+        if let Some(remote) = &a.remote {
+            if let Some(o) = &remote.tables[table as usize] {
+                urls.push(
+                    ListingTableUrl::parse(&o.url).map_err(|e| QueryError::Artifact {
+                        dir: a.location.clone().into(),
+                        message: format!("{}: {e}", o.url),
+                    })?,
+                );
+            }
+            continue;
+        }
         for path in a.files(table) {
             urls.push(file_url(&a.dir, path)?);
         }
@@ -501,7 +517,7 @@ fn runs_table(artifacts: &[ArtifactSource]) -> Result<MemTable, QueryError> {
         text(&|r| r.started_utc.clone()),
         opt_text(&|r| r.ended_utc.clone()),
         Arc::new(StringArray::from_iter_values(
-            artifacts.iter().map(|a| a.dir.display().to_string()),
+            artifacts.iter().map(|a| a.location.clone()),
         )),
     ];
     let schema = runs_schema();

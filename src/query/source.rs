@@ -1,6 +1,8 @@
 //! Finding the artifacts to query: every folder holding `run.json` beneath each `--data`
 //! directory, with the Parquet files of each table (the final file, or the complete part
-//! files of a run still being recorded).
+//! files of a run still being recorded). A folder that mirrors a remote artifact
+//! ([`crate::location::mirror`]) is opened where its tables are: their footers and the
+//! requests table are read through the object store, with the checks of a local one.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -12,10 +14,18 @@ use super::QueryError;
 /// One artifact folder and the files of its tables.
 #[derive(Debug, Clone)]
 pub struct ArtifactSource {
+    /// The folder (for a remote artifact, its local mirror holding `run.json`).
     pub dir: PathBuf,
+    /// Where the artifact is, as messages and the `runs.dir` column name it: the folder, or
+    /// the remote artifact's URL.
+    pub location: String,
     pub run: RunJson,
-    /// Parquet files per table, in [`Table::ALL`] order.
+    /// Parquet files per table, in [`Table::ALL`] order (none for a remote artifact: see
+    /// `remote`).
     pub files: [Vec<PathBuf>; 3],
+    /// The remote artifact, whose tables are objects.
+    #[cfg(feature = "object-store")]
+    pub remote: Option<std::sync::Arc<crate::location::RemoteArtifact>>,
 }
 
 impl ArtifactSource {
@@ -24,12 +34,37 @@ impl ArtifactSource {
         &self.files[table as usize]
     }
 
+    /// The artifact with its tables as local files, for a reader that opens files itself
+    /// (`anvil verify`'s polars): itself, or for a remote artifact a copy whose files are
+    /// cached copies of its tables (fetched unless a current copy is cached).
+    pub fn localized(&self) -> Result<ArtifactSource, QueryError> {
+        #[cfg(feature = "object-store")]
+        if let Some(remote) = &self.remote {
+            let mut local = self.clone();
+            for table in Table::ALL {
+                let path = crate::location::block_on(crate::location::cached_table(remote, table))
+                    .map_err(|e| QueryError::Artifact {
+                        dir: self.location.clone().into(),
+                        message: e.to_string(),
+                    })?;
+                local.files[table as usize] = vec![path];
+            }
+            local.remote = None;
+            return Ok(local);
+        }
+        Ok(self.clone())
+    }
+
     /// Read `dir/run.json`, list the table files and check them with the checks of `anvil
     /// validate` ([`crate::artifact::validate`]), so that nothing computes figures over a
     /// damaged or mixed artifact: a finished artifact is validated whole (run.json and its
     /// fingerprint, each table's footer, version, columns and run id, the counts); a run still
     /// being recorded (its tables only in `*.parts`) has run.json and every part file checked.
     pub fn open(dir: &Path) -> Result<Self, QueryError> {
+        #[cfg(feature = "object-store")]
+        if let Some(remote) = crate::location::remote_artifact(dir) {
+            return crate::location::block_on(remote::open(dir, remote));
+        }
         let refused = |e: crate::artifact::ArtifactError| QueryError::Artifact {
             dir: dir.to_owned(),
             message: e.to_string(),
@@ -71,8 +106,11 @@ impl ArtifactSource {
         }
         Ok(Self {
             dir: dir.to_owned(),
+            location: dir.display().to_string(),
             run,
             files,
+            #[cfg(feature = "object-store")]
+            remote: None,
         })
     }
 }
@@ -122,21 +160,41 @@ pub fn find_artifacts(roots: &[PathBuf]) -> Result<Vec<ArtifactSource>, QueryErr
     }
     dirs.sort();
     dirs.dedup();
-    let sources = dirs
-        .iter()
-        .map(|d| ArtifactSource::open(d))
-        .collect::<Result<Vec<_>, _>>()?;
+    let sources = open_all(&dirs)?;
     let mut seen = std::collections::BTreeMap::new();
     for s in &sources {
-        if let Some(first) = seen.insert(s.run.run_id.clone(), s.dir.clone()) {
+        if let Some(first) = seen.insert(s.run.run_id.clone(), s.location.clone()) {
             return Err(QueryError::DuplicateRun {
                 run_id: s.run.run_id.clone(),
-                first,
-                second: s.dir.clone(),
+                first: first.into(),
+                second: s.location.clone().into(),
             });
         }
     }
     Ok(sources)
+}
+
+/// Open each of `dirs`, in order: local folders one by one, remote artifacts a few at a
+/// time (each needs a few requests to the store).
+fn open_all(dirs: &[PathBuf]) -> Result<Vec<ArtifactSource>, QueryError> {
+    #[cfg(feature = "object-store")]
+    if dirs
+        .iter()
+        .any(|d| crate::location::remote_artifact(d).is_some())
+    {
+        use futures::{StreamExt, TryStreamExt};
+        return crate::location::block_on(
+            futures::stream::iter(dirs.iter().map(|d| async move {
+                match crate::location::remote_artifact(d) {
+                    Some(remote) => remote::open(d, remote).await,
+                    None => ArtifactSource::open(d),
+                }
+            }))
+            .buffered(remote::IN_FLIGHT)
+            .try_collect(),
+        );
+    }
+    dirs.iter().map(|d| ArtifactSource::open(d)).collect()
 }
 
 /// Whether a folder is hidden (its name starts with `.`): not searched for artifacts or
@@ -168,4 +226,171 @@ fn collect_dirs(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), (PathBuf, std:
         collect_dirs(sub, out)?;
     }
     Ok(())
+}
+
+#[cfg(feature = "object-store")]
+mod remote {
+    //! Opening a remote artifact: `run.json` from the mirror, each table's footer and the
+    //! requests table through the store, checked as `anvil validate` checks a folder.
+
+    use std::collections::BTreeMap;
+    use std::path::{Path, PathBuf};
+    use std::sync::Arc;
+
+    use futures::TryStreamExt;
+    use parquet::arrow::ParquetRecordBatchStreamBuilder;
+    use parquet::arrow::ProjectionMask;
+    use parquet::arrow::arrow_reader::ArrowReaderOptions;
+
+    use super::ArtifactSource;
+    use crate::artifact::reader::{RequestTally, check_counts, check_footer, check_run};
+    use crate::artifact::{ArtifactError, RUN_JSON, RunJson, Status, Table};
+    use crate::location::{ObjectFile, ObjectRef, RemoteArtifact, scrub};
+    use crate::query::QueryError;
+
+    /// Remote artifacts opened at once.
+    pub(super) const IN_FLIGHT: usize = 16;
+
+    pub(super) async fn open(
+        dir: &Path,
+        remote: Arc<RemoteArtifact>,
+    ) -> Result<ArtifactSource, QueryError> {
+        let refused = |e: ArtifactError| QueryError::Artifact {
+            dir: PathBuf::from(&remote.url),
+            message: scrub(&e.to_string()),
+        };
+        let run_url = PathBuf::from(remote.file_url(RUN_JSON));
+        let text =
+            std::fs::read_to_string(dir.join(RUN_JSON)).map_err(|e| QueryError::Artifact {
+                dir: PathBuf::from(&remote.url),
+                message: format!("{}: the local copy cannot be read: {e}", run_url.display()),
+            })?;
+        let run = RunJson::parse(&text, &run_url).map_err(refused)?;
+        run.check(&run_url).map_err(refused)?;
+        if run.status == Status::Running {
+            return Err(QueryError::Artifact {
+                dir: PathBuf::from(&remote.url),
+                message: format!(
+                    "{}: status: is `running`: the run was uploaded while it was being recorded \
+                     (`anvil push` refuses that); upload it again when it has finished",
+                    run_url.display()
+                ),
+            });
+        }
+        let objects = Table::ALL.map(|t| remote.tables[t as usize].clone());
+        for table in Table::ALL {
+            if objects[table as usize].is_none() {
+                let hint = if remote.parts {
+                    "only its part files were uploaded: run `anvil-capture recover` on the local \
+                     folder and push it again"
+                } else {
+                    "every artifact has requests.parquet, events.parquet and scrapes.parquet: \
+                     push the folder again"
+                };
+                return Err(refused(ArtifactError::Missing {
+                    path: PathBuf::from(remote.file_url(table.file_name())),
+                    hint: hint.to_owned(),
+                }));
+            }
+        }
+        let [requests, events, scrapes] = objects.map(Option::unwrap);
+        let (requests_rows, tally) = read_requests(&remote, &requests, &run.run_id).await?;
+        let events_rows = footer(&remote, &events, Table::Events, &run.run_id).await?;
+        let scrapes_rows = footer(&remote, &scrapes, Table::Scrapes, &run.run_id).await?;
+        let rows: BTreeMap<&'static str, u64> = [
+            (Table::Requests.name(), requests_rows),
+            (Table::Events.name(), events_rows),
+            (Table::Scrapes.name(), scrapes_rows),
+        ]
+        .into();
+        let paths = Table::ALL.map(|t| PathBuf::from(remote.file_url(t.file_name())));
+        check_counts(run.clone(), &run_url, &rows, &tally, &paths).map_err(refused)?;
+        Ok(ArtifactSource {
+            dir: dir.to_owned(),
+            location: remote.url.clone(),
+            run,
+            files: [vec![], vec![], vec![]],
+            remote: Some(remote),
+        })
+    }
+
+    /// A stream builder over object `o`, its footer read and checked as a local table's.
+    async fn builder(
+        remote: &RemoteArtifact,
+        o: &ObjectRef,
+        run_id: &str,
+    ) -> Result<ParquetRecordBatchStreamBuilder<ObjectFile>, QueryError> {
+        let path = PathBuf::from(&o.url);
+        let failed = |message: String| QueryError::Artifact {
+            dir: PathBuf::from(&remote.url),
+            message: scrub(&message),
+        };
+        let reader = ObjectFile::new(remote.remote.store().clone(), o);
+        let options = ArrowReaderOptions::new().with_skip_arrow_metadata(true);
+        let builder = ParquetRecordBatchStreamBuilder::new_with_options(reader, options)
+            .await
+            .map_err(|e| failed(format!("{}: its footer cannot be read: {e}", o.url)))?;
+        let facts = check_footer(&path, builder.metadata(), builder.schema(), o.size)
+            .map_err(|e| failed(e.to_string()))?;
+        check_run(&path, builder.metadata(), facts.run_id.as_deref(), run_id)
+            .map_err(|e| failed(e.to_string()))?;
+        Ok(builder)
+    }
+
+    /// A table's row count from its checked footer.
+    async fn footer(
+        remote: &RemoteArtifact,
+        o: &ObjectRef,
+        table: Table,
+        run_id: &str,
+    ) -> Result<u64, QueryError> {
+        let b = builder(remote, o, run_id).await?;
+        let _ = table;
+        Ok(u64::try_from(b.metadata().file_metadata().num_rows()).unwrap_or(0))
+    }
+
+    /// The requests table's row count and its tally (the columns the counts need).
+    async fn read_requests(
+        remote: &RemoteArtifact,
+        o: &ObjectRef,
+        run_id: &str,
+    ) -> Result<(u64, RequestTally), QueryError> {
+        let b = builder(remote, o, run_id).await?;
+        let rows = u64::try_from(b.metadata().file_metadata().num_rows()).unwrap_or(0);
+        let path = PathBuf::from(&o.url);
+        let failed = |message: String| QueryError::Artifact {
+            dir: PathBuf::from(&remote.url),
+            message: scrub(&message),
+        };
+        let mut indices = Vec::new();
+        for name in ["run_id", "kind", "outcome", "events", "t_done_ns"] {
+            indices.push(
+                b.schema()
+                    .index_of(name)
+                    .map_err(|_| failed(format!("{}: column `{name}` is missing", o.url)))?,
+            );
+        }
+        let mask = ProjectionMask::roots(b.parquet_schema(), indices);
+        let mut stream = b
+            .with_projection(mask)
+            .build()
+            .map_err(|e| failed(format!("{}: {e}", o.url)))?;
+        let mut tally = RequestTally::default();
+        while let Some(batch) = stream
+            .try_next()
+            .await
+            .map_err(|e| failed(format!("{}: {e}", o.url)))?
+        {
+            tally
+                .add(&batch, &path)
+                .map_err(|e| failed(e.to_string()))?;
+        }
+        if let Some(other) = tally.run_ids.iter().find(|id| **id != run_id) {
+            return Err(failed(format!(
+                "{}: column `run_id` holds `{other}` but run.json `run_id` is `{run_id}`",
+                o.url
+            )));
+        }
+        Ok((rows, tally))
+    }
 }

@@ -21,6 +21,8 @@ mod llama;
 mod manifest;
 #[cfg(feature = "analysis")]
 mod misbehaving;
+#[cfg(all(feature = "analysis", feature = "object-store"))]
+mod object_store;
 #[cfg(feature = "analysis")]
 mod pipeline;
 #[cfg(feature = "analysis")]

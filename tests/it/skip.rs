@@ -57,6 +57,12 @@ pub const CONFORMANCE: Needs = Needs {
     require_env: "ANVIL_REQUIRE_CONFORMANCE",
 };
 
+pub const S3: Needs = Needs {
+    what: "an S3-compatible server (moto's moto_server) and python3 with boto3",
+    how: "pip install 'moto[server]'; bash .ci/run installs it",
+    require_env: "ANVIL_REQUIRE_S3",
+};
+
 static SKIPPED: Mutex<Vec<String>> = Mutex::new(Vec::new());
 static AT_EXIT: Once = Once::new();
 

@@ -30,6 +30,21 @@ fn exit_codes_help() -> String {
 }
 
 /// Exit codes of `anvil validate`.
+/// Exit codes of `anvil push`.
+#[cfg(feature = "object-store")]
+fn push_exit_codes_help() -> String {
+    format!(
+        "Exit codes:\n  \
+         {}  every file was uploaded\n  \
+         {}  bad input or a store that refused: nothing to push, a run still recording or \
+         damaged (nothing uploaded), no such bucket, access denied, or the store unreachable \
+         after retries",
+        Exit::Ok.code(),
+        Exit::BadInput.code()
+    )
+}
+
+/// Exit codes of `anvil validate`.
 fn validate_exit_codes_help() -> String {
     format!(
         "Exit codes:\n  \
@@ -157,6 +172,22 @@ pub enum Command {
     /// `ok`, or the file and JSON path of each problem.
     #[command(after_help = validate_exit_codes_help())]
     Validate(ValidateArgs),
+
+    /// Upload artifacts to object storage (s3://, gs://, az://).
+    ///
+    /// Uploads DIR (an artifact folder or a campaign folder, with the files beside the
+    /// artifacts: journals, logs, evidence) beneath URL: to URL/<DIR's name>/ when URL ends
+    /// in `/`, else to URL itself, keeping the layout. Every artifact must be finished and
+    /// valid; a run still being recorded (status `running`) or a damaged one is refused and
+    /// nothing is uploaded. Each artifact's tables go first and its run.json last, so a
+    /// reader never takes a half-uploaded run for a whole one. Hidden files and folders
+    /// (`.superseded/`) stay behind. Credentials come from the cloud's environment
+    /// variables (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION, AWS_ENDPOINT_URL,
+    /// AWS_ALLOW_HTTP; GOOGLE_APPLICATION_CREDENTIALS; AZURE_STORAGE_ACCOUNT_NAME,
+    /// AZURE_STORAGE_ACCOUNT_KEY) and are never printed.
+    #[cfg(feature = "object-store")]
+    #[command(after_help = push_exit_codes_help())]
+    Push(PushArgs),
 
     /// Query artifacts with SQL (DataFusion).
     ///
@@ -583,6 +614,18 @@ pub struct VerifyArgs {
     pub data: DataArgs,
     #[command(flatten)]
     pub slo: SloArgs,
+}
+
+#[cfg(feature = "object-store")]
+#[derive(Debug, Args)]
+pub struct PushArgs {
+    /// An artifact folder or a campaign folder.
+    #[arg(value_name = "DIR")]
+    pub dir: PathBuf,
+    /// Where to: s3://BUCKET/PREFIX, gs://BUCKET/PREFIX or az://CONTAINER/PREFIX (a final
+    /// `/` puts DIR's name beneath it).
+    #[arg(value_name = "URL")]
+    pub url: String,
 }
 
 #[derive(Debug, Args)]

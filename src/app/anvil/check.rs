@@ -16,6 +16,7 @@ use crate::rules::{self, Artifact, CheckReport, HeadlineSelection};
 /// `anvil check`: exit 0 holds, 1 a stop rule fired or evidence contradicts a rule, 4
 /// evidence missing, 2 bad input.
 pub fn run(args: &CheckArgs) -> anyhow::Result<Exit> {
+    let data = super::resolve_data(&args.data)?;
     let super::Documents {
         manifest,
         plan,
@@ -25,20 +26,20 @@ pub fn run(args: &CheckArgs) -> anyhow::Result<Exit> {
         "check",
         args.manifest.as_deref(),
         args.plan.as_deref(),
-        &args.data,
+        &data,
         args.slo.campaign.as_deref(),
     )?;
     // The manifest must yield a headline selection for the claims to be judged at all.
     let selection = HeadlineSelection::from_manifest(&manifest)
         .map_err(|e| AppError::wrap(Exit::BadInput, anyhow::anyhow!("{m}: {e}")))?;
-    let slos = resolve_slos("check", &args.slo, &args.data)?;
+    let slos = resolve_slos("check", &args.slo, &data)?;
     let rt = runtime()?;
     let artifacts = rt.block_on(async {
-        let session = open_session_materialized("check", &args.data, &slos).await?;
+        let session = open_session_materialized("check", &data, &slos).await?;
         anyhow::Ok(read_artifacts(&session).await?)
     })?;
     rules::one_campaign(&manifest, &plan, [&m, &p], &artifacts)?;
-    let report = check_data(&plan, &selection, &artifacts, &args.data)?;
+    let report = check_data(&plan, &selection, &artifacts, &data)?;
     let text = match args.format {
         RulesFormat::Json => {
             let mut value = serde_json::to_value(&report)?;

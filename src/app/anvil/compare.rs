@@ -20,6 +20,7 @@ use crate::rules::{self, HeadlineSelection};
 
 /// `anvil compare`: exit 0 compared, 3 refused, 2 bad input.
 pub fn run(args: &CompareArgs) -> anyhow::Result<Exit> {
+    let data = super::resolve_data(&args.artifacts)?;
     let super::Documents {
         manifest,
         plan,
@@ -29,15 +30,15 @@ pub fn run(args: &CompareArgs) -> anyhow::Result<Exit> {
         "compare",
         args.manifest.as_deref(),
         args.plan.as_deref(),
-        &args.artifacts,
+        &data,
         args.slo.campaign.as_deref(),
     )?;
     let selection = HeadlineSelection::from_manifest(&manifest)
         .map_err(|e| AppError::wrap(Exit::BadInput, anyhow::anyhow!("{m}: {e}")))?;
-    let slos = resolve_slos("compare", &args.slo, &args.artifacts)?;
+    let slos = resolve_slos("compare", &args.slo, &data)?;
     let rt = runtime()?;
     let (artifacts, session_dirs, tradeoff) = rt.block_on(async {
-        let session = open_session_materialized("compare", &args.artifacts, &slos).await?;
+        let session = open_session_materialized("compare", &data, &slos).await?;
         let dirs: Vec<(PathBuf, String)> = session
             .artifacts()
             .iter()
@@ -107,7 +108,7 @@ pub fn run(args: &CompareArgs) -> anyhow::Result<Exit> {
     }
     let references = match &args.baseline {
         Some(baseline) => rules::References::Baseline(baseline.clone()),
-        None => set_controls(&plan, &artifacts, &args.artifacts, &session_dirs),
+        None => set_controls(&plan, &artifacts, &data, &session_dirs),
     };
     match rules::compare_artifacts(&artifacts, &[], &references, &selection, &plan) {
         Ok(comparison) => {

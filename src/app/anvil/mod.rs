@@ -10,6 +10,8 @@ pub mod check;
 pub mod compare;
 #[cfg(feature = "analysis")]
 pub mod demo;
+#[cfg(feature = "object-store")]
+pub mod push;
 #[cfg(feature = "analysis")]
 pub mod report;
 #[cfg(feature = "analysis")]
@@ -28,6 +30,8 @@ use crate::app::Exit;
 pub fn run(cli: Cli) -> anyhow::Result<Exit> {
     match cli.command {
         Command::Validate(args) => validate::run(&args),
+        #[cfg(feature = "object-store")]
+        Command::Push(args) => push::run(&args),
         Command::Sim { args } => {
             use clap::Parser;
             let argv = std::iter::once("anvil-sim".to_owned()).chain(args);
@@ -62,11 +66,105 @@ pub fn run(cli: Cli) -> anyhow::Result<Exit> {
     }
 }
 
+pub use places::{resolve_data, resolve_document, resolve_documents};
 #[cfg(feature = "analysis")]
 pub use session::{
     Documents, files_beside, json, load_documents, open_session, open_session_materialized,
     resolve_slos, runtime,
 };
+
+/// `--data`, the positional folders and the documents as given (paths or URLs) turned into
+/// local paths: a remote prefix becomes its mirror (its tables stay remote and are read in
+/// place), a remote document its fetched copy. A location that cannot be used is bad input
+/// (exit 2) naming the URL and the object.
+mod places {
+    use std::path::{Path, PathBuf};
+
+    use crate::app::{AppError, Exit};
+    use crate::location::Location;
+
+    fn bad(e: crate::location::LocationError) -> anyhow::Error {
+        AppError::wrap(Exit::BadInput, anyhow::Error::new(e))
+    }
+
+    /// Each of `data` as a local folder: itself, or the mirror of a remote prefix (one line on
+    /// standard error says how many artifacts it holds).
+    pub fn resolve_data(data: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
+        data.iter()
+            .map(|given| match Location::parse(given).map_err(bad)? {
+                Location::Local(path) => Ok(path),
+                #[cfg(feature = "object-store")]
+                Location::Remote(remote) => {
+                    let mirror =
+                        crate::location::block_on(crate::location::mirror(&remote)).map_err(bad)?;
+                    eprintln!(
+                        "anvil: {}: {} artifact(s); tables read in place, {} small file(s) \
+                         fetched into {}",
+                        remote.url(),
+                        mirror.artifacts,
+                        mirror.fetched,
+                        crate::location::cache_dir().display()
+                    );
+                    Ok(mirror.root)
+                }
+            })
+            .collect()
+    }
+
+    /// A document as a local file: itself, or its fetched copy. A campaign file's manifest
+    /// and plan, named relative to it, are fetched beside its copy.
+    pub fn resolve_document(
+        given: Option<&Path>,
+        campaign: bool,
+    ) -> anyhow::Result<Option<PathBuf>> {
+        let Some(given) = given else {
+            return Ok(None);
+        };
+        match Location::parse(given).map_err(bad)? {
+            Location::Local(path) => Ok(Some(path)),
+            #[cfg(feature = "object-store")]
+            Location::Remote(remote) => {
+                let local = crate::location::block_on(crate::location::fetch_document(&remote))
+                    .map_err(bad)?;
+                if campaign && let Ok(file) = crate::campaign::CampaignFile::load(&local) {
+                    for named in [&file.manifest, &file.plan] {
+                        if named.is_absolute() {
+                            continue;
+                        }
+                        let url = url::Url::parse(remote.url())
+                            .and_then(|u| u.join(&named.to_string_lossy()))
+                            .map_err(|e| {
+                                bad(crate::location::LocationError::new(
+                                    remote.url(),
+                                    format!(
+                                        "names `{}`, which is no URL beside it: {e}",
+                                        named.display()
+                                    ),
+                                ))
+                            })?;
+                        let beside = crate::location::Remote::open(url.as_str()).map_err(bad)?;
+                        crate::location::block_on(crate::location::fetch_document(&beside))
+                            .map_err(bad)?;
+                    }
+                }
+                Ok(Some(local))
+            }
+        }
+    }
+
+    /// `--manifest`, `--plan` and `--campaign` as local files (see [`resolve_document`]).
+    pub fn resolve_documents(
+        manifest: Option<&Path>,
+        plan: Option<&Path>,
+        campaign: Option<&Path>,
+    ) -> anyhow::Result<[Option<PathBuf>; 3]> {
+        Ok([
+            resolve_document(manifest, false)?,
+            resolve_document(plan, false)?,
+            resolve_document(campaign, true)?,
+        ])
+    }
+}
 
 #[cfg(feature = "analysis")]
 mod session {
@@ -123,9 +221,11 @@ mod session {
         let bad = |e: anyhow::Error| AppError::wrap(Exit::BadInput, e);
         let slos = if !args.slo.is_empty() {
             Slos::parse_all(&args.slo, SloSource::Flags).map_err(|e| bad(e.into()))?
-        } else if let Some(file) = &args.campaign {
+        } else if let Some(given) = &args.campaign {
+            let file = super::resolve_document(Some(given), true)?.unwrap_or_else(|| given.clone());
+            let file = &file;
             let campaign = CampaignFile::load(file)
-                .with_context(|| format!("--campaign {}", file.display()))
+                .with_context(|| format!("--campaign {}", given.display()))
                 .map_err(bad)?;
             campaign_slos(&campaign.slo, file).map_err(bad)?
         } else {
@@ -275,20 +375,30 @@ mod session {
         data: &[PathBuf],
         campaign: Option<&Path>,
     ) -> anyhow::Result<Documents> {
+        let [manifest_local, plan_local, campaign] =
+            super::resolve_documents(manifest, plan, campaign)?;
         let found = if manifest.is_some() && plan.is_some() {
             None
         } else {
-            campaign_documents(data, campaign)
+            campaign_documents(data, campaign.as_deref())
         };
+        // A document read from a copy is still named as given (its URL).
+        let manifest_pair = manifest.zip(manifest_local.as_deref());
+        let plan_pair = plan.zip(plan_local.as_deref());
         let pick =
-            |given: Option<&Path>, flag: &str, which: fn(&(PathBuf, PathBuf)) -> &PathBuf| match (
-                given, &found,
-            ) {
-                (Some(path), _) => Ok((path.to_owned(), format!("{flag} {}", path.display()))),
+            |given: Option<(&Path, &Path)>,
+             flag: &str,
+             which: fn(&(PathBuf, PathBuf)) -> &PathBuf| match (given, &found) {
+                (Some((path, copy)), _) => Ok((
+                    copy.to_owned(),
+                    path.to_owned(),
+                    format!("{flag} {}", path.display()),
+                )),
                 (None, Some((file, docs))) => {
                     let path = which(docs).clone();
-                    let name = format!("{} (named by {})", path.display(), file.display());
-                    Ok((path, name))
+                    let shown = crate::location::shown(&path);
+                    let name = format!("{shown} (named by {})", crate::location::shown(file));
+                    Ok((path, PathBuf::from(shown), name))
                 }
                 (None, None) => {
                     if let Some(missing) = data.iter().find(|d| !d.exists()) {
@@ -309,12 +419,12 @@ mod session {
                     ))
                 }
             };
-        let (manifest, m_name) = pick(manifest, "--manifest", |d| &d.0)?;
-        let (plan, p_name) = pick(plan, "--plan", |d| &d.1)?;
+        let (manifest, manifest_shown, m_name) = pick(manifest_pair, "--manifest", |d| &d.0)?;
+        let (plan, _, p_name) = pick(plan_pair, "--plan", |d| &d.1)?;
         Ok(Documents {
             manifest: WorkloadManifest::load(&manifest).with_context(|| m_name.clone())?,
             plan: RunPlan::load(&plan).with_context(|| p_name.clone())?,
-            manifest_path: manifest,
+            manifest_path: manifest_shown,
             names: [m_name, p_name],
         })
     }

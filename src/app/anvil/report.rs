@@ -43,7 +43,7 @@ pub fn render(
     rules::one_campaign(manifest, plan, [m, p], &gathered.artifacts)?;
     let check = check_data(plan, &selection, &gathered.artifacts, data)?;
     let headline = rules::headline_comparison(&gathered.artifacts, &selection, plan);
-    let data_folder: Vec<String> = data.iter().map(|d| d.display().to_string()).collect();
+    let data_folder: Vec<String> = data.iter().map(|d| crate::location::shown(d)).collect();
     let data_folder = data_folder.join(", ");
     let generated = crate::artifact::run::utc_now();
     let definitions = definitions();
@@ -144,13 +144,13 @@ fn capacity_beside(data: &[PathBuf]) -> Vec<crate::report::input::CapacityFound>
                         .into_iter()
                         .map(|search| crate::report::input::CapacityFound {
                             search,
-                            file: file.display().to_string(),
+                            file: crate::location::shown(&file),
                         }),
                 )
             }
             Err(why) => eprintln!(
                 "anvil report: {}: {why}; its capacity searches are left out",
-                file.display()
+                crate::location::shown(&file)
             ),
         }
     }
@@ -160,21 +160,17 @@ fn capacity_beside(data: &[PathBuf]) -> Vec<crate::report::input::CapacityFound>
 /// `anvil report`: exit 0 when the report was written, 2 on bad input. The campaign's own
 /// outcome (what `anvil check` exits with) is stated in the report and on standard error.
 pub fn run(args: &ReportArgs) -> anyhow::Result<Exit> {
+    let data = super::resolve_data(&args.data)?;
     let docs = load_documents(
         "report",
         args.manifest.as_deref(),
         args.plan.as_deref(),
-        &args.data,
+        &data,
         args.slo.campaign.as_deref(),
     )?;
-    let slos = super::resolve_slos("report", &args.slo, &args.data)?;
-    let (text, outcome) = render(
-        &args.data,
-        &docs,
-        args.format,
-        &slos,
-        args.slo.campaign.as_deref(),
-    )?;
+    let slos = super::resolve_slos("report", &args.slo, &data)?;
+    let campaign = super::resolve_document(args.slo.campaign.as_deref(), true)?;
+    let (text, outcome) = render(&data, &docs, args.format, &slos, campaign.as_deref())?;
     let out = match (&args.out, args.format) {
         (Some(path), _) => Some(path.clone()),
         (None, ReportFormat::Html) => Some(PathBuf::from("reports/campaign.html")),

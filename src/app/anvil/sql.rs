@@ -31,10 +31,11 @@ fn write_all(
 
 /// `anvil sql`.
 pub fn run(args: &SqlArgs) -> anyhow::Result<Exit> {
-    let slos = resolve_slos("sql", &args.slo, &args.data.data)?;
+    let data = super::resolve_data(&args.data.data)?;
+    let slos = resolve_slos("sql", &args.slo, &data)?;
     let rt = runtime()?;
     rt.block_on(async {
-        let session = open_session("sql", &args.data.data, &slos).await?;
+        let session = open_session("sql", &data, &slos).await?;
         let format = Format::from(args.format);
         let access = if args.allow_write {
             Access::ReadWrite

@@ -15,10 +15,11 @@ use crate::query::{Format, write_result};
 /// `anvil summary`: the statistics of every artifact from `cell_stats`; a text table per
 /// artifact, or the flat rows of [`SUMMARY_SQL`] as CSV or JSON.
 pub fn run(args: &SummaryArgs) -> anyhow::Result<Exit> {
-    let slos = resolve_slos("summary", &args.slo, &args.data.data)?;
+    let data = super::resolve_data(&args.data.data)?;
+    let slos = resolve_slos("summary", &args.slo, &data)?;
     let rt = runtime()?;
     rt.block_on(async {
-        let session = open_session("summary", &args.data.data, &slos).await?;
+        let session = open_session("summary", &data, &slos).await?;
         let mut out = Sink::open(None)?;
         match Format::from(args.format) {
             Format::Table => {

@@ -14,13 +14,15 @@ use crate::app::output::Sink;
 pub fn run(args: &VerifyArgs) -> anyhow::Result<Exit> {
     use crate::verify;
 
-    let slos = resolve_slos("verify", &args.slo, &args.data.data)?;
+    let data = super::resolve_data(&args.data.data)?;
+    let slos = resolve_slos("verify", &args.slo, &data)?;
     let bounds = verify::Bound::all(&slos);
     let rt = runtime()?;
     rt.block_on(async {
-        let session = open_session("verify", &args.data.data, &slos).await?;
+        let session = open_session("verify", &data, &slos).await?;
         let mut recomputed = Vec::with_capacity(session.artifacts().len());
         for artifact in session.artifacts() {
+            let artifact = &artifact.localized()?;
             // polars reads the files itself; a panic there (a damaged table that passed the
             // footer checks) is an error naming the artifact, not an abort.
             let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
@@ -30,10 +32,10 @@ pub fn run(args: &VerifyArgs) -> anyhow::Result<Exit> {
                 anyhow::anyhow!(
                     "{}: polars could not read the tables (it stopped on them); the artifact is \
                      damaged: re-record the run",
-                    artifact.dir.display()
+                    artifact.location
                 )
             })?
-            .with_context(|| format!("{}: recomputing with polars", artifact.dir.display()))?;
+            .with_context(|| format!("{}: recomputing with polars", artifact.location))?;
             recomputed.push(r);
         }
         let differences = verify::compare(&session, &recomputed).await?;
