@@ -24,7 +24,7 @@ fn exit_codes_help() -> String {
          nothing was written\n  \
          {}    the run could not be measured: calibration failed against the server, or the\n       \
          recorder failed while running (the artifact is marked `failed` and says why)\n  \
-         {}  interrupted by SIGINT (the artifact is finalised as `interrupted`)",
+         {}  interrupted by SIGINT or SIGTERM (the artifact is finalised as `interrupted`)",
         Exit::Ok.code(),
         Exit::BadInput.code(),
         Exit::Failed.code(),
@@ -137,6 +137,36 @@ pub struct RunArgs {
     /// repeat on its own, journaled and resumable.
     #[arg(long, value_name = "K", requires = "repeat")]
     pub repeat_index: Option<u32>,
+    /// This process is one shard of a run driven from several client hosts: I/N (0-based)
+    /// sends the cell's requests whose index is I modulo N, with the prompts one host would
+    /// send, into OUT/.../<cell_id>/shard-<I>-of-<N>/. auto/N takes I from
+    /// JOB_COMPLETION_INDEX (a Kubernetes Indexed Job) or SLURM_PROCID; auto takes I and N
+    /// from SLURM_PROCID and SLURM_NTASKS. The workers (concurrency slots × replicas) are
+    /// split the same way, so the shards together keep the cell's concurrency. Needs
+    /// --start-at. `anvil summary` and every view read the shards of one run group as one
+    /// run, refused until every shard is there.
+    #[arg(long, value_name = "I/N", requires = "start_at")]
+    pub shard: Option<String>,
+    /// With --shard: the published instant (RFC 3339, e.g. 2026-12-03T15:00:00Z) every shard
+    /// releases its first wave at. Each shard gets ready (servers, calibration, warm-up)
+    /// before it, waits, and refuses to start later than --start-margin after it; its clock
+    /// starts at the instant, so the shards' times share one timeline (each records its
+    /// host's clock error in run.json `shard.clock`).
+    #[arg(long, value_name = "UTC", requires = "shard")]
+    pub start_at: Option<String>,
+    /// With --shard: how late (seconds) a shard may release its first wave and still run
+    /// [default: 1].
+    #[arg(long, value_name = "SECONDS", requires = "shard")]
+    pub start_margin: Option<f64>,
+    /// With --shard: the run group's id, every shard's run_id [default: derived alike by
+    /// every shard from the campaign, arm, cell, repeat, shard count and --start-at].
+    #[arg(long, value_name = "ID", requires = "shard")]
+    pub run_group: Option<String>,
+    /// After the run, upload the artifact beneath URL (s3://, gs://, az://) in the layout
+    /// it has under OUT, run.json last (as `anvil push` does). The run is written locally
+    /// first; a failed upload leaves it there and says how to push it.
+    #[arg(long, value_name = "URL")]
+    pub upload: Option<String>,
     /// Base URL of one replica (repeat for each replica), e.g. http://127.0.0.1:8000.
     #[arg(long = "endpoint", value_name = "URL", required = true)]
     pub endpoints: Vec<String>,
@@ -216,6 +246,10 @@ impl From<RunArgs> for RunRequest {
             defaults: a.defaults,
             repeat: a.repeat,
             repeat_index: a.repeat_index,
+            shard: a.shard,
+            start_at: a.start_at,
+            start_margin: a.start_margin,
+            run_group: a.run_group,
             endpoints: a.endpoints,
             model: a.model,
             api: a.api,
@@ -243,6 +277,7 @@ pub fn run(cli: Cli, argv: Vec<String>) -> anyhow::Result<Exit> {
     match cli.command {
         Command::Cells(a) => run_cells(&a),
         Command::Run(a) => {
+            let upload = check_upload(a.upload.as_deref())?;
             let request: RunRequest = (*a).into();
             // `--repeat N` alone records every repeat; each is checked before the first
             // starts, so a folder that already holds one is refused up front.
@@ -259,9 +294,14 @@ pub fn run(cli: Cli, argv: Vec<String>) -> anyhow::Result<Exit> {
                         .map_err(|e| AppError::wrap(Exit::BadInput, e))
                 })
                 .collect::<Result<Vec<_>, _>>()?;
+            let out = request.out.clone();
             let mut exit = Exit::Ok;
             for cfg in configs {
+                let dir = cfg.artifact_dir.clone();
                 exit = record(cfg)?;
+                if let Some(url) = &upload {
+                    upload_artifact(&dir, &out, url)?;
+                }
                 if exit != Exit::Ok {
                     // An interrupted or failed repeat ends the series: what was recorded stays.
                     break;
@@ -270,6 +310,70 @@ pub fn run(cli: Cli, argv: Vec<String>) -> anyhow::Result<Exit> {
             Ok(exit)
         }
         Command::Recover(a) => recover(&a),
+    }
+}
+
+/// `--upload URL` checked before anything is recorded: a URL this build can write to.
+fn check_upload(url: Option<&str>) -> anyhow::Result<Option<String>> {
+    let Some(url) = url else {
+        return Ok(None);
+    };
+    match crate::location::Location::parse(std::path::Path::new(url)) {
+        #[cfg(feature = "object-store")]
+        Ok(crate::location::Location::Remote(_)) => Ok(Some(url.to_owned())),
+        Ok(_) => Err(AppError::wrap(
+            Exit::BadInput,
+            anyhow::anyhow!(
+                "--upload {url}: not an object-store URL: give s3://BUCKET/PREFIX, \
+                 gs://BUCKET/PREFIX or az://CONTAINER/PREFIX"
+            ),
+        )),
+        Err(e) => Err(AppError::wrap(
+            Exit::BadInput,
+            anyhow::anyhow!("--upload {e}"),
+        )),
+    }
+}
+
+/// Upload the recorded artifact `dir` beneath `url`, in the layout it has beneath `out`.
+/// A failed upload keeps the local artifact and says how to push it (exit 5).
+#[cfg_attr(not(feature = "object-store"), allow(clippy::unnecessary_wraps))]
+fn upload_artifact(dir: &std::path::Path, out: &std::path::Path, url: &str) -> anyhow::Result<()> {
+    #[cfg(feature = "object-store")]
+    {
+        let relative = dir.strip_prefix(out).unwrap_or(dir);
+        let mut dest = url.trim_end_matches('/').to_owned();
+        for part in relative.components() {
+            dest.push('/');
+            dest.push_str(&part.as_os_str().to_string_lossy());
+        }
+        let pushed = crate::location::Remote::open(&dest).and_then(|remote| {
+            crate::location::block_on(crate::location::push(dir, &dest, &remote))
+        });
+        match pushed {
+            Ok(p) => {
+                eprintln!(
+                    "anvil-capture: uploaded {} file(s), {:.1} MB to {}",
+                    p.files,
+                    p.bytes as f64 / 1e6,
+                    p.url
+                );
+                Ok(())
+            }
+            Err(e) => Err(AppError::wrap(
+                Exit::Failed,
+                anyhow::anyhow!(
+                    "--upload: {e}\nthe artifact is kept at {}: upload it with `anvil push {} {dest}`",
+                    dir.display(),
+                    dir.display()
+                ),
+            )),
+        }
+    }
+    #[cfg(not(feature = "object-store"))]
+    {
+        let _ = (dir, out, url);
+        Ok(())
     }
 }
 

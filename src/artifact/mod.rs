@@ -45,6 +45,7 @@ pub mod restoration;
 pub mod rows;
 pub mod run;
 pub mod schema;
+pub mod shard;
 pub mod testing;
 pub mod writer;
 

@@ -43,6 +43,10 @@ pub struct RunJson {
     /// Which of its cell's repeats this run is (`1 of 1` for a cell recorded once).
     #[serde(default)]
     pub repeat: Repeat,
+    /// Which shard of its run group this artifact is, when the run was driven from several
+    /// client hosts (absent for a run from one host). Not part of the workload.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<super::shard::Shard>,
     /// What was asked of the server; hashed into `workload_fingerprint`.
     pub workload: Workload,
     /// `sha256:` + hex of the canonical JSON of `workload` (see [`fingerprint`]).

@@ -70,6 +70,7 @@ pub fn run_json(run_id: &str) -> RunJson {
         cell_id: "headline-4k-c8".to_owned(),
         run_id: run_id.to_owned(),
         repeat: Default::default(),
+        shard: None,
         workload_fingerprint: workload.fingerprint(),
         workload,
         topology: topology(1, 8000, "qwen"),

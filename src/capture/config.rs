@@ -78,6 +78,14 @@ pub struct RunRequest {
     pub repeat: Option<u32>,
     /// Record only this repeat (1-based) of the `repeat` (`--repeat-index`).
     pub repeat_index: Option<u32>,
+    /// `--shard I/N | auto/N | auto`: this process is one shard of a multi-host run.
+    pub shard: Option<String>,
+    /// `--start-at`: the published UTC instant every shard releases its first wave at.
+    pub start_at: Option<String>,
+    /// `--start-margin`: seconds a shard may be late and still run.
+    pub start_margin: Option<f64>,
+    /// `--run-group`: the run group's id (default: derived alike by every shard).
+    pub run_group: Option<String>,
     pub endpoints: Vec<String>,
     pub model: Option<String>,
     /// `chat`, `responses` or `completions`.
@@ -135,12 +143,30 @@ pub struct RunConfig {
     pub cell_id: String,
     /// Which repeat of the cell this run is.
     pub repeat: artifact::Repeat,
+    /// The shard of a multi-host run this process is, if it is one.
+    pub shard: Option<ShardPlan>,
     /// The artifact folder: `out/<campaign_id>/<arm>/<cell_id>`, or, for a cell recorded
     /// more than once, `…/<cell_id>/repeat-<k>`.
     pub artifact_dir: PathBuf,
     /// The command line with secrets removed.
     pub command_line: Vec<String>,
 }
+
+/// One shard of a run driven from several client hosts.
+#[derive(Debug, Clone)]
+pub struct ShardPlan {
+    pub spec: crate::workload::shard::ShardSpec,
+    /// The published instant of the first wave, UTC ns since the epoch.
+    pub start_at_utc_ns: i128,
+    /// How late the shard may release its first wave and still run.
+    pub margin: Duration,
+    /// The run group's id: every shard's `run_id`.
+    pub run_group: String,
+}
+
+/// How late a shard may start by default: 1 s, far beyond a synchronised clock's error and
+/// the scheduling noise of a wait, far below a wave's length.
+pub const DEFAULT_START_MARGIN: Duration = Duration::from_secs(1);
 
 /// The process environment, for [`RunConfig::from_request`].
 pub fn process_env(name: &str) -> Option<String> {
@@ -521,10 +547,83 @@ impl RunConfig {
         );
         let cell_dir = artifact::artifact_dir(&a.out, &manifest.campaign_id, &a.arm, &cell_id)
             .map_err(|why| flag("--manifest", a.manifest.display(), why))?;
-        let artifact_dir = if repeat.of > 1 {
+        let shard = match (&a.shard, &a.start_at) {
+            (None, None) => {
+                if a.run_group.is_some() || a.start_margin.is_some() {
+                    return Err(flag(
+                        "--run-group",
+                        a.run_group.as_deref().unwrap_or("--start-margin"),
+                        "only for a sharded run: give --shard and --start-at",
+                    ));
+                }
+                None
+            }
+            (Some(s), None) => {
+                return Err(flag(
+                    "--shard",
+                    s,
+                    "needs --start-at UTC: the instant every shard releases its first wave at",
+                ));
+            }
+            (None, Some(t)) => {
+                return Err(flag(
+                    "--start-at",
+                    t,
+                    "only for a sharded run: give --shard",
+                ));
+            }
+            (Some(s), Some(t)) => {
+                let spec = crate::workload::shard::ShardSpec::parse(s, env)
+                    .map_err(|why| flag("--shard", s, why))?;
+                let at =
+                    time::OffsetDateTime::parse(t, &time::format_description::well_known::Rfc3339)
+                        .map_err(|e| {
+                            flag(
+                                "--start-at",
+                                t,
+                                format!("expected RFC 3339 UTC, e.g. 2026-12-03T15:00:00Z ({e})"),
+                            )
+                        })?;
+                if repeat.of > 1 && a.repeat_index.is_none() {
+                    return Err(flag(
+                        "--shard",
+                        s,
+                        "with --repeat N give --repeat-index K: each repeat of a sharded cell is \
+                         its own run group with its own --start-at",
+                    ));
+                }
+                let margin = seconds("--start-margin", a.start_margin, DEFAULT_START_MARGIN)?;
+                let start_at_utc_ns = at.unix_timestamp_nanos();
+                let run_group = match &a.run_group {
+                    Some(g) => {
+                        path_component("--run-group", g)?;
+                        g.clone()
+                    }
+                    None => crate::workload::shard::run_group(
+                        &manifest.campaign_id,
+                        &a.arm,
+                        &cell_id,
+                        repeat.index,
+                        spec.of,
+                        start_at_utc_ns,
+                    ),
+                };
+                Some(ShardPlan {
+                    spec,
+                    start_at_utc_ns,
+                    margin,
+                    run_group,
+                })
+            }
+        };
+        let run_dir = if repeat.of > 1 {
             cell_dir.join(artifact::run::repeat_folder(repeat.index))
         } else {
             cell_dir.clone()
+        };
+        let artifact_dir = match &shard {
+            Some(plan) => run_dir.join(plan.spec.folder()),
+            None => run_dir,
         };
         check_out(&a.out, &artifact_dir)?;
         check_layout(&a.out, &cell_dir, repeat)?;
@@ -556,6 +655,7 @@ impl RunConfig {
             realtime: !a.no_realtime,
             cell_id,
             repeat,
+            shard,
             artifact_dir,
             command_line,
         })

@@ -45,6 +45,7 @@ pub mod config;
 pub mod endpoint;
 pub mod error;
 pub mod exposition;
+pub mod host_clock;
 pub mod hotpath;
 pub mod http;
 pub mod oracle;

@@ -46,6 +46,9 @@ pub struct RunMeta {
     pub model: String,
     pub prompt_tokens_target: u64,
     pub max_tokens: Option<u32>,
+    /// A shard of a multi-host run sends (and accounts for) only its own indices: (index,
+    /// count).
+    pub shard: Option<(u32, u32)>,
     /// Secrets removed from event data, error texts and scrape labels before they are written.
     pub redactor: artifact::Redactor,
 }
@@ -269,6 +272,10 @@ impl Recorder {
             .enumerate()
             .filter(|(i, m)| {
                 m.kind == RequestKind::Measured
+                    && self
+                        .meta
+                        .shard
+                        .is_none_or(|(s, n)| crate::artifact::shard::sends(s, n, *i as u32))
                     && self.facts.get(*i).is_none_or(|f| f.outcome.is_none())
             })
             .map(|(i, _)| i as u32)

@@ -224,6 +224,8 @@ struct Run<'c> {
     interrupted: Arc<AtomicBool>,
     /// Why the run failed, if it did (set once, first cause wins): the artifact says so.
     failed: Option<String>,
+    /// A shard: how late its first wave was released after the published instant (ns).
+    late_ns: Arc<std::sync::atomic::AtomicI64>,
 }
 
 impl<'c> Run<'c> {
@@ -233,14 +235,33 @@ impl<'c> Run<'c> {
         auth: Option<hyper::header::HeaderValue>,
         msgs: Sender<Msg>,
     ) -> Self {
-        let origin = Origin::now();
+        let now = Origin::now();
+        let (origin, run_id, salt) = match &cfg.shard {
+            // A shard: t = 0 is the published instant as this host's clock reads it, so the
+            // shards' times share one timeline; the run id and the salt are the group's.
+            Some(plan) => {
+                let ahead = i64::try_from(plan.start_at_utc_ns - now.utc_unix_ns).unwrap_or(0);
+                let origin = Origin {
+                    monotonic_ns: now.monotonic_ns.saturating_add(ahead),
+                    utc_unix_ns: plan.start_at_utc_ns,
+                };
+                let salt = crate::workload::shard::prompt_salt(&plan.run_group);
+                (origin, plan.run_group.clone(), salt)
+            }
+            None => (
+                now,
+                format!("{}-{}", compact_utc(now.utc_unix_ns), random_hex(4)),
+                random_hex(8),
+            ),
+        };
         Self {
             cfg,
             hooks,
             auth,
-            run_id: format!("{}-{}", compact_utc(origin.utc_unix_ns), random_hex(4)),
-            salt: random_hex(8),
+            run_id,
+            salt,
             origin,
+            late_ns: Arc::new(std::sync::atomic::AtomicI64::new(0)),
             msgs,
             stop: Cancel::new(),
             cancel: Cancel::new(),
@@ -394,6 +415,15 @@ impl<'c> Run<'c> {
             cell_id: cfg.cell_id.clone(),
             run_id: self.run_id.clone(),
             repeat: cfg.repeat,
+            shard: cfg.shard.as_ref().map(|plan| artifact::shard::Shard {
+                index: plan.spec.index,
+                of: plan.spec.of,
+                start_at_utc: artifact::run::format_utc_ns(plan.start_at_utc_ns),
+                started_late_ms: 0.0,
+                start_margin_ms: plan.margin.as_secs_f64() * 1e3,
+                host: super::host_clock::host_name(),
+                clock: super::host_clock::read(),
+            }),
             workload_fingerprint: workload.fingerprint(),
             workload,
             topology: Topology {
@@ -426,7 +456,21 @@ impl<'c> Run<'c> {
         let dir = self.cfg.artifact_dir.clone();
         let hooks = self.hooks.clone();
         tokio::spawn(async move {
-            if tokio::signal::ctrl_c().await.is_err() {
+            // SIGTERM is how a scheduler stops a pod or a task (Kubernetes, Slurm): the same
+            // as a first SIGINT.
+            let mut term =
+                tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+            let terminated = async {
+                match term.as_mut() {
+                    Some(t) => t.recv().await.is_some(),
+                    None => std::future::pending().await,
+                }
+            };
+            let signalled = tokio::select! {
+                r = tokio::signal::ctrl_c() => r.is_ok(),
+                t = terminated => t,
+            };
+            if !signalled {
                 return;
             }
             interrupted.store(true, Ordering::SeqCst);
@@ -555,11 +599,17 @@ impl<'c> Run<'c> {
             prompt_tokens_target: cfg.cell.context,
             max_tokens: Some(cfg.cell.max_tokens),
             redactor: cfg.redactor.clone(),
+            shard: cfg.shard.as_ref().map(|p| (p.spec.index, p.spec.of)),
         });
         let (sink, events) = event_channel(CHANNEL_CAPACITY);
         let progress = Progress {
             enabled: !cfg.quiet,
-            measured: cfg.cell.requests,
+            measured: match &cfg.shard {
+                Some(p) => (0..cfg.cell.requests)
+                    .filter(|i| p.spec.sends(*i as u32))
+                    .count() as u64,
+                None => cfg.cell.requests,
+            },
         };
         let recorder = Recorder::new(writer, events, msgs, meta, self.origin, progress);
         let thread = std::thread::Builder::new()
@@ -599,6 +649,11 @@ impl<'c> Run<'c> {
             msgs: &self.msgs,
             stop: &self.stop,
             cancel: &self.cancel,
+            start_at: cfg
+                .shard
+                .as_ref()
+                .map(|plan| (self.origin.monotonic_ns, plan.margin)),
+            late_ns: &self.late_ns,
         };
         let failure = match functional::phases(n).filter(|_| self.functional()) {
             // The functional checks: each check's requests at its own concurrency, one check
@@ -638,7 +693,7 @@ impl<'c> Run<'c> {
         let cfg = self.cfg;
         let interrupted = self.interrupted.load(Ordering::SeqCst);
         let reason = if interrupted {
-            "the run was interrupted (SIGINT) before it was issued".to_owned()
+            "the run was interrupted (SIGINT or SIGTERM) before it was issued".to_owned()
         } else if let Some(f) = &self.failed {
             format!("the run failed before it was issued ({f})")
         } else {
@@ -669,7 +724,7 @@ impl<'c> Run<'c> {
             (
                 Status::Interrupted,
                 Some(format!(
-                    "interrupted by SIGINT: no new requests were sent; requests in flight had {} s to finish, then were cancelled; measured requests never sent are recorded as cancelled",
+                    "interrupted by SIGINT or SIGTERM: no new requests were sent; requests in flight had {} s to finish, then were cancelled; measured requests never sent are recorded as cancelled",
                     GRACE.as_secs()
                 )),
             )
@@ -677,6 +732,9 @@ impl<'c> Run<'c> {
             (Status::Complete, None)
         };
         final_run.status = status;
+        if let Some(shard) = &mut final_run.shard {
+            shard.started_late_ms = self.late_ns.load(Ordering::SeqCst) as f64 / 1e6;
+        }
         let reason = reason.map(|r| cfg.redactor.text(&r).into_owned());
         final_run.status_reason = reason.clone();
         final_run.ended_utc = None;

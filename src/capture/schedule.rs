@@ -28,8 +28,13 @@ use crate::workload::request::PreparedRequest;
 
 /// The measured requests' queue.
 enum Queue {
-    /// Closed loop: the next index is taken when a worker is free.
-    Closed { next: AtomicU64, end: u64 },
+    /// Closed loop: the next index is taken when a worker is free (every `step`-th: a
+    /// shard's).
+    Closed {
+        next: AtomicU64,
+        end: u64,
+        step: u64,
+    },
     /// Open loop: indices released by the dispatcher at their intended times.
     Open {
         rx: tokio::sync::Mutex<tokio::sync::mpsc::UnboundedReceiver<(u32, i64)>>,
@@ -43,8 +48,8 @@ impl Queue {
             return None;
         }
         match self {
-            Queue::Closed { next, end } => {
-                let i = next.fetch_add(1, Ordering::Relaxed);
+            Queue::Closed { next, end, step } => {
+                let i = next.fetch_add(*step, Ordering::Relaxed);
                 (i < *end).then(|| (i as u32, monotonic_ns()))
             }
             Queue::Open { rx } => {
@@ -74,6 +79,11 @@ pub struct Drive<'a> {
     pub stop: &'a Cancel,
     /// Requests in flight cancelled.
     pub cancel: &'a Cancel,
+    /// A shard's published start: the `CLOCK_MONOTONIC` instant its first wave is due
+    /// (the run's t = 0), and how late it may be and still run.
+    pub start_at: Option<(i64, Duration)>,
+    /// How late the first wave was released after `start_at` (ns), once it was.
+    pub late_ns: &'a std::sync::atomic::AtomicI64,
 }
 
 impl Drive<'_> {
@@ -104,8 +114,18 @@ async fn drive(
         msgs,
         stop,
         cancel,
+        start_at,
+        late_ns,
     } = *d;
     let n = measured.end;
+    // A shard keeps the workers (and sends the requests) whose position (index) is its own
+    // modulo the shard count, so the shards together are the single-host run.
+    let (shard, shards) = cfg.shard.as_ref().map_or((0u64, 1u64), |p| {
+        (u64::from(p.spec.index), u64::from(p.spec.of))
+    });
+    let mine = move |i: u64| i % shards == shard;
+    // The first index at or after `from` that is this shard's.
+    let first_mine = |from: u64| from + (shard + shards - from % shards) % shards;
     // One worker per (concurrency slot, replica), built before anything starts, in slot
     // order across replicas, so that the wake-up after the barrier reaches the replicas' first
     // workers one after another rather than one replica's workers first.
@@ -116,17 +136,23 @@ async fn drive(
         Ok(p) => p,
         Err(e) => return Some(format!("no request could be sent: the socket pacer: {e}")),
     };
+    let mut position = 0u64;
     for _ in 0..concurrency {
         for ep in &endpoints {
+            position += 1;
+            if !mine(position - 1) {
+                continue;
+            }
             match Worker::new(ep.clone(), cfg.timeouts, cfg.api_key.as_ref(), sink.clone()) {
-                Ok(w) => workers.push(
+                Ok(w) => workers.push((
+                    position - 1,
                     w.with_pacer(pacer.clone()).with_fresh_connections(
                         closes_after_stream
                             .get(ep.replica as usize)
                             .copied()
                             .unwrap_or(false),
                     ),
-                ),
+                )),
                 // The key was checked with the configuration: this does not happen, but if it
                 // did, no request could be sent.
                 Err(e) => return Some(format!("no request could be sent: {e}")),
@@ -149,23 +175,26 @@ async fn drive(
         }
     };
     let closed = matches!(cfg.schedule, Schedule::Closed);
-    let wave = workers.len() as u64;
+    // The first wave is every host's workers together.
+    let wave = u64::from(concurrency) * endpoints.len() as u64;
     let ramp_ns = cfg
         .ramp
         .map_or(0, |r| r.as_nanos().min(i64::MAX as u128) as i64);
     let warm = Arc::new(Queue::Closed {
-        next: AtomicU64::new(u64::from(warm.start)),
+        next: AtomicU64::new(first_mine(u64::from(warm.start))),
         end: u64::from(warm.end),
+        step: shards,
     });
     let (open_tx, queue) = match cfg.schedule {
         Schedule::Closed => (
             None,
             // The first wave's indices are the workers' own (see the module documentation).
             Queue::Closed {
-                next: AtomicU64::new(
+                next: AtomicU64::new(first_mine(
                     (u64::from(measured.start) + wave).min(u64::from(measured.end)),
-                ),
+                )),
                 end: u64::from(measured.end),
+                step: shards,
             },
         ),
         Schedule::Open { .. } => {
@@ -181,7 +210,7 @@ async fn drive(
     let queue = Arc::new(queue);
     let sink_failed = Arc::new(AtomicBool::new(false));
     let mut tasks = tokio::task::JoinSet::new();
-    for (position, mut worker) in workers.into_iter().enumerate() {
+    for (position, mut worker) in workers {
         let (prepared, barrier, warm, queue, msgs) = (
             prepared.clone(),
             barrier.clone(),
@@ -200,7 +229,7 @@ async fn drive(
             }
             arrive();
             barrier.wait().await;
-            let first = u64::from(measured.start) + position as u64;
+            let first = u64::from(measured.start) + position;
             if ok && closed && first < u64::from(measured.end) {
                 let offset = (i128::from(ramp_ns) * position as i128 / wave.max(1) as i128) as i64;
                 let t = release_ns.load(Ordering::SeqCst).saturating_add(offset);
@@ -229,8 +258,51 @@ async fn drive(
             }
         });
     }
+    if let Some((deadline, margin)) = start_at {
+        // A shard: every worker warmed up and waiting, then the published instant.
+        while arrived.load(Ordering::SeqCst) + 1 < parties as u64 && !stop.is_cancelled() {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        let late = monotonic_ns().saturating_sub(deadline);
+        if late > margin.as_nanos() as i64 {
+            late_ns.store(late, Ordering::SeqCst);
+            stop.cancel();
+            arrive();
+            barrier.wait().await;
+            while tasks.join_next().await.is_some() {}
+            return Some(format!(
+                "this shard was ready {:.3} s after --start-at, later than the {:.3} s \
+                 --start-margin allows: it sent no measured request (the other shards started \
+                 without it; record the run group again with a later --start-at)",
+                late as f64 / 1e9,
+                margin.as_secs_f64()
+            ));
+        }
+        // Sleep to 2 ms before the instant (the timer's granularity is 1 ms), then yield
+        // until it: the release is then within microseconds of the instant.
+        let early = deadline.saturating_sub(2_000_000);
+        let wait = Duration::from_nanos(early.saturating_sub(monotonic_ns()).max(0) as u64);
+        tokio::select! {
+            biased;
+            () = stop.cancelled() => {}
+            () = tokio::time::sleep(wait) => {}
+        }
+        while monotonic_ns() < deadline && !stop.is_cancelled() {
+            tokio::task::yield_now().await;
+        }
+    }
     arrive();
     barrier.wait().await;
+    if start_at.is_some() {
+        let deadline = start_at.map_or(0, |(d, _)| d);
+        late_ns.store(
+            release_ns
+                .load(Ordering::SeqCst)
+                .saturating_sub(deadline)
+                .max(0),
+            Ordering::SeqCst,
+        );
+    }
     if let (
         Some(tx),
         Schedule::Open {
@@ -243,8 +315,15 @@ async fn drive(
         let stop = stop.clone();
         let seed = cfg.manifest.selection.random_prefix_seed;
         let ramp_s = cfg.ramp.map_or(0.0, |r| r.as_secs_f64());
+        // Every shard's dispatcher starts at the release (the published instant) and keeps
+        // its own indices of the one schedule.
+        let start = release_ns.load(Ordering::SeqCst);
+        let sends = move |i: u32| mine(u64::from(i));
         tasks.spawn(async move {
-            dispatch(tx, n, rate_per_s, poisson, ramp_s, seed, &stop).await;
+            dispatch(
+                tx, n, rate_per_s, poisson, ramp_s, seed, start, sends, &stop,
+            )
+            .await;
         });
     }
     let mut failure = None;
@@ -293,7 +372,9 @@ pub fn ramped_offset_s(full_rate_s: f64, ramp_s: f64) -> f64 {
 
 /// Release indices `0..n` at their intended times: `start + i / rate`, or with exponential
 /// gaps of mean `1 / rate` (a Poisson process, seeded by the manifest seed); with a ramp,
-/// those times stretched by [`ramped_offset_s`].
+/// those times stretched by [`ramped_offset_s`]. Only the indices `sends` keeps are
+/// released (a shard's), at the times the whole schedule gives them.
+#[allow(clippy::too_many_arguments)]
 async fn dispatch(
     tx: tokio::sync::mpsc::UnboundedSender<(u32, i64)>,
     n: u32,
@@ -301,13 +382,21 @@ async fn dispatch(
     poisson: bool,
     ramp_s: f64,
     seed: u64,
+    start: i64,
+    sends: impl Fn(u32) -> bool,
     stop: &Cancel,
 ) {
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed ^ 0x6f70_656e_6c6f_6f70);
     let exp = rand_distr::Exp::new(rate).ok();
-    let start = monotonic_ns();
     let mut offset_s = 0.0f64;
     for i in 0..n {
+        if !sends(i) {
+            offset_s += match (poisson, &exp) {
+                (true, Some(e)) => rand_distr::Distribution::sample(e, &mut rng),
+                _ => 1.0 / rate,
+            };
+            continue;
+        }
         // (`as` saturates; the configuration bounds the schedule to a day, Poisson gaps may
         // draw a little past it)
         let intended = start.saturating_add((ramped_offset_s(offset_s, ramp_s) * 1e9) as i64);

@@ -56,7 +56,8 @@ const TAIL_HOLDERS_SQL: &str = "\
 SELECT run_id, first_wave, ttft_ms, effective_prefill_tps, decode_tps, tpot_ms, itl_ms, e2e_ms \
 FROM request_figures WHERE outcome = 'ok' ORDER BY run_id, request_index";
 
-const RUNS_SQL: &str = "SELECT run_id, arm, cell_id, status, dir FROM runs ORDER BY run_id";
+const RUNS_SQL: &str = "SELECT run_id, arm, cell_id, status, dir, shards, clock_uncertainty_ms \
+FROM runs ORDER BY run_id";
 
 const CLIENT_QUEUE_SQL: &str = "\
 SELECT run_id, schedule, rate_per_s, requests, queued_over_1ms, p50_ms, p95_ms, max_ms \
@@ -86,6 +87,8 @@ struct RunRow {
     cell_id: String,
     status: String,
     dir: String,
+    shards: Option<i64>,
+    clock_uncertainty_ms: Option<f64>,
 }
 
 /// The columns of [`SUMMARY_SQL`] beside the statistics.
@@ -156,6 +159,7 @@ pub async fn read(session: &AnvilSession) -> Result<Summary, QueryError> {
             cell_id: r.cell_id,
             status: r.status,
             dir: r.dir,
+            shards: r.shards.zip(r.clock_uncertainty_ms),
             first_wave: None,
             windows: Window::ALL
                 .iter()

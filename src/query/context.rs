@@ -32,7 +32,7 @@ use super::views::VIEWS;
 use super::{QueryError, functional_udf, udf};
 
 /// The base tables, in the order `--list` shows them.
-pub const TABLES: [&str; 5] = ["runs", "slos", "requests", "events", "scrapes"];
+pub const TABLES: [&str; 6] = ["runs", "shards", "slos", "requests", "events", "scrapes"];
 
 /// A session over some artifacts.
 pub struct AnvilSession {
@@ -120,13 +120,14 @@ impl AnvilSession {
                 source: DataFusionError::Internal("no default catalog".into()),
             })?;
         #[cfg(feature = "object-store")]
-        for remote in artifacts.iter().filter_map(|a| a.remote.as_ref()) {
+        for remote in artifacts.iter().flat_map(|a| a.remote.iter()) {
             ctx.register_object_store(remote.remote.base(), remote.remote.store().clone());
         }
         udf::register(&ctx);
         functional_udf::register(&ctx);
         register(&ctx, "runs", Arc::new(runs_table(&artifacts)?))?;
         register(&ctx, "slos", Arc::new(slos_table(slos)?))?;
+        register(&ctx, "shards", Arc::new(shards_table(&artifacts)?))?;
         for table in Table::ALL {
             let provider = parquet_table(table, &artifacts)?;
             register(&ctx, table.name(), provider)?;
@@ -207,7 +208,7 @@ fn parquet_table(
     let mut urls = Vec::new();
     for a in artifacts {
         #[cfg(feature = "object-store")]
-        if let Some(remote) = &a.remote {
+        for remote in &a.remote {
             if let Some(o) = &remote.tables[table as usize] {
                 urls.push(
                     ListingTableUrl::parse(&o.url).map_err(|e| QueryError::Artifact {
@@ -216,7 +217,6 @@ fn parquet_table(
                     })?,
                 );
             }
-            continue;
         }
         for path in a.files(table) {
             urls.push(file_url(&a.dir, path)?);
@@ -389,7 +389,97 @@ pub fn runs_schema() -> SchemaRef {
         s("started_utc", false),
         s("ended_utc", true),
         s("dir", false),
+        i("shards", true),
+        Field::new("clock_uncertainty_ms", DataType::Float64, true),
     ]))
+}
+
+/// Schema of the `shards` table: one row per shard of a run driven from several hosts.
+pub fn shards_schema() -> SchemaRef {
+    let s = |name: &str, nullable| Field::new(name, DataType::Utf8, nullable);
+    let i = |name: &str| Field::new(name, DataType::Int64, false);
+    let f = |name: &str, nullable| Field::new(name, DataType::Float64, nullable);
+    Arc::new(Schema::new(vec![
+        s("run_id", false),
+        i("shard"),
+        i("shards"),
+        s("dir", false),
+        s("host", false),
+        s("status", false),
+        i("requests_measured"),
+        s("start_at_utc", false),
+        f("started_late_ms", false),
+        Field::new("clock_synchronized", DataType::Boolean, false),
+        f("clock_offset_ms", true),
+        f("clock_max_error_ms", true),
+        s("clock_source", true),
+    ]))
+}
+
+fn shards_table(artifacts: &[ArtifactSource]) -> Result<MemTable, QueryError> {
+    let rows: Vec<(
+        &crate::query::source::ShardSource,
+        &crate::artifact::shard::Shard,
+    )> = artifacts
+        .iter()
+        .flat_map(|a| a.shards.iter())
+        .filter_map(|s| s.run.shard.as_ref().map(|x| (s, x)))
+        .collect();
+    let ms = |ns: Option<i64>| ns.map(|n| n as f64 / 1e6);
+    let columns: Vec<ArrayRef> = vec![
+        Arc::new(StringArray::from_iter_values(
+            rows.iter().map(|(s, _)| s.run.run_id.clone()),
+        )),
+        Arc::new(Int64Array::from_iter_values(
+            rows.iter().map(|(_, x)| i64::from(x.index)),
+        )),
+        Arc::new(Int64Array::from_iter_values(
+            rows.iter().map(|(_, x)| i64::from(x.of)),
+        )),
+        Arc::new(StringArray::from_iter_values(
+            rows.iter().map(|(s, _)| s.location.clone()),
+        )),
+        Arc::new(StringArray::from_iter_values(
+            rows.iter().map(|(_, x)| x.host.clone()),
+        )),
+        Arc::new(StringArray::from_iter_values(
+            rows.iter().map(|(s, _)| s.run.status.as_str().to_owned()),
+        )),
+        Arc::new(Int64Array::from_iter_values(rows.iter().map(|(s, _)| {
+            i64::try_from(s.run.counts.requests_measured).unwrap_or(i64::MAX)
+        }))),
+        Arc::new(StringArray::from_iter_values(
+            rows.iter().map(|(_, x)| x.start_at_utc.clone()),
+        )),
+        Arc::new(Float64Array::from_iter_values(
+            rows.iter().map(|(_, x)| x.started_late_ms),
+        )),
+        Arc::new(BooleanArray::from_iter(
+            rows.iter().map(|(_, x)| Some(x.clock.synchronized)),
+        )),
+        Arc::new(
+            rows.iter()
+                .map(|(_, x)| ms(x.clock.offset_ns))
+                .collect::<Float64Array>(),
+        ),
+        Arc::new(
+            rows.iter()
+                .map(|(_, x)| ms(x.clock.max_error_ns))
+                .collect::<Float64Array>(),
+        ),
+        Arc::new(
+            rows.iter()
+                .map(|(_, x)| x.clock.source.clone())
+                .collect::<StringArray>(),
+        ),
+    ];
+    let schema = shards_schema();
+    let failed = |source| QueryError::Register {
+        table: "shards",
+        source,
+    };
+    let batch = RecordBatch::try_new(schema.clone(), columns).map_err(|e| failed(e.into()))?;
+    MemTable::try_new(schema, vec![vec![batch]]).map_err(failed)
 }
 
 /// The `slos` table: one row per SLO in force (docs/artifact.md).
@@ -519,6 +609,27 @@ fn runs_table(artifacts: &[ArtifactSource]) -> Result<MemTable, QueryError> {
         Arc::new(StringArray::from_iter_values(
             artifacts.iter().map(|a| a.location.clone()),
         )),
+        Arc::new(
+            artifacts
+                .iter()
+                .map(|a| (!a.shards.is_empty()).then_some(a.shards.len() as i64))
+                .collect::<Int64Array>(),
+        ),
+        Arc::new(
+            artifacts
+                .iter()
+                .map(|a| {
+                    let clocks: Vec<_> = a
+                        .shards
+                        .iter()
+                        .filter_map(|s| s.run.shard.as_ref().map(|x| (x.host.as_str(), &x.clock)))
+                        .collect();
+                    (!clocks.is_empty()).then(|| {
+                        crate::artifact::shard::timeline_uncertainty_ns(&clocks) as f64 / 1e6
+                    })
+                })
+                .collect::<Float64Array>(),
+        ),
     ];
     let schema = runs_schema();
     let batch =

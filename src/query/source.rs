@@ -23,9 +23,19 @@ pub struct ArtifactSource {
     /// Parquet files per table, in [`Table::ALL`] order (none for a remote artifact: see
     /// `remote`).
     pub files: [Vec<PathBuf>; 3],
-    /// The remote artifact, whose tables are objects.
+    /// The remote artifacts (one, or a run group's remote shards) whose tables are objects.
     #[cfg(feature = "object-store")]
-    pub remote: Option<std::sync::Arc<crate::location::RemoteArtifact>>,
+    pub remote: Vec<std::sync::Arc<crate::location::RemoteArtifact>>,
+    /// The shards of a run driven from several client hosts, by index (empty for a run
+    /// from one host): this source is then their union, one logical run.
+    pub shards: Vec<ShardSource>,
+}
+
+/// One shard of a logical run: where it is and what it recorded about itself.
+#[derive(Debug, Clone)]
+pub struct ShardSource {
+    pub location: String,
+    pub run: RunJson,
 }
 
 impl ArtifactSource {
@@ -38,21 +48,35 @@ impl ArtifactSource {
     /// (`anvil verify`'s polars): itself, or for a remote artifact a copy whose files are
     /// cached copies of its tables (fetched unless a current copy is cached).
     pub fn localized(&self) -> Result<ArtifactSource, QueryError> {
+        let mut local = self.clone();
         #[cfg(feature = "object-store")]
-        if let Some(remote) = &self.remote {
-            let mut local = self.clone();
+        for remote in std::mem::take(&mut local.remote) {
             for table in Table::ALL {
-                let path = crate::location::block_on(crate::location::cached_table(remote, table))
+                let path = crate::location::block_on(crate::location::cached_table(&remote, table))
                     .map_err(|e| QueryError::Artifact {
                         dir: self.location.clone().into(),
                         message: e.to_string(),
                     })?;
-                local.files[table as usize] = vec![path];
+                local.files[table as usize].push(path);
             }
-            local.remote = None;
-            return Ok(local);
         }
-        Ok(self.clone())
+        Ok(local)
+    }
+
+    /// The requests table's files as local files (a remote one's cached copy).
+    fn localized_requests(&self) -> Result<Vec<PathBuf>, QueryError> {
+        let mut files = self.files(Table::Requests).to_vec();
+        #[cfg(feature = "object-store")]
+        for remote in &self.remote {
+            files.push(
+                crate::location::block_on(crate::location::cached_table(remote, Table::Requests))
+                    .map_err(|e| QueryError::Artifact {
+                    dir: self.location.clone().into(),
+                    message: e.to_string(),
+                })?,
+            );
+        }
+        Ok(files)
     }
 
     /// Read `dir/run.json`, list the table files and check them with the checks of `anvil
@@ -110,7 +134,8 @@ impl ArtifactSource {
             run,
             files,
             #[cfg(feature = "object-store")]
-            remote: None,
+            remote: Vec::new(),
+            shards: Vec::new(),
         })
     }
 }
@@ -160,7 +185,7 @@ pub fn find_artifacts(roots: &[PathBuf]) -> Result<Vec<ArtifactSource>, QueryErr
     }
     dirs.sort();
     dirs.dedup();
-    let sources = open_all(&dirs)?;
+    let sources = logical_runs(open_all(&dirs)?)?;
     let mut seen = std::collections::BTreeMap::new();
     for s in &sources {
         if let Some(first) = seen.insert(s.run.run_id.clone(), s.location.clone()) {
@@ -172,6 +197,179 @@ pub fn find_artifacts(roots: &[PathBuf]) -> Result<Vec<ArtifactSource>, QueryErr
         }
     }
     Ok(sources)
+}
+
+/// The artifacts with the shards of each run group put together as one logical run (see
+/// [`crate::artifact::shard`]): every shard of the group once, every measured request index
+/// of the cell exactly once, the same workload, arm and cell. An incomplete or inconsistent
+/// group is refused, naming the shards.
+fn logical_runs(sources: Vec<ArtifactSource>) -> Result<Vec<ArtifactSource>, QueryError> {
+    let mut out = Vec::with_capacity(sources.len());
+    let mut groups: std::collections::BTreeMap<String, Vec<ArtifactSource>> = Default::default();
+    for s in sources {
+        if s.run.shard.is_some() {
+            groups.entry(s.run.run_id.clone()).or_default().push(s);
+        } else {
+            out.push(s);
+        }
+    }
+    for (group, mut shards) in groups {
+        shards.sort_by_key(|s| s.run.shard.as_ref().map_or(0, |x| x.index));
+        out.push(union(&group, shards)?);
+    }
+    out.sort_by(|a, b| a.dir.cmp(&b.dir));
+    Ok(out)
+}
+
+/// One logical run of a run group's shards (sorted by index).
+fn union(group: &str, shards: Vec<ArtifactSource>) -> Result<ArtifactSource, QueryError> {
+    use crate::artifact::Status;
+    let first = &shards[0];
+    let of = first.run.shard.as_ref().map_or(1, |x| x.of);
+    let parent = first
+        .dir
+        .parent()
+        .map_or_else(|| first.dir.clone(), std::path::Path::to_owned);
+    let location = match first.location.rsplit_once('/') {
+        Some((up, _))
+            if shards
+                .iter()
+                .all(|s| s.location.starts_with(&format!("{up}/"))) =>
+        {
+            up.to_owned()
+        }
+        _ => first.location.clone(),
+    };
+    let refused = |problems: Vec<String>| QueryError::Artifact {
+        dir: location.clone().into(),
+        message: format!(
+            "run group `{group}` (shards {}) is not one whole run: {}",
+            shards
+                .iter()
+                .map(|s| s.location.as_str())
+                .collect::<Vec<_>>()
+                .join(", "),
+            problems.join("; ")
+        ),
+    };
+    let mut problems = Vec::new();
+    for s in &shards[1..] {
+        let (a, b) = (&first.run, &s.run);
+        if b.shard.as_ref().map(|x| x.of) != Some(of) {
+            problems.push(format!("{} says a different shard count", s.location));
+        }
+        if (
+            &a.campaign_id,
+            &a.arm.name,
+            &a.cell_id,
+            &a.workload_fingerprint,
+        ) != (
+            &b.campaign_id,
+            &b.arm.name,
+            &b.cell_id,
+            &b.workload_fingerprint,
+        ) {
+            problems.push(format!(
+                "{} records another campaign, arm, cell or workload than {}",
+                s.location, first.location
+            ));
+        }
+    }
+    let mut measured = Vec::new();
+    for s in &shards {
+        measured.extend(measured_indices(s)?);
+    }
+    let present: Vec<(u32, String)> = shards
+        .iter()
+        .map(|s| {
+            (
+                s.run.shard.as_ref().map_or(0, |x| x.index),
+                s.location.clone(),
+            )
+        })
+        .collect();
+    problems.extend(crate::artifact::shard::group_problems(
+        of,
+        &present,
+        first.run.workload.total_requests,
+        &measured,
+    ));
+    if !problems.is_empty() {
+        return Err(refused(problems));
+    }
+    // The union: counts summed, the worst status (with each shard's reason, named), the
+    // last end.
+    let mut run = first.run.clone();
+    let mut files: [Vec<PathBuf>; 3] = Default::default();
+    let rank = |s: Status| match s {
+        Status::Complete => 0,
+        Status::Interrupted => 1,
+        Status::Failed => 2,
+        Status::Running => 3,
+    };
+    let mut reasons = Vec::new();
+    run.counts = Default::default();
+    for s in &shards {
+        let c = &s.run.counts;
+        let t = &mut run.counts;
+        t.requests_measured += c.requests_measured;
+        t.requests_warmup += c.requests_warmup;
+        t.requests_calibration += c.requests_calibration;
+        t.succeeded += c.succeeded;
+        t.events += c.events;
+        t.scrapes += c.scrapes;
+        t.channel_full += c.channel_full;
+        for (o, n) in &c.failed {
+            *t.failed.entry(*o).or_default() += n;
+        }
+        if rank(s.run.status) > rank(run.status) {
+            run.status = s.run.status;
+        }
+        if let Some(r) = &s.run.status_reason {
+            let index = s.run.shard.as_ref().map_or(0, |x| x.index);
+            reasons.push(format!("shard {index}/{of}: {r}"));
+        }
+        if s.run.ended_utc > run.ended_utc {
+            run.ended_utc.clone_from(&s.run.ended_utc);
+        }
+        for table in Table::ALL {
+            files[table as usize].extend(s.files(table).iter().cloned());
+        }
+    }
+    run.status_reason = (!reasons.is_empty()).then(|| reasons.join("; "));
+    Ok(ArtifactSource {
+        dir: parent,
+        location,
+        run,
+        files,
+        #[cfg(feature = "object-store")]
+        remote: shards
+            .iter()
+            .flat_map(|s| s.remote.iter().cloned())
+            .collect(),
+        shards: shards
+            .into_iter()
+            .map(|s| ShardSource {
+                location: s.location,
+                run: s.run,
+            })
+            .collect(),
+    })
+}
+
+/// The measured request indices a shard recorded.
+fn measured_indices(shard: &ArtifactSource) -> Result<Vec<u32>, QueryError> {
+    let local = shard.localized_requests()?;
+    let mut out = Vec::new();
+    for path in &local {
+        out.extend(
+            crate::artifact::reader::measured_indices(path).map_err(|e| QueryError::Artifact {
+                dir: shard.location.clone().into(),
+                message: e.to_string(),
+            })?,
+        );
+    }
+    Ok(out)
 }
 
 /// Open each of `dirs`, in order: local folders one by one, remote artifacts a few at a
@@ -310,7 +508,8 @@ mod remote {
             location: remote.url.clone(),
             run,
             files: [vec![], vec![], vec![]],
-            remote: Some(remote),
+            remote: vec![remote],
+            shards: Vec::new(),
         })
     }
 

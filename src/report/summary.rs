@@ -141,6 +141,9 @@ pub struct ArtifactStats {
     pub cell_id: String,
     pub status: String,
     pub dir: String,
+    /// A run driven from several client hosts: its shard count and how far apart their
+    /// timelines may be (ms).
+    pub shards: Option<(i64, f64)>,
     pub first_wave: Option<FirstWave>,
     /// `all`, then `after_first_wave`.
     pub windows: Vec<WindowStats>,
@@ -183,6 +186,15 @@ pub fn render(summary: &Summary) -> String {
             "run {}  arm {}  cell {}  ({})  {}",
             a.run_id, a.arm, a.cell_id, a.status, a.dir
         );
+        if let Some((n, uncertainty_ms)) = a.shards {
+            let _ = writeln!(
+                out,
+                "  one run from {n} client hosts (shards; `SELECT * FROM shards`): its times share \
+                 the published start instant; spans across hosts, and the aggregate throughput \
+                 over them, are uncertain by ±{} ms (the hosts' clock error bounds)",
+                crate::figure::sig3(uncertainty_ms)
+            );
+        }
         let has_wave = a.first_wave.as_ref().is_some_and(|w| w.requests > 0);
         if let Some(w) = &a.first_wave {
             let _ = writeln!(out, "  {}", w.describe());

@@ -1,6 +1,7 @@
 //! What to send, with no socket in sight: the manifest's cells ([`cells`]), each request's
 //! prompt with its canary and filler ([`prompt`]), the functional checks' request bodies
-//! ([`functional`]), and the request bodies serialised before a run starts ([`request`]).
+//! ([`functional`]), the request bodies serialised before a run starts ([`request`]), and
+//! which of them a shard of a multi-host run sends ([`shard`]).
 //! The recorder (`crate::capture`) sends what this module prepared and times what comes
 //! back.
 
@@ -8,3 +9,4 @@ pub mod cells;
 pub mod functional;
 pub mod prompt;
 pub mod request;
+pub mod shard;

@@ -31,6 +31,8 @@ mod readme;
 mod report;
 #[cfg(feature = "analysis")]
 mod rules;
+#[cfg(feature = "analysis")]
+mod shard;
 mod sim;
 mod skip;
 #[cfg(feature = "analysis")]
