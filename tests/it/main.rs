@@ -13,6 +13,7 @@ mod compare;
 mod conformance;
 #[cfg(feature = "analysis")]
 mod corpus;
+mod deploy;
 #[cfg(feature = "analysis")]
 mod functional;
 mod layers;

@@ -57,6 +57,12 @@ pub const CONFORMANCE: Needs = Needs {
     require_env: "ANVIL_REQUIRE_CONFORMANCE",
 };
 
+pub const KUBERNETES_VALIDATE: Needs = Needs {
+    what: "kubernetes-validate (the Kubernetes API schema validator, a Python package)",
+    how: "python3 -m pip install kubernetes-validate; bash .ci/run installs it",
+    require_env: "ANVIL_REQUIRE_KUBERNETES_VALIDATE",
+};
+
 pub const S3: Needs = Needs {
     what: "an S3-compatible server (moto's moto_server) and python3 with boto3",
     how: "pip install 'moto[server]'; bash .ci/run installs it",
