@@ -80,7 +80,7 @@ fn parse_entry(text: &str) -> Option<ColumnDoc> {
 /// (`| column | type | null | unit | meaning |`) after the heading naming it.
 pub fn table_columns(table: &str) -> Vec<ColumnDoc> {
     let heading = match table {
-        "runs" | "slos" => format!("### `{table}`"),
+        "runs" | "slos" | "shards" => format!("### `{table}`"),
         other => format!("### `{other}.parquet`"),
     };
     let Some(at) = ARTIFACT_MD.find(&heading) else {
