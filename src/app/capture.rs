@@ -400,6 +400,7 @@ pub fn hooks() -> crate::capture::RunHooks {
     crate::capture::RunHooks {
         notices: super::stderr_notices(),
         abort: || std::process::exit(i32::from(Exit::Interrupted.code())),
+        sigterm: true,
     }
 }
 

@@ -77,6 +77,10 @@ pub struct RunHooks {
     pub notices: Notices,
     /// Called after the notice of a second SIGINT; ends the process.
     pub abort: fn() -> !,
+    /// Whether SIGTERM stops the run as a first SIGINT does (a recorder in its own process,
+    /// stopped by a scheduler); `false` where the process's owner handles SIGTERM itself
+    /// (`anvil campaign run` lets the cell in flight complete).
+    pub sigterm: bool,
 }
 
 /// Record the run `cfg` describes.
@@ -458,8 +462,11 @@ impl<'c> Run<'c> {
         tokio::spawn(async move {
             // SIGTERM is how a scheduler stops a pod or a task (Kubernetes, Slurm): the same
             // as a first SIGINT.
-            let mut term =
-                tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+            let mut term = if hooks.sigterm {
+                tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok()
+            } else {
+                None
+            };
             let terminated = async {
                 match term.as_mut() {
                     Some(t) => t.recv().await.is_some(),

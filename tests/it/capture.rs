@@ -713,6 +713,16 @@ fn wait_for_parts(dir: &Path, n: usize) {
 
 #[test]
 fn sigint_finishes_in_flight_requests_and_records_the_rest_as_cancelled() {
+    interrupted_by(libc::SIGINT);
+}
+
+/// SIGTERM, how Kubernetes and Slurm stop a task, ends a capture as SIGINT does.
+#[test]
+fn sigterm_finishes_in_flight_requests_and_records_the_rest_as_cancelled() {
+    interrupted_by(libc::SIGTERM);
+}
+
+fn interrupted_by(signal: i32) {
     let tmp = tempfile::tempdir().unwrap();
     let manifest = quick_manifest(tmp.path());
     let out = tmp.path().join("out");
@@ -736,7 +746,7 @@ fn sigint_finishes_in_flight_requests_and_records_the_rest_as_cancelled() {
     );
     wait_for_parts(&dir, 3);
     // SAFETY: plain kill(2) on our own child's pid.
-    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    unsafe { libc::kill(child.id() as i32, signal) };
     let o = child.wait_with_output().unwrap();
     assert_eq!(o.status.code(), Some(130), "{}", stderr(&o));
     assert_eq!(PathBuf::from(stdout(&o).trim()), dir);
@@ -748,7 +758,7 @@ fn sigint_finishes_in_flight_requests_and_records_the_rest_as_cancelled() {
             .status_reason
             .as_deref()
             .unwrap()
-            .contains("SIGINT")
+            .contains("SIGINT or SIGTERM")
     );
     let r = measured_requests(&dir);
     let outcome = strs(&r, "outcome");

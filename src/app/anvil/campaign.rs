@@ -184,6 +184,8 @@ pub fn record_shown(argv: &[String]) -> anyhow::Result<crate::capture::RunSummar
     let hooks = crate::capture::RunHooks {
         notices: crate::app::stderr_notices(),
         abort: abort_campaign,
+        // The campaign handles SIGTERM: the cell in flight completes, no other starts.
+        sigterm: false,
     };
     crate::app::capture::record_argv(argv, hooks)
 }
