@@ -98,6 +98,17 @@ pub fn run(bin: &str, args: &[&str], env: &[(&str, &str)]) -> Output {
     c.output().expect("run binary")
 }
 
+/// A finished process's exit code, standard output and standard error, for a failed
+/// assertion's message.
+pub fn output_text(o: &Output) -> String {
+    format!(
+        "exit {:?}\nstdout:\n{}\nstderr:\n{}",
+        o.status.code(),
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
 /// Every record batch of an artifact table file.
 pub fn batches(path: &Path) -> Vec<RecordBatch> {
     anvil::artifact::open_table(path)
@@ -308,4 +319,60 @@ pub fn intended_and_sent(dir: &Path) -> Vec<(i64, i64, i64)> {
         .collect();
     rows.sort();
     rows
+}
+
+/// The commands of a shell text: continuation lines and lines inside an open quote joined,
+/// comments and blank lines dropped.
+pub fn shell_commands(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut current = String::new();
+    for line in text.lines() {
+        let line = line.trim_end();
+        if let Some(head) = line.strip_suffix('\\') {
+            current.push_str(head);
+            current.push(' ');
+            continue;
+        }
+        current.push_str(line);
+        if open_quote(strip_comment(&current)) {
+            current.push('\n');
+            continue;
+        }
+        let command = strip_comment(&current).trim().to_owned();
+        current.clear();
+        if !command.is_empty() {
+            out.push(command);
+        }
+    }
+    out
+}
+
+/// Whether `text` ends inside a quoted string.
+pub fn open_quote(text: &str) -> bool {
+    let (mut single, mut double) = (false, false);
+    for c in text.chars() {
+        match c {
+            '\'' if !double => single = !single,
+            '"' if !single => double = !double,
+            _ => {}
+        }
+    }
+    single || double
+}
+
+/// A shell line without its `# comment` (a `#` outside quotes, at the start or after a blank).
+pub fn strip_comment(line: &str) -> &str {
+    let (mut single, mut double) = (false, false);
+    let bytes = line.as_bytes();
+    for (i, &b) in bytes.iter().enumerate() {
+        match b {
+            b'\'' if !double => single = !single,
+            b'"' if !single => double = !double,
+            b'#' if !single && !double && (i == 0 || bytes[i - 1].is_ascii_whitespace()) => {
+                return &line[..i];
+            }
+            _ => {}
+        }
+    }
+    line
 }

@@ -26,7 +26,7 @@ use serde_json::Value;
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 
-use super::common::CAPTURE;
+use super::common::{CAPTURE, shell_commands, strip_comment};
 use super::skip;
 
 const K8S: &str = "deploy/kubernetes/anvil-shards.yaml";
@@ -640,62 +640,6 @@ fn option(words: &[String], long: &str, short: &str) -> Option<String> {
         }
     }
     found
-}
-
-/// The commands of a shell text: continuation lines and lines inside an open quote joined,
-/// comments and blank lines dropped.
-fn shell_commands(text: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut current = String::new();
-    for line in text.lines() {
-        let line = line.trim_end();
-        if let Some(head) = line.strip_suffix('\\') {
-            current.push_str(head);
-            current.push(' ');
-            continue;
-        }
-        current.push_str(line);
-        if open_quote(strip_comment(&current)) {
-            current.push('\n');
-            continue;
-        }
-        let command = strip_comment(&current).trim().to_owned();
-        current.clear();
-        if !command.is_empty() {
-            out.push(command);
-        }
-    }
-    out
-}
-
-/// Whether `text` ends inside a quoted string.
-fn open_quote(text: &str) -> bool {
-    let (mut single, mut double) = (false, false);
-    for c in text.chars() {
-        match c {
-            '\'' if !double => single = !single,
-            '"' if !single => double = !double,
-            _ => {}
-        }
-    }
-    single || double
-}
-
-/// A shell line without its `# comment` (a `#` outside quotes, at the start or after a blank).
-fn strip_comment(line: &str) -> &str {
-    let (mut single, mut double) = (false, false);
-    let bytes = line.as_bytes();
-    for (i, &b) in bytes.iter().enumerate() {
-        match b {
-            b'\'' if !double => single = !single,
-            b'"' if !single => double = !double,
-            b'#' if !single && !double && (i == 0 || bytes[i - 1].is_ascii_whitespace()) => {
-                return &line[..i];
-            }
-            _ => {}
-        }
-    }
-    line
 }
 
 /// Words of a shell line, quotes removed (enough for the examples' commands).

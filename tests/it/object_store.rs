@@ -11,7 +11,7 @@ use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 
-use super::common::{ANVIL, run};
+use super::common::{ANVIL, output_text as text, run};
 use super::skip::{S3, skipped};
 
 const CAMPAIGN: &str = "2026-09-04-qwen38-27b-pro6000-possibility";
@@ -152,15 +152,6 @@ impl Drop for S3Server {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "exit {:?}\nstdout:\n{}\nstderr:\n{}",
-        o.status.code(),
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
 }
 
 fn sample_campaign() -> PathBuf {

@@ -72,62 +72,6 @@ fn blocks(text: &str) -> Vec<Block> {
     out
 }
 
-/// The block's commands: continuation lines and lines inside an open quote joined, comments
-/// and blank lines dropped.
-fn commands(body: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut current = String::new();
-    for line in body.lines() {
-        let line = line.trim_end();
-        if let Some(head) = line.strip_suffix('\\') {
-            current.push_str(head);
-            current.push(' ');
-            continue;
-        }
-        current.push_str(line);
-        if open_quote(strip_comment(&current)) {
-            current.push('\n');
-            continue;
-        }
-        let command = strip_comment(&current).trim().to_owned();
-        current.clear();
-        if !command.is_empty() {
-            out.push(command);
-        }
-    }
-    out
-}
-
-/// Whether `text` ends inside a quoted string.
-fn open_quote(text: &str) -> bool {
-    let (mut single, mut double) = (false, false);
-    for c in text.chars() {
-        match c {
-            '\'' if !double => single = !single,
-            '"' if !single => double = !double,
-            _ => {}
-        }
-    }
-    single || double
-}
-
-/// A shell line without its trailing `# comment` (a `#` outside quotes after a blank).
-fn strip_comment(line: &str) -> &str {
-    let (mut single, mut double) = (false, false);
-    let bytes = line.as_bytes();
-    for (i, &b) in bytes.iter().enumerate() {
-        match b {
-            b'\'' if !double => single = !single,
-            b'"' if !single => double = !double,
-            b'#' if !single && !double && (i == 0 || bytes[i - 1] == b' ') => {
-                return &line[..i];
-            }
-            _ => {}
-        }
-    }
-    line
-}
-
 /// A line the suite cannot run as written: a placeholder for the reader to fill in.
 fn has_placeholder(command: &str) -> bool {
     command.contains(" ... ")
@@ -306,7 +250,7 @@ fn the_readme_commands_run_as_written() {
         if block.lang != "sh" {
             continue;
         }
-        for command in commands(&block.body) {
+        for command in super::common::shell_commands(&block.body) {
             if marker.starts_with("flags")
                 || has_placeholder(&command)
                 || INTERACTIVE.contains(&command.as_str())

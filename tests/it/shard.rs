@@ -3,10 +3,10 @@
 //! killed shard, which leaves the run group incomplete and named.
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use super::common::{ANVIL, CAPTURE, Sim, batches, ints, run, strs};
+use super::common::{ANVIL, CAPTURE, Sim, batches, ints, output_text as text, run, strs};
 
 const CELL: &str = "headline-sustained-output.ctx512.c4.n30";
 
@@ -70,15 +70,6 @@ fn shard(sim: &Sim, manifest: &Path, out: &Path, index: u32, at: &str) -> Child 
         .stderr(Stdio::piped())
         .spawn()
         .expect("spawn a shard")
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "exit {:?}\nstdout:\n{}\nstderr:\n{}",
-        o.status.code(),
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
 }
 
 fn cell_dir(out: &Path) -> PathBuf {
