@@ -117,7 +117,12 @@ pub fn main(
         Err(error) if is_broken_pipe(&error) => Exit::Ok.into(),
         Err(error) => {
             let exit = error.downcast_ref::<AppError>().map_or(default, |e| e.exit);
-            eprintln!("{program}: {error:#}");
+            // A store's or a library's error may quote a credential: none reaches the
+            // terminal (see `location::scrub`).
+            eprintln!(
+                "{program}: {}",
+                crate::location::scrub(&format!("{error:#}"))
+            );
             exit.into()
         }
     }

@@ -592,8 +592,47 @@ impl RunConfig {
                          its own run group with its own --start-at",
                     ));
                 }
+                if cell.class == crate::workload::cells::FUNCTIONAL {
+                    return Err(flag(
+                        "--shard",
+                        s,
+                        "the functional checks run one check after another, some one request at \
+                         a time: record them from one host",
+                    ));
+                }
+                let workers = u64::from(cell.concurrency) * endpoints.len() as u64;
+                if !workers.is_multiple_of(u64::from(spec.of)) {
+                    return Err(flag(
+                        "--shard",
+                        s,
+                        format!(
+                            "the cell's {workers} workers (concurrency {} × {} replicas) must \
+                             split evenly over {} shards, so that every shard drives as many and \
+                             the shards together keep the cell's concurrency",
+                            cell.concurrency,
+                            endpoints.len(),
+                            spec.of
+                        ),
+                    ));
+                }
                 let margin = seconds("--start-margin", a.start_margin, DEFAULT_START_MARGIN)?;
                 let start_at_utc_ns = at.unix_timestamp_nanos();
+                let now = time::OffsetDateTime::now_utc().unix_timestamp_nanos();
+                let ahead_s = (start_at_utc_ns - now) as f64 / 1e9;
+                if ahead_s < -margin.as_secs_f64() {
+                    return Err(flag(
+                        "--start-at",
+                        t,
+                        format!(
+                            "is {:.1} s in the past by this host's clock: publish an instant \
+                             far enough ahead for every shard to get ready",
+                            -ahead_s
+                        ),
+                    ));
+                }
+                if ahead_s > 86_400.0 {
+                    return Err(flag("--start-at", t, "is more than a day ahead"));
+                }
                 let run_group = match &a.run_group {
                     Some(g) => {
                         path_component("--run-group", g)?;
@@ -621,6 +660,36 @@ impl RunConfig {
         } else {
             cell_dir.clone()
         };
+        // A run's folder holds its one run or its shards' folders, never both.
+        let has_shards = std::fs::read_dir(&run_dir).is_ok_and(|entries| {
+            entries
+                .flatten()
+                .any(|e| e.file_name().to_string_lossy().starts_with("shard-"))
+        });
+        match &shard {
+            Some(_) if run_dir.join(artifact::RUN_JSON).exists() => {
+                return Err(flag(
+                    "--out",
+                    a.out.display(),
+                    format!(
+                        "`{}` holds a run from one host; the shards of a run group go in \
+                         shard-<I>-of-<N> folders of a folder of their own: choose another --out",
+                        run_dir.display()
+                    ),
+                ));
+            }
+            None if has_shards => {
+                return Err(flag(
+                    "--out",
+                    a.out.display(),
+                    format!(
+                        "`{}` holds the shards of a run group: choose another --out",
+                        run_dir.display()
+                    ),
+                ));
+            }
+            _ => {}
+        }
         let artifact_dir = match &shard {
             Some(plan) => run_dir.join(plan.spec.folder()),
             None => run_dir,

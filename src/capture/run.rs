@@ -645,8 +645,14 @@ impl<'c> Run<'c> {
             self.origin,
             self.hooks.notices.clone(),
         );
-        scraper.round(ScrapePhase::Before).await;
-        let during = scraper.every_second();
+        // Of a run's shards only shard 0 scrapes the servers: one client's scrapes, in its
+        // own time order, make the counter series (several hosts' interleaved scrapes would
+        // not be in order, and a counter that seems to fall counts as a restart).
+        let scrapes = cfg.shard.as_ref().is_none_or(|p| p.spec.index == 0);
+        if scrapes {
+            scraper.round(ScrapePhase::Before).await;
+        }
+        let during = scrapes.then(|| scraper.every_second());
         let n = self.measured();
         let drive = schedule::Drive {
             cfg,
@@ -683,8 +689,10 @@ impl<'c> Run<'c> {
                     .await
             }
         };
-        during.stop().await;
-        scraper.round(ScrapePhase::After).await;
+        if let Some(during) = during {
+            during.stop().await;
+            scraper.round(ScrapePhase::After).await;
+        }
         if let Some(why) = failure {
             self.fail(why);
         }

@@ -170,7 +170,10 @@ async fn drive(
         let (arrived, release_ns) = (arrived.clone(), release_ns.clone());
         move || {
             if arrived.fetch_add(1, Ordering::SeqCst) + 1 == parties as u64 {
-                release_ns.store(monotonic_ns(), Ordering::SeqCst);
+                // A shard's intended times count from the published instant, not from its
+                // own release: a late shard's lateness shows as client-side queueing.
+                let base = start_at.map_or_else(monotonic_ns, |(deadline, _)| deadline);
+                release_ns.store(base, Ordering::SeqCst);
             }
         }
     };
@@ -264,7 +267,7 @@ async fn drive(
             tokio::time::sleep(Duration::from_millis(1)).await;
         }
         let late = monotonic_ns().saturating_sub(deadline);
-        if late > margin.as_nanos() as i64 {
+        if late > margin.as_nanos() as i64 && !stop.is_cancelled() {
             late_ns.store(late, Ordering::SeqCst);
             stop.cancel();
             arrive();
@@ -293,13 +296,9 @@ async fn drive(
     }
     arrive();
     barrier.wait().await;
-    if start_at.is_some() {
-        let deadline = start_at.map_or(0, |(d, _)| d);
+    if let Some((deadline, _)) = start_at {
         late_ns.store(
-            release_ns
-                .load(Ordering::SeqCst)
-                .saturating_sub(deadline)
-                .max(0),
+            monotonic_ns().saturating_sub(deadline).max(0),
             Ordering::SeqCst,
         );
     }

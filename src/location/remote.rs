@@ -172,7 +172,7 @@ impl Remote {
             {
                 access_denied()
             }
-            _ => format!("the request failed after retries: {text}"),
+            _ => format!("the request failed: {text}"),
         };
         match object {
             Some(o) => LocationError::object(&self.url, o, problem),
@@ -249,7 +249,10 @@ fn access_denied() -> String {
 }
 
 /// Run `fut` to completion from synchronous code, inside a multi-threaded runtime (the
-/// analysis commands' own) or outside any.
+/// analysis commands' own) or outside any. Remote locations are resolved at the edge, outside
+/// any runtime, and read again only from the analysis commands' multi-threaded runtime; the
+/// campaign runner's current-thread runtime reads local folders only (a `block_in_place`
+/// there would panic).
 pub fn block_on<F: std::future::Future>(fut: F) -> F::Output {
     match tokio::runtime::Handle::try_current() {
         Ok(handle) => tokio::task::block_in_place(|| handle.block_on(fut)),
@@ -506,6 +509,10 @@ fn remove_stale(root: &Path, keep: &BTreeSet<PathBuf>) {
     };
     for entry in entries.flatten() {
         let path = entry.path();
+        // Another process's download in progress (a `.tmp…` beside its target) is not ours.
+        if entry.file_name().to_string_lossy().starts_with('.') {
+            continue;
+        }
         match entry.file_type() {
             Ok(t) if t.is_dir() => remove_stale(&path, keep),
             Ok(_) if !keep.contains(&path) => {

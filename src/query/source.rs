@@ -258,6 +258,23 @@ fn union(group: &str, shards: Vec<ArtifactSource>) -> Result<ArtifactSource, Que
         if b.shard.as_ref().map(|x| x.of) != Some(of) {
             problems.push(format!("{} says a different shard count", s.location));
         }
+        let instant = |r: &RunJson| r.shard.as_ref().map(|x| x.start_at_utc.clone());
+        if instant(a) != instant(b) {
+            problems.push(format!(
+                "{} started from another --start-at than {}: their times are not one timeline",
+                s.location, first.location
+            ));
+        }
+        let replicas = |r: &RunJson| -> Vec<String> {
+            r.topology.endpoints.iter().map(|e| e.url.clone()).collect()
+        };
+        if replicas(a) != replicas(b) {
+            problems.push(format!(
+                "{} was given other --endpoint replicas (or another order) than {}: its `replica` \
+                 numbers name other servers",
+                s.location, first.location
+            ));
+        }
         if (
             &a.campaign_id,
             &a.arm.name,

@@ -256,6 +256,7 @@ fn a_killed_shard_leaves_its_run_group_incomplete_and_named() {
 
 #[test]
 fn shard_flags_are_checked() {
+    let soon = start_at(Duration::from_secs(60));
     let dir = tempfile::tempdir().unwrap();
     let manifest = manifest(dir.path());
     let m = manifest.to_str().unwrap();
@@ -290,6 +291,16 @@ fn shard_flags_are_checked() {
             "SLURM_PROCID",
         ),
         (vec!["--shard", "1/3"], "--start-at"),
+        // 4 workers (C4 × 1 replica) do not split over 3 shards.
+        (vec!["--shard", "1/3", "--start-at", &soon], "split evenly"),
+        (
+            vec!["--shard", "1/4", "--start-at", "2020-01-01T00:00:00Z"],
+            "in the past",
+        ),
+        (
+            vec!["--shard", "1/4", "--start-at", "2099-01-01T00:00:00Z"],
+            "more than a day ahead",
+        ),
     ] {
         let args: Vec<&str> = base.iter().copied().chain(extra.iter().copied()).collect();
         let o = run(CAPTURE, &args, &[]);
@@ -300,4 +311,20 @@ fn shard_flags_are_checked() {
             text(&o)
         );
     }
+    let functional: Vec<&str> = base
+        .iter()
+        .map(|a| match *a {
+            "headline-sustained-output" => "functional",
+            "30" => "32",
+            other => other,
+        })
+        .chain(["--shard", "1/4", "--start-at", &soon])
+        .collect();
+    let o = run(CAPTURE, &functional, &[]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("one host"),
+        "{}",
+        text(&o)
+    );
 }
