@@ -208,7 +208,25 @@ pub struct Cells {
     /// queued requests wait longer than the defaults for their prefill.
     #[serde(default)]
     pub timeouts: BTreeMap<String, Timeouts>,
+    /// Record each cell (but the functional checks) as this many shard processes on this
+    /// machine, one run from several clients (`anvil-capture run --shard I/N --start-at`,
+    /// one published instant a few seconds ahead): for tests and small setups of what
+    /// `deploy/` runs across hosts. 1 (the default) records from one process.
+    #[serde(default = "one_shard")]
+    pub shards: u32,
 }
+
+fn one_shard() -> u32 {
+    1
+}
+
+/// The most local shard processes a cell may be recorded as.
+pub const MAX_LOCAL_SHARDS: u32 = 64;
+
+/// The placeholders a sharded cell's command carries, filled in per shard when it is
+/// recorded: the shard (`I/N`) and the published instant.
+pub const SHARD_PLACEHOLDER: &str = "{shard}";
+pub const START_AT_PLACEHOLDER: &str = "{start_at}";
 
 /// Recorder timeouts, seconds; an absent one keeps `anvil-capture`'s default.
 #[derive(Debug, Clone, Copy, PartialEq, Default, Deserialize)]
@@ -518,6 +536,15 @@ impl CampaignFile {
                     ));
                 }
             }
+            if arm.cells.shards == 0 || arm.cells.shards > MAX_LOCAL_SHARDS {
+                out.push(Problem::new(
+                    format!("arm `{}`: cells.shards", arm.arm),
+                    format!(
+                        "{} shard processes; give 1 to {MAX_LOCAL_SHARDS}",
+                        arm.cells.shards
+                    ),
+                ));
+            }
             for (what, t) in &arm.cells.timeouts {
                 if !ids.contains(what) && !classes.contains(&what.as_str()) {
                     out.push(Problem::new(
@@ -684,10 +711,23 @@ impl CampaignFile {
                                 index.to_string(),
                             ]);
                         }
+                        let shards = if cell.class == cells::FUNCTIONAL {
+                            1
+                        } else {
+                            arm.cells.shards.max(1)
+                        };
+                        if shards > 1 {
+                            command.extend([
+                                "--shard".to_owned(),
+                                format!("{SHARD_PLACEHOLDER}/{shards}"),
+                                "--start-at".to_owned(),
+                                START_AT_PLACEHOLDER.to_owned(),
+                            ]);
+                        }
                         planned.push(PlannedCell {
                             stage: stage.stage.clone(),
                             arm: arm.arm.clone(),
-                            state: recorded_state(&dir, &expected),
+                            state: recorded_state_of(&dir, &expected, shards),
                             command,
                             cell_id: cell_id.clone(),
                             repeat,
@@ -788,6 +828,35 @@ impl CampaignFile {
             repeat: crate::artifact::Repeat { index: repeat, of },
             dir,
         })
+    }
+}
+
+/// What `dir` holds for a cell recorded as `shards` shard processes: each shard's folder as
+/// [`recorded_state`] judges one run; the cell is recorded when every shard is.
+fn recorded_state_of(dir: &Path, expected: &str, shards: u32) -> CellState {
+    if shards <= 1 {
+        return recorded_state(dir, expected);
+    }
+    let states: Vec<(u32, CellState)> = (0..shards)
+        .map(|i| {
+            (
+                i,
+                recorded_state(&dir.join(format!("shard-{i}-of-{shards}")), expected),
+            )
+        })
+        .collect();
+    if states.iter().all(|(_, s)| *s == CellState::Missing) {
+        return CellState::Missing;
+    }
+    match states.into_iter().find(|(_, s)| *s != CellState::Recorded) {
+        None => CellState::Recorded,
+        Some((i, CellState::Missing)) => {
+            CellState::Unusable(format!("shard {i}/{shards} was not recorded"))
+        }
+        Some((i, CellState::Unusable(why))) => {
+            CellState::Unusable(format!("shard {i}/{shards}: {why}"))
+        }
+        Some((_, CellState::Recorded)) => CellState::Recorded,
     }
 }
 

@@ -1017,7 +1017,12 @@ impl Runner<'_> {
     /// The plan's stop rules over the cell's artifact (read as `anvil check` reads it); the
     /// first that fires ends the arms.
     fn check_stop_rules(&mut self, c: &PlannedCell, dir: &Path) -> Result<(), CampaignError> {
-        if !dir.join(crate::artifact::RUN_JSON).exists() {
+        let has_shards = std::fs::read_dir(dir).is_ok_and(|entries| {
+            entries
+                .flatten()
+                .any(|e| e.file_name().to_string_lossy().starts_with("shard-"))
+        });
+        if !dir.join(crate::artifact::RUN_JSON).exists() && !has_shards {
             return Ok(());
         }
         let read = self.rt.block_on(async {

@@ -680,3 +680,86 @@ fn sigterm_during_a_cell_lets_it_complete_then_stops_and_restores() {
     assert!(steps.contains(&"interrupted".to_owned()), "{steps:?}");
     assert_eq!(f.restoration()["restored"], true);
 }
+
+/// An arm whose cells are recorded as two local shard processes: the screen cell is one run
+/// of two shard folders, read back as one logical run; the functional cell from one process;
+/// `--resume` keeps the recorded group.
+#[test]
+fn a_sharded_arm_records_each_cell_as_one_run_of_local_shards() {
+    let f = Fixture::with_campaign(|ports| {
+        json!({
+            "schema": "anvil-serving.benchmark-campaign/v1",
+            "campaign_id": CAMPAIGN_ID,
+            "manifest": "workload-manifest.json",
+            "plan": "run-plan.json",
+            "starting_service": {
+                "launch": sim_launch(&["--model", "qwen"]),
+                "ports": [ports[0]],
+                "readiness": {"path": "/health", "timeout_s": 30},
+                "stop": {"grace_s": 5},
+                "config": {"spec_depth": "0"},
+                "runtime": "anvil-sim",
+                "model": "qwen"
+            },
+            "arms": [{
+                "arm": "Inferact target-only",
+                "launch": sim_launch(&[]),
+                "ports": [ports[1]],
+                "readiness": {"timeout_s": 30},
+                "stop": {"grace_s": 5},
+                "config": {"spec_depth": "0", "chunked_prefill": "2048"},
+                "runtime": "anvil-sim",
+                "cells": {"ids": [SCREEN, FUNCTIONAL], "shards": 2}
+            }]
+        })
+    });
+    let o = f.run(false);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let cell = f.folder().join("Inferact target-only").join(SCREEN);
+    for i in 0..2 {
+        let run: Value = serde_json::from_str(
+            &std::fs::read_to_string(cell.join(format!("shard-{i}-of-2")).join("run.json"))
+                .unwrap(),
+        )
+        .unwrap();
+        assert_eq!(run["status"], "complete", "{run}");
+        assert_eq!(run["shard"]["index"], i);
+    }
+    assert!(
+        f.folder()
+            .join("Inferact target-only")
+            .join(FUNCTIONAL)
+            .join("run.json")
+            .exists()
+    );
+    let err = stderr(&o);
+    assert!(err.contains("--shard 1/2 --start-at"), "{err}");
+    let data = f.folder();
+    let q = "SELECT shards, total_requests FROM runs WHERE cell_id LIKE 'optimization-screen%'";
+    let o = super::common::run(
+        ANVIL,
+        &[
+            "sql",
+            "--format",
+            "csv",
+            "--data",
+            data.to_str().unwrap(),
+            q,
+        ],
+        &[],
+    );
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("2,4"),
+        "{}",
+        super::common::output_text(&o)
+    );
+    // Resumed, the recorded group is kept.
+    let o = f.run(true);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let recording = f
+        .last_run()
+        .iter()
+        .filter(|l| l["step"] == "recording")
+        .count();
+    assert_eq!(recording, 0, "{:?}", f.steps());
+}
