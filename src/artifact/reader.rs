@@ -553,39 +553,38 @@ impl RequestTally {
 
 /// The request indices of the measured rows of a `requests` file.
 pub fn measured_indices(path: &Path) -> Result<Vec<u32>> {
-    use arrow_array::types::UInt32Type;
     let reader = open_table(path)?.reader_with_columns(&["request_index", "kind"])?;
     let mut out = Vec::new();
     for batch in contained(path, reader) {
-        let batch = batch?;
-        let (Some(index), Some(kind)) = (
-            batch.column_by_name("request_index"),
-            batch.column_by_name("kind"),
-        ) else {
-            continue;
-        };
-        let kind = kind.as_string::<i32>();
-        let measured = RequestKind::Measured.as_str();
-        match index.data_type() {
-            arrow_schema::DataType::UInt32 => {
-                let index = index.as_primitive::<UInt32Type>();
-                out.extend(
-                    (0..batch.num_rows())
-                        .filter(|i| kind.value(*i) == measured)
-                        .map(|i| index.value(i)),
-                );
-            }
-            _ => {
-                let index = index.as_primitive::<Int64Type>();
-                out.extend(
-                    (0..batch.num_rows())
-                        .filter(|i| kind.value(*i) == measured)
-                        .map(|i| u32::try_from(index.value(i)).unwrap_or(u32::MAX)),
-                );
-            }
-        }
+        out.extend(measured_indices_of(&batch?));
     }
     Ok(out)
+}
+
+/// The request indices of the measured rows of a `requests` batch (one holding the
+/// `request_index` and `kind` columns; none otherwise).
+pub fn measured_indices_of(batch: &RecordBatch) -> Vec<u32> {
+    use arrow_array::types::UInt32Type;
+    let (Some(index), Some(kind)) = (
+        batch.column_by_name("request_index"),
+        batch.column_by_name("kind"),
+    ) else {
+        return Vec::new();
+    };
+    let kind = kind.as_string::<i32>();
+    let measured = RequestKind::Measured.as_str();
+    let rows = (0..batch.num_rows()).filter(|i| kind.value(*i) == measured);
+    match index.data_type() {
+        arrow_schema::DataType::UInt32 => {
+            let index = index.as_primitive::<UInt32Type>();
+            rows.map(|i| index.value(i)).collect()
+        }
+        _ => {
+            let index = index.as_primitive::<Int64Type>();
+            rows.map(|i| u32::try_from(index.value(i)).unwrap_or(u32::MAX))
+                .collect()
+        }
+    }
 }
 
 /// Tally a whole `requests` file.

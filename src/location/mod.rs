@@ -70,6 +70,9 @@ impl LocationError {
     }
 }
 
+/// What a prefix holding no object is called in messages.
+pub const EMPTY_PREFIX: &str = "no object at or beneath this prefix";
+
 /// The URL schemes anvil reads and writes, as `--help` texts name them.
 pub const SCHEMES: &str = "s3://, gs://, az:// or file://";
 

@@ -384,8 +384,10 @@ pub async fn mirror(remote: &Arc<Remote>) -> Result<Mirror, LocationError> {
     if objects.is_empty() {
         return Err(LocationError::new(
             &remote.url,
-            "no object at or beneath this prefix: check the URL (`anvil push DIR URL` uploads \
-             artifacts)",
+            format!(
+                "{}: check the URL (`anvil push DIR URL` uploads artifacts)",
+                super::EMPTY_PREFIX
+            ),
         ));
     }
     let strip = |key: &ObjPath| -> String {

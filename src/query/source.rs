@@ -29,6 +29,9 @@ pub struct ArtifactSource {
     /// The shards of a run driven from several client hosts, by index (empty for a run
     /// from one host): this source is then their union, one logical run.
     pub shards: Vec<ShardSource>,
+    /// A remote shard's measured request indices, read with its requests table when it was
+    /// opened (so the group's check needs no second read); empty otherwise.
+    pub measured: Vec<u32>,
 }
 
 /// One shard of a logical run: where it is and what it recorded about itself.
@@ -136,6 +139,7 @@ impl ArtifactSource {
             #[cfg(feature = "object-store")]
             remote: Vec::new(),
             shards: Vec::new(),
+            measured: Vec::new(),
         })
     }
 }
@@ -371,11 +375,15 @@ fn union(group: &str, shards: Vec<ArtifactSource>) -> Result<ArtifactSource, Que
                 run: s.run,
             })
             .collect(),
+        measured: Vec::new(),
     })
 }
 
 /// The measured request indices a shard recorded.
 fn measured_indices(shard: &ArtifactSource) -> Result<Vec<u32>, QueryError> {
+    if !shard.measured.is_empty() {
+        return Ok(shard.measured.clone());
+    }
     let local = shard.localized_requests()?;
     let mut out = Vec::new();
     for path in &local {
@@ -509,7 +517,8 @@ mod remote {
             }
         }
         let [requests, events, scrapes] = objects.map(Option::unwrap);
-        let (requests_rows, tally) = read_requests(&remote, &requests, &run.run_id).await?;
+        let (requests_rows, tally, measured) =
+            read_requests(&remote, &requests, &run.run_id).await?;
         let events_rows = footer(&remote, &events, Table::Events, &run.run_id).await?;
         let scrapes_rows = footer(&remote, &scrapes, Table::Scrapes, &run.run_id).await?;
         let rows: BTreeMap<&'static str, u64> = [
@@ -527,6 +536,7 @@ mod remote {
             files: [vec![], vec![], vec![]],
             remote: vec![remote],
             shards: Vec::new(),
+            measured,
         })
     }
 
@@ -570,7 +580,7 @@ mod remote {
         remote: &RemoteArtifact,
         o: &ObjectRef,
         run_id: &str,
-    ) -> Result<(u64, RequestTally), QueryError> {
+    ) -> Result<(u64, RequestTally, Vec<u32>), QueryError> {
         let b = builder(remote, o, run_id).await?;
         let rows = u64::try_from(b.metadata().file_metadata().num_rows()).unwrap_or(0);
         let path = PathBuf::from(&o.url);
@@ -579,7 +589,14 @@ mod remote {
             message: scrub(&message),
         };
         let mut indices = Vec::new();
-        for name in ["run_id", "kind", "outcome", "events", "t_done_ns"] {
+        for name in [
+            "run_id",
+            "request_index",
+            "kind",
+            "outcome",
+            "events",
+            "t_done_ns",
+        ] {
             indices.push(
                 b.schema()
                     .index_of(name)
@@ -592,6 +609,7 @@ mod remote {
             .build()
             .map_err(|e| failed(format!("{}: {e}", o.url)))?;
         let mut tally = RequestTally::default();
+        let mut measured = Vec::new();
         while let Some(batch) = stream
             .try_next()
             .await
@@ -600,6 +618,7 @@ mod remote {
             tally
                 .add(&batch, &path)
                 .map_err(|e| failed(e.to_string()))?;
+            measured.extend(crate::artifact::reader::measured_indices_of(&batch));
         }
         if let Some(other) = tally.run_ids.iter().find(|id| **id != run_id) {
             return Err(failed(format!(
@@ -607,6 +626,6 @@ mod remote {
                 o.url
             )));
         }
-        Ok((rows, tally))
+        Ok((rows, tally, measured))
     }
 }

@@ -349,6 +349,32 @@ fn remote_failures_name_the_url_and_the_object() {
             "a credential was printed: {all}"
         );
     }
+    // A document given as a URL is validated from its copy and named by its URL.
+    let manifest = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/sample-data/workload-manifest.json"
+    );
+    let python = format!(
+        "import boto3; boto3.client('s3', endpoint_url='{}', region_name='us-east-1', \
+         aws_access_key_id='{}', aws_secret_access_key='{}').upload_file('{manifest}', \
+         'anvil-test', 'docs/workload-manifest.json')",
+        s3.endpoint, s3.key, s3.secret
+    );
+    assert!(
+        Command::new("python3")
+            .args(["-c", &python])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let doc = "s3://anvil-test/docs/workload-manifest.json";
+    let o = s3.anvil(&["validate", doc]);
+    assert!(o.status.success(), "{}", text(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.starts_with(doc) && out.trim_end().ends_with("ok"),
+        "{out}"
+    );
     // No such bucket; nothing beneath a prefix.
     let o = s3.anvil(&[
         "report",
@@ -409,4 +435,69 @@ fn push_refuses_a_run_still_recording_and_uploads_nothing() {
     // Not an object-store URL.
     let o = s3.anvil(&["push", arm.to_str().unwrap(), "/tmp/elsewhere"]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+}
+
+/// Three shards record with `--upload`, each pushing its artifact after its run; the run
+/// group read from the bucket is one logical run, its indices checked from the requests
+/// tables read in place.
+#[test]
+fn shards_uploaded_by_their_recorders_are_one_run_in_the_bucket() {
+    let Some(s3) = S3Server::start("shards_uploaded_by_their_recorders_are_one_run_in_the_bucket")
+    else {
+        return;
+    };
+    let sim = super::common::Sim::start(&["--replicas", "3"]);
+    let dir = tempfile::tempdir().unwrap();
+    let manifest = super::shard::manifest(dir.path());
+    let out = dir.path().join("out");
+    let at = super::shard::start_at(std::time::Duration::from_secs(6));
+    let env = s3.env();
+    let children: Vec<_> = (0..3)
+        .map(|i| {
+            super::shard::shard_with(
+                &sim,
+                &manifest,
+                &out,
+                i,
+                &at,
+                &["--upload", "s3://anvil-test/up/"],
+                &env,
+            )
+        })
+        .collect();
+    for child in children {
+        let o = child.wait_with_output().unwrap();
+        assert!(o.status.success(), "{}", text(&o));
+        assert!(
+            String::from_utf8_lossy(&o.stderr).contains("uploaded"),
+            "{}",
+            text(&o)
+        );
+    }
+    let url = format!("s3://anvil-test/up/{CAMPAIGN}");
+    let q = "SELECT shards, total_requests, status, dir FROM runs";
+    let o = s3.anvil(&["sql", "--format", "csv", "--data", &url, q]);
+    assert!(o.status.success(), "{}", text(&o));
+    let rows = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert_eq!(rows.lines().count(), 2, "one logical run: {rows}");
+    assert!(
+        rows.contains(&format!(
+            "3,30,complete,{url}/K12/headline-sustained-output.ctx512.c4.n30"
+        )),
+        "{rows}"
+    );
+    let o = s3.anvil(&[
+        "sql",
+        "--format",
+        "csv",
+        "--data",
+        &url,
+        "SELECT count(DISTINCT request_index) FROM request_metrics",
+    ]);
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("\n30"),
+        "{}",
+        text(&o)
+    );
+    sim.terminate();
 }

@@ -10,7 +10,7 @@ use super::common::{ANVIL, CAPTURE, Sim, batches, ints, output_text as text, run
 
 const CELL: &str = "headline-sustained-output.ctx512.c4.n30";
 
-fn manifest(dir: &Path) -> PathBuf {
+pub(super) fn manifest(dir: &Path) -> PathBuf {
     let src = concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/sample-data/workload-manifest.json"
@@ -25,7 +25,7 @@ fn manifest(dir: &Path) -> PathBuf {
 }
 
 /// `--start-at`: `ahead` from now, to the second (RFC 3339 UTC).
-fn start_at(ahead: Duration) -> String {
+pub(super) fn start_at(ahead: Duration) -> String {
     let t = time::OffsetDateTime::now_utc() + ahead;
     let t = t.replace_nanosecond(0).unwrap() + Duration::from_secs(1);
     t.format(&time::format_description::well_known::Rfc3339)
@@ -33,6 +33,19 @@ fn start_at(ahead: Duration) -> String {
 }
 
 fn shard(sim: &Sim, manifest: &Path, out: &Path, index: u32, at: &str) -> Child {
+    shard_with(sim, manifest, out, index, at, &[], &[])
+}
+
+/// Shard `index` of 3 with `extra` arguments and environment.
+pub(super) fn shard_with(
+    sim: &Sim,
+    manifest: &Path,
+    out: &Path,
+    index: u32,
+    at: &str,
+    extra: &[&str],
+    env: &[(&str, &str)],
+) -> Child {
     let shard = format!("{index}/3");
     let mut args = vec![
         "run",
@@ -64,8 +77,10 @@ fn shard(sim: &Sim, manifest: &Path, out: &Path, index: u32, at: &str) -> Child 
     for u in &urls {
         args.extend(["--endpoint", u.as_str()]);
     }
+    args.extend_from_slice(extra);
     Command::new(CAPTURE)
         .args(&args)
+        .envs(env.iter().copied())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()

@@ -60,11 +60,13 @@ fn local_copy(given: &Path) -> anyhow::Result<(PathBuf, Option<(String, String)>
             };
             let (local, url) = match block_on(mirror(&remote)) {
                 Ok(m) => (m.root, remote.url().to_owned()),
-                // Not a prefix holding objects: a single document.
-                Err(_) => (
+                // Nothing beneath it as a prefix: a single document (any other failure, such
+                // as a refused listing, is said as it is).
+                Err(e) if e.problem.starts_with(crate::location::EMPTY_PREFIX) => (
                     block_on(fetch_document(&remote)).map_err(bad)?,
                     remote.url().to_owned(),
                 ),
+                Err(e) => return Err(bad(e)),
             };
             let mut dirs = Vec::new();
             collect_registered(&local, &mut dirs);
