@@ -26,7 +26,7 @@ use serde_json::Value;
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 
-use super::common::{CAPTURE, shell_commands, strip_comment};
+use super::common::{CAPTURE, shell_commands, shell_words, strip_comment};
 use super::skip;
 
 const K8S: &str = "deploy/kubernetes/anvil-shards.yaml";
@@ -640,35 +640,6 @@ fn option(words: &[String], long: &str, short: &str) -> Option<String> {
         }
     }
     found
-}
-
-/// Words of a shell line, quotes removed (enough for the examples' commands).
-fn shell_words(line: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut word = String::new();
-    let mut quote: Option<char> = None;
-    let mut any = false;
-    for c in line.chars() {
-        match (quote, c) {
-            (Some(q), c) if c == q => quote = None,
-            (Some(_), c) => word.push(c),
-            (None, '\'' | '"') => {
-                quote = Some(c);
-                any = true;
-            }
-            (None, c) if c.is_whitespace() => {
-                if any || !word.is_empty() {
-                    out.push(std::mem::take(&mut word));
-                }
-                any = false;
-            }
-            (None, c) => word.push(c),
-        }
-    }
-    if any || !word.is_empty() {
-        out.push(word);
-    }
-    out
 }
 
 /// Whether the shell running `command` expands `$var` or `${var…}` in it (outside single

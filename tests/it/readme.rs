@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use super::common::{ANVIL, CAPTURE, SIM};
+use super::common::{ANVIL, CAPTURE, SIM, shell_words};
 
 /// One fenced block of the README.
 #[derive(Debug)]
@@ -108,35 +108,6 @@ fn program_of(command: &str) -> Option<(&'static str, Vec<String>)> {
         .cloned()
         .collect();
     Some((bin, sub))
-}
-
-/// Words of a shell line (quotes removed; enough for the README's commands).
-fn shell_words(line: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut word = String::new();
-    let mut quote: Option<char> = None;
-    let mut any = false;
-    for c in line.chars() {
-        match (quote, c) {
-            (Some(q), c) if c == q => quote = None,
-            (Some(_), c) => word.push(c),
-            (None, '\'' | '"') => {
-                quote = Some(c);
-                any = true;
-            }
-            (None, c) if c.is_whitespace() => {
-                if any || !word.is_empty() {
-                    out.push(std::mem::take(&mut word));
-                }
-                any = false;
-            }
-            (None, c) => word.push(c),
-        }
-    }
-    if any || !word.is_empty() {
-        out.push(word);
-    }
-    out
 }
 
 /// Each `--flag` of `command` is one its binary's `--help` lists; returns what is wrong.
