@@ -212,12 +212,15 @@ pub struct Cells {
     /// machine, one run from several clients (`anvil-capture run --shard I/N --start-at`,
     /// one published instant a few seconds ahead): for tests and small setups of what
     /// `deploy/` runs across hosts. 1 (the default) records from one process.
-    #[serde(default = "one_shard")]
-    pub shards: u32,
+    #[serde(default)]
+    pub shards: Option<u32>,
 }
 
-fn one_shard() -> u32 {
-    1
+impl Cells {
+    /// How many shard processes record each cell: `shards`, else 1.
+    pub fn shard_count(&self) -> u32 {
+        self.shards.unwrap_or(1)
+    }
 }
 
 /// The most local shard processes a cell may be recorded as.
@@ -536,13 +539,14 @@ impl CampaignFile {
                     ));
                 }
             }
-            if arm.cells.shards == 0 || arm.cells.shards > MAX_LOCAL_SHARDS {
+            if let Some(n) = arm
+                .cells
+                .shards
+                .filter(|n| *n == 0 || *n > MAX_LOCAL_SHARDS)
+            {
                 out.push(Problem::new(
                     format!("arm `{}`: cells.shards", arm.arm),
-                    format!(
-                        "{} shard processes; give 1 to {MAX_LOCAL_SHARDS}",
-                        arm.cells.shards
-                    ),
+                    format!("{n} shard processes; give 1 to {MAX_LOCAL_SHARDS}"),
                 ));
             }
             for (what, t) in &arm.cells.timeouts {
@@ -714,7 +718,7 @@ impl CampaignFile {
                         let shards = if cell.class == cells::FUNCTIONAL {
                             1
                         } else {
-                            arm.cells.shards.max(1)
+                            arm.cells.shard_count().max(1)
                         };
                         if shards > 1 {
                             command.extend([
