@@ -138,6 +138,21 @@ impl S3Server {
         run(ANVIL, args, &self.env())
     }
 
+    /// Make one call of boto3's S3 client with the right key (`call`: e.g.
+    /// `delete_object(Bucket='anvil-test', Key='…')`), as a user of the bucket would.
+    pub fn boto3(&self, call: &str) {
+        let python = format!(
+            "import boto3; boto3.client('s3', endpoint_url='{}', region_name='us-east-1', \
+             aws_access_key_id='{}', aws_secret_access_key='{}').{call}",
+            self.endpoint, self.key, self.secret
+        );
+        let done = Command::new("python3")
+            .args(["-c", &python])
+            .status()
+            .unwrap();
+        assert!(done.success(), "boto3 {call}");
+    }
+
     /// Push `dir` beneath `s3://anvil-test/<prefix>/`; the URL it went to.
     pub fn push(&self, dir: &Path, prefix: &str) -> String {
         let dest = format!("s3://anvil-test/{prefix}/");
@@ -305,19 +320,7 @@ fn remote_failures_name_the_url_and_the_object() {
     let url = s3.push(&sample_campaign().join("TP1"), "one-arm");
     // An artifact missing one object.
     let artifact = format!("{url}/functional.ctx4096.c1.n8");
-    let python = format!(
-        "import boto3; boto3.client('s3', endpoint_url='{}', region_name='us-east-1', \
-         aws_access_key_id='{}', aws_secret_access_key='{}').delete_object(Bucket='anvil-test', \
-         Key='one-arm/TP1/functional.ctx4096.c1.n8/events.parquet')",
-        s3.endpoint, s3.key, s3.secret
-    );
-    assert!(
-        Command::new("python3")
-            .args(["-c", &python])
-            .status()
-            .unwrap()
-            .success()
-    );
+    s3.boto3("delete_object(Bucket='anvil-test', Key='one-arm/TP1/functional.ctx4096.c1.n8/events.parquet')");
     let o = s3.anvil(&["summary", "--data", &url]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     let err = String::from_utf8_lossy(&o.stderr);
@@ -354,19 +357,9 @@ fn remote_failures_name_the_url_and_the_object() {
         env!("CARGO_MANIFEST_DIR"),
         "/sample-data/workload-manifest.json"
     );
-    let python = format!(
-        "import boto3; boto3.client('s3', endpoint_url='{}', region_name='us-east-1', \
-         aws_access_key_id='{}', aws_secret_access_key='{}').upload_file('{manifest}', \
-         'anvil-test', 'docs/workload-manifest.json')",
-        s3.endpoint, s3.key, s3.secret
-    );
-    assert!(
-        Command::new("python3")
-            .args(["-c", &python])
-            .status()
-            .unwrap()
-            .success()
-    );
+    s3.boto3(&format!(
+        "upload_file('{manifest}', 'anvil-test', 'docs/workload-manifest.json')"
+    ));
     let doc = "s3://anvil-test/docs/workload-manifest.json";
     let o = s3.anvil(&["validate", doc]);
     assert!(o.status.success(), "{}", text(&o));
