@@ -31,6 +31,11 @@ use super::source::{ArtifactSource, find_artifacts};
 use super::views::VIEWS;
 use super::{QueryError, functional_udf, udf};
 
+#[cfg(feature = "distributed")]
+type Workers = super::distributed::Workers;
+#[cfg(not(feature = "distributed"))]
+type Workers = ();
+
 /// The base tables, in the order `--list` shows them.
 pub const TABLES: [&str; 6] = ["runs", "shards", "slos", "requests", "events", "scrapes"];
 
@@ -103,13 +108,38 @@ impl AnvilSession {
         slos: &Slos,
         materialize: &[&str],
     ) -> Result<Self, QueryError> {
+        Self::build_on(artifacts, slos, materialize, None).await
+    }
+
+    /// Open every artifact at or beneath `data_dirs`, its SQL run by the distributed engine
+    /// on `workers` (see [`super::distributed`]).
+    #[cfg(feature = "distributed")]
+    pub async fn open_on_workers(
+        data_dirs: &[PathBuf],
+        slos: &Slos,
+        workers: &super::distributed::Workers,
+    ) -> Result<Self, QueryError> {
+        let artifacts = find_artifacts(data_dirs)?;
+        Self::build_on(artifacts, slos, &[], Some(workers)).await
+    }
+
+    async fn build_on(
+        artifacts: Vec<ArtifactSource>,
+        slos: &Slos,
+        materialize: &[&str],
+        workers: Option<&Workers>,
+    ) -> Result<Self, QueryError> {
         // Row-level filter pushdown (`parquet.pushdown_filters`) stays off, DataFusion's
         // default: the views scan every event, where evaluating pushed-down predicates
         // (among them the join's dynamic filter) row by row during decoding cost 15-20%
         // of `cell_stats` over 10M events (BENCHMARKS.md). Row groups and pages are still
         // pruned by their statistics.
         let config = SessionConfig::new().with_information_schema(true);
-        let ctx = SessionContext::new_with_config(config);
+        let ctx = match workers {
+            #[cfg(feature = "distributed")]
+            Some(w) => super::distributed::client_context(config, w)?,
+            _ => SessionContext::new_with_config(config),
+        };
         let state = ctx.state_weak_ref();
         let snapshot = Box::new(move || state.upgrade().map(|s| s.read().clone()));
         let schema = Arc::new(AnvilSchema::new(VIEWS, snapshot));

@@ -13,6 +13,8 @@
 pub mod aggregate_state;
 pub mod catalog;
 pub mod context;
+#[cfg(feature = "distributed")]
+pub mod distributed;
 pub mod docs;
 pub mod error;
 pub mod exec;

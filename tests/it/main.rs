@@ -14,6 +14,8 @@ mod conformance;
 #[cfg(feature = "analysis")]
 mod corpus;
 mod deploy;
+#[cfg(feature = "distributed")]
+mod distributed;
 #[cfg(feature = "analysis")]
 mod functional;
 mod layers;

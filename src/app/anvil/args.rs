@@ -189,6 +189,15 @@ pub enum Command {
     #[command(after_help = push_exit_codes_help())]
     Push(PushArgs),
 
+    /// Serve as a worker of the distributed SQL engine (`anvil sql --workers`).
+    ///
+    /// Listens on ADDR (e.g. 0.0.0.0:50051; port 0 picks one) and prints
+    /// `anvil worker listening on http://HOST:PORT`; runs the stages of the plans clients send,
+    /// with anvil's SQL functions, reading artifacts by the paths or object-store URLs the
+    /// plans name (credentials from this process's environment). Runs until stopped.
+    #[cfg(feature = "distributed")]
+    Worker(WorkerArgs),
+
     /// Query artifacts with SQL (DataFusion).
     ///
     /// Tables: `runs` (one row per artifact, from run.json), `requests`, `events`, `scrapes`
@@ -589,6 +598,17 @@ pub struct SqlArgs {
     /// List the tables and views with their columns and types.
     #[arg(long, conflicts_with_all = ["query", "file", "allow_write"])]
     pub list: bool,
+    /// Run the SQL on a distributed DataFusion engine: the plan is made here and its stages
+    /// run on these `anvil worker`s (comma-separated http://HOST:PORT URLs). The workers read
+    /// the artifacts by the paths or URLs the plan names.
+    #[cfg(feature = "distributed")]
+    #[arg(long, value_name = "URL,...", value_delimiter = ',')]
+    pub workers: Vec<String>,
+    /// With --workers: bytes of Parquet one leaf task reads (smaller spreads a small query
+    /// over more tasks) [default: 16 MiB].
+    #[cfg(feature = "distributed")]
+    #[arg(long, value_name = "BYTES", requires = "workers")]
+    pub bytes_per_task: Option<usize>,
     /// SQL to run (one or more statements separated by `;`).
     pub query: Option<String>,
     #[command(flatten)]
@@ -626,6 +646,14 @@ pub struct PushArgs {
     /// `/` puts DIR's name beneath it).
     #[arg(value_name = "URL")]
     pub url: String,
+}
+
+#[cfg(feature = "distributed")]
+#[derive(Debug, Args)]
+pub struct WorkerArgs {
+    /// Address to listen on.
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:50051")]
+    pub listen: String,
 }
 
 #[derive(Debug, Args)]

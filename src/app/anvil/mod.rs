@@ -21,6 +21,8 @@ pub mod summary;
 pub mod validate;
 #[cfg(feature = "analysis")]
 pub mod verify;
+#[cfg(feature = "distributed")]
+pub mod worker;
 
 pub use args::{Cli, Command};
 
@@ -32,6 +34,8 @@ pub fn run(cli: Cli) -> anyhow::Result<Exit> {
         Command::Validate(args) => validate::run(&args),
         #[cfg(feature = "object-store")]
         Command::Push(args) => push::run(&args),
+        #[cfg(feature = "distributed")]
+        Command::Worker(args) => worker::run(&args),
         Command::Sim { args } => {
             use clap::Parser;
             let argv = std::iter::once("anvil-sim".to_owned()).chain(args);

@@ -35,6 +35,19 @@ pub fn run(args: &SqlArgs) -> anyhow::Result<Exit> {
     let slos = resolve_slos("sql", &args.slo, &data)?;
     let rt = runtime()?;
     rt.block_on(async {
+        #[cfg(feature = "distributed")]
+        let session = if args.workers.is_empty() {
+            open_session("sql", &data, &slos).await?
+        } else {
+            let workers = crate::query::distributed::Workers::parse(
+                &args.workers,
+                args.bytes_per_task
+                    .unwrap_or(crate::query::distributed::DEFAULT_BYTES_PER_TASK),
+            )
+            .map_err(|e| crate::app::AppError::wrap(Exit::BadInput, anyhow::anyhow!(e)))?;
+            crate::query::AnvilSession::open_on_workers(&data, &slos, &workers).await?
+        };
+        #[cfg(not(feature = "distributed"))]
         let session = open_session("sql", &data, &slos).await?;
         let format = Format::from(args.format);
         let access = if args.allow_write {
