@@ -58,6 +58,30 @@ impl Workers {
     }
 }
 
+impl Workers {
+    /// Refuse up front when a worker does not accept a connection (within 5 s each), naming
+    /// it and how to start one, instead of failing in the middle of a query.
+    pub async fn check_reachable(&self) -> Result<(), String> {
+        for url in &self.urls {
+            let (host, port) = (
+                url.host_str().unwrap_or_default(),
+                url.port_or_known_default().unwrap_or(80),
+            );
+            let connect = tokio::net::TcpStream::connect((host, port));
+            let problem =
+                match tokio::time::timeout(std::time::Duration::from_secs(5), connect).await {
+                    Ok(Ok(_)) => continue,
+                    Ok(Err(e)) => e.to_string(),
+                    Err(_) => "no answer within 5 s".to_owned(),
+                };
+            return Err(format!(
+                "--workers {url}: no worker answers ({problem}); start one there with `anvil worker --listen {host}:{port}` or leave it out"
+            ));
+        }
+        Ok(())
+    }
+}
+
 #[derive(Clone)]
 struct Fixed(Vec<url::Url>);
 

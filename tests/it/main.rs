@@ -16,6 +16,18 @@ mod corpus;
 mod deploy;
 #[cfg(feature = "distributed")]
 mod distributed;
+/// Without the feature the distributed test is not built: it says so.
+#[cfg(not(feature = "distributed"))]
+mod distributed {
+    #[test]
+    fn two_workers_give_the_single_process_results() {
+        super::skip::skipped(
+            "distributed::two_workers_give_the_single_process_results",
+            &super::skip::DISTRIBUTED,
+            "this test binary was built without it",
+        );
+    }
+}
 #[cfg(feature = "analysis")]
 mod functional;
 mod layers;

@@ -69,6 +69,13 @@ pub const S3: Needs = Needs {
     require_env: "ANVIL_REQUIRE_S3",
 };
 
+#[cfg(not(feature = "distributed"))]
+pub const DISTRIBUTED: Needs = Needs {
+    what: "anvil built with the distributed SQL engine",
+    how: "cargo test --features distributed; bash .ci/run runs it after the default tests",
+    require_env: "ANVIL_REQUIRE_DISTRIBUTED",
+};
+
 static SKIPPED: Mutex<Vec<String>> = Mutex::new(Vec::new());
 static AT_EXIT: Once = Once::new();
 

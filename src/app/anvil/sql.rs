@@ -45,6 +45,10 @@ pub fn run(args: &SqlArgs) -> anyhow::Result<Exit> {
                     .unwrap_or(crate::query::distributed::DEFAULT_BYTES_PER_TASK),
             )
             .map_err(|e| crate::app::AppError::wrap(Exit::BadInput, anyhow::anyhow!(e)))?;
+            workers
+                .check_reachable()
+                .await
+                .map_err(|e| crate::app::AppError::wrap(Exit::BadInput, anyhow::anyhow!(e)))?;
             crate::query::AnvilSession::open_on_workers(&data, &slos, &workers).await?
         };
         #[cfg(not(feature = "distributed"))]
