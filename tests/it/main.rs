@@ -27,6 +27,30 @@ mod distributed {
             "this test binary was built without it",
         );
     }
+
+    #[test]
+    fn workers_read_artifacts_on_object_storage() {
+        super::skip::skipped(
+            "distributed::workers_read_artifacts_on_object_storage",
+            &super::skip::DISTRIBUTED,
+            "this test binary was built without it",
+        );
+    }
+
+    /// `anvil worker` and `anvil sql --workers` say which build they need.
+    #[test]
+    fn worker_and_workers_name_the_build_they_need() {
+        use super::common::{ANVIL, output_text, run};
+        for args in [
+            &["worker", "--listen", "127.0.0.1:0"][..],
+            &["sql", "--workers", "http://127.0.0.1:9", "SELECT 1"][..],
+        ] {
+            let o = run(ANVIL, args, &[]);
+            let text = output_text(&o);
+            assert_eq!(o.status.code(), Some(2), "{args:?}: {text}");
+            assert!(text.contains("--features distributed"), "{args:?}: {text}");
+        }
+    }
 }
 #[cfg(feature = "analysis")]
 mod functional;

@@ -195,7 +195,7 @@ pub enum Command {
     /// `anvil worker listening on http://HOST:PORT`; runs the stages of the plans clients send,
     /// with anvil's SQL functions, reading artifacts by the paths or object-store URLs the
     /// plans name (credentials from this process's environment). Runs until stopped.
-    #[cfg(feature = "distributed")]
+    /// Needs anvil built with `--features distributed`.
     Worker(WorkerArgs),
 
     /// Query artifacts with SQL (DataFusion).
@@ -600,13 +600,12 @@ pub struct SqlArgs {
     pub list: bool,
     /// Run the SQL on a distributed DataFusion engine: the plan is made here and its stages
     /// run on these `anvil worker`s (comma-separated http://HOST:PORT URLs). The workers read
-    /// the artifacts by the paths or URLs the plan names.
-    #[cfg(feature = "distributed")]
+    /// the artifacts by the paths or URLs the plan names. Needs anvil built with
+    /// `--features distributed`.
     #[arg(long, value_name = "URL,...", value_delimiter = ',')]
     pub workers: Vec<String>,
     /// With --workers: bytes of Parquet one leaf task reads (smaller spreads a small query
     /// over more tasks) [default: 16 MiB].
-    #[cfg(feature = "distributed")]
     #[arg(long, value_name = "BYTES", requires = "workers")]
     pub bytes_per_task: Option<usize>,
     /// SQL to run (one or more statements separated by `;`).
@@ -648,7 +647,6 @@ pub struct PushArgs {
     pub url: String,
 }
 
-#[cfg(feature = "distributed")]
 #[derive(Debug, Args)]
 pub struct WorkerArgs {
     /// Address to listen on.

@@ -21,7 +21,6 @@ pub mod summary;
 pub mod validate;
 #[cfg(feature = "analysis")]
 pub mod verify;
-#[cfg(feature = "distributed")]
 pub mod worker;
 
 pub use args::{Cli, Command};
@@ -34,7 +33,6 @@ pub fn run(cli: Cli) -> anyhow::Result<Exit> {
         Command::Validate(args) => validate::run(&args),
         #[cfg(feature = "object-store")]
         Command::Push(args) => push::run(&args),
-        #[cfg(feature = "distributed")]
         Command::Worker(args) => worker::run(&args),
         Command::Sim { args } => {
             use clap::Parser;
@@ -74,7 +72,7 @@ pub use places::{resolve_data, resolve_document, resolve_documents};
 #[cfg(feature = "analysis")]
 pub use session::{
     Documents, files_beside, json, load_documents, open_session, open_session_materialized,
-    resolve_slos, runtime,
+    resolve_slos, runtime, say_if_empty,
 };
 
 /// `--data`, the positional folders and the documents as given (paths or URLs) turned into
@@ -339,7 +337,7 @@ mod session {
     /// No artifact beneath `data`: `sql` says so and goes on with empty tables (a query of
     /// the views' shapes needs none); every command that computes figures, verdicts or a
     /// report refuses (exit 2) and writes nothing.
-    fn say_if_empty(
+    pub fn say_if_empty(
         command: &str,
         data: &[PathBuf],
         session: &AnvilSession,

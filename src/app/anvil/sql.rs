@@ -35,24 +35,11 @@ pub fn run(args: &SqlArgs) -> anyhow::Result<Exit> {
     let slos = resolve_slos("sql", &args.slo, &data)?;
     let rt = runtime()?;
     rt.block_on(async {
-        #[cfg(feature = "distributed")]
         let session = if args.workers.is_empty() {
             open_session("sql", &data, &slos).await?
         } else {
-            let workers = crate::query::distributed::Workers::parse(
-                &args.workers,
-                args.bytes_per_task
-                    .unwrap_or(crate::query::distributed::DEFAULT_BYTES_PER_TASK),
-            )
-            .map_err(|e| crate::app::AppError::wrap(Exit::BadInput, anyhow::anyhow!(e)))?;
-            workers
-                .check_reachable()
-                .await
-                .map_err(|e| crate::app::AppError::wrap(Exit::BadInput, anyhow::anyhow!(e)))?;
-            crate::query::AnvilSession::open_on_workers(&data, &slos, &workers).await?
+            open_on_workers(args, &data, &slos).await?
         };
-        #[cfg(not(feature = "distributed"))]
-        let session = open_session("sql", &data, &slos).await?;
         let format = Format::from(args.format);
         let access = if args.allow_write {
             Access::ReadWrite
@@ -88,6 +75,39 @@ pub fn run(args: &SqlArgs) -> anyhow::Result<Exit> {
         out.finish().context("writing the result")?;
         Ok(Exit::Ok)
     })
+}
+
+/// The session with its SQL run by the `--workers` (checked reachable first).
+#[cfg(feature = "distributed")]
+async fn open_on_workers(
+    args: &SqlArgs,
+    data: &[std::path::PathBuf],
+    slos: &crate::slo::Slos,
+) -> anyhow::Result<AnvilSession> {
+    use crate::query::distributed::{DEFAULT_BYTES_PER_TASK, Workers};
+    let bad = |e: String| crate::app::AppError::wrap(Exit::BadInput, anyhow::anyhow!(e));
+    let workers = Workers::parse(
+        &args.workers,
+        args.bytes_per_task.unwrap_or(DEFAULT_BYTES_PER_TASK),
+    )
+    .map_err(bad)?;
+    workers.check_reachable().await.map_err(bad)?;
+    let session = AnvilSession::open_on_workers(data, slos, &workers).await?;
+    super::say_if_empty("sql", data, &session)?;
+    Ok(session)
+}
+
+/// Without the distributed engine built in, `--workers` is refused with how to build it.
+#[cfg(not(feature = "distributed"))]
+async fn open_on_workers(
+    _: &SqlArgs,
+    _: &[std::path::PathBuf],
+    _: &crate::slo::Slos,
+) -> anyhow::Result<AnvilSession> {
+    Err(crate::app::AppError::wrap(
+        Exit::BadInput,
+        anyhow::anyhow!("--workers {}", super::worker::NOT_BUILT),
+    ))
 }
 
 /// "no SLO given" on standard error when `sql` reads a view that needs SLOs and none is in
