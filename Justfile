@@ -86,6 +86,25 @@ bench-sql requests="40000" profile="release":
     fi
     python3 bench/bench_sql.py "$target/$out/anvil" "$data"
 
+# anvil beyond one machine against plain baselines in the same run (BENCHMARKS.md): cell_stats
+# over the 10M-event synthetic artifact on an S3 server on loopback (moto) against a ranged-GET
+# loop over the same bytes; opening 1,000 small artifacts against list-and-get; two local
+# workers against one process. Release build with the distributed engine (a cold build takes
+# about 25 minutes on 2 cores). Needs `pip install "moto[server]" pyarrow`.
+bench-remote runs="5":
+    #!/usr/bin/env bash
+    set -euo pipefail
+    target=$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')
+    cargo build --release --features distributed --bin anvil --example synthetic_artifact --example s3_baseline
+    data="$target/bench-sql/40000"
+    if [ ! -f "$data/.complete" ]; then
+        rm -rf "$data"
+        "$target/release/examples/synthetic_artifact" "$data" --requests 40000
+        touch "$data/.complete"
+    fi
+    python3 bench/bench_remote.py "$target/release/anvil" "$target/release/examples/s3_baseline" \
+        "$target/release/examples/synthetic_artifact" "$data" "$target/bench-remote/many" {{runs}}
+
 # Fuzz one target (sse_framer, documents, event_parser, artifact_reader) for SECONDS, or all
 # of them one after another: `just fuzz`, `just fuzz documents 60`. Needs the nightly
 # toolchain and `cargo install cargo-fuzz`; crashing inputs land in fuzz/artifacts/<target>/

@@ -2,7 +2,7 @@
 //! query layer (`just bench-sql`).
 //!
 //! ```text
-//! cargo run --example synthetic_artifact -- OUT_ROOT [--requests N] [--events-per-request K] [--replicas R]
+//! cargo run --example synthetic_artifact -- OUT_ROOT [--requests N] [--events-per-request K] [--replicas R] [--cell ID]
 //! ```
 //!
 //! Defaults: 40,000 measured requests × 250 events = 10,000,000 events over 2 replicas. Each
@@ -29,6 +29,8 @@ struct Args {
     requests: u32,
     events_per_request: u32,
     replicas: u32,
+    /// The cell's id (many small artifacts side by side: one cell each, each its own run).
+    cell: Option<String>,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -39,6 +41,7 @@ fn parse_args() -> Result<Args, String> {
         requests: 40_000,
         events_per_request: 250,
         replicas: 2,
+        cell: None,
     };
     while let Some(a) = it.next() {
         let mut number = |name: &str| -> Result<u32, String> {
@@ -50,12 +53,13 @@ fn parse_args() -> Result<Args, String> {
             "--requests" => args.requests = number("--requests")?,
             "--events-per-request" => args.events_per_request = number("--events-per-request")?,
             "--replicas" => args.replicas = number("--replicas")?,
+            "--cell" => args.cell = Some(it.next().ok_or("--cell needs an id")?),
             _ if a.starts_with("--") => return Err(format!("unknown flag {a}")),
             _ => out = Some(PathBuf::from(a)),
         }
     }
     args.out = out.ok_or(
-        "usage: synthetic_artifact OUT_ROOT [--requests N] [--events-per-request K] [--replicas R]",
+        "usage: synthetic_artifact OUT_ROOT [--requests N] [--events-per-request K] [--replicas R] [--cell ID]",
     )?;
     if args.events_per_request < 4 || args.requests == 0 || args.replicas == 0 {
         return Err("need --events-per-request >= 4, --requests >= 1, --replicas >= 1".into());
@@ -88,7 +92,10 @@ fn run_json(args: &Args) -> RunJson {
         ..testing::workload()
     };
     let mut run = testing::with_workload(
-        testing::run_json(&format!("synthetic-{}", args.requests)),
+        testing::run_json(&match &args.cell {
+            Some(cell) => format!("synthetic-{}-{cell}", args.requests),
+            None => format!("synthetic-{}", args.requests),
+        }),
         workload,
     );
     run.campaign_id = "bench-synthetic".into();
@@ -99,7 +106,10 @@ fn run_json(args: &Args) -> RunJson {
         config: [("dp", args.replicas.to_string())].into_iter().collect(),
         defaults: Default::default(),
     };
-    run.cell_id = "synthetic-4k-c8".into();
+    run.cell_id = args
+        .cell
+        .clone()
+        .unwrap_or_else(|| "synthetic-4k-c8".into());
     run.topology = testing::topology(args.replicas, 8000, "synthetic");
     run.prompt_salt = "bench".into();
     run.tool = Tool::this("synthetic_artifact");

@@ -704,6 +704,8 @@ pub struct ObjectFile {
     store: Arc<dyn ObjectStore>,
     key: ObjPath,
     size: u64,
+    /// The whole object, when it was read at once ([`ObjectFile::read_whole`]).
+    whole: Option<Bytes>,
 }
 
 impl ObjectFile {
@@ -712,7 +714,36 @@ impl ObjectFile {
             store,
             key: object.key.clone(),
             size: object.size,
+            whole: None,
         }
+    }
+
+    /// The object read with one GET, its footer and pages then served from memory: for a
+    /// small table read whole anyway, one request instead of a footer's and the pages'.
+    pub async fn read_whole(
+        store: Arc<dyn ObjectStore>,
+        object: &ObjectRef,
+    ) -> object_store::Result<Self> {
+        let whole = store.get(&object.key).await?.bytes().await?;
+        Ok(Self {
+            size: whole.len() as u64,
+            whole: Some(whole),
+            ..Self::new(store, object)
+        })
+    }
+
+    /// `range` of the object in memory, when it is there.
+    fn held(&self, range: &std::ops::Range<u64>) -> Option<parquet::errors::Result<Bytes>> {
+        let whole = self.whole.as_ref()?;
+        let (start, end) = (usize::try_from(range.start).ok()?, usize::try_from(range.end).ok()?);
+        Some(if start <= end && end <= whole.len() {
+            Ok(whole.slice(start..end))
+        } else {
+            Err(parquet::errors::ParquetError::EOF(format!(
+                "bytes {start}..{end} of an object of {} bytes",
+                whole.len()
+            )))
+        })
     }
 }
 
@@ -726,6 +757,9 @@ impl parquet::arrow::async_reader::AsyncFileReader for ObjectFile {
         range: std::ops::Range<u64>,
     ) -> futures::future::BoxFuture<'_, parquet::errors::Result<Bytes>> {
         use futures::{FutureExt, TryFutureExt};
+        if let Some(held) = self.held(&range) {
+            return futures::future::ready(held).boxed();
+        }
         self.store
             .get_range(&self.key, range)
             .map_err(parquet_error)
@@ -738,6 +772,9 @@ impl parquet::arrow::async_reader::AsyncFileReader for ObjectFile {
     ) -> futures::future::BoxFuture<'_, parquet::errors::Result<Vec<Bytes>>> {
         use futures::FutureExt;
         async move {
+            if self.whole.is_some() {
+                return ranges.iter().filter_map(|r| self.held(r)).collect();
+            }
             self.store
                 .get_ranges(&self.key, &ranges)
                 .await

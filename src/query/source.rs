@@ -519,8 +519,8 @@ mod remote {
         let [requests, events, scrapes] = objects.map(Option::unwrap);
         let (requests_rows, tally, measured) =
             read_requests(&remote, &requests, &run.run_id).await?;
-        let events_rows = footer(&remote, &events, Table::Events, &run.run_id).await?;
-        let scrapes_rows = footer(&remote, &scrapes, Table::Scrapes, &run.run_id).await?;
+        let events_rows = footer(&remote, &events, &run.run_id).await?;
+        let scrapes_rows = footer(&remote, &scrapes, &run.run_id).await?;
         let rows: BTreeMap<&'static str, u64> = [
             (Table::Requests.name(), requests_rows),
             (Table::Events.name(), events_rows),
@@ -540,10 +540,15 @@ mod remote {
         })
     }
 
-    /// A stream builder over object `o`, its footer read and checked as a local table's.
+    /// Requests tables up to this size are read with one GET (footer and pages at once).
+    const READ_WHOLE_BELOW: u64 = 16 << 20;
+
+    /// A stream builder over `reader` (object `o`), its footer read and checked as a local
+    /// table's.
     async fn builder(
         remote: &RemoteArtifact,
         o: &ObjectRef,
+        reader: ObjectFile,
         run_id: &str,
     ) -> Result<ParquetRecordBatchStreamBuilder<ObjectFile>, QueryError> {
         let path = PathBuf::from(&o.url);
@@ -551,7 +556,6 @@ mod remote {
             dir: PathBuf::from(&remote.url),
             message: scrub(&message),
         };
-        let reader = ObjectFile::new(remote.remote.store().clone(), o);
         let options = ArrowReaderOptions::new().with_skip_arrow_metadata(true);
         let builder = ParquetRecordBatchStreamBuilder::new_with_options(reader, options)
             .await
@@ -567,11 +571,10 @@ mod remote {
     async fn footer(
         remote: &RemoteArtifact,
         o: &ObjectRef,
-        table: Table,
         run_id: &str,
     ) -> Result<u64, QueryError> {
-        let b = builder(remote, o, run_id).await?;
-        let _ = table;
+        let reader = ObjectFile::new(remote.remote.store().clone(), o);
+        let b = builder(remote, o, reader, run_id).await?;
         Ok(u64::try_from(b.metadata().file_metadata().num_rows()).unwrap_or(0))
     }
 
@@ -581,7 +584,18 @@ mod remote {
         o: &ObjectRef,
         run_id: &str,
     ) -> Result<(u64, RequestTally, Vec<u32>), QueryError> {
-        let b = builder(remote, o, run_id).await?;
+        let store = remote.remote.store().clone();
+        let reader = if o.size < READ_WHOLE_BELOW {
+            ObjectFile::read_whole(store, o)
+                .await
+                .map_err(|e| QueryError::Artifact {
+                    dir: PathBuf::from(&remote.url),
+                    message: scrub(&format!("{}: cannot be read: {e}", o.url)),
+                })?
+        } else {
+            ObjectFile::new(store, o)
+        };
+        let b = builder(remote, o, reader, run_id).await?;
         let rows = u64::try_from(b.metadata().file_metadata().num_rows()).unwrap_or(0);
         let path = PathBuf::from(&o.url);
         let failed = |message: String| QueryError::Artifact {
