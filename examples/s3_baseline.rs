@@ -3,18 +3,21 @@
 //! anvil's work.
 //!
 //! ```text
-//! s3_baseline ranges URL RANGES_JSON [--concurrency N]
+//! s3_baseline ranges URL RANGES_JSON [--concurrency N] [--coalesce]
 //! s3_baseline open URL [--concurrency N]
 //! ```
 //!
 //! - `ranges`: GET each byte range of RANGES_JSON (`[{"key": "...", "ranges": [[start, end],
 //!   ...]}, ...]`, keys relative to URL's bucket), N requests in flight (default 2), one GET
 //!   per range: what a ranged-GET loop reading the bytes a query reads costs against the server.
+//!   With `--coalesce`, each object's ranges through object_store's `get_ranges` (ranges less
+//!   than 1 MiB apart merged into one GET, as a Parquet reader's requests are).
 //! - `open`: list URL's prefix, GET every `run.json` whole and every `.parquet` object's footer
 //!   (its last 64 KiB, and the rest of the metadata when longer), N at a time (default 16):
 //!   the raw list-and-get under opening a prefix of artifacts.
 //!
-//! Prints one JSON line: `{"bytes": B, "requests": R, "objects": O, "seconds": S}`.
+//! Prints one JSON line: `{"bytes": B, "requests": R, "objects": O, "seconds": S}` (R is 0
+//! where object_store decides it).
 //! Credentials and endpoint from the `AWS_*` variables, as anvil takes them.
 
 use std::time::Instant;
@@ -34,12 +37,12 @@ struct Args {
     url: String,
     ranges: Option<String>,
     concurrency: Option<usize>,
+    coalesce: bool,
 }
 
 fn parse_args() -> Result<Args, Error> {
     let mut it = std::env::args().skip(1);
-    let usage =
-        "usage: s3_baseline ranges URL RANGES_JSON [--concurrency N] | open URL [--concurrency N]";
+    let usage = "usage: s3_baseline ranges URL RANGES_JSON [--concurrency N] [--coalesce] | open URL [--concurrency N]";
     let mode = it.next().ok_or(usage)?;
     let url = it.next().ok_or(usage)?;
     let ranges = if mode == "ranges" {
@@ -49,10 +52,11 @@ fn parse_args() -> Result<Args, Error> {
     } else {
         return Err(usage.into());
     };
-    let mut concurrency = None;
+    let (mut concurrency, mut coalesce) = (None, false);
     while let Some(a) = it.next() {
         match a.as_str() {
             "--concurrency" => concurrency = Some(it.next().ok_or(usage)?.parse()?),
+            "--coalesce" => coalesce = true,
             _ => return Err(format!("unknown argument {a}; {usage}").into()),
         }
     }
@@ -61,6 +65,7 @@ fn parse_args() -> Result<Args, Error> {
         url,
         ranges,
         concurrency,
+        coalesce,
     })
 }
 
@@ -71,7 +76,12 @@ struct Tally {
     objects: u64,
 }
 
-async fn ranges(store: &dyn ObjectStore, file: &str, n: usize) -> Result<Tally, Error> {
+async fn ranges(
+    store: &dyn ObjectStore,
+    file: &str,
+    n: usize,
+    coalesce: bool,
+) -> Result<Tally, Error> {
     let text = std::fs::read_to_string(file).map_err(|e| format!("{file}: {e}"))?;
     let wanted: serde_json::Value = serde_json::from_str(&text)?;
     let mut gets = Vec::new();
@@ -83,6 +93,30 @@ async fn ranges(store: &dyn ObjectStore, file: &str, n: usize) -> Result<Tally, 
         }
     }
     let objects = wanted.as_array().map_or(0, Vec::len) as u64;
+    if coalesce {
+        // object_store's own coalescing (ranges less than 1 MiB apart merged, 10 GETs in
+        // flight per object), the objects N at a time.
+        let mut by_key: Vec<(Path, Vec<std::ops::Range<u64>>)> = Vec::new();
+        for (key, range) in gets {
+            match by_key.last_mut() {
+                Some((k, ranges)) if *k == key => ranges.push(range),
+                _ => by_key.push((key, vec![range])),
+            }
+        }
+        let sizes: Vec<u64> = futures::stream::iter(by_key)
+            .map(|(key, ranges)| async move {
+                let got = store.get_ranges(&key, &ranges).await?;
+                Ok::<u64, object_store::Error>(got.iter().map(|b| b.len() as u64).sum())
+            })
+            .buffer_unordered(n)
+            .try_collect()
+            .await?;
+        return Ok(Tally {
+            bytes: sizes.iter().sum(),
+            requests: 0,
+            objects,
+        });
+    }
     let sizes: Vec<u64> =
         futures::stream::iter(gets)
             .map(|(key, range)| async move {
@@ -154,7 +188,7 @@ async fn main() -> Result<(), Error> {
     let tally = match args.mode.as_str() {
         "ranges" => {
             let file = args.ranges.as_deref().unwrap_or_default();
-            ranges(&store, file, args.concurrency.unwrap_or(2)).await?
+            ranges(&store, file, args.concurrency.unwrap_or(2), args.coalesce).await?
         }
         _ => {
             let prefix = Path::from(url.path().trim_matches('/'));

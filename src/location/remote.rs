@@ -735,7 +735,10 @@ impl ObjectFile {
     /// `range` of the object in memory, when it is there.
     fn held(&self, range: &std::ops::Range<u64>) -> Option<parquet::errors::Result<Bytes>> {
         let whole = self.whole.as_ref()?;
-        let (start, end) = (usize::try_from(range.start).ok()?, usize::try_from(range.end).ok()?);
+        let (start, end) = (
+            usize::try_from(range.start).ok()?,
+            usize::try_from(range.end).ok()?,
+        );
         Some(if start <= end && end <= whole.len() {
             Ok(whole.slice(start..end))
         } else {

@@ -56,9 +56,7 @@ impl Workers {
             bytes_per_task: bytes_per_task.max(1),
         })
     }
-}
 
-impl Workers {
     /// Refuse up front when a worker does not accept a connection (within 5 s each), naming
     /// it and how to start one, instead of failing in the middle of a query.
     pub async fn check_reachable(&self) -> Result<(), String> {
