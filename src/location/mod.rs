@@ -18,6 +18,8 @@
 //! `verify` and the edge, which all open a location the same way.
 
 #[cfg(feature = "object-store")]
+mod readahead;
+#[cfg(feature = "object-store")]
 mod remote;
 
 #[cfg(feature = "object-store")]

@@ -97,6 +97,8 @@ impl Remote {
                 format!("cannot set up the client ({e}); check the cloud's environment variables"),
             )
         })?;
+        // Scans of large tables fetch windows, not row groups (see `readahead`).
+        let store: Arc<dyn ObjectStore> = Arc::new(super::readahead::ReadAhead::new(store));
         let mut base = url.clone();
         base.set_path("");
         base.set_query(None);
