@@ -89,8 +89,8 @@ bench-sql requests="40000" profile="release":
 # anvil beyond one machine against plain baselines in the same run (BENCHMARKS.md): cell_stats
 # over the 10M-event synthetic artifact on an S3 server on loopback (moto) against a ranged-GET
 # loop over the same bytes; opening 1,000 small artifacts against list-and-get; two local
-# workers against one process. Release build with the distributed engine (a cold build takes
-# about 25 minutes on 2 cores). Needs `pip install "moto[server]" pyarrow`.
+# workers against one process. Release build with the distributed engine (a cold build took
+# 31 minutes of wall time on 2 cores, 2026-12-03). Needs `pip install "moto[server]" pyarrow`.
 bench-remote runs="5":
     #!/usr/bin/env bash
     set -euo pipefail
