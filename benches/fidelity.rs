@@ -17,7 +17,11 @@
 //! - recorder CPU per event (user + system time of the whole `anvil-capture` process, and of
 //!   its writer thread alone, over the measured window, sampled from /proc every 50 ms,
 //!   divided by the events);
-//! - peak RSS of `anvil-capture` (getrusage of the child).
+//! - the whole process's CPU, start to exit (start-up, calibration and finalising included:
+//!   getrusage of the child), for anvil-capture and the peer;
+//! - peak RSS of `anvil-capture` (getrusage of the child);
+//! - events lost (written by the simulator for a measured request, never recorded), requests
+//!   failed, and recorded events the simulator never wrote.
 //!
 //! The same level is then driven by a peer client, `bench/peer_client.py` (aiohttp, written
 //! as vLLM's benchmark client is), over the same request bodies against a fresh simulator,
@@ -33,7 +37,9 @@
 //!
 //! Run: `just bench-fidelity`, or `cargo bench --profile release --no-default-features --bench
 //! fidelity`. Environment: `FIDELITY_LEVELS` (default `16,64,256`), `FIDELITY_ROUNDS`
-//! (requests per stream, default 4), `FIDELITY_SIM_ARGS` (extra simulator flags),
+//! (requests per stream, default 4), `FIDELITY_WORDS` (tokens each request asks for, default
+//! 250), `FIDELITY_REPEATS` (runs per level, default 1: anvil, peer and floor alternate, and a
+//! table of medians over the runs follows), `FIDELITY_SIM_ARGS` (extra simulator flags),
 //! `FIDELITY_PEER_PYTHON` (the peer's interpreter), `FIDELITY_ONLY_ANVIL=1` (no peer and no
 //! floor: a long run of the recorder alone), `FIDELITY_CAPTURE` (the path of another build's
 //! `anvil-capture` to measure instead of this build's).
@@ -57,8 +63,16 @@ use arrow_array::types::Int64Type;
 
 const SIM: &str = env!("CARGO_BIN_EXE_anvil-sim");
 const CAPTURE: &str = env!("CARGO_BIN_EXE_anvil-capture");
-/// Words each request asks for: ~250 tokens at 50 tok/s is a 5 s stream.
+/// Words each request asks for unless `FIDELITY_WORDS` says otherwise: ~250 tokens at 50
+/// tok/s is a 5 s stream.
 const WORDS: u64 = 250;
+
+fn words() -> u64 {
+    std::env::var("FIDELITY_WORDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(WORDS)
+}
 
 fn manifest(dir: &Path) -> PathBuf {
     let src = concat!(
@@ -67,8 +81,8 @@ fn manifest(dir: &Path) -> PathBuf {
     );
     let text = std::fs::read_to_string(src).expect("sample manifest");
     let mut v: serde_json::Value = serde_json::from_str(&text).expect("manifest JSON");
-    v["selection"]["headline_response_words"] = WORDS.into();
-    v["selection"]["headline_max_tokens"] = (WORDS + 50).into();
+    v["selection"]["headline_response_words"] = words().into();
+    v["selection"]["headline_max_tokens"] = (words() + 50).into();
     let p = dir.join("manifest.json");
     std::fs::write(&p, v.to_string()).expect("write manifest");
     p
@@ -130,7 +144,16 @@ struct Level {
     /// Smallest and largest resident set (MB) sampled during each tenth of the events.
     rss_by_events_mb: Vec<(f64, f64)>,
     unmatched: usize,
+    /// Events the simulator wrote for the measured requests that the recorder has not.
+    lost: usize,
     failed: u64,
+    /// User + system CPU seconds of the whole process, start to exit (start-up, calibration
+    /// and finalising included); 0 for the floor, a thread of this process.
+    process_cpu_s: f64,
+    /// Of which before the measured window (start-up, calibration, preparing requests) and
+    /// after it (finishing: merging the parts, the quick look), from the /proc samples.
+    process_before_s: f64,
+    process_after_s: f64,
 }
 
 /// The simulator's ground truth: write time per (request id, seq), request read times, first
@@ -294,12 +317,23 @@ struct Recorded {
 fn score(rec: &Recorded, truth: &Truth, samples: &[Sample], usage: &libc::rusage) -> Level {
     let mut lag = Vec::new();
     let mut unmatched = 0;
+    let mut seen = std::collections::HashSet::new();
     for (id, seq, t) in &rec.events {
         match truth.write.get(&(id.clone(), *seq)) {
-            Some(w) => lag.push((t - w) / 1000),
+            Some(w) => {
+                lag.push((t - w) / 1000);
+                seen.insert((id.as_str(), *seq));
+            }
             None => unmatched += 1,
         }
     }
+    let ids: std::collections::HashSet<&str> = rec.requests.iter().map(|r| r.0.as_str()).collect();
+    let lost = truth
+        .write
+        .keys()
+        .filter(|(id, seq)| ids.contains(id.as_str()) && !seen.contains(&(id.as_str(), *seq)))
+        .count();
+    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 * 1e-6;
     let (mut first, mut rest, mut skew) = (Vec::new(), Vec::new(), Vec::new());
     for (id, sent, recv, wave) in &rec.requests {
         if let (Some(recv), Some(r), Some(w)) =
@@ -320,6 +354,13 @@ fn score(rec: &Recorded, truth: &Truth, samples: &[Sample], usage: &libc::rusage
     skew.sort_unstable();
     let (a, b) = rec.window;
     let (cpu_s, writer_s) = cpu_between(samples, a, b);
+    // SAFETY: sysconf has no memory effects.
+    let tck = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
+    let before_s = samples
+        .iter()
+        .rev()
+        .find(|s| s.t_ns <= a)
+        .map_or(0.0, |s| s.ticks as f64 / tck);
     let events = rec.events.len();
     let mut arrivals: Vec<i64> = rec.events.iter().map(|e| e.2).collect();
     arrivals.sort_unstable();
@@ -335,7 +376,11 @@ fn score(rec: &Recorded, truth: &Truth, samples: &[Sample], usage: &libc::rusage
         peak_rss_mb: usage.ru_maxrss as f64 / 1024.0,
         rss_by_events_mb: rss_by_events(samples, &arrivals),
         unmatched,
+        lost,
         failed: 0,
+        process_cpu_s: tv(usage.ru_utime) + tv(usage.ru_stime),
+        process_before_s: before_s,
+        process_after_s: (tv(usage.ru_utime) + tv(usage.ru_stime) - before_s - cpu_s).max(0.0),
     }
 }
 
@@ -386,7 +431,8 @@ fn run_anvil(
     tmp: &Path,
 ) -> (Level, Vec<(i64, String)>) {
     let truth_path = tmp.join(format!("truth-{streams}.csv"));
-    let out = tmp.join(format!("out-{streams}"));
+    // A fresh output folder per run: a level may be run several times.
+    let out = tmp.join(format!("out-{streams}-{}", monotonic_ns()));
     let (sim, port) = start_sim(&truth_path, extra);
     let manifest = manifest(tmp);
     let c = streams.to_string();
@@ -801,14 +847,18 @@ fn floor_reader(port: u16, streams: usize, requests: &[Vec<u8>]) -> Level {
         peak_rss_mb: 0.0,
         rss_by_events_mb: Vec::new(),
         unmatched: 0,
+        lost: 0,
         failed,
+        process_cpu_s: 0.0,
+        process_before_s: 0.0,
+        process_after_s: 0.0,
     }
 }
 
 /// One table row; `versus` follows the CPU figure (anvil's ratios to the peer and the floor).
 fn row(streams: usize, who: &str, l: &Level, versus: &str) {
     println!(
-        "| {streams} | {who} | {:.0} | {} / {} / {} | {:.0} / {} | {:.0} / {} | {} / {} | {:.1}{} | {} | {:.1} | {} | {} |",
+        "| {streams} | {who} | {:.0} | {} / {} / {} | {:.0} / {} | {:.0} / {} | {} / {} | {:.1}{} | {} | {:.2} ({:.2} + {:.2} + {:.2}) | {:.1} | {} / {} / {} |",
         l.events as f64 / l.window_s.max(1e-9),
         pct(&l.lag_us, 0.50),
         pct(&l.lag_us, 0.99),
@@ -824,7 +874,12 @@ fn row(streams: usize, who: &str, l: &Level, versus: &str) {
         l.writer_cpu_us_per_event
             .map(|w| format!("{w:.1}"))
             .unwrap_or_else(|| "–".into()),
+        l.process_cpu_s,
+        l.process_before_s,
+        l.process_cpu_s - l.process_before_s - l.process_after_s,
+        l.process_after_s,
         l.peak_rss_mb,
+        l.lost,
         l.failed,
         l.unmatched
     );
@@ -850,13 +905,102 @@ fn rss_row(streams: usize, who: &str, l: &Level) -> String {
 }
 
 /// The floor's row: only events/s, CPU per event and failures mean anything for it.
-fn floor_row(streams: usize, l: &Level) {
+fn floor_row(streams: usize, who: &str, l: &Level) {
     println!(
-        "| {streams} | floor (bare paced reader) | {:.0} | – | – | – | – | {:.1} | – | – | {} | – |",
+        "| {streams} | {who} | {:.0} | – | – | – | – | {:.1} | – | – | – | – / {} / – |",
         l.events as f64 / l.window_s.max(1e-9),
         l.cpu_us_per_event,
         l.failed
     );
+}
+
+/// The median of `v` (the mean of the middle two for an even count) and its range.
+fn median_range(mut v: Vec<f64>) -> (f64, f64, f64) {
+    if v.is_empty() {
+        return (f64::NAN, f64::NAN, f64::NAN);
+    }
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    let mid = if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    };
+    (mid, v[0], v[n - 1])
+}
+
+/// One level's alternating runs: anvil, then the peer, then the floor, each run.
+struct Runs {
+    streams: usize,
+    /// Load average (1 min) at the start of each run.
+    load: Vec<f64>,
+    anvil: Vec<Level>,
+    peer: Vec<Level>,
+    floor: Vec<Level>,
+}
+
+/// The medians over a level's runs: the figures the targets are judged on.
+fn summary_row(r: &Runs) {
+    let f = |(m, lo, hi): (f64, f64, f64), d: usize| format!("{m:.d$} ({lo:.d$}–{hi:.d$})");
+    let anvil_cpu = median_range(r.anvil.iter().map(|l| l.cpu_us_per_event).collect());
+    let floor_cpu = median_range(r.floor.iter().map(|l| l.cpu_us_per_event).collect());
+    let to_floor = median_range(
+        r.anvil
+            .iter()
+            .zip(&r.floor)
+            .map(|(a, f)| a.cpu_us_per_event / f.cpu_us_per_event.max(1e-9))
+            .collect(),
+    );
+    let lag99 = median_range(
+        r.anvil
+            .iter()
+            .map(|l| pct(&l.lag_us, 0.99) as f64)
+            .collect(),
+    );
+    let process = median_range(r.anvil.iter().map(|l| l.process_cpu_s).collect());
+    let peer_process = median_range(r.peer.iter().map(|l| l.process_cpu_s).collect());
+    let to_peer = median_range(
+        r.anvil
+            .iter()
+            .zip(&r.peer)
+            .map(|(a, p)| a.process_cpu_s / p.process_cpu_s.max(1e-9))
+            .collect(),
+    );
+    let load = median_range(r.load.clone());
+    let lost: usize = r.anvil.iter().map(|l| l.lost).sum();
+    let failed: u64 = r.anvil.iter().map(|l| l.failed).sum();
+    let unmatched: usize = r.anvil.iter().map(|l| l.unmatched).sum();
+    let or_dash = |s: String, have: bool| if have { s } else { "–".to_owned() };
+    println!(
+        "| {} | {} | {} | {} | {} | {} | **{}** | {} | {} | **{}** | {lost} / {failed} / {unmatched} | {} |",
+        r.streams,
+        r.anvil.len(),
+        f(anvil_cpu, 1),
+        or_dash(f(floor_cpu, 1), !r.floor.is_empty()),
+        or_dash(
+            r.anvil
+                .iter()
+                .filter_map(|l| l.writer_cpu_us_per_event)
+                .map(|w| format!("{w:.1}"))
+                .collect::<Vec<_>>()
+                .join(" · "),
+            true
+        ),
+        or_dash(f(to_floor, 2), !r.floor.is_empty()),
+        f(lag99, 0),
+        f(process, 2),
+        or_dash(f(peer_process, 2), !r.peer.is_empty()),
+        or_dash(f(to_peer, 2), !r.peer.is_empty()),
+        f(load, 2),
+    );
+}
+
+/// The 1-minute load average now.
+fn load1() -> f64 {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse().ok())
+        .unwrap_or(f64::NAN)
 }
 
 fn main() {
@@ -898,39 +1042,89 @@ fn main() {
                 false
             }
         };
+    let repeats: usize = std::env::var("FIDELITY_REPEATS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(1)
+        .max(1);
     println!(
-        "| streams | recorder | events/s | receive lag p50 / p99 / max (µs) | TTFT error, first wave: mean / p99 (µs) | TTFT error, later: mean / p99 (µs) | t_sent − sim read p50 / p99 (µs) | CPU/event (µs) | writer thread (µs) | peak RSS (MB) | failed | unmatched |"
+        "{} requests per stream of about {} tokens; {repeats} run(s) per level, the recorders alternating",
+        rounds,
+        words()
+    );
+    println!(
+        "| streams | recorder | events/s | receive lag p50 / p99 / max (µs) | TTFT error, first wave: mean / p99 (µs) | TTFT error, later: mean / p99 (µs) | t_sent − sim read p50 / p99 (µs) | CPU/event (µs) | writer thread (µs) | whole process CPU (s): before + during + after the window | peak RSS (MB) | lost / failed / unmatched |"
     );
     println!("|---:|---|---:|---|---|---|---|---:|---:|---:|---:|---:|");
     let mut rss_rows = Vec::new();
+    let mut all = Vec::new();
     for streams in levels {
-        let (anvil, bodies) = run_anvil(streams, rounds, &extra, &tmp);
-        let peer = peer.then(|| run_peer(&python, streams, &bodies, &extra, &tmp));
-        let floor = (!only_anvil).then(|| run_floor(streams, &bodies, &extra, &tmp));
-        let times = |other: &Level, name: &str| {
-            format!(
-                "{:.2}× the {name}",
-                anvil.cpu_us_per_event / other.cpu_us_per_event.max(1e-9)
-            )
+        let mut runs = Runs {
+            streams,
+            load: Vec::new(),
+            anvil: Vec::new(),
+            peer: Vec::new(),
+            floor: Vec::new(),
         };
-        let mut versus: Vec<String> = peer.iter().map(|p| times(p, "peer")).collect();
-        versus.extend(floor.iter().map(|f| times(f, "floor")));
-        let versus = if versus.is_empty() {
-            String::new()
-        } else {
-            format!(" ({})", versus.join(", "))
-        };
-        row(streams, "anvil-capture", &anvil, &versus);
-        if let Some(p) = &peer {
-            row(streams, "peer (aiohttp)", p, "");
+        for run in 1..=repeats {
+            let load = load1();
+            let tag = |who: &str| {
+                if repeats > 1 {
+                    format!("{who} (run {run}, load {load:.2})")
+                } else {
+                    who.to_owned()
+                }
+            };
+            let (anvil, bodies) = run_anvil(streams, rounds, &extra, &tmp);
+            let peer = peer.then(|| run_peer(&python, streams, &bodies, &extra, &tmp));
+            let floor = (!only_anvil).then(|| run_floor(streams, &bodies, &extra, &tmp));
+            let times = |other: &Level, name: &str| {
+                format!(
+                    "{:.2}× the {name}",
+                    anvil.cpu_us_per_event / other.cpu_us_per_event.max(1e-9)
+                )
+            };
+            let mut versus: Vec<String> = peer.iter().map(|p| times(p, "peer")).collect();
+            versus.extend(floor.iter().map(|f| times(f, "floor")));
+            if let Some(p) = &peer {
+                versus.push(format!(
+                    "whole process {:.2}× the peer",
+                    anvil.process_cpu_s / p.process_cpu_s.max(1e-9)
+                ));
+            }
+            let versus = if versus.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", versus.join(", "))
+            };
+            row(streams, &tag("anvil-capture"), &anvil, &versus);
+            if let Some(p) = &peer {
+                row(streams, &tag("peer (aiohttp)"), p, "");
+            }
+            if let Some(f) = &floor {
+                floor_row(streams, &tag("floor (bare paced reader)"), f);
+            }
+            rss_rows.push(rss_row(streams, &tag("anvil-capture"), &anvil));
+            if let Some(p) = &peer {
+                rss_rows.push(rss_row(streams, &tag("peer (aiohttp)"), p));
+            }
+            runs.load.push(load);
+            runs.anvil.push(anvil);
+            runs.peer.extend(peer);
+            runs.floor.extend(floor);
         }
-        if let Some(f) = &floor {
-            floor_row(streams, f);
-        }
-        rss_rows.push(rss_row(streams, "anvil-capture", &anvil));
-        if let Some(p) = &peer {
-            rss_rows.push(rss_row(streams, "peer (aiohttp)", p));
-        }
+        all.push(runs);
+    }
+    println!();
+    println!(
+        "Medians over each level's runs (range in brackets): the figures the recorder's targets are judged on."
+    );
+    println!(
+        "| streams | runs | anvil CPU/event (µs) | floor CPU/event (µs) | writer thread, each run (µs) | anvil ÷ floor | receive lag p99 (µs) | anvil whole process (s) | peer whole process (s) | anvil ÷ peer, whole process | lost / failed / unmatched | load average at run starts |"
+    );
+    println!("|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|");
+    for r in &all {
+        summary_row(r);
     }
     println!();
     println!(
