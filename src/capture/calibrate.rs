@@ -137,6 +137,7 @@ impl<'a> Calibrator<'a> {
                 dialect,
                 chat_extra: chat_extra.clone(),
                 timeout: side_timeout(cfg),
+                kept: Default::default(),
             };
             match oracle.count(&sample).await {
                 Ok(n) => {

@@ -15,13 +15,17 @@
 //! Both run before the measured run, on their own short-lived connection; neither is on the
 //! hot path.
 
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, Limited};
+use hyper::client::conn::http1;
 use hyper::header::{self, HeaderValue};
 use hyper::{Method, Request, Uri};
 use hyper_util::rt::TokioIo;
+use serde::Deserialize;
+use serde::de::IgnoredAny;
 use serde_json::{Map, Value, json};
 
 use super::endpoint::Endpoint;
@@ -58,57 +62,92 @@ pub enum OracleError {
     Request(#[from] request::RequestError),
 }
 
-/// POST a JSON body on a fresh connection and read the whole answer.
+/// One connection kept across a run of tokenizer calls (calibration makes one per request):
+/// a fresh TCP connection, handshake and connection task per call cost the client more than
+/// the call itself. Clones share it; calls take it out and put it back, one at a time.
+#[derive(Debug, Default, Clone)]
+pub struct KeptConnection(Arc<Mutex<Option<http1::SendRequest<Full<Bytes>>>>>);
+
+impl KeptConnection {
+    fn take(&self) -> Option<http1::SendRequest<Full<Bytes>>> {
+        self.0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+            .filter(|s| !s.is_closed())
+    }
+
+    fn put(&self, sender: http1::SendRequest<Full<Bytes>>) {
+        *self.0.lock().unwrap_or_else(|e| e.into_inner()) = Some(sender);
+    }
+}
+
+/// POST a JSON body and read the whole answer. With `kept`, the call goes on the kept
+/// connection when there is a live one, and the connection is kept for the next call; a call
+/// that fails on a kept connection (the server closed it meanwhile) is made once more on a
+/// fresh one, so `kept` is only for idempotent calls. Without, a fresh connection is opened
+/// and closed.
 async fn post_json(
     endpoint: &Endpoint,
     uri: Uri,
     body: Vec<u8>,
     auth: Option<&HeaderValue>,
     timeout: Duration,
+    kept: Option<&KeptConnection>,
 ) -> Result<(u16, Bytes), OracleError> {
     let url = format!("{}{}", endpoint.url.trim_end_matches('/'), uri.path());
-    let exchange = async {
-        let stream = endpoint.connect(timeout).await?;
-        let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
-            .await
-            .map_err(|e| OracleError::Http {
-                url: url.clone(),
-                detail: e.to_string(),
-            })?;
-        let conn = tokio::spawn(conn);
+    let http = |detail: String| OracleError::Http {
+        url: url.clone(),
+        detail,
+    };
+    let body = Bytes::from(body);
+    let request = || {
         let mut req = Request::builder()
             .method(Method::POST)
-            .uri(uri)
+            .uri(uri.clone())
             .header(header::HOST, endpoint.host_header())
             .header(header::CONTENT_TYPE, "application/json")
             .header(header::ACCEPT, "application/json");
         if let Some(a) = auth {
             req = req.header(header::AUTHORIZATION, a);
         }
-        let req = req
-            .body(Full::new(Bytes::from(body)))
-            .map_err(|e| OracleError::Http {
-                url: url.clone(),
-                detail: e.to_string(),
-            })?;
+        req.body(Full::new(body.clone()))
+            .map_err(|e| http(e.to_string()))
+    };
+    let answer = async |sender: &mut http1::SendRequest<Full<Bytes>>| {
         let resp = sender
-            .send_request(req)
+            .send_request(request()?)
             .await
-            .map_err(|e| OracleError::Http {
-                url: url.clone(),
-                detail: e.to_string(),
-            })?;
+            .map_err(|e| http(e.to_string()))?;
         let status = resp.status().as_u16();
         let bytes = Limited::new(resp.into_body(), MAX_RESPONSE_BYTES)
             .collect()
             .await
-            .map_err(|e| OracleError::Http {
-                url: url.clone(),
-                detail: format!("reading the answer: {e}"),
-            })?
+            .map_err(|e| http(format!("reading the answer: {e}")))?
             .to_bytes();
-        conn.abort();
-        Ok((status, bytes))
+        Ok::<_, OracleError>((status, bytes))
+    };
+    let exchange = async {
+        if let Some(k) = kept
+            && let Some(mut sender) = k.take()
+            && sender.ready().await.is_ok()
+            && let Ok(r) = answer(&mut sender).await
+        {
+            k.put(sender);
+            return Ok(r);
+        }
+        let stream = endpoint.connect(timeout).await?;
+        let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+            .await
+            .map_err(|e| http(e.to_string()))?;
+        // The connection task ends once its sender is dropped (or the server closes).
+        let conn = tokio::spawn(conn);
+        let r = answer(&mut sender).await?;
+        match kept {
+            Some(k) => k.put(sender),
+            None => conn.abort(),
+        }
+        Ok(r)
     };
     match tokio::time::timeout(timeout, exchange).await {
         Ok(r) => r,
@@ -116,6 +155,65 @@ async fn post_json(
             url,
             after_ms: timeout.as_millis(),
         }),
+    }
+}
+
+/// A `/tokenize` answer, read for its count only: `count` (vLLM), else the length of
+/// `tokens` (llama.cpp; vLLM sends both), without building the token list.
+#[derive(Deserialize)]
+struct TokenizeAnswer {
+    count: Option<Value>,
+    tokens: Option<Length>,
+}
+
+/// The number of elements of a JSON array; `None` for any other value.
+struct Length(Option<u64>);
+
+impl<'de> Deserialize<'de> for Length {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Counter;
+        impl<'de> serde::de::Visitor<'de> for Counter {
+            type Value = Length;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<Length, A::Error> {
+                let mut n = 0u64;
+                while seq.next_element::<IgnoredAny>()?.is_some() {
+                    n += 1;
+                }
+                Ok(Length(Some(n)))
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<Length, A::Error> {
+                while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+                Ok(Length(None))
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<Length, E> {
+                Ok(Length(None))
+            }
+            fn visit_i64<E>(self, _: i64) -> Result<Length, E> {
+                Ok(Length(None))
+            }
+            fn visit_u64<E>(self, _: u64) -> Result<Length, E> {
+                Ok(Length(None))
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<Length, E> {
+                Ok(Length(None))
+            }
+            fn visit_str<E>(self, _: &str) -> Result<Length, E> {
+                Ok(Length(None))
+            }
+            fn visit_unit<E>(self) -> Result<Length, E> {
+                Ok(Length(None))
+            }
+        }
+        d.deserialize_any(Counter)
     }
 }
 
@@ -188,10 +286,13 @@ pub struct TokenizeOracle {
     /// `chat_template_kwargs: {"enable_thinking": false}` so the template matches the run's.
     pub chat_extra: Map<String, Value>,
     pub timeout: Duration,
+    /// The connection the calls go on, kept between them.
+    pub kept: KeptConnection,
 }
 
 impl TokenizeOracle {
-    async fn post(&self, path: &str, body: Value) -> Result<(String, Value, Bytes), OracleError> {
+    /// POST `body` to `path` and return the URL, the status and the answer.
+    async fn post_raw(&self, path: &str, body: Value) -> Result<(String, u16, Bytes), OracleError> {
         let uri = self.endpoint.path_uri(path)?;
         let url = format!("{}{}", self.endpoint.url.trim_end_matches('/'), uri.path());
         let auth = self
@@ -200,8 +301,42 @@ impl TokenizeOracle {
             .map(ApiKey::header_value)
             .transpose()?;
         let payload = serde_json::to_vec(&body).unwrap_or_default();
-        let (status, answer) =
-            post_json(&self.endpoint, uri, payload, auth.as_ref(), self.timeout).await?;
+        let (status, answer) = post_json(
+            &self.endpoint,
+            uri,
+            payload,
+            auth.as_ref(),
+            self.timeout,
+            Some(&self.kept),
+        )
+        .await?;
+        Ok((url, status, answer))
+    }
+
+    /// POST `body` to `/tokenize` and read the answer's count (see [`TokenizeAnswer`]).
+    async fn tokenize(&self, body: Value) -> Result<(String, Option<u64>, Bytes), OracleError> {
+        let (url, status, answer) = self.post_raw("/tokenize", body).await?;
+        let object = answer.trim_ascii_start().first() == Some(&b'{');
+        let n = match serde_json::from_slice::<TokenizeAnswer>(&answer) {
+            Ok(a) if object && status / 100 == 2 => a
+                .count
+                .as_ref()
+                .and_then(Value::as_u64)
+                .or(a.tokens.and_then(|t| t.0)),
+            // An error status, or not an object: said as the general reading says it.
+            _ => {
+                let v = parse_answer(&url, status, &answer)?;
+                v.get("count").and_then(Value::as_u64).or(v
+                    .get("tokens")
+                    .and_then(Value::as_array)
+                    .map(|t| t.len() as u64))
+            }
+        };
+        Ok((url, n, answer))
+    }
+
+    async fn post(&self, path: &str, body: Value) -> Result<(String, Value, Bytes), OracleError> {
+        let (url, status, answer) = self.post_raw(path, body).await?;
         let v = parse_answer(&url, status, &answer)?;
         Ok((url, v, answer))
     }
@@ -211,13 +346,13 @@ impl TokenizeOracle {
     /// read): the caller must not mistake it for a count.
     pub async fn count(&self, content: &PromptContent) -> Result<u64, OracleError> {
         let messages = templated_messages(self.api, content);
-        let (url, v, answer) = match (self.dialect, &messages, content) {
+        let (url, n, answer) = match (self.dialect, &messages, content) {
             (TokenizeDialect::Vllm, Some(m), _) => {
                 let mut body = Map::new();
                 body.insert("model".into(), json!(self.model));
                 body.insert("messages".into(), json!(m));
                 body.extend(self.chat_extra.clone());
-                self.post("/tokenize", Value::Object(body)).await?
+                self.tokenize(Value::Object(body)).await?
             }
             (TokenizeDialect::Vllm, None, _) => {
                 let text = match content {
@@ -228,7 +363,7 @@ impl TokenizeOracle {
                         .collect::<Vec<_>>()
                         .join("\n"),
                 };
-                self.post("/tokenize", json!({"model": self.model, "prompt": text}))
+                self.tokenize(json!({"model": self.model, "prompt": text}))
                     .await?
             }
             (TokenizeDialect::LlamaCpp, Some(m), _) => {
@@ -243,18 +378,14 @@ impl TokenizeOracle {
                         body: body_summary(&answer),
                     });
                 };
-                self.post(
-                    "/tokenize",
+                self.tokenize(
                     json!({"content": prompt, "add_special": false, "parse_special": true}),
                 )
                 .await?
             }
             (TokenizeDialect::LlamaCpp, None, PromptContent::Text(t)) => {
-                self.post(
-                    "/tokenize",
-                    json!({"content": t, "add_special": true, "parse_special": true}),
-                )
-                .await?
+                self.tokenize(json!({"content": t, "add_special": true, "parse_special": true}))
+                    .await?
             }
             (TokenizeDialect::LlamaCpp, None, PromptContent::Messages(_)) => {
                 return Err(OracleError::Answer {
@@ -264,11 +395,7 @@ impl TokenizeOracle {
                 });
             }
         };
-        let n = if let Some(n) = v.get("count").and_then(Value::as_u64) {
-            n
-        } else if let Some(tokens) = v.get("tokens").and_then(Value::as_array) {
-            tokens.len() as u64
-        } else {
+        let Some(n) = n else {
             return Err(OracleError::Answer {
                 url,
                 detail: "no `count` number or `tokens` array".into(),
@@ -311,7 +438,7 @@ impl ProbeOracle {
             .map(ApiKey::header_value)
             .transpose()?;
         let (status, answer) =
-            post_json(&self.endpoint, uri, body, auth.as_ref(), self.timeout).await?;
+            post_json(&self.endpoint, uri, body, auth.as_ref(), self.timeout, None).await?;
         let v = parse_answer(&url, status, &answer)?;
         let field = match self.options.api {
             Api::Chat | Api::Completions => "prompt_tokens",
@@ -395,6 +522,7 @@ mod tests {
             dialect,
             chat_extra: Map::new(),
             timeout: Duration::from_secs(5),
+            kept: KeptConnection::default(),
         }
     }
 
@@ -443,6 +571,125 @@ mod tests {
                 .unwrap()
                 .contains(r#""messages":[{"role":"user","content":"a b c"}]"#)
         );
+    }
+
+    /// A keep-alive server: answers every request of every connection with `answer`, and
+    /// says how many connections it accepted and how many requests it answered.
+    async fn keep_alive(
+        answer: &'static str,
+    ) -> (
+        Endpoint,
+        Arc<std::sync::atomic::AtomicUsize>,
+        Arc<std::sync::atomic::AtomicUsize>,
+    ) {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = l.local_addr().unwrap();
+        let (conns, reqs) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+        let (c, r) = (conns.clone(), reqs.clone());
+        tokio::spawn(async move {
+            loop {
+                let (mut s, _) = l.accept().await.unwrap();
+                c.fetch_add(1, Ordering::SeqCst);
+                let r = r.clone();
+                tokio::spawn(async move {
+                    let mut got = Vec::new();
+                    let mut buf = [0u8; 4096];
+                    loop {
+                        let text = String::from_utf8_lossy(&got).into_owned();
+                        if let Some(end) = text.find("\r\n\r\n") {
+                            let len: usize = text[..end]
+                                .lines()
+                                .find_map(|l| {
+                                    l.to_ascii_lowercase()
+                                        .strip_prefix("content-length: ")
+                                        .map(|v| v.trim().parse().unwrap())
+                                })
+                                .unwrap_or(0);
+                            if got.len() >= end + 4 + len {
+                                got.drain(..end + 4 + len);
+                                let resp = format!(
+                                    "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{answer}",
+                                    answer.len()
+                                );
+                                s.write_all(resp.as_bytes()).await.unwrap();
+                                r.fetch_add(1, Ordering::SeqCst);
+                                continue;
+                            }
+                        }
+                        match s.read(&mut buf).await {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => got.extend_from_slice(&buf[..n]),
+                        }
+                    }
+                });
+            }
+        });
+        (
+            Endpoint::parse(0, &format!("http://{addr}")).unwrap(),
+            conns,
+            reqs,
+        )
+    }
+
+    #[tokio::test]
+    async fn tokenizer_calls_share_one_kept_connection() {
+        use std::sync::atomic::Ordering;
+        let (ep, conns, reqs) = keep_alive(r#"{"count":9,"tokens":[1,2,3,4,5,6,7,8,9]}"#).await;
+        let o = oracle(ep, Api::Chat, TokenizeDialect::Vllm);
+        for _ in 0..5 {
+            assert_eq!(o.count(&chat()).await.unwrap(), 9);
+        }
+        assert_eq!(reqs.load(Ordering::SeqCst), 5);
+        assert_eq!(
+            conns.load(Ordering::SeqCst),
+            1,
+            "one connection for five calls"
+        );
+    }
+
+    /// A server that closes after each answer (as the scripted one does): every call after
+    /// the first finds the kept connection closed and is made on a fresh one.
+    #[tokio::test]
+    async fn a_kept_connection_the_server_closed_is_replaced() {
+        let (ep, server) = scripted(vec![
+            (200, r#"{"count":4}"#),
+            (200, r#"{"count":5}"#),
+            (200, r#"{"count":6}"#),
+        ])
+        .await;
+        let o = oracle(ep, Api::Chat, TokenizeDialect::Vllm);
+        let mut counts = Vec::new();
+        for _ in 0..3 {
+            counts.push(o.count(&chat()).await.unwrap());
+        }
+        assert_eq!(counts, [4, 5, 6]);
+        assert_eq!(server.await.unwrap().len(), 3);
+    }
+
+    /// The count is read without building the token list, and reads as before: `count` first,
+    /// else the length of `tokens`; neither is an error naming the answer.
+    #[tokio::test]
+    async fn tokenize_answers_are_read_for_their_count() {
+        for (answer, expected) in [
+            (r#"{"tokens":[5,6,7],"count":3}"#, Ok(3)),
+            (r#"{"tokens":[[1],{"a":2},"x",null,4.5]}"#, Ok(5)),
+            (r#"{"count":2.5,"tokens":[1,2]}"#, Ok(2)),
+            (
+                r#"{"count":null,"tokens":{"n":3}}"#,
+                Err("no `count` number or `tokens` array"),
+            ),
+            (r#"[3]"#, Err("no `count` number or `tokens` array")),
+            (r#"{"tokens":[1,2"#, Err("not JSON")),
+        ] {
+            let (ep, _server) = one_shot(200, answer).await;
+            let o = oracle(ep, Api::Chat, TokenizeDialect::Vllm);
+            match (o.count(&chat()).await, expected) {
+                (Ok(n), Ok(e)) => assert_eq!(n, e, "{answer}"),
+                (Err(err), Err(e)) => assert!(err.to_string().contains(e), "{answer}: {err}"),
+                (got, e) => panic!("{answer}: got {got:?}, expected {e:?}"),
+            }
+        }
     }
 
     #[tokio::test]
