@@ -11,6 +11,7 @@ use parquet::arrow::ArrowWriter;
 use parquet::basic::{Compression, ZstdLevel};
 use parquet::file::metadata::KeyValue;
 use parquet::file::properties::WriterProperties;
+use parquet::schema::types::ColumnPath;
 
 use super::RUN_JSON;
 use super::error::{ArtifactError, Result};
@@ -37,7 +38,7 @@ pub(super) fn writer_properties(
     row_group_rows: Option<usize>,
     row_group_bytes: Option<usize>,
 ) -> WriterProperties {
-    WriterProperties::builder()
+    let mut builder = WriterProperties::builder()
         .set_compression(compression)
         .set_max_row_group_row_count(row_group_rows)
         .set_max_row_group_bytes(row_group_bytes)
@@ -45,8 +46,24 @@ pub(super) fn writer_properties(
             KeyValue::new(META_SCHEMA_VERSION.to_owned(), SCHEMA_VERSION.to_owned()),
             KeyValue::new(META_TABLE.to_owned(), table.name().to_owned()),
             KeyValue::new(META_RUN_ID.to_owned(), run_id.to_owned()),
-        ]))
-        .build()
+        ]));
+    for column in no_dictionary(table) {
+        builder = builder.set_column_dictionary_enabled(ColumnPath::from(*column), false);
+    }
+    builder.build()
+}
+
+/// Columns written without a dictionary: values that (almost) never repeat, where the
+/// dictionary only costs its hashing before the writer falls back to plain pages. Measured
+/// with `measure_part_encode_cost` (20,000 chat chunks, zstd(1), a vocabulary of 3,000
+/// tokens): dictionary off for `data` and `t_ns` takes a part from 9.2 to 6.9 bytes per event
+/// and from about 0.7 to 0.5 µs per event to build, encode and write; off for `content_delta`
+/// too (a vocabulary's repeated tokens) it costs more than it saves.
+fn no_dictionary(table: Table) -> &'static [&'static str] {
+    match table {
+        Table::Events => &["data", "t_ns"],
+        Table::Requests | Table::Scrapes => &[],
+    }
 }
 
 /// Write `batches` as one complete Parquet file at `path`, via a temporary name and a rename,

@@ -89,6 +89,28 @@ impl EventRow {
             parsed,
         }
     }
+
+    /// [`from_raw`](Self::from_raw) taking the hot path's buffers: valid UTF-8 (every
+    /// well-formed stream) becomes the `data` column's text without a copy.
+    pub fn from_owned(
+        request_index: u32,
+        seq: u32,
+        t_ns: i64,
+        event: Option<String>,
+        data: Vec<u8>,
+    ) -> Self {
+        let parsed = parse_event(event.as_deref(), &data);
+        let data = String::from_utf8(data)
+            .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
+        Self {
+            request_index,
+            seq,
+            t_ns,
+            event,
+            data,
+            parsed,
+        }
+    }
 }
 
 /// Phase of a scrape relative to the measured requests.
@@ -240,6 +262,30 @@ mod tests {
     use arrow_array::Array;
     use arrow_array::cast::AsArray;
     use arrow_array::types::Int64Type;
+
+    #[test]
+    fn rows_from_owned_buffers_equal_rows_from_borrowed_bytes() {
+        let cases: [(Option<&str>, &[u8]); 4] = [
+            (
+                None,
+                br#"{"choices":[{"index":0,"delta":{"content":"hi"}}]}"#,
+            ),
+            (
+                Some("response.output_text.delta"),
+                br#"{"type":"response.output_text.delta","delta":"x"}"#,
+            ),
+            (None, b"{\"choices\":[{\"delta\":{\"content\":\"\xff\"}}]}"),
+            (Some("error"), b"CUDA error: out of memory"),
+        ];
+        for (event, data) in cases {
+            assert_eq!(
+                EventRow::from_owned(7, 3, 99, event.map(str::to_owned), data.to_vec()),
+                EventRow::from_raw(7, 3, 99, event, data),
+                "{}",
+                String::from_utf8_lossy(data)
+            );
+        }
+    }
 
     #[test]
     fn event_rows_become_a_batch_with_parsed_columns() {

@@ -420,6 +420,8 @@ mod tests {
     use crate::artifact::recover::recover;
     use crate::artifact::run::tests::sample_run;
     use crate::artifact::{Api, Outcome, RequestKind, ScrapePhase};
+    use parquet::file::properties::WriterProperties;
+    use parquet::schema::types::ColumnPath;
 
     fn request(i: u32, outcome: Outcome, events: u32) -> RequestRow {
         RequestRow {
@@ -649,15 +651,15 @@ mod tests {
                 Compression::ZSTD(parquet::basic::ZstdLevel::try_new(1).unwrap()),
             ),
         ];
-        for (name, codec) in codecs {
+        let measure = |name: &str, rows: &[EventRow], props: &dyn Fn() -> WriterProperties| {
             let mut best = f64::MAX;
             let mut bytes = 0;
-            for rep in 0..3 {
+            for rep in 0..5 {
                 let path = tmp.path().join(format!("{name}-{rep}.parquet"));
                 let start = Instant::now();
-                let batch = events_batch("run", &rows).unwrap();
-                let props = writer_properties(Table::Events, "run", codec, None, None);
-                write_parquet_atomically(&path, Table::Events, props, [Ok(batch)], false).unwrap();
+                let batch = events_batch("run", rows).unwrap();
+                write_parquet_atomically(&path, Table::Events, props(), [Ok(batch)], false)
+                    .unwrap();
                 best = best.min(start.elapsed().as_secs_f64());
                 bytes = fs::metadata(&path).unwrap().len();
             }
@@ -665,6 +667,70 @@ mod tests {
                 "{name}: {:.2} us/event to build + encode + write, {:.1} bytes/event",
                 best * 1e6 / n as f64,
                 bytes as f64 / n as f64
+            );
+        };
+        for (name, codec) in codecs {
+            measure(name, &rows, &|| {
+                writer_properties(Table::Events, "run", codec, None, None)
+            });
+        }
+        // Dictionary encoding per column, zstd(1), over chunks whose content repeats as a
+        // model's vocabulary does (a few thousand distinct tokens) rather than never.
+        let vocab_rows: Vec<EventRow> = (0..n)
+            .map(|i| {
+                let data = chat_chunk(i * 7919 % 3000)
+                    .replace("chatcmpl-8f3a9c2b4d", &format!("chatcmpl-{:010}", i / 300));
+                EventRow::from_raw(
+                    (i / 300) as u32,
+                    (i % 300) as u32,
+                    i as i64 * 20_000 + (i as i64 * 7_919) % 5_000,
+                    None,
+                    data.as_bytes(),
+                )
+            })
+            .collect();
+        let zstd = default_compression();
+        let all_dict = || {
+            writer_properties(Table::Events, "run", zstd, None, None)
+                .into_builder()
+                .set_dictionary_enabled(true)
+                .build()
+        };
+        let no_dict = || {
+            writer_properties(Table::Events, "run", zstd, None, None)
+                .into_builder()
+                .set_dictionary_enabled(false)
+                .build()
+        };
+        measure(
+            "vocabulary, dictionary on every column",
+            &vocab_rows,
+            &all_dict,
+        );
+        measure(
+            "vocabulary, as written (writer_properties)",
+            &vocab_rows,
+            &|| writer_properties(Table::Events, "run", zstd, None, None),
+        );
+        measure(
+            "vocabulary, dictionary off everywhere",
+            &vocab_rows,
+            &no_dict,
+        );
+        for off in [
+            &["data", "t_ns"][..],
+            &["data", "t_ns", "content_delta"][..],
+        ] {
+            measure(
+                &format!("vocabulary, dictionary off for {}", off.join(", ")),
+                &vocab_rows,
+                &|| {
+                    let mut b = all_dict().into_builder();
+                    for c in off {
+                        b = b.set_column_dictionary_enabled(ColumnPath::from(*c), false);
+                    }
+                    b.build()
+                },
             );
         }
     }

@@ -166,12 +166,17 @@ impl Recorder {
     fn event(&mut self, e: RawEvent) {
         let t = self.origin.offset(e.t_ns);
         let redactor = &self.meta.redactor;
-        let name = e.event.as_deref().map(|n| redactor.text(n));
-        let data = redactor.bytes(&e.data);
-        let mut row = EventRow::from_raw(e.request_index, e.seq, t, name.as_deref(), &data);
-        if !redactor.is_empty() {
+        let row = if redactor.is_empty() {
+            // Nothing to remove: the received buffers become the row's text uncopied.
+            let name = e.event.map(String::from);
+            EventRow::from_owned(e.request_index, e.seq, t, name, e.data.into_vec())
+        } else {
+            let name = e.event.as_deref().map(|n| redactor.text(n));
+            let data = redactor.bytes(&e.data);
+            let mut row = EventRow::from_raw(e.request_index, e.seq, t, name.as_deref(), &data);
             row.parsed.redact(redactor);
-        }
+            row
+        };
         // Only the run's own requests have facts (every event the hot path sends is of one).
         if let Some(f) = self.facts.get_mut(e.request_index as usize) {
             note_event(f, &row.parsed, t);
