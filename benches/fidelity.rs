@@ -19,7 +19,7 @@
 //!   divided by the events);
 //! - the whole process's CPU, start to exit (start-up, calibration and finalising included:
 //!   getrusage of the child), for anvil-capture and the peer;
-//! - peak RSS of `anvil-capture` (getrusage of the child);
+//! - peak RSS of each recorder (its `VmHWM`, sampled with the CPU);
 //! - events lost (written by the simulator for a measured request, never recorded), requests
 //!   failed, and recorded events the simulator never wrote.
 //!
@@ -245,6 +245,16 @@ struct Sample {
     ticks: u64,
     writer_ticks: u64,
     rss_kb: u64,
+    /// The process's own high-water mark so far (`VmHWM`; `ru_maxrss` of a child also counts
+    /// the parent's resident set at the fork, which grows as this benchmark reads results).
+    hwm_kb: u64,
+}
+
+/// `VmHWM` of `/proc/PID/status`, KiB.
+fn hwm_kb(pid: i32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
 }
 
 /// The child's resident set in KiB (`/proc/PID/statm`, second field, in pages).
@@ -269,6 +279,7 @@ fn sample_until_exit(child: &std::process::Child) -> (Vec<Sample>, libc::rusage)
                 ticks,
                 writer_ticks,
                 rss_kb,
+                hwm_kb: hwm_kb(pid).unwrap_or(rss_kb),
             });
         }
         let mut status = 0;
@@ -373,7 +384,7 @@ fn score(rec: &Recorded, truth: &Truth, samples: &[Sample], usage: &libc::rusage
         cpu_us_per_event: cpu_s * 1e6 / events.max(1) as f64,
         writer_cpu_us_per_event: Some(writer_s * 1e6 / events.max(1) as f64),
         sent_minus_read_us: skew,
-        peak_rss_mb: usage.ru_maxrss as f64 / 1024.0,
+        peak_rss_mb: samples.iter().map(|s| s.hwm_kb).max().unwrap_or(0) as f64 / 1024.0,
         rss_by_events_mb: rss_by_events(samples, &arrivals),
         unmatched,
         lost,
@@ -972,7 +983,7 @@ fn summary_row(r: &Runs) {
     let unmatched: usize = r.anvil.iter().map(|l| l.unmatched).sum();
     let or_dash = |s: String, have: bool| if have { s } else { "–".to_owned() };
     println!(
-        "| {} | {} | {} | {} | {} | {} | **{}** | {} | {} | **{}** | {lost} / {failed} / {unmatched} | {} |",
+        "| {} | {} | {} | {} | {} | **{}** | **{}** | {} | {} | **{}** | {lost} / {failed} / {unmatched} | {} |",
         r.streams,
         r.anvil.len(),
         f(anvil_cpu, 1),

@@ -122,6 +122,9 @@ mod places {
         let Some(given) = given else {
             return Ok(None);
         };
+        // Only a remote campaign file has documents to fetch beside it.
+        #[cfg(not(feature = "object-store"))]
+        let _ = campaign;
         match Location::parse(given).map_err(bad)? {
             Location::Local(path) => Ok(Some(path)),
             #[cfg(feature = "object-store")]
