@@ -953,15 +953,19 @@ struct Runs {
 /// The medians over a level's runs: the figures the targets are judged on.
 fn summary_row(r: &Runs) {
     let f = |(m, lo, hi): (f64, f64, f64), d: usize| format!("{m:.d$} ({lo:.d$}–{hi:.d$})");
+    // anvil's figure over the other recorder's, run by run.
+    let ratio = |others: &[Level], of: fn(&Level) -> f64| {
+        median_range(
+            r.anvil
+                .iter()
+                .zip(others)
+                .map(|(a, o)| of(a) / of(o).max(1e-9))
+                .collect(),
+        )
+    };
     let anvil_cpu = median_range(r.anvil.iter().map(|l| l.cpu_us_per_event).collect());
     let floor_cpu = median_range(r.floor.iter().map(|l| l.cpu_us_per_event).collect());
-    let to_floor = median_range(
-        r.anvil
-            .iter()
-            .zip(&r.floor)
-            .map(|(a, f)| a.cpu_us_per_event / f.cpu_us_per_event.max(1e-9))
-            .collect(),
-    );
+    let to_floor = ratio(&r.floor, |l| l.cpu_us_per_event);
     let lag99 = median_range(
         r.anvil
             .iter()
@@ -970,13 +974,7 @@ fn summary_row(r: &Runs) {
     );
     let process = median_range(r.anvil.iter().map(|l| l.process_cpu_s).collect());
     let peer_process = median_range(r.peer.iter().map(|l| l.process_cpu_s).collect());
-    let to_peer = median_range(
-        r.anvil
-            .iter()
-            .zip(&r.peer)
-            .map(|(a, p)| a.process_cpu_s / p.process_cpu_s.max(1e-9))
-            .collect(),
-    );
+    let to_peer = ratio(&r.peer, |l| l.process_cpu_s);
     let load = median_range(r.load.clone());
     let lost: usize = r.anvil.iter().map(|l| l.lost).sum();
     let failed: u64 = r.anvil.iter().map(|l| l.failed).sum();
@@ -988,15 +986,12 @@ fn summary_row(r: &Runs) {
         r.anvil.len(),
         f(anvil_cpu, 1),
         or_dash(f(floor_cpu, 1), !r.floor.is_empty()),
-        or_dash(
-            r.anvil
-                .iter()
-                .filter_map(|l| l.writer_cpu_us_per_event)
-                .map(|w| format!("{w:.1}"))
-                .collect::<Vec<_>>()
-                .join(" · "),
-            true
-        ),
+        r.anvil
+            .iter()
+            .filter_map(|l| l.writer_cpu_us_per_event)
+            .map(|w| format!("{w:.1}"))
+            .collect::<Vec<_>>()
+            .join(" · "),
         or_dash(f(to_floor, 2), !r.floor.is_empty()),
         f(lag99, 0),
         f(process, 2),

@@ -75,19 +75,13 @@ impl EventRow {
         event: Option<&str>,
         data: &[u8],
     ) -> Self {
-        let parsed = parse_event(event, data);
-        let data = match std::str::from_utf8(data) {
-            Ok(s) => s.to_owned(),
-            Err(_) => String::from_utf8_lossy(data).into_owned(),
-        };
-        Self {
+        Self::from_owned(
             request_index,
             seq,
             t_ns,
-            event: event.map(str::to_owned),
-            data,
-            parsed,
-        }
+            event.map(str::to_owned),
+            data.to_vec(),
+        )
     }
 
     /// [`from_raw`](Self::from_raw) taking the hot path's buffers: valid UTF-8 (every

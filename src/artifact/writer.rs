@@ -690,22 +690,16 @@ mod tests {
             })
             .collect();
         let zstd = default_compression();
-        let all_dict = || {
+        let dictionary = |on: bool| {
             writer_properties(Table::Events, "run", zstd, None, None)
                 .into_builder()
-                .set_dictionary_enabled(true)
-                .build()
-        };
-        let no_dict = || {
-            writer_properties(Table::Events, "run", zstd, None, None)
-                .into_builder()
-                .set_dictionary_enabled(false)
+                .set_dictionary_enabled(on)
                 .build()
         };
         measure(
             "vocabulary, dictionary on every column",
             &vocab_rows,
-            &all_dict,
+            &|| dictionary(true),
         );
         measure(
             "vocabulary, as written (writer_properties)",
@@ -715,7 +709,7 @@ mod tests {
         measure(
             "vocabulary, dictionary off everywhere",
             &vocab_rows,
-            &no_dict,
+            &|| dictionary(false),
         );
         for off in [
             &["data", "t_ns"][..],
@@ -725,7 +719,7 @@ mod tests {
                 &format!("vocabulary, dictionary off for {}", off.join(", ")),
                 &vocab_rows,
                 &|| {
-                    let mut b = all_dict().into_builder();
+                    let mut b = dictionary(true).into_builder();
                     for c in off {
                         b = b.set_column_dictionary_enabled(ColumnPath::from(*c), false);
                     }

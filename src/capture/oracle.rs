@@ -461,6 +461,22 @@ mod tests {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     use tokio::net::TcpListener;
 
+    /// The length of the request at the start of `got` (its head and the body its
+    /// `content-length` announces), once the whole head is buffered.
+    fn request_len(got: &[u8]) -> Option<usize> {
+        let text = String::from_utf8_lossy(got);
+        let end = text.find("\r\n\r\n")?;
+        let len: usize = text[..end]
+            .lines()
+            .find_map(|l| {
+                l.to_ascii_lowercase()
+                    .strip_prefix("content-length: ")
+                    .map(|v| v.trim().parse().unwrap())
+            })
+            .unwrap_or(0);
+        Some(end + 4 + len)
+    }
+
     /// A scripted HTTP server: answers the i-th connection's request with `answers[i]`, and
     /// hands back the requests it read, in order.
     async fn scripted(
@@ -477,19 +493,10 @@ mod tests {
                 loop {
                     let n = s.read(&mut buf).await.unwrap();
                     got.extend_from_slice(&buf[..n]);
-                    let text = String::from_utf8_lossy(&got);
-                    if let Some(end) = text.find("\r\n\r\n") {
-                        let len: usize = text
-                            .lines()
-                            .find_map(|l| {
-                                l.to_ascii_lowercase()
-                                    .strip_prefix("content-length: ")
-                                    .map(|v| v.trim().parse().unwrap())
-                            })
-                            .unwrap_or(0);
-                        if got.len() >= end + 4 + len || n == 0 {
-                            break;
-                        }
+                    if let Some(total) = request_len(&got)
+                        && (got.len() >= total || n == 0)
+                    {
+                        break;
                     }
                 }
                 let resp = format!(
@@ -596,26 +603,17 @@ mod tests {
                     let mut got = Vec::new();
                     let mut buf = [0u8; 4096];
                     loop {
-                        let text = String::from_utf8_lossy(&got).into_owned();
-                        if let Some(end) = text.find("\r\n\r\n") {
-                            let len: usize = text[..end]
-                                .lines()
-                                .find_map(|l| {
-                                    l.to_ascii_lowercase()
-                                        .strip_prefix("content-length: ")
-                                        .map(|v| v.trim().parse().unwrap())
-                                })
-                                .unwrap_or(0);
-                            if got.len() >= end + 4 + len {
-                                got.drain(..end + 4 + len);
-                                let resp = format!(
-                                    "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{answer}",
-                                    answer.len()
-                                );
-                                s.write_all(resp.as_bytes()).await.unwrap();
-                                r.fetch_add(1, Ordering::SeqCst);
-                                continue;
-                            }
+                        if let Some(total) = request_len(&got)
+                            && got.len() >= total
+                        {
+                            got.drain(..total);
+                            let resp = format!(
+                                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{answer}",
+                                answer.len()
+                            );
+                            s.write_all(resp.as_bytes()).await.unwrap();
+                            r.fetch_add(1, Ordering::SeqCst);
+                            continue;
                         }
                         match s.read(&mut buf).await {
                             Ok(0) | Err(_) => return,
