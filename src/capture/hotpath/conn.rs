@@ -1,102 +1,104 @@
-//! One HTTP/1.1 connection driven inside the request's own task: hyper's connection future
-//! polled beside the exchange, so the reads that frame events are the task's own.
+//! One kept HTTP/1.1 connection, read and written by the request's own task: the request
+//! head and body go out in one vectored write, the response is read into the connection's
+//! buffer and its head and body framing undone there ([`wire`](super::wire)), so the reads
+//! that frame events are the task's own and no bytes pass through another task or channel.
 
-use std::future::Future;
+use std::io;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, ready};
 use std::time::Duration;
 
-use bytes::Bytes;
-use http_body_util::Full;
-use hyper::client::conn::http1;
-use hyper_util::rt::TokioIo;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 use tokio::time::Instant;
 
 use super::pacer::Pacer;
-use super::timed_stream::{IoStamps, TimedStream};
+use super::timed_stream::{IoStamps, TimedStream, peer_has_closed};
+use super::wire::{self, BodyError, Framing, Head, HeadError};
 
 /// A server that closes a kept connection within this long after a complete response closes
 /// after every response (llama.cpp's server does, ~0.05 ms after it); a later close is an idle
 /// keep-alive timeout (vLLM's is 5 s).
 pub(super) const CLOSE_AFTER_RESPONSE: Duration = Duration::from_secs(1);
 
-pub(super) type Body = Full<Bytes>;
-pub(super) type HyperConnection = http1::Connection<TokioIo<TimedStream>, Body>;
-
-/// The hyper connection future, polled inside the request's task rather than spawned.
-pub(super) struct Driver {
-    pub(super) conn: Pin<Box<HyperConnection>>,
-    /// Set once the connection future has finished (closed or failed).
-    pub(super) ended: Option<Result<(), String>>,
-}
-
-impl Driver {
-    #[inline]
-    pub(super) fn poll_once(&mut self, cx: &mut Context<'_>) {
-        if self.ended.is_none()
-            && let Poll::Ready(r) = self.conn.as_mut().poll(cx)
-        {
-            self.ended = Some(r.map_err(|e| e.to_string()));
-        }
-    }
-}
-
-/// Why a connection could not be set up after its TCP connect.
-#[derive(Debug, thiserror::Error)]
-pub(super) enum OpenError {
-    #[error("setting up the socket: {0}")]
-    Socket(std::io::Error),
-    #[error(transparent)]
-    Http(hyper::Error),
-}
+/// The read buffer's size: a read takes up to this much (an SSE chat chunk is ~150-400 bytes;
+/// a read after a wake may hold a period's worth of them).
+const READ_BUFFER: usize = 16 << 10;
 
 /// One kept HTTP/1.1 connection to a replica.
 pub(super) struct Connection {
-    pub(super) sender: http1::SendRequest<Body>,
-    pub(super) driver: Driver,
+    stream: TimedStream,
     pub(super) stamps: Arc<IoStamps>,
-    /// The socket, for the reset check after a failure (open while `driver` lives).
+    /// The socket, for the reset check after a failure.
     pub(super) fd: std::os::fd::RawFd,
     /// How long the TCP connect took: a round trip, the scale of a reset's delay.
     pub(super) connect_time: Duration,
     /// When this connection last finished a complete response.
     pub(super) last_response_end: Option<Instant>,
+    /// Bytes read and not yet taken: `buf[pos..]`.
+    buf: Vec<u8>,
+    pos: usize,
+    /// The server's end of stream was read.
+    eof: bool,
+}
+
+/// Why a response head did not come.
+pub(super) enum HeadFailure {
+    /// Not HTTP, or a head too large.
+    Protocol(HeadError),
+    /// The connection ended or failed before a complete head.
+    Closed(String),
+}
+
+/// What one step of reading a body gave.
+pub(super) enum BodyStep {
+    /// Some bytes were read (perhaps no payload among them); ask again.
+    More,
+    /// The body is complete.
+    End,
+}
+
+/// Why a body could not be read to its end.
+pub(super) enum BodyFailure {
+    Framing(BodyError),
+    Io(io::Error),
+}
+
+impl BodyFailure {
+    pub(super) fn text(&self) -> String {
+        match self {
+            Self::Framing(e) => e.to_string(),
+            Self::Io(e) => format!("reading the response failed: {e}"),
+        }
+    }
 }
 
 impl Connection {
-    pub(super) async fn open(
+    pub(super) fn open(
         stream: TcpStream,
         connect_time: Duration,
         pacer: &Pacer,
-    ) -> Result<Self, OpenError> {
+    ) -> io::Result<Self> {
         // Out of the runtime's reactor (still non-blocking): the pacer wakes its reads.
-        let inner = stream.into_std().map_err(OpenError::Socket)?;
+        let inner = stream.into_std()?;
         let fd = std::os::fd::AsRawFd::as_raw_fd(&inner);
-        let registration = pacer.register(fd).map_err(OpenError::Socket)?;
+        let registration = pacer.register(fd)?;
         let stamps = Arc::new(IoStamps::default());
-        let io = TokioIo::new(TimedStream {
-            registration,
-            inner,
-            stamps: stamps.clone(),
-            drained: false,
-        });
-        let (sender, conn) = http1::Builder::new()
-            .handshake(io)
-            .await
-            .map_err(OpenError::Http)?;
         Ok(Self {
-            sender,
-            driver: Driver {
-                conn: Box::pin(conn),
-                ended: None,
+            stream: TimedStream {
+                registration,
+                inner,
+                stamps: stamps.clone(),
+                drained: false,
             },
             stamps,
             fd,
             connect_time,
             last_response_end: None,
+            buf: Vec::with_capacity(READ_BUFFER),
+            pos: 0,
+            eof: false,
         })
     }
 
@@ -107,85 +109,140 @@ impl Connection {
             .is_some_and(|t| t.elapsed() < CLOSE_AFTER_RESPONSE)
     }
 
-    /// Whether the connection can take another request: lets the connection notice a close
-    /// by the server first.
-    pub(super) async fn is_usable(&mut self) -> bool {
-        std::future::poll_fn(|cx| {
-            self.driver.poll_once(cx);
-            Poll::Ready(
-                self.driver.ended.is_none()
-                    && matches!(self.sender.poll_ready(cx), Poll::Ready(Ok(()))),
-            )
-        })
-        .await
-    }
-}
-
-/// Most consecutive polls of the connection and the request within one wake before yielding to
-/// other tasks.
-pub(super) const MAX_ROUNDS: u32 = 8;
-
-/// The waker handed to the connection and the request inside [`drive`]. A wake that arrives
-/// while they are being polled (the request handing a request to the connection, the connection
-/// handing body bytes to the request) only marks another round as needed; other wakes go to the
-/// task. This keeps a whole exchange of wakes inside one task poll, with no reschedule.
-#[derive(Default)]
-pub(super) struct Relay {
-    pub(super) woken: AtomicBool,
-    pub(super) polling: AtomicBool,
-    pub(super) task: std::sync::Mutex<Option<std::task::Waker>>,
-}
-
-impl std::task::Wake for Relay {
-    fn wake(self: Arc<Self>) {
-        self.wake_by_ref();
+    /// Whether the connection can take another request: nothing unread is left from the last
+    /// response and the socket shows no close (or stray bytes) from the server.
+    pub(super) fn is_usable(&self) -> bool {
+        !self.eof && self.pos == self.buf.len() && !peer_has_closed(self.fd)
     }
 
-    fn wake_by_ref(self: &Arc<Self>) {
-        // Paired with the poller's store of `polling` then load of `woken` (both SeqCst): at
-        // least one side sees the other, so a wake is never lost.
-        self.woken.store(true, Ordering::SeqCst);
-        if !self.polling.load(Ordering::SeqCst) {
-            let task = self.task.lock().unwrap_or_else(|e| e.into_inner());
-            if let Some(w) = task.as_ref() {
-                w.wake_by_ref();
+    /// Whether bytes beyond the response were read, or the server's end of stream: either
+    /// way the connection cannot carry another request.
+    pub(super) fn spent(&self) -> bool {
+        self.eof || self.pos < self.buf.len()
+    }
+
+    /// Write the request head and body, all of it (the socket notes each write's time).
+    pub(super) async fn write_request(&mut self, head: &[u8], body: &[u8]) -> io::Result<()> {
+        let total = head.len() + body.len();
+        let mut written = 0;
+        while written < total {
+            let n = std::future::poll_fn(|cx| {
+                let slices = if written < head.len() {
+                    [io::IoSlice::new(&head[written..]), io::IoSlice::new(body)]
+                } else {
+                    [
+                        io::IoSlice::new(&body[written - head.len()..]),
+                        io::IoSlice::new(&[]),
+                    ]
+                };
+                Pin::new(&mut self.stream).poll_write_vectored(cx, &slices)
+            })
+            .await?;
+            if n == 0 {
+                return Err(io::ErrorKind::WriteZero.into());
+            }
+            written += n;
+        }
+        Ok(())
+    }
+
+    /// One read into the buffer's free space: the bytes read, 0 at the server's end of stream.
+    fn poll_fill(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<usize>> {
+        if self.eof {
+            return Poll::Ready(Ok(0));
+        }
+        if self.pos == self.buf.len() {
+            self.buf.clear();
+            self.pos = 0;
+        } else if self.pos > 0 && self.buf.capacity() - self.buf.len() < READ_BUFFER / 4 {
+            self.buf.drain(..self.pos);
+            self.pos = 0;
+        }
+        if self.buf.capacity() - self.buf.len() < READ_BUFFER / 4 {
+            self.buf.reserve(READ_BUFFER);
+        }
+        let len = self.buf.len();
+        let mut rb = ReadBuf::uninit(self.buf.spare_capacity_mut());
+        ready!(Pin::new(&mut self.stream).poll_read(cx, &mut rb))?;
+        let n = rb.filled().len();
+        // SAFETY: the read initialised the first `n` bytes of the spare capacity.
+        unsafe { self.buf.set_len(len + n) };
+        self.eof = n == 0;
+        Poll::Ready(Ok(n))
+    }
+
+    /// Read until a final (non-1xx) response head is complete, and take it from the buffer.
+    pub(super) fn poll_head(&mut self, cx: &mut Context<'_>) -> Poll<Result<Head, HeadFailure>> {
+        loop {
+            if self.pos < self.buf.len() {
+                match wire::parse_head(&self.buf[self.pos..]) {
+                    Ok(Some((head, n))) => {
+                        self.pos += n;
+                        if (100..200).contains(&head.status) && head.status != 101 {
+                            continue;
+                        }
+                        if head.status == 101 {
+                            return Poll::Ready(Err(HeadFailure::Protocol(HeadError(
+                                "the server switched protocols (101)".into(),
+                            ))));
+                        }
+                        return Poll::Ready(Ok(head));
+                    }
+                    Ok(None) => {}
+                    Err(e) => return Poll::Ready(Err(HeadFailure::Protocol(e))),
+                }
+            }
+            let partial = self.pos < self.buf.len();
+            match ready!(self.poll_fill(cx)) {
+                Ok(0) => {
+                    return Poll::Ready(Err(HeadFailure::Closed(if partial {
+                        "the connection closed in the middle of the response head".into()
+                    } else {
+                        "the connection closed before a response".into()
+                    })));
+                }
+                Ok(_) => {}
+                Err(e) => {
+                    return Poll::Ready(Err(HeadFailure::Closed(format!(
+                        "reading the response failed: {e}"
+                    ))));
+                }
             }
         }
     }
-}
 
-/// Run `fut` while driving the connection in the same task: on each wake, poll the connection
-/// (socket I/O) then the request, again while either woke the other, so a request handed to the
-/// connection is written, and bytes the connection read are framed and timestamped, within the
-/// same wake.
-pub(super) async fn drive<F: Future>(driver: &mut Driver, fut: F) -> F::Output {
-    let mut fut = std::pin::pin!(fut);
-    let relay = Arc::new(Relay::default());
-    let waker = std::task::Waker::from(relay.clone());
-    std::future::poll_fn(|cx| {
-        {
-            let mut task = relay.task.lock().unwrap_or_else(|e| e.into_inner());
-            if !task.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
-                *task = Some(cx.waker().clone());
+    /// One step of a body: decode what is buffered, or else read once and decode that, handing
+    /// each run of payload to `payload`. Reads at most once, so what is framed after it carries
+    /// that read's arrival time.
+    pub(super) fn poll_body(
+        &mut self,
+        cx: &mut Context<'_>,
+        framing: &mut Framing,
+        payload: &mut impl FnMut(&[u8]),
+    ) -> Poll<Result<BodyStep, BodyFailure>> {
+        if framing.is_done() {
+            return Poll::Ready(Ok(BodyStep::End));
+        }
+        if self.pos == self.buf.len() {
+            match ready!(self.poll_fill(cx)) {
+                Ok(0) => {
+                    return Poll::Ready(match framing.at_eof() {
+                        Ok(()) => Ok(BodyStep::End),
+                        Err(e) => Err(BodyFailure::Framing(e)),
+                    });
+                }
+                Ok(_) => {}
+                Err(e) => return Poll::Ready(Err(BodyFailure::Io(e))),
             }
         }
-        let mut inner = Context::from_waker(&waker);
-        for _ in 0..MAX_ROUNDS {
-            relay.polling.store(true, Ordering::SeqCst);
-            relay.woken.store(false, Ordering::SeqCst);
-            driver.poll_once(&mut inner);
-            let r = fut.as_mut().poll(&mut inner);
-            relay.polling.store(false, Ordering::SeqCst);
-            if r.is_ready() {
-                return r;
-            }
-            if !relay.woken.load(Ordering::SeqCst) {
-                return Poll::Pending;
-            }
-        }
-        // Still busy (or out of tokio's cooperative budget): let other tasks run, then resume.
-        cx.waker().wake_by_ref();
-        Poll::Pending
-    })
-    .await
+        let n = framing
+            .decode(&self.buf[self.pos..], payload)
+            .map_err(BodyFailure::Framing)?;
+        self.pos += n;
+        Poll::Ready(Ok(if framing.is_done() {
+            BodyStep::End
+        } else {
+            BodyStep::More
+        }))
+    }
 }

@@ -17,6 +17,11 @@
 //! - `t_done_ns`: when the last bytes of a complete stream arrived; otherwise when the outcome
 //!   was settled.
 //!
+//! HTTP/1.1 itself is spoken here ([`wire`]): the request goes out in one vectored write, the
+//! response is read into the connection's own buffer, and the head is parsed and the chunked
+//! framing undone there, in the request's task. No client dispatcher, body channel or
+//! per-chunk allocation sits between the socket and the SSE framer.
+//!
 //! The sockets are not in the runtime's reactor: the [`pacer`] looks at them once per
 //! [`pacer::PERIOD`] and wakes the tasks whose sockets received something, so one wake-up of
 //! the runtime reads many streams' events instead of one.
@@ -28,9 +33,8 @@
 //!
 //! Timeouts ([`Timeouts`]) each end a request with their own [`Outcome`]; there are no automatic
 //! retries. The one exception is a request that provably never reached the server, which is
-//! sent once more on a fresh connection and marked `resent`: hyper reports it never written
-//! (a kept connection had just closed), the socket showed the server's close before the
-//! request's first byte was written, or the server's FIN came before any response byte and a
+//! sent once more on a fresh connection and marked `resent`: the socket showed the server's
+//! close (or bytes nobody asked for) before the request's first byte was written, or the server's FIN came before any response byte and a
 //! reset then answered the request's bytes (its socket was closed when they arrived). A
 //! failure after the server could have read the request stays a failure: a bare reset, which
 //! an abortive close after reading also gives, is one.
@@ -46,15 +50,11 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use http_body_util::{BodyDataStream, BodyExt, Full};
-use hyper::body::Incoming;
-use hyper::client::conn::http1;
-use hyper::header::{self, HeaderValue};
-use hyper::{Method, Request};
+use hyper::header::HeaderValue;
 use tokio::time::Instant;
 
 use super::endpoint::{Endpoint, EndpointError};
-use super::sse::{SseError, SseStream};
+use super::sse::Framer;
 use crate::clock::monotonic_ns;
 use crate::workload::request::{Api, ApiKey, PreparedRequest, RequestError};
 
@@ -92,13 +92,15 @@ mod conn;
 pub mod pacer;
 pub use pacer::Pacer;
 mod timed_stream;
+mod wire;
 
 pub use cancel::Cancel;
 pub use channel::{
     Drained, EventReceiver, EventSink, Outcome, RawEvent, RequestOutcome, SinkClosed, event_channel,
 };
-use conn::{Body, Connection, drive};
+use conn::{BodyFailure, BodyStep, Connection, HeadFailure};
 use timed_stream::{IoStamps, socket_reset};
+use wire::{BodyError, Framing};
 
 /// Sends requests one after another to one replica on one kept connection (reconnecting when
 /// the server closed it or a request ended abnormally). A run has one worker per concurrency
@@ -134,19 +136,15 @@ impl std::fmt::Debug for Worker {
 }
 
 /// How one attempt at the exchange ended.
-enum Exchange {
-    Done {
-        outcome: Outcome,
-        error: Option<String>,
-        /// The response was read to its end: the connection may carry the next request.
-        reusable: bool,
-    },
-    /// hyper did not write the request (the kept connection had just closed).
-    NotSent(Box<Request<Body>>, String),
+struct Exchange {
+    outcome: Outcome,
+    error: Option<String>,
+    /// The response was read to its end: the connection may carry the next request.
+    reusable: bool,
 }
 
 fn done(outcome: Outcome, error: Option<String>, reusable: bool) -> Exchange {
-    Exchange::Done {
+    Exchange {
         outcome,
         error,
         reusable,
@@ -207,7 +205,7 @@ impl Worker {
             return;
         };
         if let Ok(stream) = self.endpoint.connect(self.timeouts.connect).await
-            && let Ok(c) = Connection::open(stream, t0.elapsed(), &pacer).await
+            && let Ok(c) = Connection::open(stream, t0.elapsed(), &pacer)
         {
             self.conn = Some(c);
             self.connections_opened += 1;
@@ -223,25 +221,15 @@ impl Worker {
         &self.endpoint
     }
 
-    fn build_request(&self, req: &PreparedRequest) -> Request<Body> {
-        let mut r = Request::new(Full::new(req.body.clone()));
-        *r.method_mut() = Method::POST;
-        *r.uri_mut() = self.endpoint.uri(req.api).clone();
-        let h = r.headers_mut();
-        h.insert(header::HOST, self.endpoint.host_header().clone());
-        h.insert(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("application/json"),
-        );
-        h.insert(
-            header::ACCEPT,
-            HeaderValue::from_static("text/event-stream"),
-        );
-        h.insert("x-request-id", req.request_id.clone());
-        if let Some(a) = &self.auth {
-            h.insert(header::AUTHORIZATION, a.clone());
-        }
-        r
+    /// The request head of `req` (its body follows it as is).
+    fn request_head(&self, req: &PreparedRequest) -> Vec<u8> {
+        wire::request_head(
+            self.endpoint.uri(req.api).path(),
+            self.endpoint.host_header().as_bytes(),
+            req.request_id.as_bytes(),
+            self.auth.as_ref().map(HeaderValue::as_bytes),
+            req.body.len(),
+        )
     }
 
     /// Send `req` (meant to go at `t_intended_ns`), stream its events into the sink and say how
@@ -280,8 +268,8 @@ impl Worker {
         if cancel.is_cancelled() {
             return finish(out, Outcome::Cancelled, None);
         }
-        if let Some(c) = self.conn.as_mut()
-            && !c.is_usable().await
+        if let Some(c) = self.conn.as_ref()
+            && !c.is_usable()
         {
             // A close right after a response (not an idle keep-alive timeout): this server
             // closes after every response; give each later request its own connection.
@@ -289,7 +277,7 @@ impl Worker {
             self.conn = None;
         }
 
-        let mut request = self.build_request(req);
+        let request = self.request_head(req);
         let mut resent = false;
         loop {
             if self.conn.is_none() {
@@ -313,13 +301,15 @@ impl Worker {
                     }
                     Err(e) => return finish(out, Outcome::ConnectError, Some(e.to_string())),
                 };
-                let opened = match self.pacer() {
-                    Ok(p) => Connection::open(stream, t_connect.elapsed(), &p).await,
-                    Err(e) => Err(conn::OpenError::Socket(e)),
-                };
+                let opened = self
+                    .pacer()
+                    .and_then(|p| Connection::open(stream, t_connect.elapsed(), &p));
                 match opened {
                     Ok(c) => self.conn = Some(c),
-                    Err(e) => return finish(out, Outcome::ConnectError, Some(e.to_string())),
+                    Err(e) => {
+                        let text = format!("setting up the socket: {e}");
+                        return finish(out, Outcome::ConnectError, Some(text));
+                    }
                 }
                 self.connections_opened += 1;
                 out.new_connection = true;
@@ -337,89 +327,64 @@ impl Worker {
                 idle: self.timeouts.idle,
             };
             let closed_after_response = conn.closed_after_response();
-            let Connection {
-                sender,
-                driver,
-                stamps,
-                fd,
-                connect_time,
-                ..
-            } = conn;
-            let (fd, connect_time) = (*fd, *connect_time);
-            let result = drive(
-                driver,
-                exchange(
-                    sender,
-                    request,
-                    req.api,
-                    Recording {
-                        sink: &self.sink,
-                        stamps,
-                    },
-                    cancel,
-                    &clock,
-                    &mut out,
-                ),
+            let stamps = conn.stamps.clone();
+            let (fd, connect_time) = (conn.fd, conn.connect_time);
+            let Exchange {
+                outcome,
+                error,
+                reusable,
+            } = exchange(
+                conn,
+                Outgoing {
+                    head: &request,
+                    body: &req.body,
+                    api: req.api,
+                },
+                Recording {
+                    sink: &self.sink,
+                    stamps: &stamps,
+                },
+                cancel,
+                &clock,
+                &mut out,
             )
-            .await;
+            .await?;
+            let spent = conn.spent();
             out.t_sent_ns = stamps.sent();
             out.t_first_byte_ns = stamps.first_byte();
-            let stamps = stamps.clone();
-            let ended = driver.ended.is_some();
-            match result? {
-                Exchange::Done {
-                    outcome,
-                    error,
-                    reusable,
-                } => {
-                    // A complete stream ended when its last bytes arrived; anything else when
-                    // it was settled here.
-                    let t_done_ns = match stamps.last_read() {
-                        t if outcome == Outcome::Ok && t > 0 => t,
-                        _ => monotonic_ns(),
-                    };
-                    if outcome == Outcome::Disconnected
-                        && !resent
-                        && never_reached_server(&stamps, fd, connect_time).await
-                    {
-                        // Provably unsent or unread: send it once more on a fresh connection.
-                        self.conn = None;
-                        self.server_closes_kept |= closed_after_response;
-                        resent = true;
-                        out.resent = true;
-                        out.http_status = None;
-                        request = self.build_request(req);
-                        continue;
-                    }
-                    // A kept connection that ended, soon after a response, with nothing of
-                    // this request's answer read: the server closes after each response (the
-                    // request itself stays a failure: it may have been read).
-                    if outcome == Outcome::Disconnected && stamps.first_byte().is_none() {
-                        self.server_closes_kept |= closed_after_response;
-                    }
-                    if !reusable || ended || (self.server_closes_kept && outcome == Outcome::Ok) {
-                        self.conn = None;
-                    } else if let Some(c) = self.conn.as_mut() {
-                        c.last_response_end = Some(Instant::now());
-                    }
-                    out.outcome = outcome;
-                    out.error = error;
-                    out.t_done_ns = t_done_ns;
-                    return Ok(out);
-                }
-                Exchange::NotSent(r, why) => {
-                    self.conn = None;
-                    if resent {
-                        return finish(out, Outcome::Disconnected, Some(why));
-                    }
-                    // The kept connection closed under us before hyper took the request: the
-                    // server never saw it, so send it on a fresh connection.
-                    self.server_closes_kept |= closed_after_response;
-                    resent = true;
-                    out.resent = true;
-                    request = *r;
-                }
+            // A complete stream ended when its last bytes arrived; anything else when it was
+            // settled here.
+            let t_done_ns = match stamps.last_read() {
+                t if outcome == Outcome::Ok && t > 0 => t,
+                _ => monotonic_ns(),
+            };
+            if outcome == Outcome::Disconnected
+                && !resent
+                && never_reached_server(&stamps, fd, connect_time).await
+            {
+                // Provably unsent or unread: send it once more on a fresh connection.
+                self.conn = None;
+                self.server_closes_kept |= closed_after_response;
+                resent = true;
+                out.resent = true;
+                out.http_status = None;
+                continue;
             }
+            // A kept connection that ended, soon after a response, with nothing of this
+            // request's answer read: the server closes after each response (the request itself
+            // stays a failure: it may have been read).
+            if outcome == Outcome::Disconnected && stamps.first_byte().is_none() {
+                self.server_closes_kept |= closed_after_response;
+            }
+            if !reusable || spent || (self.server_closes_kept && outcome == Outcome::Ok) {
+                self.conn = None;
+            } else if let Some(c) = self.conn.as_mut() {
+                c.last_response_end = Some(Instant::now());
+            }
+            out.outcome = outcome;
+            out.error = error;
+            out.t_done_ns = t_done_ns;
+            return Ok(out);
         }
     }
 }
@@ -483,37 +448,27 @@ impl Clock {
     }
 }
 
-fn classify_hyper(e: &hyper::Error) -> Outcome {
-    if e.is_parse() || e.is_parse_status() || e.is_parse_too_large() {
-        Outcome::ProtocolError
-    } else {
-        Outcome::Disconnected
-    }
-}
-
-/// Error text for a hyper error, with its sources.
-fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
-    let mut s = e.to_string();
-    let mut src = e.source();
-    while let Some(cause) = src {
-        s.push_str(": ");
-        s.push_str(&cause.to_string());
-        src = cause.source();
-    }
-    s
-}
-
 /// Where a response's events go, and where their arrival times come from.
 struct Recording<'a> {
     sink: &'a EventSink,
     stamps: &'a IoStamps,
 }
 
-/// Send the request and read its response. Runs inside [`drive`].
-async fn exchange(
-    sender: &mut http1::SendRequest<Body>,
-    request: Request<Body>,
+/// What one attempt sends: the request head and body, and the API that says how its stream ends.
+struct Outgoing<'a> {
+    head: &'a [u8],
+    body: &'a [u8],
     api: Api,
+}
+
+/// Send the request and read its response on `conn`.
+async fn exchange(
+    conn: &mut Connection,
+    Outgoing {
+        head: request_head,
+        body,
+        api,
+    }: Outgoing<'_>,
     Recording { sink, stamps }: Recording<'_>,
     cancel: &Cancel,
     clock: &Clock,
@@ -523,132 +478,149 @@ async fn exchange(
     let timer = tokio::time::sleep_until(clock.first_deadline);
     let mut timer = std::pin::pin!(timer);
 
-    let response = tokio::select! {
+    let written = tokio::select! {
         biased;
-        r = sender.try_send_request(request) => r,
+        r = conn.write_request(request_head, body) => r,
+        () = &mut timer => {
+            let outcome = clock.timeout(clock.first_deadline, Outcome::TimeoutFirstByte);
+            return Ok(done(outcome, Some("the request could not be written before the deadline".into()), false));
+        }
+        () = &mut cancelled => return Ok(done(Outcome::Cancelled, None, false)),
+    };
+    if let Err(e) = written {
+        return Ok(done(
+            Outcome::Disconnected,
+            Some(format!("writing the request failed: {e}")),
+            false,
+        ));
+    }
+    let head = tokio::select! {
+        biased;
+        r = std::future::poll_fn(|cx| conn.poll_head(cx)) => r,
         () = &mut timer => {
             let outcome = clock.timeout(clock.first_deadline, Outcome::TimeoutFirstByte);
             return Ok(done(outcome, Some("no response head before the deadline".into()), false));
         }
         () = &mut cancelled => return Ok(done(Outcome::Cancelled, None, false)),
     };
-    let response = match response {
-        Ok(r) => r,
-        Err(mut e) => {
-            let text = error_chain(e.error());
-            return Ok(match e.take_message() {
-                Some(req) => Exchange::NotSent(Box::new(req), text),
-                None => done(classify_hyper(e.error()), Some(text), false),
-            });
+    let head = match head {
+        Ok(h) => h,
+        Err(HeadFailure::Protocol(e)) => {
+            return Ok(done(Outcome::ProtocolError, Some(e.to_string()), false));
+        }
+        Err(HeadFailure::Closed(text)) => {
+            return Ok(done(Outcome::Disconnected, Some(text), false));
         }
     };
-    let status = response.status();
-    out.http_status = Some(status.as_u16());
+    out.http_status = Some(head.status);
     // A server that says it will close gets no second request on this connection.
-    let closing = response
-        .headers()
-        .get_all(header::CONNECTION)
-        .iter()
-        .any(|v| {
-            v.to_str()
-                .is_ok_and(|v| v.to_ascii_lowercase().contains("close"))
-        });
+    let closing = head.closing;
+    let mut framing = head.framing;
 
-    if !status.is_success() {
-        // Read the server's error body, bounded by size and by the idle and total deadlines.
-        let deadline = (Instant::now() + clock.idle).min(clock.total_deadline);
-        timer.as_mut().reset(deadline);
-        let (text, complete) = tokio::select! {
-            biased;
-            r = read_excerpt(response.into_body(), ERROR_BODY_LIMIT) => r,
-            () = &mut timer => (String::from("(error body not received before the deadline)"), false),
-            () = &mut cancelled => return Ok(done(Outcome::Cancelled, None, false)),
-        };
-        return Ok(done(Outcome::HttpError, Some(text), complete));
-    }
-
-    let content_type = response
-        .headers()
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("");
-    if !content_type.is_empty()
+    let content_type = head.content_type.as_deref().unwrap_or("");
+    let not_sse = !content_type.is_empty()
         && !content_type
             .to_ascii_lowercase()
-            .starts_with("text/event-stream")
-    {
-        let content_type = content_type.to_owned();
+            .starts_with("text/event-stream");
+    let ok_status = (200..300).contains(&head.status);
+    if !ok_status || not_sse {
+        // Read the body as text, bounded by size and by the idle and total deadlines.
         let deadline = (Instant::now() + clock.idle).min(clock.total_deadline);
         timer.as_mut().reset(deadline);
+        let late = if ok_status {
+            ""
+        } else {
+            "(error body not received before the deadline)"
+        };
         let (text, complete) = tokio::select! {
             biased;
-            r = read_excerpt(response.into_body(), ERROR_BODY_LIMIT) => r,
-            () = &mut timer => (String::new(), false),
+            r = read_excerpt(conn, &mut framing, ERROR_BODY_LIMIT) => r,
+            () = &mut timer => (late.to_owned(), false),
             () = &mut cancelled => return Ok(done(Outcome::Cancelled, None, false)),
         };
-        return Ok(done(
-            Outcome::ProtocolError,
-            Some(format!(
-                "expected an event stream, got content-type `{content_type}`: {text}"
-            )),
-            complete,
-        ));
+        let reusable = complete && !closing;
+        return Ok(if ok_status {
+            done(
+                Outcome::ProtocolError,
+                Some(format!(
+                    "expected an event stream, got content-type `{content_type}`: {text}"
+                )),
+                reusable,
+            )
+        } else {
+            done(Outcome::HttpError, Some(text), reusable)
+        });
     }
 
-    let mut events = SseStream::new(BodyDataStream::new(response.into_body()));
+    let mut framer = Framer::new();
     let mut last_event_ns: Option<i64> = None;
     let mut terminal = false;
+    let mut ended = false;
     loop {
+        // Every event the bytes read so far complete, stamped with the newest read's arrival.
+        while let Some(ev) = framer.next_event::<std::convert::Infallible>() {
+            let ev = match ev {
+                Ok(ev) => ev,
+                Err(e) => return Ok(done(Outcome::ProtocolError, Some(e.to_string()), false)),
+            };
+            // The arrival of the newest bytes read: never before this event's own.
+            let t_ns = stamps.last_read();
+            terminal |= api.is_terminal(ev.event.as_deref(), &ev.data);
+            let raw = RawEvent {
+                request_index: out.request_index,
+                seq: out.events,
+                t_ns,
+                event: ev.event,
+                data: ev.data,
+            };
+            out.events += 1;
+            if last_event_ns.is_none() {
+                // From now on the idle timeout applies.
+                timer
+                    .as_mut()
+                    .reset((clock.instant_of(t_ns) + clock.idle).min(clock.total_deadline));
+            }
+            last_event_ns = Some(t_ns);
+            sink.send(raw).await?;
+        }
+        if ended {
+            // An unfinished line or event at the end is discarded, per the SSE rules.
+            return Ok(if terminal {
+                done(Outcome::Ok, None, !closing)
+            } else {
+                let expected = match api {
+                    Api::Chat | Api::Completions => "data: [DONE]",
+                    Api::Responses => {
+                        "a response.completed, response.incomplete or response.failed event"
+                    }
+                };
+                done(
+                    Outcome::Disconnected,
+                    Some(format!(
+                        "the stream ended after {} events without {expected}",
+                        out.events
+                    )),
+                    !closing,
+                )
+            });
+        }
         tokio::select! {
             biased;
-            item = std::future::poll_fn(|cx| events.poll_event(cx)) => match item {
-                Some(Ok(ev)) => {
-                    // The arrival of the newest bytes read: never before this event's own.
-                    let t_ns = stamps.last_read();
-                    terminal |= api.is_terminal(ev.event.as_deref(), &ev.data);
-                    let raw = RawEvent {
-                        request_index: out.request_index,
-                        seq: out.events,
-                        t_ns,
-                        event: ev.event,
-                        data: ev.data,
-                    };
-                    out.events += 1;
-                    if last_event_ns.is_none() {
-                        // From now on the idle timeout applies.
-                        timer
-                            .as_mut()
-                            .reset((clock.instant_of(t_ns) + clock.idle).min(clock.total_deadline));
-                    }
-                    last_event_ns = Some(t_ns);
-                    sink.send(raw).await?;
-                }
-                Some(Err(SseError::Transport(e))) => {
-                    let text = error_chain(&e);
+            step = std::future::poll_fn(|cx| {
+                conn.poll_body(cx, &mut framing, &mut |p: &[u8]| framer.push(p))
+            }) => match step {
+                Ok(BodyStep::More) => {}
+                Ok(BodyStep::End) => ended = true,
+                Err(e) => {
                     return Ok(if terminal {
                         // Everything arrived; only the connection's end was untidy.
                         done(Outcome::Ok, None, false)
                     } else {
-                        done(classify_hyper(&e), Some(text), false)
-                    });
-                }
-                Some(Err(e)) => return Ok(done(Outcome::ProtocolError, Some(e.to_string()), false)),
-                None => {
-                    return Ok(if terminal {
-                        done(Outcome::Ok, None, !closing)
-                    } else {
-                        let expected = match api {
-                            Api::Chat | Api::Completions => "data: [DONE]",
-                            Api::Responses => "a response.completed, response.incomplete or response.failed event",
+                        let outcome = match e {
+                            BodyFailure::Framing(BodyError::Framing(_)) => Outcome::ProtocolError,
+                            _ => Outcome::Disconnected,
                         };
-                        done(
-                            Outcome::Disconnected,
-                            Some(format!(
-                                "the stream ended after {} events without {expected}",
-                                out.events
-                            )),
-                            true,
-                        )
+                        done(outcome, Some(e.text()), false)
                     });
                 }
             },
@@ -680,29 +652,30 @@ async fn exchange(
 }
 
 /// Read at most `limit` bytes of a body as (lossy) text; `true` if the body ended within it.
-async fn read_excerpt(mut body: Incoming, limit: usize) -> (String, bool) {
+async fn read_excerpt(
+    conn: &mut Connection,
+    framing: &mut Framing,
+    limit: usize,
+) -> (String, bool) {
     let mut buf = Vec::new();
-    let mut complete = false;
-    loop {
-        match body.frame().await {
-            Some(Ok(frame)) => {
-                if let Ok(data) = frame.into_data() {
-                    let room = limit.saturating_sub(buf.len());
-                    buf.extend_from_slice(&data[..data.len().min(room)]);
-                    if data.len() > room {
-                        break;
-                    }
-                }
-            }
-            Some(Err(_)) => break,
-            None => {
-                complete = true;
-                break;
-            }
+    let mut over = false;
+    let complete = loop {
+        let step = std::future::poll_fn(|cx| {
+            conn.poll_body(cx, framing, &mut |p: &[u8]| {
+                let room = limit.saturating_sub(buf.len());
+                buf.extend_from_slice(&p[..p.len().min(room)]);
+                over |= p.len() > room;
+            })
+        })
+        .await;
+        match step {
+            Ok(BodyStep::End) => break !over,
+            Ok(BodyStep::More) if !over => {}
+            Ok(BodyStep::More) | Err(_) => break false,
         }
-    }
+    };
     let mut text = String::from_utf8_lossy(&buf).into_owned();
-    if !complete && buf.len() >= limit {
+    if over {
         text.push_str(" …(truncated)");
     }
     (text, complete)

@@ -841,7 +841,7 @@ fn worker_debug_redacts_the_api_key() {
 /// A blocking server thread streams chat chunks, one HTTP chunk per event, to `streams`
 /// connections: every `interval` it writes one event to each stream, in 16 staggered groups
 /// (a batched server's decode steps, spread over the interval). The client's workers run on a
-/// current-thread runtime on this thread, whose CPU time is measured: socket reads, hyper's
+/// current-thread runtime on this thread, whose CPU time is measured: socket reads, the
 /// chunked decoding, SSE framing, the clock and the channel send. A writer thread drains the
 /// channel either by blocking per event or by polling every 2 ms.
 fn hot_path_bench(streams: usize, events: usize, interval: Duration, polling: bool) -> Bench {

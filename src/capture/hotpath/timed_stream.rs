@@ -61,9 +61,16 @@ impl IoStamps {
                 || self.reset_after_eof.load(Ordering::Relaxed))
     }
 
+    /// When the write that completed the request returned. The clock is read after the write
+    /// call, so a thread preempted right after it would note a time later than the response's
+    /// arrival (on loopback the server can answer within that gap); the answer's arrival
+    /// bounds the write's completion, so the time is never later than the first byte.
     pub(super) fn sent(&self) -> Option<i64> {
-        let t = if self.first_read_ns.load(Ordering::Relaxed) != 0 {
-            self.sent_at_first_read_ns.load(Ordering::Relaxed)
+        let first = self.first_read_ns.load(Ordering::Relaxed);
+        let t = if first != 0 {
+            self.sent_at_first_read_ns
+                .load(Ordering::Relaxed)
+                .min(first)
         } else {
             self.last_write_ns.load(Ordering::Relaxed)
         };
