@@ -112,7 +112,7 @@ impl Connection {
     /// Whether the connection can take another request: nothing unread is left from the last
     /// response and the socket shows no close (or stray bytes) from the server.
     pub(super) fn is_usable(&self) -> bool {
-        !self.eof && self.pos == self.buf.len() && !peer_has_closed(self.fd)
+        !self.spent() && !peer_has_closed(self.fd)
     }
 
     /// Whether bytes beyond the response were read, or the server's end of stream: either
@@ -178,15 +178,14 @@ impl Connection {
                 match wire::parse_head(&self.buf[self.pos..]) {
                     Ok(Some((head, n))) => {
                         self.pos += n;
-                        if (100..200).contains(&head.status) && head.status != 101 {
-                            continue;
-                        }
-                        if head.status == 101 {
-                            return Poll::Ready(Err(HeadFailure::Protocol(HeadError(
+                        return Poll::Ready(match head.status {
+                            101 => Err(HeadFailure::Protocol(HeadError(
                                 "the server switched protocols (101)".into(),
-                            ))));
-                        }
-                        return Poll::Ready(Ok(head));
+                            ))),
+                            // An interim response: the final one follows.
+                            100..=199 => continue,
+                            _ => Ok(head),
+                        });
                     }
                     Ok(None) => {}
                     Err(e) => return Poll::Ready(Err(HeadFailure::Protocol(e))),

@@ -34,8 +34,8 @@
 //! Timeouts ([`Timeouts`]) each end a request with their own [`Outcome`]; there are no automatic
 //! retries. The one exception is a request that provably never reached the server, which is
 //! sent once more on a fresh connection and marked `resent`: the socket showed the server's
-//! close (or bytes nobody asked for) before the request's first byte was written, or the server's FIN came before any response byte and a
-//! reset then answered the request's bytes (its socket was closed when they arrived). A
+//! close (or bytes nobody asked for) before the request's first byte was written, or the
+//! server's FIN came before any response byte and a reset then answered the request's bytes (its socket was closed when they arrived). A
 //! failure after the server could have read the request stays a failure: a bare reset, which
 //! an abortive close after reading also gives, is one.
 //!
@@ -340,10 +340,7 @@ impl Worker {
                     body: &req.body,
                     api: req.api,
                 },
-                Recording {
-                    sink: &self.sink,
-                    stamps: &stamps,
-                },
+                &self.sink,
                 cancel,
                 &clock,
                 &mut out,
@@ -448,12 +445,6 @@ impl Clock {
     }
 }
 
-/// Where a response's events go, and where their arrival times come from.
-struct Recording<'a> {
-    sink: &'a EventSink,
-    stamps: &'a IoStamps,
-}
-
 /// What one attempt sends: the request head and body, and the API that says how its stream ends.
 struct Outgoing<'a> {
     head: &'a [u8],
@@ -469,7 +460,7 @@ async fn exchange(
         body,
         api,
     }: Outgoing<'_>,
-    Recording { sink, stamps }: Recording<'_>,
+    sink: &EventSink,
     cancel: &Cancel,
     clock: &Clock,
     out: &mut RequestOutcome,
@@ -564,7 +555,7 @@ async fn exchange(
                 Err(e) => return Ok(done(Outcome::ProtocolError, Some(e.to_string()), false)),
             };
             // The arrival of the newest bytes read: never before this event's own.
-            let t_ns = stamps.last_read();
+            let t_ns = conn.stamps.last_read();
             terminal |= api.is_terminal(ev.event.as_deref(), &ev.data);
             let raw = RawEvent {
                 request_index: out.request_index,
