@@ -120,7 +120,7 @@ impl EventReceiver {
     }
 
     /// Move up to `max` waiting events into `buf` without blocking. This is how the writer
-    /// should read: drain, encode, sleep a millisecond or two, repeat. A receiver that instead
+    /// should read: drain, encode, sleep some milliseconds, repeat. A receiver that instead
     /// blocks per event makes every send on the hot path wake a sleeping thread (a futex call,
     /// measured at several µs per event; see `hot_path_cpu_per_event`).
     pub fn drain_into(&mut self, buf: &mut Vec<RawEvent>, max: usize) -> Drained {
