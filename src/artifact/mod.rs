@@ -32,6 +32,7 @@
 //! ```
 
 pub mod canary;
+mod columns;
 pub mod error;
 pub mod event;
 pub mod files;

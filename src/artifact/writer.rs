@@ -24,6 +24,7 @@ use arrow_array::RecordBatch;
 use arrow_array::cast::AsArray;
 use parquet::basic::Compression;
 
+use super::columns::EventColumns;
 use super::error::{ArtifactError, Result};
 use super::files::{
     LOCK_FILE, default_compression, part_file_name, release_lock, take_lock,
@@ -31,7 +32,7 @@ use super::files::{
 };
 use super::merge::merge_parts;
 use super::reader::RequestTally;
-use super::rows::{EventRow, RequestRow, ScrapeRow, events_batch, requests_batch, scrapes_batch};
+use super::rows::{EventRow, RequestRow, ScrapeRow, requests_batch, scrapes_batch};
 use super::run::{Counts, RunJson, SCHEMA, Status, utc_now};
 use super::schema::Table;
 use super::{ArtifactPaths, RUN_JSON};
@@ -88,7 +89,8 @@ pub struct ArtifactWriter {
     run: RunJson,
     opts: WriterOptions,
     requests: Vec<RequestRow>,
-    events: Vec<EventRow>,
+    /// Event rows, kept as columns (reused from part to part: see [`EventColumns`]).
+    events: EventColumns,
     scrapes: Vec<ScrapeRow>,
     states: [TableState; 3],
     tally: RequestTally,
@@ -157,7 +159,7 @@ impl ArtifactWriter {
             run,
             opts,
             requests: Vec::new(),
-            events: Vec::new(),
+            events: EventColumns::default(),
             scrapes: Vec::new(),
             states: [TableState::new(), TableState::new(), TableState::new()],
             tally: RequestTally::default(),
@@ -196,7 +198,12 @@ impl ArtifactWriter {
 
     /// Buffer one event row.
     pub fn push_event(&mut self, row: EventRow) -> Result<()> {
-        self.events.push(row);
+        self.events
+            .push(&self.run.run_id, &row)
+            .map_err(|e| ArtifactError::BatchSchema {
+                table: Table::Events.name(),
+                problem: e.to_string(),
+            })?;
         if self.events.len() >= self.opts.max_rows_per_part {
             self.roll(Table::Events)?;
         }
@@ -299,11 +306,7 @@ impl ArtifactWriter {
                     requests_batch(run_id, r)
                 }))
             }
-            Table::Events if !self.events.is_empty() => {
-                Some(encode_and_clear(&mut self.events, |r| {
-                    events_batch(run_id, r)
-                }))
-            }
+            Table::Events if !self.events.is_empty() => Some(self.events.take_batch()),
             Table::Scrapes if !self.scrapes.is_empty() => {
                 Some(encode_and_clear(&mut self.scrapes, |r| {
                     scrapes_batch(run_id, r)
@@ -325,12 +328,14 @@ impl ArtifactWriter {
 
     /// Write `table`'s buffered rows as the next part file.
     fn roll(&mut self, table: Table) -> Result<()> {
+        // Event rows become the last pending batch; its memory is taken back after the write.
+        let lent = table == Table::Events && !self.events.is_empty();
         self.seal_rows(table)?;
         let state = &mut self.states[table as usize];
         if state.pending_rows == 0 {
             return Ok(());
         }
-        let batches = std::mem::take(&mut state.pending);
+        let mut batches = std::mem::take(&mut state.pending);
         state.pending_rows = 0;
         if table == Table::Requests {
             let path = self.dir.join(table.parts_dir_name());
@@ -344,10 +349,15 @@ impl ArtifactWriter {
             .join(table.parts_dir_name())
             .join(part_file_name(state.next_part));
         let props = writer_properties(table, &self.run.run_id, self.opts.compression, None, None);
+        // (Clones share the columns; each is dropped once written, leaving `batches` the only
+        // holder of their memory.)
         let rows =
-            write_parquet_atomically(&path, table, props, batches.into_iter().map(Ok), false)?;
+            write_parquet_atomically(&path, table, props, batches.iter().cloned().map(Ok), false)?;
         state.next_part += 1;
         state.rows_written += rows;
+        if lent && let Some(batch) = batches.pop() {
+            self.events.reclaim(batch);
+        }
         Ok(())
     }
 
@@ -613,6 +623,22 @@ mod tests {
     }
 
     #[test]
+    fn a_part_gives_the_event_columns_their_memory_back() {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut w = ArtifactWriter::create(tmp.path(), sample_run()).unwrap();
+        for i in 0..100 {
+            w.push_event(EventRow::from_raw(0, i, i64::from(i), None, b"{\"x\":1}"))
+                .unwrap();
+        }
+        w.flush().unwrap();
+        assert_eq!(w.rows_written(Table::Events), 100);
+        assert!(
+            w.events.capacity_bytes() > 0,
+            "the next part allocates its columns afresh"
+        );
+    }
+
+    #[test]
     fn writer_is_send() {
         fn is_send<T: Send>() {}
         is_send::<ArtifactWriter>();
@@ -657,7 +683,7 @@ mod tests {
             for rep in 0..5 {
                 let path = tmp.path().join(format!("{name}-{rep}.parquet"));
                 let start = Instant::now();
-                let batch = events_batch("run", rows).unwrap();
+                let batch = crate::artifact::rows::events_batch("run", rows).unwrap();
                 write_parquet_atomically(&path, Table::Events, props(), [Ok(batch)], false)
                     .unwrap();
                 best = best.min(start.elapsed().as_secs_f64());
