@@ -40,14 +40,19 @@ pub struct ParsedEvent {
 /// Parse one event: `event_name` is the SSE `event:` field (if any), `data` the `data:`
 /// payload as received.
 pub fn parse_event(event_name: Option<&str>, data: &[u8]) -> ParsedEvent {
+    match std::str::from_utf8(data) {
+        Ok(text) => parse_event_text(event_name, text),
+        Err(e) => ParsedEvent {
+            parse_error: Some(format!("data is not valid UTF-8: {e}")),
+            ..ParsedEvent::default()
+        },
+    }
+}
+
+/// [`parse_event`] of a payload already known to be UTF-8 (the writer checks it once, for
+/// the `data` column and the parse both).
+pub fn parse_event_text(event_name: Option<&str>, text: &str) -> ParsedEvent {
     let mut out = ParsedEvent::default();
-    let text = match std::str::from_utf8(data) {
-        Ok(t) => t,
-        Err(e) => {
-            out.parse_error = Some(format!("data is not valid UTF-8: {e}"));
-            return out;
-        }
-    };
     let trimmed = text.trim();
     if trimmed == "[DONE]" {
         out.done = true;

@@ -12,7 +12,7 @@ use arrow_array::RecordBatch;
 use arrow_array::{ArrayRef, BooleanArray, Float64Array, Int64Array, StringArray};
 use arrow_schema::ArrowError;
 
-use super::event::{ParsedEvent, parse_event};
+use super::event::{ParsedEvent, parse_event, parse_event_text};
 use super::run::{Api, Outcome, RequestKind};
 use super::schema::{events_schema, requests_schema, scrapes_schema};
 
@@ -93,9 +93,13 @@ impl EventRow {
         event: Option<String>,
         data: Vec<u8>,
     ) -> Self {
-        let parsed = parse_event(event.as_deref(), &data);
-        let data = String::from_utf8(data)
-            .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
+        let (parsed, data) = match String::from_utf8(data) {
+            Ok(text) => (parse_event_text(event.as_deref(), &text), text),
+            Err(e) => (
+                parse_event(event.as_deref(), e.as_bytes()),
+                String::from_utf8_lossy(e.as_bytes()).into_owned(),
+            ),
+        };
         Self {
             request_index,
             seq,
