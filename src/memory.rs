@@ -15,6 +15,9 @@
 //! rose to 53–55 MB and peaked at 64–68 MB (three runs); with it fixed, 43–45 MB and 51–53 MB.
 //! The price is CPU: the writer thread faults the freshly mapped pages in at every roll,
 //! 0.1–1.7 µs more per event in five paired runs (mean 1.0, the writer's own +0.5), about 5%.
+//! The largest of those buffers, the events table's columns, are now kept and reused from
+//! roll to roll (`artifact::columns`): the writer's CPU per event fell from 1.5 to 1.1–1.2 µs
+//! and the peak resident set from about 31 to 28 MB (BENCHMARKS.md, 2026-12-04, afternoon).
 //! What the process holds does not grow with the run (heaptrack: heap in use between rolls
 //! 26.6–27.0 MB from the second tenth of a 4,000-request run to the last); what the resident
 //! set still gains, about 2 MB per million events at 256 streams (+2.2 MB over the last 0.95

@@ -138,8 +138,8 @@ const BATCH: usize = 8192;
 /// costs the thread a context switch whatever it then finds, so the period sets most of the
 /// writer's fixed cost; the events meanwhile wait in the channel (about 130 at 256 streams,
 /// against its 64 Ki), and their times were taken on the hot path. Measured at 256 streams x
-/// 768 requests of 128 tokens, four alternating runs each (BENCHMARKS.md, 2026-12-04 b):
-/// 2 ms gave 1.7 µs of writer CPU per event in every run, 10 ms 1.4-1.5 µs.
+/// 768 requests of 128 tokens, four alternating runs each (BENCHMARKS.md, 2026-12-04,
+/// afternoon): 2 ms gave 1.7 µs of writer CPU per event in every run, 10 ms 1.4-1.5 µs.
 const IDLE_SLEEP: Duration = Duration::from_millis(10);
 
 impl Recorder {
