@@ -188,6 +188,9 @@ impl Ints {
 #[derive(Debug, Default)]
 pub(super) struct EventColumns {
     rows: usize,
+    /// The most bytes a string column may hold (`None`: the 2 GiB an `i32` offset addresses;
+    /// tests set less).
+    limit: Option<usize>,
     run_id: Strings,
     request_index: Ints,
     seq: Ints,
@@ -216,9 +219,46 @@ impl EventColumns {
         self.rows == 0
     }
 
-    /// Append one row of run `run_id`.
+    /// The most bytes any string column holds: a part is written before it nears the 2 GiB
+    /// an `i32` offset can address.
+    pub(super) fn largest_column_bytes(&self) -> usize {
+        [
+            &self.run_id,
+            &self.event,
+            &self.data,
+            &self.content_delta,
+            &self.reasoning_delta,
+            &self.tool_call_delta,
+            &self.finish_reason,
+            &self.stream_error,
+            &self.parse_error,
+        ]
+        .iter()
+        .map(|c| c.values.len())
+        .max()
+        .unwrap_or(0)
+    }
+
+    /// Append one row of run `run_id`. A row that would take a string column past 2 GiB is
+    /// refused whole (no column gets any of it).
     pub(super) fn push(&mut self, run_id: &str, r: &EventRow) -> Result<(), ArrowError> {
         let p = &r.parsed;
+        let limit = self.limit.unwrap_or(i32::MAX as usize);
+        let room = |c: &Strings, v: Option<&str>| c.values.len() + v.map_or(0, str::len) <= limit;
+        let fits = room(&self.run_id, Some(run_id))
+            && room(&self.event, r.event.as_deref())
+            && room(&self.data, Some(&r.data))
+            && room(&self.content_delta, p.content_delta.as_deref())
+            && room(&self.reasoning_delta, p.reasoning_delta.as_deref())
+            && room(&self.tool_call_delta, p.tool_call_delta.as_deref())
+            && room(&self.finish_reason, p.finish_reason.as_deref())
+            && room(&self.stream_error, p.stream_error.as_deref())
+            && room(&self.parse_error, p.parse_error.as_deref());
+        if !fits {
+            return Err(ArrowError::ComputeError(
+                "an event row does not fit a part's 2 GiB string column".to_owned(),
+            ));
+        }
         self.run_id.push(Some(run_id))?;
         self.request_index.push(Some(i64::from(r.request_index)));
         self.seq.push(Some(i64::from(r.seq)));
@@ -374,6 +414,23 @@ mod tests {
         // An empty part is a valid empty batch.
         let empty = cols.take_batch().unwrap();
         assert_eq!(empty, events_batch("run-1", &[]).unwrap());
+    }
+
+    #[test]
+    fn a_row_too_large_for_the_part_is_refused_whole() {
+        let rows = rows();
+        let mut cols = EventColumns {
+            limit: Some(120),
+            ..EventColumns::default()
+        };
+        cols.push("run-1", &rows[0]).unwrap();
+        let big = EventRow::from_raw(0, 1, 1, None, &[b'x'; 100]);
+        let err = cols.push("run-1", &big).unwrap_err().to_string();
+        assert!(err.contains("2 GiB"), "{err}");
+        // Nothing of it went in: the part is the one row before it, whole.
+        assert_eq!(cols.len(), 1);
+        let batch = cols.take_batch().unwrap();
+        assert_eq!(batch, events_batch("run-1", &rows[..1]).unwrap());
     }
 
     #[test]

@@ -58,6 +58,11 @@ impl Default for WriterOptions {
     }
 }
 
+/// The string bytes of one events column that force a roll before `max_rows_per_part`: half
+/// the 2 GiB an Arrow `Utf8` column can hold, so that no event short of that (a line is at
+/// most 64 MiB as the recorder frames it) overflows a part.
+const PART_COLUMN_BYTES: usize = 1 << 30;
+
 /// Per-table state of the writer.
 #[derive(Debug)]
 struct TableState {
@@ -204,7 +209,9 @@ impl ArtifactWriter {
                 table: Table::Events.name(),
                 problem: e.to_string(),
             })?;
-        if self.events.len() >= self.opts.max_rows_per_part {
+        if self.events.len() >= self.opts.max_rows_per_part
+            || self.events.largest_column_bytes() >= PART_COLUMN_BYTES
+        {
             self.roll(Table::Events)?;
         }
         Ok(())
