@@ -15,7 +15,9 @@
 use std::sync::Arc;
 
 use arrow_array::{Array, ArrayRef, BooleanArray, Int64Array, RecordBatch, StringArray};
-use arrow_buffer::{BooleanBuffer, Buffer, NullBuffer, OffsetBuffer, ScalarBuffer};
+use arrow_buffer::{
+    ArrowNativeType, BooleanBuffer, Buffer, NullBuffer, OffsetBuffer, ScalarBuffer,
+};
 use arrow_data::ArrayData;
 use arrow_schema::ArrowError;
 
@@ -64,12 +66,23 @@ impl Bits {
     }
 
     fn reclaim(&mut self, buffer: Buffer) {
-        if self.bytes.capacity() == 0
-            && let Ok(mut v) = buffer.into_vec::<u8>()
-        {
-            v.clear();
-            self.bytes = v;
-        }
+        keep(&mut self.bytes, buffer);
+    }
+}
+
+/// The most memory one column's vector keeps from part to part: a part far larger than the
+/// run's usual ones (one huge event) gives its memory back instead of holding it to the end.
+const KEEP_AT_MOST: usize = 64 << 20;
+
+/// Take `buffer`'s memory into `slot`, emptied, if `slot` has none, nothing else holds the
+/// buffer, and it is at most [`KEEP_AT_MOST`] bytes.
+fn keep<T: ArrowNativeType>(slot: &mut Vec<T>, buffer: Buffer) {
+    if slot.capacity() == 0
+        && buffer.capacity() <= KEEP_AT_MOST
+        && let Ok(mut v) = buffer.into_vec::<T>()
+    {
+        v.clear();
+        *slot = v;
     }
 }
 
@@ -95,12 +108,11 @@ impl Strings {
         if self.offsets.is_empty() {
             self.offsets.push(0);
         }
-        if let Some(v) = value {
-            self.values.extend_from_slice(v.as_bytes());
-        }
-        let end = i32::try_from(self.values.len()).map_err(|_| {
+        let bytes = value.map_or(&b""[..], str::as_bytes);
+        let end = i32::try_from(self.values.len() + bytes.len()).map_err(|_| {
             ArrowError::ComputeError("a part's string column exceeds 2 GiB".to_owned())
         })?;
+        self.values.extend_from_slice(bytes);
         self.offsets.push(end);
         self.valid.push(value.is_some());
         Ok(())
@@ -128,18 +140,8 @@ impl Strings {
             return;
         };
         let (offsets, values, nulls) = a.into_parts();
-        if self.offsets.capacity() == 0
-            && let Ok(mut v) = offsets.into_inner().into_inner().into_vec::<i32>()
-        {
-            v.clear();
-            self.offsets = v;
-        }
-        if self.values.capacity() == 0
-            && let Ok(mut v) = values.into_vec::<u8>()
-        {
-            v.clear();
-            self.values = v;
-        }
+        keep(&mut self.offsets, offsets.into_inner().into_inner());
+        keep(&mut self.values, values);
         if let Some(n) = nulls {
             self.valid.reclaim(n.into_inner().into_inner());
         }
@@ -172,12 +174,7 @@ impl Ints {
             return;
         };
         let (_, values, nulls) = a.into_parts();
-        if self.values.capacity() == 0
-            && let Ok(mut v) = values.into_inner().into_vec::<i64>()
-        {
-            v.clear();
-            self.values = v;
-        }
+        keep(&mut self.values, values.into_inner());
         if let Some(n) = nulls {
             self.valid.reclaim(n.into_inner().into_inner());
         }
@@ -190,7 +187,7 @@ pub(super) struct EventColumns {
     rows: usize,
     /// The most bytes a string column may hold (`None`: the 2 GiB an `i32` offset addresses;
     /// tests set less).
-    limit: Option<usize>,
+    pub(super) limit: Option<usize>,
     run_id: Strings,
     request_index: Ints,
     seq: Ints,

@@ -59,8 +59,8 @@ impl Default for WriterOptions {
 }
 
 /// The string bytes of one events column that force a roll before `max_rows_per_part`: half
-/// the 2 GiB an Arrow `Utf8` column can hold, so that no event short of that (a line is at
-/// most 64 MiB as the recorder frames it) overflows a part.
+/// the 2 GiB an Arrow `Utf8` column can hold. An event too large for what a part already
+/// holds starts the next part; only one over 2 GiB by itself is refused.
 const PART_COLUMN_BYTES: usize = 1 << 30;
 
 /// Per-table state of the writer.
@@ -203,12 +203,17 @@ impl ArtifactWriter {
 
     /// Buffer one event row.
     pub fn push_event(&mut self, row: EventRow) -> Result<()> {
-        self.events
-            .push(&self.run.run_id, &row)
-            .map_err(|e| ArtifactError::BatchSchema {
-                table: Table::Events.name(),
-                problem: e.to_string(),
-            })?;
+        let mut pushed = self.events.push(&self.run.run_id, &row);
+        if pushed.is_err() && !self.events.is_empty() {
+            // Too large for what the part already holds (an event can join any number of
+            // lines): write the part, and try the row alone in the next.
+            self.roll(Table::Events)?;
+            pushed = self.events.push(&self.run.run_id, &row);
+        }
+        pushed.map_err(|e| ArtifactError::BatchSchema {
+            table: Table::Events.name(),
+            problem: e.to_string(),
+        })?;
         if self.events.len() >= self.opts.max_rows_per_part
             || self.events.largest_column_bytes() >= PART_COLUMN_BYTES
         {
@@ -643,6 +648,27 @@ mod tests {
             w.events.capacity_bytes() > 0,
             "the next part allocates its columns afresh"
         );
+    }
+
+    #[test]
+    fn an_event_too_large_for_the_part_starts_the_next_one() {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut w = ArtifactWriter::create(tmp.path(), sample_run()).unwrap();
+        w.events.limit = Some(150);
+        let small = EventRow::from_raw(0, 0, 1, None, &[b'a'; 60]);
+        let large = EventRow::from_raw(0, 1, 2, None, &[b'b'; 120]);
+        w.push_event(small).unwrap();
+        // 60 + 120 bytes do not fit one part of 150: the first part is written, the large
+        // event goes alone into the next.
+        w.push_event(large).unwrap();
+        assert_eq!(w.rows_written(Table::Events), 1);
+        w.flush().unwrap();
+        assert_eq!(w.rows_written(Table::Events), 2);
+        // Larger than a part can ever hold: refused, named, and nothing else is lost.
+        let huge = EventRow::from_raw(0, 2, 3, None, &[b'c'; 200]);
+        let err = w.push_event(huge).unwrap_err().to_string();
+        assert!(err.contains("2 GiB") && err.contains("events"), "{err}");
+        assert_eq!(w.rows_written(Table::Events), 2);
     }
 
     #[test]
