@@ -26,6 +26,7 @@
 
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::Waker;
@@ -33,6 +34,7 @@ use std::time::Duration;
 
 use tokio::io::unix::AsyncFd;
 use tokio::sync::Notify;
+use tokio::time::{Instant, Sleep};
 
 use crate::clock::monotonic_ns;
 
@@ -199,8 +201,7 @@ impl Pacer {
 async fn run(shared: Arc<Shared>) {
     let mut events = vec![libc::epoll_event { events: 0, u64: 0 }; EVENTS_PER_LOOK];
     let mut wake = Vec::with_capacity(64);
-    let mut ticks = tokio::time::interval(PERIOD);
-    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut ticks = Ticks::new();
     let mut reactor: Option<AsyncFd<SetFd>> = None;
     loop {
         if shared.closed.load(Ordering::Relaxed) {
@@ -238,6 +239,63 @@ async fn run(shared: Arc<Shared>) {
             ticks.tick().await;
         }
         look(&shared, &mut events, &mut wake);
+    }
+}
+
+/// The pacer's period, kept by a ring of timers one period apart: when one fires it is
+/// re-armed one period after the last of the others.
+///
+/// tokio's timer driver wakes its own thread (an eventfd write, then a park that returns at
+/// once) whenever a timer is armed earlier than the earliest one its wheel held when it last
+/// fired timers. With one timer (`tokio::time::interval`) the wheel is empty after each tick,
+/// so re-arming it is always earliest: a wasted wake-up and two system calls every period.
+/// With the others still armed, re-arming is never earliest. Two timers are not enough: a
+/// wake-up that comes more than a period late (the driver parks in whole milliseconds) finds
+/// both due, and about one tick in ten re-armed an empty wheel (the unit test's count). A
+/// thread one or two periods behind finds the next timers already due: they fire at once,
+/// one look each. A thread further behind starts the ring again from now, as
+/// `MissedTickBehavior::Delay` does.
+struct Ticks {
+    timers: [Pin<Box<Sleep>>; TICK_TIMERS],
+    /// The timer that fires next.
+    next: usize,
+}
+
+/// The timers of [`Ticks`]' ring.
+const TICK_TIMERS: usize = 3;
+
+impl Ticks {
+    fn new() -> Ticks {
+        let now = Instant::now();
+        let mut ticks = Ticks {
+            timers: std::array::from_fn(|_| Box::pin(tokio::time::sleep_until(now))),
+            next: 0,
+        };
+        ticks.reset();
+        ticks
+    }
+
+    /// Start the ring again from now: every timer armed (not only created), one period apart.
+    fn reset(&mut self) {
+        let now = Instant::now();
+        let mut deadline = now;
+        for timer in &mut self.timers {
+            deadline += PERIOD;
+            timer.as_mut().reset(deadline);
+        }
+        self.next = 0;
+    }
+
+    async fn tick(&mut self) {
+        let fired = self.next;
+        self.timers[fired].as_mut().await;
+        let last = self.timers[(fired + TICK_TIMERS - 1) % TICK_TIMERS].deadline();
+        if last + PERIOD <= Instant::now() {
+            self.reset();
+            return;
+        }
+        self.timers[fired].as_mut().reset(last + PERIOD);
+        self.next = (fired + 1) % TICK_TIMERS;
     }
 }
 

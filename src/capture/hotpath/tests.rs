@@ -3,6 +3,7 @@
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
+use std::os::fd::AsRawFd;
 use std::sync::Mutex;
 
 use bytes::Bytes;
@@ -1087,5 +1088,53 @@ fn events_read_late_are_stamped_with_their_arrival() {
     assert!(
         late_ms.iter().any(|&l| l >= 5),
         "the runtime was meant to read late: {late_ms:?} ms"
+    );
+}
+
+/// The write system calls a thread of this process has made so far (`syscw` of its
+/// `/proc` io file: `write`, `writev` and the like, not socket sends).
+fn thread_write_calls(tid: libc::pid_t) -> u64 {
+    let io = std::fs::read_to_string(format!("/proc/self/task/{tid}/io")).unwrap();
+    io.lines()
+        .find_map(|l| l.strip_prefix("syscw: "))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+/// The pacer's tick must not wake the runtime's own thread again: tokio's timer driver writes
+/// its eventfd when a timer is armed earlier than every other it holds, which a single
+/// re-armed interval always is (one write and one wasted park per tick). On the recorder's
+/// runtime (one worker), a second of ticking with a socket in the set makes (nearly) no
+/// write calls on the worker.
+#[test]
+fn the_pacer_tick_does_not_wake_its_own_thread() {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let client = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+    let _server = listener.accept().unwrap();
+    let (writes, ticks) = rt.block_on(async {
+        let pacer = Pacer::start().unwrap();
+        let tid = tokio::spawn(async {
+            // SAFETY: gettid has no preconditions.
+            unsafe { libc::gettid() }
+        })
+        .await
+        .unwrap();
+        let _registration = pacer.register(client.as_raw_fd()).unwrap();
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let (w0, t0) = (thread_write_calls(tid), std::time::Instant::now());
+        tokio::time::sleep(Duration::from_millis(1000)).await;
+        let writes = thread_write_calls(tid) - w0;
+        (writes, t0.elapsed().as_nanos() / pacer::PERIOD.as_nanos())
+    });
+    assert!(
+        writes * 20 < ticks as u64,
+        "{writes} write calls on the runtime's thread in {ticks} pacer periods"
     );
 }
