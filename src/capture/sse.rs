@@ -100,10 +100,7 @@ impl Framer {
                 self.buf.advance(3);
             }
         }
-        match self.buf[self.scanned..]
-            .iter()
-            .position(|&b| b == b'\n' || b == b'\r')
-        {
+        match memchr::memchr2(b'\n', b'\r', &self.buf[self.scanned..]) {
             Some(i) => {
                 let end = self.scanned + i;
                 self.scanned = 0;
@@ -145,7 +142,7 @@ impl Framer {
             if line.is_empty() {
                 dispatched = self.dispatch();
             } else if line[0] != b':' {
-                let (field, value) = match line.iter().position(|&b| b == b':') {
+                let (field, value) = match memchr::memchr(b':', line) {
                     Some(c) => {
                         let v = &line[c + 1..];
                         (&line[..c], v.strip_prefix(b" ").unwrap_or(v))
