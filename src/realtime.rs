@@ -1,4 +1,5 @@
-//! Scheduling knobs for precise timing: 1 ns timer slack and SCHED_FIFO, best effort.
+//! Scheduling knobs for precise timing: 1 ns timer slack and SCHED_FIFO, best effort; and
+//! the CPU a thread runs on ([`pin_to`]).
 //!
 //! `anvil-sim` calls them on the main thread before any other thread starts, so every
 //! thread inherits them; the truth writer, which shares no lock with the timer thread,
@@ -71,4 +72,67 @@ pub fn ordinary_priority() {
 pub fn is_fifo() -> bool {
     // SAFETY: pid 0 means the calling thread.
     unsafe { libc::sched_getscheduler(0) == libc::SCHED_FIFO }
+}
+
+/// The CPU the calling thread runs on now, if the system says.
+pub fn current_cpu() -> Option<usize> {
+    // SAFETY: sched_getcpu takes no arguments.
+    let cpu = unsafe { libc::sched_getcpu() };
+    usize::try_from(cpu).ok()
+}
+
+/// The CPUs the calling thread may run on (its affinity mask), in order; empty if the system
+/// does not say.
+pub fn allowed_cpus() -> Vec<usize> {
+    // SAFETY: an all-zero cpu_set_t is a valid (empty) set, filled in by the call.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: `set` is a cpu_set_t of the size given; pid 0 means the calling thread.
+    let rc =
+        unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) };
+    if rc != 0 {
+        return Vec::new();
+    }
+    (0..libc::CPU_SETSIZE as usize)
+        // SAFETY: `cpu` is below CPU_SETSIZE, within the set.
+        .filter(|&cpu| unsafe { libc::CPU_ISSET(cpu, &set) })
+        .collect()
+}
+
+/// Keep the calling thread on `cpu` alone; Err with the OS error otherwise.
+pub fn pin_to(cpu: usize) -> std::io::Result<()> {
+    if cpu >= libc::CPU_SETSIZE as usize {
+        return Err(std::io::Error::from(std::io::ErrorKind::InvalidInput));
+    }
+    // SAFETY: an all-zero cpu_set_t is the empty set; `cpu` is below CPU_SETSIZE.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    unsafe { libc::CPU_SET(cpu, &mut set) };
+    // SAFETY: `set` is a valid cpu_set_t of the size given; pid 0 means the calling thread.
+    let rc = unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A thread pinned to a CPU it may use is then allowed that CPU alone, and runs there.
+    #[test]
+    fn a_pinned_thread_runs_on_its_cpu_alone() {
+        let allowed = allowed_cpus();
+        assert!(!allowed.is_empty(), "the affinity mask is readable");
+        let cpu = *allowed.last().unwrap();
+        let (after, ran_on) = std::thread::spawn(move || {
+            pin_to(cpu).unwrap();
+            (allowed_cpus(), current_cpu())
+        })
+        .join()
+        .unwrap();
+        assert_eq!(after, vec![cpu]);
+        assert_eq!(ran_on, Some(cpu));
+        assert!(pin_to(libc::CPU_SETSIZE as usize).is_err());
+    }
 }

@@ -105,7 +105,54 @@ pub struct RunRequest {
     pub quiet: bool,
     pub no_thinking_switch: bool,
     pub no_realtime: bool,
+    /// `--cpu`; `None` is the default, [`CpuPlacement::Start`].
+    pub cpu: Option<CpuPlacement>,
     pub out: PathBuf,
+}
+
+/// Where the recorder's two busy threads run: the runtime's worker, which reads the sockets
+/// and stamps events, and the writer, which parses and encodes them (`--cpu`).
+///
+/// By default they share one CPU, the one the run starts on: each event's bytes are then
+/// written and read in one core's cache, and neither thread is moved between cores.
+/// Measured (BENCHMARKS.md, recorder fidelity): about 0.8 µs less CPU per event at 256
+/// streams, receive lag unchanged. One CPU carries both up to roughly 150,000 events a second
+/// on the benchmark's machine; above that, or with a busy server process on the same CPU,
+/// `any` leaves them to the scheduler.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CpuPlacement {
+    /// Both on the CPU the run starts on.
+    Start,
+    /// Both on this CPU.
+    Cpu(usize),
+    /// Wherever the scheduler puts them.
+    Any,
+}
+
+impl std::str::FromStr for CpuPlacement {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "any" => Ok(CpuPlacement::Any),
+            "start" => Ok(CpuPlacement::Start),
+            n => n
+                .parse()
+                .map(CpuPlacement::Cpu)
+                .map_err(|_| format!("`{n}` is not a CPU number, `start` or `any`")),
+        }
+    }
+}
+
+impl CpuPlacement {
+    /// The one CPU both threads go on, deciding `Start` now (call on the thread that starts
+    /// the run); `None` for `Any` or a system that does not say where it runs.
+    pub fn resolve(self) -> Option<usize> {
+        match self {
+            CpuPlacement::Start => crate::realtime::current_cpu(),
+            CpuPlacement::Cpu(n) => Some(n),
+            CpuPlacement::Any => None,
+        }
+    }
 }
 
 /// A checked `run` configuration.
@@ -134,6 +181,8 @@ pub struct RunConfig {
     pub quiet: bool,
     /// Run the hot-path threads SCHED_FIFO when permitted.
     pub realtime: bool,
+    /// Where the hot path's worker and the writer run (`--cpu`).
+    pub cpu: CpuPlacement,
     pub thinking_disabled: bool,
     /// Leave the thinking switch out of every request (`--no-thinking-switch`).
     pub omit_thinking_switch: bool,
@@ -224,6 +273,22 @@ impl RunConfig {
         argv: Vec<String>,
         env: &dyn Fn(&str) -> Option<String>,
     ) -> Result<Self, ConfigError> {
+        let cpu = a.cpu.unwrap_or(CpuPlacement::Start);
+        if let CpuPlacement::Cpu(n) = cpu {
+            let allowed = crate::realtime::allowed_cpus();
+            if !allowed.contains(&n) {
+                let list: Vec<String> = allowed.iter().map(usize::to_string).collect();
+                return Err(flag(
+                    "--cpu",
+                    n,
+                    format!(
+                        "not among the CPUs this process may use ({}); name one of them, or \
+                         `any`",
+                        list.join(", ")
+                    ),
+                ));
+            }
+        }
         let manifest = WorkloadManifest::load(&a.manifest)?;
         let chosen = cells::choose(
             &manifest,
@@ -722,6 +787,7 @@ impl RunConfig {
             timeouts,
             quiet: a.quiet,
             realtime: !a.no_realtime,
+            cpu,
             cell_id,
             repeat,
             shard,

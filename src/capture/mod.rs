@@ -23,6 +23,10 @@
 //!          events.parquet; request outcomes go to requests.parquet
 //! ```
 //!
+//! The hot path's runtime worker and the writer thread share one CPU by default, the one the
+//! run starts on ([`config::CpuPlacement`], `--cpu`): an event is written into memory by one
+//! and read by the other, and on one core that stays in its cache.
+//!
 //! A run: [`config::RunRequest`] (what was asked, plain values; the command line in
 //! `crate::app::capture` builds it) → [`config`] (checked [`config::RunConfig`], which flag
 //! is wrong and why) → [`run()`] (the steps: [`preflight`], [`calibrate`], the artifact,

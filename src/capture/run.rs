@@ -36,7 +36,7 @@ use rand::Rng;
 use serde_json::Value;
 
 use super::calibrate::{CalibrateError, Calibrator};
-use super::config::RunConfig;
+use super::config::{CpuPlacement, RunConfig};
 use super::error::CaptureError;
 use super::hotpath::{Cancel, EventSink, event_channel};
 use super::preflight::{ServerFacts, connection_checks, preflight};
@@ -86,6 +86,13 @@ pub struct RunHooks {
 /// Record the run `cfg` describes.
 pub fn run(cfg: RunConfig, hooks: RunHooks) -> Result<RunSummary, CaptureError> {
     let realtime = cfg.realtime;
+    // The CPU the worker and the writer share (see `CpuPlacement`), decided once, here.
+    let mut cfg = cfg;
+    cfg.cpu = cfg
+        .cpu
+        .resolve()
+        .map_or(CpuPlacement::Any, CpuPlacement::Cpu);
+    let cpu = cfg.cpu.resolve();
     // A long run's resident set stays flat only with the mmap threshold fixed (see `memory`).
     crate::memory::fix_mmap_threshold();
     // One worker thread runs every request task and the pacer (the run's steps run on this
@@ -98,7 +105,11 @@ pub fn run(cfg: RunConfig, hooks: RunHooks) -> Result<RunSummary, CaptureError> 
         .worker_threads(1)
         .thread_name("anvil-capture")
         .on_thread_start(move || {
-            // Best effort: without the privilege the run goes on with ordinary scheduling.
+            // Best effort, both: a CPU taken away meanwhile, or no privilege for SCHED_FIFO,
+            // leaves the run on ordinary placement and scheduling.
+            if let Some(cpu) = cpu {
+                let _ = crate::realtime::pin_to(cpu);
+            }
             if realtime {
                 crate::realtime::tight_timer_slack();
                 let _ = crate::realtime::fifo(crate::realtime::CAPTURE_PRIORITY);
@@ -619,11 +630,16 @@ impl<'c> Run<'c> {
             },
         };
         let recorder = Recorder::new(writer, events, msgs, meta, self.origin, progress);
+        let cpu = cfg.cpu.resolve();
         let thread = std::thread::Builder::new()
             .name("anvil-writer".into())
             .spawn(move || {
                 // Parsing and encoding are batch work: never real-time, whoever spawned us.
                 crate::realtime::ordinary_priority();
+                // Beside the hot path's worker: the events it hands over stay in one cache.
+                if let Some(cpu) = cpu {
+                    let _ = crate::realtime::pin_to(cpu);
+                }
                 recorder.run()
             })
             .map_err(|e| CaptureError::Failed(format!("starting the writer thread: {e}")))?;
