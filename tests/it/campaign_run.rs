@@ -734,6 +734,21 @@ fn a_sharded_arm_records_each_cell_as_one_run_of_local_shards() {
     );
     let err = stderr(&o);
     assert!(err.contains("--shard 1/2 --start-at"), "{err}");
+    // Local shards are spread over the machine's CPUs, one `--cpu` each.
+    let cpu_of = |shard: &str| {
+        let line = err
+            .lines()
+            .find(|l| l.contains(&format!("--shard {shard}/2 ")))
+            .unwrap_or_else(|| panic!("no command of shard {shard}: {err}"));
+        let at = line
+            .find("--cpu ")
+            .unwrap_or_else(|| panic!("no --cpu: {line}"));
+        line[at + 6..].split_whitespace().next().unwrap().to_owned()
+    };
+    let (first, second) = (cpu_of("0"), cpu_of("1"));
+    if std::thread::available_parallelism().is_ok_and(|n| n.get() >= 2) {
+        assert_ne!(first, second, "{err}");
+    }
     let data = f.folder();
     let q = "SELECT shards, total_requests FROM runs WHERE cell_id LIKE 'optimization-screen%'";
     let o = super::common::run(

@@ -220,9 +220,13 @@ fn record_shards(argv: &[String], of: u32) -> anyhow::Result<crate::capture::Run
         .and_then(|exe| exe.parent().map(|d| d.join("anvil-capture")))
         .filter(|p| p.is_file())
         .unwrap_or_else(|| std::path::PathBuf::from("anvil-capture"));
+    // Each shard's recorder keeps its two busy threads on one CPU (`--cpu`); shards started
+    // together are spread over this machine's CPUs instead of left to land on one.
+    let cpus = crate::realtime::allowed_cpus();
+    let placed = argv.iter().any(|a| a == "--cpu" || a.starts_with("--cpu="));
     let mut children = Vec::new();
     for index in 0..of {
-        let args: Vec<String> = argv
+        let mut args: Vec<String> = argv
             .iter()
             .skip(1)
             .map(|a| {
@@ -230,6 +234,10 @@ fn record_shards(argv: &[String], of: u32) -> anyhow::Result<crate::capture::Run
                     .replace(crate::campaign::START_AT_PLACEHOLDER, &at)
             })
             .collect();
+        if !placed && !cpus.is_empty() {
+            let cpu = cpus[index as usize % cpus.len()];
+            args.extend(["--cpu".to_owned(), cpu.to_string()]);
+        }
         let shown: Vec<String> = std::iter::once("anvil-capture".to_owned())
             .chain(args.iter().cloned())
             .map(|a| shell_quoted(&a))
