@@ -45,6 +45,7 @@ pub mod realtime;
 pub mod report;
 #[cfg(feature = "analysis")]
 pub mod rules;
+pub mod shell;
 pub mod sim;
 #[cfg(feature = "analysis")]
 pub mod slo;

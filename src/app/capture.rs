@@ -1,6 +1,7 @@
 //! `anvil-capture`: the command line (`cells`, `run`, `recover`) as clap parses it, and
-//! [`run`], which turns `run`'s flags into a [`RunRequest`], has it checked
-//! ([`RunConfig::from_request`]), records the cell and says how it ended.
+//! [`run`], which maps `run`'s flags into a [`RunRequest`] (the parsed arguments stay here;
+//! the request is the library's plain type), has it checked ([`RunConfig::from_request`]),
+//! records the cell and says how it ended.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -10,9 +11,13 @@ use clap::{Args, Parser, Subcommand};
 use super::output::{self, Sink};
 use super::{AppError, Exit};
 use crate::artifact::Status;
-use crate::capture::config::{self, RunConfig, RunRequest, process_env};
+use crate::capture::config::{self, RunConfig};
 #[cfg(test)]
 use crate::capture::config::{ConfigError, Schedule};
+use crate::capture::request::{
+    Api, ArmRequest, CellRequest, CpuPlacement, HostOptions, LoadRequest, RepeatRequest,
+    RunRequest, ShardArg, ShardRequest, Timeouts, parse_pair,
+};
 use crate::manifest::WorkloadManifest;
 use crate::workload::cells;
 
@@ -119,14 +124,14 @@ pub struct RunArgs {
     pub stage: Option<String>,
     /// Arm configuration as KEY=VALUE (repeatable, order kept), e.g. --set spec_depth=12.
     /// `runtime=...` also names the arm's runtime.
-    #[arg(long = "set", value_name = "KEY=VALUE")]
-    pub set: Vec<String>,
+    #[arg(long = "set", value_name = "KEY=VALUE", value_parser = parse_pair)]
+    pub set: Vec<(String, String)>,
     /// A campaign default, e.g. --default torch_compile=off (repeatable; run.json
     /// `arm.defaults`): the arm inherits it for a key it does not --set. One-variable controls
     /// compare declared and inherited keys alike (a key neither side records stays unknown),
     /// and the default value tells which side of a control is the status quo.
-    #[arg(long = "default", value_name = "KEY=VALUE")]
-    pub defaults: Vec<String>,
+    #[arg(long = "default", value_name = "KEY=VALUE", value_parser = parse_pair)]
+    pub defaults: Vec<(String, String)>,
     /// Record the cell N times, one run after another, each its own artifact in
     /// OUT/<campaign>/<arm>/<cell_id>/repeat-<k>/ (run.json `repeat`: k of N). Repeats give
     /// run-level figures (aggregate throughput, each metric's mean and percentiles) a 95%
@@ -146,7 +151,7 @@ pub struct RunArgs {
     /// --start-at. `anvil summary` and every view read the shards of one run group as one
     /// run, refused until every shard is there.
     #[arg(long, value_name = "I/N", requires = "start_at")]
-    pub shard: Option<String>,
+    pub shard: Option<ShardArg>,
     /// With --shard: the published instant (RFC 3339, e.g. 2026-12-03T15:00:00Z) every shard
     /// releases its first wave at. Each shard gets ready (servers, calibration, warm-up)
     /// before it, waits, and refuses to start later than --start-margin after it; its clock
@@ -175,8 +180,8 @@ pub struct RunArgs {
     pub model: Option<String>,
     /// API to drive: chat, responses or completions. Part of the workload fingerprint and,
     /// unless chat, of the cell id (`.responses`, `.completions`).
-    #[arg(long, value_name = "API", default_value = "chat")]
-    pub api: String,
+    #[arg(long, value_name = "API", default_value = "chat", value_parser = parse_api)]
+    pub api: Api,
     /// Name of an environment variable holding a bearer token (never written anywhere).
     #[arg(long, value_name = "VAR")]
     pub api_key_env: Option<String>,
@@ -231,56 +236,85 @@ pub struct RunArgs {
     /// about 150,000 events a second, or beside a busy server process on the same machine).
     /// Sharing one core keeps each event's bytes in that core's cache.
     #[arg(long, value_name = "N|start|any")]
-    pub cpu: Option<crate::capture::config::CpuPlacement>,
+    pub cpu: Option<CpuPlacement>,
     /// Output root folder.
     #[arg(long, value_name = "DIR")]
     pub out: PathBuf,
 }
 
+/// `--api`: chat, responses or completions.
+fn parse_api(text: &str) -> Result<Api, String> {
+    Api::parse(text).ok_or_else(|| format!("`{text}`: expected chat, responses or completions"))
+}
+
 impl From<RunArgs> for RunRequest {
     fn from(a: RunArgs) -> Self {
+        let (runtime, config): (Vec<_>, Vec<_>) = a
+            .set
+            .into_iter()
+            .partition(|(k, _)| k == crate::capture::config::RUNTIME_KEY);
+        // A runtime given twice is refused by the check of the configuration (`set twice`).
+        let mut runtime = runtime.into_iter().map(|(_, v)| v);
+        let first = runtime.next();
+        let mut config = config;
+        config.extend(runtime.map(|v| (crate::capture::config::RUNTIME_KEY.to_owned(), v)));
         RunRequest {
             manifest: a.manifest,
-            class: a.class,
-            context: a.context,
-            concurrency: a.concurrency,
-            requests: a.requests,
-            off_manifest: a.off_manifest,
-            arm: a.arm,
-            stage: a.stage,
-            set: a.set,
-            defaults: a.defaults,
-            repeat: a.repeat,
-            repeat_index: a.repeat_index,
-            shard: a.shard,
-            start_at: a.start_at,
-            start_margin: a.start_margin,
-            run_group: a.run_group,
+            cell: CellRequest {
+                class: a.class,
+                context: a.context,
+                concurrency: a.concurrency,
+                requests: a.requests,
+                off_manifest: a.off_manifest,
+            },
+            arm: ArmRequest {
+                name: a.arm,
+                stage: a.stage,
+                config,
+                defaults: a.defaults,
+                runtime: first,
+            },
             endpoints: a.endpoints,
+            metrics_urls: a.metrics_urls,
             model: a.model,
             api: a.api,
             api_key_env: a.api_key_env,
-            rate: a.rate,
-            poisson: a.poisson,
-            ramp: a.ramp,
+            load: LoadRequest {
+                rate: a.rate,
+                poisson: a.poisson,
+                ramp: a.ramp,
+                warmup: a.warmup,
+            },
+            timeouts: Timeouts {
+                first_byte_s: a.timeout_first_byte,
+                idle_s: a.timeout_idle,
+                total_s: a.timeout_total,
+            },
+            repeat: a.repeat.map(|of| RepeatRequest {
+                of,
+                index: a.repeat_index,
+            }),
+            shard: a.shard.map(|shard| ShardRequest {
+                shard,
+                start_at: a.start_at.unwrap_or_default(),
+                start_margin: a.start_margin,
+                run_group: a.run_group,
+            }),
             probe: a.probe,
-            warmup: a.warmup,
-            metrics_urls: a.metrics_urls,
-            timeout_first_byte: a.timeout_first_byte,
-            timeout_idle: a.timeout_idle,
-            timeout_total: a.timeout_total,
-            quiet: a.quiet,
-            no_thinking_switch: a.no_thinking_switch,
-            no_realtime: a.no_realtime,
-            cpu: a.cpu,
             out: a.out,
+            host: HostOptions {
+                quiet: a.quiet,
+                no_thinking_switch: a.no_thinking_switch,
+                no_realtime: a.no_realtime,
+                cpu: a.cpu,
+            },
         }
     }
 }
 
 /// Carry out one subcommand. `argv` is the full command line, recorded (redacted) in
 /// run.json.
-pub fn run(cli: Cli, argv: Vec<String>) -> anyhow::Result<Exit> {
+pub fn run(cli: Cli) -> anyhow::Result<Exit> {
     match cli.command {
         Command::Cells(a) => run_cells(&a),
         Command::Run(a) => {
@@ -288,16 +322,19 @@ pub fn run(cli: Cli, argv: Vec<String>) -> anyhow::Result<Exit> {
             let request: RunRequest = (*a).into();
             // `--repeat N` alone records every repeat; each is checked before the first
             // starts, so a folder that already holds one is refused up front.
-            let indices: Vec<Option<u32>> = match (request.repeat, request.repeat_index) {
-                (Some(n), None) if n > 1 => (1..=n).map(Some).collect(),
-                (_, index) => vec![index],
+            let each: Vec<RunRequest> = match request.repeat {
+                Some(RepeatRequest { of, index: None }) if of > 1 => (1..=of)
+                    .map(|k| RunRequest {
+                        repeat: Some(RepeatRequest { of, index: Some(k) }),
+                        ..request.clone()
+                    })
+                    .collect(),
+                _ => vec![request.clone()],
             };
-            let configs = indices
+            let configs = each
                 .into_iter()
-                .map(|index| {
-                    let mut r = request.clone();
-                    r.repeat_index = index;
-                    RunConfig::from_request(r, argv.clone(), &config::process_env)
+                .map(|r| {
+                    RunConfig::from_request(r, &config::process_env)
                         .map_err(|e| AppError::wrap(Exit::BadInput, e))
                 })
                 .collect::<Result<Vec<_>, _>>()?;
@@ -411,17 +448,12 @@ pub fn hooks() -> crate::capture::RunHooks {
     }
 }
 
-/// Record one cell from its `anvil-capture run` command line (`argv[0]` the program name),
-/// parsed exactly as `anvil-capture` parses it: how the demo and `anvil campaign run` record.
-pub fn record_argv(
-    argv: &[String],
+/// Record one cell of the campaign in this process, as `anvil-capture run` records it.
+pub fn record_request(
+    request: &RunRequest,
     hooks: crate::capture::RunHooks,
 ) -> anyhow::Result<crate::capture::RunSummary> {
-    let cli = Cli::try_parse_from(argv).map_err(|e| anyhow::anyhow!("capture arguments: {e}"))?;
-    let Command::Run(run_args) = cli.command else {
-        anyhow::bail!("capture arguments did not parse as `run`");
-    };
-    let cfg = RunConfig::from_request((*run_args).into(), argv.to_vec(), &process_env)
+    let cfg = RunConfig::from_request(request.clone(), &config::process_env)
         .map_err(|e| AppError::wrap(Exit::BadInput, anyhow::anyhow!("{e}")))?;
     crate::capture::run(cfg, hooks).map_err(capture_error)
 }
@@ -489,7 +521,9 @@ mod tests {
     use super::*;
     use clap::Parser;
 
-    fn parse(extra: &[&str]) -> Result<RunConfig, ConfigError> {
+    /// The configuration of `anvil-capture run` with `extra` flags, or why clap or the
+    /// check refused them.
+    fn parse(extra: &[&str]) -> Result<RunConfig, String> {
         let manifest = concat!(
             env!("CARGO_MANIFEST_DIR"),
             "/sample-data/workload-manifest.json"
@@ -506,16 +540,120 @@ mod tests {
             out.to_str().unwrap(),
         ];
         argv.extend_from_slice(extra);
-        let cli = Cli::try_parse_from(&argv).unwrap();
+        let cli = Cli::try_parse_from(&argv).map_err(|e| e.to_string())?;
         let Command::Run(a) = cli.command else {
             panic!("not run")
         };
         let env = |k: &str| (k == "KEY").then(|| "s3cret-token".to_owned());
-        RunConfig::from_request(
-            (*a).into(),
-            argv.iter().map(|s| s.to_string()).collect(),
-            &env,
-        )
+        RunConfig::from_request((*a).into(), &env).map_err(|e: ConfigError| e.to_string())
+    }
+
+    /// The request `anvil-capture run` builds from `argv`.
+    fn request_of<S: AsRef<str>>(argv: &[S]) -> RunRequest {
+        let cli = Cli::try_parse_from(argv.iter().map(|a| a.as_ref())).unwrap();
+        let Command::Run(a) = cli.command else {
+            panic!("not run")
+        };
+        (*a).into()
+    }
+
+    /// `to_argv` is the one writer of the recorder's command line: parsed back, it gives the
+    /// request it was written from, every flag set.
+    #[test]
+    fn the_canonical_command_line_parses_back_to_its_request() {
+        let argv = [
+            "anvil-capture",
+            "run",
+            "--cpu",
+            "any",
+            "--set",
+            "runtime=vllm 0.11",
+            "--out",
+            "o",
+            "--manifest",
+            "m.json",
+            "--class",
+            "headline-sustained-output",
+            "--context",
+            "4096",
+            "--concurrency",
+            "8",
+            "--requests",
+            "100",
+            "--off-manifest",
+            "--arm",
+            "TP2",
+            "--stage",
+            "matched topology",
+            "--set",
+            "topology=TP2",
+            "--set",
+            "hf_token=x",
+            "--default",
+            "torch_compile=off",
+            "--repeat",
+            "3",
+            "--repeat-index",
+            "2",
+            "--shard",
+            "auto/4",
+            "--start-at",
+            "2026-12-06T10:00:00Z",
+            "--start-margin",
+            "2",
+            "--run-group",
+            "g1",
+            "--endpoint",
+            "http://127.0.0.1:8000",
+            "--endpoint",
+            "http://127.0.0.1:8001",
+            "--model",
+            "qwen",
+            "--api",
+            "completions",
+            "--api-key-env",
+            "KEY",
+            "--rate",
+            "2.5",
+            "--poisson",
+            "--ramp",
+            "3",
+            "--probe",
+            "capacity",
+            "--warmup",
+            "5",
+            "--metrics-url",
+            "http://127.0.0.1:9000/m",
+            "--metrics-url",
+            "http://127.0.0.1:9001/m",
+            "--timeout-first-byte",
+            "240",
+            "--timeout-idle",
+            "30",
+            "--timeout-total",
+            "900",
+            "--quiet",
+            "--no-thinking-switch",
+            "--no-realtime",
+        ];
+        let request = request_of(&argv);
+        assert_eq!(request.arm.runtime.as_deref(), Some("vllm 0.11"));
+        let canonical = request.to_argv();
+        assert_eq!(request_of(&canonical), request);
+        assert_eq!(canonical.len(), argv.len(), "{canonical:?}");
+        assert_eq!(
+            canonical[..8],
+            [
+                "anvil-capture",
+                "run",
+                "--manifest",
+                "m.json",
+                "--class",
+                "headline-sustained-output",
+                "--context",
+                "4096"
+            ]
+        );
     }
 
     fn err(extra: &[&str]) -> String {

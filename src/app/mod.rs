@@ -196,18 +196,6 @@ pub fn is_broken_pipe(error: &anyhow::Error) -> bool {
         })
 }
 
-/// `arg` quoted for a POSIX shell when it needs it (the command lines the tools print).
-pub fn shell_quoted(arg: &str) -> String {
-    if arg
-        .chars()
-        .all(|c| c.is_ascii_alphanumeric() || "-_./:=".contains(c))
-    {
-        arg.to_owned()
-    } else {
-        format!("'{}'", arg.replace('\'', r"'\''"))
-    }
-}
-
 /// The notices of a long-running library call, printed on standard error as they come.
 pub fn stderr_notices() -> crate::notice::Notices {
     crate::notice::Notices::new(|line| eprintln!("{line}"))

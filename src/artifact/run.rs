@@ -252,10 +252,11 @@ impl<'de> Deserialize<'de> for ArmConfig {
 }
 
 /// The API a cell drives.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Api {
     /// `POST /v1/chat/completions`.
+    #[default]
     Chat,
     /// `POST /v1/completions` (legacy).
     Completions,

@@ -7,9 +7,8 @@ use clap::Parser;
 use anvil::app::{self, Exit};
 
 fn main() -> std::process::ExitCode {
-    let argv: Vec<String> = std::env::args().collect();
     let cli = app::capture::Cli::parse();
     app::main("anvil-capture", Exit::Failed, move || {
-        app::capture::run(cli, argv)
+        app::capture::run(cli)
     })
 }

@@ -25,6 +25,7 @@ pub mod journal;
 #[cfg(feature = "analysis")]
 pub mod runner;
 pub mod search;
+pub mod shards;
 pub mod supervise;
 
 use std::collections::BTreeMap;
@@ -32,6 +33,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+use crate::capture::request::{ArmRequest, CellRequest, RepeatRequest, RunRequest};
 use crate::manifest::{ManifestError, Problem, RunPlan, WorkloadManifest};
 use crate::workload::cells;
 
@@ -226,52 +228,7 @@ impl Cells {
 /// The most local shard processes a cell may be recorded as.
 pub const MAX_LOCAL_SHARDS: u32 = 64;
 
-/// The placeholders a sharded cell's command carries, filled in per shard when it is
-/// recorded: the shard (`I/N`) and the published instant.
-pub const SHARD_PLACEHOLDER: &str = "{shard}";
-pub const START_AT_PLACEHOLDER: &str = "{start_at}";
-
-/// Recorder timeouts, seconds; an absent one keeps `anvil-capture`'s default.
-#[derive(Debug, Clone, Copy, PartialEq, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Timeouts {
-    #[serde(default)]
-    pub first_byte_s: Option<f64>,
-    #[serde(default)]
-    pub idle_s: Option<f64>,
-    #[serde(default)]
-    pub total_s: Option<f64>,
-}
-
-impl Timeouts {
-    /// The flags that set them.
-    fn args(&self) -> Vec<String> {
-        [
-            ("--timeout-first-byte", self.first_byte_s),
-            ("--timeout-idle", self.idle_s),
-            ("--timeout-total", self.total_s),
-        ]
-        .into_iter()
-        .filter_map(|(flag, v)| v.map(|v| [flag.to_owned(), v.to_string()]))
-        .flatten()
-        .collect()
-    }
-
-    /// Each value that is not a positive number of seconds.
-    fn bad(&self) -> Vec<String> {
-        [
-            ("first_byte_s", self.first_byte_s),
-            ("idle_s", self.idle_s),
-            ("total_s", self.total_s),
-        ]
-        .into_iter()
-        .filter_map(|(name, v)| {
-            v.filter(|v| !(v.is_finite() && *v > 0.0))
-                .map(|v| format!("{name}: {v} is not a positive number of seconds"))
-        })
-        .collect()
-    }
-}
+pub use crate::capture::request::Timeouts;
 
 /// How many times cells are recorded.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -558,7 +515,7 @@ impl CampaignFile {
                         ),
                     ));
                 }
-                for why in t.bad() {
+                for why in t.problems() {
                     out.push(Problem::new(
                         format!("arm `{}`: cells.timeouts.{what}", arm.arm),
                         why,
@@ -634,9 +591,10 @@ pub struct PlannedCell {
     /// cell recorded more than once.
     pub dir: PathBuf,
     pub state: CellState,
-    /// The `anvil-capture run` command line that records it (the arm's first port standing
-    /// for each replica's `{port}`).
-    pub command: Vec<String>,
+    /// What records it (the arm's ports standing for its replicas' `{port}`).
+    pub request: RunRequest,
+    /// How many local shard processes record it (1: one process).
+    pub shards: u32,
 }
 
 impl PlannedCell {
@@ -699,7 +657,7 @@ impl CampaignFile {
                         } else {
                             cell_dir.clone()
                         };
-                        let mut command = capture_command(
+                        let mut request = cell_request(
                             &manifest_path,
                             &stage.stage,
                             arm,
@@ -708,31 +666,22 @@ impl CampaignFile {
                             out,
                         );
                         if of > 1 {
-                            command.extend([
-                                "--repeat".to_owned(),
-                                of.to_string(),
-                                "--repeat-index".to_owned(),
-                                index.to_string(),
-                            ]);
+                            request.repeat = Some(RepeatRequest {
+                                of,
+                                index: Some(index),
+                            });
                         }
                         let shards = if cell.class == cells::FUNCTIONAL {
                             1
                         } else {
                             arm.cells.shard_count().max(1)
                         };
-                        if shards > 1 {
-                            command.extend([
-                                "--shard".to_owned(),
-                                format!("{SHARD_PLACEHOLDER}/{shards}"),
-                                "--start-at".to_owned(),
-                                START_AT_PLACEHOLDER.to_owned(),
-                            ]);
-                        }
                         planned.push(PlannedCell {
                             stage: stage.stage.clone(),
                             arm: arm.arm.clone(),
                             state: recorded_state_of(&dir, &expected, shards),
-                            command,
+                            request,
+                            shards,
                             cell_id: cell_id.clone(),
                             repeat,
                             dir,
@@ -807,27 +756,24 @@ impl CampaignFile {
         } else {
             cell_dir
         };
-        let mut command = capture_command(&manifest_path, stage, arm, &self.defaults, &cell, out);
-        if chosen.off_manifest {
-            command.push("--off-manifest".to_owned());
-        }
-        command.extend(["--probe".to_owned(), search::PROBE.to_owned()]);
+        let mut request = cell_request(&manifest_path, stage, arm, &self.defaults, &cell, out);
+        request.cell.off_manifest = chosen.off_manifest;
+        request.probe = Some(search::PROBE.to_owned());
         if search.vary == search::Vary::Rate {
-            command.extend(["--rate".to_owned(), load.to_string()]);
+            request.load.rate = Some(load);
         }
         if of > 1 {
-            command.extend([
-                "--repeat".to_owned(),
-                of.to_string(),
-                "--repeat-index".to_owned(),
-                repeat.to_string(),
-            ]);
+            request.repeat = Some(RepeatRequest {
+                of,
+                index: Some(repeat),
+            });
         }
         Ok(PlannedCell {
             stage: stage.to_owned(),
             arm: arm.arm.clone(),
             state: recorded_state(&dir, &workload.fingerprint()),
-            command,
+            request,
+            shards: 1,
             cell_id,
             repeat: crate::artifact::Repeat { index: repeat, of },
             dir,
@@ -883,46 +829,16 @@ fn recorded_state(dir: &Path, expected: &str) -> CellState {
     }
 }
 
-/// The `anvil-capture run` command line of one cell of `arm`, with the campaign's `defaults`
-/// for the keys the arm does not declare.
-fn capture_command(
+/// What records one cell of `arm`, with the campaign's `defaults` for the keys the arm does
+/// not declare.
+fn cell_request(
     manifest: &Path,
     stage: &str,
     arm: &Arm,
     defaults: &BTreeMap<String, String>,
     cell: &cells::Cell,
     out: &Path,
-) -> Vec<String> {
-    let mut argv: Vec<String> = [
-        "anvil-capture",
-        "run",
-        "--manifest",
-        &manifest.display().to_string(),
-        "--class",
-        &cell.class,
-        "--context",
-        &cell.context.to_string(),
-        "--concurrency",
-        &cell.concurrency.to_string(),
-        "--requests",
-        &cell.requests.to_string(),
-        "--arm",
-        &arm.arm,
-        "--stage",
-        stage,
-    ]
-    .map(str::to_owned)
-    .to_vec();
-    for (key, value) in &arm.service.config {
-        argv.extend(["--set".to_owned(), format!("{key}={value}")]);
-    }
-    for (key, value) in defaults {
-        argv.extend(["--default".to_owned(), format!("{key}={value}")]);
-    }
-    argv.extend([
-        "--set".to_owned(),
-        format!("runtime={}", arm.service.runtime),
-    ]);
+) -> RunRequest {
     let endpoints: Vec<String> = if arm.service.launch.is_some() {
         arm.service
             .ports
@@ -932,19 +848,33 @@ fn capture_command(
     } else {
         arm.service.endpoints.clone()
     };
-    for url in endpoints {
-        argv.extend(["--endpoint".to_owned(), url]);
+    RunRequest {
+        manifest: manifest.to_owned(),
+        cell: CellRequest {
+            class: cell.class.clone(),
+            context: Some(cell.context),
+            concurrency: Some(cell.concurrency),
+            requests: Some(cell.requests),
+            off_manifest: false,
+        },
+        arm: ArmRequest {
+            name: arm.arm.clone(),
+            stage: Some(stage.to_owned()),
+            config: arm.service.config.clone().into_iter().collect(),
+            defaults: defaults.clone().into_iter().collect(),
+            runtime: Some(arm.service.runtime.clone()),
+        },
+        endpoints,
+        timeouts: arm
+            .cells
+            .timeouts
+            .get(&cell.id())
+            .or_else(|| arm.cells.timeouts.get(&cell.class))
+            .copied()
+            .unwrap_or_default(),
+        out: out.to_owned(),
+        ..RunRequest::default()
     }
-    if let Some(t) = arm
-        .cells
-        .timeouts
-        .get(&cell.id())
-        .or_else(|| arm.cells.timeouts.get(&cell.class))
-    {
-        argv.extend(t.args());
-    }
-    argv.extend(["--out".to_owned(), out.display().to_string()]);
-    argv
 }
 
 fn quoted(names: &[String]) -> String {
@@ -1197,7 +1127,7 @@ mod tests {
         let (campaign, manifest, plan) = CampaignFile::load_checked(&file).unwrap();
         let cells = campaign.plan(&file, &manifest, &plan, &dir.path().join("out"));
         for c in cells.iter().filter(|c| c.arm == "Inferact target-only") {
-            let line = c.command.join(" ");
+            let line = c.request.to_argv().join(" ");
             let headline = c.cell_id.starts_with("headline-sustained-output");
             assert_eq!(
                 line.contains("--timeout-first-byte 240 --timeout-idle 180"),
@@ -1259,7 +1189,7 @@ mod tests {
                 .join(headline)
                 .join("repeat-2")
         );
-        let command = target[1].command.join(" ");
+        let command = target[1].request.to_argv().join(" ");
         assert!(
             command.ends_with("--repeat 3 --repeat-index 2"),
             "{command}"

@@ -34,6 +34,7 @@ use crate::artifact::restoration::{
 };
 use crate::artifact::{Status, redact_args};
 use crate::capture::RunSummary;
+use crate::capture::request::RunRequest;
 use crate::notice::Notices;
 
 /// The restore stage's evidence file when the plan names none, written in the campaign
@@ -66,11 +67,11 @@ pub struct RunOptions {
     pub stop_after_restore: bool,
 }
 
-/// What the caller provides: where notices go, how one cell is recorded from its
-/// `anvil-capture run` command line, and the interrupt flag (set on SIGINT).
+/// What the caller provides: where notices go, how one cell is recorded in this process
+/// (as `anvil-capture run` records it), and the interrupt flag (set on SIGINT).
 pub struct CampaignHooks<'a> {
     pub notices: Notices,
-    pub record: &'a mut dyn FnMut(&[String]) -> anyhow::Result<RunSummary>,
+    pub record: &'a mut dyn FnMut(&RunRequest) -> anyhow::Result<RunSummary>,
     pub interrupted: Arc<AtomicBool>,
 }
 
@@ -236,7 +237,7 @@ struct Runner<'a> {
     file: PathBuf,
     manifest: crate::manifest::WorkloadManifest,
     out: PathBuf,
-    record: &'a mut dyn FnMut(&[String]) -> anyhow::Result<RunSummary>,
+    record: &'a mut dyn FnMut(&RunRequest) -> anyhow::Result<RunSummary>,
     base: PathBuf,
     folder: PathBuf,
     journal: Journal,
@@ -697,14 +698,27 @@ impl Runner<'_> {
         Ok(())
     }
 
-    /// Record one cell and check its artifact against the plan's stop rules.
+    /// Record one cell (in this process, or as its local shard processes) and check its
+    /// artifact against the plan's stop rules.
     fn record(&mut self, c: &PlannedCell) -> Result<(), CampaignError> {
-        self.log(
-            "recording",
-            json!({"arm": c.arm, "cell": c.name(), "dir": c.dir.display().to_string(), "command": c.command}),
-        )?;
+        let command = c.request.to_argv();
+        let mut line = json!({"arm": c.arm, "cell": c.name(), "dir": c.dir.display().to_string(), "command": command});
         let started = std::time::Instant::now();
-        let outcome = (self.record)(&c.command);
+        let outcome = if c.shards > 1 {
+            let shards = super::shards::requests(
+                &c.request,
+                c.shards,
+                &super::shards::start_instant(),
+                &crate::realtime::allowed_cpus(),
+            );
+            line["shards"] = json!(shards.iter().map(RunRequest::to_argv).collect::<Vec<_>>());
+            self.log("recording", line)?;
+            super::shards::record(&shards, &self.notices).map_err(|e| anyhow::anyhow!(e))
+        } else {
+            self.log("recording", line)?;
+            self.say(&format!("  {}", crate::shell::join(&command)));
+            (self.record)(&c.request)
+        };
         match outcome {
             Err(e) => {
                 self.log(

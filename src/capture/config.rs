@@ -1,6 +1,6 @@
-//! Raw `run` arguments ([`RunRequest`], what was typed, as plain values) → a checked
-//! [`RunConfig`]: the manifest loaded, the cell chosen, URLs
-//! parsed, durations in units, the API key read from its variable, the output folder checked.
+//! A [`RunRequest`] (what was asked, typed) → a checked [`RunConfig`]: the manifest loaded,
+//! the cell chosen, URLs parsed, durations in units, the API key read from its variable, the
+//! shard resolved against the scheduler's environment, the output folder checked.
 //! Every refusal names the flag at fault and why ([`ConfigError`]); nothing here touches the
 //! network.
 
@@ -8,7 +8,10 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::endpoint::{Endpoint, EndpointError};
-use super::hotpath::Timeouts;
+pub use super::request::{
+    ArmRequest, CpuPlacement, LoadRequest, RUNTIME_KEY, RepeatRequest, RunRequest, ShardRequest,
+    Timeouts,
+};
 use crate::artifact::{self, ArmConfig};
 use crate::manifest::{ManifestError, Thinking, WorkloadManifest};
 use crate::workload::cells::{self, Cell, CellError, CellQuery};
@@ -56,105 +59,6 @@ pub struct MetricsTarget {
     pub path: String,
 }
 
-/// What `anvil-capture run` was given, unchecked: one field per flag (see
-/// `anvil-capture run --help` for each one's meaning). Built by the command line
-/// (`crate::app::capture`) and by in-process callers such as the demo.
-#[derive(Debug, Clone, Default)]
-pub struct RunRequest {
-    pub manifest: PathBuf,
-    pub class: String,
-    pub context: Option<u64>,
-    pub concurrency: Option<u32>,
-    pub requests: Option<u64>,
-    pub off_manifest: bool,
-    pub arm: String,
-    pub stage: Option<String>,
-    /// `KEY=VALUE`, order kept.
-    pub set: Vec<String>,
-    /// The campaign's defaults, `KEY=VALUE`, all recorded: inherited for the keys `set` does
-    /// not declare.
-    pub defaults: Vec<String>,
-    /// Record the cell this many times (`--repeat`), each run in its own folder.
-    pub repeat: Option<u32>,
-    /// Record only this repeat (1-based) of the `repeat` (`--repeat-index`).
-    pub repeat_index: Option<u32>,
-    /// `--shard I/N | auto/N | auto`: this process is one shard of a multi-host run.
-    pub shard: Option<String>,
-    /// `--start-at`: the published UTC instant every shard releases its first wave at.
-    pub start_at: Option<String>,
-    /// `--start-margin`: seconds a shard may be late and still run.
-    pub start_margin: Option<f64>,
-    /// `--run-group`: the run group's id (default: derived alike by every shard).
-    pub run_group: Option<String>,
-    pub endpoints: Vec<String>,
-    pub model: Option<String>,
-    /// `chat`, `responses` or `completions`.
-    pub api: String,
-    pub api_key_env: Option<String>,
-    pub rate: Option<f64>,
-    pub poisson: bool,
-    /// Seconds over which the load starts (`--ramp`).
-    pub ramp: Option<f64>,
-    /// The search this run is a probe of (`--probe`).
-    pub probe: Option<String>,
-    pub warmup: u64,
-    pub metrics_urls: Vec<String>,
-    pub timeout_first_byte: Option<f64>,
-    pub timeout_idle: Option<f64>,
-    pub timeout_total: Option<f64>,
-    pub quiet: bool,
-    pub no_thinking_switch: bool,
-    pub no_realtime: bool,
-    /// `--cpu`; `None` is the default, [`CpuPlacement::Start`].
-    pub cpu: Option<CpuPlacement>,
-    pub out: PathBuf,
-}
-
-/// Where the recorder's two busy threads run: the runtime's worker, which reads the sockets
-/// and stamps events, and the writer, which parses and encodes them (`--cpu`).
-///
-/// By default they share one CPU, the one the run starts on: each event's bytes are then
-/// written and read in one core's cache, and neither thread is moved between cores.
-/// Measured (BENCHMARKS.md, recorder fidelity): 0.7 µs (9%) less CPU per event at 256
-/// streams, receive lag unchanged. One CPU carries both up to roughly 150,000 events a second
-/// on the benchmark's machine; above that, or with a busy server process on the same CPU,
-/// `any` leaves them to the scheduler.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CpuPlacement {
-    /// Both on the CPU the run starts on.
-    Start,
-    /// Both on this CPU.
-    Cpu(usize),
-    /// Wherever the scheduler puts them.
-    Any,
-}
-
-impl std::str::FromStr for CpuPlacement {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "any" => Ok(CpuPlacement::Any),
-            "start" => Ok(CpuPlacement::Start),
-            n => n
-                .parse()
-                .map(CpuPlacement::Cpu)
-                .map_err(|_| format!("`{n}` is not a CPU number, `start` or `any`")),
-        }
-    }
-}
-
-impl CpuPlacement {
-    /// The one CPU both threads go on, deciding `Start` now (call on the thread that starts
-    /// the run); `None` for `Any` or a system that does not say where it runs.
-    pub fn resolve(self) -> Option<usize> {
-        match self {
-            CpuPlacement::Start => crate::realtime::current_cpu(),
-            CpuPlacement::Cpu(n) => Some(n),
-            CpuPlacement::Any => None,
-        }
-    }
-}
-
 /// A checked `run` configuration.
 #[derive(Debug)]
 pub struct RunConfig {
@@ -177,7 +81,7 @@ pub struct RunConfig {
     /// The search this run is a probe of (`--probe`; see `artifact::Workload::probe`).
     pub probe: Option<String>,
     pub warmup: u64,
-    pub timeouts: Timeouts,
+    pub timeouts: super::hotpath::Timeouts,
     pub quiet: bool,
     /// Run the hot-path threads SCHED_FIFO when permitted.
     pub realtime: bool,
@@ -266,137 +170,32 @@ fn metrics_target(replica: u32, url: &str) -> Result<MetricsTarget, EndpointErro
 }
 
 impl RunConfig {
-    /// Check `a`; `argv` is the command line to record (redacted here), `env` reads
-    /// environment variables (the API key).
+    /// Check `request` against the manifest, the output folder and the environment (`env`
+    /// reads variables: the API key, the shard index of `--shard auto`).
     pub fn from_request(
-        a: RunRequest,
-        argv: Vec<String>,
+        request: RunRequest,
         env: &dyn Fn(&str) -> Option<String>,
     ) -> Result<Self, ConfigError> {
-        let cpu = a.cpu.unwrap_or(CpuPlacement::Start);
-        if let CpuPlacement::Cpu(n) = cpu {
-            let allowed = crate::realtime::allowed_cpus();
-            if !allowed.contains(&n) {
-                let list: Vec<String> = allowed.iter().map(usize::to_string).collect();
-                return Err(flag(
-                    "--cpu",
-                    n,
-                    format!(
-                        "not among the CPUs this process may use ({}); name one of them, or \
-                         `any`",
-                        list.join(", ")
-                    ),
-                ));
-            }
-        }
+        let a = &request;
+        let cpu = check_cpu(a.host.cpu.unwrap_or(CpuPlacement::Start))?;
         let manifest = WorkloadManifest::load(&a.manifest)?;
         let chosen = cells::choose(
             &manifest,
             &CellQuery {
-                class: a.class.clone(),
-                context: a.context,
-                concurrency: a.concurrency,
-                requests: a.requests,
-                off_manifest: a.off_manifest,
+                class: a.cell.class.clone(),
+                context: a.cell.context,
+                concurrency: a.cell.concurrency,
+                requests: a.cell.requests,
+                off_manifest: a.cell.off_manifest,
             },
         )?;
         let cell = chosen.cell;
-        if cell.concurrency == 0 {
-            return Err(flag("--concurrency", 0, "must be at least 1"));
+        check_cell(&cell)?;
+        if a.load.warmup > 100_000 {
+            return Err(flag("--warmup", a.load.warmup, "at most 100000"));
         }
-        if cell.requests == 0 || cell.requests > u64::from(u32::MAX / 2) {
-            return Err(flag(
-                "--requests",
-                cell.requests,
-                "must be between 1 and 2^31",
-            ));
-        }
-        if cell.context == 0 {
-            return Err(flag("--context", 0, "must be at least 1 token"));
-        }
-        if cell.context > crate::manifest::MAX_PROMPT_TOKEN_TARGET {
-            return Err(flag(
-                "--context",
-                cell.context,
-                format!(
-                    "at most {} tokens (2^24): no served model reads a prompt that long",
-                    crate::manifest::MAX_PROMPT_TOKEN_TARGET
-                ),
-            ));
-        }
-        if a.warmup > 100_000 {
-            return Err(flag("--warmup", a.warmup, "at most 100000"));
-        }
-        path_component("--arm", &a.arm)?;
-
-        let mut pairs: Vec<(String, String)> = Vec::new();
-        for s in &a.set {
-            let Some((k, v)) = s.split_once('=') else {
-                return Err(flag("--set", s, "expected KEY=VALUE"));
-            };
-            let k = k.trim();
-            if k.is_empty() {
-                return Err(flag("--set", s, "the key is empty"));
-            }
-            if pairs.iter().any(|(e, _)| e == k) {
-                return Err(flag("--set", s, format!("key `{k}` is set twice")));
-            }
-            pairs.push((k.to_owned(), v.to_owned()));
-        }
-        let mut defaults: Vec<(String, String)> = Vec::new();
-        for s in &a.defaults {
-            let Some((k, v)) = s.split_once('=') else {
-                return Err(flag("--default", s, "expected KEY=VALUE"));
-            };
-            let k = k.trim();
-            if k.is_empty() || k == "runtime" {
-                return Err(flag(
-                    "--default",
-                    s,
-                    "the key must be a configuration key (not empty, not runtime)",
-                ));
-            }
-            if defaults.iter().any(|(e, _)| e == k) {
-                return Err(flag("--default", s, format!("key `{k}` is given twice")));
-            }
-            // Every default is recorded, also for a key the arm declares (which it does not
-            // inherit): the campaign's status quo tells which side of a control is the control.
-            defaults.push((k.to_owned(), v.to_owned()));
-        }
-        let repeat = match (a.repeat, a.repeat_index) {
-            (None, None) => artifact::Repeat::default(),
-            (None, Some(k)) => {
-                return Err(flag(
-                    "--repeat-index",
-                    k,
-                    "needs --repeat N (the repeat count)",
-                ));
-            }
-            (Some(n), _) if n == 0 || n > 1000 => {
-                return Err(flag("--repeat", n, "must be between 1 and 1000"));
-            }
-            (Some(n), None) => artifact::Repeat { index: 1, of: n },
-            (Some(n), Some(k)) if k == 0 || k > n => {
-                return Err(flag(
-                    "--repeat-index",
-                    k,
-                    format!("must be between 1 and --repeat ({n})"),
-                ));
-            }
-            (Some(n), Some(k)) => artifact::Repeat { index: k, of: n },
-        };
-        let runtime = pairs
-            .iter()
-            .find(|(k, _)| k == "runtime")
-            .map(|(_, v)| v.clone());
-        let arm = artifact::Arm {
-            name: a.arm.clone(),
-            stage: a.stage.clone().unwrap_or_default(),
-            runtime: runtime.clone().unwrap_or_default(),
-            config: ArmConfig(pairs),
-            defaults: ArmConfig(defaults),
-        };
-
+        path_component("--arm", &a.arm.name)?;
+        let repeat = repeat_of(a.repeat)?;
         let endpoints = a
             .endpoints
             .iter()
@@ -404,57 +203,16 @@ impl RunConfig {
             .map(|(i, u)| Endpoint::parse(i as u32, u))
             .collect::<Result<Vec<_>, _>>()
             .map_err(ConfigError::Endpoint)?;
-        let metrics_urls: Vec<String> = match a.metrics_urls.len() {
-            0 => a.endpoints.iter().map(|u| default_metrics_url(u)).collect(),
-            n if n == endpoints.len() => a.metrics_urls.clone(),
-            n => {
-                return Err(flag(
-                    "--metrics-url",
-                    n,
-                    format!(
-                        "give one per --endpoint ({} endpoints, {n} metrics URLs)",
-                        endpoints.len()
-                    ),
-                ));
-            }
-        };
-        let metrics = metrics_urls
-            .iter()
-            .enumerate()
-            .map(|(i, u)| metrics_target(i as u32, u))
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(ConfigError::MetricsUrl)?;
-
-        let api = Api::parse(&a.api)
-            .ok_or_else(|| flag("--api", &a.api, "expected chat, responses or completions"))?;
-        let api_key = match &a.api_key_env {
-            None => None,
-            Some(var) => match env(var) {
-                Some(k) if !k.is_empty() => Some(k),
-                _ => {
-                    return Err(flag(
-                        "--api-key-env",
-                        var,
-                        "that environment variable is not set (or empty)",
-                    ));
-                }
-            },
-        };
+        let metrics = metrics_targets(a)?;
+        let api_key = api_key(a.api_key_env.as_deref(), env)?;
         let command_line = artifact::redact_args(
-            &argv,
+            &a.to_argv(),
             &api_key.as_deref().map(|k| vec![k]).unwrap_or_default(),
         );
         // The key's value is kept out of everything written, whatever the server echoes;
         // configuration values under secret-like keys (`--set hf_token=…`) too.
         let redactor = artifact::Redactor::new(api_key.as_slice());
-        let mut arm = arm;
-        for (key, value) in arm.config.0.iter_mut() {
-            if artifact::is_secret_name(key) {
-                *value = artifact::REDACTED.to_owned();
-            } else {
-                redactor.in_place(value);
-            }
-        }
+        let arm = arm_of(&a.arm, a.arm_config(), &redactor)?;
         let api_key = api_key.map(ApiKey::new);
         if let Some(k) = &api_key {
             k.header_value().map_err(|_| {
@@ -465,302 +223,41 @@ impl RunConfig {
                 )
             })?;
         }
-
-        let schedule = match a.rate {
-            None => Schedule::Closed,
-            Some(r) if r.is_finite() && r > 0.0 && r <= 1e6 => Schedule::Open {
-                rate_per_s: r,
-                arrivals: if a.poisson {
-                    Arrivals::Poisson
-                } else {
-                    Arrivals::Constant
-                },
-            },
-            Some(r) => {
-                return Err(flag(
-                    "--rate",
-                    r,
-                    "must be a positive number of requests per second",
-                ));
-            }
-        };
-        let ramp = match a.ramp {
-            None => None,
-            Some(r) if r.is_finite() && r > 0.0 && r <= MAX_SCHEDULE_S => {
-                Some(Duration::from_secs_f64(r))
-            }
-            Some(r) => {
-                return Err(flag(
-                    "--ramp",
-                    r,
-                    format!(
-                        "must be a positive number of seconds, at most {MAX_SCHEDULE_S:.0} (a day)"
-                    ),
-                ));
-            }
-        };
-        if let Some(rate) = schedule.rate_per_s() {
-            // A ramp stretches the schedule by half its length (`schedule::ramped_offset_s`).
-            let span_s = cell.requests.saturating_sub(1) as f64 / rate
-                + ramp.map_or(0.0, |r| r.as_secs_f64() / 2.0);
-            if span_s > MAX_SCHEDULE_S {
-                return Err(flag(
-                    "--rate",
-                    rate,
-                    format!(
-                        "releases the {} requests over {span_s:.0} s; a schedule may span at most \
-                         {MAX_SCHEDULE_S:.0} s (a day): give a higher rate or fewer requests",
-                        cell.requests
-                    ),
-                ));
-            }
-        }
+        let (schedule, ramp) = schedule_of(&a.load, cell.requests)?;
         if cell.class == crate::workload::cells::FUNCTIONAL {
-            // The functional checks choose their own APIs and concurrency (see `functional`).
-            if cell.requests % 4 != 0 {
-                return Err(flag(
-                    "--requests",
-                    cell.requests,
-                    "a functional run splits its requests evenly over its four checks: give a multiple of 4",
-                ));
-            }
-            if api != Api::Chat {
-                return Err(flag(
-                    "--api",
-                    &a.api,
-                    "a functional run sends each check to its own API (chat, and responses for the Responses check); leave --api out",
-                ));
-            }
-            if a.warmup > 0 {
-                return Err(flag(
-                    "--warmup",
-                    a.warmup,
-                    "a functional run has no warm-up requests",
-                ));
-            }
-            if let Some(r) = a.ramp {
-                return Err(flag(
-                    "--ramp",
-                    r,
-                    "a functional run starts its checks at once",
-                ));
-            }
-            if !matches!(schedule, Schedule::Closed) {
-                return Err(flag(
-                    "--rate",
-                    a.rate.unwrap_or_default(),
-                    "a functional run is closed loop",
-                ));
-            }
+            check_functional(a, &cell, schedule)?;
+        } else {
+            check_prompt_fits(&manifest, &cell, a.api)?;
         }
-        let d = Timeouts::default();
-        let timeouts = Timeouts {
-            connect: d.connect,
-            first_byte: seconds("--timeout-first-byte", a.timeout_first_byte, d.first_byte)?,
-            idle: seconds("--timeout-idle", a.timeout_idle, d.idle)?,
-            total: seconds("--timeout-total", a.timeout_total, d.total)?,
-        };
-
-        if cell.class != crate::workload::cells::FUNCTIONAL {
-            // The prompt's fixed part (prefix, system text, instruction) costs at least one
-            // token per word: a target below it can never be met.
-            let fixed = crate::workload::prompt::PromptBuilder::new(cell.prompt_spec(
-                manifest.selection.random_prefix_seed,
-                "",
-                api.prompt_form(),
-            ))
-            .build(0, 0)
-            .content
-            .words();
-            if cell.context < fixed {
-                return Err(flag(
-                    "--context",
-                    cell.context,
-                    format!(
-                        "the prompt's fixed part (unique prefix, system text, instruction) is already {fixed} words, \
-                         at least {fixed} tokens on any tokenizer: give a context of at least {fixed} tokens"
-                    ),
-                ));
-            }
-        }
-        if a.poisson && a.rate.is_none() {
-            return Err(flag(
-                "--poisson",
-                "",
-                "needs --rate (Poisson arrivals at that mean rate)",
-            ));
-        }
-        if let Some(probe) = &a.probe
-            && (probe.is_empty()
-                || !probe
-                    .bytes()
-                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-'))
-        {
-            return Err(flag(
-                "--probe",
-                probe,
-                "must be a search name of lowercase letters, digits and `-` (e.g. capacity)",
-            ));
-        }
+        let timeouts = timeouts_of(&a.timeouts)?;
+        check_probe(a.probe.as_deref())?;
         let cell_id = format!(
             "{}{}{}{}{}",
             cell.id(),
-            api.cell_id_suffix(),
+            a.api.cell_id_suffix(),
             schedule.cell_id_suffix(),
             artifact::ramp_cell_id_suffix(ramp.map(|r| r.as_secs_f64())),
             artifact::run::probe_cell_id_suffix(a.probe.as_deref())
         );
-        let cell_dir = artifact::artifact_dir(&a.out, &manifest.campaign_id, &a.arm, &cell_id)
+        let cell_dir = artifact::artifact_dir(&a.out, &manifest.campaign_id, &a.arm.name, &cell_id)
             .map_err(|why| flag("--manifest", a.manifest.display(), why))?;
-        let shard = match (&a.shard, &a.start_at) {
-            (None, None) => {
-                if a.run_group.is_some() || a.start_margin.is_some() {
-                    return Err(flag(
-                        "--run-group",
-                        a.run_group.as_deref().unwrap_or("--start-margin"),
-                        "only for a sharded run: give --shard and --start-at",
-                    ));
-                }
-                None
-            }
-            (Some(s), None) => {
-                return Err(flag(
-                    "--shard",
-                    s,
-                    "needs --start-at UTC: the instant every shard releases its first wave at",
-                ));
-            }
-            (None, Some(t)) => {
-                return Err(flag(
-                    "--start-at",
-                    t,
-                    "only for a sharded run: give --shard",
-                ));
-            }
-            (Some(s), Some(t)) => {
-                let spec = crate::workload::shard::ShardSpec::parse(s, env)
-                    .map_err(|why| flag("--shard", s, why))?;
-                let at =
-                    time::OffsetDateTime::parse(t, &time::format_description::well_known::Rfc3339)
-                        .map_err(|e| {
-                            flag(
-                                "--start-at",
-                                t,
-                                format!("expected RFC 3339 UTC, e.g. 2026-12-03T15:00:00Z ({e})"),
-                            )
-                        })?;
-                if repeat.of > 1 && a.repeat_index.is_none() {
-                    return Err(flag(
-                        "--shard",
-                        s,
-                        "with --repeat N give --repeat-index K: each repeat of a sharded cell is \
-                         its own run group with its own --start-at",
-                    ));
-                }
-                if cell.class == crate::workload::cells::FUNCTIONAL {
-                    return Err(flag(
-                        "--shard",
-                        s,
-                        "the functional checks run one check after another, some one request at \
-                         a time: record them from one host",
-                    ));
-                }
-                let workers = u64::from(cell.concurrency) * endpoints.len() as u64;
-                if !workers.is_multiple_of(u64::from(spec.of)) {
-                    return Err(flag(
-                        "--shard",
-                        s,
-                        format!(
-                            "the cell's {workers} workers (concurrency {} × {} replicas) must \
-                             split evenly over {} shards, so that every shard drives as many and \
-                             the shards together keep the cell's concurrency",
-                            cell.concurrency,
-                            endpoints.len(),
-                            spec.of
-                        ),
-                    ));
-                }
-                let margin = seconds("--start-margin", a.start_margin, DEFAULT_START_MARGIN)?;
-                let start_at_utc_ns = at.unix_timestamp_nanos();
-                let now = time::OffsetDateTime::now_utc().unix_timestamp_nanos();
-                let ahead_s = (start_at_utc_ns - now) as f64 / 1e9;
-                if ahead_s < -margin.as_secs_f64() {
-                    return Err(flag(
-                        "--start-at",
-                        t,
-                        format!(
-                            "is {:.1} s in the past by this host's clock: publish an instant \
-                             far enough ahead for every shard to get ready",
-                            -ahead_s
-                        ),
-                    ));
-                }
-                if ahead_s > 86_400.0 {
-                    return Err(flag("--start-at", t, "is more than a day ahead"));
-                }
-                let run_group = match &a.run_group {
-                    Some(g) => {
-                        path_component("--run-group", g)?;
-                        g.clone()
-                    }
-                    None => crate::workload::shard::run_group(
-                        &manifest.campaign_id,
-                        &a.arm,
-                        &cell_id,
-                        repeat.index,
-                        spec.of,
-                        start_at_utc_ns,
-                    ),
-                };
-                Some(ShardPlan {
-                    spec,
-                    start_at_utc_ns,
-                    margin,
-                    run_group,
-                })
-            }
+        let shard = match &a.shard {
+            None => None,
+            Some(s) => Some(shard_plan(
+                s,
+                env,
+                &ShardOf {
+                    campaign_id: &manifest.campaign_id,
+                    arm: &a.arm.name,
+                    cell: &cell,
+                    cell_id: &cell_id,
+                    repeat,
+                    repeat_index_given: a.repeat.is_some_and(|r| r.index.is_some()),
+                    replicas: endpoints.len(),
+                },
+            )?),
         };
-        let run_dir = if repeat.of > 1 {
-            cell_dir.join(artifact::run::repeat_folder(repeat.index))
-        } else {
-            cell_dir.clone()
-        };
-        // A run's folder holds its one run or its shards' folders, never both.
-        let has_shards = std::fs::read_dir(&run_dir).is_ok_and(|entries| {
-            entries
-                .flatten()
-                .any(|e| e.file_name().to_string_lossy().starts_with("shard-"))
-        });
-        match &shard {
-            Some(_) if run_dir.join(artifact::RUN_JSON).exists() => {
-                return Err(flag(
-                    "--out",
-                    a.out.display(),
-                    format!(
-                        "`{}` holds a run from one host; the shards of a run group go in \
-                         shard-<I>-of-<N> folders of a folder of their own: choose another --out",
-                        run_dir.display()
-                    ),
-                ));
-            }
-            None if has_shards => {
-                return Err(flag(
-                    "--out",
-                    a.out.display(),
-                    format!(
-                        "`{}` holds the shards of a run group: choose another --out",
-                        run_dir.display()
-                    ),
-                ));
-            }
-            _ => {}
-        }
-        let artifact_dir = match &shard {
-            Some(plan) => run_dir.join(plan.spec.folder()),
-            None => run_dir,
-        };
-        check_out(&a.out, &artifact_dir)?;
-        check_layout(&a.out, &cell_dir, repeat)?;
+        let artifact_dir = artifact_dir_of(&a.out, &cell_dir, repeat, shard.as_ref())?;
         if let Some(m) = &a.model
             && (m.is_empty() || m.contains(['"', '\n']))
         {
@@ -768,25 +265,25 @@ impl RunConfig {
         }
         Ok(Self {
             thinking_disabled: manifest.selection.thinking == Thinking::Disabled,
-            omit_thinking_switch: a.no_thinking_switch,
+            omit_thinking_switch: a.host.no_thinking_switch,
+            runtime_given: a.arm.runtime.is_some(),
             manifest,
             cell,
             off_manifest: chosen.off_manifest,
             arm,
-            runtime_given: runtime.is_some(),
             endpoints,
             metrics,
-            model: a.model,
-            api,
+            model: a.model.clone(),
+            api: a.api,
             api_key,
             redactor,
             schedule,
             ramp,
             probe: a.probe.clone(),
-            warmup: a.warmup,
+            warmup: a.load.warmup,
             timeouts,
-            quiet: a.quiet,
-            realtime: !a.no_realtime,
+            quiet: a.host.quiet,
+            realtime: !a.host.no_realtime,
             cpu,
             cell_id,
             repeat,
@@ -795,6 +292,474 @@ impl RunConfig {
             command_line,
         })
     }
+}
+
+/// `--cpu N` must be a CPU this process may run on.
+fn check_cpu(cpu: CpuPlacement) -> Result<CpuPlacement, ConfigError> {
+    if let CpuPlacement::Cpu(n) = cpu {
+        let allowed = crate::realtime::allowed_cpus();
+        if !allowed.contains(&n) {
+            let list: Vec<String> = allowed.iter().map(usize::to_string).collect();
+            return Err(flag(
+                "--cpu",
+                n,
+                format!(
+                    "not among the CPUs this process may use ({}); name one of them, or `any`",
+                    list.join(", ")
+                ),
+            ));
+        }
+    }
+    Ok(cpu)
+}
+
+/// The chosen cell's numbers within what a run can record.
+fn check_cell(cell: &Cell) -> Result<(), ConfigError> {
+    if cell.concurrency == 0 {
+        return Err(flag("--concurrency", 0, "must be at least 1"));
+    }
+    if cell.requests == 0 || cell.requests > u64::from(u32::MAX / 2) {
+        return Err(flag(
+            "--requests",
+            cell.requests,
+            "must be between 1 and 2^31",
+        ));
+    }
+    if cell.context == 0 {
+        return Err(flag("--context", 0, "must be at least 1 token"));
+    }
+    if cell.context > crate::manifest::MAX_PROMPT_TOKEN_TARGET {
+        return Err(flag(
+            "--context",
+            cell.context,
+            format!(
+                "at most {} tokens (2^24): no served model reads a prompt that long",
+                crate::manifest::MAX_PROMPT_TOKEN_TARGET
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// The arm as run.json records it: each key once, `runtime` only from `--set`, the
+/// defaults' keys configuration keys, secret values redacted.
+fn arm_of(
+    request: &ArmRequest,
+    config: Vec<(String, String)>,
+    redactor: &artifact::Redactor,
+) -> Result<artifact::Arm, ConfigError> {
+    let mut pairs: Vec<(String, String)> = Vec::new();
+    for (k, v) in config {
+        if pairs.iter().any(|(e, _)| *e == k) {
+            return Err(flag(
+                "--set",
+                format!("{k}={v}"),
+                format!("key `{k}` is set twice"),
+            ));
+        }
+        pairs.push((k, v));
+    }
+    let mut defaults: Vec<(String, String)> = Vec::new();
+    for (k, v) in &request.defaults {
+        if k.is_empty() || k == RUNTIME_KEY {
+            return Err(flag(
+                "--default",
+                format!("{k}={v}"),
+                "the key must be a configuration key (not empty, not runtime)",
+            ));
+        }
+        if defaults.iter().any(|(e, _)| e == k) {
+            return Err(flag(
+                "--default",
+                format!("{k}={v}"),
+                format!("key `{k}` is given twice"),
+            ));
+        }
+        // Every default is recorded, also for a key the arm declares (which it does not
+        // inherit): the campaign's status quo tells which side of a control is the control.
+        defaults.push((k.clone(), v.clone()));
+    }
+    for (key, value) in pairs.iter_mut() {
+        if artifact::is_secret_name(key) {
+            *value = artifact::REDACTED.to_owned();
+        } else {
+            redactor.in_place(value);
+        }
+    }
+    Ok(artifact::Arm {
+        name: request.name.clone(),
+        stage: request.stage.clone().unwrap_or_default(),
+        runtime: request.runtime.clone().unwrap_or_default(),
+        config: ArmConfig(pairs),
+        defaults: ArmConfig(defaults),
+    })
+}
+
+/// Which repeat of how many.
+fn repeat_of(repeat: Option<RepeatRequest>) -> Result<artifact::Repeat, ConfigError> {
+    let Some(RepeatRequest { of, index }) = repeat else {
+        return Ok(artifact::Repeat::default());
+    };
+    if of == 0 || of > 1000 {
+        return Err(flag("--repeat", of, "must be between 1 and 1000"));
+    }
+    match index {
+        None => Ok(artifact::Repeat { index: 1, of }),
+        Some(k) if k == 0 || k > of => Err(flag(
+            "--repeat-index",
+            k,
+            format!("must be between 1 and --repeat ({of})"),
+        )),
+        Some(k) => Ok(artifact::Repeat { index: k, of }),
+    }
+}
+
+/// Each replica's metrics target: given one per endpoint, or each endpoint's origin +
+/// `/metrics`.
+fn metrics_targets(a: &RunRequest) -> Result<Vec<MetricsTarget>, ConfigError> {
+    let urls: Vec<String> = match a.metrics_urls.len() {
+        0 => a.endpoints.iter().map(|u| default_metrics_url(u)).collect(),
+        n if n == a.endpoints.len() => a.metrics_urls.clone(),
+        n => {
+            return Err(flag(
+                "--metrics-url",
+                n,
+                format!(
+                    "give one per --endpoint ({} endpoints, {n} metrics URLs)",
+                    a.endpoints.len()
+                ),
+            ));
+        }
+    };
+    urls.iter()
+        .enumerate()
+        .map(|(i, u)| metrics_target(i as u32, u))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(ConfigError::MetricsUrl)
+}
+
+/// The API key from the variable `--api-key-env` names.
+fn api_key(
+    var: Option<&str>,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Option<String>, ConfigError> {
+    let Some(var) = var else { return Ok(None) };
+    match env(var) {
+        Some(k) if !k.is_empty() => Ok(Some(k)),
+        _ => Err(flag(
+            "--api-key-env",
+            var,
+            "that environment variable is not set (or empty)",
+        )),
+    }
+}
+
+/// The schedule and the ramp, each within a day.
+fn schedule_of(
+    load: &LoadRequest,
+    requests: u64,
+) -> Result<(Schedule, Option<Duration>), ConfigError> {
+    if load.poisson && load.rate.is_none() {
+        return Err(flag(
+            "--poisson",
+            "",
+            "needs --rate (Poisson arrivals at that mean rate)",
+        ));
+    }
+    let schedule = match load.rate {
+        None => Schedule::Closed,
+        Some(r) if r.is_finite() && r > 0.0 && r <= 1e6 => Schedule::Open {
+            rate_per_s: r,
+            arrivals: if load.poisson {
+                Arrivals::Poisson
+            } else {
+                Arrivals::Constant
+            },
+        },
+        Some(r) => {
+            return Err(flag(
+                "--rate",
+                r,
+                "must be a positive number of requests per second",
+            ));
+        }
+    };
+    let ramp = match load.ramp {
+        None => None,
+        Some(r) if r.is_finite() && r > 0.0 && r <= MAX_SCHEDULE_S => {
+            Some(Duration::from_secs_f64(r))
+        }
+        Some(r) => {
+            return Err(flag(
+                "--ramp",
+                r,
+                format!(
+                    "must be a positive number of seconds, at most {MAX_SCHEDULE_S:.0} (a day)"
+                ),
+            ));
+        }
+    };
+    if let Some(rate) = schedule.rate_per_s() {
+        // A ramp stretches the schedule by half its length (`schedule::ramped_offset_s`).
+        let span_s =
+            requests.saturating_sub(1) as f64 / rate + ramp.map_or(0.0, |r| r.as_secs_f64() / 2.0);
+        if span_s > MAX_SCHEDULE_S {
+            return Err(flag(
+                "--rate",
+                rate,
+                format!(
+                    "releases the {requests} requests over {span_s:.0} s; a schedule may span at \
+                     most {MAX_SCHEDULE_S:.0} s (a day): give a higher rate or fewer requests"
+                ),
+            ));
+        }
+    }
+    Ok((schedule, ramp))
+}
+
+/// The functional checks choose their own APIs and concurrency (see `functional`).
+fn check_functional(a: &RunRequest, cell: &Cell, schedule: Schedule) -> Result<(), ConfigError> {
+    if cell.requests % 4 != 0 {
+        return Err(flag(
+            "--requests",
+            cell.requests,
+            "a functional run splits its requests evenly over its four checks: give a multiple of 4",
+        ));
+    }
+    if a.api != Api::Chat {
+        return Err(flag(
+            "--api",
+            a.api.as_str(),
+            "a functional run sends each check to its own API (chat, and responses for the Responses check); leave --api out",
+        ));
+    }
+    if a.load.warmup > 0 {
+        return Err(flag(
+            "--warmup",
+            a.load.warmup,
+            "a functional run has no warm-up requests",
+        ));
+    }
+    if let Some(r) = a.load.ramp {
+        return Err(flag(
+            "--ramp",
+            r,
+            "a functional run starts its checks at once",
+        ));
+    }
+    if !matches!(schedule, Schedule::Closed) {
+        return Err(flag(
+            "--rate",
+            a.load.rate.unwrap_or_default(),
+            "a functional run is closed loop",
+        ));
+    }
+    if let Some(s) = &a.shard {
+        return Err(flag(
+            "--shard",
+            s.shard,
+            "the functional checks run one check after another, some one request at a time: \
+             record them from one host",
+        ));
+    }
+    Ok(())
+}
+
+/// The prompt's fixed part (prefix, system text, instruction) costs at least one token per
+/// word: a target below it can never be met.
+fn check_prompt_fits(
+    manifest: &WorkloadManifest,
+    cell: &Cell,
+    api: Api,
+) -> Result<(), ConfigError> {
+    let fixed = crate::workload::prompt::PromptBuilder::new(cell.prompt_spec(
+        manifest.selection.random_prefix_seed,
+        "",
+        api.prompt_form(),
+    ))
+    .build(0, 0)
+    .content
+    .words();
+    if cell.context < fixed {
+        return Err(flag(
+            "--context",
+            cell.context,
+            format!(
+                "the prompt's fixed part (unique prefix, system text, instruction) is already {fixed} words, \
+                 at least {fixed} tokens on any tokenizer: give a context of at least {fixed} tokens"
+            ),
+        ));
+    }
+    Ok(())
+}
+
+fn timeouts_of(t: &Timeouts) -> Result<super::hotpath::Timeouts, ConfigError> {
+    let d = super::hotpath::Timeouts::default();
+    Ok(super::hotpath::Timeouts {
+        connect: d.connect,
+        first_byte: seconds("--timeout-first-byte", t.first_byte_s, d.first_byte)?,
+        idle: seconds("--timeout-idle", t.idle_s, d.idle)?,
+        total: seconds("--timeout-total", t.total_s, d.total)?,
+    })
+}
+
+/// A probe's search name: lowercase letters, digits and `-`.
+fn check_probe(probe: Option<&str>) -> Result<(), ConfigError> {
+    if let Some(probe) = probe
+        && (probe.is_empty()
+            || !probe
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-'))
+    {
+        return Err(flag(
+            "--probe",
+            probe,
+            "must be a search name of lowercase letters, digits and `-` (e.g. capacity)",
+        ));
+    }
+    Ok(())
+}
+
+/// What a shard's plan is derived from besides its flags.
+struct ShardOf<'a> {
+    campaign_id: &'a str,
+    arm: &'a str,
+    cell: &'a Cell,
+    cell_id: &'a str,
+    repeat: artifact::Repeat,
+    repeat_index_given: bool,
+    replicas: usize,
+}
+
+/// The shard this process is, its published instant within reach, its workers an even share.
+fn shard_plan(
+    s: &ShardRequest,
+    env: &dyn Fn(&str) -> Option<String>,
+    of: &ShardOf<'_>,
+) -> Result<ShardPlan, ConfigError> {
+    let spec = s
+        .shard
+        .resolve(env)
+        .map_err(|why| flag("--shard", s.shard, why))?;
+    let t = &s.start_at;
+    let at = time::OffsetDateTime::parse(t, &time::format_description::well_known::Rfc3339)
+        .map_err(|e| {
+            flag(
+                "--start-at",
+                t,
+                format!("expected RFC 3339 UTC, e.g. 2026-12-03T15:00:00Z ({e})"),
+            )
+        })?;
+    if of.repeat.of > 1 && !of.repeat_index_given {
+        return Err(flag(
+            "--shard",
+            s.shard,
+            "with --repeat N give --repeat-index K: each repeat of a sharded cell is its own run \
+             group with its own --start-at",
+        ));
+    }
+    let workers = u64::from(of.cell.concurrency) * of.replicas as u64;
+    if !workers.is_multiple_of(u64::from(spec.of)) {
+        return Err(flag(
+            "--shard",
+            s.shard,
+            format!(
+                "the cell's {workers} workers (concurrency {} × {} replicas) must split evenly \
+                 over {} shards, so that every shard drives as many and the shards together \
+                 keep the cell's concurrency",
+                of.cell.concurrency, of.replicas, spec.of
+            ),
+        ));
+    }
+    let margin = seconds("--start-margin", s.start_margin, DEFAULT_START_MARGIN)?;
+    let start_at_utc_ns = at.unix_timestamp_nanos();
+    let now = time::OffsetDateTime::now_utc().unix_timestamp_nanos();
+    let ahead_s = (start_at_utc_ns - now) as f64 / 1e9;
+    if ahead_s < -margin.as_secs_f64() {
+        return Err(flag(
+            "--start-at",
+            t,
+            format!(
+                "is {:.1} s in the past by this host's clock: publish an instant far enough \
+                 ahead for every shard to get ready",
+                -ahead_s
+            ),
+        ));
+    }
+    if ahead_s > 86_400.0 {
+        return Err(flag("--start-at", t, "is more than a day ahead"));
+    }
+    let run_group = match &s.run_group {
+        Some(g) => {
+            path_component("--run-group", g)?;
+            g.clone()
+        }
+        None => crate::workload::shard::run_group(
+            of.campaign_id,
+            of.arm,
+            of.cell_id,
+            of.repeat.index,
+            spec.of,
+            start_at_utc_ns,
+        ),
+    };
+    Ok(ShardPlan {
+        spec,
+        start_at_utc_ns,
+        margin,
+        run_group,
+    })
+}
+
+/// The artifact folder, checked against what `out` already holds: a run's folder holds its
+/// one run or its shards' folders, never both; a cell's its one run or its repeats.
+fn artifact_dir_of(
+    out: &Path,
+    cell_dir: &Path,
+    repeat: artifact::Repeat,
+    shard: Option<&ShardPlan>,
+) -> Result<PathBuf, ConfigError> {
+    let run_dir = if repeat.of > 1 {
+        cell_dir.join(artifact::run::repeat_folder(repeat.index))
+    } else {
+        cell_dir.to_owned()
+    };
+    let has_shards = std::fs::read_dir(&run_dir).is_ok_and(|entries| {
+        entries
+            .flatten()
+            .any(|e| e.file_name().to_string_lossy().starts_with("shard-"))
+    });
+    match shard {
+        Some(_) if run_dir.join(artifact::RUN_JSON).exists() => {
+            return Err(flag(
+                "--out",
+                out.display(),
+                format!(
+                    "`{}` holds a run from one host; the shards of a run group go in \
+                     shard-<I>-of-<N> folders of a folder of their own: choose another --out",
+                    run_dir.display()
+                ),
+            ));
+        }
+        None if has_shards => {
+            return Err(flag(
+                "--out",
+                out.display(),
+                format!(
+                    "`{}` holds the shards of a run group: choose another --out",
+                    run_dir.display()
+                ),
+            ));
+        }
+        _ => {}
+    }
+    let artifact_dir = match shard {
+        Some(plan) => run_dir.join(plan.spec.folder()),
+        None => run_dir,
+    };
+    check_out(out, &artifact_dir)?;
+    check_layout(out, cell_dir, repeat)?;
+    Ok(artifact_dir)
 }
 
 /// A cell's folder holds either its one run or its repeats' folders, never both: repeats

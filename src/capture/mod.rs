@@ -24,12 +24,12 @@
 //! ```
 //!
 //! The hot path's runtime worker and the writer thread share one CPU by default, the one the
-//! run starts on ([`config::CpuPlacement`], `--cpu`): an event is written into memory by one
+//! run starts on ([`request::CpuPlacement`], `--cpu`): an event is written into memory by one
 //! and read by the other, and on one core that stays in its cache.
 //!
-//! A run: [`config::RunRequest`] (what was asked, plain values; the command line in
-//! `crate::app::capture` builds it) → [`config`] (checked [`config::RunConfig`], which flag
-//! is wrong and why) → [`run()`] (the steps: [`preflight`], [`calibrate`], the artifact,
+//! A run: [`request::RunRequest`] (what was asked, typed; the command line in
+//! `crate::app::capture` and the campaign build it, and `to_argv()` is its one command line)
+//! → [`config`] (checked [`config::RunConfig`], which flag is wrong and why) → [`run()`] (the steps: [`preflight`], [`calibrate`], the artifact,
 //! [`schedule`], SIGINT, finishing), which returns a [`RunSummary`] or a [`CaptureError`]
 //! and never prints: what it notices while running goes to the caller's
 //! [`crate::notice::Notices`]. What is sent comes from [`crate::workload`]; [`scrape`] reads
@@ -55,6 +55,7 @@ pub mod http;
 pub mod oracle;
 pub mod preflight;
 pub mod recorder;
+pub mod request;
 pub mod run;
 pub mod schedule;
 pub mod scrape;

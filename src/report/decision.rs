@@ -530,8 +530,8 @@ fn gaps(input: &ReportInput<'_>) -> Vec<GapView> {
                 what: format!("stage {stage}: {} on {cell}", arms.join(", ")),
                 command: format!(
                     "anvil campaign run {} --out {} --resume",
-                    shell_word(&planned.file),
-                    shell_word(&planned.out)
+                    crate::shell::quote(&planned.file),
+                    crate::shell::quote(&planned.out)
                 ),
             });
         }
@@ -541,13 +541,17 @@ fn gaps(input: &ReportInput<'_>) -> Vec<GapView> {
         if stage.without_evidence.is_empty() {
             continue;
         }
-        // The cells the stage's other arms recorded: what the missing arms need to be
-        // compared on them.
-        let siblings: BTreeSet<String> = recorded
+        // The cells the stage's other arms recorded, with their workloads: what the missing
+        // arms need to be compared on them.
+        let siblings: BTreeMap<String, &crate::artifact::Workload> = input
+            .artifacts
             .iter()
-            .filter(|(a, _)| stage.arms.iter().any(|x| &x.arm == a))
-            .map(|(_, c)| c.clone())
-            .filter(|c| !is_probe(c))
+            .filter(|a| stage.arms.iter().any(|x| x.arm == a.facts.arm))
+            .filter_map(|a| {
+                cell_of(input, &a.facts.run_id)
+                    .filter(|c| !is_probe(c))
+                    .map(|c| (c.to_owned(), &a.facts.workload))
+            })
             .collect();
         for arm in &stage.without_evidence {
             if siblings.is_empty() {
@@ -555,17 +559,17 @@ fn gaps(input: &ReportInput<'_>) -> Vec<GapView> {
                     what: format!("stage {}: {arm} (no arm of the stage recorded a cell)", stage.stage),
                     command: format!(
                         "anvil-capture cells --manifest {} (then anvil-capture run … --arm {} --stage {})",
-                        shell_word(input.manifest_file),
-                        shell_word(arm),
-                        shell_word(&stage.stage)
+                        crate::shell::quote(input.manifest_file),
+                        crate::shell::quote(arm),
+                        crate::shell::quote(&stage.stage)
                     ),
                 });
                 continue;
             }
-            for cell in &siblings {
+            for (cell, workload) in &siblings {
                 out.push(GapView {
                     what: format!("stage {}: {arm} on {cell}", stage.stage),
-                    command: capture_command(input, arm, &stage.stage, cell),
+                    command: capture_command(input, arm, &stage.stage, workload),
                 });
             }
         }
@@ -573,46 +577,21 @@ fn gaps(input: &ReportInput<'_>) -> Vec<GapView> {
     out
 }
 
-/// The `anvil-capture run` command line that records `cell` for `arm` (the arm's server
-/// URL is the one thing left to fill in).
-fn capture_command(input: &ReportInput<'_>, arm: &str, stage: &str, cell: &str) -> String {
-    let mut parts = cell.split('.');
-    let class = parts.next().unwrap_or(cell);
-    let mut args = vec![
-        "anvil-capture run".to_owned(),
-        format!("--manifest {}", shell_word(input.manifest_file)),
-        format!("--class {}", shell_word(class)),
-    ];
-    for p in parts {
-        if let Some(v) = p.strip_prefix("ctx").filter(|v| v.parse::<u64>().is_ok()) {
-            args.push(format!("--context {v}"));
-        } else if let Some(v) = p.strip_prefix('c').filter(|v| v.parse::<u64>().is_ok()) {
-            args.push(format!("--concurrency {v}"));
-        } else if let Some(v) = p.strip_prefix('n').filter(|v| v.parse::<u64>().is_ok()) {
-            args.push(format!("--requests {v}"));
-        } else if let Some(api) = api_of_part(p) {
-            args.push(format!("--api {}", api.as_str()));
-        }
-    }
-    args.push(format!("--arm {}", shell_word(arm)));
-    args.push(format!("--stage {}", shell_word(stage)));
-    args.push("--endpoint URL".to_owned());
-    let data = input.data_folder.split(", ").next().unwrap_or(".");
-    args.push(format!("--out {}", shell_word(data)));
-    args.join(" ")
-}
-
-/// `word`, single-quoted for a POSIX shell when it needs quoting.
-fn shell_word(word: &str) -> String {
-    if !word.is_empty()
-        && word
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "-_./=:@".contains(c))
-    {
-        word.to_owned()
-    } else {
-        format!("'{}'", word.replace('\'', r"'\''"))
-    }
+/// The `anvil-capture run` command line that records the cell of `workload` for `arm` (the
+/// arm's server URL is the one thing left to fill in).
+fn capture_command(
+    input: &ReportInput<'_>,
+    arm: &str,
+    stage: &str,
+    workload: &crate::artifact::Workload,
+) -> String {
+    let mut request = crate::capture::request::RunRequest::for_workload(workload);
+    request.manifest = input.manifest_file.into();
+    request.arm.name = arm.to_owned();
+    request.arm.stage = Some(stage.to_owned());
+    request.endpoints = vec!["URL".to_owned()];
+    request.out = input.data_folder.split(", ").next().unwrap_or(".").into();
+    crate::shell::join(&request.to_argv())
 }
 
 fn unread(input: &ReportInput<'_>) -> Vec<UnreadView> {
@@ -800,16 +779,6 @@ mod tests {
             cell_label("optimization-screen.ctx4096.c4.n16.completions.rate2.5"),
             "screen 4K C4 completions"
         );
-    }
-
-    #[test]
-    fn shell_words_are_quoted_when_needed() {
-        assert_eq!(
-            shell_word("sample-data/campaign.json"),
-            "sample-data/campaign.json"
-        );
-        assert_eq!(shell_word("Mamba lazy96"), "'Mamba lazy96'");
-        assert_eq!(shell_word("it's"), r"'it'\''s'");
     }
 
     #[test]

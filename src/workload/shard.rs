@@ -17,17 +17,59 @@ pub struct ShardSpec {
 /// The most shards a run group may have.
 pub const MAX_SHARDS: u32 = 4096;
 
-impl ShardSpec {
-    /// Parse `--shard`, reading the environment through `env` for `auto`.
-    pub fn parse(text: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<ShardSpec, String> {
-        let number = |what: &str, v: &str| -> Result<u32, String> {
-            v.trim()
-                .parse::<u32>()
-                .map_err(|_| format!("{what} `{v}` is not a whole number"))
-        };
-        let (index, of) = match text.split_once('/') {
-            Some(("auto", n)) => {
-                let of = number("the shard count", n)?;
+/// `--shard` as written: a fixed shard (`I/N`), or one whose index (`auto/N`), or index and
+/// count (`auto`), the scheduler's environment gives when the run starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ShardArg {
+    Fixed(ShardSpec),
+    /// `auto/N`: the index from `JOB_COMPLETION_INDEX` (a Kubernetes Indexed Job) or
+    /// `SLURM_PROCID`.
+    AutoIndex {
+        of: u32,
+    },
+    /// `auto`: index and count from `SLURM_PROCID` and `SLURM_NTASKS`.
+    Auto,
+}
+
+fn whole(what: &str, v: &str) -> Result<u32, String> {
+    v.trim()
+        .parse::<u32>()
+        .map_err(|_| format!("{what} `{v}` is not a whole number"))
+}
+
+impl std::str::FromStr for ShardArg {
+    type Err = String;
+    fn from_str(text: &str) -> Result<Self, String> {
+        match text.split_once('/') {
+            Some(("auto", n)) => Ok(ShardArg::AutoIndex {
+                of: ShardSpec::count(whole("the shard count", n)?)?,
+            }),
+            Some((i, n)) => {
+                ShardSpec::new(whole("the shard index", i)?, whole("the shard count", n)?)
+                    .map(ShardArg::Fixed)
+            }
+            None if text == "auto" => Ok(ShardArg::Auto),
+            None => Err("expected I/N (e.g. 0/3), auto/N or auto".to_owned()),
+        }
+    }
+}
+
+impl std::fmt::Display for ShardArg {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ShardArg::Fixed(s) => write!(f, "{}/{}", s.index, s.of),
+            ShardArg::AutoIndex { of } => write!(f, "auto/{of}"),
+            ShardArg::Auto => f.write_str("auto"),
+        }
+    }
+}
+
+impl ShardArg {
+    /// The shard this process is, reading the environment through `env` for `auto`.
+    pub fn resolve(self, env: &dyn Fn(&str) -> Option<String>) -> Result<ShardSpec, String> {
+        match self {
+            ShardArg::Fixed(spec) => Ok(spec),
+            ShardArg::AutoIndex { of } => {
                 let (var, value) = ["JOB_COMPLETION_INDEX", "SLURM_PROCID"]
                     .iter()
                     .find_map(|v| env(v).map(|value| (*v, value)))
@@ -35,10 +77,9 @@ impl ShardSpec {
                         "auto/N takes the shard's index from JOB_COMPLETION_INDEX (a Kubernetes \
                          Indexed Job) or SLURM_PROCID (srun), and neither is set: give I/N",
                     )?;
-                (number(var, &value)?, of)
+                ShardSpec::new(whole(var, &value)?, of)
             }
-            Some((i, n)) => (number("the shard index", i)?, number("the shard count", n)?),
-            None if text == "auto" => {
+            ShardArg::Auto => {
                 let (Some(i), Some(n)) = (env("SLURM_PROCID"), env("SLURM_NTASKS")) else {
                     return Err(
                         "auto takes the index and count from SLURM_PROCID and SLURM_NTASKS \
@@ -46,21 +87,36 @@ impl ShardSpec {
                             .to_owned(),
                     );
                 };
-                (number("SLURM_PROCID", &i)?, number("SLURM_NTASKS", &n)?)
+                ShardSpec::new(whole("SLURM_PROCID", &i)?, whole("SLURM_NTASKS", &n)?)
             }
-            None => return Err("expected I/N (e.g. 0/3), auto/N or auto".to_owned()),
-        };
-        if of == 0 || of > MAX_SHARDS {
-            return Err(format!(
-                "the shard count must be between 1 and {MAX_SHARDS}"
-            ));
         }
+    }
+}
+
+impl ShardSpec {
+    /// Parse `--shard`, reading the environment through `env` for `auto`.
+    pub fn parse(text: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<ShardSpec, String> {
+        text.parse::<ShardArg>()?.resolve(env)
+    }
+
+    /// Shard `index` of `of`, both checked.
+    pub fn new(index: u32, of: u32) -> Result<ShardSpec, String> {
+        let of = Self::count(of)?;
         if index >= of {
             return Err(format!(
                 "shard {index} of {of}: the index is 0-based, below the count"
             ));
         }
         Ok(ShardSpec { index, of })
+    }
+
+    fn count(of: u32) -> Result<u32, String> {
+        if of == 0 || of > MAX_SHARDS {
+            return Err(format!(
+                "the shard count must be between 1 and {MAX_SHARDS}"
+            ));
+        }
+        Ok(of)
     }
 
     /// Whether this shard sends request `request_index`.
@@ -153,6 +209,9 @@ mod tests {
                 .unwrap_err()
                 .contains("auto/N")
         );
+        for text in ["1/3", "auto/4", "auto"] {
+            assert_eq!(text.parse::<ShardArg>().unwrap().to_string(), text);
+        }
     }
 
     #[test]

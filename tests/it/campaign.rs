@@ -199,3 +199,87 @@ fn campaign_plan_defaults_to_the_files_folder_and_helps_list_their_own_exit_code
         assert_eq!(listed, codes, "{command:?}: {help}");
     }
 }
+
+/// The sample campaign's journal holds the command line each of its cells and probes was
+/// recorded with: planning the same campaign file today gives each of them, word for word
+/// (`RunRequest::to_argv` keeps the order the recorder was driven in). Where a cell was
+/// recorded again on a resumed run, its last recording is the one the data holds.
+#[test]
+fn the_sample_journal_s_recorded_commands_are_what_the_plan_builds_today() {
+    use anvil::campaign::CampaignFile;
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let cwd = std::env::current_dir().unwrap();
+    // The journal names files as the campaign was run, from the repository's root.
+    assert_eq!(
+        cwd, root,
+        "cargo runs integration tests from the package root"
+    );
+    let file = Path::new("sample-data/campaign.json");
+    let (campaign, manifest, plan) = CampaignFile::load_checked(file).unwrap();
+    let out = Path::new("sample-data");
+    let planned = campaign.plan(file, &manifest, &plan, out);
+    let journal = std::fs::read_to_string(
+        out.join(&campaign.campaign_id)
+            .join("campaign-journal.jsonl"),
+    )
+    .unwrap();
+    let lines: Vec<serde_json::Value> = journal
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let mut last: std::collections::BTreeMap<(String, String), &serde_json::Value> =
+        Default::default();
+    for line in lines.iter().filter(|l| l["step"] == "recording") {
+        let key = (line["arm"].to_string(), line["cell"].to_string());
+        last.insert(key, line);
+    }
+    let mut checked = (0, 0);
+    for line in last.into_values() {
+        let recorded: Vec<String> = serde_json::from_value(line["command"].clone()).unwrap();
+        let (arm, cell, dir) = (
+            line["arm"].as_str().unwrap(),
+            line["cell"].as_str().unwrap(),
+            line["dir"].as_str().unwrap(),
+        );
+        let built = match planned.iter().find(|c| c.arm == arm && c.name() == cell) {
+            Some(c) => {
+                checked.0 += 1;
+                c.request.to_argv()
+            }
+            None => {
+                // A probe of the arm's capacity search, at the load its result line names.
+                let probe = lines
+                    .iter()
+                    .find(|l| l["step"] == "search_probe" && l["dir"] == dir)
+                    .unwrap_or_else(|| panic!("{arm} {cell}: neither planned nor a probe"));
+                let spec = campaign
+                    .all_arms()
+                    .into_iter()
+                    .find(|a| a.arm == arm)
+                    .unwrap();
+                let stage = plan
+                    .stages_in_order()
+                    .into_iter()
+                    .find(|s| s.arms.iter().flatten().any(|a| a == arm))
+                    .unwrap();
+                let search = spec.search.as_ref().unwrap();
+                let c = campaign
+                    .probe(
+                        file,
+                        &manifest,
+                        &stage.stage,
+                        &spec,
+                        search,
+                        probe["load"].as_f64().unwrap(),
+                        probe["repeat"].as_u64().unwrap() as u32,
+                        out,
+                    )
+                    .unwrap();
+                checked.1 += 1;
+                c.request.to_argv()
+            }
+        };
+        assert_eq!(built, recorded, "{arm} {cell}");
+    }
+    assert!(checked.0 >= 60 && checked.1 >= 7, "{checked:?}");
+}

@@ -7,10 +7,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::args::{CampaignCommand, CampaignPlanArgs, CampaignRunArgs};
-use crate::app::{AppError, Exit, output, shell_quoted};
+use crate::app::{AppError, Exit, output};
 use crate::campaign::runner::{self, CampaignError, CampaignHooks, CampaignSummary, RunOptions};
 use crate::campaign::{CampaignFile, CellState};
 use crate::report::table::{Table, TextFormat};
+use crate::shell::quote as shell_quoted;
 
 /// One `anvil campaign` subcommand.
 pub fn run(command: &CampaignCommand) -> anyhow::Result<Exit> {
@@ -59,8 +60,14 @@ fn plan(args: &CampaignPlanArgs) -> anyhow::Result<Exit> {
     ));
     let any = !todo.is_empty();
     for c in todo {
-        let shown: Vec<String> = c.command.iter().map(|a| shell_quoted(a)).collect();
-        text.push_str(&format!("  {}\n", shown.join(" ")));
+        text.push_str(&format!("  {}", crate::shell::join(&c.request.to_argv())));
+        if c.shards > 1 {
+            text.push_str(&format!(
+                " (as {} local shard processes: --shard I/{} --start-at <a published instant>)",
+                c.shards, c.shards
+            ));
+        }
+        text.push('\n');
     }
     let searches = searches(&args.file, &campaign, &manifest, &plan, &out);
     let any = any || !searches.is_empty();
@@ -132,11 +139,10 @@ fn searches(
         ));
         match campaign.probe(file, manifest, &stage, &arm, s, s.min, 1, out) {
             Ok(first) => {
-                let shown: Vec<String> = first.command.iter().map(|a| shell_quoted(a)).collect();
                 text.push_str(&format!(
                     "  first probe ({}): {}\n",
                     first.state,
-                    shown.join(" ")
+                    crate::shell::join(&first.request.to_argv())
                 ));
             }
             Err(why) => text.push_str(&format!("  its probes cannot be planned: {why}\n")),
@@ -147,7 +153,7 @@ fn searches(
 
 fn run_campaign(args: &CampaignRunArgs) -> anyhow::Result<Exit> {
     let interrupted = watch_interrupts();
-    let mut record = record_shown;
+    let mut record = record_in_process;
     let opts = RunOptions {
         file: args.file.clone(),
         out: args.out.clone(),
@@ -176,131 +182,18 @@ pub fn campaign_error(e: CampaignError) -> anyhow::Error {
     }
 }
 
-/// Record one cell from its `anvil-capture run` command line, shown first on standard error
-/// so any cell can be repeated by hand.
-pub fn record_shown(argv: &[String]) -> anyhow::Result<crate::capture::RunSummary> {
-    if let Some(of) = sharded(argv) {
-        return record_shards(argv, of);
-    }
-    let shown: Vec<String> = argv.iter().map(|a| shell_quoted(a)).collect();
-    eprintln!("anvil campaign:   {}", shown.join(" "));
+/// Record one cell in this process, as `anvil-capture run` records it (the runner has said
+/// its command line, so any cell can be repeated by hand).
+pub fn record_in_process(
+    request: &crate::capture::request::RunRequest,
+) -> anyhow::Result<crate::capture::RunSummary> {
     let hooks = crate::capture::RunHooks {
         notices: crate::app::stderr_notices(),
         abort: abort_campaign,
         // The campaign handles SIGTERM: the cell in flight completes, no other starts.
         sigterm: false,
     };
-    crate::app::capture::record_argv(argv, hooks)
-}
-
-/// How long before a sharded cell's published instant its shard processes start: time for
-/// each to check the servers, calibrate and warm up.
-const SHARD_LEAD: std::time::Duration = std::time::Duration::from_secs(10);
-
-/// The shard count of a command carrying the shard placeholders (`--shard {shard}/N`).
-fn sharded(argv: &[String]) -> Option<u32> {
-    let at = argv.iter().position(|a| a == "--shard")?;
-    let value = argv.get(at + 1)?;
-    let of = value.strip_prefix(&format!("{}/", crate::campaign::SHARD_PLACEHOLDER))?;
-    of.parse().ok()
-}
-
-/// Record a sharded cell as `of` local `anvil-capture run --shard I/N` processes with one
-/// published instant [`SHARD_LEAD`] ahead, each command shown first; the run group's folder
-/// and the worst of the shards' statuses, with each shard's reason.
-fn record_shards(argv: &[String], of: u32) -> anyhow::Result<crate::capture::RunSummary> {
-    use crate::artifact::Status;
-    let at = time::OffsetDateTime::now_utc() + SHARD_LEAD;
-    let at = at.replace_nanosecond(0).unwrap_or(at);
-    let at = at
-        .format(&time::format_description::well_known::Rfc3339)
-        .map_err(|e| anyhow::anyhow!("formatting the start instant: {e}"))?;
-    let capture = std::env::current_exe()
-        .ok()
-        .and_then(|exe| exe.parent().map(|d| d.join("anvil-capture")))
-        .filter(|p| p.is_file())
-        .unwrap_or_else(|| std::path::PathBuf::from("anvil-capture"));
-    // Each shard's recorder keeps its two busy threads on one CPU (`--cpu`); shards started
-    // together are spread over this machine's CPUs instead of left to land on one.
-    let cpus = crate::realtime::allowed_cpus();
-    let placed = argv.iter().any(|a| a == "--cpu" || a.starts_with("--cpu="));
-    let mut children = Vec::new();
-    for index in 0..of {
-        let mut args: Vec<String> = argv
-            .iter()
-            .skip(1)
-            .map(|a| {
-                a.replace(crate::campaign::SHARD_PLACEHOLDER, &index.to_string())
-                    .replace(crate::campaign::START_AT_PLACEHOLDER, &at)
-            })
-            .collect();
-        if !placed && !cpus.is_empty() {
-            let cpu = cpus[index as usize % cpus.len()];
-            args.extend(["--cpu".to_owned(), cpu.to_string()]);
-        }
-        let shown: Vec<String> = std::iter::once("anvil-capture".to_owned())
-            .chain(args.iter().cloned())
-            .map(|a| shell_quoted(&a))
-            .collect();
-        eprintln!("anvil campaign:   {} &", shown.join(" "));
-        let child = std::process::Command::new(&capture)
-            .args(&args)
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::piped())
-            .spawn()
-            .map_err(|e| anyhow::anyhow!("starting {}: {e}", capture.display()))?;
-        children.push(child);
-    }
-    let rank = |s: Status| match s {
-        Status::Complete => 0,
-        Status::Interrupted => 1,
-        Status::Failed => 2,
-        Status::Running => 3,
-    };
-    let (mut status, mut reasons, mut group) = (Status::Complete, Vec::new(), None);
-    for (index, child) in children.into_iter().enumerate() {
-        let out = child
-            .wait_with_output()
-            .map_err(|e| anyhow::anyhow!("waiting for shard {index}/{of}: {e}"))?;
-        let dir = String::from_utf8_lossy(&out.stdout)
-            .lines()
-            .last()
-            .map(std::path::PathBuf::from);
-        let run = dir
-            .as_ref()
-            .and_then(|d| crate::artifact::RunJson::read(&d.join(crate::artifact::RUN_JSON)).ok());
-        match run {
-            Some(run) => {
-                if rank(run.status) > rank(status) {
-                    status = run.status;
-                }
-                if let Some(r) = run.status_reason {
-                    reasons.push(format!("shard {index}/{of}: {r}"));
-                }
-                group =
-                    group.or_else(|| dir.and_then(|d| d.parent().map(std::path::Path::to_owned)));
-            }
-            None => {
-                status = Status::Failed;
-                reasons.push(format!(
-                    "shard {index}/{of} recorded no artifact (exit {:?})",
-                    out.status.code()
-                ));
-            }
-        }
-    }
-    let Some(dir) = group else {
-        anyhow::bail!(
-            "no shard of the cell recorded an artifact: {}",
-            reasons.join("; ")
-        );
-    };
-    Ok(crate::capture::RunSummary {
-        dir,
-        status,
-        reason: (!reasons.is_empty()).then(|| reasons.join("; ")),
-        quick_look: String::new(),
-    })
+    crate::app::capture::record_request(request, hooks)
 }
 
 /// The last lines on standard error: what was recorded, what failed, the restoration, and

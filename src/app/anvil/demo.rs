@@ -27,9 +27,10 @@ use serde_json::Value;
 use super::args::{DemoArgs, DemoCampaign, ReportFormat};
 use super::report::render;
 use crate::app::output::{self, write_file};
-use crate::app::{AppError, Exit, shell_quoted};
+use crate::app::{AppError, Exit};
 use crate::campaign::runner::{self, CampaignHooks, RunOptions};
 use crate::manifest::{RunPlan, WorkloadManifest};
+use crate::shell::quote as shell_quoted;
 
 /// The seeds and the sample campaign file, embedded so the demo runs from any folder.
 const MANIFEST: &str = include_str!("../../../sample-data/workload-manifest.json");
@@ -185,7 +186,7 @@ pub fn run(args: &DemoArgs) -> anyhow::Result<Exit> {
         shell_quoted(&out.display().to_string()),
     );
     let interrupted = super::campaign::watch_interrupts();
-    let mut record = super::campaign::record_shown;
+    let mut record = super::campaign::record_in_process;
     let hooks = CampaignHooks {
         notices: crate::app::stderr_notices(),
         record: &mut record,
