@@ -123,7 +123,8 @@ fuzz target="all" seconds="600":
         cargo +nightly fuzz run -O "$t" "corpus/$t" seeds/"$t" -- -max_total_time={{seconds}} -rss_limit_mb=2048 -timeout=10
     done
 
-# Import cycles between the modules (scripts/module_cycles.py; `--edges` lists the edges
-# inside each, `--tree` prints the module tree with each module's first doc line).
+# Import cycles between the modules and between the folders, and imports up the README's
+# layer table (scripts/module_cycles.py; `--edges` lists the edges inside each cycle, `--tree`
+# prints the module tree with each module's first doc line).
 cycles *ARGS:
-    python3 scripts/module_cycles.py src {{ARGS}}
+    python3 scripts/module_cycles.py src --layers README.md {{ARGS}}

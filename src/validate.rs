@@ -34,7 +34,7 @@ pub enum Finding {
     Capacity {
         file: PathBuf,
         campaign_id: String,
-        searches: Vec<crate::campaign::search::CapacityEntry>,
+        searches: Vec<crate::artifact::capacity::CapacityResult>,
     },
     /// A valid artifact folder.
     Artifact {
@@ -123,7 +123,7 @@ impl fmt::Display for Finding {
                 f,
                 "{}: capacity searches {}, campaign {campaign_id}, {}: ok",
                 file.display(),
-                crate::campaign::search::CAPACITY_SCHEMA,
+                crate::artifact::capacity::CAPACITY_SCHEMA,
                 searches
                     .iter()
                     .map(|s| format!("{} {}", s.arm, s.status))
@@ -244,7 +244,7 @@ fn is_restoration(path: &Path) -> bool {
 fn is_capacity(path: &Path) -> bool {
     fs::read_to_string(path).is_ok_and(|text| {
         manifest::parse_document(&text, path).is_ok_and(|value| {
-            manifest::schema_of(&value) == Some(crate::campaign::search::CAPACITY_SCHEMA)
+            manifest::schema_of(&value) == Some(crate::artifact::capacity::CAPACITY_SCHEMA)
         })
     })
 }
@@ -253,12 +253,12 @@ fn is_capacity(path: &Path) -> bool {
 fn validate_capacity(file: &Path) -> Finding {
     let read = fs::read_to_string(file)
         .map_err(|e| format!("cannot read: {e}"))
-        .and_then(|text| crate::campaign::search::read_capacity(&text));
+        .and_then(|text| crate::artifact::capacity::Capacity::parse(&text));
     match read {
-        Ok((campaign_id, searches)) => Finding::Capacity {
+        Ok(doc) => Finding::Capacity {
             file: file.to_path_buf(),
-            campaign_id,
-            searches,
+            campaign_id: doc.campaign_id,
+            searches: doc.searches,
         },
         Err(why) => Finding::invalid(file, why),
     }
@@ -420,7 +420,7 @@ fn validate_json_file(file: &Path, search: &mut Search) {
         search.findings.push(validate_restoration(file));
         return;
     }
-    if manifest::schema_of(&value) == Some(crate::campaign::search::CAPACITY_SCHEMA) {
+    if manifest::schema_of(&value) == Some(crate::artifact::capacity::CAPACITY_SCHEMA) {
         search.documents += 1;
         search.findings.push(validate_capacity(file));
         return;

@@ -32,6 +32,7 @@
 //! ```
 
 pub mod canary;
+pub mod capacity;
 mod columns;
 pub mod error;
 pub mod event;

@@ -992,7 +992,7 @@ impl Runner<'_> {
         ended: Result<search::Bracket, String>,
     ) -> Result<(), CampaignError> {
         let texts: Vec<String> = state.slos.slos.iter().map(|s| s.to_string()).collect();
-        let result = search::CapacityResult::new(&arm.arm, spec, &texts, state.seen.clone(), ended);
+        let result = search::result(&arm.arm, spec, &texts, state.seen.clone(), ended);
         self.log(
             "search_done",
             json!({"arm": arm.arm, "status": result.status, "capacity": result.capacity,
@@ -1000,23 +1000,14 @@ impl Runner<'_> {
         )?;
         self.say(&format!("{} capacity search: {}", arm.arm, result.verdict));
         let path = self.folder.join(CAPACITY_JSON);
-        let mut doc: Value = std::fs::read_to_string(&path)
+        // Other arms' results are kept; a file that cannot be read is replaced (the
+        // journal holds every probe it described).
+        let mut doc = std::fs::read_to_string(&path)
             .ok()
-            .and_then(|t| serde_json::from_str(&t).ok())
-            .filter(|v: &Value| v.get("searches").is_some_and(Value::is_array))
-            .unwrap_or_else(|| {
-                json!({"schema": CAPACITY_SCHEMA, "campaign_id": self.campaign.campaign_id, "searches": []})
-            });
-        let entry = serde_json::to_value(&result)
-            .map_err(|e| CampaignError::Failed(format!("encoding {}: {e}", path.display())))?;
-        if let Some(list) = doc["searches"].as_array_mut() {
-            list.retain(|s| s["arm"] != json!(arm.arm));
-            list.push(entry);
-        }
-        let mut text = serde_json::to_string_pretty(&doc)
-            .map_err(|e| CampaignError::Failed(format!("encoding {}: {e}", path.display())))?;
-        text.push('\n');
-        crate::outfile::write_file(&path, text.as_bytes())
+            .and_then(|t| Capacity::parse(&t).ok())
+            .unwrap_or_else(|| Capacity::new(&self.campaign.campaign_id));
+        doc.upsert(result.clone());
+        crate::outfile::write_file(&path, doc.to_json().as_bytes())
             .map_err(|e| CampaignError::Failed(e.to_string()))?;
         self.summary
             .capacity
@@ -1025,7 +1016,7 @@ impl Runner<'_> {
     }
 }
 
-pub use super::search::{CAPACITY_JSON, CAPACITY_SCHEMA};
+use crate::artifact::capacity::{CAPACITY_JSON, Capacity};
 
 impl Runner<'_> {
     /// The plan's stop rules over the cell's artifact (read as `anvil check` reads it); the

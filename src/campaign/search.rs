@@ -13,127 +13,16 @@
 //! what has been observed, so `--resume` replays a search from its recorded probes and
 //! continues where it stopped.
 
-use std::path::PathBuf;
+use serde::Deserialize;
 
-use serde::{Deserialize, Serialize};
-
+pub use crate::artifact::capacity::{
+    Bracket, CAPACITY_JSON, CAPACITY_SCHEMA, CapacityResult, CapacityStatus, Observation,
+    SearchWindow, Side, Vary,
+};
 use crate::manifest::Problem;
 
 /// The probe marker of a capacity search's runs (`--probe capacity`).
 pub const PROBE: &str = "capacity";
-
-/// The capacity searches' results, in the campaign folder.
-pub const CAPACITY_JSON: &str = "capacity.json";
-
-/// Schema of `capacity.json`.
-pub const CAPACITY_SCHEMA: &str = "anvil-serving.capacity/v1";
-
-/// The statuses a search's result can have.
-pub const STATUSES: [&str; 3] = ["resolved", "not resolved at this sample size", "incomplete"];
-
-/// One search as `capacity.json` states it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct CapacityEntry {
-    pub arm: String,
-    /// One of [`STATUSES`].
-    pub status: String,
-    pub verdict: String,
-    /// How many probes were recorded.
-    pub probes: usize,
-    /// What is varied (`concurrency` or `rate`) and the attainment target, 0–1.
-    pub vary: String,
-    pub target: Option<f64>,
-    /// Each probe's load and attained of measured requests, in the file's order.
-    pub points: Vec<ProbePoint>,
-}
-
-/// One probe of a search as `capacity.json` records it.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct ProbePoint {
-    pub load: f64,
-    pub attained: u64,
-    pub requests: u64,
-}
-
-/// What a `capacity.json` holds, checked: its campaign and each search; an error naming the
-/// field that does not hold.
-pub fn read_capacity(text: &str) -> Result<(String, Vec<CapacityEntry>), String> {
-    let doc: serde_json::Value =
-        serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
-    if doc["schema"] != CAPACITY_SCHEMA {
-        return Err(format!("schema: not {CAPACITY_SCHEMA}"));
-    }
-    let campaign_id = doc["campaign_id"]
-        .as_str()
-        .ok_or("campaign_id: missing or not text")?
-        .to_owned();
-    let searches = doc["searches"]
-        .as_array()
-        .ok_or("searches: missing or not a list")?;
-    let mut out = Vec::new();
-    for (i, s) in searches.iter().enumerate() {
-        let arm = s["arm"]
-            .as_str()
-            .ok_or_else(|| format!("searches[{i}].arm: missing or not text"))?;
-        let status = s["status"]
-            .as_str()
-            .filter(|st| STATUSES.contains(st))
-            .ok_or_else(|| format!("searches[{i}].status: not one of {}", STATUSES.join(", ")))?;
-        let probes = s["probes"]
-            .as_array()
-            .ok_or_else(|| format!("searches[{i}].probes: missing or not a list"))?;
-        out.push(CapacityEntry {
-            arm: arm.to_owned(),
-            status: status.to_owned(),
-            verdict: s["verdict"].as_str().unwrap_or_default().to_owned(),
-            probes: probes.len(),
-            vary: s["vary"].as_str().unwrap_or_default().to_owned(),
-            target: s["target"].as_f64(),
-            points: probes
-                .iter()
-                .filter_map(|p| {
-                    Some(ProbePoint {
-                        load: p["load"].as_f64()?,
-                        attained: p["attained"].as_u64()?,
-                        requests: p["requests"].as_u64()?,
-                    })
-                })
-                .collect(),
-        });
-    }
-    Ok((campaign_id, out))
-}
-
-/// What a search varies.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Vary {
-    /// Requests in flight per replica, closed loop (integers: exact bisection).
-    Concurrency,
-    /// Requests per second released, open loop (all replicas together).
-    Rate,
-}
-
-/// The requests attainment is computed over.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum SearchWindow {
-    /// Every measured request.
-    #[default]
-    All,
-    /// Without the first wave (closed loop: the first concurrency × replicas requests).
-    AfterFirstWave,
-}
-
-impl SearchWindow {
-    /// Its name in the `window` column.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            SearchWindow::All => "all",
-            SearchWindow::AfterFirstWave => "after_first_wave",
-        }
-    }
-}
 
 /// A capacity search as the campaign file asks for it (an arm's `search`).
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -350,19 +239,6 @@ impl CapacitySearch {
     }
 }
 
-/// One recorded probe: its load, which run of that load it is, and what it attained.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Observation {
-    pub load: f64,
-    pub repeat: u32,
-    pub run_id: String,
-    pub dir: PathBuf,
-    /// Requests in the window that succeeded and met every SLO.
-    pub attained: u64,
-    /// Measured requests in the window.
-    pub requests: u64,
-}
-
 /// What to do next.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Step {
@@ -370,29 +246,6 @@ pub enum Step {
     Probe { load: f64, repeat: u32 },
     /// The search is over.
     Done(Bracket),
-}
-
-/// The bracket a search ended with: the largest load that met the target and the smallest
-/// that did not (either absent when the range holds none).
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Bracket {
-    pub passing: Option<Side>,
-    pub failing: Option<Side>,
-    /// The passing side's interval lies above the target and the failing side's below.
-    pub resolved: bool,
-}
-
-/// One side of the bracket: a load, its runs, and their pooled attainment.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Side {
-    pub load: f64,
-    pub runs: Vec<Observation>,
-    pub attained: u64,
-    pub requests: u64,
-    pub share: f64,
-    /// The exact 95% interval of the share.
-    pub low: f64,
-    pub high: f64,
 }
 
 /// The exact 95% interval of k of n, as `clopper_pearson` gives it (the runner passes it in
@@ -484,124 +337,99 @@ fn boundary(
     })
 }
 
-/// What `capacity.json` says of one arm's search.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct CapacityResult {
-    pub arm: String,
-    pub vary: Vary,
-    pub min: f64,
-    pub max: f64,
-    pub target: f64,
-    pub window: SearchWindow,
-    pub slo: Vec<String>,
-    pub requests_per_probe: u64,
-    pub repeats: u32,
-    /// `resolved`, `not resolved at this sample size`, or `incomplete` (the search stopped
-    /// before its bracket: an interrupt, a stop rule, a probe that was not recorded).
-    pub status: String,
-    /// The largest load that met the target, when resolved and one did.
-    pub capacity: Option<f64>,
-    pub bracket: Option<Bracket>,
-    /// Every probe, in the order recorded.
-    pub probes: Vec<Observation>,
-    /// One sentence a reader can quote.
-    pub verdict: String,
-}
-
-impl CapacityResult {
-    /// The result of a search that ended with `bracket` (or stopped before, `why`).
-    pub fn new(
-        arm: &str,
-        search: &CapacitySearch,
-        slo: &[String],
-        probes: Vec<Observation>,
-        ended: Result<Bracket, String>,
-    ) -> Self {
-        let unit = match search.vary {
-            Vary::Concurrency => "requests in flight per replica",
-            Vary::Rate => "requests/s",
-        };
-        let show = |s: &Side| {
-            format!(
-                "{} {unit}: {:.1}% [{:.1}%, {:.1}%] of {} requests attained",
-                s.load,
-                s.share * 100.0,
-                s.low * 100.0,
-                s.high * 100.0,
-                s.requests
-            )
-        };
-        let (status, capacity, verdict, bracket) = match ended {
-            Err(why) => (
-                "incomplete".to_owned(),
-                None,
-                format!("the search stopped before its bracket: {why}; --resume continues it"),
-                None,
-            ),
-            Ok(b) => {
-                let target = format!("{:.1}%", search.target * 100.0);
-                let (status, capacity, verdict) = match (&b.passing, &b.failing, b.resolved) {
-                    (Some(p), Some(f), true) => (
-                        "resolved",
-                        Some(p.load),
-                        format!(
-                            "capacity {} {unit} at {target} attainment: {}; {}",
-                            p.load,
-                            show(p),
-                            show(f)
-                        ),
+/// The result of a search that ended with `bracket` (or stopped before, `why`), as
+/// `capacity.json` states it.
+pub fn result(
+    arm: &str,
+    search: &CapacitySearch,
+    slo: &[String],
+    probes: Vec<Observation>,
+    ended: Result<Bracket, String>,
+) -> CapacityResult {
+    let unit = match search.vary {
+        Vary::Concurrency => "requests in flight per replica",
+        Vary::Rate => "requests/s",
+    };
+    let show = |s: &Side| {
+        format!(
+            "{} {unit}: {:.1}% [{:.1}%, {:.1}%] of {} requests attained",
+            s.load,
+            s.share * 100.0,
+            s.low * 100.0,
+            s.high * 100.0,
+            s.requests
+        )
+    };
+    let (status, capacity, verdict, bracket) = match ended {
+        Err(why) => (
+            CapacityStatus::Incomplete,
+            None,
+            format!("the search stopped before its bracket: {why}; --resume continues it"),
+            None,
+        ),
+        Ok(b) => {
+            let target = format!("{:.1}%", search.target * 100.0);
+            let (status, capacity, verdict) = match (&b.passing, &b.failing, b.resolved) {
+                (Some(p), Some(f), true) => (
+                    CapacityStatus::Resolved,
+                    Some(p.load),
+                    format!(
+                        "capacity {} {unit} at {target} attainment: {}; {}",
+                        p.load,
+                        show(p),
+                        show(f)
                     ),
-                    (None, Some(f), true) => (
-                        "resolved",
-                        None,
-                        format!(
-                            "no load from {} meets {target} attainment: {}",
-                            search.min,
-                            show(f)
-                        ),
+                ),
+                (None, Some(f), true) => (
+                    CapacityStatus::Resolved,
+                    None,
+                    format!(
+                        "no load from {} meets {target} attainment: {}",
+                        search.min,
+                        show(f)
                     ),
-                    (Some(p), None, true) => (
-                        "resolved",
-                        Some(p.load),
-                        format!(
-                            "every load up to the maximum {} meets {target} attainment (capacity at least {}): {}",
-                            search.max,
-                            p.load,
-                            show(p)
-                        ),
+                ),
+                (Some(p), None, true) => (
+                    CapacityStatus::Resolved,
+                    Some(p.load),
+                    format!(
+                        "every load up to the maximum {} meets {target} attainment (capacity at least {}): {}",
+                        search.max,
+                        p.load,
+                        show(p)
                     ),
-                    (p, f, _) => (
-                        "not resolved at this sample size",
-                        None,
-                        format!(
-                            "not resolved at this sample size: the bracket's intervals straddle {target} ({}); record more requests per probe or more repeats",
-                            [p.as_ref().map(show), f.as_ref().map(show)]
-                                .into_iter()
-                                .flatten()
-                                .collect::<Vec<_>>()
-                                .join("; ")
-                        ),
+                ),
+                (p, f, _) => (
+                    CapacityStatus::NotResolved,
+                    None,
+                    format!(
+                        "not resolved at this sample size: the bracket's intervals straddle {target} ({}); record more requests per probe or more repeats",
+                        [p.as_ref().map(show), f.as_ref().map(show)]
+                            .into_iter()
+                            .flatten()
+                            .collect::<Vec<_>>()
+                            .join("; ")
                     ),
-                };
-                (status.to_owned(), capacity, verdict, Some(b))
-            }
-        };
-        Self {
-            arm: arm.to_owned(),
-            vary: search.vary,
-            min: search.min,
-            max: search.max,
-            target: search.target,
-            window: search.window,
-            slo: slo.to_vec(),
-            requests_per_probe: search.requests,
-            repeats: search.repeats,
-            status,
-            capacity,
-            bracket,
-            probes,
-            verdict,
+                ),
+            };
+            (status, capacity, verdict, Some(b))
         }
+    };
+    CapacityResult {
+        arm: arm.to_owned(),
+        vary: search.vary,
+        min: search.min,
+        max: search.max,
+        target: search.target,
+        window: search.window,
+        slo: slo.to_vec(),
+        requests_per_probe: search.requests,
+        repeats: search.repeats,
+        status,
+        capacity,
+        bracket,
+        probes,
+        verdict,
     }
 }
 
@@ -640,7 +468,7 @@ mod tests {
                     load,
                     repeat,
                     run_id: format!("r{}", seen.len()),
-                    dir: PathBuf::new(),
+                    dir: std::path::PathBuf::new(),
                     attained: attained(load),
                     requests: 400,
                 }),

@@ -477,11 +477,11 @@ fn capacity(input: &ReportInput<'_>) -> Vec<CurveChart> {
     input
         .capacity
         .iter()
-        .filter(|c| c.search.points.len() >= 2)
+        .filter(|c| c.search.probes.len() >= 2)
         .map(|c| {
             let mut points: Vec<CurvePoint> = c
                 .search
-                .points
+                .probes
                 .iter()
                 .filter_map(|p| {
                     let share = crate::stats::clopper_pearson(p.attained, p.requests)?;
@@ -506,9 +506,12 @@ fn capacity(input: &ReportInput<'_>) -> Vec<CurveChart> {
                     colour: 0,
                     points,
                 }],
-                reference: c.search.target.map(|t| ReferenceLine {
-                    label: format!("target {}", super::format::fmt_percent(Some(t))),
-                    y: t * 100.0,
+                reference: Some(ReferenceLine {
+                    label: format!(
+                        "target {}",
+                        super::format::fmt_percent(Some(c.search.target))
+                    ),
+                    y: c.search.target * 100.0,
                 }),
                 width: SMALL_WIDTH,
             }

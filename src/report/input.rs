@@ -173,7 +173,7 @@ pub struct ReportInput<'a> {
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct CapacityFound {
     #[serde(flatten)]
-    pub search: crate::campaign::search::CapacityEntry,
+    pub search: crate::artifact::capacity::CapacityResult,
     pub file: String,
 }
 

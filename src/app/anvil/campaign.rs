@@ -134,7 +134,7 @@ fn searches(
                 "each side of the final bracket once".to_owned()
             },
             out.join(&campaign.campaign_id)
-                .join(crate::campaign::runner::CAPACITY_JSON)
+                .join(crate::artifact::capacity::CAPACITY_JSON)
                 .display()
         ));
         match campaign.probe(file, manifest, &stage, &arm, s, s.min, 1, out) {

@@ -128,7 +128,7 @@ fn planned_cells(
 fn capacity_beside(data: &[PathBuf]) -> Vec<crate::report::input::CapacityFound> {
     let mut files: Vec<PathBuf> = data
         .iter()
-        .flat_map(|dir| super::files_beside(dir, crate::campaign::search::CAPACITY_JSON))
+        .flat_map(|dir| super::files_beside(dir, crate::artifact::capacity::CAPACITY_JSON))
         .collect();
     files.sort();
     files.dedup();
@@ -136,18 +136,14 @@ fn capacity_beside(data: &[PathBuf]) -> Vec<crate::report::input::CapacityFound>
     for file in files {
         let read = std::fs::read_to_string(&file)
             .map_err(|e| format!("cannot read: {e}"))
-            .and_then(|text| crate::campaign::search::read_capacity(&text));
+            .and_then(|text| crate::artifact::capacity::Capacity::parse(&text));
         match read {
-            Ok((_, searches)) => {
-                out.extend(
-                    searches
-                        .into_iter()
-                        .map(|search| crate::report::input::CapacityFound {
-                            search,
-                            file: crate::location::shown(&file),
-                        }),
-                )
-            }
+            Ok(doc) => out.extend(doc.searches.into_iter().map(|search| {
+                crate::report::input::CapacityFound {
+                    search,
+                    file: crate::location::shown(&file),
+                }
+            })),
             Err(why) => eprintln!(
                 "anvil report: {}: {why}; its capacity searches are left out",
                 crate::location::shown(&file)

@@ -1,0 +1,264 @@
+//! `capacity.json` (`anvil-serving.capacity/v1`): each capacity search's result, written by
+//! `anvil campaign run` in the campaign folder beside `restoration.json`, read by the report
+//! and by `anvil validate` through the one type here, [`Capacity`].
+//!
+//! A search's result names what was varied between which bounds, the attainment target and
+//! window, the SLOs, every probe recorded (its load, run, folder and what it attained), the
+//! bracket it ended with, its status and one sentence a reader can quote. How a search
+//! decides is `crate::campaign::search`'s; this is what it leaves on disk.
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+/// The capacity searches' results, in the campaign folder.
+pub const CAPACITY_JSON: &str = "capacity.json";
+
+/// Schema of `capacity.json`.
+pub const CAPACITY_SCHEMA: &str = "anvil-serving.capacity/v1";
+
+/// The contents of `capacity.json`: one result per arm searched.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Capacity {
+    pub schema: String,
+    pub campaign_id: String,
+    pub searches: Vec<CapacityResult>,
+}
+
+impl Capacity {
+    /// An empty document of `campaign_id`.
+    pub fn new(campaign_id: &str) -> Self {
+        Self {
+            schema: CAPACITY_SCHEMA.to_owned(),
+            campaign_id: campaign_id.to_owned(),
+            searches: Vec::new(),
+        }
+    }
+
+    /// Parse and check a `capacity.json`; the error names the field (JSON path) that does
+    /// not hold.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let doc: Capacity =
+            serde_path_to_error::deserialize(&mut serde_json::Deserializer::from_str(text))
+                .map_err(|e| match e.path().to_string().as_str() {
+                    "." => e.inner().to_string(),
+                    path => format!("{path}: {}", e.inner()),
+                })?;
+        if doc.schema != CAPACITY_SCHEMA {
+            return Err(format!("schema: `{}` is not {CAPACITY_SCHEMA}", doc.schema));
+        }
+        Ok(doc)
+    }
+
+    /// Put `result` in place of the arm's earlier result, if any (other arms' kept).
+    pub fn upsert(&mut self, result: CapacityResult) {
+        self.searches.retain(|s| s.arm != result.arm);
+        self.searches.push(result);
+    }
+
+    /// The document as written: pretty JSON and a final newline.
+    pub fn to_json(&self) -> String {
+        let mut text = serde_json::to_string_pretty(self)
+            .unwrap_or_else(|e| unreachable!("capacity.json's types always serialise: {e}"));
+        text.push('\n');
+        text
+    }
+}
+
+/// What a search varies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Vary {
+    /// Requests in flight per replica, closed loop (integers: exact bisection).
+    Concurrency,
+    /// Requests per second released, open loop (all replicas together).
+    Rate,
+}
+
+impl Vary {
+    /// Its name in the file, the journal and the report.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Vary::Concurrency => "concurrency",
+            Vary::Rate => "rate",
+        }
+    }
+}
+
+impl std::fmt::Display for Vary {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The requests attainment is computed over.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SearchWindow {
+    /// Every measured request.
+    #[default]
+    All,
+    /// Without the first wave (closed loop: the first concurrency × replicas requests).
+    AfterFirstWave,
+}
+
+impl SearchWindow {
+    /// Its name in the `window` column.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            SearchWindow::All => "all",
+            SearchWindow::AfterFirstWave => "after_first_wave",
+        }
+    }
+}
+
+/// How a search ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum CapacityStatus {
+    /// The bracket's intervals lie on either side of the target.
+    #[serde(rename = "resolved")]
+    Resolved,
+    /// The bracket's intervals straddle the target.
+    #[serde(rename = "not resolved at this sample size")]
+    NotResolved,
+    /// The search stopped before its bracket: an interrupt, a stop rule, a probe that was
+    /// not recorded.
+    #[serde(rename = "incomplete")]
+    Incomplete,
+}
+
+impl CapacityStatus {
+    /// Its words in the file and the report.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            CapacityStatus::Resolved => "resolved",
+            CapacityStatus::NotResolved => "not resolved at this sample size",
+            CapacityStatus::Incomplete => "incomplete",
+        }
+    }
+}
+
+impl std::fmt::Display for CapacityStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One recorded probe: its load, which run of that load it is, and what it attained.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Observation {
+    pub load: f64,
+    pub repeat: u32,
+    pub run_id: String,
+    pub dir: PathBuf,
+    /// Requests in the window that succeeded and met every SLO.
+    pub attained: u64,
+    /// Measured requests in the window.
+    pub requests: u64,
+}
+
+/// The bracket a search ended with: the largest load that met the target and the smallest
+/// that did not (either absent when the range holds none).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Bracket {
+    pub passing: Option<Side>,
+    pub failing: Option<Side>,
+    /// The passing side's interval lies above the target and the failing side's below.
+    pub resolved: bool,
+}
+
+/// One side of the bracket: a load, its runs, and their pooled attainment.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Side {
+    pub load: f64,
+    pub runs: Vec<Observation>,
+    pub attained: u64,
+    pub requests: u64,
+    pub share: f64,
+    /// The exact 95% interval of the share.
+    pub low: f64,
+    pub high: f64,
+}
+
+/// What `capacity.json` says of one arm's search.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CapacityResult {
+    pub arm: String,
+    pub vary: Vary,
+    pub min: f64,
+    pub max: f64,
+    pub target: f64,
+    pub window: SearchWindow,
+    pub slo: Vec<String>,
+    pub requests_per_probe: u64,
+    pub repeats: u32,
+    pub status: CapacityStatus,
+    /// The largest load that met the target, when resolved and one did.
+    pub capacity: Option<f64>,
+    pub bracket: Option<Bracket>,
+    /// Every probe, in the order recorded.
+    pub probes: Vec<Observation>,
+    /// One sentence a reader can quote.
+    pub verdict: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SAMPLE: &str = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/sample-data/2026-09-04-qwen38-27b-pro6000-possibility/capacity.json"
+    );
+
+    #[test]
+    fn the_sample_file_reads_and_writes_back_byte_for_byte() {
+        let text = std::fs::read_to_string(SAMPLE).unwrap();
+        let doc = Capacity::parse(&text).unwrap();
+        assert_eq!(doc.searches.len(), 1);
+        assert_eq!(doc.searches[0].status, CapacityStatus::NotResolved);
+        assert_eq!(doc.to_json(), text);
+    }
+
+    #[test]
+    fn what_does_not_hold_is_named_by_its_path() {
+        let text = std::fs::read_to_string(SAMPLE).unwrap();
+        let bad = text.replacen(
+            "\"status\": \"not resolved at this sample size\"",
+            "\"status\": \"done\"",
+            1,
+        );
+        let e = Capacity::parse(&bad).unwrap_err();
+        assert!(
+            e.starts_with("searches[0].status: unknown variant `done`"),
+            "{e}"
+        );
+        let e = Capacity::parse(&text.replacen(CAPACITY_SCHEMA, "x/v9", 1)).unwrap_err();
+        assert_eq!(e, "schema: `x/v9` is not anvil-serving.capacity/v1");
+        assert!(Capacity::parse("[").unwrap_err().contains("EOF"));
+    }
+
+    #[test]
+    fn a_search_s_new_result_replaces_only_its_own() {
+        let text = std::fs::read_to_string(SAMPLE).unwrap();
+        let mut doc = Capacity::parse(&text).unwrap();
+        let mut other = doc.searches[0].clone();
+        other.arm = "TP2".into();
+        doc.upsert(other.clone());
+        let mut again = doc.searches[0].clone();
+        again.verdict = "again".into();
+        doc.upsert(again);
+        let arms: Vec<(&str, &str)> = doc
+            .searches
+            .iter()
+            .map(|s| (s.arm.as_str(), s.verdict.as_str()))
+            .collect();
+        assert_eq!(arms[0].0, "TP2");
+        assert_eq!(arms[1], ("TP1", "again"));
+    }
+}
