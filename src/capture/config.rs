@@ -519,7 +519,7 @@ fn schedule_of(
 
 /// The functional checks choose their own APIs and concurrency (see `functional`).
 fn check_functional(a: &RunRequest, cell: &Cell, schedule: Schedule) -> Result<(), ConfigError> {
-    if cell.requests % 4 != 0 {
+    if !cell.requests.is_multiple_of(4) {
         return Err(flag(
             "--requests",
             cell.requests,

@@ -263,7 +263,7 @@ impl RunRequest {
             argv.option("--repeat-index", repeat.index);
         }
         if let Some(shard) = &self.shard {
-            argv.pair("--shard", &shard.shard);
+            argv.pair("--shard", shard.shard);
             argv.pair("--start-at", &shard.start_at);
             argv.option("--start-margin", shard.start_margin);
             argv.option("--run-group", shard.run_group.as_ref());

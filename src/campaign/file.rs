@@ -1,0 +1,654 @@
+//! The campaign file's schema (`anvil-serving.benchmark-campaign/v1`) and what it states
+//! wrongly on its own ([`CampaignFile::problems`]) or against its manifest and plan
+//! ([`CampaignFile::check_against`]): arms, services (launch command or endpoints, ports,
+//! readiness, stop method, configuration and runtime), the cells to record, sweeps, the
+//! starting service, defaults and SLOs.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use super::search;
+use crate::manifest::{ManifestError, Problem, RunPlan, WorkloadManifest};
+use crate::workload::cells;
+
+/// The campaign file's schema.
+pub const CAMPAIGN_SCHEMA: &str = "anvil-serving.benchmark-campaign/v1";
+
+/// Its schema family (any version), how `anvil validate` recognises one it cannot read.
+pub const CAMPAIGN_SCHEMA_FAMILY: &str = "anvil-serving.benchmark-campaign/";
+
+/// The placeholders a launch command may hold.
+pub const PLACEHOLDERS: [&str; 3] = ["{port}", "{replica}", "{value}"];
+
+/// A campaign file.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CampaignFile {
+    pub schema: String,
+    pub campaign_id: String,
+    /// The workload manifest, relative to the campaign file's folder.
+    pub manifest: PathBuf,
+    /// The run plan, relative to the campaign file's folder.
+    pub plan: PathBuf,
+    /// The service running before the campaign, restored after it.
+    pub starting_service: StartingService,
+    /// The arms, in any order (the plan's execution order decides when each runs).
+    #[serde(default)]
+    pub arms: Vec<Arm>,
+    /// Arm templates expanded into one arm per value.
+    #[serde(default)]
+    pub sweeps: Vec<Sweep>,
+    /// Configuration every arm inherits for the keys it does not declare (`torch_compile:
+    /// off`), recorded in full in run.json `arm.defaults` (`--default`): a key one arm declares
+    /// and the other inherits is compared like any other, one neither records stays unknown,
+    /// and a default value marks the control side of a one-variable pair.
+    #[serde(default)]
+    pub defaults: BTreeMap<String, String>,
+    /// The campaign's service-level objectives (`"slo": ["ttft_ms<=2000", "tpot_ms<=50"]`),
+    /// written as `--slo` takes them: the SLOs `anvil sql`, `summary`, `compare`, `check` and
+    /// `report` apply to this campaign's data when no `--slo` is given, and that a capacity
+    /// search meets by default.
+    #[serde(default)]
+    pub slo: Vec<String>,
+}
+
+/// How one arm is served and what is recorded against it.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Arm {
+    /// The arm's name as the run plan spells it.
+    pub arm: String,
+    #[serde(flatten)]
+    pub service: Service,
+    /// The cells to record against it.
+    #[serde(default)]
+    pub cells: Cells,
+    /// A capacity search to run against it, beside (or instead of) its cells.
+    #[serde(default)]
+    pub search: Option<search::CapacitySearch>,
+}
+
+/// A server (or servers already running) for one arm or for the starting service.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Service {
+    /// How to start it; absent when `endpoints` name servers already running.
+    #[serde(default)]
+    pub launch: Option<Launch>,
+    /// Base URLs of servers already running (one per replica), instead of `launch`.
+    #[serde(default)]
+    pub endpoints: Vec<String>,
+    /// The port of each replica a launch starts (`{port}` in its argv), in replica order.
+    #[serde(default)]
+    pub ports: Vec<u16>,
+    #[serde(default)]
+    pub readiness: Readiness,
+    #[serde(default)]
+    pub stop: StopMethod,
+    /// The arm's configuration keys, recorded in run.json (`--set`).
+    #[serde(default)]
+    pub config: BTreeMap<String, String>,
+    /// The runtime, e.g. `vllm 0.11.0` (recorded as `--set runtime=…`).
+    pub runtime: String,
+}
+
+/// A launch command.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Launch {
+    /// The program and its arguments, one process per replica.
+    pub argv: Vec<String>,
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// Working directory, relative to the campaign file's folder.
+    #[serde(default)]
+    pub cwd: Option<PathBuf>,
+}
+
+/// When a launched server counts as ready.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Readiness {
+    /// `/health` or `/v1/models`, polled until it answers 200.
+    #[serde(default = "Readiness::default_path")]
+    pub path: String,
+    /// Seconds before a server that is not ready is recorded as failed to start.
+    #[serde(default = "Readiness::default_timeout")]
+    pub timeout_s: f64,
+}
+
+impl Readiness {
+    fn default_path() -> String {
+        "/v1/models".to_owned()
+    }
+
+    fn default_timeout() -> f64 {
+        600.0
+    }
+}
+
+impl Default for Readiness {
+    fn default() -> Self {
+        Self {
+            path: Self::default_path(),
+            timeout_s: Self::default_timeout(),
+        }
+    }
+}
+
+/// How a launched server is stopped: the signal, then SIGKILL after the grace period.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StopMethod {
+    /// `SIGTERM` or `SIGINT`.
+    #[serde(default = "StopMethod::default_signal")]
+    pub signal: String,
+    #[serde(default = "StopMethod::default_grace")]
+    pub grace_s: f64,
+}
+
+impl StopMethod {
+    fn default_signal() -> String {
+        "SIGTERM".to_owned()
+    }
+
+    fn default_grace() -> f64 {
+        30.0
+    }
+}
+
+impl Default for StopMethod {
+    fn default() -> Self {
+        Self {
+            signal: Self::default_signal(),
+            grace_s: Self::default_grace(),
+        }
+    }
+}
+
+/// Which cells of the manifest to record: every cell of the listed classes, and the listed
+/// cell ids (as `anvil-capture cells` prints them), each `repeats` times.
+#[derive(Debug, Clone, PartialEq, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Cells {
+    #[serde(default)]
+    pub classes: Vec<String>,
+    #[serde(default)]
+    pub ids: Vec<String>,
+    /// How many runs of each cell (`anvil-capture run --repeat`): one count for every cell of
+    /// the arm, or counts by cell id or class (others once).
+    #[serde(default)]
+    pub repeats: Repeats,
+    /// The recorder's timeouts for some cells, by cell id or workload class (`anvil-capture
+    /// run --timeout-first-byte/--timeout-idle/--timeout-total`): a stress cell whose
+    /// queued requests wait longer than the defaults for their prefill.
+    #[serde(default)]
+    pub timeouts: BTreeMap<String, Timeouts>,
+    /// Record each cell (but the functional checks) as this many shard processes on this
+    /// machine, one run from several clients (`anvil-capture run --shard I/N --start-at`,
+    /// one published instant a few seconds ahead): for tests and small setups of what
+    /// `deploy/` runs across hosts. 1 (the default) records from one process.
+    #[serde(default)]
+    pub shards: Option<u32>,
+}
+
+impl Cells {
+    /// How many shard processes record each cell: `shards`, else 1.
+    pub fn shard_count(&self) -> u32 {
+        self.shards.unwrap_or(1)
+    }
+}
+
+/// The most local shard processes a cell may be recorded as.
+pub const MAX_LOCAL_SHARDS: u32 = 64;
+
+pub use crate::capture::request::Timeouts;
+
+/// How many times cells are recorded.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(untagged)]
+pub enum Repeats {
+    /// Every cell this many times.
+    All(u32),
+    /// By cell id or workload class; a cell named by neither once.
+    PerCell(BTreeMap<String, u32>),
+}
+
+impl Default for Repeats {
+    fn default() -> Self {
+        Repeats::All(1)
+    }
+}
+
+impl Repeats {
+    /// The most repeats a cell may have.
+    pub const MAX: u32 = 1000;
+
+    /// The runs of the cell `id` of `class`.
+    pub fn of(&self, id: &str, class: &str) -> u32 {
+        match self {
+            Repeats::All(n) => *n,
+            Repeats::PerCell(by) => by.get(id).or_else(|| by.get(class)).copied().unwrap_or(1),
+        }
+    }
+
+    /// Every count with what it applies to, for the checks.
+    fn counts(&self) -> Vec<(String, u32)> {
+        match self {
+            Repeats::All(n) => vec![("(every cell)".to_owned(), *n)],
+            Repeats::PerCell(by) => by.iter().map(|(k, v)| (k.clone(), *v)).collect(),
+        }
+    }
+}
+
+/// The starting service and what shows it is restored.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StartingService {
+    #[serde(flatten)]
+    pub service: Service,
+    /// The model the restored service must list (`/v1/models`).
+    pub model: String,
+}
+
+/// An arm template and the values of one configuration key.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Sweep {
+    /// The configuration key the sweep varies.
+    pub key: String,
+    /// Its values, one arm each.
+    pub values: Vec<String>,
+    /// The template: `{value}` in its arm name, argv and environment is each value.
+    pub template: Arm,
+}
+
+impl Sweep {
+    /// One arm per value, the key set to the value in each.
+    pub fn expand(&self) -> Vec<Arm> {
+        self.values
+            .iter()
+            .map(|value| {
+                let put = |s: &String| s.replace("{value}", value);
+                let mut arm = self.template.clone();
+                arm.arm = put(&arm.arm);
+                if let Some(launch) = &mut arm.service.launch {
+                    launch.argv = launch.argv.iter().map(put).collect();
+                    launch.env = launch
+                        .env
+                        .iter()
+                        .map(|(k, v)| (k.clone(), put(v)))
+                        .collect();
+                }
+                arm.service.config.insert(self.key.clone(), value.clone());
+                arm
+            })
+            .collect()
+    }
+}
+
+impl CampaignFile {
+    /// Read and check a campaign file on its own ([`CampaignFile::problems`]).
+    pub fn load(path: impl AsRef<Path>) -> Result<Self, ManifestError> {
+        crate::manifest::load_typed(path.as_ref(), CAMPAIGN_SCHEMA, CampaignFile::problems)
+    }
+
+    /// Read a campaign file, its manifest and its plan, and check the three together.
+    pub fn load_checked(
+        path: impl AsRef<Path>,
+    ) -> Result<(Self, WorkloadManifest, RunPlan), ManifestError> {
+        let path = path.as_ref();
+        let campaign = Self::load(path)?;
+        let (manifest_path, plan_path) = campaign.documents(path);
+        let manifest = WorkloadManifest::load(&manifest_path)?;
+        let plan = RunPlan::load(&plan_path)?;
+        let problems = campaign.check_against(&manifest, &plan);
+        if problems.is_empty() {
+            Ok((campaign, manifest, plan))
+        } else {
+            Err(ManifestError::invalid(path, problems))
+        }
+    }
+
+    /// The arms and every sweep's arms, in file order.
+    pub fn all_arms(&self) -> Vec<Arm> {
+        let mut arms = self.arms.clone();
+        for sweep in &self.sweeps {
+            arms.extend(sweep.expand());
+        }
+        arms
+    }
+
+    /// The manifest's and the plan's paths, resolved against the campaign file's folder.
+    pub fn documents(&self, file: &Path) -> (PathBuf, PathBuf) {
+        let dir = file.parent().unwrap_or(Path::new("."));
+        (dir.join(&self.manifest), dir.join(&self.plan))
+    }
+
+    /// What the file states wrongly on its own.
+    pub fn problems(&self) -> Vec<Problem> {
+        let mut out = Vec::new();
+        if self.campaign_id.trim().is_empty() {
+            out.push(Problem::new("campaign_id", "must not be empty"));
+        }
+        service_problems("starting_service", &self.starting_service.service, &mut out);
+        for key in self.defaults.keys() {
+            if key.trim().is_empty() || key == "runtime" {
+                out.push(Problem::new(
+                    format!("defaults.{key}"),
+                    "a default is a configuration key (not empty, not runtime)",
+                ));
+            }
+        }
+        if self.starting_service.model.trim().is_empty() {
+            out.push(Problem::new("starting_service.model", "must not be empty"));
+        }
+        for (i, arm) in self.arms.iter().enumerate() {
+            arm_problems(&format!("arms[{i}]"), arm, &mut out);
+        }
+        for (i, arm) in self.all_arms().iter().enumerate() {
+            if let Some(search) = &arm.search {
+                let replicas = arm.service.ports.len().max(arm.service.endpoints.len());
+                out.extend(search.problems(
+                    &format!("arm `{}` (arm {}): search", arm.arm, i + 1),
+                    replicas,
+                    &self.slo,
+                ));
+            }
+        }
+        for (i, sweep) in self.sweeps.iter().enumerate() {
+            let at = format!("sweeps[{i}]");
+            if sweep.values.len() < 2 {
+                out.push(Problem::new(
+                    format!("{at}.values"),
+                    "a sweep needs at least two values",
+                ));
+            }
+            if !sweep.template.arm.contains("{value}") {
+                out.push(Problem::new(
+                    format!("{at}.template.arm"),
+                    "must hold `{value}`, so each value names its own arm (e.g. `K{value}`)",
+                ));
+            }
+            if sweep.template.service.config.contains_key(&sweep.key) {
+                out.push(Problem::new(
+                    format!("{at}.template.config.{}", sweep.key),
+                    "is the key the sweep sets: leave it out of the template",
+                ));
+            }
+            arm_problems(&format!("{at}.template"), &sweep.template, &mut out);
+        }
+        for (i, sweep) in self.sweeps.iter().enumerate() {
+            for arm in sweep.expand() {
+                if let Err(why) = crate::artifact::path_component(&arm.arm) {
+                    out.push(Problem::new(
+                        format!("sweeps[{i}].values"),
+                        format!("arm `{}` {why}", arm.arm),
+                    ));
+                }
+            }
+        }
+        #[cfg(feature = "analysis")]
+        if let Err(e) =
+            crate::slo::Slos::parse_all(&self.slo, crate::slo::SloSource::Campaign(String::new()))
+        {
+            out.push(Problem::new("slo", e.to_string()));
+        }
+        let mut seen = std::collections::BTreeSet::new();
+        for arm in self.all_arms() {
+            if !seen.insert(arm.arm.clone()) {
+                out.push(Problem::new(
+                    "arms",
+                    format!(
+                        "arm `{}` is defined twice (an arm or a sweep value)",
+                        arm.arm
+                    ),
+                ));
+            }
+        }
+        out
+    }
+
+    /// What does not hold against the manifest and the plan the file names: every arm must
+    /// be an arm of the plan (named as the plan spells it), every cell class and cell id one
+    /// the manifest defines, and the campaign ids must agree.
+    pub fn check_against(&self, manifest: &WorkloadManifest, plan: &RunPlan) -> Vec<Problem> {
+        let mut out = Vec::new();
+        let arms = self.all_arms();
+        if manifest.campaign_id != self.campaign_id || plan.campaign_id != self.campaign_id {
+            out.push(Problem::new(
+                "campaign_id",
+                format!(
+                    "`{}`, but the manifest is campaign `{}` and the plan `{}`",
+                    self.campaign_id, manifest.campaign_id, plan.campaign_id
+                ),
+            ));
+        }
+        let plan_arms: Vec<&String> = plan
+            .execution_order
+            .iter()
+            .flat_map(|stage| stage.arms.iter().flatten())
+            .collect();
+        let unknown: Vec<String> = arms
+            .iter()
+            .map(|a| a.arm.clone())
+            .filter(|a| !plan_arms.contains(&a))
+            .collect();
+        if !unknown.is_empty() {
+            out.push(Problem::new(
+                "arms",
+                format!(
+                    "not arms of the run plan: {}; the plan's arms are {}",
+                    quoted(&unknown),
+                    quoted(&plan_arms.iter().map(|a| (*a).clone()).collect::<Vec<_>>())
+                ),
+            ));
+        }
+        let classes: Vec<&str> = manifest
+            .workload_classes
+            .iter()
+            .map(|c| c.id.as_str())
+            .collect();
+        let ids: Vec<String> = cells::cells(manifest).iter().map(|c| c.id()).collect();
+        for arm in &arms {
+            for (what, n) in arm.cells.repeats.counts() {
+                if n == 0 || n > Repeats::MAX {
+                    out.push(Problem::new(
+                        format!("arm `{}`: cells.repeats", arm.arm),
+                        format!("{what}: {n} runs; give 1 to {}", Repeats::MAX),
+                    ));
+                }
+                if what != "(every cell)"
+                    && !ids.contains(&what)
+                    && !classes.contains(&what.as_str())
+                {
+                    out.push(Problem::new(
+                        format!("arm `{}`: cells.repeats", arm.arm),
+                        format!(
+                            "`{what}` is neither a cell id nor a workload class of the manifest"
+                        ),
+                    ));
+                }
+            }
+            if let Some(n) = arm
+                .cells
+                .shards
+                .filter(|n| *n == 0 || *n > MAX_LOCAL_SHARDS)
+            {
+                out.push(Problem::new(
+                    format!("arm `{}`: cells.shards", arm.arm),
+                    format!("{n} shard processes; give 1 to {MAX_LOCAL_SHARDS}"),
+                ));
+            }
+            for (what, t) in &arm.cells.timeouts {
+                if !ids.contains(what) && !classes.contains(&what.as_str()) {
+                    out.push(Problem::new(
+                        format!("arm `{}`: cells.timeouts", arm.arm),
+                        format!(
+                            "`{what}` is neither a cell id nor a workload class of the manifest"
+                        ),
+                    ));
+                }
+                for why in t.problems() {
+                    out.push(Problem::new(
+                        format!("arm `{}`: cells.timeouts.{what}", arm.arm),
+                        why,
+                    ));
+                }
+            }
+            if let Some(search) = &arm.search
+                && !classes.contains(&search.class.as_str())
+            {
+                out.push(Problem::new(
+                    format!("arm `{}`: search.class", arm.arm),
+                    format!(
+                        "`{}` is not a workload class of the manifest ({})",
+                        search.class,
+                        classes.join(", ")
+                    ),
+                ));
+            }
+            for class in &arm.cells.classes {
+                if !classes.contains(&class.as_str()) {
+                    out.push(Problem::new(
+                        format!("arm `{}`: cells.classes", arm.arm),
+                        format!(
+                            "`{class}` is not a workload class of the manifest ({})",
+                            classes.join(", ")
+                        ),
+                    ));
+                }
+            }
+            for id in &arm.cells.ids {
+                if !ids.contains(id) {
+                    out.push(Problem::new(
+                        format!("arm `{}`: cells.ids", arm.arm),
+                        format!("`{id}` is not a cell of the manifest (`anvil-capture cells` lists them)"),
+                    ));
+                }
+            }
+        }
+        out
+    }
+}
+
+fn quoted(names: &[String]) -> String {
+    names
+        .iter()
+        .map(|n| format!("`{n}`"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn arm_problems(at: &str, arm: &Arm, out: &mut Vec<Problem>) {
+    if let Err(why) = crate::artifact::path_component(&arm.arm.replace("{value}", "0")) {
+        out.push(Problem::new(
+            format!("{at}.arm"),
+            format!("`{}` {why}", arm.arm),
+        ));
+    }
+    if arm.cells.classes.is_empty() && arm.cells.ids.is_empty() && arm.search.is_none() {
+        out.push(Problem::new(
+            format!("{at}.cells"),
+            "names no cell: list `classes` or `ids`, or ask for a `search`",
+        ));
+    }
+    service_problems(at, &arm.service, out);
+}
+
+fn service_problems(at: &str, service: &Service, out: &mut Vec<Problem>) {
+    match (&service.launch, service.endpoints.is_empty()) {
+        (None, true) => out.push(Problem::new(
+            at,
+            "needs a `launch` command or the `endpoints` of servers already running",
+        )),
+        (Some(_), false) => out.push(Problem::new(
+            at,
+            "has both `launch` and `endpoints`: a launched server's endpoints come from `ports`",
+        )),
+        _ => {}
+    }
+    if let Some(launch) = &service.launch {
+        if launch.argv.is_empty() {
+            out.push(Problem::new(
+                format!("{at}.launch.argv"),
+                "must name a program",
+            ));
+        }
+        if service.ports.is_empty() {
+            out.push(Problem::new(
+                format!("{at}.ports"),
+                "a launched service needs one port per replica",
+            ));
+        }
+        for (k, arg) in launch.argv.iter().enumerate() {
+            for placeholder in unknown_placeholders(arg) {
+                out.push(Problem::new(
+                    format!("{at}.launch.argv[{k}]"),
+                    format!(
+                        "unknown placeholder `{placeholder}`; known: {}",
+                        PLACEHOLDERS.join(", ")
+                    ),
+                ));
+            }
+        }
+    }
+    for (k, url) in service.endpoints.iter().enumerate() {
+        if let Err(e) = crate::capture::endpoint::Endpoint::parse(0, url) {
+            out.push(Problem::new(
+                format!("{at}.endpoints[{k}]"),
+                format!("`{url}`: {e}"),
+            ));
+        }
+    }
+    if !matches!(service.readiness.path.as_str(), "/health" | "/v1/models") {
+        out.push(Problem::new(
+            format!("{at}.readiness.path"),
+            format!(
+                "`{}`: expected /health or /v1/models",
+                service.readiness.path
+            ),
+        ));
+    }
+    let seconds = |v: f64| v.is_finite() && v > 0.0 && v <= 86_400.0;
+    if !seconds(service.readiness.timeout_s) {
+        out.push(Problem::new(
+            format!("{at}.readiness.timeout_s"),
+            "must be a positive number of seconds, at most a day",
+        ));
+    }
+    if !matches!(service.stop.signal.as_str(), "SIGTERM" | "SIGINT") {
+        out.push(Problem::new(
+            format!("{at}.stop.signal"),
+            format!("`{}`: expected SIGTERM or SIGINT", service.stop.signal),
+        ));
+    }
+    if !(service.stop.grace_s.is_finite() && (0.0..=3600.0).contains(&service.stop.grace_s)) {
+        out.push(Problem::new(
+            format!("{at}.stop.grace_s"),
+            "must be between 0 and 3600 seconds",
+        ));
+    }
+    if service.runtime.trim().is_empty() {
+        out.push(Problem::new(format!("{at}.runtime"), "must not be empty"));
+    }
+}
+
+/// The `{…}` groups of `arg` that are not known placeholders.
+fn unknown_placeholders(arg: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut rest = arg;
+    while let Some(start) = rest.find('{') {
+        let Some(len) = rest[start..].find('}') else {
+            break;
+        };
+        let group = &rest[start..start + len + 1];
+        if !PLACEHOLDERS.contains(&group) {
+            out.push(group.to_owned());
+        }
+        rest = &rest[start + len + 1..];
+    }
+    out
+}

@@ -1,0 +1,311 @@
+//! Step 2 of a campaign run: every arm in the plan's execution order, launched, its cells
+//! recorded (kept when already recorded, superseded when unusable), each artifact checked
+//! against the plan's stop rules, its capacity search run, then stopped.
+
+use std::path::Path;
+
+use serde_json::json;
+
+use super::{CampaignError, Runner, SUPERSEDED};
+use crate::artifact::Status;
+use crate::campaign::supervise::NotReady;
+use crate::campaign::{Arm, CellState, PlannedCell};
+use crate::capture::request::RunRequest;
+use crate::manifest::RunPlan;
+
+impl Runner<'_> {
+    /// Step 2: every arm in the plan's execution order.
+    pub(super) fn run_arms(
+        &mut self,
+        cells: &[PlannedCell],
+        plan: &RunPlan,
+    ) -> Result<(), CampaignError> {
+        let arms = self.campaign.all_arms();
+        let stages: Vec<&str> = plan
+            .execution_order
+            .iter()
+            .map(|s| s.stage.as_str())
+            .collect();
+        let order = arm_order(plan, cells, &arms);
+        let total_arms = order.len();
+        let mut cell_no = 0;
+        for (arm_no, (stage, arm_name)) in order.iter().enumerate() {
+            if self.interrupted() || self.summary.stop_rule.is_some() {
+                break;
+            }
+            let Some(arm) = arms.iter().find(|a| a.arm == *arm_name) else {
+                continue;
+            };
+            let mine: Vec<&PlannedCell> = cells
+                .iter()
+                .filter(|c| c.stage == *stage && c.arm == *arm_name)
+                .collect();
+            let stage_no = stages.iter().position(|s| s == stage).map_or(0, |i| i + 1);
+            let who = format!("arm {arm_name}");
+            self.say(&format!(
+                "stage {stage_no}/{} {stage}, arm {}/{total_arms} {arm_name}: {} cells",
+                stages.len(),
+                arm_no + 1,
+                mine.len()
+            ));
+            let mut todo = Vec::new();
+            for c in &mine {
+                match &c.state {
+                    CellState::Recorded => {
+                        cell_no += 1;
+                        self.summary.skipped += 1;
+                        self.log(
+                            "skipped",
+                            json!({"arm": c.arm, "cell": c.name(), "why": "a complete artifact with the cell's workload fingerprint is there"}),
+                        )?;
+                    }
+                    CellState::Unusable(why) => {
+                        self.supersede(c, why)?;
+                        todo.push(*c);
+                    }
+                    CellState::Missing => todo.push(*c),
+                }
+            }
+            // The search, replayed from the probes already recorded: done, or what is next.
+            let first_of_arm = order.iter().position(|(_, a)| a == arm_name) == Some(arm_no);
+            let mut search = match (&arm.search, first_of_arm) {
+                (Some(spec), true) => Some(self.search_from_disk(stage, arm, spec)?),
+                _ => None,
+            };
+            let search_pending = search.as_ref().is_some_and(|s| s.pending);
+            if todo.is_empty() && !search_pending {
+                continue;
+            }
+            let log_dir = self.folder.join(&arm.arm);
+            let Some((id, mut launched)) = self.launch(&who, &arm.service, &log_dir)? else {
+                for c in &todo {
+                    self.not_recorded(c, "its server was not launched")?;
+                }
+                continue;
+            };
+            let ready =
+                self.wait_ready(&who, &arm.service, &mut launched, &self.interrupted.clone())?;
+            if let Err(why) = ready {
+                if why != NotReady::Interrupted {
+                    self.fail(format!("{who}: {why}; its log is in {}", log_dir.display()));
+                    for c in &todo {
+                        self.not_recorded(c, "its server did not become ready")?;
+                    }
+                }
+                self.stop(&who, id, &arm.service, &mut launched)?;
+                continue;
+            }
+            for (k, c) in todo.iter().enumerate() {
+                if self.interrupted() {
+                    break;
+                }
+                cell_no += 1;
+                self.say(&format!(
+                    "[{cell_no}/{}] {arm_name}: cell {}",
+                    self.summary.cells,
+                    c.name()
+                ));
+                self.record(c)?;
+                if self.deaths(&who, &mut launched, "cell", &c.name())? {
+                    for rest in &todo[k + 1..] {
+                        self.not_recorded(rest, "its server died during an earlier cell")?;
+                    }
+                    break;
+                }
+                if self.summary.stop_rule.is_some() {
+                    break;
+                }
+            }
+            if let (Some(spec), Some(state)) = (&arm.search, search.as_mut())
+                && state.pending
+                && launched.exited().is_empty()
+            {
+                self.run_search(stage, arm, spec, state, &mut launched, &who)?;
+            }
+            self.stop(&who, id, &arm.service, &mut launched)?;
+        }
+        Ok(())
+    }
+
+    /// Move an attempt that cannot stand for its cell into `.superseded/` (kept, journaled).
+    pub(super) fn supersede(&mut self, c: &PlannedCell, why: &str) -> Result<(), CampaignError> {
+        let stamp = crate::clock::utc_now().replace(':', "");
+        let to = self
+            .folder
+            .join(SUPERSEDED)
+            .join(&c.arm)
+            .join(format!("{}.{stamp}", c.name().replace('/', ".")));
+        let moved = to
+            .parent()
+            .map_or(Ok(()), std::fs::create_dir_all)
+            .and_then(|()| std::fs::rename(&c.dir, &to));
+        if let Err(e) = moved {
+            return Err(CampaignError::Failed(format!(
+                "cannot move {} aside to {}: {e}",
+                c.dir.display(),
+                to.display()
+            )));
+        }
+        self.say(&format!(
+            "{} {}: the earlier attempt ({why}) is kept in {}",
+            c.arm,
+            c.name(),
+            to.display()
+        ));
+        self.log(
+            "superseded",
+            json!({"arm": c.arm, "cell": c.name(), "why": why, "kept_in": to.display().to_string()}),
+        )
+    }
+
+    pub(super) fn not_recorded(&mut self, c: &PlannedCell, why: &str) -> Result<(), CampaignError> {
+        self.log(
+            "not_recorded",
+            json!({"arm": c.arm, "cell": c.name(), "why": why}),
+        )?;
+        self.summary
+            .failures
+            .push(format!("{} {}: not recorded: {why}", c.arm, c.name()));
+        Ok(())
+    }
+
+    /// Record one cell (in this process, or as its local shard processes) and check its
+    /// artifact against the plan's stop rules.
+    pub(super) fn record(&mut self, c: &PlannedCell) -> Result<(), CampaignError> {
+        let command = c.request.to_argv();
+        let mut line = json!({"arm": c.arm, "cell": c.name(), "dir": c.dir.display().to_string(), "command": command});
+        let started = std::time::Instant::now();
+        let outcome = if c.shards > 1 {
+            let shards = crate::campaign::shards::requests(
+                &c.request,
+                c.shards,
+                &crate::campaign::shards::start_instant(),
+                &crate::realtime::allowed_cpus(),
+            );
+            line["shards"] = json!(shards.iter().map(RunRequest::to_argv).collect::<Vec<_>>());
+            self.log("recording", line)?;
+            crate::campaign::shards::record(&shards, &self.notices).map_err(|e| anyhow::anyhow!(e))
+        } else {
+            self.log("recording", line)?;
+            self.say(&format!("  {}", crate::shell::join(&command)));
+            (self.record)(&c.request)
+        };
+        match outcome {
+            Err(e) => {
+                self.log(
+                    "failed",
+                    json!({"arm": c.arm, "cell": c.name(), "what": "record", "why": format!("{e:#}")}),
+                )?;
+                self.fail(format!("{} {}: not recorded: {e:#}", c.arm, c.name()));
+            }
+            Ok(done) => {
+                self.log(
+                    "recorded",
+                    json!({"arm": c.arm, "cell": c.name(), "dir": done.dir.display().to_string(), "status": done.status.as_str(), "reason": done.reason}),
+                )?;
+                self.say(&format!(
+                    "  {} in {:.1} s: {}{}",
+                    done.status.as_str(),
+                    started.elapsed().as_secs_f64(),
+                    done.dir.display(),
+                    match (&done.status, &done.reason) {
+                        (Status::Complete, _) | (_, None) => String::new(),
+                        (_, Some(reason)) => format!(" ({reason})"),
+                    }
+                ));
+                if done.status == Status::Complete {
+                    self.summary.recorded += 1;
+                } else {
+                    self.summary.failures.push(format!(
+                        "{} {}: recorded as {}{}",
+                        c.arm,
+                        c.name(),
+                        done.status.as_str(),
+                        done.reason.map(|r| format!(" ({r})")).unwrap_or_default()
+                    ));
+                }
+                if done.status != Status::Interrupted
+                    && !self.interrupted.load(std::sync::atomic::Ordering::SeqCst)
+                {
+                    self.check_stop_rules(c, &done.dir)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The plan's stop rules over the cell's artifact (read as `anvil check` reads it); the
+    /// first that fires ends the arms.
+    pub(super) fn check_stop_rules(
+        &mut self,
+        c: &PlannedCell,
+        dir: &Path,
+    ) -> Result<(), CampaignError> {
+        let has_shards = std::fs::read_dir(dir).is_ok_and(|entries| {
+            entries
+                .flatten()
+                .any(|e| e.file_name().to_string_lossy().starts_with("shard-"))
+        });
+        if !dir.join(crate::artifact::RUN_JSON).exists() && !has_shards {
+            return Ok(());
+        }
+        let read = self.rt.block_on(async {
+            let session = crate::query::AnvilSession::open(&[dir.to_owned()]).await?;
+            crate::gather::rules_input::read_artifacts(&session).await
+        });
+        let artifacts = match read {
+            Ok(a) => a,
+            Err(e) => {
+                self.fail(format!(
+                    "{} {}: the artifact could not be checked against the stop rules: {e}",
+                    c.arm,
+                    c.name()
+                ));
+                return Ok(());
+            }
+        };
+        let findings: Vec<_> = artifacts
+            .iter()
+            .flat_map(crate::rules::stop::artifact_stop_rules)
+            .collect();
+        for f in &findings {
+            self.log(
+                "stop_rule",
+                json!({"arm": c.arm, "cell": c.name(), "rule": f.kind.to_string(), "reason": f.reason}),
+            )?;
+        }
+        if let Some(first) = findings.first() {
+            let line = format!("STOP {}: {}", first.kind, first.reason);
+            self.say(&format!(
+                "{line}; no further arm runs, the starting service is restored"
+            ));
+            self.summary.stop_rule = Some(line);
+        }
+        Ok(())
+    }
+}
+
+/// Stage by stage in the plan's execution order, each arm with cells to record there, or
+/// with a capacity search (run with the first stage that names the arm), once per stage.
+pub(super) fn arm_order<'p>(
+    plan: &'p RunPlan,
+    cells: &[PlannedCell],
+    arms: &[Arm],
+) -> Vec<(&'p str, &'p str)> {
+    let mut order: Vec<(&str, &str)> = Vec::new();
+    for stage in plan.stages_in_order() {
+        for name in stage.arms.iter().flatten() {
+            let has_cells = cells
+                .iter()
+                .any(|c| c.stage == stage.stage && c.arm == *name);
+            let searches = arms.iter().any(|a| a.arm == *name && a.search.is_some());
+            let first = !order.iter().any(|(_, a)| a == name);
+            if (has_cells || (searches && first))
+                && !order.contains(&(stage.stage.as_str(), name.as_str()))
+            {
+                order.push((stage.stage.as_str(), name.as_str()));
+            }
+        }
+    }
+    order
+}

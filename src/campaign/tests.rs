@@ -1,0 +1,219 @@
+//! The campaign file's checks and its plan: sweeps, arms the plan does not name, fields
+//! stated wrongly, timeouts, repeats and defaults reaching each cell's request.
+
+use std::path::PathBuf;
+
+use super::*;
+
+const MANIFEST: &str = include_str!("../../sample-data/workload-manifest.json");
+const PLAN: &str = include_str!("../../sample-data/run-plan.json");
+
+/// A campaign of the seeds: one launched arm, a depth sweep, a starting service running.
+fn campaign_json(extra_arm: &str) -> String {
+    format!(
+        r#"{{
+  "schema": "anvil-serving.benchmark-campaign/v1",
+  "campaign_id": "2026-09-04-qwen38-27b-pro6000-possibility",
+  "manifest": "workload-manifest.json",
+  "plan": "run-plan.json",
+  "starting_service": {{
+"endpoints": ["http://127.0.0.1:8000"], "runtime": "sglang 0.6.1", "model": "qwen"
+  }},
+  "arms": [
+{{
+  "arm": "{extra_arm}",
+  "launch": {{ "argv": ["anvil-sim", "--port", "{{port}}", "--profile", "no-spec"] }},
+  "ports": [8101],
+  "config": {{ "spec_depth": "0" }},
+  "runtime": "sglang (anvil-sim)",
+  "cells": {{ "classes": ["headline-sustained-output", "functional"] }}
+}}
+  ],
+  "sweeps": [
+{{
+  "key": "spec_depth",
+  "values": ["4", "12", "16"],
+  "template": {{
+    "arm": "K{{value}}",
+    "launch": {{ "argv": ["anvil-sim", "--port", "{{port}}", "--profile", "spec-k{{value}}"] }},
+    "ports": [8102],
+    "config": {{ "chunked_prefill": "2048" }},
+    "runtime": "sglang (anvil-sim)",
+    "cells": {{ "classes": ["optimization-screen"] }}
+  }}
+}}
+  ]
+}}"#
+    )
+}
+
+fn write_campaign(text: &str) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("workload-manifest.json"), MANIFEST).unwrap();
+    std::fs::write(dir.path().join("run-plan.json"), PLAN).unwrap();
+    let file = dir.path().join("campaign.json");
+    std::fs::write(&file, text).unwrap();
+    (dir, file)
+}
+
+#[test]
+fn a_sweep_expands_into_one_variable_arms() {
+    let (_dir, file) = write_campaign(&campaign_json("Inferact target-only"));
+    let (campaign, _, _) = CampaignFile::load_checked(&file).unwrap();
+    let arms = campaign.all_arms();
+    let names: Vec<&str> = arms.iter().map(|a| a.arm.as_str()).collect();
+    assert_eq!(names, ["Inferact target-only", "K4", "K12", "K16"]);
+    let k12 = &arms[2];
+    assert_eq!(
+        k12.service.launch.as_ref().unwrap().argv,
+        ["anvil-sim", "--port", "{port}", "--profile", "spec-k12"]
+    );
+    // Every pair of sweep arms differs in exactly the swept key.
+    for (a, b) in [(&arms[1], &arms[2]), (&arms[2], &arms[3])] {
+        let differing: Vec<&String> = a
+            .service
+            .config
+            .iter()
+            .filter(|(k, v)| b.service.config.get(*k) != Some(v))
+            .map(|(k, _)| k)
+            .collect();
+        assert_eq!(differing, ["spec_depth"]);
+    }
+}
+
+#[test]
+fn arms_the_plan_does_not_name_are_refused_by_name() {
+    let (_dir, file) = write_campaign(&campaign_json("K99 turbo"));
+    let err = CampaignFile::load_checked(&file).unwrap_err().to_string();
+    assert!(
+        err.contains("not arms of the run plan: `K99 turbo`"),
+        "{err}"
+    );
+    assert!(
+        err.contains("`Inferact target-only`"),
+        "lists the plan's arms: {err}"
+    );
+}
+
+#[test]
+fn what_the_file_states_wrongly_is_named_by_field() {
+    let text = campaign_json("Inferact target-only")
+        .replace("\"{port}\", \"--profile\", \"no-spec\"", "\"{prot}\"")
+        .replace("\"ports\": [8101],", "")
+        .replace("\"K{value}\"", "\"K\"");
+    let (_dir, file) = write_campaign(&text);
+    let err = CampaignFile::load(&file).unwrap_err().to_string();
+    assert!(
+        err.contains("arms[0].launch.argv[2]") && err.contains("`{prot}`"),
+        "{err}"
+    );
+    assert!(err.contains("arms[0].ports"), "{err}");
+    assert!(err.contains("sweeps[0].template.arm"), "{err}");
+    // An unknown field is refused with its path, a duplicate key with its name.
+    let (_dir, file) = write_campaign(&campaign_json("x").replace("\"sweeps\"", "\"sweep\""));
+    let err = CampaignFile::load(&file).unwrap_err().to_string();
+    assert!(err.contains("sweep"), "{err}");
+    // Inside an arm too (its service fields are flattened into it).
+    let misspelt =
+        campaign_json("Inferact target-only").replace("\"ports\": [8101]", "\"prots\": [8101]");
+    let (_dir, file) = write_campaign(&misspelt);
+    let err = CampaignFile::load(&file).unwrap_err().to_string();
+    assert!(err.contains("prots"), "{err}");
+}
+
+#[test]
+fn timeouts_reach_the_named_cells_commands_and_bad_ones_are_named() {
+    let text = campaign_json("Inferact target-only").replace(
+        r#""cells": { "classes": ["headline-sustained-output", "functional"] }"#,
+        r#""cells": { "classes": ["headline-sustained-output", "functional"],
+                     "timeouts": { "headline-sustained-output": { "idle_s": 180, "first_byte_s": 240 } } }"#,
+    );
+    let (dir, file) = write_campaign(&text);
+    let (campaign, manifest, plan) = CampaignFile::load_checked(&file).unwrap();
+    let cells = campaign.plan(&file, &manifest, &plan, &dir.path().join("out"));
+    for c in cells.iter().filter(|c| c.arm == "Inferact target-only") {
+        let line = c.request.to_argv().join(" ");
+        let headline = c.cell_id.starts_with("headline-sustained-output");
+        assert_eq!(
+            line.contains("--timeout-first-byte 240 --timeout-idle 180"),
+            headline,
+            "{line}"
+        );
+    }
+    let bad = campaign_json("Inferact target-only").replace(
+        r#""cells": { "classes": ["headline-sustained-output", "functional"] }"#,
+        r#""cells": { "classes": ["functional"],
+                     "timeouts": { "no-such-class": { "idle_s": 0 } } }"#,
+    );
+    let (_dir, file) = write_campaign(&bad);
+    let err = CampaignFile::load_checked(&file).unwrap_err().to_string();
+    assert!(
+        err.contains("cells.timeouts") && err.contains("`no-such-class` is neither"),
+        "{err}"
+    );
+    assert!(
+        err.contains("idle_s: 0 is not a positive number of seconds"),
+        "{err}"
+    );
+}
+
+#[test]
+fn repeats_plan_one_folder_and_command_per_run_and_defaults_are_inherited() {
+    let text = campaign_json("Inferact target-only")
+        .replace(
+            r#""cells": { "classes": ["headline-sustained-output", "functional"] }"#,
+            r#""cells": { "classes": ["headline-sustained-output", "functional"],
+                         "repeats": { "headline-sustained-output": 3 } }"#,
+        )
+        .replace(
+            r#""plan": "run-plan.json","#,
+            r#""plan": "run-plan.json", "defaults": { "spec_depth": "9", "torch_compile": "off" },"#,
+        );
+    let (dir, file) = write_campaign(&text);
+    let (campaign, manifest, plan) = CampaignFile::load_checked(&file).unwrap();
+    let out = dir.path().join("out");
+    let cells = campaign.plan(&file, &manifest, &plan, &out);
+    let target: Vec<&PlannedCell> = cells
+        .iter()
+        .filter(|c| c.arm == "Inferact target-only")
+        .collect();
+    let names: Vec<String> = target.iter().map(|c| c.name()).collect();
+    let headline = "headline-sustained-output.ctx4096.c8.n100";
+    assert_eq!(
+        &names[..3],
+        [1, 2, 3].map(|k| format!("{headline}/repeat-{k}"))
+    );
+    assert!(
+        names[3..].iter().all(|n| !n.contains("repeat")),
+        "{names:?}"
+    );
+    assert_eq!(
+        target[1].dir,
+        out.join(&campaign.campaign_id)
+            .join("Inferact target-only")
+            .join(headline)
+            .join("repeat-2")
+    );
+    let command = target[1].request.to_argv().join(" ");
+    assert!(
+        command.ends_with("--repeat 3 --repeat-index 2"),
+        "{command}"
+    );
+    // Every default goes with the command; the arm declares spec_depth, so it inherits
+    // only torch_compile (run.json records both defaults).
+    assert!(command.contains("--set spec_depth=0"), "{command}");
+    assert!(command.contains("--default torch_compile=off"), "{command}");
+    assert!(command.contains("--default spec_depth=9"), "{command}");
+    // Counts out of range and names that are neither cell nor class are refused.
+    let bad = text.replace(r#""headline-sustained-output": 3"#, r#""no-such-cell": 0"#);
+    let (_dir, file) = write_campaign(&bad);
+    let err = CampaignFile::load_checked(&file).unwrap_err().to_string();
+    assert!(
+        err.contains("cells.repeats") && err.contains("no-such-cell: 0 runs"),
+        "{err}"
+    );
+    assert!(
+        err.contains("is neither a cell id nor a workload class"),
+        "{err}"
+    );
+}
