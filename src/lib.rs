@@ -41,7 +41,6 @@ pub mod json;
 pub mod location;
 pub mod manifest;
 pub mod memory;
-#[cfg(feature = "analysis")]
 pub mod metric;
 pub mod notice;
 pub mod outfile;
@@ -55,9 +54,7 @@ pub mod report;
 pub mod rules;
 pub mod shell;
 pub mod sim;
-#[cfg(feature = "analysis")]
 pub mod slo;
-#[cfg(feature = "analysis")]
 pub mod stats;
 pub mod validate;
 #[cfg(feature = "analysis")]

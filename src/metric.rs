@@ -6,14 +6,19 @@
 //! (`queries/20_request_figures.sql`) and their order, units and directions are
 //! `cell_stats`'s.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::stats::Percentile;
 
-/// The requests a statistic is over (`cell_stats.window`; docs/artifact.md "Windows").
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+/// The requests a statistic is over (`cell_stats.window`; docs/artifact.md "Windows"), named
+/// in JSON as in the `window` column.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize, Deserialize,
+)]
+#[serde(rename_all = "snake_case")]
 pub enum Window {
     /// Every measured request: the plan's figures.
+    #[default]
     All,
     /// The measured requests not in the run's first wave (the start-up transient).
     AfterFirstWave,

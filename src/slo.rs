@@ -125,6 +125,36 @@ impl fmt::Display for Slo {
     }
 }
 
+/// Parse every text, in the order written, one bound per metric.
+pub fn parse_list<S: AsRef<str>>(texts: &[S]) -> Result<Vec<Slo>, SloError> {
+    let mut slos: Vec<Slo> = Vec::new();
+    for text in texts {
+        let text = text.as_ref();
+        let slo = Slo::parse(text)?;
+        if let Some(earlier) = slos.iter().find(|s| s.metric == slo.metric) {
+            return Err(SloError::Duplicate {
+                text: text.to_owned(),
+                metric: slo.metric.as_str(),
+                earlier: earlier.to_string(),
+            });
+        }
+        slos.push(slo);
+    }
+    Ok(slos)
+}
+
+/// A document's list of SLO texts (the campaign file's `slo`, a search's `slo`), read as SLOs
+/// ([`parse_list`]): what is wrong is refused where the document is read, with its path.
+pub fn deserialize_list<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<Slo>, D::Error> {
+    let texts = <Vec<String> as serde::Deserialize>::deserialize(d)?;
+    parse_list(&texts).map_err(serde::de::Error::custom)
+}
+
+/// The texts of `slos`, as `--slo` takes them.
+pub fn texts(slos: &[Slo]) -> Vec<String> {
+    slos.iter().map(Slo::to_string).collect()
+}
+
 /// Where the SLOs in force came from.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "kind", content = "from", rename_all = "snake_case")]
@@ -182,29 +212,19 @@ impl Slos {
 
     /// Parse every text (one bound per metric), sorted in catalogue order.
     pub fn parse_all<S: AsRef<str>>(texts: &[S], source: SloSource) -> Result<Self, SloError> {
-        let mut slos: Vec<(Slo, &str)> = Vec::new();
-        for text in texts {
-            let text = text.as_ref();
-            let slo = Slo::parse(text)?;
-            if let Some((earlier, _)) = slos.iter().find(|(s, _)| s.metric == slo.metric) {
-                return Err(SloError::Duplicate {
-                    text: text.to_owned(),
-                    metric: slo.metric.as_str(),
-                    earlier: earlier.to_string(),
-                });
-            }
-            slos.push((slo, text));
-        }
-        slos.sort_by_key(|(s, _)| s.metric);
+        Ok(Self::of(parse_list(texts)?, source))
+    }
+
+    /// These SLOs (one per metric, as [`parse_list`] gives them) in catalogue order, from
+    /// `source` (none when the list is empty).
+    pub fn of(mut slos: Vec<Slo>, source: SloSource) -> Self {
+        slos.sort_by_key(|s| s.metric);
         let source = if slos.is_empty() {
             SloSource::None
         } else {
             source
         };
-        Ok(Self {
-            slos: slos.into_iter().map(|(s, _)| s).collect(),
-            source,
-        })
+        Self { slos, source }
     }
 
     pub fn is_empty(&self) -> bool {

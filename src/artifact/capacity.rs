@@ -11,6 +11,8 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
+pub use crate::metric::Window;
+
 /// The capacity searches' results, in the campaign folder.
 pub const CAPACITY_JSON: &str = "capacity.json";
 
@@ -89,27 +91,6 @@ impl Vary {
 impl std::fmt::Display for Vary {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())
-    }
-}
-
-/// The requests attainment is computed over.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum SearchWindow {
-    /// Every measured request.
-    #[default]
-    All,
-    /// Without the first wave (closed loop: the first concurrency × replicas requests).
-    AfterFirstWave,
-}
-
-impl SearchWindow {
-    /// Its name in the `window` column.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            SearchWindow::All => "all",
-            SearchWindow::AfterFirstWave => "after_first_wave",
-        }
     }
 }
 
@@ -193,7 +174,8 @@ pub struct CapacityResult {
     pub min: f64,
     pub max: f64,
     pub target: f64,
-    pub window: SearchWindow,
+    /// The requests attainment is computed over.
+    pub window: Window,
     pub slo: Vec<String>,
     pub requests_per_probe: u64,
     pub repeats: u32,

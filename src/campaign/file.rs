@@ -50,8 +50,8 @@ pub struct CampaignFile {
     /// written as `--slo` takes them: the SLOs `anvil sql`, `summary`, `compare`, `check` and
     /// `report` apply to this campaign's data when no `--slo` is given, and that a capacity
     /// search meets by default.
-    #[serde(default)]
-    pub slo: Vec<String>,
+    #[serde(default, deserialize_with = "crate::slo::deserialize_list")]
+    pub slo: Vec<crate::slo::Slo>,
 }
 
 /// How one arm is served and what is recorded against it.
@@ -390,12 +390,7 @@ impl CampaignFile {
                 }
             }
         }
-        #[cfg(feature = "analysis")]
-        if let Err(e) =
-            crate::slo::Slos::parse_all(&self.slo, crate::slo::SloSource::Campaign(String::new()))
-        {
-            out.push(Problem::new("slo", e.to_string()));
-        }
+
         let mut seen = std::collections::BTreeSet::new();
         for arm in self.all_arms() {
             if !seen.insert(arm.arm.clone()) {

@@ -16,10 +16,11 @@
 use serde::Deserialize;
 
 pub use crate::artifact::capacity::{
-    Bracket, CAPACITY_JSON, CAPACITY_SCHEMA, CapacityResult, CapacityStatus, Observation,
-    SearchWindow, Side, Vary,
+    Bracket, CAPACITY_JSON, CAPACITY_SCHEMA, CapacityResult, CapacityStatus, Observation, Side,
+    Vary, Window,
 };
 use crate::manifest::Problem;
+use crate::slo::Slo;
 
 /// The probe marker of a capacity search's runs (`--probe capacity`).
 pub const PROBE: &str = "capacity";
@@ -43,10 +44,10 @@ pub struct CapacitySearch {
     /// The attainment a load must reach, e.g. 0.99.
     pub target: f64,
     #[serde(default)]
-    pub window: SearchWindow,
+    pub window: Window,
     /// The SLOs to attain (`"ttft_ms<=2000"`, …); empty: the campaign's `slo`.
-    #[serde(default)]
-    pub slo: Vec<String>,
+    #[serde(default, deserialize_with = "crate::slo::deserialize_list")]
+    pub slo: Vec<Slo>,
     /// Runs of each side of the final bracket (their requests pooled).
     #[serde(default = "one")]
     pub repeats: u32,
@@ -62,30 +63,10 @@ fn one() -> u32 {
     1
 }
 
-/// The fewest requests a probe needs for its attainment's lower bound to reach `target`
-/// at all, with every request attained (see [`crate::stats::min_requests_to_resolve`]).
-#[cfg(feature = "analysis")]
-fn resolvable_from(target: f64) -> Option<u64> {
-    crate::stats::min_requests_to_resolve(target)
-}
-
-#[cfg(not(feature = "analysis"))]
-fn resolvable_from(target: f64) -> Option<u64> {
-    // ⌈ln 0.025 / ln t⌉, stepped past an exact tie (as the statistics compute it).
-    if !(target > 0.0 && target < 1.0) {
-        return None;
-    }
-    let mut n = (0.025f64.ln() / target.ln()).ceil().max(1.0) as u64;
-    while 0.025f64.powf(1.0 / n as f64) <= target {
-        n += 1;
-    }
-    Some(n)
-}
-
 impl CapacitySearch {
     /// What the search states wrongly on its own; `at` is its JSON path, `replicas` the
     /// arm's replica count, `campaign_slo` the campaign's `slo` section.
-    pub fn problems(&self, at: &str, replicas: usize, campaign_slo: &[String]) -> Vec<Problem> {
+    pub fn problems(&self, at: &str, replicas: usize, campaign_slo: &[Slo]) -> Vec<Problem> {
         let mut out = Vec::new();
         let mut bad =
             |field: &str, why: String| out.push(Problem::new(format!("{at}.{field}"), why));
@@ -148,10 +129,10 @@ impl CapacitySearch {
                 "target",
                 format!("{} must lie strictly between 0 and 1", self.target),
             );
-        } else if let Some(need) = resolvable_from(self.target) {
+        } else if let Some(need) = crate::stats::min_requests_to_resolve(self.target) {
             // After the first wave a closed-loop probe loses concurrency × replicas requests.
             let lost = match (self.window, self.vary) {
-                (SearchWindow::AfterFirstWave, Vary::Concurrency) => {
+                (Window::AfterFirstWave, Vary::Concurrency) => {
                     self.max.max(0.0) as u64 * replicas.max(1) as u64
                 }
                 _ => 0,
@@ -184,15 +165,11 @@ impl CapacitySearch {
                     .to_owned(),
             );
         }
-        #[cfg(feature = "analysis")]
-        if let Err(e) = crate::slo::Slos::parse_all(&self.slo, crate::slo::SloSource::Flags) {
-            bad("slo", e.to_string());
-        }
         out
     }
 
     /// The SLO texts in force: the search's own, else the campaign's.
-    pub fn slos<'a>(&'a self, campaign_slo: &'a [String]) -> &'a [String] {
+    pub fn slos<'a>(&'a self, campaign_slo: &'a [Slo]) -> &'a [Slo] {
         if self.slo.is_empty() {
             campaign_slo
         } else {
@@ -446,8 +423,8 @@ mod tests {
             max,
             requests: 400,
             target: 0.9,
-            window: SearchWindow::All,
-            slo: vec!["ttft_ms<=2000".into()],
+            window: Window::All,
+            slo: vec![Slo::parse("ttft_ms<=2000").unwrap()],
             repeats,
             resolution: None,
             concurrency: None,
@@ -537,7 +514,7 @@ mod tests {
         assert!(text.contains("only from 368 requests"), "{text}");
         s.requests = 368;
         assert!(s.problems("arms[0].search", 1, &[]).is_empty());
-        s.window = SearchWindow::AfterFirstWave;
+        s.window = Window::AfterFirstWave;
         let text = format!("{:?}", s.problems("arms[0].search", 2, &[]));
         assert!(text.contains("give at least 384"), "{text}");
     }

@@ -142,7 +142,7 @@ pub struct Gathered {
     pub server_timings: Vec<ServerTimings>,
     pub tokens_per_chunk: Vec<TokensPerChunk>,
     pub snippets: Vec<OutputSnippet>,
-    pub spec_positions: Vec<crate::report::curves::SpecPosition>,
+    pub spec_positions: Vec<crate::report::sections::curves::SpecPosition>,
 }
 
 /// Read the report's data from `session`.
@@ -275,7 +275,7 @@ pub async fn gather(session: &AnvilSession) -> Result<Gathered, QueryError> {
     let spec_positions = decode::<PositionRow>(&session.query(POSITIONS_SQL).await?)?
         .into_iter()
         .filter_map(|r| {
-            Some(crate::report::curves::SpecPosition {
+            Some(crate::report::sections::curves::SpecPosition {
                 run_id: r.run_id,
                 replica: r.replica,
                 position: u32::try_from(r.position).ok()?,

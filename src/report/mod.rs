@@ -11,13 +11,10 @@
 
 pub mod build;
 pub mod charts;
-pub mod curves;
-pub mod decision;
 pub mod format;
 pub mod input;
 pub mod markdown;
-pub mod slo;
-pub mod stages;
+pub mod sections;
 pub mod summary;
 pub mod table;
 pub mod text;
@@ -140,7 +137,7 @@ struct GroupSvg<'a> {
 }
 
 impl<'a> GroupSvg<'a> {
-    fn draw(group: &'a curves::CurveGroup) -> Self {
+    fn draw(group: &'a sections::curves::CurveGroup) -> Self {
         Self {
             title: &group.title,
             note: &group.note,

@@ -887,7 +887,7 @@ fn a_refused_headline_shows_the_refusal_and_its_differences() {
     let mut input_view = fixture.view();
     input_view.headline = super::view::HeadlineView {
         comparison: None,
-        refusal: Some(super::build::refusal_view(&refusal)),
+        refusal: Some(super::sections::refusal_view(&refusal)),
         empty_note: String::new(),
         left_out: Vec::new(),
     };

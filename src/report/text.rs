@@ -326,7 +326,7 @@ fn goodput(c: &Comparison, format: TextFormat, out: &mut String) {
 /// differs.
 pub fn frontier(points: &[TradeoffPoint], format: TextFormat) -> String {
     let mut out = String::new();
-    let groups = super::slo::performance_groups(points);
+    let groups = super::sections::slo::performance_groups(points);
     let with_goodput = points.iter().any(|p| p.goodput_tps.is_some());
     let mut any = false;
     for group in groups {
@@ -367,14 +367,14 @@ pub fn frontier(points: &[TradeoffPoint], format: TextFormat) -> String {
                 p.arm.clone(),
                 p.cell_id.clone(),
                 p.runs.to_string(),
-                super::slo::fmt_gpus(p),
+                super::sections::slo::fmt_gpus(p),
                 fmt_num(p.output_tps_per_gpu),
                 fmt_num(p.output_tps_per_user),
             ];
             if with_goodput {
                 row.push(fmt_num(p.goodput_tps_per_gpu));
             }
-            row.push(super::slo::frontier_text(p));
+            row.push(super::sections::slo::frontier_text(p));
             grid.row(row);
         }
         grid.render(format, &mut out);
@@ -416,7 +416,7 @@ pub fn frontier(points: &[TradeoffPoint], format: TextFormat) -> String {
 /// labelled as information: the plan has no SLO rule, so nothing here changes a verdict.
 /// Nothing with no SLO given.
 fn slo_information(report: &CheckReport, format: TextFormat, out: &mut String) {
-    let rows = super::slo::stage_goodput(&report.stages);
+    let rows = super::sections::slo::stage_goodput(&report.stages);
     if rows.is_empty() {
         return;
     }

@@ -11,18 +11,18 @@ use super::charts::{BarChart, CdfChart, TimeSeriesChart, TimelineChart};
 pub struct ReportView {
     pub header: HeaderView,
     /// The first screen: the decision summary.
-    pub decision: super::decision::DecisionView,
+    pub decision: super::sections::decision::DecisionView,
     pub plan: PlanView,
     /// Each stage's comparisons at a glance.
-    pub stage_pairs: Vec<super::stages::StagePairsView>,
+    pub stage_pairs: Vec<super::sections::stages::StagePairsView>,
     /// The charts that carry decisions.
-    pub charts: super::curves::DecisionCharts,
+    pub charts: super::sections::curves::DecisionCharts,
     pub headline: HeadlineView,
     pub context_curve: ContextCurveView,
     pub screens: Vec<ScreenView>,
     pub controls: ControlsView,
     pub topology: Vec<TopologyView>,
-    pub slo: super::slo::SloView,
+    pub slo: super::sections::slo::SloView,
     pub spec_decode: Vec<SpecDecodeRow>,
     pub server: ServerView,
     pub verdicts: VerdictsView,

@@ -33,8 +33,11 @@ pub enum Verdict {
     NotApplicable(String),
 }
 
-/// The five advance rules, in the run plan's order.
+/// The five advance rules, in the run plan's order. Shown by its [`AdvanceRule::label`]
+/// (`Display`) in `check`, the report and the Markdown alike; named in JSON by
+/// [`AdvanceRule::name`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
 pub enum AdvanceRule {
     /// All requests complete without restart or unexplained loss.
     Completion,
@@ -50,7 +53,7 @@ pub enum AdvanceRule {
 
 impl std::fmt::Display for AdvanceRule {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
+        f.write_str(self.label())
     }
 }
 
@@ -63,14 +66,25 @@ impl AdvanceRule {
         AdvanceRule::Topology,
     ];
 
-    /// The rule's name as `check` prints it.
-    pub fn as_str(self) -> &'static str {
+    /// The rule in words, wherever a person reads it.
+    pub fn label(self) -> &'static str {
         match self {
-            AdvanceRule::Completion => "Completion",
-            AdvanceRule::Canaries => "Canaries",
-            AdvanceRule::Functional => "Functional",
-            AdvanceRule::PerformanceClaim => "PerformanceClaim",
-            AdvanceRule::Topology => "Topology",
+            AdvanceRule::Completion => "completion",
+            AdvanceRule::Canaries => "canaries",
+            AdvanceRule::Functional => "functional",
+            AdvanceRule::PerformanceClaim => "performance claim",
+            AdvanceRule::Topology => "topology",
+        }
+    }
+
+    /// Its machine name, as JSON writes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            AdvanceRule::Completion => "completion",
+            AdvanceRule::Canaries => "canaries",
+            AdvanceRule::Functional => "functional",
+            AdvanceRule::PerformanceClaim => "performance_claim",
+            AdvanceRule::Topology => "topology",
         }
     }
 

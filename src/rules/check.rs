@@ -30,8 +30,10 @@ pub struct ArmAdvance {
     pub rules: Vec<(AdvanceRule, Verdict)>,
 }
 
-/// The campaign's state.
+/// The campaign's state. Shown by its [`Outcome::label`] (`Display`) in `check`, the
+/// report and the Markdown alike; named in JSON by [`Outcome::name`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Outcome {
     /// Every advance rule holds and no stop rule fired.
     Holds,
@@ -44,13 +46,23 @@ pub enum Outcome {
 }
 
 impl Outcome {
-    /// The outcome's name as reports print it.
-    pub fn as_str(self) -> &'static str {
+    /// The outcome in words, wherever a person reads it.
+    pub fn label(self) -> &'static str {
         match self {
-            Outcome::Holds => "Holds",
-            Outcome::StopRuleFired => "StopRuleFired",
-            Outcome::RuleFailed => "RuleFailed",
-            Outcome::Incomplete => "Incomplete",
+            Outcome::Holds => "holds",
+            Outcome::StopRuleFired => "stop rule fired",
+            Outcome::RuleFailed => "rule failed",
+            Outcome::Incomplete => "incomplete",
+        }
+    }
+
+    /// Its machine name, as JSON writes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Outcome::Holds => "holds",
+            Outcome::StopRuleFired => "stop_rule_fired",
+            Outcome::RuleFailed => "rule_failed",
+            Outcome::Incomplete => "incomplete",
         }
     }
 
@@ -58,21 +70,11 @@ impl Outcome {
     pub fn failed(self) -> bool {
         matches!(self, Outcome::StopRuleFired | Outcome::RuleFailed)
     }
-
-    /// What the outcome means, in words.
-    pub fn meaning(self) -> &'static str {
-        match self {
-            Outcome::Holds => "holds",
-            Outcome::StopRuleFired => "stop rule fired",
-            Outcome::RuleFailed => "rule failed",
-            Outcome::Incomplete => "incomplete (evidence missing)",
-        }
-    }
 }
 
 impl std::fmt::Display for Outcome {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
+        f.write_str(self.label())
     }
 }
 

@@ -41,18 +41,46 @@ impl ErrorKind {
 }
 
 impl std::fmt::Display for StopKind {
-    /// The stop rule's name as `check` prints it (`STOP Contamination …`).
+    /// The stop rule in words, as `check`, the report and the Markdown print it (`STOP
+    /// cross-request contamination …`).
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            StopKind::Contamination => "Contamination",
-            StopKind::StructuredOutputCorruption => "StructuredOutputCorruption",
-            StopKind::UnexplainedLoss => "UnexplainedLoss",
-            StopKind::Restart => "Restart",
-            StopKind::ServerError(ErrorKind::OutOfMemory) => "ServerError(OutOfMemory)",
-            StopKind::ServerError(ErrorKind::Cuda) => "ServerError(Cuda)",
-            StopKind::ParserCorruption => "ParserCorruption",
-            StopKind::NotRestored => "NotRestored",
-        })
+        f.write_str(self.label())
+    }
+}
+
+impl StopKind {
+    /// The stop rule in words, wherever a person reads it.
+    pub fn label(self) -> &'static str {
+        match self {
+            StopKind::Contamination => "cross-request contamination",
+            StopKind::StructuredOutputCorruption => "structured-output corruption",
+            StopKind::UnexplainedLoss => "unexplained loss",
+            StopKind::Restart => "restart",
+            StopKind::ServerError(ErrorKind::OutOfMemory) => "out-of-memory error",
+            StopKind::ServerError(ErrorKind::Cuda) => "CUDA error",
+            StopKind::ParserCorruption => "parser corruption",
+            StopKind::NotRestored => "service not restored",
+        }
+    }
+
+    /// Its machine name, as JSON and the campaign journal write it.
+    pub fn name(self) -> &'static str {
+        match self {
+            StopKind::Contamination => "contamination",
+            StopKind::StructuredOutputCorruption => "structured_output_corruption",
+            StopKind::UnexplainedLoss => "unexplained_loss",
+            StopKind::Restart => "restart",
+            StopKind::ServerError(ErrorKind::OutOfMemory) => "out_of_memory_error",
+            StopKind::ServerError(ErrorKind::Cuda) => "cuda_error",
+            StopKind::ParserCorruption => "parser_corruption",
+            StopKind::NotRestored => "not_restored",
+        }
+    }
+}
+
+impl Serialize for StopKind {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.name())
     }
 }
 
@@ -73,8 +101,9 @@ pub fn classify_error(body: &str) -> Vec<ErrorKind> {
     kinds
 }
 
-/// Which stop rule fired.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+/// Which stop rule fired. Shown by its [`StopKind::label`] (`Display`) in `check`, the
+/// report and the Markdown alike; named in JSON and the journal by [`StopKind::name`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StopKind {
     /// Cross-request canary or tool-argument contamination.
     Contamination,

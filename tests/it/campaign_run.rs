@@ -390,7 +390,7 @@ fn campaign_run_records_every_arm_restores_the_starting_service_and_reports_it()
 
     // The rules: no restore stop rule; the report's restore stage is supported.
     let (_, check) = f.check();
-    assert!(!check.contains("NotRestored"), "{check}");
+    assert!(!check.contains("service not restored"), "{check}");
     let report = f.dir.path().join("campaign.md");
     let o = Command::new(ANVIL)
         .args(["report", "--format", "md", "--data"])
@@ -483,7 +483,7 @@ fn a_server_killed_during_a_cell_is_journaled_and_its_loss_stops_the_campaign() 
     assert_eq!(died["during"], SCREEN);
     let stop = f.wait_for("stop_rule", |l| l["step"] == "stop_rule");
     assert!(
-        ["UnexplainedLoss", "Restart"].contains(&stop["rule"].as_str().unwrap()),
+        ["unexplained_loss", "restart"].contains(&stop["rule"].as_str().unwrap()),
         "{stop}"
     );
     // The cell's artifact says so: requests failed.
@@ -496,7 +496,7 @@ fn a_server_killed_during_a_cell_is_journaled_and_its_loss_stops_the_campaign() 
     let (code, check) = f.check();
     assert_eq!(code, Some(1), "{check}");
     assert!(
-        check.contains("UnexplainedLoss") || check.contains("Restart"),
+        check.contains("unexplained loss") || check.contains("STOP restart"),
         "{check}"
     );
 }
@@ -536,7 +536,7 @@ fn a_restored_service_whose_fingerprint_differs_fires_the_restore_stop_rule() {
     assert_eq!(f.steps().iter().filter(|s| *s == "not_restored").count(), 1);
     let (code, check) = f.check();
     assert_eq!(code, Some(1), "{check}");
-    assert!(check.contains("NotRestored"), "{check}");
+    assert!(check.contains("service not restored"), "{check}");
     assert!(check.contains("check model failed"), "{check}");
 }
 
@@ -600,7 +600,7 @@ fn resume_after_sigkill_records_only_what_is_not_complete() {
     assert_eq!(f.restoration()["restored"], true);
     // The superseded attempt is not read as evidence: one run per cell.
     let (_, check) = f.check();
-    assert!(!check.contains("NotRestored"), "{check}");
+    assert!(!check.contains("service not restored"), "{check}");
 }
 
 #[test]

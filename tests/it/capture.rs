@@ -516,7 +516,7 @@ fn a_killed_run_is_recovered_with_every_request_finished_two_seconds_before() {
         assert_eq!(o.status.code(), Some(1), "{out}");
         let stop = out
             .lines()
-            .find(|l| l.contains("STOP UnexplainedLoss"))
+            .find(|l| l.contains("STOP unexplained loss"))
             .unwrap_or_else(|| panic!("no unexplained-loss stop:\n{out}"));
         assert!(
             stop.contains("of 400 planned requests have no record"),
@@ -524,7 +524,7 @@ fn a_killed_run_is_recovered_with_every_request_finished_two_seconds_before() {
         );
         assert!(
             out.lines()
-                .any(|l| l.contains("Completion") && l.contains("status interrupted")),
+                .any(|l| l.contains("completion") && l.contains("status interrupted")),
             "{out}"
         );
     }

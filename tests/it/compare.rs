@@ -120,7 +120,7 @@ fn compare_of_two_spec_depths_prints_each_metric_with_the_ratio_to_the_baseline(
             (&"K8".into(), &"K4".into()),
             "{m}"
         );
-        assert_eq!(m["differences"][1]["window"], "AfterFirstWave", "{m}");
+        assert_eq!(m["differences"][1]["window"], "after_first_wave", "{m}");
         assert!(d["ratio"].as_f64().unwrap() > 0.0, "{m}");
     }
     let spec = c["spec_decode"].as_array().unwrap();
@@ -306,13 +306,13 @@ fn check_stops_on_contamination_naming_the_requests() {
     assert!(!rows.is_empty(), "contaminate=0.5 contaminated some reply");
     let stop = out
         .lines()
-        .find(|l| l.contains("STOP Contamination"))
+        .find(|l| l.contains("STOP cross-request contamination"))
         .unwrap_or_else(|| panic!("no contamination stop:\n{out}"));
     for r in &rows {
         let request = format!("request {} returned ", r["request_index"]);
         assert!(stop.contains(&request), "{request} not named: {stop}");
     }
-    assert!(out.contains("outcome: StopRuleFired"), "{out}");
+    assert!(out.contains("outcome: stop rule fired"), "{out}");
 }
 
 #[test]
@@ -351,7 +351,7 @@ fn a_marker_from_outside_the_campaign_fails_the_canary_check_and_stops_it() {
     assert_eq!(code, Some(1), "{out}{err}");
     let stop = out
         .lines()
-        .find(|l| l.contains("STOP Contamination"))
+        .find(|l| l.contains("STOP cross-request contamination"))
         .unwrap_or_else(|| panic!("no contamination stop:\n{out}"));
     for r in &rows {
         let named = format!(
@@ -363,7 +363,7 @@ fn a_marker_from_outside_the_campaign_fails_the_canary_check_and_stops_it() {
     }
     let canaries = out
         .lines()
-        .find(|l| l.split_whitespace().nth(1) == Some("Canaries"))
+        .find(|l| l.split_whitespace().nth(1) == Some("canaries"))
         .unwrap_or_else(|| panic!("no Canaries line:\n{out}"));
     assert!(canaries.contains("FAIL"), "{canaries}");
 }
@@ -400,7 +400,7 @@ fn check_reports_missing_evidence_per_stage_and_exits_incomplete() {
         "{out}"
     );
     assert!(out.contains("promotion_authorized: false"), "{out}");
-    assert!(out.contains("outcome: Incomplete"), "{out}");
+    assert!(out.contains("outcome: incomplete"), "{out}");
 
     // JSON carries the same report.
     let (code, out, _) = anvil(&[
@@ -416,7 +416,7 @@ fn check_reports_missing_evidence_per_stage_and_exits_incomplete() {
     ]);
     assert_eq!(code, Some(4));
     let report: Value = serde_json::from_str(&out).unwrap();
-    assert_eq!(report["outcome"], "Incomplete");
+    assert_eq!(report["outcome"], "incomplete");
     assert_eq!(report["coverage"]["promotion_authorized"], false);
 }
 

@@ -154,12 +154,12 @@ fn every_check_passes_against_the_default_simulator() {
     let (code, out) = check_cmd(&data, &manifest);
     let functional = out
         .lines()
-        .find(|l| l.contains("K12") && l.contains("Functional"))
+        .find(|l| l.contains("K12") && l.contains(" functional "))
         .unwrap_or_else(|| panic!("no functional verdict:\n{out}"));
     assert!(functional.trim_end().ends_with("pass"), "{functional}");
     let canaries = out
         .lines()
-        .find(|l| l.contains("K12") && l.contains("Canaries"))
+        .find(|l| l.contains("K12") && l.contains(" canaries "))
         .unwrap();
     assert!(canaries.trim_end().ends_with("pass"), "{canaries}");
     assert!(out.contains("stop rules\n  none fired"), "{out}");
@@ -181,7 +181,7 @@ fn bad_json_fails_structured_output_and_fires_the_stop_rule() {
     let (code, out) = check_cmd(&run.data, &run.manifest);
     assert_eq!(code, Some(1), "{out}");
     assert!(
-        out.contains("STOP StructuredOutputCorruption")
+        out.contains("STOP structured-output corruption")
             && out.contains("structured-output corruption in 2 requests"),
         "{out}"
     );
@@ -216,7 +216,7 @@ fn tool_contamination_fails_the_check_and_stops_the_campaign() {
     assert_eq!(code, Some(1), "{out}");
     let stop = out
         .lines()
-        .find(|l| l.contains("STOP Contamination"))
+        .find(|l| l.contains("STOP cross-request contamination"))
         .unwrap_or_else(|| panic!("no contamination stop:\n{out}"));
     for (index, (check, _, _)) in &run.results {
         if check == "tools" {

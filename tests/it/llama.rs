@@ -521,7 +521,10 @@ fn llama_functional_run_records_every_request_with_an_honest_reason() {
     }
     let plan = concat!(env!("CARGO_MANIFEST_DIR"), "/sample-data/run-plan.json");
     let (_, check) = anvil_check(&out, plan, Path::new(&manifest()));
-    assert!(!check.contains("StructuredOutputCorruption"), "{check}");
+    assert!(
+        !check.contains("STOP structured-output corruption"),
+        "{check}"
+    );
 }
 
 /// `--api completions`: llama.cpp puts usage inside the final chunk that still carries the
@@ -744,7 +747,7 @@ fn llama_restart_mid_run_is_detected_from_its_counters() {
     assert_eq!(code, Some(1), "{check}");
     let stop = check
         .lines()
-        .find(|l| l.contains("STOP Restart"))
+        .find(|l| l.contains("STOP restart"))
         .unwrap_or_else(|| panic!("no restart stop:\n{check}"));
     assert!(
         stop.contains("replica 0 restarted") && stop.contains("counters fell"),
@@ -942,7 +945,7 @@ fn llama_campaign_launches_records_stops_and_restores_real_servers() {
         tmp.path().join("run-plan.json").to_str().unwrap(),
         &tmp.path().join("workload-manifest.json"),
     );
-    assert!(!check.contains("NotRestored"), "{check}");
+    assert!(!check.contains("service not restored"), "{check}");
     assert!(check.contains("restored (7 checks passed)"), "{check}");
     // Real servers: the report's first screen carries no synthetic-data banner (the servers'
     // model list says owned_by llamacpp, not anvil-sim), in HTML and in Markdown.

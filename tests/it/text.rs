@@ -137,3 +137,22 @@ fn report_markdown_first_section() {
     settings.add_filter(r"anvil \d+\.\d+\.\d+", "anvil [version]");
     settings.bind(|| insta::assert_snapshot!(first));
 }
+
+/// `compare` takes its folders with `--data` like `sql`, `summary`, `check`, `report` and
+/// `verify`; positional folders still work, alone or beside `--data`.
+#[test]
+fn compare_takes_data_like_its_siblings() {
+    let [a, b] = headline_pair();
+    let docs = ["--manifest", MANIFEST, "--plan", PLAN];
+    let positional = compare("table");
+    let with_data = anvil(
+        &[&["compare"][..], &docs, &["--data", &a, "--data", &b]].concat(),
+        0,
+    );
+    let mixed = anvil(&[&["compare"][..], &docs, &["--data", &a, &b]].concat(), 0);
+    assert_eq!(with_data, positional);
+    assert_eq!(mixed, positional);
+    let stages = anvil(&["compare", "--data", "sample-data"], 0);
+    assert_eq!(stages, anvil(&["compare", "sample-data"], 0));
+    assert!(stages.contains("stage baseline"), "{stages}");
+}

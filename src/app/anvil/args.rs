@@ -418,16 +418,8 @@ pub enum ReportFormat {
 #[cfg(feature = "analysis")]
 #[derive(Debug, Args)]
 pub struct ReportArgs {
-    /// An artifact folder or a campaign tree; repeat to load several. Its file names also
-    /// count as evidence files the plan names.
-    #[arg(long = "data", value_name = "DIR", default_value = "sample-data")]
-    pub data: Vec<PathBuf>,
-    /// The run plan [default: the one the campaign file beside the data names].
-    #[arg(long, value_name = "FILE")]
-    pub plan: Option<PathBuf>,
-    /// The workload manifest [default: the one the campaign file beside the data names].
-    #[arg(long, value_name = "FILE")]
-    pub manifest: Option<PathBuf>,
+    #[command(flatten)]
+    pub evidence: EvidenceArgs,
     /// Where to write the report [default: reports/campaign.html for HTML, standard
     /// output for Markdown].
     #[arg(long, value_name = "FILE")]
@@ -435,8 +427,6 @@ pub struct ReportArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = ReportFormat::Html)]
     pub format: ReportFormat,
-    #[command(flatten)]
-    pub slo: SloArgs,
 }
 
 /// Which campaign `anvil demo` records.
@@ -477,14 +467,8 @@ pub struct DemoArgs {
 #[cfg(feature = "analysis")]
 #[derive(Debug, Args)]
 pub struct CompareArgs {
-    /// The workload manifest (its selection defines the headline class) [default: the one
-    /// the campaign file beside the artifacts names].
-    #[arg(long, value_name = "FILE")]
-    pub manifest: Option<PathBuf>,
-    /// The run plan (its headline comparison rule is quoted on refusal) [default: the one
-    /// the campaign file beside the artifacts names].
-    #[arg(long, value_name = "FILE")]
-    pub plan: Option<PathBuf>,
+    #[command(flatten)]
+    pub evidence: EvidenceArgs,
     /// Compare every arm with this one instead of each with its stage's control.
     #[arg(long, value_name = "ARM", conflicts_with = "stage")]
     pub baseline: Option<String>,
@@ -494,32 +478,55 @@ pub struct CompareArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = RulesFormat::Table)]
     pub format: RulesFormat,
-    /// Artifact folders, or folders searched for them [default: sample-data].
-    #[arg(value_name = "ARTIFACT_DIR", default_value = "sample-data")]
+    /// Artifact folders, or folders searched for them, as --data names them (both may be
+    /// given) [default: sample-data].
+    #[arg(value_name = "ARTIFACT_DIR")]
     pub artifacts: Vec<PathBuf>,
-    #[command(flatten)]
-    pub slo: SloArgs,
 }
 
 #[cfg(feature = "analysis")]
 #[derive(Debug, Args)]
 pub struct CheckArgs {
-    /// An artifact folder or a campaign tree; repeat to load several. Its file names also
-    /// count as evidence files the plan names.
-    #[arg(long = "data", value_name = "DIR", default_value = "sample-data")]
-    pub data: Vec<PathBuf>,
-    /// The run plan [default: the one the campaign file beside the data names].
-    #[arg(long, value_name = "FILE")]
-    pub plan: Option<PathBuf>,
-    /// The workload manifest (checked to define the headline workload; a manifest that
-    /// does not is bad input) [default: the one the campaign file beside the data names].
-    #[arg(long, value_name = "FILE")]
-    pub manifest: Option<PathBuf>,
+    #[command(flatten)]
+    pub evidence: EvidenceArgs,
     /// Output format.
     #[arg(long, value_enum, default_value_t = RulesFormat::Table)]
     pub format: RulesFormat,
+}
+
+/// What `check`, `compare` and `report` judge: the artifacts, the run plan and the workload
+/// manifest, and the SLOs in force.
+#[cfg(feature = "analysis")]
+#[derive(Debug, Args)]
+pub struct EvidenceArgs {
+    /// An artifact folder or a campaign tree; repeat to load several. Its file names also
+    /// count as evidence files the plan names [default: sample-data].
+    #[arg(long = "data", value_name = "DIR")]
+    pub data: Vec<PathBuf>,
+    /// The run plan (its headline comparison rule is quoted on refusal) [default: the one
+    /// the campaign file beside the data names].
+    #[arg(long, value_name = "FILE")]
+    pub plan: Option<PathBuf>,
+    /// The workload manifest (its selection defines the headline workload; a manifest that
+    /// does not is bad input) [default: the one the campaign file beside the data names].
+    #[arg(long, value_name = "FILE")]
+    pub manifest: Option<PathBuf>,
     #[command(flatten)]
     pub slo: SloArgs,
+}
+
+#[cfg(feature = "analysis")]
+impl EvidenceArgs {
+    /// The folders given with --data and `more` (a command's positional folders), or
+    /// `sample-data` when none is.
+    pub fn folders(&self, more: &[PathBuf]) -> Vec<PathBuf> {
+        let all: Vec<PathBuf> = self.data.iter().chain(more).cloned().collect();
+        if all.is_empty() {
+            vec![PathBuf::from("sample-data")]
+        } else {
+            all
+        }
+    }
 }
 
 /// The SLOs in force: `--slo`, else the campaign file's `slo` section.

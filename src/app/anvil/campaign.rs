@@ -121,7 +121,7 @@ fn searches(
             s.max,
             s.resolution.map(|r| format!(" to within {}%", r * 100.0)).unwrap_or_default(),
             s.target,
-            s.slos(&campaign.slo).join(", "),
+            crate::slo::texts(s.slos(&campaign.slo)).join(", "),
             s.window.as_str(),
             s.requests,
             s.class,

@@ -3,8 +3,8 @@
 use std::path::PathBuf;
 
 use super::args::{CheckArgs, RulesFormat};
-use super::{json, load_documents, open_session_materialized, resolve_slos, runtime};
-use crate::app::{AppError, Exit, output};
+use super::{json, open_session_materialized, runtime};
+use crate::app::{Exit, output};
 use crate::gather::evidence::evidence_files;
 use crate::gather::rules_input::read_artifacts;
 use crate::manifest::RunPlan;
@@ -16,23 +16,18 @@ use crate::rules::{self, Artifact, CheckReport, HeadlineSelection};
 /// `anvil check`: exit 0 holds, 1 a stop rule fired or evidence contradicts a rule, 4
 /// evidence missing, 2 bad input.
 pub fn run(args: &CheckArgs) -> anyhow::Result<Exit> {
-    let data = super::resolve_data(&args.data)?;
-    let super::Documents {
-        manifest,
-        plan,
-        names: [m, p],
-        ..
-    } = load_documents(
-        "check",
-        args.manifest.as_deref(),
-        args.plan.as_deref(),
-        &data,
-        args.slo.campaign.as_deref(),
-    )?;
-    // The manifest must yield a headline selection for the claims to be judged at all.
-    let selection = HeadlineSelection::from_manifest(&manifest)
-        .map_err(|e| AppError::wrap(Exit::BadInput, anyhow::anyhow!("{m}: {e}")))?;
-    let slos = resolve_slos("check", &args.slo, &data)?;
+    let super::Evidence {
+        data,
+        docs:
+            super::Documents {
+                manifest,
+                plan,
+                names: [m, p],
+                ..
+            },
+        selection,
+        slos,
+    } = super::evidence("check", &args.evidence, &args.evidence.folders(&[]))?;
     let rt = runtime()?;
     let artifacts = rt.block_on(async {
         let session = open_session_materialized("check", &data, &slos).await?;

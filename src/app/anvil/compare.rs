@@ -2,7 +2,7 @@
 //! of artifacts against one baseline arm, or the refusal the campaign's rules give.
 
 use super::args::{CompareArgs, RulesFormat};
-use super::{json, load_documents, open_session_materialized, resolve_slos, runtime};
+use super::{json, open_session_materialized, runtime};
 use crate::app::{AppError, Exit, output};
 use crate::gather::rules_input::{read_artifacts, read_tradeoff};
 use crate::query::output::printable;
@@ -16,26 +16,26 @@ use std::path::PathBuf;
 use crate::manifest::RunPlan;
 use crate::rules::control::control;
 use crate::rules::stage::{stage_controls, stage_of};
-use crate::rules::{self, HeadlineSelection};
+use crate::rules::{self};
 
 /// `anvil compare`: exit 0 compared, 3 refused, 2 bad input.
 pub fn run(args: &CompareArgs) -> anyhow::Result<Exit> {
-    let data = super::resolve_data(&args.artifacts)?;
-    let super::Documents {
-        manifest,
-        plan,
-        names: [m, p],
-        ..
-    } = load_documents(
+    let super::Evidence {
+        data,
+        docs:
+            super::Documents {
+                manifest,
+                plan,
+                names: [m, p],
+                ..
+            },
+        selection,
+        slos,
+    } = super::evidence(
         "compare",
-        args.manifest.as_deref(),
-        args.plan.as_deref(),
-        &data,
-        args.slo.campaign.as_deref(),
+        &args.evidence,
+        &args.evidence.folders(&args.artifacts),
     )?;
-    let selection = HeadlineSelection::from_manifest(&manifest)
-        .map_err(|e| AppError::wrap(Exit::BadInput, anyhow::anyhow!("{m}: {e}")))?;
-    let slos = resolve_slos("compare", &args.slo, &data)?;
     let rt = runtime()?;
     let (artifacts, session_dirs, tradeoff) = rt.block_on(async {
         let session = open_session_materialized("compare", &data, &slos).await?;
@@ -172,7 +172,7 @@ impl Extras<'_> {
     /// the arms on it) and `tradeoff` (every point of those workloads).
     fn json(&self, value: serde_json::Value) -> serde_json::Value {
         let mut value = value;
-        let frontier: Vec<serde_json::Value> = crate::report::slo::frontier_arms(self.tradeoff)
+        let frontier: Vec<serde_json::Value> = crate::report::sections::slo::frontier_arms(self.tradeoff)
             .into_iter()
             .map(|(group, window, arms)| {
                 serde_json::json!({"frontier_group": group, "window": window, "arms": arms})
@@ -181,7 +181,7 @@ impl Extras<'_> {
         let points: Vec<&TradeoffPoint> = self
             .tradeoff
             .iter()
-            .filter(|p| crate::report::slo::performance_group(&p.frontier_group))
+            .filter(|p| crate::report::sections::slo::performance_group(&p.frontier_group))
             .collect();
         if let Some(object) = value.as_object_mut() {
             object.insert(

@@ -75,6 +75,46 @@ pub use session::{
     resolve_slos, runtime, say_if_empty,
 };
 
+/// What `check`, `compare` and `report` start from: the data folders as local paths, the
+/// manifest and the plan, the headline selection the manifest defines, and the SLOs in force.
+#[cfg(feature = "analysis")]
+pub struct Evidence {
+    pub data: Vec<std::path::PathBuf>,
+    pub docs: Documents,
+    pub selection: crate::rules::HeadlineSelection,
+    pub slos: crate::slo::Slos,
+}
+
+/// The one prelude of `check`, `compare` and `report`: `folders` (the --data folders and any
+/// positional ones) resolved, the documents loaded, the headline selection checked (a
+/// manifest that defines none is bad input naming it), the SLOs resolved and said.
+#[cfg(feature = "analysis")]
+pub fn evidence(
+    command: &str,
+    args: &args::EvidenceArgs,
+    folders: &[std::path::PathBuf],
+) -> anyhow::Result<Evidence> {
+    let data = resolve_data(folders)?;
+    let docs = load_documents(
+        command,
+        args.manifest.as_deref(),
+        args.plan.as_deref(),
+        &data,
+        args.slo.campaign.as_deref(),
+    )?;
+    let selection =
+        crate::rules::HeadlineSelection::from_manifest(&docs.manifest).map_err(|e| {
+            crate::app::AppError::wrap(Exit::BadInput, anyhow::anyhow!("{}: {e}", docs.names[0]))
+        })?;
+    let slos = resolve_slos(command, &args.slo, &data)?;
+    Ok(Evidence {
+        data,
+        docs,
+        selection,
+        slos,
+    })
+}
+
 /// `--data`, the positional folders and the documents as given (paths or URLs) turned into
 /// local paths: a remote prefix becomes its mirror (its tables stay remote and are read in
 /// place), a remote document its fetched copy. A location that cannot be used is bad input
@@ -232,7 +272,7 @@ mod session {
             let campaign = CampaignFile::load(file)
                 .with_context(|| format!("--campaign {}", given.display()))
                 .map_err(bad)?;
-            campaign_slos(&campaign.slo, file).map_err(bad)?
+            campaign_slos(&campaign.slo, file)
         } else {
             beside_the_data(data).map_err(bad)?
         };
@@ -246,9 +286,12 @@ mod session {
         Ok(slos)
     }
 
-    fn campaign_slos(texts: &[String], file: &Path) -> anyhow::Result<Slos> {
-        Slos::parse_all(texts, SloSource::Campaign(file.display().to_string()))
-            .with_context(|| format!("{}: slo", file.display()))
+    /// A campaign file's SLOs (parsed when it was read), with the file they came from.
+    fn campaign_slos(slos: &[crate::slo::Slo], file: &Path) -> Slos {
+        Slos::of(
+            slos.to_vec(),
+            SloSource::Campaign(file.display().to_string()),
+        )
     }
 
     /// The SLOs a campaign file or journal in the `data` folders gives; none when neither
@@ -269,7 +312,7 @@ mod session {
                         file.display()
                     )
                 })?;
-                found.push(campaign_slos(&campaign.slo, &file)?);
+                found.push(campaign_slos(&campaign.slo, &file));
                 continue;
             }
             for journal in files_beside(dir, crate::campaign::journal::JOURNAL) {

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use super::args::{ReportArgs, ReportFormat};
 use super::check::check_data;
-use super::{Documents, load_documents, open_session_materialized, runtime};
+use super::{Documents, open_session_materialized, runtime};
 use crate::app::{Exit, output};
 use crate::gather::report_input::{definitions, gather};
 use crate::manifest::RunPlan;
@@ -91,7 +91,7 @@ fn planned_cells(
     data: &[PathBuf],
     campaign: Option<&std::path::Path>,
     plan: &RunPlan,
-) -> Option<crate::report::decision::PlannedCells> {
+) -> Option<crate::report::sections::decision::PlannedCells> {
     let file = match campaign {
         Some(f) => f.to_owned(),
         None => data
@@ -115,7 +115,7 @@ fn planned_cells(
         .into_iter()
         .map(|c| (c.stage, c.arm, c.cell_id))
         .collect();
-    Some(crate::report::decision::PlannedCells {
+    Some(crate::report::sections::decision::PlannedCells {
         file: file.display().to_string(),
         out: out.display().to_string(),
         cells,
@@ -156,17 +156,15 @@ fn capacity_beside(data: &[PathBuf]) -> Vec<crate::report::input::CapacityFound>
 /// `anvil report`: exit 0 when the report was written, 2 on bad input. The campaign's own
 /// outcome (what `anvil check` exits with) is stated in the report and on standard error.
 pub fn run(args: &ReportArgs) -> anyhow::Result<Exit> {
-    let data = super::resolve_data(&args.data)?;
-    let docs = load_documents(
-        "report",
-        args.manifest.as_deref(),
-        args.plan.as_deref(),
-        &data,
-        args.slo.campaign.as_deref(),
+    let evidence = super::evidence("report", &args.evidence, &args.evidence.folders(&[]))?;
+    let campaign = super::resolve_document(args.evidence.slo.campaign.as_deref(), true)?;
+    let (text, outcome) = render(
+        &evidence.data,
+        &evidence.docs,
+        args.format,
+        &evidence.slos,
+        campaign.as_deref(),
     )?;
-    let slos = super::resolve_slos("report", &args.slo, &data)?;
-    let campaign = super::resolve_document(args.slo.campaign.as_deref(), true)?;
-    let (text, outcome) = render(&data, &docs, args.format, &slos, campaign.as_deref())?;
     let out = match (&args.out, args.format) {
         (Some(path), _) => Some(path.clone()),
         (None, ReportFormat::Html) => Some(PathBuf::from("reports/campaign.html")),
@@ -192,6 +190,6 @@ fn outcome_words(outcome: Outcome) -> &'static str {
     if outcome.failed() {
         "rule failed or stop rule fired"
     } else {
-        outcome.meaning()
+        outcome.label()
     }
 }

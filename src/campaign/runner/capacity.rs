@@ -33,12 +33,11 @@ impl Runner<'_> {
         arm: &Arm,
         spec: &search::CapacitySearch,
     ) -> Result<SearchState, CampaignError> {
-        let texts = spec.slos(&self.campaign.slo).to_vec();
-        let slos = crate::slo::Slos::parse_all(
-            &texts,
+        let slos = crate::slo::Slos::of(
+            spec.slos(&self.campaign.slo).to_vec(),
             crate::slo::SloSource::Campaign(self.file.display().to_string()),
-        )
-        .map_err(|e| CampaignError::BadInput(format!("arm {}: search.slo: {e}", arm.arm)))?;
+        );
+        let texts = crate::slo::texts(&slos.slos);
         let mut state = SearchState {
             slos,
             seen: Vec::new(),

@@ -271,7 +271,7 @@ impl Runner<'_> {
         for f in &findings {
             self.log(
                 "stop_rule",
-                json!({"arm": c.arm, "cell": c.name(), "rule": f.kind.to_string(), "reason": f.reason}),
+                json!({"arm": c.arm, "cell": c.name(), "rule": f.kind.name(), "reason": f.reason}),
             )?;
         }
         if let Some(first) = findings.first() {

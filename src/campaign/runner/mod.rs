@@ -191,7 +191,7 @@ pub fn run(opts: &RunOptions, hooks: CampaignHooks<'_>) -> Result<CampaignSummar
             "resume": opts.resume,
             "cells": cells.len(),
             "arms": runner.campaign.all_arms().len(),
-            "slo": runner.campaign.slo,
+            "slo": crate::slo::texts(&runner.campaign.slo),
         }),
     )?;
     runner.stop_orphans(&earlier)?;

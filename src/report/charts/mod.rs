@@ -15,6 +15,7 @@ mod bars;
 mod cdf;
 mod common;
 mod curve;
+mod palette;
 mod pareto;
 mod series;
 mod timeline;
@@ -25,6 +26,7 @@ pub use common::{
     HEIGHT, PALETTE, SampleSeries, WIDTH, colour, colour_hex, escape_xml, no_data_svg, short_number,
 };
 pub use curve::{CurveChart, CurvePoint, CurveSeries, ReferenceLine, SMALL_WIDTH, curve_svg};
+pub use palette::Palette;
 pub use pareto::{ParetoChart, ParetoPoint, pareto_svg};
 pub use series::{LineSeriesData, TimeSeriesChart, time_series_svg};
 pub use timeline::{TimelineBar, TimelineChart, timeline_svg};

@@ -12,11 +12,11 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 
-use super::charts::{
+use crate::report::charts::{
     CurveChart, CurvePoint, CurveSeries, ParetoChart, ParetoPoint, ReferenceLine, SMALL_WIDTH,
 };
-use super::input::ReportInput;
-pub use super::input::SpecPosition;
+use crate::report::input::ReportInput;
+pub use crate::report::input::SpecPosition;
 use crate::rules::control::Control;
 use crate::rules::headline::CONTEXT_CURVE_CLASS;
 use crate::rules::input::{Artifact, MetricId};
@@ -126,7 +126,7 @@ fn short_value(v: f64) -> String {
     if v.fract() == 0.0 && v.abs() < 1e9 {
         format!("{v:.0}")
     } else {
-        super::format::fmt_num(Some(v))
+        crate::report::format::fmt_num(Some(v))
     }
 }
 
@@ -137,7 +137,7 @@ fn tokens_label(v: f64) -> String {
     } else if v >= 1000.0 {
         format!("{}K", (v / 1024.0).round())
     } else {
-        super::format::fmt_num(Some(v))
+        crate::report::format::fmt_num(Some(v))
     }
 }
 
@@ -351,8 +351,8 @@ fn context_curve(input: &ReportInput<'_>) -> Option<CurveGroup> {
                 a.facts.arm,
                 tokens_label(a.facts.workload.prompt_tokens_target as f64),
                 a.facts.workload.concurrency_per_replica,
-                super::format::fmt_num(Some(ttft)),
-                super::format::fmt_num(decode)
+                crate::report::format::fmt_num(Some(ttft)),
+                crate::report::format::fmt_num(decode)
             ))
         })
         .collect();
@@ -509,7 +509,7 @@ fn capacity(input: &ReportInput<'_>) -> Vec<CurveChart> {
                 reference: Some(ReferenceLine {
                     label: format!(
                         "target {}",
-                        super::format::fmt_percent(Some(c.search.target))
+                        crate::report::format::fmt_percent(Some(c.search.target))
                     ),
                     y: c.search.target * 100.0,
                 }),

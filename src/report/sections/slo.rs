@@ -5,8 +5,8 @@
 
 use serde::Serialize;
 
-use super::format::{fmt_estimate, fmt_num, fmt_share, fmt_throughput_difference};
 use crate::metric::Window;
+use crate::report::format::{fmt_estimate, fmt_num, fmt_share, fmt_throughput_difference};
 use crate::rules::input::TradeoffPoint;
 use crate::rules::{ArmGoodput, StageComparison};
 
@@ -19,7 +19,7 @@ pub struct SloView {
     pub goodput: Vec<GoodputRowView>,
     pub tradeoff: Vec<TradeoffRowView>,
     /// Each capacity search's result (`capacity.json`).
-    pub capacity: Vec<super::input::CapacityFound>,
+    pub capacity: Vec<crate::report::input::CapacityFound>,
 }
 
 /// One arm of one stage comparison.
@@ -99,7 +99,7 @@ pub fn fmt_gpus(p: &TradeoffPoint) -> String {
     match (p.gpus, p.gpus_derived) {
         (Some(g), Some(true)) => format!("{g} (from topology)"),
         (Some(g), _) => g.to_string(),
-        (None, _) => super::format::NA.to_owned(),
+        (None, _) => crate::report::format::NA.to_owned(),
     }
 }
 
@@ -132,7 +132,7 @@ pub fn slo_view(
     slos: &str,
     stages: &[StageComparison],
     points: &[TradeoffPoint],
-    capacity: &[super::input::CapacityFound],
+    capacity: &[crate::report::input::CapacityFound],
 ) -> SloView {
     let goodput = stage_goodput(stages)
         .into_iter()
@@ -165,7 +165,7 @@ pub fn slo_view(
                 (Some(r), _, _) => format!("{} req/s", fmt_num(Some(r))),
                 (None, Some(c), Some(1)) => format!("C{c} × 1 replica"),
                 (None, Some(c), Some(n)) => format!("C{c} × {n} replicas"),
-                _ => super::format::NA.to_owned(),
+                _ => crate::report::format::NA.to_owned(),
             },
             gpus: fmt_gpus(p),
             per_gpu: fmt_num(p.output_tps_per_gpu),

@@ -6,8 +6,8 @@
 
 use serde::Serialize;
 
-use super::format::{fmt_diff, fmt_num, fmt_percent, fmt_throughput_difference};
 use crate::metric::Window;
+use crate::report::format::{fmt_diff, fmt_num, fmt_percent, fmt_throughput_difference};
 use crate::rules::compare::{
     Comparison, MetricComparison, ThroughputDifference, ThroughputEstimate,
 };

@@ -10,9 +10,9 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 
-use super::format::{NA, fmt_diff, fmt_num};
-pub use super::input::PlannedCells;
-use super::input::ReportInput;
+use crate::report::format::{NA, fmt_diff, fmt_num};
+pub use crate::report::input::PlannedCells;
+use crate::report::input::ReportInput;
 use crate::rules::Outcome;
 use crate::rules::coverage::{ClaimCheck, ClaimVerdict, UNNAMED_COMPONENT};
 use crate::rules::input::Artifact;
@@ -251,7 +251,7 @@ fn tested(input: &ReportInput<'_>) -> String {
         plan_arms.len(),
         cells.len(),
         input.artifacts.len(),
-        super::format::fmt_count(requests),
+        crate::report::format::fmt_count(requests),
     )
 }
 

@@ -1,0 +1,116 @@
+//! Output-length realization: whether the arms' replies reached comparable lengths and
+//! finished for comparable reasons, before their throughputs are put side by side.
+
+use super::*;
+
+/// Median of the runs' completion-token medians and summed finish-reason counts of an arm.
+pub(super) fn output_profile(runs: &[&Artifact]) -> (Option<f64>, BTreeMap<String, u64>) {
+    let mut medians: Vec<f64> = runs
+        .iter()
+        .filter_map(|run| run.figures.completion_tokens_p50)
+        .filter(|median| median.is_finite())
+        .collect();
+    let median = if medians.len() != runs.len() || medians.is_empty() {
+        None
+    } else {
+        // Nearest rank, as every percentile anvil reports.
+        Sample::new(std::mem::take(&mut medians))
+            .ok()
+            .map(|mut s| s.nearest_rank(Percentile::P50.probability()))
+    };
+    let mut reasons = BTreeMap::new();
+    for run in runs {
+        for (reason, count) in &run.figures.finish_reasons {
+            let total = reasons.entry(reason.clone()).or_insert(0u64);
+            *total = total.saturating_add(*count);
+        }
+    }
+    (median, reasons)
+}
+pub(super) fn shares(counts: &BTreeMap<String, u64>) -> BTreeMap<&str, f64> {
+    let total: u64 = counts.values().fold(0, |sum, n| sum.saturating_add(*n));
+    counts
+        .iter()
+        .map(|(reason, count)| {
+            let share = if total == 0 {
+                0.0
+            } else {
+                *count as f64 / total as f64
+            };
+            (reason.as_str(), share)
+        })
+        .collect()
+}
+
+pub(super) fn describe_mix(counts: &BTreeMap<String, u64>) -> String {
+    if counts.is_empty() {
+        return "none recorded".to_owned();
+    }
+    shares(counts)
+        .iter()
+        .map(|(reason, share)| format!("{reason} {}%", num(share * 100.0)))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Output-length realization of `arm` against `baseline` (its reference): the completion-token
+/// medians must be within [`MEDIAN_TOLERANCE`] of the reference's and no finish reason's
+/// share may differ by more than [`FINISH_SHARE_TOLERANCE`]; otherwise aggregate throughput
+/// is not comparable as it stands (an arm that writes shorter replies finishes sooner). The
+/// warning names the arm first and gives its figures first, as the heading `arm vs
+/// reference` reads.
+pub fn output_length_realization(
+    baseline: &str,
+    base_runs: &[&Artifact],
+    arm: &str,
+    runs: &[&Artifact],
+) -> OutputLength {
+    let (base_median, base_mix) = output_profile(base_runs);
+    let (median, mix) = output_profile(runs);
+    let mut problems = Vec::new();
+    match (base_median, median) {
+        (Some(b), Some(a)) if b > 0.0 => {
+            let change = (a - b) / b;
+            if change.abs() > MEDIAN_TOLERANCE {
+                let sign = if change > 0.0 { "+" } else { "−" };
+                problems.push(format!(
+                    "completion tokens p50 {} vs {} ({sign}{}%)",
+                    num(a),
+                    num(b),
+                    num((change * 100.0).abs())
+                ));
+            }
+        }
+        _ => problems.push("completion-token medians not recorded for both arms".to_owned()),
+    }
+    let (base_shares, shares_now) = (shares(&base_mix), shares(&mix));
+    let reasons: BTreeSet<&str> = base_shares
+        .keys()
+        .chain(shares_now.keys())
+        .copied()
+        .collect();
+    let mix_differs = base_mix.is_empty()
+        || mix.is_empty()
+        || reasons.iter().any(|reason| {
+            let b = base_shares.get(reason).copied().unwrap_or(0.0);
+            let a = shares_now.get(reason).copied().unwrap_or(0.0);
+            (a - b).abs() > FINISH_SHARE_TOLERANCE
+        });
+    if mix_differs {
+        problems.push(format!(
+            "finish reasons {} vs {}",
+            describe_mix(&mix),
+            describe_mix(&base_mix)
+        ));
+    }
+    if problems.is_empty() {
+        OutputLength::Comparable
+    } else {
+        OutputLength::NotComparable {
+            warning: format!(
+                "{arm} vs {baseline}: output-length realization differs ({}); throughput is not comparable as it stands",
+                problems.join("; ")
+            ),
+        }
+    }
+}
