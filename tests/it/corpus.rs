@@ -1201,3 +1201,61 @@ fn corpus_flags_sql_and_outputs() {
         "a refused capture wrote nothing"
     );
 }
+
+/// The HTTP/1.1 response reader's fuzz seeds (`fuzz/seeds/http_response/`) and any crashing
+/// input the fuzz target found (kept under `tests/it/corpus/http_response/`), replayed with the
+/// target's own check: no panic, and the same reading however the bytes are split (the first
+/// byte picks the split, as in `fuzz/fuzz_targets/http_response.rs`). The seeds' readings are
+/// pinned too.
+#[test]
+fn corpus_http_responses_read_alike_however_split() {
+    use anvil::capture::hotpath::read_response;
+    let seeds = Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/seeds/http_response");
+    let kept = Path::new(KEPT).join("http_response");
+    let mut files: Vec<PathBuf> = [seeds, kept]
+        .iter()
+        .flat_map(|dir| std::fs::read_dir(dir).into_iter().flatten().flatten())
+        .map(|e| e.path())
+        .collect();
+    files.sort();
+    assert!(files.len() >= 6, "{files:?}");
+    let mut read = std::collections::BTreeMap::new();
+    for file in &files {
+        let data = std::fs::read(file).unwrap();
+        let Some((&seed, body)) = data.split_first() else {
+            continue;
+        };
+        let whole = read_response(&[body]);
+        for step in [usize::from(seed % 13) + 1, 1, 2, 7] {
+            let pieces: Vec<&[u8]> = body.chunks(step).collect();
+            assert_eq!(
+                whole,
+                read_response(&pieces),
+                "{}: split every {step}",
+                file.display()
+            );
+        }
+        read.insert(
+            file.file_name().unwrap().to_string_lossy().into_owned(),
+            whole,
+        );
+    }
+    let ok = |status: u16, body: &str| Ok((status, body.as_bytes().to_vec()));
+    assert_eq!(
+        read["chunked-sse"],
+        ok(200, "data: {\"choices\":[]}\n\ndata: \n")
+    );
+    assert_eq!(read["content-length"], ok(200, "data: [DONE]\n\n"));
+    assert_eq!(read["close-delimited"], ok(200, "data: a\n\ndata: b\n\n"));
+    assert_eq!(read["interim-then-final"], ok(429, "{}"));
+    let err = |name: &str| read[name].clone().unwrap_err();
+    assert!(
+        err("bad-chunk-size").contains("invalid chunked body"),
+        "{}",
+        err("bad-chunk-size")
+    );
+    assert!(err("conflicting-length").contains("conflicting content-length"));
+    // A body cut short is refused, not read as whole.
+    let short = read_response(&[b"HTTP/1.1 200 OK\r\ncontent-length: 9\r\n\r\nabc"]);
+    assert!(short.unwrap_err().contains("closed 6 bytes before the end"));
+}

@@ -100,6 +100,7 @@ pub use channel::{
 };
 use conn::{BodyFailure, BodyStep, Connection, HeadFailure};
 use timed_stream::{IoStamps, socket_reset};
+pub use wire::read_response;
 use wire::{BodyError, Framing};
 
 /// Sends requests one after another to one replica on one kept connection (reconnecting when

@@ -44,6 +44,51 @@ pub(super) fn request_head(
     h
 }
 
+/// A whole response read as the hot path reads it, the socket's bytes arriving as `reads`:
+/// its final status and body payload, or why it was refused (a malformed head or body, a
+/// protocol switch, a connection that closed early). Interim (1xx) heads are skipped, as the
+/// connection skips them. Not used by the recorder itself: the fuzz target and the crash
+/// corpus drive [`parse_head`] and the body's framing through it, any bytes split anywhere.
+pub fn read_response(reads: &[&[u8]]) -> Result<(u16, Vec<u8>), String> {
+    let mut buf: Vec<u8> = Vec::new();
+    let mut head: Option<Head> = None;
+    let mut payload = Vec::new();
+    for read in reads {
+        buf.extend_from_slice(read);
+        loop {
+            match head.as_mut() {
+                None => match parse_head(&buf).map_err(|e| e.0)? {
+                    None => break,
+                    Some((h, n)) => {
+                        buf.drain(..n);
+                        match h.status {
+                            101 => return Err("the server switched protocols (101)".into()),
+                            100..=199 => continue,
+                            _ => head = Some(h),
+                        }
+                    }
+                },
+                Some(h) => {
+                    if buf.is_empty() || h.framing.is_done() {
+                        break;
+                    }
+                    let n = h
+                        .framing
+                        .decode(&buf, &mut |p| payload.extend_from_slice(p))
+                        .map_err(|e| e.to_string())?;
+                    buf.drain(..n);
+                    if n == 0 {
+                        break;
+                    }
+                }
+            }
+        }
+    }
+    let mut head = head.ok_or("the connection closed before a complete response head")?;
+    head.framing.at_eof().map_err(|e| e.to_string())?;
+    Ok((head.status, payload))
+}
+
 /// A parsed response head: what the exchange needs of it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct Head {
