@@ -25,8 +25,13 @@ impl Sim {
     pub fn start(args: &[&str]) -> Sim {
         let mut all = vec!["--port", "0", "--profile", "fast", "--no-realtime"];
         all.extend_from_slice(args);
+        Self::start_raw(&all)
+    }
+
+    /// Start with exactly `args` (no defaults added).
+    pub fn start_raw(all: &[&str]) -> Sim {
         let mut child = Command::new(SIM)
-            .args(&all)
+            .args(all)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
@@ -72,12 +77,24 @@ impl Sim {
     }
 
     /// SIGTERM and wait (the simulator then flushes its truth file); returns its stderr.
-    pub fn terminate(mut self) -> String {
+    pub fn terminate(self) -> String {
+        self.stop().1
+    }
+
+    /// SIGTERM, wait, and return (exit code, stderr).
+    pub fn stop(self) -> (i32, String) {
+        let (code, err) = self.signal(libc::SIGTERM);
+        (code.unwrap_or(-1), err)
+    }
+
+    /// Send `signal`, wait, and return (exit code, `None` when a signal ended it; stderr).
+    pub fn signal(mut self, signal: i32) -> (Option<i32>, String) {
         // SAFETY: plain kill(2) on our own child's pid.
-        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
-        let _ = self.child.wait();
+        unsafe { libc::kill(self.child.id() as i32, signal) };
+        let status = self.child.wait().unwrap();
         std::thread::sleep(std::time::Duration::from_millis(50));
-        self.stderr.lock().unwrap().clone()
+        let err = self.stderr.lock().unwrap().clone();
+        (status.code(), err)
     }
 }
 

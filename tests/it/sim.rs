@@ -1,98 +1,12 @@
 //! `anvil-sim` end to end: the real binary on loopback, real HTTP, one process per test.
 
-use std::io::{BufRead, BufReader, Read};
-use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex};
+use std::io::{BufRead, BufReader};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-const BIN: &str = env!("CARGO_BIN_EXE_anvil-sim");
-
-/// A running simulator; killed when dropped.
-struct Sim {
-    child: Child,
-    ports: Vec<u16>,
-    stderr: Arc<Mutex<String>>,
-}
-
-impl Sim {
-    /// Start with `--port 0 --profile fast --no-realtime` plus `args`.
-    fn start(args: &[&str]) -> Sim {
-        let mut all = vec!["--port", "0", "--profile", "fast", "--no-realtime"];
-        all.extend_from_slice(args);
-        Self::start_raw(&all)
-    }
-
-    fn start_raw(args: &[&str]) -> Sim {
-        let mut child = Command::new(BIN)
-            .args(args)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn anvil-sim");
-        let stderr = Arc::new(Mutex::new(String::new()));
-        let mut err = child.stderr.take().unwrap();
-        let sink = stderr.clone();
-        std::thread::spawn(move || {
-            let mut s = String::new();
-            let mut buf = [0u8; 4096];
-            while let Ok(n) = err.read(&mut buf) {
-                if n == 0 {
-                    break;
-                }
-                s.push_str(&String::from_utf8_lossy(&buf[..n]));
-                *sink.lock().unwrap() = s.clone();
-            }
-        });
-        let mut out = BufReader::new(child.stdout.take().unwrap());
-        let replicas = args
-            .windows(2)
-            .find(|w| w[0] == "--replicas")
-            .map_or(1, |w| w[1].parse().unwrap());
-        let mut ports = Vec::new();
-        let mut line = String::new();
-        while ports.len() < replicas {
-            line.clear();
-            let n = out.read_line(&mut line).unwrap();
-            assert!(n > 0, "anvil-sim exited early: {}", stderr.lock().unwrap());
-            if let Some(addr) = line
-                .trim()
-                .rsplit(':')
-                .next()
-                .filter(|_| line.contains("listening on"))
-            {
-                ports.push(addr.parse().unwrap());
-            }
-        }
-        Sim {
-            child,
-            ports,
-            stderr,
-        }
-    }
-
-    fn url(&self, replica: usize, path: &str) -> String {
-        format!("http://127.0.0.1:{}{path}", self.ports[replica])
-    }
-
-    /// SIGTERM, wait, and return (exit code, stderr).
-    fn terminate(mut self) -> (i32, String) {
-        // SAFETY: plain kill(2) on our own child's pid.
-        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
-        let status = self.child.wait().unwrap();
-        std::thread::sleep(Duration::from_millis(50));
-        let err = self.stderr.lock().unwrap().clone();
-        (status.code().unwrap_or(-1), err)
-    }
-}
-
-impl Drop for Sim {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
+use super::common::{SIM as BIN, Sim};
 
 fn agent() -> ureq::Agent {
     ureq::Agent::config_builder()
@@ -232,7 +146,7 @@ const CANARY: &str = "ANV-0123456789ab";
 fn streaming_chat_has_role_content_usage_and_done() {
     let sim = Sim::start(&[]);
     let ev = stream(
-        &sim.url(0, "/v1/chat/completions"),
+        &format!("{}/v1/chat/completions", sim.url(0)),
         &chat(
             &format!("Marker {CANARY}. Write about 12 words."),
             json!({}),
@@ -274,7 +188,7 @@ fn streaming_chat_has_role_content_usage_and_done() {
 
     // The response echoes x-request-id.
     let r = post_with_id(
-        &sim.url(0, "/v1/chat/completions"),
+        &format!("{}/v1/chat/completions", sim.url(0)),
         &chat("hi", json!({"stream": false})),
         Some("abc-1"),
     );
@@ -290,9 +204,11 @@ fn max_tokens_cuts_with_finish_length_and_replies_are_seeded() {
     let sim = Sim::start(&["--seed", "42"]);
     let body = chat("Tell a story.", json!({"stream": false, "max_tokens": 7}));
     let a: Value =
-        serde_json::from_str(&post(&sim.url(0, "/v1/chat/completions"), &body).body).unwrap();
+        serde_json::from_str(&post(&format!("{}/v1/chat/completions", sim.url(0)), &body).body)
+            .unwrap();
     let b: Value =
-        serde_json::from_str(&post(&sim.url(0, "/v1/chat/completions"), &body).body).unwrap();
+        serde_json::from_str(&post(&format!("{}/v1/chat/completions", sim.url(0)), &body).body)
+            .unwrap();
     assert_eq!(a["choices"][0]["finish_reason"], "length");
     assert_eq!(a["usage"]["completion_tokens"], 7);
     assert_eq!(
@@ -302,7 +218,8 @@ fn max_tokens_cuts_with_finish_length_and_replies_are_seeded() {
     drop(sim);
     let other = Sim::start(&["--seed", "43"]);
     let c: Value =
-        serde_json::from_str(&post(&other.url(0, "/v1/chat/completions"), &body).body).unwrap();
+        serde_json::from_str(&post(&format!("{}/v1/chat/completions", other.url(0)), &body).body)
+            .unwrap();
     assert_ne!(
         a["choices"][0]["message"]["content"],
         c["choices"][0]["message"]["content"]
@@ -312,7 +229,7 @@ fn max_tokens_cuts_with_finish_length_and_replies_are_seeded() {
 #[test]
 fn speculative_k8_puts_at_least_two_tokens_per_chunk() {
     let sim = Sim::start(&["--spec-depth", "8", "--spec-accept", "0.7"]);
-    let url = sim.url(0, "/v1/chat/completions");
+    let url = format!("{}/v1/chat/completions", sim.url(0));
     let handles: Vec<_> = (0..5)
         .map(|t| {
             let url = url.clone();
@@ -351,7 +268,7 @@ fn speculative_k8_puts_at_least_two_tokens_per_chunk() {
         ratio >= 2.0,
         "{tokens} tokens over {chunks} content chunks = {ratio}"
     );
-    let m = get(&sim.url(0, "/metrics"));
+    let m = get(&format!("{}/metrics", sim.url(0)));
     let drafts = metric(&m, "vllm:spec_decode_num_drafts_total");
     assert!(drafts > 0.0);
     assert_eq!(
@@ -374,7 +291,7 @@ fn tokenize_count_equals_usage_prompt_tokens() {
     ]);
     let t: Value = serde_json::from_str(
         &post(
-            &sim.url(0, "/tokenize"),
+            &format!("{}/tokenize", sim.url(0)),
             &json!({"model": "anvil-sim", "messages": messages}),
         )
         .body,
@@ -384,7 +301,7 @@ fn tokenize_count_equals_usage_prompt_tokens() {
     assert_eq!(t["tokens"].as_array().unwrap().len() as u64, count);
     assert!(t["max_model_len"].as_u64().unwrap() > count);
     let ev = stream(
-        &sim.url(0, "/v1/chat/completions"),
+        &format!("{}/v1/chat/completions", sim.url(0)),
         &json!({"messages": messages, "stream": true, "stream_options": {"include_usage": true}, "max_tokens": 5}),
         None,
     )
@@ -394,7 +311,11 @@ fn tokenize_count_equals_usage_prompt_tokens() {
         Some(count)
     );
     let p: Value = serde_json::from_str(
-        &post(&sim.url(0, "/tokenize"), &json!({"prompt": "abcdefgh ij"})).body,
+        &post(
+            &format!("{}/tokenize", sim.url(0)),
+            &json!({"prompt": "abcdefgh ij"}),
+        )
+        .body,
     )
     .unwrap();
     assert_eq!(p["count"], 3);
@@ -407,18 +328,18 @@ fn two_replicas_have_their_own_ports_and_metrics() {
     assert_ne!(sim.ports[0], sim.ports[1]);
     let gen0 = |m: &str| metric(m, "vllm:generation_tokens_total");
     let before = (
-        gen0(&get(&sim.url(0, "/metrics"))),
-        gen0(&get(&sim.url(1, "/metrics"))),
+        gen0(&get(&format!("{}/metrics", sim.url(0)))),
+        gen0(&get(&format!("{}/metrics", sim.url(1)))),
     );
     stream(
-        &sim.url(1, "/v1/chat/completions"),
+        &format!("{}/v1/chat/completions", sim.url(1)),
         &chat("about 9 words", json!({})),
         None,
     )
     .unwrap();
     let after = (
-        gen0(&get(&sim.url(0, "/metrics"))),
-        gen0(&get(&sim.url(1, "/metrics"))),
+        gen0(&get(&format!("{}/metrics", sim.url(0)))),
+        gen0(&get(&format!("{}/metrics", sim.url(1)))),
     );
     assert_eq!(after.0, before.0);
     assert_eq!(after.1, before.1 + 9.0);
@@ -431,7 +352,7 @@ fn truth_file_has_one_row_per_event_written() {
     let p = path.to_str().unwrap();
     // Realtime on: the path the benchmark and campaigns use.
     let sim = Sim::start_raw(&["--port", "0", "--profile", "fast", "--truth", p]);
-    let url = sim.url(0, "/v1/chat/completions");
+    let url = format!("{}/v1/chat/completions", sim.url(0));
     let mut seen = Vec::new();
     for i in 0..3 {
         let id = format!("run-{i}");
@@ -443,7 +364,7 @@ fn truth_file_has_one_row_per_event_written() {
         .unwrap();
         seen.push((id, ev));
     }
-    let (code, err) = sim.terminate();
+    let (code, err) = sim.stop();
     assert_eq!(code, 0, "{err}");
     assert!(err.contains("lag: events"), "{err}");
     let text = std::fs::read_to_string(&path).unwrap();
@@ -487,7 +408,7 @@ fn truth_file_has_one_row_per_event_written() {
 #[test]
 fn canary_echo_json_schema_and_tools() {
     let sim = Sim::start(&[]);
-    let url = sim.url(0, "/v1/chat/completions");
+    let url = format!("{}/v1/chat/completions", sim.url(0));
     let schema = json!({
         "type": "object", "additionalProperties": false,
         "required": ["marker", "items", "score", "verdict", "detail"],
@@ -571,7 +492,7 @@ fn canary_echo_json_schema_and_tools() {
 #[test]
 fn reasoning_deltas_only_when_thinking_is_enabled() {
     let sim = Sim::start(&[]);
-    let url = sim.url(0, "/v1/chat/completions");
+    let url = format!("{}/v1/chat/completions", sim.url(0));
     let reasoning = |extra: Value| {
         let c = parsed(&stream(&url, &chat("about 5 words", extra), None).unwrap());
         let r: Vec<&str> = c
@@ -597,7 +518,7 @@ fn reasoning_deltas_only_when_thinking_is_enabled() {
 #[test]
 fn prefix_cache_hits_repeated_prompts_only() {
     let sim = Sim::start(&[]);
-    let url = sim.url(0, "/v1/chat/completions");
+    let url = format!("{}/v1/chat/completions", sim.url(0));
     let long = "shared system prompt words ".repeat(40);
     let cached = |text: String| {
         let c = parsed(&stream(&url, &chat(&text, json!({"max_tokens": 3})), None).unwrap());
@@ -616,7 +537,7 @@ fn prefix_cache_hits_repeated_prompts_only() {
 fn completions_and_responses_stream() {
     let sim = Sim::start(&[]);
     let ev = stream(
-        &sim.url(0, "/v1/completions"),
+        &format!("{}/v1/completions", sim.url(0)),
         &json!({"prompt": format!("{CANARY} about 6 words"), "stream": true,
                 "stream_options": {"include_usage": true}}),
         None,
@@ -632,7 +553,7 @@ fn completions_and_responses_stream() {
     assert_eq!(ev.last().unwrap().data, "[DONE]");
 
     let ev = stream(
-        &sim.url(0, "/v1/responses"),
+        &format!("{}/v1/responses", sim.url(0)),
         &json!({"input": format!("{CANARY} about 6 words"), "stream": true}),
         None,
     )
@@ -663,7 +584,7 @@ fn completions_and_responses_stream() {
     // Non-streaming forms of both.
     let r: Value = serde_json::from_str(
         &post(
-            &sim.url(0, "/v1/completions"),
+            &format!("{}/v1/completions", sim.url(0)),
             &json!({"prompt": "about 4 words"}),
         )
         .body,
@@ -673,7 +594,7 @@ fn completions_and_responses_stream() {
     assert_eq!(r["usage"]["completion_tokens"], 4);
     let r: Value = serde_json::from_str(
         &post(
-            &sim.url(0, "/v1/responses"),
+            &format!("{}/v1/responses", sim.url(0)),
             &json!({"input": "about 4 words"}),
         )
         .body,
@@ -687,7 +608,7 @@ fn completions_and_responses_stream() {
 #[test]
 fn bad_requests_get_openai_errors() {
     let sim = Sim::start(&["--model", "served-model"]);
-    let url = sim.url(0, "/v1/chat/completions");
+    let url = format!("{}/v1/chat/completions", sim.url(0));
     let raw = |body: &str| {
         let r = agent()
             .post(&url)
@@ -730,17 +651,20 @@ fn bad_requests_get_openai_errors() {
         assert_eq!(v["error"]["param"], param, "{body}");
     }
     let r = post(
-        &sim.url(0, "/v1/completions"),
+        &format!("{}/v1/completions", sim.url(0)),
         &json!({"model": "served-model"}),
     );
     assert_eq!(r.status, 400);
-    let r = post(&sim.url(0, "/v1/responses"), &json!({}));
+    let r = post(&format!("{}/v1/responses", sim.url(0)), &json!({}));
     assert_eq!(r.status, 400);
-    let r = agent().get(&sim.url(0, "/v2/nothing")).call().unwrap();
+    let r = agent()
+        .get(&format!("{}/v2/nothing", sim.url(0)))
+        .call()
+        .unwrap();
     assert_eq!(r.status().as_u16(), 404);
     let v: Value = serde_json::from_str(&r.into_body().read_to_string().unwrap()).unwrap();
     assert!(v["error"]["message"].is_string());
-    let models: Value = serde_json::from_str(&get(&sim.url(0, "/v1/models"))).unwrap();
+    let models: Value = serde_json::from_str(&get(&format!("{}/v1/models", sim.url(0)))).unwrap();
     assert_eq!(models["data"][0]["id"], "served-model");
     // Still alive after all that.
     assert_eq!(
@@ -875,10 +799,10 @@ fn the_truth_file_keeps_its_rows_after_sigint_sigterm_and_sigkill() {
         (libc::SIGKILL, "sigkill"),
     ] {
         let path = dir.path().join(format!("{name}.csv"));
-        let mut sim = Sim::start(&["--truth", path.to_str().unwrap()]);
+        let sim = Sim::start(&["--truth", path.to_str().unwrap()]);
         let id = format!("{name}-1");
         let events = stream(
-            &sim.url(0, "/v1/chat/completions"),
+            &format!("{}/v1/chat/completions", sim.url(0)),
             &chat("about 20 words", json!({})),
             Some(&id),
         )
@@ -886,18 +810,11 @@ fn the_truth_file_keeps_its_rows_after_sigint_sigterm_and_sigkill() {
         if signal == libc::SIGKILL {
             std::thread::sleep(Duration::from_millis(1500));
         }
-        // SAFETY: plain kill(2) on our own child's pid.
-        unsafe { libc::kill(sim.child.id() as i32, signal) };
-        let status = sim.child.wait().unwrap();
+        let (code, err) = sim.signal(signal);
         if signal == libc::SIGKILL {
-            assert_eq!(status.code(), None, "{name}: killed");
+            assert_eq!(code, None, "{name}: killed");
         } else {
-            assert_eq!(
-                status.code(),
-                Some(0),
-                "{name}: {}",
-                sim.stderr.lock().unwrap()
-            );
+            assert_eq!(code, Some(0), "{name}: {err}");
         }
         let text = std::fs::read_to_string(&path)
             .unwrap_or_else(|e| panic!("{name}: {}: {e}", path.display()));
@@ -942,7 +859,7 @@ fn fault_contaminate_leaks_another_canary() {
     let sim = fault_sim("contaminate", &[]);
     let c = parsed(
         &stream(
-            &sim.url(0, "/v1/chat/completions"),
+            &format!("{}/v1/chat/completions", sim.url(0)),
             &chat(&format!("{CANARY} about 5 words"), json!({})),
             None,
         )
@@ -958,7 +875,7 @@ fn fault_contaminate_leaks_another_canary() {
 fn fault_disconnect_closes_mid_stream_without_done() {
     let sim = fault_sim("disconnect", &[]);
     match stream(
-        &sim.url(0, "/v1/chat/completions"),
+        &format!("{}/v1/chat/completions", sim.url(0)),
         &chat("about 30 words", json!({})),
         None,
     ) {
@@ -973,7 +890,7 @@ fn fault_disconnect_closes_mid_stream_without_done() {
     // An incomplete chunked body is an error for the client.
     assert!(
         stream(
-            &sim.url(0, "/v1/chat/completions"),
+            &format!("{}/v1/chat/completions", sim.url(0)),
             &chat("about 30 words", json!({})),
             None
         )
@@ -984,12 +901,18 @@ fn fault_disconnect_closes_mid_stream_without_done() {
 #[test]
 fn fault_http500_and_http429() {
     let sim = fault_sim("http500", &[]);
-    let r = post(&sim.url(0, "/v1/chat/completions"), &chat("x", json!({})));
+    let r = post(
+        &format!("{}/v1/chat/completions", sim.url(0)),
+        &chat("x", json!({})),
+    );
     assert_eq!(r.status, 500);
     assert!(serde_json::from_str::<Value>(&r.body).unwrap()["error"]["message"].is_string());
     drop(sim);
     let sim = fault_sim("http429", &[]);
-    let r = post(&sim.url(0, "/v1/chat/completions"), &chat("x", json!({})));
+    let r = post(
+        &format!("{}/v1/chat/completions", sim.url(0)),
+        &chat("x", json!({})),
+    );
     assert_eq!(r.status, 429);
     assert_eq!(r.headers.get("retry-after").unwrap(), "1");
     assert!(serde_json::from_str::<Value>(&r.body).unwrap()["error"].is_object());
@@ -999,7 +922,7 @@ fn fault_http500_and_http429() {
 fn fault_malformed_inserts_one_bad_line_and_continues() {
     let sim = fault_sim("malformed", &[]);
     let ev = stream(
-        &sim.url(0, "/v1/chat/completions"),
+        &format!("{}/v1/chat/completions", sim.url(0)),
         &chat("about 20 words", json!({})),
         None,
     )
@@ -1022,7 +945,7 @@ fn fault_stall_holds_the_stream_silent() {
     let sim = fault_sim("stall", &["--stall-ms", "400"]);
     let t0 = Instant::now();
     let ev = stream(
-        &sim.url(0, "/v1/chat/completions"),
+        &format!("{}/v1/chat/completions", sim.url(0)),
         &chat("about 20 words", json!({})),
         None,
     )
@@ -1037,7 +960,7 @@ fn fault_stall_holds_the_stream_silent() {
 fn fault_no_usage_omits_usage() {
     let sim = fault_sim("no-usage", &[]);
     let ev = stream(
-        &sim.url(0, "/v1/chat/completions"),
+        &format!("{}/v1/chat/completions", sim.url(0)),
         &chat("about 5 words", json!({})),
         None,
     )
@@ -1046,7 +969,7 @@ fn fault_no_usage_omits_usage() {
     assert_eq!(ev.last().unwrap().data, "[DONE]");
     let r: Value = serde_json::from_str(
         &post(
-            &sim.url(0, "/v1/chat/completions"),
+            &format!("{}/v1/chat/completions", sim.url(0)),
             &chat("x", json!({"stream": false})),
         )
         .body,
@@ -1061,7 +984,7 @@ fn fault_bad_json_breaks_structured_output() {
     let schema =
         json!({"type": "object", "required": ["a"], "properties": {"a": {"type": "string"}}});
     let ev = stream(
-        &sim.url(0, "/v1/chat/completions"),
+        &format!("{}/v1/chat/completions", sim.url(0)),
         &chat(
             "json",
             json!({"response_format": {"type": "json_schema", "json_schema": {"schema": schema}}}),
@@ -1078,9 +1001,9 @@ fn fault_bad_json_breaks_structured_output() {
 fn fault_restart_drops_streams_and_changes_start_time() {
     let sim = fault_sim("restart", &[]);
     let start = |s: &str| metric(s, "process_start_time_seconds");
-    let before = get(&sim.url(0, "/metrics"));
+    let before = get(&format!("{}/metrics", sim.url(0)));
     let r = stream(
-        &sim.url(0, "/v1/chat/completions"),
+        &format!("{}/v1/chat/completions", sim.url(0)),
         &chat("about 40 words", json!({})),
         None,
     );
@@ -1088,7 +1011,7 @@ fn fault_restart_drops_streams_and_changes_start_time() {
         Ok(ev) | Err(ev) => ev,
     };
     assert!(ev.iter().all(|e| e.data != "[DONE]"));
-    let after = get(&sim.url(0, "/metrics"));
+    let after = get(&format!("{}/metrics", sim.url(0)));
     assert!(start(&after) > start(&before), "{before}\n{after}");
     assert!(
         metric(&after, "vllm:prompt_tokens_total") == 0.0,
@@ -1103,7 +1026,7 @@ fn fault_tool_kinds_and_responses_malformed() {
     let call = |sim: &Sim| {
         let c = parsed(
             &stream(
-                &sim.url(0, "/v1/chat/completions"),
+                &format!("{}/v1/chat/completions", sim.url(0)),
                 &chat(&format!("{CANARY} go"), json!({"tools": tools})),
                 None,
             )
@@ -1136,7 +1059,7 @@ fn fault_tool_kinds_and_responses_malformed() {
     drop(sim);
     let sim = fault_sim("responses-malformed", &[]);
     let ev = stream(
-        &sim.url(0, "/v1/responses"),
+        &format!("{}/v1/responses", sim.url(0)),
         &json!({"input": "about 10 words", "stream": true}),
         None,
     )
@@ -1184,12 +1107,12 @@ fn deadlines_follow_the_timing_model() {
         "--truth",
         path.to_str().unwrap(),
     ]);
-    let url = sim.url(0, "/v1/chat/completions");
+    let url = format!("{}/v1/chat/completions", sim.url(0));
     let prompt = "word ".repeat(500);
     let prompt_tokens = {
         let t: Value = serde_json::from_str(
             &post(
-                &sim.url(0, "/tokenize"),
+                &format!("{}/tokenize", sim.url(0)),
                 &json!({"messages": [{"role": "user", "content": format!("{prompt} about 10 words")}]}),
             )
             .body,
@@ -1217,7 +1140,7 @@ fn deadlines_follow_the_timing_model() {
     for h in handles {
         h.join().unwrap();
     }
-    let (code, err) = sim.terminate();
+    let (code, err) = sim.stop();
     assert_eq!(code, 0, "{err}");
     let text = std::fs::read_to_string(&path).unwrap();
     let a = truth_rows(&text, "a");
