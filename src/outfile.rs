@@ -92,14 +92,7 @@ impl OutputFile {
         };
         self.tmp.flush().map_err(io("cannot write"))?;
         self.tmp.as_file().sync_all().map_err(io("cannot write"))?;
-        check_target(&self.path)?;
-        let path = self.path.clone();
-        self.tmp.persist(&path).map_err(|e| OutputError::Io {
-            path,
-            what: "cannot rename into place",
-            source: e.error,
-        })?;
-        Ok(())
+        self.place_now().map(drop)
     }
 
     /// Rename over the target now (checked again, as in [`OutputFile::commit`]) and return the
@@ -248,12 +241,18 @@ mod tests {
         assert_eq!(mode(&kept), 0o640 & !umask);
     }
 
+    /// An output file begun over `name`, a file holding `old`, in a fresh folder.
+    fn over_an_old_file(name: &str) -> (tempfile::TempDir, std::path::PathBuf, OutputFile) {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join(name);
+        fs::write(&target, "old").unwrap();
+        let f = OutputFile::create(&target).unwrap();
+        (dir, target, f)
+    }
+
     #[test]
     fn an_abandoned_file_removes_only_its_own_temporary() {
-        let dir = tempfile::tempdir().unwrap();
-        let target = dir.path().join("out.csv");
-        fs::write(&target, "old").unwrap();
-        let mut f = OutputFile::create(&target).unwrap();
+        let (dir, target, mut f) = over_an_old_file("out.csv");
         f.write_all(b"half").unwrap();
         drop(f);
         assert_eq!(fs::read(&target).unwrap(), b"old");
@@ -262,10 +261,7 @@ mod tests {
 
     #[test]
     fn a_placed_log_is_the_target_at_once_and_grows() {
-        let dir = tempfile::tempdir().unwrap();
-        let target = dir.path().join("truth.csv");
-        fs::write(&target, "old").unwrap();
-        let mut f = OutputFile::create(&target).unwrap();
+        let (dir, target, mut f) = over_an_old_file("truth.csv");
         f.write_all(b"header\n").unwrap();
         let mut log = f.place_now().unwrap();
         assert_eq!(fs::read(&target).unwrap(), b"header\n");

@@ -20,13 +20,13 @@ pub fn long_help() -> String {
         s.push_str(&format!(
             "  {:<13} {:>9} {:>7} {:>6} {:>6} {:>5} {:>6} {:>8}  {}\n",
             p.name,
-            p.prefill_tps,
-            p.decode_tps,
-            p.max_batch,
-            p.batch_cost,
-            p.spec_depth,
-            p.spec_accept,
-            p.chunked_prefill,
+            p.timing.prefill_tps,
+            p.timing.decode_tps,
+            p.timing.max_batch,
+            p.timing.batch_cost,
+            p.timing.spec_depth,
+            p.timing.spec_accept,
+            p.timing.chunked_prefill,
             p.what
         ));
     }
@@ -193,13 +193,13 @@ pub fn config(a: Args) -> Result<Config, ConfigError> {
         "a number in (0, 1000]",
     )?;
     let timing = Timing {
-        prefill_tps: a.prefill_tps.unwrap_or(p.prefill_tps) * a.speed,
-        decode_tps: a.decode_tps.unwrap_or(p.decode_tps) * a.speed,
-        max_batch: a.max_batch.unwrap_or(p.max_batch),
-        batch_cost: a.batch_cost.unwrap_or(p.batch_cost),
-        spec_depth: a.spec_depth.unwrap_or(p.spec_depth),
-        spec_accept: a.spec_accept.unwrap_or(p.spec_accept),
-        chunked_prefill: a.chunked_prefill.unwrap_or(p.chunked_prefill),
+        prefill_tps: a.prefill_tps.unwrap_or(p.timing.prefill_tps) * a.speed,
+        decode_tps: a.decode_tps.unwrap_or(p.timing.decode_tps) * a.speed,
+        max_batch: a.max_batch.unwrap_or(p.timing.max_batch),
+        batch_cost: a.batch_cost.unwrap_or(p.timing.batch_cost),
+        spec_depth: a.spec_depth.unwrap_or(p.timing.spec_depth),
+        spec_accept: a.spec_accept.unwrap_or(p.timing.spec_accept),
+        chunked_prefill: a.chunked_prefill.unwrap_or(p.timing.chunked_prefill),
     };
     let t = &timing;
     check(

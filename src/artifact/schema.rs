@@ -115,14 +115,18 @@ const fn col(
 
 use DataType::{Boolean, Float64, Int64, Utf8};
 
+/// The request a row belongs to, described as `doc`.
+const fn request_index(doc: &'static str) -> Column {
+    col("request_index", Int64, false, "-", doc)
+}
+
+/// The first column of every table: the run it belongs to.
+const RUN_ID: Column = col("run_id", Utf8, false, "-", "Run id (run.json `run_id`).");
+
 /// Columns of `requests.parquet`: one row per request, written when the request ends.
 pub static REQUESTS_COLUMNS: &[Column] = &[
-    col("run_id", Utf8, false, "-", "Run id (run.json `run_id`)."),
-    col(
-        "request_index",
-        Int64,
-        false,
-        "-",
+    RUN_ID,
+    request_index(
         "0-based index of the request within the run, unique across kinds; joins `events.request_index`.",
     ),
     col(
@@ -278,14 +282,8 @@ pub static REQUESTS_COLUMNS: &[Column] = &[
 
 /// Columns of `events.parquet`: one row per SSE event, in arrival order per request.
 pub static EVENTS_COLUMNS: &[Column] = &[
-    col("run_id", Utf8, false, "-", "Run id (run.json `run_id`)."),
-    col(
-        "request_index",
-        Int64,
-        false,
-        "-",
-        "Request the event belongs to (`requests.request_index`).",
-    ),
+    RUN_ID,
+    request_index("Request the event belongs to (`requests.request_index`)."),
     col(
         "seq",
         Int64,
@@ -388,7 +386,7 @@ pub static EVENTS_COLUMNS: &[Column] = &[
 
 /// Columns of `scrapes.parquet`: one row per Prometheus sample.
 pub static SCRAPES_COLUMNS: &[Column] = &[
-    col("run_id", Utf8, false, "-", "Run id (run.json `run_id`)."),
+    RUN_ID,
     col(
         "replica",
         Int64,

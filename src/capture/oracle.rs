@@ -22,7 +22,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::client::conn::http1;
-use hyper::header::{self, HeaderValue};
+use hyper::header;
 use hyper::{Method, Request, Uri};
 use hyper_util::rt::TokioIo;
 use serde::Deserialize;
@@ -126,16 +126,19 @@ async fn during<T>(driver: Driver, call: impl Future<Output = T>) -> (T, Option<
 /// connection when there is a live one, and the connection is kept for the next call; a call
 /// that fails on a kept connection (the server closed it meanwhile) is made once more on a
 /// fresh one, so `kept` is only for idempotent calls. Without, a fresh connection is opened
-/// and closed.
+/// and closed. With `key`, the request carries its bearer header. Returns the URL (for
+/// messages), the status and the answer.
 async fn post_json(
     endpoint: &Endpoint,
     uri: Uri,
     body: Vec<u8>,
-    auth: Option<&HeaderValue>,
+    key: Option<&ApiKey>,
     timeout: Duration,
     kept: Option<&KeptConnection>,
-) -> Result<(u16, Bytes), OracleError> {
+) -> Result<(String, u16, Bytes), OracleError> {
     let url = format!("{}{}", endpoint.url.trim_end_matches('/'), uri.path());
+    let auth = key.map(ApiKey::header_value).transpose()?;
+    let auth = auth.as_ref();
     let http = |detail: String| OracleError::Http {
         url: url.clone(),
         detail,
@@ -196,7 +199,7 @@ async fn post_json(
         Ok(r)
     };
     match tokio::time::timeout(timeout, exchange).await {
-        Ok(r) => r,
+        Ok(r) => r.map(|(status, answer)| (url.clone(), status, answer)),
         Err(_) => Err(OracleError::Timeout {
             url,
             after_ms: timeout.as_millis(),
@@ -340,23 +343,17 @@ impl TokenizeOracle {
     /// POST `body` to `path` and return the URL, the status and the answer.
     async fn post_raw(&self, path: &str, body: Value) -> Result<(String, u16, Bytes), OracleError> {
         let uri = self.endpoint.path_uri(path)?;
-        let url = format!("{}{}", self.endpoint.url.trim_end_matches('/'), uri.path());
-        let auth = self
-            .api_key
-            .as_ref()
-            .map(ApiKey::header_value)
-            .transpose()?;
         let payload = serde_json::to_vec(&body).unwrap_or_default();
-        let (status, answer) = post_json(
+        let key = self.api_key.as_ref();
+        post_json(
             &self.endpoint,
             uri,
             payload,
-            auth.as_ref(),
+            key,
             self.timeout,
             Some(&self.kept),
         )
-        .await?;
-        Ok((url, status, answer))
+        .await
     }
 
     /// POST `body` to `/tokenize` and read the answer's count (see [`TokenizeAnswer`]).
@@ -477,14 +474,9 @@ impl ProbeOracle {
     pub async fn count(&self, content: &PromptContent) -> Result<u64, OracleError> {
         let body = request::body_json(&self.options, 0, content, false, Some(1))?;
         let uri = self.endpoint.uri(self.options.api).clone();
-        let url = format!("{}{}", self.endpoint.url.trim_end_matches('/'), uri.path());
-        let auth = self
-            .api_key
-            .as_ref()
-            .map(ApiKey::header_value)
-            .transpose()?;
-        let (status, answer) =
-            post_json(&self.endpoint, uri, body, auth.as_ref(), self.timeout, None).await?;
+        let key = self.api_key.as_ref();
+        let (url, status, answer) =
+            post_json(&self.endpoint, uri, body, key, self.timeout, None).await?;
         let v = parse_answer(&url, status, &answer)?;
         let field = match self.options.api {
             Api::Chat | Api::Completions => "prompt_tokens",
@@ -566,6 +558,22 @@ mod tests {
         (ep, tokio::spawn(async move { h.await.unwrap().remove(0) }))
     }
 
+    /// The count a tokenize oracle of `api` and `dialect` takes from a server answering
+    /// `answer` for the text prompt `text`, and the request it sent.
+    async fn count_text(
+        answer: &'static str,
+        api: Api,
+        dialect: TokenizeDialect,
+        text: &str,
+    ) -> (u64, String) {
+        let (ep, server) = one_shot(200, answer).await;
+        let n = oracle(ep, api, dialect)
+            .count(&PromptContent::Text(text.into()))
+            .await
+            .unwrap();
+        (n, server.await.unwrap())
+    }
+
     fn oracle(ep: Endpoint, api: Api, dialect: TokenizeDialect) -> TokenizeOracle {
         TokenizeOracle {
             endpoint: ep,
@@ -603,27 +611,16 @@ mod tests {
         assert!(req.contains(r#""chat_template_kwargs":{"enable_thinking":false}"#));
 
         // Completions: the raw prompt.
-        let (ep, server) = one_shot(200, r#"{"count":3,"tokens":[1,2,3]}"#).await;
-        let o = oracle(ep, Api::Completions, TokenizeDialect::Vllm);
-        assert_eq!(
-            o.count(&PromptContent::Text("a b c".into())).await.unwrap(),
-            3
-        );
-        assert!(server.await.unwrap().contains(r#""prompt":"a b c""#));
+        let answer = r#"{"count":3,"tokens":[1,2,3]}"#;
+        let (n, req) = count_text(answer, Api::Completions, TokenizeDialect::Vllm, "a b c").await;
+        assert_eq!(n, 3);
+        assert!(req.contains(r#""prompt":"a b c""#));
 
         // Responses: counted as the user message the server's chat template will see.
-        let (ep, server) = one_shot(200, r#"{"count":9}"#).await;
-        let o = oracle(ep, Api::Responses, TokenizeDialect::Vllm);
-        assert_eq!(
-            o.count(&PromptContent::Text("a b c".into())).await.unwrap(),
-            9
-        );
-        assert!(
-            server
-                .await
-                .unwrap()
-                .contains(r#""messages":[{"role":"user","content":"a b c"}]"#)
-        );
+        let answer = r#"{"count":9}"#;
+        let (n, req) = count_text(answer, Api::Responses, TokenizeDialect::Vllm, "a b c").await;
+        assert_eq!(n, 9);
+        assert!(req.contains(r#""messages":[{"role":"user","content":"a b c"}]"#));
     }
 
     /// A keep-alive server: answers every request of every connection with `answer`, and
@@ -759,18 +756,10 @@ mod tests {
         );
 
         // Completions: the text itself, with the special tokens the server adds.
-        let (ep, server) = one_shot(200, r#"{"tokens":[1,2]}"#).await;
-        let o = oracle(ep, Api::Completions, TokenizeDialect::LlamaCpp);
-        assert_eq!(
-            o.count(&PromptContent::Text("a b".into())).await.unwrap(),
-            2
-        );
-        assert!(
-            server
-                .await
-                .unwrap()
-                .contains(r#""content":"a b","add_special":true,"parse_special":true"#)
-        );
+        let answer = r#"{"tokens":[1,2]}"#;
+        let (n, req) = count_text(answer, Api::Completions, TokenizeDialect::LlamaCpp, "a b").await;
+        assert_eq!(n, 2);
+        assert!(req.contains(r#""content":"a b","add_special":true,"parse_special":true"#));
     }
 
     /// llama.cpp answers a body it does not read with `{"tokens": []}`: that is no count.

@@ -143,12 +143,14 @@ const BATCH: usize = 8192;
 const IDLE_SLEEP: Duration = Duration::from_millis(10);
 
 impl Recorder {
+    /// The writer thread for the run `meta` describes, timed from `origin`: it drains
+    /// `events` and `msgs` into `writer` and reports to `progress`.
     pub fn new(
-        writer: ArtifactWriter,
-        events: EventReceiver,
-        msgs: Receiver<Msg>,
         meta: Arc<RunMeta>,
         origin: Origin,
+        events: EventReceiver,
+        msgs: Receiver<Msg>,
+        writer: ArtifactWriter,
         progress: Progress,
     ) -> Self {
         Self {
@@ -233,14 +235,42 @@ impl Recorder {
             outcome = artifact::Outcome::Aborted;
         }
         let row = RequestRow {
-            request_index: o.request_index,
+            t_intended_ns: self.origin.offset(o.t_intended_ns),
+            t_sent_ns: o.t_sent_ns.map(|t| self.origin.offset(t)),
+            t_first_byte_ns: o.t_first_byte_ns.map(|t| self.origin.offset(t)),
+            t_done_ns: self.origin.offset(o.t_done_ns),
+            http_status: o.http_status,
+            outcome,
+            error: o.error.map(|e| self.meta.redactor.text(&e).into_owned()),
+            events: o.events,
+            new_connection: o.new_connection,
+            resent: o.resent,
+            ..self.planned_row(o.request_index, o.replica)
+        };
+        if let Some(f) = self.facts.get_mut(o.request_index as usize) {
+            f.kind = Some(m.kind);
+            f.outcome = Some(row.outcome);
+            f.t_intended_ns = Some(row.t_intended_ns);
+            f.t_sent_ns = row.t_sent_ns;
+            f.t_done_ns = Some(row.t_done_ns);
+        }
+        let r = self.writer.push_request(row);
+        self.keep(r);
+    }
+
+    /// What the plan says of request `index` sent to `replica`: every column of its row but
+    /// the times, the status and the outcome (left at their defaults for the caller to set).
+    fn planned_row(&self, index: u32, replica: u32) -> RequestRow {
+        let m = &self.meta.requests[index as usize];
+        RequestRow {
+            request_index: index,
             kind: m.kind,
             check: m.check.map(str::to_owned),
-            replica: o.replica,
+            replica,
             endpoint: self
                 .meta
                 .endpoints
-                .get(o.replica as usize)
+                .get(replica as usize)
                 .cloned()
                 .unwrap_or_default(),
             api: m.api.unwrap_or(self.meta.api),
@@ -255,26 +285,17 @@ impl Recorder {
                 .request_body
                 .as_ref()
                 .map(|b| String::from_utf8_lossy(b).into_owned()),
-            t_intended_ns: self.origin.offset(o.t_intended_ns),
-            t_sent_ns: o.t_sent_ns.map(|t| self.origin.offset(t)),
-            t_first_byte_ns: o.t_first_byte_ns.map(|t| self.origin.offset(t)),
-            t_done_ns: self.origin.offset(o.t_done_ns),
-            http_status: o.http_status,
-            outcome,
-            error: o.error.map(|e| self.meta.redactor.text(&e).into_owned()),
-            events: o.events,
-            new_connection: o.new_connection,
-            resent: o.resent,
-        };
-        if let Some(f) = self.facts.get_mut(o.request_index as usize) {
-            f.kind = Some(m.kind);
-            f.outcome = Some(row.outcome);
-            f.t_intended_ns = Some(row.t_intended_ns);
-            f.t_sent_ns = row.t_sent_ns;
-            f.t_done_ns = Some(row.t_done_ns);
+            t_intended_ns: 0,
+            t_sent_ns: None,
+            t_first_byte_ns: None,
+            t_done_ns: 0,
+            http_status: None,
+            outcome: artifact::Outcome::Cancelled,
+            error: None,
+            events: 0,
+            new_connection: false,
+            resent: false,
         }
-        let r = self.writer.push_request(row);
-        self.keep(r);
     }
 
     fn cancel_rest(&mut self, t_ns: i64, reason: &str) {
@@ -297,28 +318,6 @@ impl Recorder {
         for i in missing {
             let m = &self.meta.requests[i as usize];
             let row = RequestRow {
-                request_index: i,
-                kind: m.kind,
-                check: m.check.map(str::to_owned),
-                replica: m.replica_hint,
-                endpoint: self
-                    .meta
-                    .endpoints
-                    .get(m.replica_hint as usize)
-                    .cloned()
-                    .unwrap_or_default(),
-                api: m.api.unwrap_or(self.meta.api),
-                model: self.meta.model.clone(),
-                canary: m.canary.clone(),
-                prompt_sha256: m.prompt_sha256.clone(),
-                prompt_chars: m.prompt_chars,
-                prompt_tokens_target: self.meta.prompt_tokens_target,
-                prompt_tokens_calibrated: m.prompt_tokens_calibrated,
-                max_tokens: self.meta.max_tokens,
-                request_body: m
-                    .request_body
-                    .as_ref()
-                    .map(|b| String::from_utf8_lossy(b).into_owned()),
                 t_intended_ns: t,
                 t_sent_ns: None,
                 t_first_byte_ns: None,
@@ -334,6 +333,7 @@ impl Recorder {
                 events: 0,
                 new_connection: false,
                 resent: false,
+                ..self.planned_row(i, m.replica_hint)
             };
             if let Some(f) = self.facts.get_mut(i as usize) {
                 f.kind = Some(m.kind);

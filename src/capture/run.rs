@@ -629,7 +629,7 @@ impl<'c> Run<'c> {
                 None => cfg.cell.requests,
             },
         };
-        let recorder = Recorder::new(writer, events, msgs, meta, self.origin, progress);
+        let recorder = Recorder::new(meta, self.origin, events, msgs, writer, progress);
         let cpu = cfg.cpu.resolve();
         let thread = std::thread::Builder::new()
             .name("anvil-writer".into())

@@ -181,17 +181,41 @@ trait Checked: DeserializeOwned {
     fn problems(&self) -> Vec<Problem>;
 }
 
-impl Checked for WorkloadManifest {
-    fn problems(&self) -> Vec<Problem> {
-        WorkloadManifest::problems(self)
-    }
-}
+/// The readers of a typed document of `kind` (`load`, `from_str`, `from_value`) and its
+/// [`Checked`] implementation, for the workload manifest and the run plan alike.
+macro_rules! document_readers {
+    ($document:ty, $kind:expr) => {
+        impl $document {
+            /// Read, parse and validate the file.
+            pub fn load(path: impl AsRef<Path>) -> Result<Self, ManifestError> {
+                let path = path.as_ref();
+                Self::from_str(&read_document(path)?, path)
+            }
 
-impl Checked for RunPlan {
-    fn problems(&self) -> Vec<Problem> {
-        RunPlan::problems(self)
-    }
+            /// Parse and validate the text; `file` is only used in messages.
+            pub fn from_str(text: &str, file: impl AsRef<Path>) -> Result<Self, ManifestError> {
+                let file = file.as_ref();
+                let value = parse_document(text, file)?;
+                Self::from_value(value, file)
+            }
+
+            /// Validate an already parsed JSON document; `file` is only used in messages.
+            pub fn from_value(
+                value: serde_json::Value,
+                file: impl AsRef<Path>,
+            ) -> Result<Self, ManifestError> {
+                super::typed_document($kind, value, file.as_ref())
+            }
+        }
+
+        impl super::Checked for $document {
+            fn problems(&self) -> Vec<Problem> {
+                <$document>::problems(self)
+            }
+        }
+    };
 }
+pub(crate) use document_readers;
 
 /// Read a document of another schema family than the manifest's and the plan's (the campaign
 /// file) with the same rules: strict JSON (duplicate keys refused), its `schema` exactly

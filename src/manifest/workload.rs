@@ -121,28 +121,9 @@ pub struct HeadlineWorkload {
     pub thinking: Thinking,
 }
 
+super::document_readers!(WorkloadManifest, DocumentKind::WorkloadManifest);
+
 impl WorkloadManifest {
-    /// Read, parse and validate a workload manifest file.
-    pub fn load(path: impl AsRef<Path>) -> Result<Self, ManifestError> {
-        let path = path.as_ref();
-        Self::from_str(&read_document(path)?, path)
-    }
-
-    /// Parse and validate manifest text; `file` is only used in messages.
-    pub fn from_str(text: &str, file: impl AsRef<Path>) -> Result<Self, ManifestError> {
-        let file = file.as_ref();
-        let value = parse_document(text, file)?;
-        Self::from_value(value, file)
-    }
-
-    /// Validate an already parsed JSON document; `file` is only used in messages.
-    pub fn from_value(
-        value: serde_json::Value,
-        file: impl AsRef<Path>,
-    ) -> Result<Self, ManifestError> {
-        super::typed_document(DocumentKind::WorkloadManifest, value, file.as_ref())
-    }
-
     /// Every rule the manifest breaks beyond its types, with JSON paths; empty when valid.
     pub fn problems(&self) -> Vec<Problem> {
         let mut checks = Checks::default();

@@ -278,6 +278,15 @@ fn thinking(o: &serde_json::Map<String, Value>) -> bool {
         .unwrap_or(false)
 }
 
+/// The messages' contents, one per line: the text the simulator's replies draw on.
+fn joined_content(messages: &[Message]) -> String {
+    messages
+        .iter()
+        .map(|m| m.content.as_str())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 fn tools_json(tools: &[Tool], raw: Option<&Value>) -> Option<String> {
     if tools.is_empty() {
         None
@@ -326,11 +335,7 @@ pub fn parse_gen(api: Api, body: &[u8]) -> Result<GenRequest, ApiError> {
                 include_usage,
                 max_tokens: max_tokens(o, &["max_completion_tokens", "max_tokens"])?,
                 prompt_ids,
-                prompt_text: messages
-                    .iter()
-                    .map(|m| m.content.as_str())
-                    .collect::<Vec<_>>()
-                    .join("\n"),
+                prompt_text: joined_content(&messages),
                 thinking,
                 json_schema: parse_json_schema(o.get("response_format"))?,
                 tools,
@@ -395,11 +400,7 @@ pub fn parse_gen(api: Api, body: &[u8]) -> Result<GenRequest, ApiError> {
                 include_usage: true,
                 max_tokens: max_tokens(o, &["max_output_tokens"])?,
                 prompt_ids,
-                prompt_text: messages
-                    .iter()
-                    .map(|m| m.content.as_str())
-                    .collect::<Vec<_>>()
-                    .join("\n"),
+                prompt_text: joined_content(&messages),
                 thinking,
                 json_schema: parse_json_schema(format)?,
                 tools,

@@ -136,25 +136,31 @@ fn seg_kind(seg: Seg) -> &'static str {
 }
 
 fn chat_usage(c: &RenderCtx<'_>, reply: &Reply) -> Value {
-    let completion = reply.completion_tokens();
-    json!({
-        "prompt_tokens": c.prompt_tokens,
-        "completion_tokens": completion,
-        "total_tokens": c.prompt_tokens + completion,
-        "prompt_tokens_details": {"cached_tokens": c.cached_tokens},
-        "completion_tokens_details": {"reasoning_tokens": reply.reasoning.len()},
-    })
+    usage(c, reply, "prompt", "completion")
 }
 
 fn responses_usage(c: &RenderCtx<'_>, reply: &Reply) -> Value {
-    let completion = reply.completion_tokens();
-    json!({
-        "input_tokens": c.prompt_tokens,
-        "output_tokens": completion,
-        "total_tokens": c.prompt_tokens + completion,
-        "input_tokens_details": {"cached_tokens": c.cached_tokens},
-        "output_tokens_details": {"reasoning_tokens": reply.reasoning.len()},
-    })
+    usage(c, reply, "input", "output")
+}
+
+/// The usage object with the prompt's and the completion's counts named `{prompt}_tokens`
+/// and `{completion}_tokens` (chat and completions: `prompt`, `completion`; Responses:
+/// `input`, `output`), the total, the cached prompt tokens and the reasoning tokens.
+fn usage(c: &RenderCtx<'_>, reply: &Reply, prompt: &str, completion: &str) -> Value {
+    let generated = reply.completion_tokens();
+    let mut v = serde_json::Map::new();
+    v.insert(format!("{prompt}_tokens"), json!(c.prompt_tokens));
+    v.insert(format!("{completion}_tokens"), json!(generated));
+    v.insert("total_tokens".into(), json!(c.prompt_tokens + generated));
+    v.insert(
+        format!("{prompt}_tokens_details"),
+        json!({"cached_tokens": c.cached_tokens}),
+    );
+    v.insert(
+        format!("{completion}_tokens_details"),
+        json!({"reasoning_tokens": reply.reasoning.len()}),
+    );
+    Value::Object(v)
 }
 
 fn tool_args_text(reply: &Reply) -> String {

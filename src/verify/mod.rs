@@ -75,6 +75,16 @@ struct Tracker {
 }
 
 impl Tracker {
+    /// What this tracker found, under the name `what`.
+    fn difference(self, what: String) -> Difference {
+        Difference {
+            what,
+            compared: self.compared,
+            largest: self.largest,
+            at: self.at,
+        }
+    }
+
     fn add(&mut self, a: Option<f64>, b: Option<f64>, at: impl FnOnce() -> String) {
         self.compared += 1;
         let d = relative_difference(a, b);
@@ -307,43 +317,16 @@ pub async fn compare(
         });
     }
 
-    let mut out = Vec::new();
-    out.push(Difference {
-        what: "request first_wave".to_owned(),
-        compared: waves.compared,
-        largest: waves.largest,
-        at: waves.at,
-    });
-    for (m, t) in per_request.into_iter().enumerate() {
-        out.push(Difference {
-            what: format!("request {}", METRICS[m]),
-            compared: t.compared,
-            largest: t.largest,
-            at: t.at,
-        });
+    let mut out = vec![waves.difference("request first_wave".to_owned())];
+    for (table, trackers) in [
+        ("request", per_request),
+        ("cell_stats", per_stat),
+        ("percentile_ci", per_interval),
+    ] {
+        let named = trackers.into_iter().zip(METRICS);
+        out.extend(named.map(|(t, metric)| t.difference(format!("{table} {metric}"))));
     }
-    for (m, t) in per_stat.into_iter().enumerate() {
-        out.push(Difference {
-            what: format!("cell_stats {}", METRICS[m]),
-            compared: t.compared,
-            largest: t.largest,
-            at: t.at,
-        });
-    }
-    for (m, t) in per_interval.into_iter().enumerate() {
-        out.push(Difference {
-            what: format!("percentile_ci {}", METRICS[m]),
-            compared: t.compared,
-            largest: t.largest,
-            at: t.at,
-        });
-    }
-    out.push(Difference {
-        what: "aggregate_throughput output_tps".to_owned(),
-        compared: throughput.compared,
-        largest: throughput.largest,
-        at: throughput.at,
-    });
+    out.push(throughput.difference("aggregate_throughput output_tps".to_owned()));
     if !session.slos().is_empty() {
         for (what, t) in [
             ("slo_attainment attained", attained),
@@ -351,21 +334,11 @@ pub async fn compare(
             ("goodput share interval", share_intervals),
             ("goodput goodput_rps, goodput_tps", goodputs),
         ] {
-            out.push(Difference {
-                what: what.to_owned(),
-                compared: t.compared,
-                largest: t.largest,
-                at: t.at,
-            });
+            out.push(t.difference(what.to_owned()));
         }
     }
     if missing.compared > 0 {
-        out.push(Difference {
-            what: "rows present on one side only".to_owned(),
-            compared: missing.compared,
-            largest: missing.largest,
-            at: missing.at,
-        });
+        out.push(missing.difference("rows present on one side only".to_owned()));
     }
     Ok(out)
 }

@@ -194,16 +194,24 @@ struct StreamOptions {
     include_usage: bool,
 }
 
+/// What the chat and completions bodies share after the prompt: streaming, the token
+/// ceiling and greedy sampling.
 #[derive(Serialize)]
-struct ChatBody<'a> {
-    model: &'a str,
-    messages: &'a [ChatMessage],
+struct Generation {
     stream: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     stream_options: Option<StreamOptions>,
     #[serde(skip_serializing_if = "Option::is_none")]
     max_tokens: Option<u32>,
     temperature: f64,
+}
+
+#[derive(Serialize)]
+struct ChatBody<'a> {
+    model: &'a str,
+    messages: &'a [ChatMessage],
+    #[serde(flatten)]
+    generation: Generation,
     #[serde(skip_serializing_if = "Option::is_none")]
     chat_template_kwargs: Option<serde_json::Value>,
 }
@@ -212,12 +220,8 @@ struct ChatBody<'a> {
 struct CompletionsBody<'a> {
     model: &'a str,
     prompt: &'a str,
-    stream: bool,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    stream_options: Option<StreamOptions>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    max_tokens: Option<u32>,
-    temperature: f64,
+    #[serde(flatten)]
+    generation: Generation,
 }
 
 #[derive(Serialize)]
@@ -252,9 +256,14 @@ pub fn body_json(
         expected,
         got,
     };
-    let stream_options = stream.then_some(StreamOptions {
-        include_usage: true,
-    });
+    let generation = || Generation {
+        stream,
+        stream_options: stream.then_some(StreamOptions {
+            include_usage: true,
+        }),
+        max_tokens,
+        temperature: 0.0,
+    };
     let ser = |r: serde_json::Result<Vec<u8>>| {
         r.map_err(|source| RequestError::Serialise {
             request_index,
@@ -265,20 +274,14 @@ pub fn body_json(
         (Api::Chat, PromptContent::Messages(messages)) => ser(serde_json::to_vec(&ChatBody {
             model: &opts.model,
             messages,
-            stream,
-            stream_options,
-            max_tokens,
-            temperature: 0.0,
+            generation: generation(),
             chat_template_kwargs: opts.thinking_kwargs(Api::Chat),
         })),
         (Api::Completions, PromptContent::Text(prompt)) => {
             ser(serde_json::to_vec(&CompletionsBody {
                 model: &opts.model,
                 prompt,
-                stream,
-                stream_options,
-                max_tokens,
-                temperature: 0.0,
+                generation: generation(),
             }))
         }
         (Api::Responses, PromptContent::Text(input)) => ser(serde_json::to_vec(&ResponsesBody {

@@ -18,13 +18,7 @@ use crate::rules::{self, Artifact, CheckReport, HeadlineSelection};
 pub fn run(args: &CheckArgs) -> anyhow::Result<Exit> {
     let super::Evidence {
         data,
-        docs:
-            super::Documents {
-                manifest,
-                plan,
-                names: [m, p],
-                ..
-            },
+        docs,
         selection,
         slos,
     } = super::evidence("check", &args.evidence, &args.evidence.folders(&[]))?;
@@ -33,7 +27,8 @@ pub fn run(args: &CheckArgs) -> anyhow::Result<Exit> {
         let session = open_session_materialized("check", &data, &slos).await?;
         anyhow::Ok(read_artifacts(&session).await?)
     })?;
-    rules::one_campaign(&manifest, &plan, [&m, &p], &artifacts)?;
+    docs.one_campaign(&artifacts)?;
+    let plan = docs.plan;
     let report = check_data(&plan, &selection, &artifacts, &data)?;
     let text = match args.format {
         RulesFormat::Json => {

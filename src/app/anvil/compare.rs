@@ -22,13 +22,7 @@ use crate::rules::{self};
 pub fn run(args: &CompareArgs) -> anyhow::Result<Exit> {
     let super::Evidence {
         data,
-        docs:
-            super::Documents {
-                manifest,
-                plan,
-                names: [m, p],
-                ..
-            },
+        docs,
         selection,
         slos,
     } = super::evidence(
@@ -57,7 +51,8 @@ pub fn run(args: &CompareArgs) -> anyhow::Result<Exit> {
     if artifacts.is_empty() {
         anyhow::bail!("no artifact (a folder holding run.json) under the ARTIFACT_DIRs given");
     }
-    rules::one_campaign(&manifest, &plan, [&m, &p], &artifacts)?;
+    docs.one_campaign(&artifacts)?;
+    let ([_, p], plan) = (docs.names, docs.plan);
     if let Some(stage) = &args.stage {
         let known =
             plan.stage(stage).is_some() || artifacts.iter().any(|a| stage_of(&plan, a) == *stage);

@@ -412,6 +412,17 @@ mod session {
         pub names: [String; 2],
     }
 
+    impl Documents {
+        /// Bad input unless every artifact belongs to this manifest's and plan's campaign.
+        pub fn one_campaign(
+            &self,
+            artifacts: &[crate::rules::Artifact],
+        ) -> Result<(), crate::rules::CampaignMismatch> {
+            let [m, p] = &self.names;
+            crate::rules::one_campaign(&self.manifest, &self.plan, [m, p], artifacts)
+        }
+    }
+
     /// The manifest and the plan: those named by `--manifest` and `--plan`, else those the
     /// campaign file names (`--campaign FILE`, else a `campaign.json` in a data folder, else
     /// the file a campaign journal there was started from), and how messages name them.

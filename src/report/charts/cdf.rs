@@ -136,13 +136,7 @@ pub fn cdf_svg(chart: &CdfChart) -> String {
             )
             .map_err(err)?;
         }
-        ctx.configure_series_labels()
-            .position(SeriesLabelPosition::LowerRight)
-            .background_style(WHITE.mix(0.9))
-            .border_style(RGBColor(0x99, 0x99, 0x99))
-            .label_font((FONT, label_px))
-            .draw()
-            .map_err(err)?;
+        legend(&mut ctx, SeriesLabelPosition::LowerRight, label_px)?;
         let note = match (any_marked, note.is_empty()) {
             (true, true) => "○ first-wave request".to_owned(),
             (true, false) => format!("○ first-wave request; {note}"),

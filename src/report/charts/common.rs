@@ -181,6 +181,26 @@ pub(super) fn with_title(svg: &str, title: &str) -> String {
     }
 }
 
+/// The series legend every chart draws: `corner`, on a translucent white box with a grey
+/// border, its labels at `px` pixels.
+pub(super) fn legend<'a, DB, CT>(
+    ctx: &mut ChartContext<'a, DB, CT>,
+    corner: SeriesLabelPosition,
+    px: i32,
+) -> Result<(), String>
+where
+    DB: DrawingBackend + 'a,
+    CT: plotters::coord::CoordTranslate,
+{
+    ctx.configure_series_labels()
+        .position(corner)
+        .background_style(WHITE.mix(0.9))
+        .border_style(RGBColor(0x99, 0x99, 0x99))
+        .label_font((FONT, px))
+        .draw()
+        .map_err(err)
+}
+
 pub(super) fn err<E: std::fmt::Display>(error: E) -> String {
     error.to_string()
 }

@@ -298,13 +298,7 @@ pub fn curve_svg(chart: &CurveChart) -> String {
             .into_iter()
             .find(|(r, t, _)| !occupied(*r, *t))
             .map_or(SeriesLabelPosition::UpperLeft, |(_, _, c)| c);
-            ctx.configure_series_labels()
-                .position(corner)
-                .background_style(WHITE.mix(0.9))
-                .border_style(RGBColor(0x99, 0x99, 0x99))
-                .label_font((FONT, label_px))
-                .draw()
-                .map_err(err)?;
+            legend(&mut ctx, corner, label_px)?;
         }
         footnote(root, &note)
     })

@@ -150,13 +150,7 @@ pub fn pareto_svg(chart: &ParetoChart) -> String {
             root.draw_text(&text, &label.pos(Pos::new(h, v)), (px + dx, py + dy))
                 .map_err(err)?;
         }
-        ctx.configure_series_labels()
-            .position(SeriesLabelPosition::LowerLeft)
-            .background_style(WHITE.mix(0.9))
-            .border_style(RGBColor(0x99, 0x99, 0x99))
-            .label_font((FONT, 14))
-            .draw()
-            .map_err(err)?;
+        legend(&mut ctx, SeriesLabelPosition::LowerLeft, 14)?;
         footnote(root, &note)
     })
 }

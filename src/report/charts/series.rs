@@ -104,13 +104,7 @@ pub fn time_series_svg(chart: &TimeSeriesChart) -> String {
                     PathElement::new(vec![(x, y), (x + 18, y)], c.stroke_width(3))
                 });
         }
-        ctx.configure_series_labels()
-            .position(SeriesLabelPosition::UpperRight)
-            .background_style(WHITE.mix(0.9))
-            .border_style(RGBColor(0x99, 0x99, 0x99))
-            .label_font((FONT, 16))
-            .draw()
-            .map_err(err)?;
+        legend(&mut ctx, SeriesLabelPosition::UpperRight, 16)?;
         footnote(root, &note)
     })
 }

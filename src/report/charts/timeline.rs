@@ -135,13 +135,7 @@ pub fn timeline_svg(chart: &TimelineChart) -> String {
                 PathElement::new(vec![(x + 8, y - 6), (x + 8, y + 6)], BLACK.stroke_width(2))
             });
         }
-        ctx.configure_series_labels()
-            .position(SeriesLabelPosition::UpperRight)
-            .background_style(WHITE.mix(0.9))
-            .border_style(RGBColor(0x99, 0x99, 0x99))
-            .label_font((FONT, 16))
-            .draw()
-            .map_err(err)?;
+        legend(&mut ctx, SeriesLabelPosition::UpperRight, 16)?;
         footnote(root, &note)
     })
 }
