@@ -523,6 +523,19 @@ mod tests {
 
     /// The configuration of `anvil-capture run` with `extra` flags, or why clap or the
     /// check refused them.
+    /// [`parse`] of a headline-class run against one local endpoint, with `extra`.
+    fn headline(extra: &[&str]) -> Result<RunConfig, String> {
+        let endpoint = ["--endpoint", "http://127.0.0.1:8000/v1"];
+        parse(
+            &[
+                &["--class", "headline-sustained-output"][..],
+                &endpoint,
+                extra,
+            ]
+            .concat(),
+        )
+    }
+
     fn parse(extra: &[&str]) -> Result<RunConfig, String> {
         let manifest = concat!(
             env!("CARGO_MANIFEST_DIR"),
@@ -709,11 +722,7 @@ mod tests {
 
     #[test]
     fn secrets_passed_through_set_are_kept_out_of_the_arm_config() {
-        let c = parse(&[
-            "--class",
-            "headline-sustained-output",
-            "--endpoint",
-            "http://127.0.0.1:8000/v1",
+        let c = headline(&[
             "--set",
             "auth=Bearer s3cret-token",
             "--set",
@@ -728,34 +737,14 @@ mod tests {
         assert_eq!(c.arm.config.get("auth"), Some("<redacted>"));
         assert_eq!(c.arm.config.get("hf_token"), Some("<redacted>"));
         assert_eq!(c.arm.config.get("max_tokens"), Some("64"));
-        let c = parse(&[
-            "--class",
-            "headline-sustained-output",
-            "--endpoint",
-            "http://127.0.0.1:8000/v1",
-            "--set",
-            "note=key is s3cret-token",
-            "--api-key-env",
-            "KEY",
-        ])
-        .unwrap();
+        let c = headline(&["--set", "note=key is s3cret-token", "--api-key-env", "KEY"]).unwrap();
         assert_eq!(c.arm.config.get("note"), Some("key is <redacted>"));
         assert!(!c.command_line.join(" ").contains("s3cret"));
     }
 
     #[test]
     fn the_headline_run_is_accepted_with_its_defaults() {
-        let c = parse(&[
-            "--class",
-            "headline-sustained-output",
-            "--endpoint",
-            "http://127.0.0.1:8000/v1",
-            "--set",
-            "spec_depth=12",
-            "--api-key-env",
-            "KEY",
-        ])
-        .unwrap();
+        let c = headline(&["--set", "spec_depth=12", "--api-key-env", "KEY"]).unwrap();
         assert_eq!(c.cell.id(), "headline-sustained-output.ctx4096.c8.n100");
         assert_eq!(c.metrics[0].url, "http://127.0.0.1:8000/metrics");
         assert_eq!(c.arm.config.get("spec_depth"), Some("12"));

@@ -8,13 +8,12 @@ use std::collections::BTreeMap;
 use quick_xml::Reader;
 use quick_xml::events::Event;
 
-use crate::artifact::run::{ArmConfig, Outcome, Status, Workload};
+use crate::artifact::run::{Outcome, Workload};
 use crate::manifest::{RunPlan, WorkloadManifest};
 use crate::rules::References;
 use crate::rules::headline::Scope;
 use crate::rules::{
-    Artifact, ArtifactFacts, ArtifactFigures, CanaryResult, CheckReport, Comparison,
-    FunctionalResult, MetricId, ReplicaThroughput, RequestCounts, ServerError, SpecDecode, Stats,
+    Artifact, CheckReport, Comparison, MetricId, ReplicaThroughput, ServerError, SpecDecode, Stats,
     check, compare, match_artifacts,
 };
 
@@ -33,45 +32,10 @@ const SCRIPT: &str = "<script>alert(1)</script>";
 const IMG: &str = "\"><img src=x onerror=alert(1)>";
 const QUOTE: &str = "x' onmouseover='alert(1)";
 
-fn plan() -> RunPlan {
-    RunPlan::load(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/sample-data/run-plan.json"
-    ))
-    .unwrap()
-}
-
-fn manifest() -> WorkloadManifest {
-    WorkloadManifest::load(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/sample-data/workload-manifest.json"
-    ))
-    .unwrap()
-}
-
-fn headline_workload() -> Workload {
-    crate::artifact::testing::workload()
-}
+use crate::rules::fixtures::{headline_workload, manifest, plan};
 
 fn stats(mean: f64, sd: f64) -> Stats {
-    Stats {
-        n: 100,
-        mean: Some(mean),
-        sd: Some(sd),
-        ci95_low: Some(mean - sd / 5.0),
-        ci95_high: Some(mean + sd / 5.0),
-        min: Some(mean - 2.0 * sd),
-        p1: Some(mean - 2.0 * sd),
-        p5: Some(mean - 1.8 * sd),
-        p25: Some(mean - sd),
-        p50: Some(mean),
-        p75: Some(mean + sd),
-        p90: Some(mean + 1.5 * sd),
-        p95: Some(mean + 1.8 * sd),
-        p99: Some(mean + 2.0 * sd),
-        max: Some(mean + 2.0 * sd),
-        intervals: Default::default(),
-    }
+    crate::rules::fixtures::full_stats(100, mean, sd)
 }
 
 /// A complete artifact whose every rule passes, on `workload`.
@@ -83,22 +47,7 @@ fn artifact(
     workload: Workload,
     tps: f64,
 ) -> Artifact {
-    let fingerprint = workload.fingerprint();
-    let n = workload.total_requests;
-    let canaries = workload.canaries;
-    let facts = ArtifactFacts {
-        run_id: run_id.to_owned(),
-        campaign_id: "2026-09-04-qwen38-27b-pro6000-possibility".to_owned(),
-        arm: arm.to_owned(),
-        stage: stage.to_owned(),
-        config: config.iter().copied().collect::<ArmConfig>(),
-        defaults: ArmConfig::default(),
-        runtime: "sglang 0.6.1".to_owned(),
-        workload,
-        fingerprint,
-        status: Status::Complete,
-        replica_count: 1,
-    };
+    let facts = crate::rules::fixtures::facts(run_id, arm, stage, config, workload);
     let scale = tps / 1000.0;
     let metrics: BTreeMap<MetricId, Stats> = [
         (MetricId::TtftMs, stats(400.0 / scale, 40.0)),
@@ -113,56 +62,43 @@ fn artifact(
     ]
     .into_iter()
     .collect();
-    let figures = ArtifactFigures {
-        after_first_wave: crate::rules::WindowFigures {
-            metrics: metrics.clone(),
-            aggregate_output_tps: Some(tps),
-        },
-        first_wave: Default::default(),
-        metrics,
-        per_request: BTreeMap::new(),
-        aggregate_output_tps: Some(tps),
-        aggregate_output_tps_per_replica: vec![ReplicaThroughput {
-            replica: 0,
-            output_tps: tps,
-        }],
-        succeeded_without_usage: 0,
-        parse_errors: Vec::new(),
-        completion_tokens_p50: Some(340.0),
-        finish_reasons: [("stop".to_owned(), n)].into_iter().collect(),
-        requests: RequestCounts {
-            measured: n,
-            ok: n,
-            failed: BTreeMap::new(),
-        },
-        canaries: if canaries {
-            (0..n as i64)
-                .map(|request_index| CanaryResult {
-                    request_index,
-                    own_present: true,
-                    ..CanaryResult::default()
-                })
-                .collect()
-        } else {
-            Vec::new()
-        },
-        restarts: Vec::new(),
-        restart_undetectable: Vec::new(),
-        server_errors: Vec::new(),
-        spec_decode: Vec::new(),
-        functional: ["structured_json", "tools", "responses"]
-            .into_iter()
-            .map(|check| FunctionalResult {
-                check: check.to_owned(),
-                request_index: None,
-                passed: true,
-                reason: None,
-                failure: None,
-            })
-            .collect(),
-        goodput: Default::default(),
-    };
-    Artifact { facts, figures }
+    let mut artifact = crate::rules::fixtures::artifact_of(facts, metrics, tps);
+    artifact.figures.aggregate_output_tps_per_replica = vec![ReplicaThroughput {
+        replica: 0,
+        output_tps: tps,
+    }];
+    artifact
+}
+
+/// The report of a campaign with no artifact at all.
+fn empty_view(plan: &RunPlan, manifest: &WorkloadManifest, check: &CheckReport) -> ReportView {
+    build(&ReportInput {
+        data_folder: "empty",
+        manifest_file: "sample-data/workload-manifest.json",
+        generated_utc: "2026-09-05T08:00:00Z",
+        tool_version: "0.1.0",
+        plan,
+        manifest,
+        check,
+        artifacts: &[],
+        headline: None,
+        screens: &[],
+        runs: &[],
+        requests: &[],
+        queues: &[],
+        known_queue_gauges: "",
+        client_queues: &[],
+        server_timings: &[],
+        tokens_per_chunk: &[],
+        snippets: &[],
+        definitions: &[],
+        check_exit_code: 0,
+        slos: "",
+        tradeoff: &[],
+        capacity: &[],
+        spec_positions: &[],
+        planned: None,
+    })
 }
 
 /// Per-request timings of a run: `n` requests over `replicas`, TTFT and TPOT around the
@@ -253,14 +189,7 @@ impl Fixture {
                 output_tps: 950.0,
             },
         ];
-        let screen_workload = Workload {
-            class: "optimization-screen".to_owned(),
-            concurrency_per_replica: 4,
-            total_requests: 8,
-            response_words: None,
-            canaries: false,
-            ..headline_workload()
-        };
+        let screen_workload = crate::rules::fixtures::screen_workload();
         let opt = "SGLang optimization";
         let k4 = artifact(
             "r-k4",
@@ -692,7 +621,7 @@ fn hostile_strings_are_escaped_in_html_and_charts() {
             );
         }
         // The payload reached the page (escaped) in every place it was put.
-        let escaped_tera = tera_escape(payload);
+        let escaped_tera = tera::escape_html(payload);
         let verdicts = section(&html, "verdicts");
         assert!(
             verdicts.contains(&format!("HTTP 500: {escaped_tera}")),
@@ -732,16 +661,6 @@ fn hostile_strings_are_escaped_in_html_and_charts() {
         let md = render_markdown(&view);
         assert!(!md.contains("<script") && !md.contains("<img"), "{md}");
     }
-}
-
-/// What tera's `escape_html` makes of a string.
-fn tera_escape(text: &str) -> String {
-    text.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-        .replace('\'', "&#x27;")
-        .replace('/', "&#x2F;")
 }
 
 #[test]
@@ -833,33 +752,7 @@ fn sections_without_evidence_say_so() {
         &[],
         &Default::default(),
     );
-    let view = build(&ReportInput {
-        data_folder: "empty",
-        manifest_file: "sample-data/workload-manifest.json",
-        generated_utc: "2026-09-05T08:00:00Z",
-        tool_version: "0.1.0",
-        plan: &plan,
-        manifest: &fixture.manifest,
-        check: &check,
-        artifacts: &[],
-        headline: None,
-        screens: &[],
-        runs: &[],
-        requests: &[],
-        queues: &[],
-        known_queue_gauges: "",
-        client_queues: &[],
-        server_timings: &[],
-        tokens_per_chunk: &[],
-        snippets: &[],
-        definitions: &[],
-        check_exit_code: 0,
-        slos: "",
-        tradeoff: &[],
-        capacity: &[],
-        spec_positions: &[],
-        planned: None,
-    });
+    let view = empty_view(&plan, &fixture.manifest, &check);
     let html = render_html(&view).unwrap();
     for id in SECTION_IDS {
         section(&html, id);
@@ -1273,33 +1166,7 @@ fn the_page_is_balanced_html() {
         &[],
         &Default::default(),
     );
-    let view = build(&ReportInput {
-        data_folder: "empty",
-        manifest_file: "sample-data/workload-manifest.json",
-        generated_utc: "2026-09-05T08:00:00Z",
-        tool_version: "0.1.0",
-        plan: &plan,
-        manifest: &fixture.manifest,
-        check: &empty,
-        artifacts: &[],
-        headline: None,
-        screens: &[],
-        runs: &[],
-        requests: &[],
-        queues: &[],
-        known_queue_gauges: "",
-        client_queues: &[],
-        server_timings: &[],
-        tokens_per_chunk: &[],
-        snippets: &[],
-        definitions: &[],
-        check_exit_code: 0,
-        slos: "",
-        tradeoff: &[],
-        capacity: &[],
-        spec_positions: &[],
-        planned: None,
-    });
+    let view = empty_view(&plan, &fixture.manifest, &empty);
     assert_balanced_html(&render_html(&view).unwrap());
 }
 

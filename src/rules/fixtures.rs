@@ -75,25 +75,43 @@ pub fn full_stats(n: u64, mean: f64, sd: f64) -> Stats {
 /// A complete headline artifact of `arm` with `config`, 100 requests all ok, own canaries,
 /// full statistics, all functional checks passed, throughput `tps`.
 pub fn artifact(run_id: &str, arm: &str, config: &[(&str, &str)], tps: f64) -> Artifact {
-    let workload = headline_workload();
-    let fingerprint = workload.fingerprint();
-    let facts = ArtifactFacts {
-        run_id: run_id.to_owned(),
-        campaign_id: "2026-09-04-qwen38-27b-pro6000-possibility".to_owned(),
-        arm: arm.to_owned(),
-        stage: "matched topology".to_owned(),
-        config: config.iter().copied().collect::<ArmConfig>(),
-        defaults: ArmConfig::default(),
-        runtime: "sglang 0.6.1".to_owned(),
-        workload,
-        fingerprint,
-        status: Status::Complete,
-        replica_count: 1,
-    };
-    let metrics: BTreeMap<MetricId, Stats> = MetricId::ALL
+    let metrics = MetricId::ALL
         .into_iter()
         .map(|metric| (metric, full_stats(100, 100.0, 10.0)))
         .collect();
+    let facts = facts(run_id, arm, "matched topology", config, headline_workload());
+    artifact_of(facts, metrics, tps)
+}
+
+/// The facts of a complete run `run_id` of `arm` with `config` in `stage` on `workload`.
+pub fn facts(
+    run_id: &str,
+    arm: &str,
+    stage: &str,
+    config: &[(&str, &str)],
+    workload: Workload,
+) -> ArtifactFacts {
+    ArtifactFacts {
+        run_id: run_id.to_owned(),
+        campaign_id: "2026-09-04-qwen38-27b-pro6000-possibility".to_owned(),
+        arm: arm.to_owned(),
+        stage: stage.to_owned(),
+        config: config.iter().copied().collect::<ArmConfig>(),
+        defaults: ArmConfig::default(),
+        runtime: "sglang 0.6.1".to_owned(),
+        fingerprint: workload.fingerprint(),
+        workload,
+        status: Status::Complete,
+        replica_count: 1,
+    }
+}
+
+/// The artifact of `facts` whose every rule passes: every request of its workload ok (with
+/// its own canary where the workload has canaries), `metrics` in both windows, all
+/// functional checks passed, throughput `tps`.
+pub fn artifact_of(facts: ArtifactFacts, metrics: BTreeMap<MetricId, Stats>, tps: f64) -> Artifact {
+    let n = facts.workload.total_requests;
+    let canaries = facts.workload.canaries;
     let figures = ArtifactFigures {
         after_first_wave: crate::rules::WindowFigures {
             metrics: metrics.clone(),
@@ -107,13 +125,14 @@ pub fn artifact(run_id: &str, arm: &str, config: &[(&str, &str)], tps: f64) -> A
         succeeded_without_usage: 0,
         parse_errors: Vec::new(),
         completion_tokens_p50: Some(340.0),
-        finish_reasons: [("stop".to_owned(), 100)].into_iter().collect(),
+        finish_reasons: [("stop".to_owned(), n)].into_iter().collect(),
         requests: RequestCounts {
-            measured: 100,
-            ok: 100,
+            measured: n,
+            ok: n,
             failed: BTreeMap::new(),
         },
-        canaries: (0..100)
+        canaries: (0..n as i64)
+            .filter(|_| canaries)
             .map(|request_index| CanaryResult {
                 request_index,
                 own_present: true,
@@ -138,6 +157,7 @@ pub fn artifact(run_id: &str, arm: &str, config: &[(&str, &str)], tps: f64) -> A
     };
     Artifact { facts, figures }
 }
+
 /// Per-request values `index → f(index)` for indices 0..n.
 pub fn per_request(n: i64, f: impl Fn(i64) -> f64) -> Vec<RequestValue> {
     (0..n)
@@ -167,6 +187,18 @@ pub fn fail_requests(artifact: &mut Artifact, outcome: Outcome, count: u64) {
     let requests = &mut artifact.figures.requests;
     requests.ok -= count;
     *requests.failed.entry(outcome).or_default() += count;
+}
+
+/// Record that request `index` of `artifact` ended with `outcome` and the error text `body`.
+pub fn server_error(artifact: &mut Artifact, index: i64, outcome: Outcome, body: &str) {
+    artifact
+        .figures
+        .server_errors
+        .push(super::input::ServerError {
+            request_index: index,
+            outcome,
+            body: body.to_owned(),
+        });
 }
 
 /// The three arms of the seed plan's `matched topology` stage, throughputs TP1 1000,

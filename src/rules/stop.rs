@@ -454,8 +454,8 @@ pub fn artifact_stop_rules(artifact: &Artifact) -> Vec<StopFinding> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::fixtures::{artifact, fail_requests, plan};
-    use super::super::input::{FunctionalResult, Restart, RestartSignal, ServerError};
+    use super::super::fixtures::{artifact, fail_requests, plan, server_error};
+    use super::super::input::{FunctionalResult, Restart, RestartSignal};
     use super::*;
     use crate::artifact::run::Outcome;
 
@@ -520,11 +520,7 @@ mod tests {
         a.figures.requests.measured = 99;
         a.figures.requests.ok = 99;
         fail_requests(&mut a, Outcome::Disconnected, 2);
-        a.figures.server_errors.push(ServerError {
-            request_index: 5,
-            outcome: Outcome::Disconnected,
-            body: "connection reset by peer".to_owned(),
-        });
+        server_error(&mut a, 5, Outcome::Disconnected, "connection reset by peer");
         assert_eq!(
             unexplained_loss(&a).unwrap().reason,
             "run r-a: unexplained loss: 1 of 100 planned requests have no record; \
@@ -606,11 +602,7 @@ mod tests {
             (2, "CUDA error: an illegal memory access"),
             (6, "400 bad request"),
         ] {
-            a.figures.server_errors.push(ServerError {
-                request_index: index,
-                outcome: Outcome::HttpError,
-                body: body.to_owned(),
-            });
+            server_error(&mut a, index, Outcome::HttpError, body);
         }
         let findings = server_errors(&a);
         assert_eq!(findings.len(), 1);
@@ -626,11 +618,8 @@ mod tests {
         let mut a = artifact("r-a", "A", &[], 1000.0);
         assert_eq!(parser_corruption(&a), None);
         fail_requests(&mut a, Outcome::ProtocolError, 1);
-        a.figures.server_errors.push(ServerError {
-            request_index: 41,
-            outcome: Outcome::ProtocolError,
-            body: "expected `data:` line, found `<html>`".to_owned(),
-        });
+        let html = "expected `data:` line, found `<html>`";
+        server_error(&mut a, 41, Outcome::ProtocolError, html);
         assert_eq!(
             parser_corruption(&a).unwrap().reason,
             "run r-a: 1 responses could not be parsed as a stream (requests 41)"
