@@ -102,6 +102,44 @@ pub fn finished(mut run: RunJson) -> RunJson {
     run
 }
 
+/// Request `index` of kind `kind`, sent to `replica`, ended with `outcome`: a chat request
+/// of 1,000 target prompt tokens sent at `index` ms and done 100 ms later, every column
+/// filled, for tests to override what they are about.
+pub fn request_row(
+    index: u32,
+    kind: super::RequestKind,
+    replica: u32,
+    outcome: super::Outcome,
+) -> super::RequestRow {
+    let t = i64::from(index) * 1_000_000;
+    super::RequestRow {
+        request_index: index,
+        kind,
+        check: None,
+        replica,
+        endpoint: format!("http://127.0.0.1:{}", 9000 + replica),
+        api: Api::Chat,
+        model: "m".into(),
+        canary: None,
+        prompt_sha256: super::prompt_sha256(&format!("prompt {index}")),
+        prompt_chars: 4000,
+        prompt_tokens_target: 1000,
+        prompt_tokens_calibrated: Some(990),
+        max_tokens: Some(512),
+        request_body: None,
+        t_intended_ns: t,
+        t_sent_ns: Some(t),
+        t_first_byte_ns: Some(t + 1_000_000),
+        t_done_ns: t + 100_000_000,
+        http_status: Some(200),
+        outcome,
+        error: None,
+        events: 0,
+        new_connection: false,
+        resent: false,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -161,6 +161,23 @@ pub struct Summary {
     pub artifacts: Vec<ArtifactStats>,
 }
 
+/// The columns of the per-metric table `anvil summary` prints for each run.
+pub const FIGURE_COLUMNS: [&str; 13] = [
+    "metric",
+    "unit",
+    "better",
+    "window",
+    "n",
+    "failed",
+    "null",
+    "mean [95% CI]",
+    "p50 [95% CI]",
+    "slowest 5% [95% CI]",
+    "slowest 1% [95% CI]",
+    "min",
+    "max",
+];
+
 /// Render the summary as text: per artifact a heading, its first wave, one aligned row per
 /// metric and window (the `after_first_wave` rows only where a first wave exists), what the
 /// first wave sets, and the aggregate output throughput.
@@ -199,22 +216,7 @@ pub fn render(summary: &Summary) -> String {
         if let Some(w) = &a.first_wave {
             let _ = writeln!(out, "  {}", w.describe());
         }
-        let mut table = Table::new(&[
-            "metric",
-            "unit",
-            "better",
-            "window",
-            "n",
-            "failed",
-            "null",
-            "mean [95% CI]",
-            "p50 [95% CI]",
-            "slowest 5% [95% CI]",
-            "slowest 1% [95% CI]",
-            "min",
-            "max",
-        ])
-        .numbers_from(4);
+        let mut table = Table::new(&FIGURE_COLUMNS).numbers_from(4);
         let mut unbounded = false;
         for metric in MetricId::ALL {
             for w in &a.windows {

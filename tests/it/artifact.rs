@@ -13,7 +13,7 @@ use anvil::artifact::reader::read_all;
 use anvil::artifact::schema::{META_SCHEMA_VERSION, META_TABLE};
 use anvil::artifact::testing;
 use anvil::artifact::{
-    Api, Arm, ArtifactWriter, Clock, Endpoint, EventRow, Outcome, RequestKind, RequestRow, RunJson,
+    Arm, ArtifactWriter, Clock, Endpoint, EventRow, Outcome, RequestKind, RequestRow, RunJson,
     SCHEMA_VERSION, ScrapePhase, ScrapeRow, Status, Table, Topology, Workload, WriterOptions,
     open_table, recover, validate, validate_dir,
 };
@@ -80,12 +80,7 @@ fn request_row(
     kind: RequestKind,
 ) -> RequestRow {
     RequestRow {
-        request_index: i,
-        kind,
-        check: None,
-        replica,
         endpoint: endpoint(replica).url,
-        api: Api::Chat,
         model: "qwen3.8-27b".into(),
         canary: Some(anvil::artifact::canary::make(38027, "salt", u64::from(i))),
         prompt_sha256: format!("{:064x}", i),
@@ -110,7 +105,7 @@ fn request_row(
         error: (outcome != Outcome::Ok).then(|| "server said no".to_owned()),
         events,
         new_connection: i == 0,
-        resent: false,
+        ..anvil::artifact::testing::request_row(i, kind, replica, outcome)
     }
 }
 

@@ -5,12 +5,12 @@
 //! `--resume` after the runner is killed with SIGKILL, and SIGINT during a cell.
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Command, Output};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use super::common::{ANVIL, SIM};
+use super::common::{SIM, anvil, anvil_words, path, run_campaign, says};
 
 const SAMPLE_DATA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/sample-data");
 pub(super) const CAMPAIGN_ID: &str = "2026-09-04-qwen38-27b-pro6000-possibility";
@@ -67,45 +67,35 @@ pub(super) struct Fixture {
 impl Fixture {
     fn new(first_launch: Value, first_readiness: Value, starting_launch: Value) -> Fixture {
         Fixture::with_campaign(|ports| {
-            json!({
-                "schema": "anvil-serving.benchmark-campaign/v1",
-                "campaign_id": CAMPAIGN_ID,
-                "manifest": "workload-manifest.json",
-                "plan": "run-plan.json",
-                "starting_service": {
-                    "launch": starting_launch,
-                    "ports": [ports[0]],
-                    "readiness": {"path": "/health", "timeout_s": 30},
-                    "stop": {"grace_s": 5},
-                    "config": {"spec_depth": "0"},
-                    "runtime": "anvil-sim",
-                    "model": "qwen"
-                },
-                "arms": [{
-                    "arm": "Inferact target-only",
-                    "launch": first_launch,
-                    "ports": [ports[1]],
-                    "readiness": first_readiness,
-                    "stop": {"grace_s": 5},
-                    "config": {"spec_depth": "0", "chunked_prefill": "2048"},
-                    "runtime": "anvil-sim",
-                    "cells": {"ids": [SCREEN, FUNCTIONAL]}
-                }],
-                "sweeps": [{
-                    "key": "spec_depth",
-                    "values": ["4", "12"],
-                    "template": {
-                        "arm": "K{value}",
-                        "launch": sim_launch(&["--spec-depth", "{value}"]),
-                        "ports": [ports[2]],
-                        "readiness": {"timeout_s": 30},
+            campaign_json(
+                starting_launch,
+                ports[0],
+                json!({"arms": [{
+                        "arm": "Inferact target-only",
+                        "launch": first_launch,
+                        "ports": [ports[1]],
+                        "readiness": first_readiness,
                         "stop": {"grace_s": 5},
-                        "config": {"chunked_prefill": "2048"},
+                        "config": {"spec_depth": "0", "chunked_prefill": "2048"},
                         "runtime": "anvil-sim",
-                        "cells": {"ids": [SCREEN]}
-                    }
-                }]
-            })
+                        "cells": {"ids": [SCREEN, FUNCTIONAL]}
+                    }],
+                    "sweeps": [{
+                        "key": "spec_depth",
+                        "values": ["4", "12"],
+                        "template": {
+                            "arm": "K{value}",
+                            "launch": sim_launch(&["--spec-depth", "{value}"]),
+                            "ports": [ports[2]],
+                            "readiness": {"timeout_s": 30},
+                            "stop": {"grace_s": 5},
+                            "config": {"chunked_prefill": "2048"},
+                            "runtime": "anvil-sim",
+                            "cells": {"ids": [SCREEN]}
+                        }
+                    }]
+                }),
+            )
         })
     }
 
@@ -147,16 +137,11 @@ impl Fixture {
     }
 
     pub(super) fn command(&self, resume: bool) -> Command {
-        let mut cmd = Command::new(ANVIL);
-        cmd.args(["campaign", "run"])
-            .arg(&self.file)
-            .arg("--out")
-            .arg(&self.out);
-        if resume {
-            cmd.arg("--resume");
-        }
-        cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
-        cmd
+        run_campaign(
+            &self.file,
+            &self.out,
+            if resume { &["--resume"] } else { &[] },
+        )
     }
 
     pub(super) fn run(&self, resume: bool) -> Output {
@@ -200,19 +185,26 @@ impl Fixture {
 
     /// `anvil check` over the campaign folder: exit code and output.
     fn check(&self) -> (Option<i32>, String) {
-        let o = Command::new(ANVIL)
-            .args(["check", "--data"])
-            .arg(self.folder())
-            .arg("--manifest")
-            .arg(self.dir.path().join("workload-manifest.json"))
-            .arg("--plan")
-            .arg(self.dir.path().join("run-plan.json"))
-            .output()
-            .unwrap();
-        (
-            o.status.code(),
-            String::from_utf8_lossy(&o.stdout).into_owned(),
-        )
+        let o = anvil_words(&self.evidence("check", &[]));
+        (o.code, o.stdout)
+    }
+
+    /// `anvil COMMAND --data FOLDER --manifest … --plan …` over the campaign, then `extra`.
+    fn evidence(&self, command: &str, extra: &[&str]) -> Vec<String> {
+        let doc = |name: &str| self.dir.path().join(name).to_string_lossy().into_owned();
+        let words = [
+            command.to_owned(),
+            "--data".to_owned(),
+            self.folder().to_string_lossy().into_owned(),
+            "--manifest".to_owned(),
+            doc("workload-manifest.json"),
+            "--plan".to_owned(),
+            doc("run-plan.json"),
+        ];
+        words
+            .into_iter()
+            .chain(extra.iter().map(|w| (*w).to_owned()))
+            .collect()
     }
 
     /// Wait until the journal holds a line matching `pred`.
@@ -264,6 +256,36 @@ pub(super) fn wait_streaming(cell: &Path) {
     }
 }
 
+/// The tests' campaign file: the sample documents, the simulator launched by `launch` on
+/// `port` as the starting service, and `fields` (the arms, SLOs) on top.
+pub(super) fn campaign_json(launch: Value, port: u16, fields: Value) -> Value {
+    let mut doc = json!({
+        "schema": "anvil-serving.benchmark-campaign/v1",
+        "campaign_id": CAMPAIGN_ID,
+        "manifest": "workload-manifest.json",
+        "plan": "run-plan.json",
+        "starting_service": starting_service(launch, port),
+    });
+    for (key, value) in fields.as_object().expect("an object of fields") {
+        doc[key] = value.clone();
+    }
+    doc
+}
+
+/// The campaign's starting service: a simulator serving `qwen` launched by `launch` on
+/// `port`, readied by `/health`.
+pub(super) fn starting_service(launch: Value, port: u16) -> Value {
+    json!({
+        "launch": launch,
+        "ports": [port],
+        "readiness": {"path": "/health", "timeout_s": 30},
+        "stop": {"grace_s": 5},
+        "config": {"spec_depth": "0"},
+        "runtime": "anvil-sim",
+        "model": "qwen"
+    })
+}
+
 pub(super) fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
@@ -283,8 +305,8 @@ fn campaign_run_records_every_arm_restores_the_starting_service_and_reports_it()
         f.folder().display().to_string()
     );
     let err = stderr(&o);
-    assert!(err.contains("4 of 4 cells recorded; 0 problems"), "{err}");
-    assert!(err.contains("report it with: anvil report --data"), "{err}");
+    says(&err, "4 of 4 cells recorded; 0 problems");
+    says(&err, "report it with: anvil report --data");
 
     // Every cell complete, each arm's server log beside its artifacts.
     for (arm, cell) in [
@@ -392,34 +414,20 @@ fn campaign_run_records_every_arm_restores_the_starting_service_and_reports_it()
     let (_, check) = f.check();
     assert!(!check.contains("service not restored"), "{check}");
     let report = f.dir.path().join("campaign.md");
-    let o = Command::new(ANVIL)
-        .args(["report", "--format", "md", "--data"])
-        .arg(f.folder())
-        .arg("--manifest")
-        .arg(f.dir.path().join("workload-manifest.json"))
-        .arg("--plan")
-        .arg(f.dir.path().join("run-plan.json"))
-        .arg("--out")
-        .arg(&report)
-        .output()
-        .unwrap();
-    assert!(o.status.code().is_some(), "{}", stderr(&o));
+    let o = anvil_words(&f.evidence(
+        "report",
+        &["--format", "md", "--out", report.to_str().unwrap()],
+    ));
+    assert!(o.code.is_some(), "{}", o.stderr);
     let md = std::fs::read_to_string(&report).unwrap();
     assert!(!md.contains("service not restored"), "{md}");
 
     // Nothing missing afterwards; a second run without --resume is refused.
-    let o = Command::new(ANVIL)
-        .args(["campaign", "plan"])
-        .arg(&f.file)
-        .arg("--out")
-        .arg(&f.out)
-        .output()
-        .unwrap();
-    let plan = String::from_utf8_lossy(&o.stdout);
-    assert!(plan.contains("4 recorded, 0 to record"), "{plan}");
+    let plan = anvil(&["campaign", "plan", path(&f.file), "--out", path(&f.out)]).stdout;
+    says(&plan, "4 recorded, 0 to record");
     let again = f.run(false);
     assert_eq!(again.status.code(), Some(2), "{}", stderr(&again));
-    assert!(stderr(&again).contains("--resume"), "{}", stderr(&again));
+    says(&stderr(&again), "--resume");
 }
 
 #[test]
@@ -456,11 +464,7 @@ fn an_arm_that_never_becomes_ready_is_journaled_and_the_next_arm_runs() {
     assert_eq!(f.run_json("K4", SCREEN)["status"], "complete");
     assert_eq!(f.run_json("K12", SCREEN)["status"], "complete");
     assert_eq!(f.restoration()["restored"], true);
-    assert!(
-        stderr(&o).contains("did not become ready"),
-        "{}",
-        stderr(&o)
-    );
+    says(&stderr(&o), "did not become ready");
 }
 
 #[test]
@@ -536,8 +540,8 @@ fn a_restored_service_whose_fingerprint_differs_fires_the_restore_stop_rule() {
     assert_eq!(f.steps().iter().filter(|s| *s == "not_restored").count(), 1);
     let (code, check) = f.check();
     assert_eq!(code, Some(1), "{check}");
-    assert!(check.contains("service not restored"), "{check}");
-    assert!(check.contains("check model failed"), "{check}");
+    says(&check, "service not restored");
+    says(&check, "check model failed");
 }
 
 #[test]
@@ -641,11 +645,7 @@ fn a_starting_service_not_serving_its_model_is_refused_before_any_arm() {
     let f = Fixture::new(sim_launch(&[]), json!({"timeout_s": 30}), sim_launch(&[]));
     let o = f.run(false);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
-    assert!(
-        stderr(&o).contains("starting_service.model"),
-        "{}",
-        stderr(&o)
-    );
+    says(&stderr(&o), "starting_service.model");
     // Fingerprinted, stopped, nothing else launched or recorded.
     let launched = f
         .journal()
@@ -687,31 +687,21 @@ fn sigterm_during_a_cell_lets_it_complete_then_stops_and_restores() {
 #[test]
 fn a_sharded_arm_records_each_cell_as_one_run_of_local_shards() {
     let f = Fixture::with_campaign(|ports| {
-        json!({
-            "schema": "anvil-serving.benchmark-campaign/v1",
-            "campaign_id": CAMPAIGN_ID,
-            "manifest": "workload-manifest.json",
-            "plan": "run-plan.json",
-            "starting_service": {
-                "launch": sim_launch(&["--model", "qwen"]),
-                "ports": [ports[0]],
-                "readiness": {"path": "/health", "timeout_s": 30},
-                "stop": {"grace_s": 5},
-                "config": {"spec_depth": "0"},
-                "runtime": "anvil-sim",
-                "model": "qwen"
-            },
-            "arms": [{
-                "arm": "Inferact target-only",
-                "launch": sim_launch(&[]),
-                "ports": [ports[1]],
-                "readiness": {"timeout_s": 30},
-                "stop": {"grace_s": 5},
-                "config": {"spec_depth": "0", "chunked_prefill": "2048"},
-                "runtime": "anvil-sim",
-                "cells": {"ids": [SCREEN, FUNCTIONAL], "shards": 2}
-            }]
-        })
+        campaign_json(
+            sim_launch(&["--model", "qwen"]),
+            ports[0],
+            json!({"arms": [{
+                    "arm": "Inferact target-only",
+                    "launch": sim_launch(&[]),
+                    "ports": [ports[1]],
+                    "readiness": {"timeout_s": 30},
+                    "stop": {"grace_s": 5},
+                    "config": {"spec_depth": "0", "chunked_prefill": "2048"},
+                    "runtime": "anvil-sim",
+                    "cells": {"ids": [SCREEN, FUNCTIONAL], "shards": 2}
+                }]
+            }),
+        )
     });
     let o = f.run(false);
     assert!(o.status.success(), "{}", stderr(&o));
@@ -733,7 +723,7 @@ fn a_sharded_arm_records_each_cell_as_one_run_of_local_shards() {
             .exists()
     );
     let err = stderr(&o);
-    assert!(err.contains("--shard 1/2 --start-at"), "{err}");
+    says(&err, "--shard 1/2 --start-at");
     // Local shards are spread over the machine's CPUs, one `--cpu` each.
     let cpu_of = |shard: &str| {
         let line = err
@@ -751,23 +741,8 @@ fn a_sharded_arm_records_each_cell_as_one_run_of_local_shards() {
     }
     let data = f.folder();
     let q = "SELECT shards, total_requests FROM runs WHERE cell_id LIKE 'optimization-screen%'";
-    let o = super::common::run(
-        ANVIL,
-        &[
-            "sql",
-            "--format",
-            "csv",
-            "--data",
-            data.to_str().unwrap(),
-            q,
-        ],
-        &[],
-    );
-    assert!(
-        String::from_utf8_lossy(&o.stdout).contains("2,4"),
-        "{}",
-        super::common::output_text(&o)
-    );
+    let o = anvil(&["sql", "--format", "csv", "--data", path(&data), q]);
+    assert!(o.stdout.contains("2,4"), "{o:?}");
     // Resumed, the recorded group is kept.
     let o = f.run(true);
     assert!(o.status.success(), "{}", stderr(&o));

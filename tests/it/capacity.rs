@@ -7,8 +7,8 @@ use std::process::Command;
 
 use serde_json::{Value, json};
 
-use super::campaign_run::{CAMPAIGN_ID, Fixture, signal, sim_launch, stderr};
-use super::common::{ANVIL, SIM};
+use super::campaign_run::{Fixture, campaign_json, signal, sim_launch, stderr};
+use super::common::{ANVIL, SIM, says};
 
 /// The simulator of the searched arm: at most 4 running sequences (the rest wait FIFO),
 /// prefill at `prefill_tps` tokens/s (one FIFO lane), 80 decode steps per second, no batch
@@ -50,40 +50,30 @@ fn arm_launch(prefill_tps: &str) -> Value {
 /// screen class (natural completion, 4,096 prompt tokens) against `ttft_ms<=60`.
 fn search_campaign(launch: Value, requests: u64) -> Fixture {
     Fixture::with_campaign(|ports| {
-        json!({
-            "schema": "anvil-serving.benchmark-campaign/v1",
-            "campaign_id": CAMPAIGN_ID,
-            "manifest": "workload-manifest.json",
-            "plan": "run-plan.json",
-            "slo": ["ttft_ms<=60"],
-            "starting_service": {
-                "launch": sim_launch(&["--model", "qwen"]),
-                "ports": [ports[0]],
-                "readiness": {"path": "/health", "timeout_s": 30},
-                "stop": {"grace_s": 5},
-                "config": {"spec_depth": "0"},
-                "runtime": "anvil-sim",
-                "model": "qwen"
-            },
-            "arms": [{
-                "arm": "TP1",
-                "launch": launch,
-                "ports": [ports[1]],
-                "readiness": {"timeout_s": 30},
-                "stop": {"grace_s": 5},
-                "config": {"topology": "TP1"},
-                "runtime": "anvil-sim",
-                "search": {
-                    "class": "optimization-screen",
-                    "context": 4096,
-                    "vary": "concurrency",
-                    "min": 3,
-                    "max": 8,
-                    "requests": requests,
-                    "target": 0.9
-                }
-            }]
-        })
+        campaign_json(
+            sim_launch(&["--model", "qwen"]),
+            ports[0],
+            json!({"slo": ["ttft_ms<=60"],
+                "arms": [{
+                    "arm": "TP1",
+                    "launch": launch,
+                    "ports": [ports[1]],
+                    "readiness": {"timeout_s": 30},
+                    "stop": {"grace_s": 5},
+                    "config": {"topology": "TP1"},
+                    "runtime": "anvil-sim",
+                    "search": {
+                        "class": "optimization-screen",
+                        "context": 4096,
+                        "vary": "concurrency",
+                        "min": 3,
+                        "max": 8,
+                        "requests": requests,
+                        "target": 0.9
+                    }
+                }]
+            }),
+        )
     })
 }
 
@@ -213,11 +203,7 @@ fn a_bracket_whose_intervals_straddle_the_target_is_not_resolved() {
     let lines = f.journal();
     let probed = probes(&lines).len();
     assert_eq!(probed, s["probes"].as_array().unwrap().len());
-    assert!(
-        stderr(&o).contains("capacity search TP1: not resolved"),
-        "{}",
-        stderr(&o)
-    );
+    says(&stderr(&o), "capacity search TP1: not resolved");
 }
 
 #[test]
@@ -234,10 +220,8 @@ fn a_probe_too_small_to_resolve_the_target_is_refused() {
         String::from_utf8_lossy(&o.stderr)
     );
     assert_eq!(o.status.code(), Some(2), "{out}");
-    assert!(
-        out.contains("search.requests") && out.contains("only from 36 requests"),
-        "{out}"
-    );
+    says(&out, "search.requests");
+    says(&out, "only from 36 requests");
     let o = f.run(false);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(!f.folder().join("capacity.json").exists());

@@ -10,7 +10,8 @@ use anvil::artifact::{RunJson, canary};
 use serde_json::Value;
 
 use super::common::{
-    ANVIL, CAPTURE, Sim, batches, bools, intended_and_sent, ints, measured_requests, run, strs,
+    ANVIL, CAPTURE, Recording, Sim, artifact_of, batches, bools, intended_and_sent, ints,
+    measured_requests, run, strs,
 };
 
 /// The sample manifest with a short reply (24 words, 64-token ceiling) so runs are quick.
@@ -27,31 +28,25 @@ fn quick_manifest(dir: &Path) -> PathBuf {
     path
 }
 
-/// `run` arguments of a small off-manifest headline-shaped cell.
-fn cell_args<'a>(manifest: &'a str, out: &'a str, c: &'a str, n: &'a str) -> Vec<&'a str> {
-    vec![
-        "run",
-        "--manifest",
-        manifest,
-        "--class",
-        "headline-sustained-output",
-        "--context",
-        "512",
-        "--concurrency",
-        c,
-        "--requests",
-        n,
-        "--off-manifest",
+/// A small off-manifest headline-shaped cell of arm K12 (spec depth 12) in stage `test`.
+fn k12(manifest: &Path, out: &Path, concurrency: u32, requests: u32) -> Recording {
+    Recording::cell(manifest, out, concurrency, requests).args(&[
         "--arm",
         "K12",
         "--stage",
         "test",
         "--set",
         "spec_depth=12",
-        "--quiet",
-        "--out",
-        out,
-    ]
+    ])
+}
+
+/// A test bed: a temporary folder, the quick manifest in it, the output folder beneath it,
+/// and a simulator started with `sim_args`.
+fn bed(sim_args: &[&str]) -> (tempfile::TempDir, PathBuf, PathBuf, Sim) {
+    let tmp = tempfile::tempdir().unwrap();
+    let manifest = quick_manifest(tmp.path());
+    let out = tmp.path().join("out");
+    (tmp, manifest, out, Sim::start(sim_args))
 }
 
 fn stdout(o: &Output) -> String {
@@ -60,17 +55,6 @@ fn stdout(o: &Output) -> String {
 
 fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-/// The artifact folder: the last line of stdout.
-fn artifact_of(o: &Output) -> PathBuf {
-    assert!(
-        o.status.success(),
-        "anvil-capture failed ({:?}): {}",
-        o.status.code(),
-        stderr(o)
-    );
-    PathBuf::from(stdout(o).lines().last().expect("a path on stdout"))
 }
 
 fn validate(dir: &Path) {
@@ -124,14 +108,9 @@ fn streams(dir: &Path) -> BTreeMap<i64, Stream> {
 
 #[test]
 fn a_headline_shaped_cell_gives_a_complete_valid_artifact() {
-    let tmp = tempfile::tempdir().unwrap();
-    let manifest = quick_manifest(tmp.path());
-    let out = tmp.path().join("out");
-    let sim = Sim::start(&[]);
+    let (_tmp, manifest, out, sim) = bed(&[]);
     let url = sim.url(0);
-    let mut args = cell_args(manifest.to_str().unwrap(), out.to_str().unwrap(), "4", "20");
-    args.extend_from_slice(&["--endpoint", &url]);
-    let o = run(CAPTURE, &args, &[]);
+    let o = k12(&manifest, &out, 4, 20).endpoint(&url).run();
     let dir = artifact_of(&o);
     assert!(dir.ends_with(
         "2026-09-04-qwen38-27b-pro6000-possibility/K12/headline-sustained-output.ctx512.c4.n20"
@@ -260,14 +239,12 @@ fn cells_lists_the_manifest_cells_with_stable_ids() {
 
 #[test]
 fn two_replicas_start_together_and_each_request_names_its_replica() {
-    let tmp = tempfile::tempdir().unwrap();
-    let manifest = quick_manifest(tmp.path());
-    let out = tmp.path().join("out");
-    let sim = Sim::start(&["--replicas", "2"]);
+    let (_tmp, manifest, out, sim) = bed(&["--replicas", "2"]);
     let (u0, u1) = (sim.url(0), sim.url(1));
-    let mut args = cell_args(manifest.to_str().unwrap(), out.to_str().unwrap(), "2", "20");
-    args.extend_from_slice(&["--endpoint", &u0, "--endpoint", &u1]);
-    let o = run(CAPTURE, &args, &[]);
+    let o = k12(&manifest, &out, 2, 20)
+        .endpoint(&u0)
+        .endpoint(&u1)
+        .run();
     let dir = artifact_of(&o);
     validate(&dir);
     let run_json = RunJson::read(&dir.join("run.json")).unwrap();
@@ -313,10 +290,7 @@ fn two_replicas_start_together_and_each_request_names_its_replica() {
 
 #[test]
 fn faults_get_their_outcome_class_and_no_request_is_lost() {
-    let tmp = tempfile::tempdir().unwrap();
-    let manifest = quick_manifest(tmp.path());
-    let out = tmp.path().join("out");
-    let sim = Sim::start(&[
+    let (_tmp, manifest, out, sim) = bed(&[
         "--seed",
         "7",
         "--fault",
@@ -337,9 +311,10 @@ fn faults_get_their_outcome_class_and_no_request_is_lost() {
         "1500",
     ]);
     let url = sim.url(0);
-    let mut args = cell_args(manifest.to_str().unwrap(), out.to_str().unwrap(), "4", "80");
-    args.extend_from_slice(&["--endpoint", &url, "--timeout-idle", "0.5"]);
-    let o = run(CAPTURE, &args, &[]);
+    let o = k12(&manifest, &out, 4, 80)
+        .endpoint(&url)
+        .args(&["--timeout-idle", "0.5"])
+        .run();
     let dir = artifact_of(&o);
     validate(&dir);
     let r = measured_requests(&dir);
@@ -399,19 +374,7 @@ fn a_killed_run_is_recovered_with_every_request_finished_two_seconds_before() {
     let truth = tmp.path().join("truth.csv");
     let sim = Sim::start(&["--decode-tps", "300", "--truth", truth.to_str().unwrap()]);
     let url = sim.url(0);
-    let mut args = cell_args(
-        manifest.to_str().unwrap(),
-        out.to_str().unwrap(),
-        "2",
-        "400",
-    );
-    args.extend_from_slice(&["--endpoint", &url]);
-    let mut child = std::process::Command::new(CAPTURE)
-        .args(&args)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child = k12(&manifest, &out, 2, 400).endpoint(&url).spawn();
     // Kill once the run has been recording for a few seconds: four request parts on disk
     // (one roll per second; the first holds the calibration probe), however long calibration
     // took on a loaded machine.
@@ -533,15 +496,14 @@ fn a_killed_run_is_recovered_with_every_request_finished_two_seconds_before() {
 #[test]
 fn the_api_key_is_written_nowhere() {
     const SECRET: &str = "sk-anvil-test-6a1f0c93d2";
-    let tmp = tempfile::tempdir().unwrap();
-    let manifest = quick_manifest(tmp.path());
-    let out = tmp.path().join("out");
-    let sim = Sim::start(&[]);
+    let (_tmp, manifest, out, sim) = bed(&[]);
     let url = sim.url(0);
-    let mut args = cell_args(manifest.to_str().unwrap(), out.to_str().unwrap(), "2", "4");
-    args.retain(|a| *a != "--quiet");
-    args.extend_from_slice(&["--endpoint", &url, "--api-key-env", "ANVIL_TEST_KEY"]);
-    let o = run(CAPTURE, &args, &[("ANVIL_TEST_KEY", SECRET)]);
+    let o = k12(&manifest, &out, 2, 4)
+        .loud()
+        .endpoint(&url)
+        .args(&["--api-key-env", "ANVIL_TEST_KEY"])
+        .env("ANVIL_TEST_KEY", SECRET)
+        .run();
     let dir = artifact_of(&o);
     assert!(!stdout(&o).contains(SECRET) && !stderr(&o).contains(SECRET));
     let mut files = vec![out.clone()];
@@ -723,24 +685,9 @@ fn sigterm_finishes_in_flight_requests_and_records_the_rest_as_cancelled() {
 }
 
 fn interrupted_by(signal: i32) {
-    let tmp = tempfile::tempdir().unwrap();
-    let manifest = quick_manifest(tmp.path());
-    let out = tmp.path().join("out");
-    let sim = Sim::start(&["--decode-tps", "100"]);
+    let (_tmp, manifest, out, sim) = bed(&["--decode-tps", "100"]);
     let url = sim.url(0);
-    let mut args = cell_args(
-        manifest.to_str().unwrap(),
-        out.to_str().unwrap(),
-        "2",
-        "200",
-    );
-    args.extend_from_slice(&["--endpoint", &url]);
-    let child = std::process::Command::new(CAPTURE)
-        .args(&args)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = k12(&manifest, &out, 2, 200).endpoint(&url).spawn();
     let dir = out.join(
         "2026-09-04-qwen38-27b-pro6000-possibility/K12/headline-sustained-output.ctx512.c2.n200",
     );
@@ -797,21 +744,18 @@ fn interrupted_by(signal: i32) {
 
 #[test]
 fn open_loop_records_intended_send_times() {
-    let tmp = tempfile::tempdir().unwrap();
-    let manifest = quick_manifest(tmp.path());
-    let out = tmp.path().join("out");
-    let sim = Sim::start(&[]);
+    let (_tmp, manifest, out, sim) = bed(&[]);
     let url = sim.url(0);
     for (poisson, arm) in [(false, "constant"), (true, "poisson")] {
-        let mut args = cell_args(manifest.to_str().unwrap(), out.to_str().unwrap(), "4", "20");
-        let i = args.iter().position(|a| *a == "K12").unwrap();
-        args[i] = arm;
-        args.extend_from_slice(&["--endpoint", &url, "--rate", "50"]);
+        let mut cell = k12(&manifest, &out, 4, 20)
+            .set("--arm", arm)
+            .endpoint(&url)
+            .args(&["--rate", "50"])
+            .loud();
         if poisson {
-            args.push("--poisson");
+            cell = cell.args(&["--poisson"]);
         }
-        args.retain(|a| *a != "--quiet");
-        let o = run(CAPTURE, &args, &[]);
+        let o = cell.run();
         // The quick look shows no first wave: open loop releases nothing together.
         let said = stderr(&o);
         assert!(
@@ -842,15 +786,13 @@ fn open_loop_records_intended_send_times() {
 
 #[test]
 fn missing_metrics_give_a_warning_and_an_empty_scrapes_table() {
-    let tmp = tempfile::tempdir().unwrap();
-    let manifest = quick_manifest(tmp.path());
-    let out = tmp.path().join("out");
-    let sim = Sim::start(&[]);
+    let (_tmp, manifest, out, sim) = bed(&[]);
     let url = sim.url(0);
     let metrics = format!("{url}/no-metrics-here");
-    let mut args = cell_args(manifest.to_str().unwrap(), out.to_str().unwrap(), "2", "4");
-    args.extend_from_slice(&["--endpoint", &url, "--metrics-url", &metrics]);
-    let o = run(CAPTURE, &args, &[]);
+    let o = k12(&manifest, &out, 2, 4)
+        .endpoint(&url)
+        .args(&["--metrics-url", &metrics])
+        .run();
     let dir = artifact_of(&o);
     assert!(stderr(&o).contains("no metrics"), "{}", stderr(&o));
     validate(&dir);
@@ -875,14 +817,12 @@ fn missing_metrics_give_a_warning_and_an_empty_scrapes_table() {
 
 #[test]
 fn warmup_requests_are_recorded_with_their_kind_and_not_counted_as_measured() {
-    let tmp = tempfile::tempdir().unwrap();
-    let manifest = quick_manifest(tmp.path());
-    let out = tmp.path().join("out");
-    let sim = Sim::start(&[]);
+    let (_tmp, manifest, out, sim) = bed(&[]);
     let url = sim.url(0);
-    let mut args = cell_args(manifest.to_str().unwrap(), out.to_str().unwrap(), "2", "6");
-    args.extend_from_slice(&["--endpoint", &url, "--warmup", "3"]);
-    let dir = artifact_of(&run(CAPTURE, &args, &[]));
+    let dir = k12(&manifest, &out, 2, 6)
+        .endpoint(&url)
+        .args(&["--warmup", "3"])
+        .record();
     validate(&dir);
     let run_json = RunJson::read(&dir.join("run.json")).unwrap();
     assert_eq!(run_json.counts.requests_measured, 6);
@@ -972,14 +912,9 @@ fn proxy_answering_tokenize(upstream: u16, answer: &'static [u8]) -> u16 {
 
 #[test]
 fn without_tokenize_calibration_uses_recorded_one_token_probes() {
-    let tmp = tempfile::tempdir().unwrap();
-    let manifest = quick_manifest(tmp.path());
-    let out = tmp.path().join("out");
-    let sim = Sim::start(&[]);
+    let (_tmp, manifest, out, sim) = bed(&[]);
     let url = format!("http://127.0.0.1:{}", proxy_without_tokenize(sim.ports[0]));
-    let mut args = cell_args(manifest.to_str().unwrap(), out.to_str().unwrap(), "2", "4");
-    args.extend_from_slice(&["--endpoint", &url]);
-    let o = run(CAPTURE, &args, &[]);
+    let o = k12(&manifest, &out, 2, 4).endpoint(&url).run();
     let dir = artifact_of(&o);
     assert!(stderr(&o).contains("no usable /tokenize"), "{}", stderr(&o));
     validate(&dir);
@@ -1012,24 +947,9 @@ fn without_tokenize_calibration_uses_recorded_one_token_probes() {
 
 #[test]
 fn a_second_sigint_stops_at_once_and_leaves_a_recoverable_folder() {
-    let tmp = tempfile::tempdir().unwrap();
-    let manifest = quick_manifest(tmp.path());
-    let out = tmp.path().join("out");
-    let sim = Sim::start(&["--decode-tps", "20"]);
+    let (_tmp, manifest, out, sim) = bed(&["--decode-tps", "20"]);
     let url = sim.url(0);
-    let mut args = cell_args(
-        manifest.to_str().unwrap(),
-        out.to_str().unwrap(),
-        "4",
-        "200",
-    );
-    args.extend_from_slice(&["--endpoint", &url]);
-    let child = std::process::Command::new(CAPTURE)
-        .args(&args)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = k12(&manifest, &out, 4, 200).endpoint(&url).spawn();
     let dir = out.join(
         "2026-09-04-qwen38-27b-pro6000-possibility/K12/headline-sustained-output.ctx512.c4.n200",
     );
@@ -1061,16 +981,14 @@ fn calibration_of(dir: &Path) -> anvil::artifact::Calibration {
 /// and recorded; a server answering `{"tokens": []}` is not mistaken for a count.
 #[test]
 fn calibration_detects_the_tokenizer_dialect_and_checks_it_against_usage() {
-    let tmp = tempfile::tempdir().unwrap();
-    let manifest = quick_manifest(tmp.path());
-    let out = tmp.path().join("out");
-    let sim = Sim::start(&[]);
+    let (_tmp, manifest, out, sim) = bed(&[]);
     let url = sim.url(0);
     for api in ["chat", "completions", "responses"] {
         let out = out.join(api);
-        let mut args = cell_args(manifest.to_str().unwrap(), out.to_str().unwrap(), "2", "4");
-        args.extend_from_slice(&["--endpoint", &url, "--api", api]);
-        let o = run(CAPTURE, &args, &[]);
+        let o = k12(&manifest, &out, 2, 4)
+            .endpoint(&url)
+            .args(&["--api", api])
+            .run();
         let dir = artifact_of(&o);
         validate(&dir);
         let c = calibration_of(&dir);
@@ -1107,9 +1025,7 @@ fn calibration_detects_the_tokenizer_dialect_and_checks_it_against_usage() {
         proxy_with_empty_tokenize(sim.ports[0])
     );
     let out = out.join("empty");
-    let mut args = cell_args(manifest.to_str().unwrap(), out.to_str().unwrap(), "2", "4");
-    args.extend_from_slice(&["--endpoint", &url]);
-    let o = run(CAPTURE, &args, &[]);
+    let o = k12(&manifest, &out, 2, 4).endpoint(&url).run();
     let dir = artifact_of(&o);
     let c = calibration_of(&dir);
     assert_eq!(c.method, anvil::artifact::CalibrationMethod::Probe, "{c:?}");
@@ -1133,16 +1049,11 @@ fn calibration_detects_the_tokenizer_dialect_and_checks_it_against_usage() {
 /// request sent again is marked so.
 #[test]
 fn a_server_closing_after_each_stream_loses_no_request() {
-    let tmp = tempfile::tempdir().unwrap();
-    let manifest = quick_manifest(tmp.path());
-    let out = tmp.path().join("out");
-    let sim = Sim::start(&["--close-after-stream"]);
+    let (_tmp, manifest, out, sim) = bed(&["--close-after-stream"]);
     let url = sim.url(0);
-    for (c, n) in [("1", "30"), ("4", "40")] {
-        let out = out.join(c);
-        let mut args = cell_args(manifest.to_str().unwrap(), out.to_str().unwrap(), c, n);
-        args.extend_from_slice(&["--endpoint", &url]);
-        let dir = artifact_of(&run(CAPTURE, &args, &[]));
+    for (c, n) in [(1, 30), (4, 40)] {
+        let out = out.join(c.to_string());
+        let dir = k12(&manifest, &out, c, n).endpoint(&url).record();
         validate(&dir);
         let r = batches(&dir.join("requests.parquet"));
         let kind = strs(&r, "kind");
@@ -1152,7 +1063,7 @@ fn a_server_closing_after_each_stream_loses_no_request() {
         let measured: Vec<usize> = (0..kind.len())
             .filter(|&k| kind[k].as_deref() == Some("measured"))
             .collect();
-        assert_eq!(measured.len(), n.parse::<usize>().unwrap());
+        assert_eq!(measured.len(), n as usize);
         for &k in &measured {
             assert_eq!(
                 outcome[k].as_deref(),
@@ -1168,7 +1079,7 @@ fn a_server_closing_after_each_stream_loses_no_request() {
             run_json.topology.endpoints[0].server_info["connection_after_stream"],
             "closed"
         );
-        let c: usize = c.parse().unwrap();
+        let c: usize = c as usize;
         let fresh_count = measured.iter().filter(|&&k| fresh[k]).count();
         assert_eq!(fresh_count, measured.len() - c, "C{c}: {fresh:?}");
         assert!(measured.iter().all(|&k| !resent[k]), "C{c}: {resent:?}");
@@ -1178,14 +1089,9 @@ fn a_server_closing_after_each_stream_loses_no_request() {
 /// On a server that keeps connections, requests share them and nothing is resent.
 #[test]
 fn kept_connections_are_reused_and_nothing_is_resent() {
-    let tmp = tempfile::tempdir().unwrap();
-    let manifest = quick_manifest(tmp.path());
-    let out = tmp.path().join("out");
-    let sim = Sim::start(&[]);
+    let (_tmp, manifest, out, sim) = bed(&[]);
     let url = sim.url(0);
-    let mut args = cell_args(manifest.to_str().unwrap(), out.to_str().unwrap(), "1", "30");
-    args.extend_from_slice(&["--endpoint", &url]);
-    let dir = artifact_of(&run(CAPTURE, &args, &[]));
+    let dir = k12(&manifest, &out, 1, 30).endpoint(&url).record();
     let r = batches(&dir.join("requests.parquet"));
     let kind = strs(&r, "kind");
     let fresh = bools(&r, "new_connection");
@@ -1203,16 +1109,14 @@ fn kept_connections_are_reused_and_nothing_is_resent() {
 /// failed request, with the reason, on every API.
 #[test]
 fn a_stream_ended_with_an_abort_finish_reason_is_a_failure() {
-    let tmp = tempfile::tempdir().unwrap();
-    let manifest = quick_manifest(tmp.path());
-    let out = tmp.path().join("out");
-    let sim = Sim::start(&["--seed", "3", "--fault", "abort=0.5"]);
+    let (_tmp, manifest, out, sim) = bed(&["--seed", "3", "--fault", "abort=0.5"]);
     let url = sim.url(0);
     for api in ["chat", "completions", "responses"] {
         let out = out.join(api);
-        let mut args = cell_args(manifest.to_str().unwrap(), out.to_str().unwrap(), "2", "16");
-        args.extend_from_slice(&["--endpoint", &url, "--api", api]);
-        let dir = artifact_of(&run(CAPTURE, &args, &[]));
+        let dir = k12(&manifest, &out, 2, 16)
+            .endpoint(&url)
+            .args(&["--api", api])
+            .record();
         validate(&dir);
         let r = batches(&dir.join("requests.parquet"));
         let kind = strs(&r, "kind");
@@ -1254,16 +1158,16 @@ fn a_stream_ended_with_an_abort_finish_reason_is_a_failure() {
 /// never match (their workload fingerprints differ).
 #[test]
 fn a_responses_run_beside_the_chat_run_of_its_cell_is_its_own_cell() {
-    let tmp = tempfile::tempdir().unwrap();
-    let manifest = quick_manifest(tmp.path());
-    let out = tmp.path().join("out");
-    let sim = Sim::start(&["--seed", "5"]);
+    let (_tmp, manifest, out, sim) = bed(&["--seed", "5"]);
     let url = sim.url(0);
     let mut dirs = Vec::new();
     for api in ["chat", "responses"] {
-        let mut args = cell_args(manifest.to_str().unwrap(), out.to_str().unwrap(), "2", "4");
-        args.extend_from_slice(&["--endpoint", &url, "--api", api]);
-        dirs.push(artifact_of(&run(CAPTURE, &args, &[])));
+        dirs.push(
+            k12(&manifest, &out, 2, 4)
+                .endpoint(&url)
+                .args(&["--api", api])
+                .record(),
+        );
     }
     assert!(
         dirs[0].ends_with("K12/headline-sustained-output.ctx512.c2.n4"),
@@ -1297,16 +1201,14 @@ fn a_responses_run_beside_the_chat_run_of_its_cell_is_its_own_cell() {
 /// `disconnected` and not `ok`.
 #[test]
 fn an_error_reported_in_the_stream_is_its_own_outcome() {
-    let tmp = tempfile::tempdir().unwrap();
-    let manifest = quick_manifest(tmp.path());
-    let out = tmp.path().join("out");
-    let sim = Sim::start(&["--seed", "5", "--fault", "stream-error=0.5"]);
+    let (_tmp, manifest, out, sim) = bed(&["--seed", "5", "--fault", "stream-error=0.5"]);
     let url = sim.url(0);
     for api in ["chat", "responses"] {
         let out = out.join(api);
-        let mut args = cell_args(manifest.to_str().unwrap(), out.to_str().unwrap(), "2", "16");
-        args.extend_from_slice(&["--endpoint", &url, "--api", api]);
-        let dir = artifact_of(&run(CAPTURE, &args, &[]));
+        let dir = k12(&manifest, &out, 2, 16)
+            .endpoint(&url)
+            .args(&["--api", api])
+            .record();
         validate(&dir);
         let r = measured_requests(&dir);
         let outcome = strs(&r, "outcome");
@@ -1334,18 +1236,13 @@ fn an_error_reported_in_the_stream_is_its_own_outcome() {
 
 #[test]
 fn the_first_wave_is_intended_at_the_barrier_release_or_across_the_ramp() {
-    let tmp = tempfile::tempdir().unwrap();
-    let manifest = quick_manifest(tmp.path());
-    let out = tmp.path().join("out");
-    let sim = Sim::start(&["--replicas", "2"]);
+    let (_tmp, manifest, out, sim) = bed(&["--replicas", "2"]);
     let (u0, u1) = (sim.url(0), sim.url(1));
-    let (m, o) = (manifest.to_str().unwrap(), out.to_str().unwrap());
 
     // No ramp: the 2 × 3 slots' first requests (indices 0..6) share one intended time, the
     // release; later requests are intended when their slot came free.
-    let mut args = cell_args(m, o, "3", "18");
-    args.extend_from_slice(&["--endpoint", &u0, "--endpoint", &u1]);
-    let plain = artifact_of(&run(CAPTURE, &args, &[]));
+    let cell = k12(&manifest, &out, 3, 18).endpoint(&u0).endpoint(&u1);
+    let plain = cell.record();
     let rows = intended_and_sent(&plain);
     let release = rows[0].1;
     assert!(rows[..6].iter().all(|r| r.1 == release), "{rows:?}");
@@ -1361,11 +1258,10 @@ fn the_first_wave_is_intended_at_the_barrier_release_or_across_the_ramp() {
     }
 
     // A 1.2 s ramp: slot k of the 6 starts 0.2·k s after the release, at its intended time.
-    args.extend_from_slice(&["--ramp", "1.2"]);
-    let i = args.iter().position(|a| *a == "K12").unwrap();
-    args[i] = "K12-ramped";
-    let output = run(CAPTURE, &args, &[]);
-    let ramped = artifact_of(&output);
+    let ramped = cell
+        .args(&["--ramp", "1.2"])
+        .set("--arm", "K12-ramped")
+        .record();
     assert!(
         ramped.to_string_lossy().ends_with(".ramp1.2"),
         "{}",
@@ -1404,14 +1300,12 @@ fn the_first_wave_is_intended_at_the_barrier_release_or_across_the_ramp() {
 
 #[test]
 fn an_open_loop_ramp_raises_the_release_rate_linearly() {
-    let tmp = tempfile::tempdir().unwrap();
-    let manifest = quick_manifest(tmp.path());
-    let out = tmp.path().join("out");
-    let sim = Sim::start(&[]);
+    let (_tmp, manifest, out, sim) = bed(&[]);
     let url = sim.url(0);
-    let mut args = cell_args(manifest.to_str().unwrap(), out.to_str().unwrap(), "8", "30");
-    args.extend_from_slice(&["--endpoint", &url, "--rate", "50", "--ramp", "0.4"]);
-    let dir = artifact_of(&run(CAPTURE, &args, &[]));
+    let dir = k12(&manifest, &out, 8, 30)
+        .endpoint(&url)
+        .args(&["--rate", "50", "--ramp", "0.4"])
+        .record();
     validate(&dir);
     let rows = intended_and_sent(&dir);
     let start = rows[0].1;
@@ -1442,24 +1336,16 @@ fn an_open_loop_ramp_raises_the_release_rate_linearly() {
 
 #[test]
 fn repeats_record_one_artifact_each_and_give_an_interval_across_runs() {
-    let tmp = tempfile::tempdir().unwrap();
-    let manifest = quick_manifest(tmp.path());
-    let out = tmp.path().join("out");
-    let (m, o) = (manifest.to_str().unwrap(), out.to_str().unwrap());
-    let sim = Sim::start(&[]);
+    let (_tmp, manifest, out, sim) = bed(&[]);
     let url = sim.url(0);
-    let mut args = cell_args(m, o, "2", "6");
-    args.extend([
-        "--endpoint",
-        &url,
-        "--repeat",
-        "3",
+    let single = k12(&manifest, &out, 2, 6).endpoint(&url);
+    let repeats = single.clone().args(&["--repeat", "3"]).args(&[
         "--default",
         "torch_compile=off",
         "--default",
         "spec_depth=0",
     ]);
-    let run_o = run(CAPTURE, &args, &[]);
+    let run_o = repeats.run();
     assert!(run_o.status.success(), "{}", stderr(&run_o));
     // One folder per repeat, printed in order, each run.json saying which repeat it is.
     let printed: Vec<PathBuf> = stdout(&run_o).lines().map(PathBuf::from).collect();
@@ -1502,7 +1388,7 @@ fn repeats_record_one_artifact_each_and_give_an_interval_across_runs() {
     assert_eq!(config[0]["inherited"], serde_json::json!(["torch_compile"]));
     // A repeat that is there already is refused before anything is recorded; an index
     // outside the count is bad input.
-    let again = run(CAPTURE, &args, &[]);
+    let again = repeats.run();
     assert_eq!(again.status.code(), Some(2), "{}", stderr(&again));
     assert!(
         stderr(&again).contains("repeat-1` already holds a run"),
@@ -1510,18 +1396,14 @@ fn repeats_record_one_artifact_each_and_give_an_interval_across_runs() {
         stderr(&again)
     );
     // A single run of the same cell beside its repeats is refused too.
-    let mut single = cell_args(m, o, "2", "6");
-    single.extend(["--endpoint", &url]);
-    let refused = run(CAPTURE, &single, &[]);
+    let refused = single.run();
     assert_eq!(refused.status.code(), Some(2), "{}", stderr(&refused));
     assert!(
         stderr(&refused).contains("holds repeats of this cell"),
         "{}",
         stderr(&refused)
     );
-    let mut beyond = cell_args(m, o, "2", "6");
-    beyond.extend(["--endpoint", &url, "--repeat", "2", "--repeat-index", "3"]);
-    let bad = run(CAPTURE, &beyond, &[]);
+    let bad = single.args(&["--repeat", "2", "--repeat-index", "3"]).run();
     assert_eq!(bad.status.code(), Some(2));
     assert!(stderr(&bad).contains("--repeat-index"), "{}", stderr(&bad));
 }
@@ -1592,9 +1474,7 @@ fn a_calibration_failure_shows_the_servers_html_page_once_and_short() {
     let manifest = quick_manifest(tmp.path());
     let out = tmp.path().join("out");
     let url = format!("http://127.0.0.1:{}", html_500_server(PAGE));
-    let mut args = cell_args(manifest.to_str().unwrap(), out.to_str().unwrap(), "2", "4");
-    args.extend_from_slice(&["--endpoint", &url]);
-    let o = run(CAPTURE, &args, &[]);
+    let o = k12(&manifest, &out, 2, 4).endpoint(&url).run();
     let err = stderr(&o);
     assert_eq!(o.status.code(), Some(5), "{err}");
     assert!(
@@ -1622,32 +1502,15 @@ fn a_calibration_failure_shows_the_servers_html_page_once_and_short() {
 /// flag or the manifest field and the limit, instead of failing in calibration (exit 5).
 #[test]
 fn a_context_above_the_largest_prompt_target_is_refused_up_front() {
-    let tmp = tempfile::tempdir().unwrap();
-    let manifest = quick_manifest(tmp.path());
-    let out = tmp.path().join("out");
-    let o = out.to_str().unwrap();
     // A live server: without the check, the target would reach calibration.
-    let sim = Sim::start(&[]);
+    let (tmp, manifest, out, sim) = bed(&[]);
     let url = sim.url(0);
     let huge = i64::MAX.to_string();
-    let flag = [
-        "run",
-        "--manifest",
-        manifest.to_str().unwrap(),
-        "--class",
-        "headline-sustained-output",
-        "--context",
-        &huge,
-        "--off-manifest",
-        "--arm",
-        "A",
-        "--endpoint",
-        &url,
-        "--quiet",
-        "--out",
-        o,
-    ];
-    let r = run(CAPTURE, &flag, &[]);
+    let r = Recording::cell(&manifest, &out, 1, 1)
+        .set("--context", &huge)
+        .arm("A")
+        .endpoint(&url)
+        .run();
     assert_eq!(r.status.code(), Some(2), "{}", stderr(&r));
     assert!(
         stderr(&r).contains(&format!("--context `{huge}`: at most 16777216 tokens")),
@@ -1674,7 +1537,7 @@ fn a_context_above_the_largest_prompt_target_is_refused_up_front() {
             &url,
             "--quiet",
             "--out",
-            o,
+            out.to_str().unwrap(),
         ],
         &[],
     );

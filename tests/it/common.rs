@@ -202,18 +202,16 @@ pub fn capture_cell(sim: &Sim, manifest: &Path, out: &Path, args: &[&str]) -> Pa
         out.to_str().unwrap(),
     ];
     all.extend_from_slice(args);
-    let o = run(CAPTURE, &all, &[]);
-    let stdout = String::from_utf8_lossy(&o.stdout);
-    assert!(
-        o.status.success(),
-        "anvil-capture failed: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    PathBuf::from(stdout.lines().last().expect("artifact path on stdout"))
+    artifact_of(&run(CAPTURE, &all, &[]))
 }
 
 /// Every `run.json` at or beneath `dir` (the artifact folders a data folder holds).
 pub fn run_jsons(dir: &Path) -> Vec<PathBuf> {
+    files_under(dir, |p| p.file_name().is_some_and(|n| n == "run.json"))
+}
+
+/// Every file at or beneath `dir` that `keep` accepts, sorted.
+pub fn files_under(dir: &Path, keep: impl Fn(&Path) -> bool) -> Vec<PathBuf> {
     let mut out = Vec::new();
     let mut stack = vec![dir.to_owned()];
     while let Some(dir) = stack.pop() {
@@ -221,7 +219,7 @@ pub fn run_jsons(dir: &Path) -> Vec<PathBuf> {
             let path = entry.unwrap().path();
             if path.is_dir() {
                 stack.push(path);
-            } else if path.file_name().is_some_and(|n| n == "run.json") {
+            } else if keep(&path) {
                 out.push(path);
             }
         }
@@ -422,4 +420,210 @@ pub fn shell_words(line: &str) -> Vec<String> {
         out.push(word);
     }
     out
+}
+
+/// What a finished binary said: exit code, standard output and standard error as text.
+#[derive(Debug)]
+pub struct Ran {
+    pub code: Option<i32>,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Ran {
+    fn of(o: Output) -> Ran {
+        Ran {
+            code: o.status.code(),
+            stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
+        }
+    }
+
+    pub fn ok(&self) -> bool {
+        self.code == Some(0)
+    }
+
+    /// Standard output then standard error, for a check of what was said anywhere.
+    pub fn both(&self) -> String {
+        format!("{}{}", self.stdout, self.stderr)
+    }
+
+    /// The exit code, standard output and standard error.
+    pub fn parts(self) -> (Option<i32>, String, String) {
+        (self.code, self.stdout, self.stderr)
+    }
+
+    /// The exit code and everything said, standard output then standard error.
+    pub fn said(self) -> (Option<i32>, String) {
+        (self.code, self.both())
+    }
+
+    /// Standard output, after asserting the exit code was `code` (standard error shown
+    /// when it was not).
+    pub fn expect(self, code: i32) -> String {
+        assert_eq!(self.code, Some(code), "{}", self.stderr);
+        self.stdout
+    }
+}
+
+/// `anvil ARGS` run from the package root (so `sample-data/…` resolves), standard input
+/// closed: the one way the tests call the analysis binary.
+pub fn anvil(args: &[&str]) -> Ran {
+    anvil_with(args, &[])
+}
+
+/// The sample campaign's run plan.
+pub const SAMPLE_PLAN: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/sample-data/run-plan.json");
+
+/// `anvil compare --manifest MANIFEST --plan <the sample plan> ARGS…`.
+pub fn anvil_compare(manifest: &str, args: &[&str]) -> Ran {
+    anvil(
+        &[
+            &["compare", "--manifest", manifest, "--plan", SAMPLE_PLAN][..],
+            args,
+        ]
+        .concat(),
+    )
+}
+
+/// [`anvil`] with owned words.
+pub fn anvil_words(args: &[String]) -> Ran {
+    anvil(&args.iter().map(String::as_str).collect::<Vec<_>>())
+}
+
+/// A path as a command-line word (the tests' paths are UTF-8).
+pub fn path(p: &Path) -> &str {
+    p.to_str().expect("a UTF-8 path")
+}
+
+/// `anvil ARGS` with extra environment variables.
+pub fn anvil_with(args: &[&str], env: &[(&str, &str)]) -> Ran {
+    let mut c = Command::new(ANVIL);
+    c.args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .stdin(Stdio::null());
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    Ran::of(c.output().expect("run anvil"))
+}
+
+/// `anvil campaign run FILE --out OUT EXTRA…`, standard output and error captured.
+pub fn run_campaign(file: &Path, out: &Path, extra: &[&str]) -> Command {
+    let mut cmd = Command::new(ANVIL);
+    cmd.args(["campaign", "run"])
+        .arg(file)
+        .arg("--out")
+        .arg(out)
+        .args(extra)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    cmd
+}
+
+/// One `anvil-capture run` of an off-manifest cell of the headline class at 512 tokens of
+/// context, built flag by flag: the one place the tests write the recorder's command line.
+#[derive(Clone, Debug)]
+pub struct Recording {
+    args: Vec<String>,
+    env: Vec<(String, String)>,
+}
+
+impl Recording {
+    /// `run --manifest M --class headline-sustained-output --context 512 --concurrency C
+    /// --requests N --off-manifest --quiet --out OUT`.
+    pub fn cell(manifest: &Path, out: &Path, concurrency: u32, requests: u32) -> Recording {
+        let mut r = Recording {
+            args: Vec::new(),
+            env: Vec::new(),
+        };
+        r = r
+            .args(&["run", "--manifest", manifest.to_str().unwrap()])
+            .args(&["--class", "headline-sustained-output", "--context", "512"])
+            .args(&["--concurrency", &concurrency.to_string()])
+            .args(&["--requests", &requests.to_string(), "--off-manifest"])
+            .args(&["--quiet", "--out", out.to_str().unwrap()]);
+        r
+    }
+
+    pub fn args(mut self, args: &[&str]) -> Recording {
+        self.args.extend(args.iter().map(|a| (*a).to_owned()));
+        self
+    }
+
+    pub fn endpoint(self, url: &str) -> Recording {
+        self.args(&["--endpoint", url])
+    }
+
+    pub fn arm(self, arm: &str) -> Recording {
+        self.args(&["--arm", arm])
+    }
+
+    /// Replace the value after `flag` (the first occurrence), e.g. `--context`.
+    pub fn set(mut self, flag: &str, value: &str) -> Recording {
+        let at = self.args.iter().position(|a| a == flag).expect("flag set");
+        self.args[at + 1] = value.to_owned();
+        self
+    }
+
+    /// Without `--quiet`: the quick look on standard error.
+    pub fn loud(mut self) -> Recording {
+        self.args.retain(|a| a != "--quiet");
+        self
+    }
+
+    pub fn env(mut self, key: &str, value: &str) -> Recording {
+        self.env.push((key.to_owned(), value.to_owned()));
+        self
+    }
+
+    fn command(&self) -> Command {
+        let mut c = Command::new(CAPTURE);
+        c.args(&self.args).stdin(Stdio::null());
+        for (k, v) in &self.env {
+            c.env(k, v);
+        }
+        c
+    }
+
+    pub fn run(&self) -> Output {
+        self.command().output().expect("run anvil-capture")
+    }
+
+    /// Started in the background with its output piped, for a test that signals it or
+    /// stops its server while it runs.
+    pub fn spawn(&self) -> Child {
+        self.command()
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn anvil-capture")
+    }
+
+    /// Run, assert success, and return the artifact folder (the last line of stdout).
+    pub fn record(&self) -> PathBuf {
+        artifact_of(&self.run())
+    }
+}
+
+/// The artifact folder a successful recording printed last, after asserting its success.
+pub fn artifact_of(o: &Output) -> PathBuf {
+    assert!(
+        o.status.success(),
+        "anvil-capture failed: {}",
+        output_text(o)
+    );
+    PathBuf::from(
+        String::from_utf8_lossy(&o.stdout)
+            .lines()
+            .last()
+            .expect("a path on stdout"),
+    )
+}
+
+/// Assert that `text` (what a command said) contains `wanted`, showing the text when not.
+#[track_caller]
+pub fn says(text: &str, wanted: &str) {
+    assert!(text.contains(wanted), "{wanted:?} missing from:\n{text}");
 }

@@ -7,9 +7,11 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use super::common::{ANVIL, Sim, capture_cell, run, small_manifest, sql_rows};
+use super::common::{
+    Sim, anvil, anvil_compare, capture_cell, path, says, small_manifest, sql_rows,
+};
 
-const PLAN: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/sample-data/run-plan.json");
+use super::common::SAMPLE_PLAN as PLAN;
 const SAMPLE_MANIFEST: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
     "/sample-data/workload-manifest.json"
@@ -41,16 +43,6 @@ fn off_manifest_cell(
     )
 }
 
-/// Run `anvil` and return (exit code, stdout, stderr).
-fn anvil(args: &[&str]) -> (Option<i32>, String, String) {
-    let o = run(ANVIL, args, &[]);
-    (
-        o.status.code(),
-        String::from_utf8_lossy(&o.stdout).into_owned(),
-        String::from_utf8_lossy(&o.stderr).into_owned(),
-    )
-}
-
 #[test]
 fn compare_of_two_spec_depths_prints_each_metric_with_the_ratio_to_the_baseline() {
     let k4 = Sim::start(&["--spec-depth", "4", "--spec-accept", "0.7"]);
@@ -59,19 +51,12 @@ fn compare_of_two_spec_depths_prints_each_metric_with_the_ratio_to_the_baseline(
     let manifest = small_manifest(tmp.path(), |_| {});
     let a = off_manifest_cell(&k4, &manifest, &tmp.path().join("a"), "K4", "4");
     let b = off_manifest_cell(&k8, &manifest, &tmp.path().join("b"), "K8", "4");
-    let (m, p) = (manifest.to_str().unwrap(), PLAN);
+    let m = manifest.to_str().unwrap();
     let (a, b) = (a.to_str().unwrap(), b.to_str().unwrap());
 
-    let (code, out, err) = anvil(&["compare", "--manifest", m, "--plan", p, a, b]);
+    let (code, out, err) = anvil_compare(m, &[a, b]).parts();
     assert_eq!(code, Some(0), "{out}{err}");
-    for metric in [
-        "ttft_ms",
-        "effective_prefill_tps",
-        "decode_tps",
-        "tpot_ms",
-        "itl_ms",
-        "e2e_ms",
-    ] {
+    for metric in anvil::metric::MetricId::COLUMNS {
         assert!(out.contains(metric), "{metric} missing:\n{out}");
     }
     for header in [
@@ -87,26 +72,16 @@ fn compare_of_two_spec_depths_prints_each_metric_with_the_ratio_to_the_baseline(
     }
     // Nothing recorded says how K8 differs from K4 (no --set): compared with the first
     // ARTIFACT_DIR's arm, and the control verdict says so.
-    assert!(out.contains("K8 vs K4: no variable differs"), "{out}");
+    says(&out, "K8 vs K4: no variable differs");
     assert!(
         out.contains("over 10 pairs"),
         "paired by request index:\n{out}"
     );
-    assert!(out.contains("single run"), "{out}");
-    assert!(out.contains("acceptance rate"), "{out}");
+    says(&out, "single run");
+    says(&out, "acceptance rate");
 
     // The same comparison as JSON: one entry per metric, K8's ratio to K4 on each.
-    let (code, out, err) = anvil(&[
-        "compare",
-        "--manifest",
-        m,
-        "--plan",
-        p,
-        "--format",
-        "json",
-        a,
-        b,
-    ]);
+    let (code, out, err) = anvil_compare(m, &["--format", "json", a, b]).parts();
     assert_eq!(code, Some(0), "{out}{err}");
     let c: Value = serde_json::from_str(&out).unwrap();
     assert_eq!(c["references"]["Controls"]["controls"][1][1], "K4", "{c}");
@@ -131,22 +106,9 @@ fn compare_of_two_spec_depths_prints_each_metric_with_the_ratio_to_the_baseline(
     }
 
     // Markdown renders the same tables.
-    let (code, out, _) = anvil(&[
-        "compare",
-        "--manifest",
-        m,
-        "--plan",
-        p,
-        "--format",
-        "md",
-        a,
-        b,
-    ]);
+    let (code, out, _) = anvil_compare(m, &["--format", "md", a, b]).parts();
     assert_eq!(code, Some(0));
-    assert!(
-        out.contains("| arm | window | run | n | mean \\[95% CI\\] |"),
-        "{out}"
-    );
+    says(&out, "| arm | window | run | n | mean \\[95% CI\\] |");
 }
 
 #[test]
@@ -158,22 +120,12 @@ fn compare_refuses_a_different_workload_naming_fields_and_quoting_the_rule() {
     let manifest = small_manifest(tmp.path(), |_| {});
     let a = off_manifest_cell(&sim, &manifest, &tmp.path().join("a"), "K4", "4");
     let s = off_manifest_cell(&sim, &manifest, &tmp.path().join("s"), "K4", "2");
-    let (code, out, err) = anvil(&[
-        "compare",
-        "--manifest",
-        manifest.to_str().unwrap(),
-        "--plan",
-        PLAN,
-        a.to_str().unwrap(),
-        s.to_str().unwrap(),
-    ]);
+    let (code, out, err) =
+        anvil_compare(path(&manifest), &[a.to_str().unwrap(), s.to_str().unwrap()]).parts();
     assert_eq!(code, Some(3), "{out}{err}");
     assert!(out.starts_with("refused:"), "{out}");
-    assert!(
-        out.contains("concurrency_per_replica")
-            && out.contains("4 in the first artifact, 2 in this one"),
-        "{out}"
-    );
+    says(&out, "concurrency_per_replica");
+    says(&out, "4 in the first artifact, 2 in this one");
 
     // The same cell open loop (`--rate`) against closed loop: the schedule differs, so the
     // load the server saw differs; refused, naming the schedule.
@@ -199,17 +151,13 @@ fn compare_refuses_a_different_workload_naming_fields_and_quoting_the_rule() {
         open.ends_with("headline-sustained-output.ctx512.c4.n10.rate20"),
         "{open:?}"
     );
-    let (code, out, err) = anvil(&[
-        "compare",
-        "--manifest",
-        manifest.to_str().unwrap(),
-        "--plan",
-        PLAN,
-        a.to_str().unwrap(),
-        open.to_str().unwrap(),
-    ]);
+    let (code, out, err) = anvil_compare(
+        path(&manifest),
+        &[a.to_str().unwrap(), open.to_str().unwrap()],
+    )
+    .parts();
     assert_eq!(code, Some(3), "{out}{err}");
-    assert!(out.contains("schedule"), "{out}");
+    says(&out, "schedule");
     assert!(!out.contains("no variable differs"), "{out}");
 
     // A headline cell (the manifest's headline made 10 requests at 512 tokens) beside a
@@ -250,31 +198,25 @@ fn compare_refuses_a_different_workload_naming_fields_and_quoting_the_rule() {
             "K4",
         ],
     );
-    let (code, out, err) = anvil(&[
-        "compare",
-        "--manifest",
-        manifest.to_str().unwrap(),
-        "--plan",
-        PLAN,
-        h.to_str().unwrap(),
-        screen.to_str().unwrap(),
-    ]);
+    let (code, out, err) = anvil_compare(
+        path(&manifest),
+        &[h.to_str().unwrap(), screen.to_str().unwrap()],
+    )
+    .parts();
     assert_eq!(code, Some(3), "{out}{err}");
-    assert!(
-        out.contains("refused: headline aggregate throughput cannot be put beside"),
-        "{out}"
+    says(
+        &out,
+        "refused: headline aggregate throughput cannot be put beside",
     );
-    assert!(
-        out.contains("recorded optimization-screen, headline headline-sustained-output"),
-        "{out}"
+    says(
+        &out,
+        "recorded optimization-screen, headline headline-sustained-output",
     );
-    assert!(
-        out.contains("concurrency_per_replica") && out.contains("recorded 4, headline 8"),
-        "{out}"
-    );
-    assert!(
-        out.contains("rule: \"Compare only the matched 100-request unique-canary"),
-        "{out}"
+    says(&out, "concurrency_per_replica");
+    says(&out, "recorded 4, headline 8");
+    says(
+        &out,
+        "rule: \"Compare only the matched 100-request unique-canary",
     );
 }
 
@@ -294,7 +236,8 @@ fn check_stops_on_contamination_naming_the_requests() {
         PLAN,
         "--manifest",
         SAMPLE_MANIFEST,
-    ]);
+    ])
+    .parts();
     assert_eq!(code, Some(1), "{out}{err}");
 
     // The requests the SQL finds contaminated are the ones the stop rule names.
@@ -312,7 +255,7 @@ fn check_stops_on_contamination_naming_the_requests() {
         let request = format!("request {} returned ", r["request_index"]);
         assert!(stop.contains(&request), "{request} not named: {stop}");
     }
-    assert!(out.contains("outcome: stop rule fired"), "{out}");
+    says(&out, "outcome: stop rule fired");
 }
 
 #[test]
@@ -347,7 +290,8 @@ fn a_marker_from_outside_the_campaign_fails_the_canary_check_and_stops_it() {
         PLAN,
         "--manifest",
         SAMPLE_MANIFEST,
-    ]);
+    ])
+    .parts();
     assert_eq!(code, Some(1), "{out}{err}");
     let stop = out
         .lines()
@@ -365,7 +309,7 @@ fn a_marker_from_outside_the_campaign_fails_the_canary_check_and_stops_it() {
         .lines()
         .find(|l| l.split_whitespace().nth(1) == Some("canaries"))
         .unwrap_or_else(|| panic!("no Canaries line:\n{out}"));
-    assert!(canaries.contains("FAIL"), "{canaries}");
+    says(canaries, "FAIL");
 }
 
 #[test]
@@ -386,21 +330,22 @@ fn check_reports_missing_evidence_per_stage_and_exits_incomplete() {
         PLAN,
         "--manifest",
         SAMPLE_MANIFEST,
-    ]);
+    ])
+    .parts();
     assert_eq!(code, Some(4), "{out}{err}");
-    assert!(out.contains("stop rules\n  none fired"), "{out}");
-    assert!(out.contains("arm K4: evidence: "), "{out}");
-    assert!(out.contains("arm K12: no evidence"), "{out}");
+    says(&out, "stop rules\n  none fired");
+    says(&out, "arm K4: evidence: ");
+    says(&out, "arm K12: no evidence");
     assert!(
         out.contains("missing evidence: K12, K16, chunk1K"),
         "stage 2 lists its arms without artifacts:\n{out}"
     );
-    assert!(
-        out.contains("missing evidence: TP1, TP2, two independent TP1 replicas"),
-        "{out}"
+    says(
+        &out,
+        "missing evidence: TP1, TP2, two independent TP1 replicas",
     );
-    assert!(out.contains("promotion_authorized: false"), "{out}");
-    assert!(out.contains("outcome: incomplete"), "{out}");
+    says(&out, "promotion_authorized: false");
+    says(&out, "outcome: incomplete");
 
     // JSON carries the same report.
     let (code, out, _) = anvil(&[
@@ -413,7 +358,8 @@ fn check_reports_missing_evidence_per_stage_and_exits_incomplete() {
         SAMPLE_MANIFEST,
         "--format",
         "json",
-    ]);
+    ])
+    .parts();
     assert_eq!(code, Some(4));
     let report: Value = serde_json::from_str(&out).unwrap();
     assert_eq!(report["outcome"], "incomplete");
@@ -509,9 +455,9 @@ fn figures_read_for_the_rules_agree_with_the_sql_views() {
 fn compare_and_check_exit_2_on_bad_input_and_document_their_exit_codes() {
     let tmp = tempfile::tempdir().unwrap();
     let missing = tmp.path().join("missing");
-    let (code, _, err) = anvil(&["compare", missing.to_str().unwrap()]);
+    let (code, _, err) = anvil(&["compare", missing.to_str().unwrap()]).parts();
     assert_eq!(code, Some(2), "{err}");
-    assert!(err.contains("does not exist"), "{err}");
+    says(&err, "does not exist");
 
     let bad_plan = tmp.path().join("plan.json");
     std::fs::write(&bad_plan, "{ not json").unwrap();
@@ -523,11 +469,12 @@ fn compare_and_check_exit_2_on_bad_input_and_document_their_exit_codes() {
         bad_plan.to_str().unwrap(),
         "--manifest",
         SAMPLE_MANIFEST,
-    ]);
+    ])
+    .parts();
     assert_eq!(code, Some(2), "{err}");
-    assert!(err.contains("--plan"), "{err}");
+    says(&err, "--plan");
 
-    let (_, help, _) = anvil(&["check", "--help"]);
+    let (_, help, _) = anvil(&["check", "--help"]).parts();
     for line in [
         "0  every advance rule holds",
         "1  a stop rule fired",
@@ -536,8 +483,8 @@ fn compare_and_check_exit_2_on_bad_input_and_document_their_exit_codes() {
     ] {
         assert!(help.contains(line), "{line} missing:\n{help}");
     }
-    let (_, help, _) = anvil(&["compare", "--help"]);
-    assert!(help.contains("3  refused"), "{help}");
+    let (_, help, _) = anvil(&["compare", "--help"]).parts();
+    says(&help, "3  refused");
 }
 
 #[test]
@@ -564,12 +511,12 @@ fn markdown_of_compare_and_check_escapes_a_recorded_arm_name() {
         a,
         b,
     ];
-    let (code, out, err) = anvil(&compare);
+    let (code, out, err) = anvil(&compare).parts();
     assert_eq!(code, Some(0), "{out}{err}");
     assert!(out.contains(escaped), "{out}");
     assert!(!out.contains("<script>") && !out.contains("K|12"), "{out}");
     // Text output is not Markdown: the name stays as recorded.
-    let (code, out, _) = anvil(&["compare", "--manifest", m, "--plan", PLAN, a, b]);
+    let (code, out, _) = anvil_compare(m, &[a, b]).parts();
     assert_eq!(code, Some(0));
     assert!(out.contains(hostile), "text output is not Markdown: {out}");
 
@@ -584,7 +531,7 @@ fn markdown_of_compare_and_check_escapes_a_recorded_arm_name() {
         "--format",
         "md",
     ];
-    let (code, out, err) = anvil(&check);
+    let (code, out, err) = anvil(&check).parts();
     assert!(matches!(code, Some(1 | 4)), "{code:?} {out}{err}");
     assert!(out.contains(escaped), "{out}");
     assert!(!out.contains("<script>") && !out.contains("K|12"), "{out}");

@@ -21,8 +21,8 @@ use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use serde_json::Value;
 
-use super::common::{CAPTURE, Sim, run, small_manifest, sql_rows};
-use super::misbehaving::{close_gently, read_request};
+use super::common::{Recording, Sim, small_manifest, sql_rows};
+use super::misbehaving::{close_gently, is_measured, read_request};
 use super::skip;
 
 /// The conformance folder, or `None` after recording the skip of `test`.
@@ -152,10 +152,7 @@ fn answer(mut client: std::net::TcpStream, upstream: u16, queue: &Mutex<VecDeque
     let Some((head, body)) = read_request(&mut client) else {
         return;
     };
-    let text = String::from_utf8_lossy(&body);
-    let measured = text.contains("\"stream\":true")
-        && (text.contains("\"max_tokens\":64") || text.contains("\"max_output_tokens\":64"));
-    if measured {
+    if is_measured(&body) {
         let body = queue.lock().unwrap().pop_front().unwrap_or_default();
         let _ = client.write_all(
             format!("HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: {}\r\nconnection: close\r\n\r\n", body.len()).as_bytes(),
@@ -202,38 +199,12 @@ fn record(api: &str, bodies: Vec<Vec<u8>>) -> Vec<Recorded> {
     let out = tempfile::tempdir().unwrap().keep();
     let manifest = small_manifest(&out, |_| {});
     let url = format!("http://127.0.0.1:{port}");
-    let requests = n.to_string();
-    let o = run(
-        CAPTURE,
-        &[
-            "run",
-            "--manifest",
-            manifest.to_str().unwrap(),
-            "--class",
-            "headline-sustained-output",
-            "--context",
-            "512",
-            "--concurrency",
-            "1",
-            "--requests",
-            &requests,
-            "--off-manifest",
-            "--api",
-            api,
-            "--arm",
-            "replay",
-            "--endpoint",
-            &url,
-            "--timeout-first-byte",
-            "5",
-            "--timeout-idle",
-            "2",
-            "--quiet",
-            "--out",
-            out.to_str().unwrap(),
-        ],
-        &[],
-    );
+    let o = Recording::cell(&manifest, &out, 1, n as u32)
+        .args(&["--api", api])
+        .arm("replay")
+        .endpoint(&url)
+        .args(&["--timeout-first-byte", "5", "--timeout-idle", "2"])
+        .run();
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert!(
         o.status.success(),
@@ -597,11 +568,10 @@ const PROMETHEUS_DIFFERENCES: &[(&str, &str)] = &[];
 /// `le="bla"`) anvil keeps what a line-by-line reader keeps.
 #[test]
 fn prometheus_text_is_read_as_the_suites_read_it() {
-    let Some(dir) = folder("conformance::prometheus_text_is_read_as_the_suites_read_it") else {
+    let test = "conformance::prometheus_text_is_read_as_the_suites_read_it";
+    let Some((dir, cases)) = suite(test, "prometheus/cases.jsonl", 148) else {
         return;
     };
-    let cases = jsonl(&dir.join("prometheus/cases.jsonl"));
-    assert!(cases.len() >= 148, "{} cases", cases.len());
     let mut wrong: Vec<(String, String)> = Vec::new();
     let (mut good, mut must_fail, mut flagged) = (0, 0, 0);
     for case in &cases {
@@ -655,11 +625,10 @@ const OPENMETRICS_DIFFERENCES: &[(&str, &str)] = &[];
 /// without `_total` or buckets out of order, which a recorder does not enforce).
 #[test]
 fn openmetrics_is_read_as_the_suite_reads_it() {
-    let Some(dir) = folder("conformance::openmetrics_is_read_as_the_suite_reads_it") else {
+    let test = "conformance::openmetrics_is_read_as_the_suite_reads_it";
+    let Some((_, cases)) = suite(test, "prometheus/openmetrics_cases.jsonl", 211) else {
         return;
     };
-    let cases = jsonl(&dir.join("prometheus/openmetrics_cases.jsonl"));
-    assert!(cases.len() >= 211, "{} cases", cases.len());
     let mut wrong: Vec<(String, String)> = Vec::new();
     let (mut good, mut must_fail, mut flagged) = (0, 0, 0);
     for case in &cases {
@@ -677,6 +646,15 @@ fn openmetrics_is_read_as_the_suite_reads_it() {
         "OpenMetrics: {good} cases that must parse read exactly; {must_fail} that must fail \
          invent nothing ({flagged} with a bad line counted)"
     );
+}
+
+/// The vectors' folder and the cases of its `file` (at least `at_least` of them); `None`,
+/// said by `test`, where the vectors are not here.
+fn suite(test: &str, file: &str, at_least: usize) -> Option<(PathBuf, Vec<Value>)> {
+    let dir = folder(test)?;
+    let cases = jsonl(&dir.join(file));
+    assert!(cases.len() >= at_least, "{file}: {} cases", cases.len());
+    Some((dir, cases))
 }
 
 /// `wrong` (case, how) holds exactly the cases `stated` lists.

@@ -7,7 +7,7 @@
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 
-use super::common::{ANVIL, output_text, run};
+use super::common::{ANVIL, anvil, output_text, run};
 use super::object_store::S3Server;
 
 /// A worker on a free loopback port; killed when dropped.
@@ -124,22 +124,17 @@ fn two_workers_give_the_single_process_results() {
         assert_same(sql, &rows(None, sql), &rows(Some(&workers), sql));
     }
     // The plan was cut into stages run by the workers.
-    let o = run(
-        ANVIL,
+    let distributed = ["sql", "--data", DATA, "--workers", &workers];
+    let o = anvil(
         &[
-            "sql",
-            "--data",
-            DATA,
-            "--workers",
-            &workers,
-            "--bytes-per-task",
-            "1",
-            "EXPLAIN ANALYZE SELECT run_id, count(*) FROM events GROUP BY run_id",
-        ],
-        &[],
+            &distributed[..],
+            &["--bytes-per-task", "1"],
+            &["EXPLAIN ANALYZE SELECT run_id, count(*) FROM events GROUP BY run_id"],
+        ]
+        .concat(),
     );
-    assert!(o.status.success(), "{}", output_text(&o));
-    let plan = String::from_utf8_lossy(&o.stdout);
+    assert!(o.ok(), "{o:?}");
+    let plan = o.stdout;
     for part in [
         "DistributedExec",
         "NetworkShuffleExec",
@@ -150,20 +145,9 @@ fn two_workers_give_the_single_process_results() {
 
     // A worker that is not there is named before any query runs.
     drop(b);
-    let o = run(
-        ANVIL,
-        &[
-            "sql",
-            "--data",
-            DATA,
-            "--workers",
-            &workers,
-            "SELECT count(*) FROM events",
-        ],
-        &[],
-    );
-    let text = output_text(&o);
-    assert_eq!(o.status.code(), Some(2), "{text}");
+    let o = anvil(&[&distributed[..], &["SELECT count(*) FROM events"]].concat());
+    let text = o.both();
+    assert_eq!(o.code, Some(2), "{text}");
     assert!(
         text.contains("no worker answers") && text.contains("anvil worker --listen"),
         "{text}"

@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use super::common::{ANVIL, Sim, anvil_check, capture_cell, run, small_manifest};
+use super::common::{ANVIL, Sim, anvil_check, capture_cell, run, small_manifest, sql_rows};
 
 const PLAN: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/sample-data/run-plan.json");
 
@@ -62,26 +62,11 @@ struct Faulted {
 
 /// (check, passed, reason) per request, from the view.
 fn results(dir: &Path) -> BTreeMap<i64, (String, bool, String)> {
-    let o = run(
-        ANVIL,
-        &[
-            "sql",
-            "--data",
-            dir.to_str().unwrap(),
-            "--format",
-            "json",
-            "SELECT request_index, \"check\", passed, coalesce(reason, '') AS reason \
-             FROM functional_results ORDER BY request_index",
-        ],
-        &[],
+    let rows = sql_rows(
+        dir,
+        "SELECT request_index, \"check\", passed, coalesce(reason, '') AS reason \
+         FROM functional_results ORDER BY request_index",
     );
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let text = String::from_utf8_lossy(&o.stdout);
-    let rows: Vec<serde_json::Value> = serde_json::from_str(text.trim()).unwrap_or_else(|_| {
-        text.lines()
-            .map(|l| serde_json::from_str(l).unwrap())
-            .collect()
-    });
     rows.iter()
         .map(|r| {
             (
@@ -94,6 +79,16 @@ fn results(dir: &Path) -> BTreeMap<i64, (String, bool, String)> {
             )
         })
         .collect()
+}
+
+/// A functional run against a simulator with `fault` on every request: both requests of
+/// `check` failed, each for a reason `reason_ok` accepts.
+fn failed_twice(fault: &str, check: &str, reason_ok: impl Fn(&str) -> bool) -> Faulted {
+    let run = faulted(&["--fault", fault]);
+    let failed = failures(&run.results, check);
+    assert_eq!(failed.len(), 2, "{:?}", run.results);
+    assert!(failed.iter().all(|f| reason_ok(f)), "{failed:?}");
+    run
 }
 
 /// The reasons of the failed requests of `check`.
@@ -168,13 +163,9 @@ fn every_check_passes_against_the_default_simulator() {
 
 #[test]
 fn bad_json_fails_structured_output_and_fires_the_stop_rule() {
-    let run = faulted(&["--fault", "bad-json=1"]);
-    let failed = failures(&run.results, "structured_json");
-    assert_eq!(failed.len(), 2, "{:?}", run.results);
-    assert!(
-        failed.iter().all(|f| f.starts_with("not JSON")),
-        "{failed:?}"
-    );
+    let run = failed_twice("bad-json=1", "structured_json", |f| {
+        f.starts_with("not JSON")
+    });
     assert!(failures(&run.results, "coding").is_empty());
     assert!(failures(&run.results, "tools").is_empty());
 
@@ -189,29 +180,16 @@ fn bad_json_fails_structured_output_and_fires_the_stop_rule() {
 
 #[test]
 fn a_tool_not_offered_fails_the_tools_check() {
-    let run = faulted(&["--fault", "wrong-tool=1"]);
-    let failed = failures(&run.results, "tools");
-    assert_eq!(failed.len(), 2, "{:?}", run.results);
-    for f in &failed {
-        assert!(
-            f.starts_with("called `")
-                && f.ends_with("_not_offered`, which the request did not offer"),
-            "{f}"
-        );
-    }
+    failed_twice("wrong-tool=1", "tools", |f| {
+        f.starts_with("called `") && f.ends_with("_not_offered`, which the request did not offer")
+    });
 }
 
 #[test]
 fn tool_contamination_fails_the_check_and_stops_the_campaign() {
-    let run = faulted(&["--fault", "tool-contaminate=1"]);
-    let failed = failures(&run.results, "tools");
-    assert_eq!(failed.len(), 2, "{:?}", run.results);
-    assert!(
-        failed
-            .iter()
-            .all(|f| f.starts_with("tool contamination: the arguments carry ANV-")),
-        "{failed:?}"
-    );
+    let run = failed_twice("tool-contaminate=1", "tools", |f| {
+        f.starts_with("tool contamination: the arguments carry ANV-")
+    });
     let (code, out) = check_cmd(&run.data, &run.manifest);
     assert_eq!(code, Some(1), "{out}");
     let stop = out
@@ -230,15 +208,9 @@ fn tool_contamination_fails_the_check_and_stops_the_campaign() {
 
 #[test]
 fn a_malformed_responses_stream_fails_the_responses_check() {
-    let run = faulted(&["--fault", "responses-malformed=1"]);
-    let failed = failures(&run.results, "responses");
-    assert_eq!(failed.len(), 2, "{:?}", run.results);
-    assert!(
-        failed
-            .iter()
-            .all(|f| f == "the completed response's text differs from the concatenated deltas"),
-        "{failed:?}"
-    );
+    let run = failed_twice("responses-malformed=1", "responses", |f| {
+        f == "the completed response's text differs from the concatenated deltas"
+    });
     assert!(failures(&run.results, "tools").is_empty());
     assert!(failures(&run.results, "structured_json").is_empty());
 }

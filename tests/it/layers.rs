@@ -11,20 +11,7 @@ const SRC: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/src");
 
 /// Every `.rs` file beneath `dir`.
 fn sources(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_owned()];
-    while let Some(dir) = stack.pop() {
-        for entry in std::fs::read_dir(&dir).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                stack.push(path);
-            } else if path.extension().is_some_and(|e| e == "rs") {
-                out.push(path);
-            }
-        }
-    }
-    out.sort();
-    out
+    super::common::files_under(dir, |p| p.extension().is_some_and(|e| e == "rs"))
 }
 
 /// The library's files outside the edge and the binaries.

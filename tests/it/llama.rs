@@ -17,7 +17,8 @@ use std::time::{Duration, Instant};
 use anvil::artifact::{CalibrationMethod, RunJson};
 
 use super::common::{
-    ANVIL, CAPTURE, anvil_check, batches, intended_and_sent, ints, run, sql_rows as sql, strs,
+    ANVIL, CAPTURE, anvil_check, batches, intended_and_sent, ints, run, run_campaign,
+    sql_rows as sql, strs,
 };
 
 /// Where the engine and its models are.
@@ -879,18 +880,9 @@ fn llama_campaign_launches_records_stops_and_restores_real_servers() {
     let file = tmp.path().join("campaign.json");
     std::fs::write(&file, campaign.to_string()).unwrap();
     let out = tmp.path().join("data");
-    let o = run(
-        ANVIL,
-        &[
-            "campaign",
-            "run",
-            file.to_str().unwrap(),
-            "--out",
-            out.to_str().unwrap(),
-            "--stop-after-restore",
-        ],
-        &[],
-    );
+    let o = run_campaign(&file, &out, &["--stop-after-restore"])
+        .output()
+        .unwrap();
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(0), "{stderr}");
     let folder = out.join("2026-09-04-qwen38-27b-pro6000-possibility");
@@ -1028,18 +1020,9 @@ fn llama_capacity_search_completes_with_a_journal_line_per_probe() {
     let file = tmp.path().join("campaign.json");
     std::fs::write(&file, campaign.to_string()).unwrap();
     let out = tmp.path().join("data");
-    let o = run(
-        ANVIL,
-        &[
-            "campaign",
-            "run",
-            file.to_str().unwrap(),
-            "--out",
-            out.to_str().unwrap(),
-            "--stop-after-restore",
-        ],
-        &[],
-    );
+    let o = run_campaign(&file, &out, &["--stop-after-restore"])
+        .output()
+        .unwrap();
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(0), "{stderr}");
     let folder = out.join("2026-09-04-qwen38-27b-pro6000-possibility");

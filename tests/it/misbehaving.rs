@@ -12,7 +12,7 @@ use std::net::{Shutdown, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use super::common::{CAPTURE, Sim, run, small_manifest, sql_rows};
+use super::common::{Recording, Sim, small_manifest, sql_rows};
 
 /// The API key the captures send (through `--api-key-env`).
 const KEY: &str = "sk-anvil-test-0123456789abcdef";
@@ -40,10 +40,7 @@ fn serve(mut client: TcpStream, upstream: u16, script: Script) {
     let Some((head, body)) = read_request(&mut client) else {
         return;
     };
-    let text = String::from_utf8_lossy(&body);
-    let measured = text.contains("\"stream\":true")
-        && (text.contains("\"max_tokens\":64") || text.contains("\"max_output_tokens\":64"));
-    if measured {
+    if is_measured(&body) {
         let auth = head
             .lines()
             .find_map(|l| {
@@ -99,6 +96,14 @@ pub(super) fn close_gently(client: &mut TcpStream) {
     while matches!(client.read(&mut sink), Ok(n) if n > 0) {}
 }
 
+/// Whether a request body is one of the quick manifest's measured requests (streamed, with
+/// its 64-token ceiling) rather than calibration, a probe or a metrics scrape.
+pub(super) fn is_measured(body: &[u8]) -> bool {
+    let text = String::from_utf8_lossy(body);
+    text.contains("\"stream\":true")
+        && (text.contains("\"max_tokens\":64") || text.contains("\"max_output_tokens\":64"))
+}
+
 /// The request head (without the blank line) and its `Content-Length` body.
 pub(super) fn read_request(stream: &mut TcpStream) -> Option<(String, Vec<u8>)> {
     let mut buf = Vec::new();
@@ -147,35 +152,14 @@ fn chunk(text: &str) -> Vec<u8> {
 fn capture(port: u16, out: &Path, extra: &[&str]) -> (PathBuf, String) {
     let manifest = small_manifest(out, |_| {});
     let url = format!("http://127.0.0.1:{port}");
-    let mut args = vec![
-        "run",
-        "--manifest",
-        manifest.to_str().unwrap(),
-        "--class",
-        "headline-sustained-output",
-        "--context",
-        "512",
-        "--concurrency",
-        "1",
-        "--requests",
-        "4",
-        "--off-manifest",
-        "--arm",
-        "K4",
-        "--endpoint",
-        &url,
-        "--api-key-env",
-        "ANVIL_TEST_KEY",
-        "--timeout-first-byte",
-        "2",
-        "--timeout-idle",
-        "2",
-        "--quiet",
-        "--out",
-        out.to_str().unwrap(),
-    ];
-    args.extend_from_slice(extra);
-    let o = run(CAPTURE, &args, &[("ANVIL_TEST_KEY", KEY)]);
+    let o = Recording::cell(&manifest, out, 1, 4)
+        .arm("K4")
+        .endpoint(&url)
+        .args(&["--api-key-env", "ANVIL_TEST_KEY"])
+        .args(&["--timeout-first-byte", "2", "--timeout-idle", "2"])
+        .args(extra)
+        .env("ANVIL_TEST_KEY", KEY)
+        .run();
     let stdout = String::from_utf8_lossy(&o.stdout);
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert!(

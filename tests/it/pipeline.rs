@@ -7,34 +7,22 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use super::common::{ANVIL, Sim, capture_cell, run, small_manifest, sql_rows as sql};
+use super::common::{ANVIL, Recording, Sim, run, small_manifest, sql_rows as sql};
 
 /// Capture a small headline-shaped cell (512-token prompts, 24 words) against `sim`.
-fn capture(sim: &Sim, out: &Path, arm: &str, requests: &str) -> PathBuf {
+fn capture(sim: &Sim, out: &Path, arm: &str, requests: u32) -> PathBuf {
     let manifest = small_manifest(out, |_| {});
-    capture_cell(
-        sim,
-        &manifest,
-        out,
-        &[
-            "--class",
-            "headline-sustained-output",
-            "--concurrency",
-            "4",
-            "--requests",
-            requests,
-            "--off-manifest",
-            "--arm",
-            arm,
-        ],
-    )
+    Recording::cell(&manifest, out, 4, requests)
+        .arm(arm)
+        .endpoint(&sim.url(0))
+        .record()
 }
 
 #[test]
 fn verify_agrees_with_sql_on_a_capture_from_the_simulator() {
     let sim = Sim::start(&["--spec-depth", "4", "--spec-accept", "0.7"]);
     let tmp = tempfile::tempdir().unwrap();
-    let dir = capture(&sim, tmp.path(), "K4", "16");
+    let dir = capture(&sim, tmp.path(), "K4", 16);
 
     let o = run(ANVIL, &["verify", "--data", dir.to_str().unwrap()], &[]);
     assert_eq!(
@@ -63,7 +51,7 @@ fn verify_agrees_with_sql_on_a_capture_from_the_simulator() {
 fn simulator_contamination_shows_in_foreign_canaries() {
     let sim = Sim::start(&["--fault", "contaminate=1", "--seed", "7"]);
     let tmp = tempfile::tempdir().unwrap();
-    let dir = capture(&sim, tmp.path(), "contaminated", "12");
+    let dir = capture(&sim, tmp.path(), "contaminated", 12);
 
     let own: BTreeSet<String> = sql(&dir, "SELECT canary FROM requests WHERE kind = 'measured'")
         .iter()

@@ -7,18 +7,10 @@ use std::process::{Command, Output};
 
 use anvil::report::SECTION_IDS as SECTIONS;
 
-use crate::common::ANVIL;
+use crate::common::anvil;
 
 fn repo(path: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(path)
-}
-
-fn anvil(args: &[&str]) -> Output {
-    Command::new(ANVIL)
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("running anvil")
 }
 
 fn text(bytes: &[u8]) -> String {
@@ -27,13 +19,13 @@ fn text(bytes: &[u8]) -> String {
 
 /// The `<section id="…">` of `html`, up to its closing tag.
 fn section<'a>(html: &'a str, id: &str) -> &'a str {
-    let start = html
-        .find(&format!("<section id=\"{id}\""))
+    let open = format!("<section id=\"{id}\"");
+    let (start, _) = html
+        .match_indices(&open)
+        .next()
         .unwrap_or_else(|| panic!("section {id} missing"));
-    let end = html[start..]
-        .find("</section>")
-        .map_or(html.len(), |e| start + e);
-    &html[start..end]
+    let rest = &html[start..];
+    rest.split_once("</section>").map_or(rest, |(body, _)| body)
 }
 
 /// Run ids and classes of the sample campaign's artifacts, from their run.json files.
@@ -59,9 +51,9 @@ fn report_html(extra_data: &[&Path], out: &Path) -> String {
     args.extend(["--out".into(), out.display().to_string()]);
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let o = anvil(&args);
-    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    assert_eq!(o.code, Some(0), "{}", o.stderr);
     assert_eq!(
-        text(&o.stdout).lines().last(),
+        o.stdout.clone().lines().last(),
         Some(out.display().to_string().as_str())
     );
     std::fs::read_to_string(out).unwrap()
@@ -199,8 +191,8 @@ fn assert_three_significant_figures(html: &str) {
 #[test]
 fn markdown_report_prints_the_headline_table_and_verdicts() {
     let o = anvil(&["report", "--format", "md"]);
-    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
-    let md = text(&o.stdout);
+    assert_eq!(o.code, Some(0), "{}", o.stderr);
+    let md = o.stdout.clone();
     assert!(md.contains("## Headline comparison"), "{md}");
     assert!(md.contains("| arm | window | run | n | mean |"), "{md}");
     assert!(md.contains("## Advance rules"), "{md}");
@@ -213,14 +205,14 @@ fn report_refuses_bad_input_with_exit_2() {
     let bad = tmp.path().join("plan.json");
     std::fs::write(&bad, "{\"schema\": 1").unwrap();
     let o = anvil(&["report", "--plan", bad.to_str().unwrap()]);
-    assert_eq!(o.status.code(), Some(2));
-    assert!(text(&o.stderr).contains("--plan"), "{}", text(&o.stderr));
+    assert_eq!(o.code, Some(2));
+    assert!(o.stderr.contains("--plan"), "{}", o.stderr);
     let o = anvil(&[
         "report",
         "--data",
         tmp.path().join("missing").to_str().unwrap(),
     ]);
-    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
+    assert_eq!(o.code, Some(2), "{}", o.stderr);
 }
 
 /// A folder holding no artifact is bad input for every command that computes figures,
@@ -251,8 +243,8 @@ fn a_folder_without_artifacts_is_refused_and_nothing_is_written() {
         vec!["verify", "--data", e],
     ] {
         let o = anvil(&args);
-        let stderr = text(&o.stderr);
-        assert_eq!(o.status.code(), Some(2), "anvil {args:?}: {stderr}");
+        let stderr = o.stderr;
+        assert_eq!(o.code, Some(2), "anvil {args:?}: {stderr}");
         assert!(
             stderr.contains(e) && stderr.contains("no artifact"),
             "anvil {args:?}: {stderr}"
@@ -261,16 +253,16 @@ fn a_folder_without_artifacts_is_refused_and_nothing_is_written() {
     assert_eq!(std::fs::read_to_string(&out).unwrap(), "the report before");
     // Without the documents and no campaign file beside the data: the flags to give.
     let o = anvil(&["compare", e]);
-    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(o.code, Some(2));
     assert!(
-        text(&o.stderr).contains("give --manifest FILE and --plan FILE"),
+        o.stderr.contains("give --manifest FILE and --plan FILE"),
         "{}",
-        text(&o.stderr)
+        o.stderr
     );
     // `sql` over it says so and answers with empty tables.
     let o = anvil(&["sql", "--data", e, "SELECT count(*) AS n FROM requests"]);
-    assert!(o.status.success(), "{}", text(&o.stderr));
-    assert!(text(&o.stderr).contains("no artifact"));
+    assert!(o.ok(), "{}", o.stderr);
+    assert!(o.stderr.contains("no artifact"));
 }
 
 #[test]
@@ -278,8 +270,8 @@ fn demo_records_a_campaign_and_prints_the_report_path() {
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("demo");
     let o = anvil(&["demo", "--out", out.to_str().unwrap(), "--speed", "40"]);
-    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
-    let path = text(&o.stdout).lines().last().unwrap().to_owned();
+    assert_eq!(o.code, Some(0), "{}", o.stderr);
+    let path = o.stdout.clone().lines().last().unwrap().to_owned();
     assert_eq!(Path::new(&path), out.join("campaign.html"));
     let html = std::fs::read_to_string(&path).unwrap();
     let head = section(&html, "headline");
@@ -301,8 +293,8 @@ fn demo_records_a_campaign_and_prints_the_report_path() {
 
     // Run again into the same folder: refused with the flag to give, which continues it.
     let o = anvil(&["demo", "--out", out.to_str().unwrap(), "--speed", "40"]);
-    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
-    assert!(text(&o.stderr).contains("--resume"), "{}", text(&o.stderr));
+    assert_eq!(o.code, Some(2), "{}", o.stderr);
+    assert!(o.stderr.contains("--resume"), "{}", o.stderr);
     let o = anvil(&[
         "demo",
         "--out",
@@ -311,7 +303,7 @@ fn demo_records_a_campaign_and_prints_the_report_path() {
         "40",
         "--resume",
     ]);
-    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    assert_eq!(o.code, Some(0), "{}", o.stderr);
 }
 
 /// A folder holding a campaign file the demo did not write (the committed sample's) is
@@ -328,8 +320,8 @@ fn demo_never_replaces_a_campaign_file_it_did_not_write() {
         "--out",
         tmp.path().to_str().unwrap(),
     ]);
-    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
-    assert!(text(&o.stderr).contains("give another --out"));
+    assert_eq!(o.code, Some(2), "{}", o.stderr);
+    assert!(o.stderr.contains("give another --out"));
     let after = std::fs::read_to_string(tmp.path().join("campaign.json")).unwrap();
     assert_eq!(after, sample);
 }
@@ -618,7 +610,7 @@ fn sample_plan_report(data: &Path, format: &str) -> String {
         "--out",
         out.to_str().unwrap(),
     ]);
-    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    assert_eq!(o.code, Some(0), "{}", o.stderr);
     std::fs::read_to_string(&out).unwrap()
 }
 
@@ -649,5 +641,5 @@ fn check_reads_a_folder_holding_a_symlink_loop() {
         "--data",
         tmp.path().to_str().unwrap(),
     ]);
-    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    assert_eq!(o.code, Some(0), "{}", o.stderr);
 }

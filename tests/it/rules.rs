@@ -6,22 +6,11 @@
 
 use std::path::{Path, PathBuf};
 
-use super::common::{ANVIL, CAPTURE, Sim, anvil_check, capture_cell, run, small_manifest};
+use super::common::{
+    Recording, Sim, anvil, anvil_check, anvil_compare, path, says, small_manifest,
+};
 
-const PLAN: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/sample-data/run-plan.json");
-
-/// Run `anvil` and return (exit code, stdout + stderr).
-fn anvil(args: &[&str]) -> (Option<i32>, String) {
-    let o = run(ANVIL, args, &[]);
-    (
-        o.status.code(),
-        format!(
-            "{}{}",
-            String::from_utf8_lossy(&o.stdout),
-            String::from_utf8_lossy(&o.stderr)
-        ),
-    )
-}
+use super::common::SAMPLE_PLAN as PLAN;
 
 /// An off-manifest headline-shaped cell of `requests` at C4 for `arm`, with `extra`
 /// capture arguments (`--set`, more `--endpoint`s).
@@ -30,22 +19,14 @@ fn cell(
     manifest: &Path,
     out: &Path,
     arm: &str,
-    requests: &str,
+    requests: u32,
     extra: &[&str],
 ) -> PathBuf {
-    let mut args = vec![
-        "--class",
-        "headline-sustained-output",
-        "--concurrency",
-        "4",
-        "--requests",
-        requests,
-        "--off-manifest",
-        "--arm",
-        arm,
-    ];
-    args.extend_from_slice(extra);
-    capture_cell(sim, manifest, out, &args)
+    Recording::cell(manifest, out, 4, requests)
+        .arm(arm)
+        .endpoint(&sim.url(0))
+        .args(extra)
+        .record()
 }
 
 /// A data folder with the restore stage's evidence, so only the rule under test can stop.
@@ -76,30 +57,25 @@ fn a_replica_restart_stops_the_campaign_and_fails_completion() {
 
     let clean = Sim::start(&["--seed", "3"]);
     let ok = data_dir(tmp.path(), "ok");
-    cell(&clean, &manifest, &ok, "K4", "12", &[]);
+    cell(&clean, &manifest, &ok, "K4", 12, &[]);
     let (code, out) = anvil_check(&ok, PLAN, &manifest);
     assert_eq!(code, Some(4), "no stop rule, evidence missing:\n{out}");
-    assert!(out.contains("stop rules\n  none fired"), "{out}");
+    says(&out, "stop rules\n  none fired");
     assert!(advance(&out, "K4", "completion").ends_with("pass"), "{out}");
 
     let restarting = Sim::start(&["--fault", "restart=0.5", "--seed", "3"]);
     let bad = data_dir(tmp.path(), "bad");
-    cell(&restarting, &manifest, &bad, "K4", "12", &[]);
+    cell(&restarting, &manifest, &bad, "K4", 12, &[]);
     let (code, out) = anvil_check(&bad, PLAN, &manifest);
     assert_eq!(code, Some(1), "{out}");
     let stop = out
         .lines()
         .find(|l| l.contains("STOP restart"))
         .unwrap_or_else(|| panic!("no restart stop:\n{out}"));
-    assert!(
-        stop.contains("replica 0 restarted (process_start_time_seconds"),
-        "{stop}"
-    );
+    says(stop, "replica 0 restarted (process_start_time_seconds");
     let completion = advance(&out, "K4", "completion");
-    assert!(
-        completion.contains("FAIL") && completion.contains("restart"),
-        "{completion}"
-    );
+    says(completion, "FAIL");
+    says(completion, "restart");
 }
 
 #[test]
@@ -108,17 +84,15 @@ fn failed_requests_with_an_error_text_fail_completion_without_an_unexplained_los
     let manifest = small_manifest(tmp.path(), |_| {});
     let sim = Sim::start(&["--fault", "disconnect=0.3", "--seed", "5"]);
     let data = data_dir(tmp.path(), "data");
-    cell(&sim, &manifest, &data, "K4", "12", &[]);
+    cell(&sim, &manifest, &data, "K4", 12, &[]);
     let (code, out) = anvil_check(&data, PLAN, &manifest);
     // Every failed request says why (the stream ended without [DONE]): the loss is
     // explained, so no stop rule fires, but the arm does not advance.
-    assert!(out.contains("stop rules\n  none fired"), "{out}");
+    says(&out, "stop rules\n  none fired");
     assert_ne!(code, Some(0), "{out}");
     let completion = advance(&out, "K4", "completion");
-    assert!(
-        completion.contains("FAIL") && completion.contains("disconnected"),
-        "{completion}"
-    );
+    says(completion, "FAIL");
+    says(completion, "disconnected");
 }
 
 #[test]
@@ -129,19 +103,17 @@ fn an_in_stream_cuda_error_is_its_own_outcome_and_stops_the_campaign() {
     let manifest = small_manifest(tmp.path(), |_| {});
     let sim = Sim::start(&["--fault", "stream-error=0.3", "--seed", "5"]);
     let data = data_dir(tmp.path(), "data");
-    cell(&sim, &manifest, &data, "K4", "12", &[]);
+    cell(&sim, &manifest, &data, "K4", 12, &[]);
     let (code, out) = anvil_check(&data, PLAN, &manifest);
     assert_eq!(code, Some(1), "{out}");
     let stop = out
         .lines()
         .find(|l| l.contains("CUDA server errors in requests"))
         .unwrap_or_else(|| panic!("no CUDA stop:\n{out}"));
-    assert!(stop.contains("STOP"), "{stop}");
+    says(stop, "STOP");
     let completion = advance(&out, "K4", "completion");
-    assert!(
-        completion.contains("FAIL") && completion.contains("stream_error"),
-        "{completion}"
-    );
+    says(completion, "FAIL");
+    says(completion, "stream_error");
 }
 
 /// The report's evidence quotes a `stream_error` request's message once: the request's
@@ -152,7 +124,7 @@ fn an_in_stream_error_message_is_reported_once() {
     let manifest = small_manifest(tmp.path(), |_| {});
     let sim = Sim::start(&["--fault", "stream-error=0.3", "--seed", "5"]);
     let data = data_dir(tmp.path(), "data");
-    cell(&sim, &manifest, &data, "K4", "12", &[]);
+    cell(&sim, &manifest, &data, "K4", 12, &[]);
     let report = tmp.path().join("report.md");
     let (code, out) = anvil(&[
         "report",
@@ -166,7 +138,8 @@ fn an_in_stream_error_message_is_reported_once() {
         "md",
         "--out",
         report.to_str().unwrap(),
-    ]);
+    ])
+    .said();
     assert_eq!(code, Some(0), "{out}");
     let md = std::fs::read_to_string(&report).unwrap();
     let rows: Vec<&str> = md
@@ -195,35 +168,11 @@ fn a_server_stopped_for_good_stopped_answering_and_did_not_restart() {
     let data = data_dir(tmp.path(), "data");
     let url = sim.url(0);
     // Paced, so the run goes on after the stop and its later requests find nobody there.
-    let child = std::process::Command::new(CAPTURE)
-        .args([
-            "run",
-            "--manifest",
-            manifest.to_str().unwrap(),
-            "--class",
-            "headline-sustained-output",
-            "--context",
-            "512",
-            "--concurrency",
-            "2",
-            "--requests",
-            "30",
-            "--off-manifest",
-            "--rate",
-            "5",
-            "--arm",
-            "K4",
-            "--endpoint",
-            &url,
-            "--quiet",
-            "--out",
-            data.to_str().unwrap(),
-        ])
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = Recording::cell(&manifest, &data, 2, 30)
+        .args(&["--rate", "5"])
+        .arm("K4")
+        .endpoint(&url)
+        .spawn();
     // Stop the server for good once the run has recorded a few scrapes of it.
     let dir = data.join(
         "2026-09-04-qwen38-27b-pro6000-possibility/K4/headline-sustained-output.ctx512.c2.n30.rate5",
@@ -258,17 +207,12 @@ fn a_server_stopped_for_good_stopped_answering_and_did_not_restart() {
         .lines()
         .find(|l| l.contains("STOP restart"))
         .unwrap_or_else(|| panic!("no restart-rule stop:\n{out}"));
-    assert!(
-        stop.contains("replica 0 stopped answering (its last answer")
-            && stop.contains("it did not come back"),
-        "{stop}"
-    );
+    says(stop, "replica 0 stopped answering (its last answer");
+    says(stop, "it did not come back");
     assert!(!stop.contains("restarted"), "{stop}");
     let completion = advance(&out, "K4", "completion");
-    assert!(
-        completion.contains("FAIL") && completion.contains("stopped answering"),
-        "{completion}"
-    );
+    says(completion, "FAIL");
+    says(completion, "stopped answering");
 }
 
 #[test]
@@ -277,31 +221,25 @@ fn replies_without_usage_make_token_figures_incomplete_everywhere_they_are_shown
     let manifest = small_manifest(tmp.path(), |_| {});
     let sim = Sim::start(&["--fault", "no-usage=0.3", "--seed", "11"]);
     let data = data_dir(tmp.path(), "data");
-    let dir = cell(&sim, &manifest, &data, "K4", "12", &[]);
-    let base = cell(&sim, &manifest, &data, "K8", "12", &["--set", "spec_k=8"]);
+    let dir = cell(&sim, &manifest, &data, "K4", 12, &[]);
+    let base = cell(&sim, &manifest, &data, "K8", 12, &["--set", "spec_k=8"]);
     let gap = "successful measured requests carried no API usage; token figures";
 
-    let (code, out) = anvil(&["summary", "--data", dir.to_str().unwrap()]);
+    let (code, out) = anvil(&["summary", "--data", dir.to_str().unwrap()]).said();
     assert_eq!(code, Some(0), "{out}");
     assert!(out.contains("WARNING: run ") && out.contains(gap), "{out}");
 
     let (code, out) = anvil_check(&data, PLAN, &manifest);
     assert_eq!(code, Some(1), "{out}");
     let claim = advance(&out, "K4", "performance claim");
-    assert!(
-        claim.contains("FAIL") && claim.contains("carried no"),
-        "{claim}"
-    );
+    says(claim, "FAIL");
+    says(claim, "carried no");
 
-    let (code, out) = anvil(&[
-        "compare",
-        "--manifest",
-        manifest.to_str().unwrap(),
-        "--plan",
-        PLAN,
-        dir.to_str().unwrap(),
-        base.to_str().unwrap(),
-    ]);
+    let (code, out) = anvil_compare(
+        path(&manifest),
+        &[dir.to_str().unwrap(), base.to_str().unwrap()],
+    )
+    .said();
     assert!(matches!(code, Some(0) | Some(3)), "{out}");
     assert!(out.contains(gap), "{out}");
 }
@@ -313,20 +251,17 @@ fn events_that_cannot_be_parsed_are_parser_corruption() {
     let manifest = small_manifest(tmp.path(), |_| {});
     let sim = Sim::start(&["--fault", "malformed=0.3", "--seed", "11"]);
     let data = data_dir(tmp.path(), "data");
-    let dir = cell(&sim, &manifest, &data, "K4", "12", &[]);
+    let dir = cell(&sim, &manifest, &data, "K4", 12, &[]);
     let (code, out) = anvil_check(&data, PLAN, &manifest);
     assert_eq!(code, Some(1), "{out}");
     let stop = out
         .lines()
         .find(|l| l.contains("STOP parser corruption"))
         .unwrap_or_else(|| panic!("no parser corruption stop:\n{out}"));
-    assert!(stop.contains("could not be parsed (request "), "{stop}");
-    assert!(stop.contains("invalid JSON"), "{stop}");
-    let (_, out) = anvil(&["summary", "--data", dir.to_str().unwrap()]);
-    assert!(
-        out.contains("have events that could not be parsed"),
-        "{out}"
-    );
+    says(stop, "could not be parsed (request ");
+    says(stop, "invalid JSON");
+    let (_, out) = anvil(&["summary", "--data", dir.to_str().unwrap()]).said();
+    says(&out, "have events that could not be parsed");
 }
 
 #[test]
@@ -336,24 +271,15 @@ fn output_length_mismatch_warns_that_throughput_is_not_comparable() {
     // lengths are realized alike.
     let manifest = small_manifest(tmp.path(), |_| {});
     let m = manifest.to_str().unwrap();
-    let compare = |x: &Path, y: &Path| {
-        anvil(&[
-            "compare",
-            "--manifest",
-            m,
-            "--plan",
-            PLAN,
-            x.to_str().unwrap(),
-            y.to_str().unwrap(),
-        ])
-    };
+    let compare =
+        |x: &Path, y: &Path| anvil_compare(m, &[x.to_str().unwrap(), y.to_str().unwrap()]).said();
     let one = Sim::start(&["--seed", "9"]);
     let two = Sim::start(&["--seed", "10"]);
-    let a = cell(&one, &manifest, &tmp.path().join("a"), "A", "12", &[]);
-    let b = cell(&two, &manifest, &tmp.path().join("b"), "B", "12", &[]);
+    let a = cell(&one, &manifest, &tmp.path().join("a"), "A", 12, &[]);
+    let b = cell(&two, &manifest, &tmp.path().join("b"), "B", 12, &[]);
     let (code, out) = compare(&a, &b);
     assert_eq!(code, Some(0), "{out}");
-    assert!(out.contains("B: output lengths realized alike"), "{out}");
+    says(&out, "B: output lengths realized alike");
     assert!(!out.contains("not comparable"), "{out}");
 
     // Natural-completion screens from a simulator that writes a quarter as much: the
@@ -362,22 +288,11 @@ fn output_length_mismatch_warns_that_throughput_is_not_comparable() {
         m["selection"]["headline_max_tokens"] = 512.into();
     });
     let screen = |sim: &Sim, out: &Path, arm: &str| {
-        capture_cell(
-            sim,
-            &screen_manifest,
-            out,
-            &[
-                "--class",
-                "optimization-screen",
-                "--concurrency",
-                "4",
-                "--requests",
-                "12",
-                "--off-manifest",
-                "--arm",
-                arm,
-            ],
-        )
+        Recording::cell(&screen_manifest, out, 4, 12)
+            .set("--class", "optimization-screen")
+            .arm(arm)
+            .endpoint(&sim.url(0))
+            .record()
     };
     let long = Sim::start(&["--mean-words", "80"]);
     let short = Sim::start(&["--mean-words", "20"]);
@@ -385,11 +300,11 @@ fn output_length_mismatch_warns_that_throughput_is_not_comparable() {
     let s = screen(&short, &tmp.path().join("s"), "S");
     let (code, out) = compare(&l, &s);
     assert_eq!(code, Some(0), "{out}");
-    assert!(
-        out.contains("warning: S vs L: output-length realization differs (completion tokens p50 ")
-            && out.contains("throughput is not comparable as it stands"),
-        "{out}"
+    says(
+        &out,
+        "warning: S vs L: output-length realization differs (completion tokens p50 ",
     );
+    says(&out, "throughput is not comparable as it stands");
 }
 
 #[test]
@@ -402,32 +317,28 @@ fn controls_name_the_one_variable_or_every_confounding_key() {
         for s in sets {
             extra.extend(["--set", *s]);
         }
-        cell(&sim, &manifest, &tmp.path().join(arm), arm, "8", &extra)
+        cell(&sim, &manifest, &tmp.path().join(arm), arm, 8, &extra)
     };
     let k4 = base("K4", &["spec_depth=4", "chunked_prefill=2048"]);
     let k8 = base("K8", &["spec_depth=8", "chunked_prefill=2048"]);
     let k8c = base("K8c", &["spec_depth=8", "chunked_prefill=1024"]);
     let m = manifest.to_str().unwrap();
-    let (code, out) = anvil(&[
-        "compare",
-        "--manifest",
+    let (code, out) = anvil_compare(
         m,
-        "--plan",
-        PLAN,
-        "--baseline",
-        "K4",
-        k4.to_str().unwrap(),
-        k8.to_str().unwrap(),
-        k8c.to_str().unwrap(),
-    ]);
+        &[
+            "--baseline",
+            "K4",
+            k4.to_str().unwrap(),
+            k8.to_str().unwrap(),
+            k8c.to_str().unwrap(),
+        ],
+    )
+    .said();
     assert_eq!(code, Some(0), "{out}");
-    assert!(
-        out.contains("K8 vs K4: one variable: spec_depth = 4 vs 8"),
-        "{out}"
-    );
-    assert!(
-        out.contains("K8c vs K4: confounded: differs in chunked_prefill, spec_depth"),
-        "{out}"
+    says(&out, "K8 vs K4: one variable: spec_depth = 4 vs 8");
+    says(
+        &out,
+        "K8c vs K4: confounded: differs in chunked_prefill, spec_depth",
     );
 }
 
@@ -464,7 +375,7 @@ fn topology_efficiency_and_selection_support_come_from_the_recorded_throughput()
         &manifest,
         &data,
         "TP1",
-        "16",
+        16,
         &["--set", "topology=TP1", "--repeat", "3"],
     );
     cell(
@@ -472,7 +383,7 @@ fn topology_efficiency_and_selection_support_come_from_the_recorded_throughput()
         &manifest,
         &data,
         "TP2",
-        "16",
+        16,
         &["--set", "topology=TP2", "--repeat", "3"],
     );
     let second = dp2.url(1);
@@ -481,7 +392,7 @@ fn topology_efficiency_and_selection_support_come_from_the_recorded_throughput()
         &manifest,
         &data,
         "two independent TP1 replicas",
-        "16",
+        16,
         &[
             "--set",
             "topology=DP2",
@@ -498,22 +409,10 @@ fn topology_efficiency_and_selection_support_come_from_the_recorded_throughput()
         assert!(out.contains(header), "{header} missing:\n{out}");
     }
     // The figures themselves from the JSON form (the text rounds them for reading).
-    let o = run(
-        ANVIL,
-        &[
-            "check",
-            "--data",
-            data.to_str().unwrap(),
-            "--plan",
-            supported.to_str().unwrap(),
-            "--manifest",
-            manifest.to_str().unwrap(),
-            "--format",
-            "json",
-        ],
-        &[],
-    );
-    let report: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let (d, plan, m) = (path(&data), path(&supported), path(&manifest));
+    let check = ["check", "--data", d, "--plan", plan, "--manifest", m];
+    let o = anvil(&[&check[..], &["--format", "json"]].concat());
+    let report: serde_json::Value = serde_json::from_str(&o.stdout).unwrap();
     let rows = report["topology"][0]["rows"].as_array().unwrap();
     let row = |arm: &str| {
         rows.iter()
@@ -535,22 +434,17 @@ fn topology_efficiency_and_selection_support_come_from_the_recorded_throughput()
         (eff2 - tps2 / (2.0 * tps1)).abs() < 1e-9,
         "{tp2_row} vs {tp1_row}"
     );
-    assert!(
-        out.contains("selected \"DP2 for aggregate throughput\": supported"),
-        "{out}"
-    );
+    says(&out, "selected \"DP2 for aggregate throughput\": supported");
     assert_eq!(tp2_row["runs"], 3, "{tp2_row}");
 
     // The same evidence does not support a claim that TP1 has the highest throughput.
     let unsupported = topology_plan(tmp.path(), "tp1", "TP1 for aggregate throughput");
     let (code, out) = anvil_check(&data, unsupported.to_str().unwrap(), &manifest);
     assert_eq!(code, Some(1), "{out}");
-    assert!(
-        out.contains("selected \"TP1 for aggregate throughput\": contradicted"),
-        "{out}"
+    says(
+        &out,
+        "selected \"TP1 for aggregate throughput\": contradicted",
     );
-    assert!(
-        out.contains("selection contradicted: ") && out.contains("across runs"),
-        "{out}"
-    );
+    says(&out, "selection contradicted: ");
+    says(&out, "across runs");
 }

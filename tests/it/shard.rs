@@ -3,10 +3,12 @@
 //! killed shard, which leaves the run group incomplete and named.
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Child;
 use std::time::Duration;
 
-use super::common::{ANVIL, CAPTURE, Sim, batches, ints, output_text as text, run, strs};
+use super::common::{
+    ANVIL, CAPTURE, Recording, Sim, anvil, batches, ints, output_text as text, run, says, strs,
+};
 
 const CELL: &str = "headline-sustained-output.ctx512.c4.n30";
 
@@ -47,44 +49,17 @@ pub(super) fn shard_with(
     env: &[(&str, &str)],
 ) -> Child {
     let shard = format!("{index}/3");
-    let mut args = vec![
-        "run",
-        "--manifest",
-        manifest.to_str().unwrap(),
-        "--class",
-        "headline-sustained-output",
-        "--context",
-        "512",
-        "--concurrency",
-        "4",
-        "--requests",
-        "30",
-        "--off-manifest",
-        "--arm",
-        "K12",
-        "--stage",
-        "test",
-        "--quiet",
-        "--no-realtime",
-        "--out",
-        out.to_str().unwrap(),
-        "--shard",
-        &shard,
-        "--start-at",
-        at,
-    ];
-    let urls: Vec<String> = (0..3).map(|r| sim.url(r)).collect();
-    for u in &urls {
-        args.extend(["--endpoint", u.as_str()]);
+    let mut recording = Recording::cell(manifest, out, 4, 30)
+        .arm("K12")
+        .args(&["--stage", "test", "--no-realtime"])
+        .args(&["--shard", &shard, "--start-at", at]);
+    for r in 0..3 {
+        recording = recording.endpoint(&sim.url(r));
     }
-    args.extend_from_slice(extra);
-    Command::new(CAPTURE)
-        .args(&args)
-        .envs(env.iter().copied())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn a shard")
+    for (k, v) in env {
+        recording = recording.env(k, v);
+    }
+    recording.args(extra).spawn()
 }
 
 fn cell_dir(out: &Path) -> PathBuf {
@@ -156,49 +131,20 @@ fn three_shards_are_one_run_with_every_index_once() {
     );
     // The analysis: one run, its statistics over the union, polars agreeing.
     let data = out.to_str().unwrap();
-    let o = run(
-        ANVIL,
-        &[
-            "sql",
-            "--format",
-            "csv",
-            "--data",
-            data,
-            "SELECT run_id, shards, total_requests, status FROM runs",
-        ],
-        &[],
-    );
-    assert!(o.status.success(), "{}", text(&o));
-    let rows = String::from_utf8_lossy(&o.stdout).into_owned();
+    let csv = |q: &str| anvil(&["sql", "--format", "csv", "--data", data, q]);
+    let o = csv("SELECT run_id, shards, total_requests, status FROM runs");
+    assert!(o.ok(), "{o:?}");
+    let rows = o.stdout;
     assert_eq!(rows.lines().count(), 2, "one logical run: {rows}");
     assert!(rows.contains(",3,30,complete"), "{rows}");
-    let o = run(
-        ANVIL,
-        &[
-            "sql",
-            "--format",
-            "csv",
-            "--data",
-            data,
-            "SELECT count(*) AS n, count(DISTINCT request_index) AS d FROM request_metrics",
-        ],
-        &[],
-    );
-    assert!(
-        String::from_utf8_lossy(&o.stdout).contains("30,30"),
-        "{}",
-        text(&o)
-    );
+    let o = csv("SELECT count(*) AS n, count(DISTINCT request_index) AS d FROM request_metrics");
+    says(&o.stdout, "30,30");
     // The p99 of TTFT over the union, from the view and from the raw rows concatenated.
     let q = "SELECT (SELECT p99 FROM cell_stats WHERE metric = 'ttft_ms' AND window = 'all') \
              = (SELECT nearest_rank(ttft_ms, 0.99) FROM request_metrics WHERE outcome = 'ok') \
              AS same";
-    let o = run(ANVIL, &["sql", "--format", "csv", "--data", data, q], &[]);
-    assert!(
-        String::from_utf8_lossy(&o.stdout).contains("true"),
-        "{}",
-        text(&o)
-    );
+    let o = csv(q);
+    assert!(o.stdout.contains("true"), "{o:?}");
     let o = run(ANVIL, &["verify", "--data", data], &[]);
     assert!(o.status.success(), "{}", text(&o));
     let o = run(ANVIL, &["summary", "--data", data], &[]);

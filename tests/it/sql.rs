@@ -6,10 +6,11 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use super::common::anvil;
 use anvil::artifact::run::utc_now;
 use anvil::artifact::testing;
 use anvil::artifact::{
-    Api, Arm, ArtifactWriter, EventRow, Outcome, RequestKind, RequestRow, RunJson, ScrapePhase,
+    Arm, ArtifactWriter, EventRow, Outcome, RequestKind, RequestRow, RunJson, ScrapePhase,
     ScrapeRow, Status, Workload,
 };
 use anvil::query::{AnvilSession, StatementResult};
@@ -67,30 +68,14 @@ fn request(
     events: u32,
 ) -> RequestRow {
     RequestRow {
-        request_index: i,
-        kind,
-        check: None,
-        replica,
-        endpoint: format!("http://127.0.0.1:{}", 9000 + replica),
-        api: Api::Chat,
-        model: "m".into(),
         canary: Some(run_canary(run_no, i)),
-        prompt_sha256: anvil::artifact::prompt_sha256(&format!("prompt {i}")),
-        prompt_chars: 4000,
-        prompt_tokens_target: 1000,
-        prompt_tokens_calibrated: Some(990),
-        max_tokens: Some(512),
-        request_body: None,
         t_intended_ns: t_sent_ms * MS,
         t_sent_ns: Some(t_sent_ms * MS),
         t_first_byte_ns: Some(t_sent_ms * MS + MS),
         t_done_ns: t_done_ms * MS,
-        http_status: Some(200),
         error: (outcome != Outcome::Ok).then(|| "idle for 30 s".to_owned()),
-        outcome,
         events,
-        new_connection: false,
-        resent: false,
+        ..anvil::artifact::testing::request_row(i, kind, replica, outcome)
     }
 }
 
@@ -841,13 +826,6 @@ fn runs_table_holds_run_json() {
     assert_eq!(strings(&r, "status"), [Some("complete".to_owned())]);
 }
 
-fn anvil(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_anvil"))
-        .args(args)
-        .output()
-        .unwrap()
-}
-
 fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
@@ -864,8 +842,8 @@ fn cli_sql_prints_one_csv_row_per_measured_request() {
         "--format",
         "csv",
     ]);
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    let stdout = text(&out.stdout);
+    assert!(out.ok(), "{}", out.stderr);
+    let stdout = out.stdout.clone();
     let lines: Vec<&str> = stdout.lines().collect();
     assert_eq!(
         lines,
@@ -900,8 +878,8 @@ fn cli_sql_refuses_writes_without_allow_write() {
         ("SET datafusion.execution.batch_size = 1".to_owned(), "SET"),
     ] {
         let out = anvil(&["sql", "--data", dir.to_str().unwrap(), &statement]);
-        assert_eq!(out.status.code(), Some(2), "{statement}");
-        let stderr = text(&out.stderr);
+        assert_eq!(out.code, Some(2), "{statement}");
+        let stderr = out.stderr;
         assert!(
             stderr.contains(&format!("refused: {keywords} writes or changes state"))
                 && stderr.contains("--allow-write"),
@@ -919,7 +897,7 @@ fn cli_sql_refuses_writes_without_allow_write() {
             target.display()
         ),
     ]);
-    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(out.ok(), "{}", out.stderr);
     assert!(target.exists());
 }
 
@@ -933,17 +911,17 @@ fn cli_sql_bad_column_lists_the_available_columns() {
         dir.to_str().unwrap(),
         "SELECT ttft FROM request_metrics",
     ]);
-    assert_eq!(out.status.code(), Some(2));
-    let stderr = text(&out.stderr);
+    assert_eq!(out.code, Some(2));
+    let stderr = out.stderr;
     assert!(stderr.contains("hint: available columns"), "{stderr}");
     assert!(stderr.contains("request_metrics: run_id, arm"), "{stderr}");
     assert!(stderr.contains("ttft_ms"), "{stderr}");
     let out = anvil(&["sql", "--data", dir.to_str().unwrap(), "SELECT * FROM nope"]);
-    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(out.code, Some(2));
     assert!(
-        text(&out.stderr).contains("views: server_metric_names, counter_steps, counter_increases, counter_falls, request_timing"),
+        out.stderr.contains("views: server_metric_names, counter_steps, counter_increases, counter_falls, request_timing"),
         "{}",
-        text(&out.stderr)
+        out.stderr
     );
 }
 
@@ -959,8 +937,8 @@ fn cli_sql_list_shows_tables_views_and_columns() {
         "--format",
         "csv",
     ]);
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    let stdout = text(&out.stdout);
+    assert!(out.ok(), "{}", out.stderr);
+    let stdout = out.stdout.clone();
     for line in [
         "name,kind,column_name,data_type,nullable,unit,meaning",
         "runs,table,repeat_index,Int64,false,-,\"Which repeat of its cell the run is, 1-based (run.json `repeat.index`; 1 for a cell recorded once).\"",
@@ -990,8 +968,8 @@ fn cli_sql_list_shows_tables_views_and_columns() {
         "csv",
         "DESCRIBE cell_stats",
     ]);
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    let described = text(&out.stdout);
+    assert!(out.ok(), "{}", out.stderr);
+    let described = out.stdout.clone();
     assert_eq!(
         described.lines().next(),
         Some("column_name,data_type,nullable,unit,meaning")
@@ -1026,7 +1004,7 @@ fn cli_sql_reads_a_file_and_writes_json_to_out() {
         "--out",
         out_file.to_str().unwrap(),
     ]);
-    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(out.ok(), "{}", out.stderr);
     let written = std::fs::read_to_string(&out_file).unwrap();
     assert_eq!(written, "[{\"n\":6}]\n[{\"metric\":\"e2e_ms\",\"n\":4}]\n");
 }
@@ -1040,12 +1018,12 @@ fn cli_sql_over_no_artifacts_says_so_and_missing_dir_is_bad_input() {
         tmp.path().to_str().unwrap(),
         "SELECT count(*) AS n FROM events",
     ]);
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    assert!(text(&out.stderr).contains("no artifact"));
+    assert!(out.ok(), "{}", out.stderr);
+    assert!(out.stderr.contains("no artifact"));
     let missing = tmp.path().join("missing");
     let out = anvil(&["sql", "--data", missing.to_str().unwrap(), "SELECT 1"]);
-    assert_eq!(out.status.code(), Some(2));
-    assert!(text(&out.stderr).contains("does not exist"));
+    assert_eq!(out.code, Some(2));
+    assert!(out.stderr.contains("does not exist"));
 }
 
 /// Per-request TTFT computed by DuckDB (Python) over the same Parquet files, compared with
@@ -1094,7 +1072,7 @@ for i, t in rows:
         "csv",
         "SELECT request_index, ttft_ms FROM request_metrics ORDER BY request_index",
     ]);
-    assert!(ours.status.success(), "{}", text(&ours.stderr));
+    assert!(ours.ok(), "{}", ours.stderr);
     let parse = |s: &str| -> Vec<(i64, f64)> {
         s.lines()
             .filter(|l| !l.starts_with("request_index"))
@@ -1105,7 +1083,7 @@ for i, t in rows:
             .collect()
     };
     let duck = parse(&text(&duck.stdout));
-    let ours = parse(&text(&ours.stdout));
+    let ours = parse(&ours.stdout.clone());
     assert_eq!(duck.len(), 5);
     assert_eq!(duck.len(), ours.len());
     for ((i, a), (j, b)) in duck.iter().zip(&ours) {
@@ -1122,8 +1100,8 @@ fn cli_summary_prints_every_statistic_per_artifact() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = build_artifact(tmp.path());
     let out = anvil(&["summary", "--data", dir.to_str().unwrap()]);
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    let stdout = text(&out.stdout);
+    assert!(out.ok(), "{}", out.stderr);
+    let stdout = out.stdout.clone();
     let header = stdout
         .lines()
         .find(|l| l.trim_start().starts_with("metric"))
@@ -1133,24 +1111,7 @@ fn cli_summary_prints_every_statistic_per_artifact() {
         .map(str::trim)
         .filter(|c| !c.is_empty())
         .collect();
-    assert_eq!(
-        columns,
-        [
-            "metric",
-            "unit",
-            "better",
-            "window",
-            "n",
-            "failed",
-            "null",
-            "mean [95% CI]",
-            "p50 [95% CI]",
-            "slowest 5% [95% CI]",
-            "slowest 1% [95% CI]",
-            "min",
-            "max"
-        ]
-    );
+    assert_eq!(columns, anvil::report::summary::FIGURE_COLUMNS);
     // The first wave (closed loop, C2 x 2 replicas) is named, and both windows shown.
     assert!(
         stdout.contains(
@@ -1188,13 +1149,7 @@ fn cli_summary_prints_every_statistic_per_artifact() {
         "{after}"
     );
     assert!(stdout.contains("∞: that side of the percentile's 95% interval is unbounded"));
-    for metric in [
-        "effective_prefill_tps",
-        "decode_tps",
-        "tpot_ms",
-        "itl_ms",
-        "e2e_ms",
-    ] {
+    for metric in &anvil::metric::MetricId::COLUMNS[1..] {
         assert!(stdout.contains(metric), "{metric} missing:\n{stdout}");
     }
     assert!(
@@ -1211,8 +1166,8 @@ fn cli_summary_prints_every_statistic_per_artifact() {
         "--format",
         "csv",
     ]);
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    let stdout = text(&out.stdout);
+    assert!(out.ok(), "{}", out.stderr);
+    let stdout = out.stdout.clone();
     assert_eq!(
         stdout.lines().next().unwrap(),
         "run_id,arm,cell_id,window,metric,unit,better,requests,n,failed,n_null,mean,sd,ci95_low,\
@@ -1231,16 +1186,9 @@ fn cli_verify_agrees_on_the_hand_built_artifact() {
     let dir = build_artifact(tmp.path());
     // Given the campaign tree's root: the artifact is found beneath it.
     let out = anvil(&["verify", "--data", tmp.path().to_str().unwrap()]);
-    let stdout = text(&out.stdout);
-    assert_eq!(out.status.code(), Some(0), "{stdout}{}", text(&out.stderr));
-    for metric in [
-        "ttft_ms",
-        "effective_prefill_tps",
-        "decode_tps",
-        "tpot_ms",
-        "itl_ms",
-        "e2e_ms",
-    ] {
+    let stdout = out.stdout.clone();
+    assert_eq!(out.code, Some(0), "{stdout}{}", out.stderr);
+    for metric in anvil::metric::MetricId::COLUMNS {
         assert!(stdout.contains(&format!("request {metric}")), "{stdout}");
         assert!(stdout.contains(&format!("cell_stats {metric}")), "{stdout}");
     }
@@ -1360,8 +1308,8 @@ fn a_campaign_tree_is_one_set_of_tables_and_canaries_cross_runs() {
         "csv",
         "SELECT * FROM request_metrics WHERE run_id = 'run-hand-2' ORDER BY request_index",
     ]);
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    let stdout = text(&out.stdout);
+    assert!(out.ok(), "{}", out.stderr);
+    let stdout = out.stdout.clone();
     let leak = format!(",\"[\"\"{}\"\"]\"", canary(5));
     assert!(
         stdout.lines().nth(1).is_some_and(|row| row.contains(&leak)),
@@ -1380,8 +1328,8 @@ fn the_same_run_twice_is_refused() {
         std::fs::copy(entry.path(), copy.join(entry.file_name())).unwrap();
     }
     let out = anvil(&["sql", "--data", tmp.path().to_str().unwrap(), "SELECT 1"]);
-    assert_eq!(out.status.code(), Some(2));
-    let stderr = text(&out.stderr);
+    assert_eq!(out.code, Some(2));
+    let stderr = out.stderr;
     assert!(
         stderr.contains("run `run-hand-1` appears twice"),
         "{stderr}"

@@ -4,25 +4,12 @@
 //! what a reader sees shows up as a snapshot diff (`cargo insta review`, or
 //! `INSTA_UPDATE=always cargo test --test it -- text::`).
 
-use super::common::{ANVIL, run};
+use super::common::anvil;
 
 const CAMPAIGN: &str = "sample-data/2026-09-04-qwen38-27b-pro6000-possibility";
 const PLAN: &str = "sample-data/run-plan.json";
 const MANIFEST: &str = "sample-data/workload-manifest.json";
 const HEADLINE: &str = "headline-sustained-output.ctx4096.c8.n100";
-
-/// `anvil ARGS` from the package root: (exit code, standard output), standard error shown
-/// when the code is not `expected`.
-fn anvil(args: &[&str], expected: i32) -> String {
-    let o = run(ANVIL, args, &[]);
-    assert_eq!(
-        o.status.code(),
-        Some(expected),
-        "anvil {args:?}: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    String::from_utf8(o.stdout).expect("UTF-8 output")
-}
 
 /// The two headline arms of the baseline stage.
 fn headline_pair() -> [String; 2] {
@@ -30,27 +17,17 @@ fn headline_pair() -> [String; 2] {
         .map(|arm| format!("{CAMPAIGN}/{arm}/{HEADLINE}"))
 }
 
+/// `anvil compare` with the sample documents.
+const DOCUMENTS: [&str; 5] = ["compare", "--manifest", MANIFEST, "--plan", PLAN];
+
 fn compare(format: &str) -> String {
     let [a, b] = headline_pair();
-    anvil(
-        &[
-            "compare",
-            "--manifest",
-            MANIFEST,
-            "--plan",
-            PLAN,
-            "--format",
-            format,
-            &a,
-            &b,
-        ],
-        0,
-    )
+    anvil(&[&DOCUMENTS[..], &["--format", format, &a, &b]].concat()).expect(0)
 }
 
 #[test]
 fn summary_text() {
-    insta::assert_snapshot!(anvil(&["summary", "--data", "sample-data"], 0));
+    insta::assert_snapshot!(anvil(&["summary", "--data", "sample-data"]).expect(0));
 }
 
 #[test]
@@ -67,62 +44,56 @@ fn compare_markdown() {
 /// global baseline, with per-GPU throughput and scaling efficiency against TP1.
 #[test]
 fn compare_stage_text() {
-    insta::assert_snapshot!(anvil(
-        &[
-            "compare",
-            "--manifest",
-            MANIFEST,
-            "--plan",
-            PLAN,
-            "--stage",
-            "matched topology",
-            "sample-data",
-        ],
-        0,
-    ));
+    insta::assert_snapshot!(
+        anvil(
+            &[
+                &DOCUMENTS[..],
+                &["--stage", "matched topology", "sample-data"]
+            ]
+            .concat()
+        )
+        .expect(0)
+    );
 }
 
 /// The sample campaign's own outcome: every arm of the plan recorded (the simulator stands in
 /// for each), every advance rule holds, no stop rule fired: 0.
 const CHECK_EXIT: i32 = 0;
 
+/// `anvil check` of the sample campaign against its documents.
+const CHECK: [&str; 7] = [
+    "check",
+    "--data",
+    "sample-data",
+    "--plan",
+    PLAN,
+    "--manifest",
+    MANIFEST,
+];
+
 #[test]
 fn check_text() {
-    let args = [
-        "check",
-        "--data",
-        "sample-data",
-        "--plan",
-        PLAN,
-        "--manifest",
-        MANIFEST,
-    ];
-    insta::assert_snapshot!(anvil(&args, CHECK_EXIT));
+    insta::assert_snapshot!(anvil(&CHECK).expect(CHECK_EXIT));
 }
 
 #[test]
 fn check_markdown() {
-    let args = [
-        "check",
-        "--data",
-        "sample-data",
-        "--plan",
-        PLAN,
-        "--manifest",
-        MANIFEST,
-        "--format",
-        "md",
-    ];
-    insta::assert_snapshot!(anvil(&args, CHECK_EXIT));
+    let args = [&CHECK[..], &["--format", "md"]].concat();
+    insta::assert_snapshot!(anvil(&args).expect(CHECK_EXIT));
 }
 
 #[test]
 fn report_markdown() {
-    let out = anvil(&["report", "--format", "md"], 0);
+    let out = anvil(&["report", "--format", "md"]).expect(0);
+    assert_report_snapshot("report_markdown", &out);
+}
+
+/// Assert the snapshot `name` of a Markdown report, its time stamp and version masked.
+fn assert_report_snapshot(name: &str, report: &str) {
     let mut settings = insta::Settings::clone_current();
     settings.add_filter(r"generated \d{4}-\d\d-\d\dT[0-9:.]+Z", "generated [UTC]");
     settings.add_filter(r"anvil \d+\.\d+\.\d+", "anvil [version]");
-    settings.bind(|| insta::assert_snapshot!(out));
+    settings.bind(|| insta::assert_snapshot!(name, report));
 }
 
 /// The Markdown report's first section, the one a reviewer pastes into a pull request: the
@@ -130,12 +101,9 @@ fn report_markdown() {
 /// be claimed.
 #[test]
 fn report_markdown_first_section() {
-    let out = anvil(&["report", "--format", "md"], 0);
+    let out = anvil(&["report", "--format", "md"]).expect(0);
     let first = &out[..out.find("## Stage by stage").expect("the stage section")];
-    let mut settings = insta::Settings::clone_current();
-    settings.add_filter(r"generated \d{4}-\d\d-\d\dT[0-9:.]+Z", "generated [UTC]");
-    settings.add_filter(r"anvil \d+\.\d+\.\d+", "anvil [version]");
-    settings.bind(|| insta::assert_snapshot!(first));
+    assert_report_snapshot("report_markdown_first_section", first);
 }
 
 /// `compare` takes its folders with `--data` like `sql`, `summary`, `check`, `report` and
@@ -145,14 +113,12 @@ fn compare_takes_data_like_its_siblings() {
     let [a, b] = headline_pair();
     let docs = ["--manifest", MANIFEST, "--plan", PLAN];
     let positional = compare("table");
-    let with_data = anvil(
-        &[&["compare"][..], &docs, &["--data", &a, "--data", &b]].concat(),
-        0,
-    );
-    let mixed = anvil(&[&["compare"][..], &docs, &["--data", &a, &b]].concat(), 0);
+    let with_data =
+        anvil(&[&["compare"][..], &docs, &["--data", &a, "--data", &b]].concat()).expect(0);
+    let mixed = anvil(&[&["compare"][..], &docs, &["--data", &a, &b]].concat()).expect(0);
     assert_eq!(with_data, positional);
     assert_eq!(mixed, positional);
-    let stages = anvil(&["compare", "--data", "sample-data"], 0);
-    assert_eq!(stages, anvil(&["compare", "sample-data"], 0));
+    let stages = anvil(&["compare", "--data", "sample-data"]).expect(0);
+    assert_eq!(stages, anvil(&["compare", "sample-data"]).expect(0));
     assert!(stages.contains("stage baseline"), "{stages}");
 }
