@@ -50,7 +50,6 @@
 //! level alone for 16 requests per stream (about a million events, 90 s).
 
 use std::collections::HashMap;
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -60,6 +59,9 @@ use anvil::clock::monotonic_ns;
 use arrow_array::Array;
 use arrow_array::cast::AsArray;
 use arrow_array::types::Int64Type;
+
+#[path = "support/sim.rs"]
+mod support;
 
 const SIM: &str = env!("CARGO_BIN_EXE_anvil-sim");
 const CAPTURE: &str = env!("CARGO_BIN_EXE_anvil-capture");
@@ -189,45 +191,9 @@ fn read_truth(path: &Path) -> Truth {
 
 /// A running simulator writing its truth to `truth`, and its port.
 fn start_sim(truth: &Path, extra: &[String]) -> (std::process::Child, u16) {
-    let mut args: Vec<String> = [
-        "--port",
-        "0",
-        "--profile",
-        "fast",
-        "--decode-tps",
-        "50",
-        "--batch-cost",
-        "0",
-        "--max-batch",
-        "4096",
-        "--prefill-tps",
-        "1000000",
-        "--chunked-prefill",
-        "0",
-        "--truth",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    args.push(truth.display().to_string());
+    let mut args = vec!["--truth".to_owned(), truth.display().to_string()];
     args.extend(extra.iter().cloned());
-    let mut sim = Command::new(SIM)
-        .args(&args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start anvil-sim");
-    let mut line = String::new();
-    BufReader::new(sim.stdout.take().expect("stdout"))
-        .read_line(&mut line)
-        .expect("listening line");
-    let port: u16 = line
-        .trim()
-        .rsplit(':')
-        .next()
-        .and_then(|p| p.parse().ok())
-        .expect("port");
-    (sim, port)
+    support::start(SIM, &args, Stdio::null())
 }
 
 /// Stop the simulator (it flushes its truth on SIGTERM).

@@ -7,12 +7,14 @@
 //! sim_lag`. Environment: `SIM_LAG_LEVELS` (default `16,64,256`), `SIM_LAG_SECS` (default
 //! 15), `SIM_LAG_ARGS` (extra simulator flags, e.g. `--no-realtime`).
 
-use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
+
+#[path = "support/sim.rs"]
+mod support;
 
 const BIN: &str = env!("CARGO_BIN_EXE_anvil-sim");
 /// Tokens per request: 250 at 50 tok/s is a 5 s stream.
@@ -75,41 +77,7 @@ async fn drive(port: u16, streams: usize, secs: u64) -> (usize, usize) {
 }
 
 fn level(streams: usize, secs: u64, extra: &[String]) -> String {
-    let mut args: Vec<String> = [
-        "--port",
-        "0",
-        "--profile",
-        "fast",
-        "--decode-tps",
-        "50",
-        "--batch-cost",
-        "0",
-        "--max-batch",
-        "4096",
-        "--prefill-tps",
-        "1000000",
-        "--chunked-prefill",
-        "0",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    args.extend(extra.iter().cloned());
-    let mut child = Command::new(BIN)
-        .args(&args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start anvil-sim");
-    let mut out = BufReader::new(child.stdout.take().expect("stdout"));
-    let mut line = String::new();
-    out.read_line(&mut line).expect("read the listening line");
-    let port: u16 = line
-        .trim()
-        .rsplit(':')
-        .next()
-        .and_then(|p| p.parse().ok())
-        .expect("port in the listening line");
+    let (child, port) = support::start(BIN, extra, Stdio::piped());
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
