@@ -33,6 +33,10 @@ pub use workload::{
 /// The workload manifest schema version this anvil reads.
 pub const WORKLOAD_MANIFEST_SCHEMA: &str = "anvil-serving.benchmark-workload-manifest/v1";
 /// The run plan schema version this anvil reads.
+/// Workload class id of headline runs: the class the manifest's `selection.headline_*`
+/// settings describe, which every manifest defines.
+pub const HEADLINE_CLASS: &str = "headline-sustained-output";
+
 pub const RUN_PLAN_SCHEMA: &str = "anvil-serving.benchmark-run-plan/v1";
 /// Every document schema this module reads.
 pub const SUPPORTED_SCHEMAS: [&str; 2] = [WORKLOAD_MANIFEST_SCHEMA, RUN_PLAN_SCHEMA];

@@ -175,6 +175,19 @@ impl WorkloadManifest {
             );
         }
         let ids: Vec<&str> = self.workload_class_ids().collect();
+        if !self.workload_classes.is_empty() && !ids.contains(&super::HEADLINE_CLASS) {
+            checks.push(
+                "workload_classes",
+                format!(
+                    "no \"{}\" class: the selection's headline_* settings describe it and every \
+                     headline verdict reads it; add {{\"id\": \"{}\", \"description\": \"…, \
+                     C<n> per replica, …\"}} (classes: {})",
+                    super::HEADLINE_CLASS,
+                    super::HEADLINE_CLASS,
+                    ids.join(", ")
+                ),
+            );
+        }
         for (index, id) in ids.iter().enumerate() {
             if let Some(first) = ids[..index].iter().position(|earlier| earlier == id) {
                 checks.push(

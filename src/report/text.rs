@@ -607,6 +607,7 @@ fn verdict(v: &Verdict) -> String {
         Verdict::Fail(reason) => format!("FAIL: {reason}"),
         Verdict::NotRun(reason) => format!("not run: {reason}"),
         Verdict::NotApplicable(reason) => format!("n/a: {reason}"),
+        Verdict::NotTestable(reason) => format!("not testable: {reason}"),
     }
 }
 

@@ -1,8 +1,10 @@
 //! The run plan's five advance rules, evaluated per arm over all of the arm's artifacts.
 //!
 //! Each rule is a small function returning a [`Verdict`]: `Pass`, `Fail(reason)` when the
-//! evidence contradicts the rule, or `NotRun(reason)` when the evidence the rule needs was
-//! not recorded. Missing evidence is never a pass.
+//! evidence contradicts the rule, `NotRun(reason)` when the evidence the rule needs was not
+//! recorded, or `NotTestable(reason)` when the rule asks for a quantity anvil does not
+//! record at all (a topology winner's communication overhead). Missing evidence is never a
+//! pass, and neither is a quantity nothing measured.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -31,6 +33,9 @@ pub enum Verdict {
     /// The rule is about something this arm is not (e.g. the topology rule for an arm no
     /// topology comparison holds); neither a pass nor missing evidence.
     NotApplicable(String),
+    /// The rule asks for a quantity anvil does not record, so no recording could satisfy
+    /// it: neither a pass nor missing evidence, and said wherever the outcome is.
+    NotTestable(String),
 }
 
 /// The five advance rules, in the run plan's order. Shown by its [`AdvanceRule::label`]
@@ -469,19 +474,26 @@ pub fn topology(stage: &StageComparison, artifacts: &[Artifact]) -> Option<Topol
                     ));
                 }
             }
-            // A tensor-parallel winner's communication overhead is inside its per-GPU
-            // shortfall, not measured on its own: the rule's second half is not met.
+            // The winner accounts for throughput; its communication overhead is a quantity
+            // anvil does not record (a tensor-parallel arm's is inside its per-GPU
+            // shortfall, mixed with sharding; independent replicas' is the spreading of
+            // requests and the shared start and end): the rule's second half is not testable.
             Some(arm) => {
-                if let Some(row) = rows.iter_mut().find(|r| &r.arm == arm)
-                    && let Some(Topology::Tp(n)) = row.topology
-                    && n > 1
-                {
-                    row.verdict = Verdict::NotRun(format!(
-                        "{arm} wins on throughput but its tensor-parallel communication \
-                         overhead is not measured separately (anvil records no \
-                         collective-communication time; its per-GPU shortfall mixes \
-                         communication and sharding)"
-                    ));
+                if let Some(row) = rows.iter_mut().find(|r| &r.arm == arm) {
+                    let why = match row.topology {
+                        Some(Topology::Tp(n)) if n > 1 => {
+                            "its tensor-parallel communication overhead is not measured \
+                             separately (anvil records no collective-communication time; its \
+                             per-GPU shortfall mixes communication and sharding)"
+                        }
+                        _ => {
+                            "its communication overhead is not measured (anvil records no \
+                             collective-communication or request-spreading time; its per-GPU \
+                             figures mix them with the run's shared start and end)"
+                        }
+                    };
+                    row.verdict =
+                        Verdict::NotTestable(format!("{arm} wins on throughput but {why}"));
                 }
             }
         }
@@ -922,7 +934,20 @@ mod tests {
             "{}",
             assessment.reason
         );
-        assert!(assessment.rows.iter().all(|r| r.verdict == Verdict::Pass));
+        // The winner's communication overhead is not recorded: not testable, never a pass;
+        // the other arms pass.
+        for row in &assessment.rows {
+            if row.arm == "two independent TP1 replicas" {
+                assert!(
+                    matches!(&row.verdict, Verdict::NotTestable(reason)
+                        if reason.contains("its communication overhead is not measured")),
+                    "{:?}",
+                    row.verdict
+                );
+            } else {
+                assert_eq!(row.verdict, Verdict::Pass, "{}", row.arm);
+            }
+        }
 
         // Runs spread by ±300: the same means, an interval including zero, no winner.
         let assessment = assess(&three_topologies([1000.0, 1500.0, 1900.0], 300.0)).unwrap();
@@ -941,7 +966,7 @@ mod tests {
         assert_eq!(assessment.winner.as_deref(), Some("TP2"));
         let tp2 = assessment.rows.iter().find(|r| r.arm == "TP2").unwrap();
         assert!(
-            matches!(&tp2.verdict, Verdict::NotRun(reason)
+            matches!(&tp2.verdict, Verdict::NotTestable(reason)
                 if reason.contains("communication overhead is not measured separately")),
             "{:?}",
             tp2.verdict

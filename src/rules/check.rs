@@ -6,7 +6,8 @@
 //! fired, or recorded evidence contradicts an advance rule or a stage's claim;
 //! [`Outcome::Incomplete`]: nothing fired or failed but evidence is missing (an advance rule
 //! not run, a plan arm without artifacts). A claim the evidence cannot test is information,
-//! not missing evidence. Bad input is the caller's to report before the rules run; the edge
+//! not missing evidence; so is an advance rule asking for a quantity anvil does not record,
+//! which the outcome names ("every measurable rule holds; 1 not testable: …"). Bad input is the caller's to report before the rules run; the edge
 //! maps outcomes to exit codes.
 
 use serde::Serialize;
@@ -93,6 +94,9 @@ pub struct CheckReport {
     pub outcome: Outcome,
     /// Why, one line per cause.
     pub reasons: Vec<String>,
+    /// The advance rules no recording could satisfy (a quantity anvil does not record), one
+    /// line each: `arm: "rule": why`.
+    pub not_testable: Vec<String>,
 }
 
 /// Evaluate every rule. `evidence` holds the data folder's evidence files (for the restore
@@ -164,6 +168,7 @@ pub fn check(
 
     let mut failed = Vec::new();
     let mut missing = Vec::new();
+    let mut not_testable = Vec::new();
     if artifacts.is_empty() {
         missing.push("no artifacts".to_owned());
     }
@@ -175,6 +180,9 @@ pub fn check(
                 .map_or("advance rule", String::as_str);
             match verdict {
                 Verdict::Pass | Verdict::NotApplicable(_) => {}
+                Verdict::NotTestable(reason) => {
+                    not_testable.push(format!("{}: \"{text}\": {reason}", arm.arm))
+                }
                 Verdict::Fail(reason) => {
                     failed.push(format!("{}: \"{text}\" failed: {reason}", arm.arm))
                 }
@@ -215,10 +223,16 @@ pub fn check(
     } else if !missing.is_empty() {
         (Outcome::Incomplete, missing)
     } else {
-        (
-            Outcome::Holds,
-            vec!["every advance rule holds and no stop rule fired".to_owned()],
-        )
+        let holds = if not_testable.is_empty() {
+            "every advance rule holds and no stop rule fired".to_owned()
+        } else {
+            format!(
+                "every measurable advance rule holds and no stop rule fired; {} not testable: {}",
+                not_testable.len(),
+                not_testable.join("; ")
+            )
+        };
+        (Outcome::Holds, vec![holds])
     };
     CheckReport {
         arms,
@@ -229,14 +243,17 @@ pub fn check(
         coverage,
         outcome,
         reasons,
+        not_testable,
     }
 }
 
-/// The worse of two verdicts: a failure over missing evidence over a pass.
+/// The worse of two verdicts: a failure over missing evidence over a quantity not recorded
+/// over a pass.
 fn worst(a: Verdict, b: Verdict) -> Verdict {
     match (a, b) {
         (Verdict::Fail(x), _) | (_, Verdict::Fail(x)) => Verdict::Fail(x),
         (Verdict::NotRun(x), _) | (_, Verdict::NotRun(x)) => Verdict::NotRun(x),
+        (Verdict::NotTestable(x), _) | (_, Verdict::NotTestable(x)) => Verdict::NotTestable(x),
         (Verdict::NotApplicable(x), Verdict::NotApplicable(_)) => Verdict::NotApplicable(x),
         _ => Verdict::Pass,
     }
@@ -264,12 +281,21 @@ mod tests {
             &repeated_topology_stage(1900.0),
             &EvidenceFiles::names(&["restoration.json"]),
         );
-        assert_eq!(
-            report.reasons,
-            ["every advance rule holds and no stop rule fired"]
+        // The winner's communication overhead is a quantity anvil does not record: the rule
+        // is not testable, named in the outcome, and nothing is missing.
+        assert_eq!(report.outcome, Outcome::Holds);
+        assert_eq!(report.reasons.len(), 1, "{:?}", report.reasons);
+        assert!(
+            report.reasons[0].starts_with(
+                "every measurable advance rule holds and no stop rule fired; 1 not testable: \
+                 two independent TP1 replicas: \"topology winner must account for both \
+                 throughput and communication overhead\": two independent TP1 replicas wins on \
+                 throughput but its communication overhead is not measured"
+            ),
+            "{:?}",
+            report.reasons
         );
-        assert_eq!(report.outcome, Outcome::Holds);
-        assert_eq!(report.outcome, Outcome::Holds);
+        assert_eq!(report.not_testable.len(), 1);
         assert_eq!(
             report.topology[0].winner.as_deref(),
             Some("two independent TP1 replicas")
@@ -372,17 +398,16 @@ mod tests {
         );
         assert_eq!(report.outcome, Outcome::RuleFailed);
         assert!(report.outcome.failed(), "{:?}", report.outcome);
-        assert_eq!(report.reasons.len(), 3, "{:?}", report.reasons);
         // TP2 leads across runs: the topology winner, whose communication overhead anvil
-        // cannot measure on its own.
+        // cannot measure on its own: not testable, which is neither a failure nor missing.
         assert!(
-            report.reasons[2].starts_with(
+            report.not_testable[0].starts_with(
                 "TP2: \"topology winner must account for both throughput and communication \
-                 overhead\" not run: TP2 wins on throughput but its tensor-parallel \
-                 communication overhead is not measured separately"
+                 overhead\": TP2 wins on throughput but its tensor-parallel communication \
+                 overhead is not measured separately"
             ),
             "{:?}",
-            report.reasons
+            report.not_testable
         );
         assert!(
             report.reasons[0].starts_with(

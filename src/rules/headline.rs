@@ -22,8 +22,7 @@ use crate::manifest::{RunPlan, WorkloadManifest};
 use super::input::ArtifactFacts;
 use super::refusal::{FieldDifference, Refusal, RefusalKind};
 
-/// Workload class id of headline runs.
-pub const HEADLINE_CLASS: &str = "headline-sustained-output";
+pub use crate::manifest::HEADLINE_CLASS;
 /// Workload class id of natural-completion optimization screens.
 pub const SCREEN_CLASS: &str = "optimization-screen";
 /// Workload class id of the context curve.

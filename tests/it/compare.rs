@@ -476,7 +476,7 @@ fn compare_and_check_exit_2_on_bad_input_and_document_their_exit_codes() {
 
     let (_, help, _) = anvil(&["check", "--help"]).parts();
     for line in [
-        "0  every advance rule holds",
+        "0  every measurable advance rule holds",
         "1  a stop rule fired",
         "2  bad input",
         "4  incomplete",
@@ -535,4 +535,33 @@ fn markdown_of_compare_and_check_escapes_a_recorded_arm_name() {
     assert!(matches!(code, Some(1 | 4)), "{code:?} {out}{err}");
     assert!(out.contains(escaped), "{out}");
     assert!(!out.contains("<script>") && !out.contains("K|12"), "{out}");
+}
+
+/// Artifact folders named one by one are compared as given: a headline run beside a
+/// functional run is refused (exit 3) naming the fields that differ, not read stage by stage
+/// as "nothing to compare" with exit 0; a folder named beside them that holds no artifact is
+/// bad input naming it (exit 2).
+#[test]
+fn artifacts_named_one_by_one_are_refused_when_they_differ_and_an_empty_folder_is_named() {
+    let arm = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/sample-data/2026-09-04-qwen38-27b-pro6000-possibility/Inferact target-only"
+    );
+    let headline = format!("{arm}/headline-sustained-output.ctx4096.c8.n100/repeat-1");
+    let functional = format!("{arm}/functional.ctx4096.c1.n8");
+    let (code, out, err) = anvil_compare(SAMPLE_MANIFEST, &[&headline, &functional]).parts();
+    assert_eq!(code, Some(3), "{out}{err}");
+    says(
+        &out,
+        "refused: headline aggregate throughput cannot be put beside",
+    );
+    says(
+        &out,
+        "recorded functional, headline headline-sustained-output",
+    );
+    let empty = tempfile::tempdir().unwrap();
+    let (code, out, err) =
+        anvil_compare(SAMPLE_MANIFEST, &[path(empty.path()), &functional]).parts();
+    assert_eq!(code, Some(2), "{out}{err}");
+    says(&err, &format!("{}: no artifact", empty.path().display()));
 }

@@ -17,15 +17,14 @@ struct Outcome {
 }
 
 fn anvil_validate(paths: &[&Path]) -> Outcome {
-    let output = Command::new(env!("CARGO_BIN_EXE_anvil"))
-        .arg("validate")
-        .args(paths)
-        .output()
-        .expect("run anvil");
+    let words: Vec<&str> = std::iter::once("validate")
+        .chain(paths.iter().map(|p| super::common::path(p)))
+        .collect();
+    let ran = super::common::anvil(&words);
     Outcome {
-        code: output.status.code().expect("anvil exited by signal"),
-        stdout: String::from_utf8(output.stdout).unwrap(),
-        stderr: String::from_utf8(output.stderr).unwrap(),
+        code: ran.code.expect("anvil exited by signal"),
+        stdout: ran.stdout,
+        stderr: ran.stderr,
     }
 }
 
@@ -85,6 +84,21 @@ fn assert_refused(variant: &Variant, field: &str, message: &str) {
     assert!(
         output.lines().any(|line| line.starts_with(&expected)),
         "no line starting with\n  {expected}\nin\n{output}"
+    );
+}
+
+/// A manifest without the headline class is refused, naming the class: its `selection`
+/// describes the headline, and every headline verdict reads that class.
+#[test]
+fn a_manifest_without_the_headline_class_is_refused() {
+    let v = variant("workload-manifest.json", |m| {
+        let classes = m["workload_classes"].as_array_mut().unwrap();
+        classes.retain(|c| c["id"] != "headline-sustained-output");
+    });
+    assert_refused(
+        &v,
+        "workload_classes",
+        "no \"headline-sustained-output\" class",
     );
 }
 

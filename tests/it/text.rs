@@ -57,7 +57,8 @@ fn compare_stage_text() {
 }
 
 /// The sample campaign's own outcome: every arm of the plan recorded (the simulator stands in
-/// for each), every advance rule holds, no stop rule fired: 0.
+/// for each), every measurable advance rule holds (the topology winner's communication
+/// overhead is not testable), no stop rule fired: 0.
 const CHECK_EXIT: i32 = 0;
 
 /// `anvil check` of the sample campaign against its documents.

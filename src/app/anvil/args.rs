@@ -112,7 +112,7 @@ fn compare_exit_codes_help() -> String {
 fn check_exit_codes_help() -> String {
     format!(
         "Exit codes:\n  \
-         {}  every advance rule holds, no claim is contradicted, no stop rule fired\n  \
+         {}  every measurable advance rule holds, no claim is contradicted, no stop rule fired\n  \
          {}  a stop rule fired, or the evidence contradicts an advance rule or a claim\n  \
          {}  bad input: an unreadable manifest, plan, artifact or path\n  \
          {}  incomplete: nothing failed, but evidence is missing",

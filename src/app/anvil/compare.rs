@@ -31,16 +31,22 @@ pub fn run(args: &CompareArgs) -> anyhow::Result<Exit> {
         &args.evidence.folders(&args.artifacts),
     )?;
     let rt = runtime()?;
-    let (artifacts, session_dirs, tradeoff) = rt.block_on(async {
+    let (artifacts, session_dirs, locations, tradeoff) = rt.block_on(async {
         let session = open_session_materialized("compare", &data, &slos).await?;
         let dirs: Vec<(PathBuf, String)> = session
             .artifacts()
             .iter()
             .map(|source| (source.dir.clone(), source.run.arm.name.clone()))
             .collect();
+        let locations: Vec<String> = session
+            .artifacts()
+            .iter()
+            .map(|source| source.location.clone())
+            .collect();
         anyhow::Ok((
             read_artifacts(&session).await?,
             dirs,
+            locations,
             read_tradeoff(&session).await?,
         ))
     })?;
@@ -80,7 +86,17 @@ pub fn run(args: &CompareArgs) -> anyhow::Result<Exit> {
         .iter()
         .map(|a| a.facts.fingerprint.as_str())
         .collect();
-    let by_stage = args.baseline.is_none() && stages_recorded.len() > 1 && workloads.len() > 1;
+    // Artifact folders named one by one are compared as given: a refusal then names what
+    // differs between them, rather than a stage-by-stage reading finding nothing to compare.
+    let one_by_one = !args.artifacts.is_empty()
+        && args.evidence.data.is_empty()
+        && args.artifacts.iter().all(|named| {
+            let named = named.to_string_lossy();
+            let named = named.trim_end_matches('/');
+            locations.iter().any(|l| l.trim_end_matches('/') == named)
+        });
+    let by_stage =
+        !one_by_one && args.baseline.is_none() && stages_recorded.len() > 1 && workloads.len() > 1;
     if args.stage.is_some() || by_stage {
         let stages = rules::stage_comparisons(&artifacts, &selection, &plan, args.stage.as_deref());
         let text = match args.format {
@@ -98,7 +114,9 @@ pub fn run(args: &CompareArgs) -> anyhow::Result<Exit> {
             ),
         };
         output::stdout(&text, "the comparison")?;
-        let refused = !stages.is_empty() && stages.iter().all(|s| s.result.is_err());
+        // Nothing compared is no success: a script reading the exit code must not take it
+        // for one.
+        let refused = stages.iter().all(|s| s.result.is_err());
         return Ok(if refused { Exit::Refused } else { Exit::Ok });
     }
     let references = match &args.baseline {

@@ -698,11 +698,16 @@ pub fn decision_view(input: &ReportInput<'_>) -> DecisionView {
         ),
         None => "no headline comparison: no objective is ranked".to_owned(),
     };
+    let not_testable = input.check.not_testable.len();
     let (outcome, outcome_class) = match input.check.outcome {
-        Outcome::Holds => ("complete: every rule holds", "pass"),
-        Outcome::StopRuleFired => ("stop rule fired", "fail"),
-        Outcome::RuleFailed => ("a rule failed", "fail"),
-        Outcome::Incomplete => ("incomplete: evidence is missing", "missing"),
+        Outcome::Holds if not_testable > 0 => (
+            format!("complete: every measurable rule holds; {not_testable} not testable"),
+            "pass",
+        ),
+        Outcome::Holds => ("complete: every rule holds".to_owned(), "pass"),
+        Outcome::StopRuleFired => ("stop rule fired".to_owned(), "fail"),
+        Outcome::RuleFailed => ("a rule failed".to_owned(), "fail"),
+        Outcome::Incomplete => ("incomplete: evidence is missing".to_owned(), "missing"),
     };
     let claims = input
         .check

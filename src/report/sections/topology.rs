@@ -50,6 +50,7 @@ pub(super) fn verdict_text(verdict: &Verdict) -> (&'static str, &'static str, St
         Verdict::Fail(reason) => ("fail", "fail", reason.clone()),
         Verdict::NotRun(reason) => ("not run", "missing", reason.clone()),
         Verdict::NotApplicable(reason) => ("n/a", "", reason.clone()),
+        Verdict::NotTestable(reason) => ("not testable", "missing", reason.clone()),
     }
 }
 
