@@ -460,7 +460,7 @@ fn decision(out: &mut String, view: &ReportView) {
 /// Each stage's comparisons: every arm against its control.
 fn stages(out: &mut String, view: &ReportView) {
     out.push_str("## Stage by stage: each arm against its control\n\n");
-    out.push_str("Each cell: the arm's figure; its difference to the control [95% CI] with ▲ better, ▼ worse (the interval excludes zero) or ≈ not resolved.\n\n");
+    out.push_str("Each cell: the arm's figure; its difference to the control [95% CI] with ▲ better, ▼ worse (the interval excludes zero and the difference is at least 2% of the control's figure), ≈ negligible (resolved but smaller) or ≈ not resolved.\n\n");
     if view.stage_pairs.is_empty() {
         out.push_str("_No stage recorded two or more arms on one performance workload._\n\n");
     }

@@ -26,6 +26,7 @@ pub mod check;
 pub mod compare;
 pub mod control;
 pub mod coverage;
+pub mod effect;
 pub mod headline;
 pub mod input;
 pub mod matching;

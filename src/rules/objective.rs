@@ -3,6 +3,9 @@
 //! SLOs in force, by how much over the runner-up, and whether that lead is resolved (Welch's
 //! 95% interval of the difference, runs as the sample, excludes zero).
 //!
+//! A lead smaller than the smallest effect that matters (2% of the runner-up's figure) is
+//! negligible and one whose interval includes zero a tie: neither names a winner.
+//!
 //! A lead is resolved only with repeats on both sides: single runs carry no run-to-run
 //! variation, so the lead of one run over another is a point estimate and is said to be one.
 //! Percentile objectives take each run's percentile as one observation (the mean of the
@@ -11,6 +14,7 @@
 use serde::Serialize;
 
 use super::compare::{Comparison, ThroughputEstimate};
+use super::effect::{DEFAULT_MIN_EFFECT_SHARE, Effect};
 use super::input::{MetricId, Window};
 use crate::stats::sample::{Interval, Moments, Sample, mean_interval};
 use crate::stats::welch_interval;
@@ -210,14 +214,27 @@ pub fn objective(c: &Comparison, kind: ObjectiveKind) -> Option<Objective> {
             .and_then(|(a, b)| welch_interval(b, a))
         {
             Some(i) => {
-                let resolved = if kind.higher_is_better() {
-                    i.low > 0.0
-                } else {
-                    i.high < 0.0
+                // Leader − runner-up: read against the runner-up's figure, so a lead under
+                // the smallest effect that matters is negligible, and one whose interval
+                // includes zero is a tie.
+                let effect = Effect::of(
+                    i.estimate,
+                    Some((i.low, i.high)),
+                    Some(second.value),
+                    kind.higher_is_better(),
+                );
+                let why = match effect {
+                    Effect::Better | Effect::Worse => None,
+                    Effect::Negligible => Some(format!(
+                        "negligible: the lead is under {}% of the runner-up's figure",
+                        DEFAULT_MIN_EFFECT_SHARE * 100.0
+                    )),
+                    Effect::NotResolved | Effect::NoInterval => Some(
+                        "a tie: the 95% interval of the lead across runs includes zero"
+                            .to_owned(),
+                    ),
                 };
-                let why = (!resolved)
-                    .then(|| "the 95% interval of the lead across runs includes zero".to_owned());
-                (Some(i), resolved, why)
+                (Some(i), effect == Effect::Better, why)
             }
             None => (
                 None,

@@ -12,6 +12,7 @@ use crate::rules::compare::{
     Comparison, MetricComparison, ThroughputDifference, ThroughputEstimate,
 };
 use crate::rules::coverage::StageCoverage;
+use crate::rules::effect::Effect;
 use crate::rules::input::MetricId;
 use crate::rules::stage::StageComparison;
 use crate::stats::Percentile;
@@ -63,27 +64,25 @@ pub struct PairCellView {
     pub after_first_wave: String,
 }
 
-/// How a difference reads: its cue and class.
+/// How a difference reads against the control's own figure `reference`: its cue and class
+/// (a resolved difference under the smallest effect that matters is negligible).
 fn cue(
     difference: Option<f64>,
     interval: Option<(f64, f64)>,
+    reference: Option<f64>,
     higher_is_better: bool,
 ) -> (String, String) {
     let Some(d) = difference.filter(|d| d.is_finite()) else {
         return (String::new(), String::new());
     };
-    let good = (d > 0.0) == higher_is_better;
-    match interval {
-        Some((low, high)) if low > 0.0 || high < 0.0 => {
-            if good {
-                ("▲ better".to_owned(), "better".to_owned())
-            } else {
-                ("▼ worse".to_owned(), "worse".to_owned())
-            }
-        }
-        Some(_) => ("≈ not resolved".to_owned(), "unresolved".to_owned()),
-        None => ("≈ no interval".to_owned(), "unresolved".to_owned()),
-    }
+    let (cue, class) = match Effect::of(d, interval, reference, higher_is_better) {
+        Effect::Better => ("▲ better", "better"),
+        Effect::Worse => ("▼ worse", "worse"),
+        Effect::Negligible => ("≈ negligible", "unresolved"),
+        Effect::NotResolved => ("≈ not resolved", "unresolved"),
+        Effect::NoInterval => ("≈ no interval", "unresolved"),
+    };
+    (cue.to_owned(), class.to_owned())
 }
 
 fn with_interval(d: Option<f64>, interval: Option<(f64, f64)>) -> String {
@@ -163,13 +162,17 @@ fn metric_cell(
             ..empty_cell()
         };
     };
-    let (cue, class) = cue(d, interval, higher);
+    // The control's own figure, the base of the smallest effect that matters.
+    let reference = m
+        .difference(arm, Window::All)
+        .and_then(|d| arm_figure(m, &d.reference, Window::All, figure));
+    let (cue, class) = cue(d, interval, reference, higher);
     // The first wave sets the start-up tail of TTFT: its window shown beside the full one
     // where the verdict differs or the difference moves by more than a quarter.
     let after = metric_difference(m, arm, Window::AfterFirstWave, figure)
         .filter(|_| metric == MetricId::TtftMs)
         .filter(|(d2, i2)| {
-            let (_, class2) = self::cue(*d2, *i2, higher);
+            let (_, class2) = self::cue(*d2, *i2, reference, higher);
             class2 != class
                 || match (d, d2) {
                     (Some(a), Some(b)) => (a - b).abs() > 0.25 * a.abs().max(b.abs()),
@@ -177,7 +180,7 @@ fn metric_cell(
                 }
         })
         .map(|(d2, i2)| {
-            let (cue2, _) = self::cue(d2, i2, higher);
+            let (cue2, _) = self::cue(d2, i2, reference, higher);
             format!("after the first wave {} {cue2}", with_interval(d2, i2))
         })
         .unwrap_or_default();
@@ -227,7 +230,8 @@ fn throughput_cell(c: &Comparison, arm: &str) -> PairCellView {
             ));
         }
     }
-    difference_cell(value, t.difference.as_ref(), fmt_throughput_difference)
+    let own = t.estimate.value();
+    difference_cell(value, own, t.difference.as_ref(), fmt_throughput_difference)
 }
 
 fn goodput_cell(c: &Comparison, arm: &str) -> PairCellView {
@@ -243,15 +247,16 @@ fn goodput_cell(c: &Comparison, arm: &str) -> PairCellView {
         fmt_num(g.goodput_tps.value()),
         fmt_percent(g.share.as_ref().map(|s| s.share))
     );
-    difference_cell(value, g.difference.as_ref(), |d| {
+    difference_cell(value, g.goodput_tps.value(), g.difference.as_ref(), |d| {
         with_interval(Some(d.estimate), d.interval.map(|i| (i.low, i.high)))
     })
 }
 
-/// A run-level figure's cell: `value`, its difference to the control as `text` writes it,
-/// and the cue its interval gives (higher is better).
+/// A run-level figure's cell: `value` (the arm's figure `own`), its difference to the
+/// control as `text` writes it, and the cue its interval and size give (higher is better).
 fn difference_cell(
     value: String,
+    own: Option<f64>,
     difference: Option<&ThroughputDifference>,
     text: fn(&ThroughputDifference) -> String,
 ) -> PairCellView {
@@ -261,7 +266,9 @@ fn difference_cell(
             ..empty_cell()
         };
     };
-    let (cue, class) = cue(Some(d.estimate), d.interval.map(|i| (i.low, i.high)), true);
+    let reference = own.map(|own| own - d.estimate);
+    let interval = d.interval.map(|i| (i.low, i.high));
+    let (cue, class) = cue(Some(d.estimate), interval, reference, true);
     PairCellView {
         value,
         difference: text(d),
@@ -437,11 +444,14 @@ mod tests {
 
     #[test]
     fn cues_read_the_direction_and_the_interval() {
-        assert_eq!(cue(Some(5.0), Some((1.0, 9.0)), true).0, "▲ better");
-        assert_eq!(cue(Some(5.0), Some((1.0, 9.0)), false).0, "▼ worse");
-        assert_eq!(cue(Some(-5.0), Some((-9.0, -1.0)), false).0, "▲ better");
-        assert_eq!(cue(Some(5.0), Some((-1.0, 9.0)), true).0, "≈ not resolved");
-        assert_eq!(cue(Some(5.0), None, true).0, "≈ no interval");
+        let control = Some(100.0);
+        assert_eq!(cue(Some(5.0), Some((1.0, 9.0)), control, true).0, "▲ better");
+        assert_eq!(cue(Some(5.0), Some((1.0, 9.0)), control, false).0, "▼ worse");
+        assert_eq!(cue(Some(-5.0), Some((-9.0, -1.0)), control, false).0, "▲ better");
+        assert_eq!(cue(Some(5.0), Some((-1.0, 9.0)), control, true).0, "≈ not resolved");
+        assert_eq!(cue(Some(5.0), None, control, true).0, "≈ no interval");
+        // Resolved but under 2% of the control's figure: neither better nor worse.
+        assert_eq!(cue(Some(1.5), Some((1.0, 2.0)), control, false).0, "≈ negligible");
     }
 
     #[test]
