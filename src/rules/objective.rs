@@ -230,8 +230,7 @@ pub fn objective(c: &Comparison, kind: ObjectiveKind) -> Option<Objective> {
                         DEFAULT_MIN_EFFECT_SHARE * 100.0
                     )),
                     Effect::NotResolved | Effect::NoInterval => Some(
-                        "a tie: the 95% interval of the lead across runs includes zero"
-                            .to_owned(),
+                        "a tie: the 95% interval of the lead across runs includes zero".to_owned(),
                     ),
                 };
                 (Some(i), effect == Effect::Better, why)

@@ -445,13 +445,28 @@ mod tests {
     #[test]
     fn cues_read_the_direction_and_the_interval() {
         let control = Some(100.0);
-        assert_eq!(cue(Some(5.0), Some((1.0, 9.0)), control, true).0, "▲ better");
-        assert_eq!(cue(Some(5.0), Some((1.0, 9.0)), control, false).0, "▼ worse");
-        assert_eq!(cue(Some(-5.0), Some((-9.0, -1.0)), control, false).0, "▲ better");
-        assert_eq!(cue(Some(5.0), Some((-1.0, 9.0)), control, true).0, "≈ not resolved");
+        assert_eq!(
+            cue(Some(5.0), Some((1.0, 9.0)), control, true).0,
+            "▲ better"
+        );
+        assert_eq!(
+            cue(Some(5.0), Some((1.0, 9.0)), control, false).0,
+            "▼ worse"
+        );
+        assert_eq!(
+            cue(Some(-5.0), Some((-9.0, -1.0)), control, false).0,
+            "▲ better"
+        );
+        assert_eq!(
+            cue(Some(5.0), Some((-1.0, 9.0)), control, true).0,
+            "≈ not resolved"
+        );
         assert_eq!(cue(Some(5.0), None, control, true).0, "≈ no interval");
         // Resolved but under 2% of the control's figure: neither better nor worse.
-        assert_eq!(cue(Some(1.5), Some((1.0, 2.0)), control, false).0, "≈ negligible");
+        assert_eq!(
+            cue(Some(1.5), Some((1.0, 2.0)), control, false).0,
+            "≈ negligible"
+        );
     }
 
     #[test]
