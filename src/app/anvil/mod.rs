@@ -382,37 +382,14 @@ mod session {
 
     /// No artifact beneath `data`: `sql` says so and goes on with empty tables (a query of
     /// the views' shapes needs none); every command that computes figures, verdicts or a
-    /// report refuses (exit 2) and writes nothing. Those commands also refuse a folder named
-    /// beside others that holds none (a mistyped path must not pass unseen).
+    /// report refuses (exit 2) and writes nothing.
     pub fn say_if_empty(
         command: &str,
         data: &[PathBuf],
         session: &AnvilSession,
     ) -> Result<(), QueryError> {
         if !session.artifacts().is_empty() {
-            if command == "sql" {
-                return Ok(());
-            }
-            let holds = |dir: &Path| {
-                let dir = dir.to_string_lossy();
-                let dir = dir.trim_end_matches('/');
-                let within = |location: &str| {
-                    location == dir
-                        || location
-                            .strip_prefix(dir)
-                            .is_some_and(|rest| rest.starts_with('/'))
-                };
-                session
-                    .artifacts()
-                    .iter()
-                    .any(|a| within(&a.location) || a.shards.iter().any(|s| within(&s.location)))
-            };
-            return match data.iter().find(|d| !holds(d)) {
-                Some(empty) => Err(QueryError::NoArtifact {
-                    dirs: empty.display().to_string(),
-                }),
-                None => Ok(()),
-            };
+            return Ok(());
         }
         let dirs: Vec<String> = data.iter().map(|d| d.display().to_string()).collect();
         let dirs = dirs.join(", ");
