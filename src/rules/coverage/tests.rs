@@ -1,0 +1,254 @@
+//! Tests of plan coverage: each stage's claims labelled from fixture comparisons.
+
+use super::super::fixtures::{
+    artifact, full_stats, plan, repeated_topology_stage, screen_artifact, selection, topology_stage,
+};
+use super::super::stage::{headline_comparison, stage_comparisons};
+use super::*;
+
+fn coverage_of(artifacts: &[Artifact]) -> PlanCoverage {
+    let stages = stage_comparisons(artifacts, &selection(), &plan(), None);
+    let headline = headline_comparison(artifacts, &selection(), &plan());
+    plan_coverage(
+        &plan(),
+        Evidence {
+            artifacts,
+            stages: &stages,
+            headline: headline.as_ref().and_then(|h| h.as_ref().ok()),
+        },
+    )
+}
+
+fn stage<'a>(coverage: &'a PlanCoverage, name: &str) -> &'a StageCoverage {
+    coverage.stages.iter().find(|s| s.stage == name).unwrap()
+}
+
+#[test]
+fn a_selection_is_supported_only_by_intervals_that_exclude_zero() {
+    let coverage = coverage_of(&repeated_topology_stage(1900.0));
+    let topology = stage(&coverage, "matched topology");
+    assert!(topology.without_evidence.is_empty());
+    let selected = &topology.selected[0];
+    assert_eq!(selected.clause, "DP2 for aggregate throughput");
+    assert_eq!(
+        selected.verdict,
+        ClaimVerdict::Supported,
+        "{}",
+        selected.reason
+    );
+    // Means 1000, 1500, 1900 over three runs each, sd 10: DP2 − TP1 = +900 ± 22.7.
+    assert_eq!(
+        selected.reason,
+        "selection supported: headline, 4096 tokens, C8 per replica: aggregate throughput \
+         over all requests, two independent TP1 replicas 1900 [1875, 1925] tok/s vs TP1 1000 \
+         [975, 1025] (+900 [+877, +923]), TP2 1500 [1475, 1525] (+400 [+377, +423]) \
+         (differences with Welch's 95% CI across runs): better than each by a 95% interval \
+         excluding zero"
+    );
+    // The rejection of TP2 is judged on the selection's metric: DP2 beats it.
+    assert_eq!(topology.rejected[0].verdict, ClaimVerdict::Supported);
+    assert!(!coverage.promotion_authorized);
+    assert_eq!(coverage.post_campaign_open_gates.len(), 6);
+}
+
+#[test]
+fn single_runs_cannot_test_a_throughput_claim() {
+    let coverage = coverage_of(&topology_stage(1900.0));
+    let selected = &stage(&coverage, "matched topology").selected[0];
+    assert_eq!(selected.verdict, ClaimVerdict::NotTestable);
+    assert!(
+        selected
+            .reason
+            .contains("TP1: single runs, no run-to-run uncertainty"),
+        "{}",
+        selected.reason
+    );
+}
+
+#[test]
+fn a_faster_rejected_arm_contradicts_the_selection() {
+    let coverage = coverage_of(&repeated_topology_stage(1400.0));
+    let topology = stage(&coverage, "matched topology");
+    assert_eq!(topology.selected[0].verdict, ClaimVerdict::Contradicted);
+    assert!(
+        topology.selected[0]
+            .reason
+            .ends_with("TP2 better by a 95% interval excluding zero"),
+        "{}",
+        topology.selected[0].reason
+    );
+    assert_eq!(topology.rejected[0].verdict, ClaimVerdict::Contradicted);
+}
+
+#[test]
+fn a_lower_ttft_claim_is_judged_on_mean_ttft() {
+    let ttft = |run: &str, arm: &str, config: &[(&str, &str)], mean: f64| {
+        let mut a = artifact(run, arm, config, 1000.0);
+        a.facts.stage = "target checkpoint".to_owned();
+        a.figures
+            .metrics
+            .insert(MetricId::TtftMs, full_stats(100, mean, 5.0));
+        a
+    };
+    let artifacts = [
+        ttft("r1", "RadixArk target-only", &[("spec", "none")], 120.0),
+        ttft(
+            "r2",
+            "RadixArk DFlash2 K8",
+            &[("spec", "dflash2"), ("k", "8")],
+            90.0,
+        ),
+        ttft(
+            "r3",
+            "RadixArk DFlash2 K12 chunk1K",
+            &[("spec", "dflash2"), ("k", "12")],
+            100.0,
+        ),
+    ];
+    let coverage = coverage_of(&artifacts);
+    let checkpoint = stage(&coverage, "target checkpoint");
+    let claim = &checkpoint.selected[0];
+    assert_eq!(claim.clause, "K8 as lower-TTFT tradeoff");
+    // K8's control is K12 (one key apart); both are checked against K8's sweep.
+    assert_eq!(claim.verdict, ClaimVerdict::Supported, "{}", claim.reason);
+    assert!(
+        claim
+            .reason
+            .contains("mean TTFT over all requests, RadixArk DFlash2 K8 90"),
+        "{}",
+        claim.reason
+    );
+}
+
+#[test]
+fn a_selection_of_several_sweeps_is_checked_component_by_component() {
+    let screen = |run: &str, arm: &str, depth: &str, chunk: &str, decode: f64| {
+        let mut a = screen_artifact(run, arm, depth, chunk);
+        a.figures
+            .metrics
+            .insert(MetricId::DecodeTps, full_stats(100, decode, 2.0));
+        a
+    };
+    let artifacts = [
+        screen("r1", "K4", "4", "2048", 40.0),
+        screen("r2", "K12", "12", "2048", 50.0),
+        screen("r3", "K16", "16", "2048", 45.0),
+        screen("r4", "chunk1K", "12", "1024", 48.0),
+        screen("r5", "chunk8K", "12", "8192", 52.0),
+    ];
+    let coverage = coverage_of(&artifacts);
+    let claim = &stage(&coverage, "SGLang optimization").selected[0];
+    let components: Vec<(&str, ClaimVerdict)> = claim
+        .components
+        .iter()
+        .map(|c| (c.component.as_str(), c.verdict))
+        .collect();
+    // K12 beats K4 and K16 on decode; chunk1K loses to chunk8K and K12; the other two
+    // words name nothing recorded.
+    assert_eq!(
+        components,
+        [
+            ("K12", ClaimVerdict::Supported),
+            ("chunk1K", ClaimVerdict::Contradicted),
+            ("extra_buffer", ClaimVerdict::NotTestable),
+            ("Mamba96", ClaimVerdict::NotTestable),
+        ]
+    );
+    assert_eq!(claim.verdict, ClaimVerdict::Contradicted);
+    assert!(
+        claim.reason.starts_with(
+            "selection contradicted (no metric named: judged on the mean decode rate), component \
+         by component: K12 supported"
+        ),
+        "{}",
+        claim.reason
+    );
+    let k12 = &claim.components[0].reason;
+    assert!(
+        k12.contains("vs K4") && k12.contains("K16") && !k12.contains("chunk"),
+        "{k12}"
+    );
+}
+
+/// The SGLang optimization sweep's depth arms on decode, `runs` runs each, every run of
+/// an arm at its mean + the run's offset.
+fn decode_sweep(means: [f64; 3], offsets: &[f64]) -> Vec<Artifact> {
+    let mut out = Vec::new();
+    for (k, offset) in offsets.iter().enumerate() {
+        for (arm, depth, mean) in [("K4", "4", means[0]), ("K12", "12", means[1])]
+            .into_iter()
+            .chain([("K16", "16", means[2])])
+        {
+            let mut a = screen_artifact(&format!("{arm}-{k}"), arm, depth, "2048");
+            a.figures
+                .metrics
+                .insert(MetricId::DecodeTps, full_stats(100, mean + offset, 2.0));
+            out.push(a);
+        }
+    }
+    out
+}
+
+#[test]
+fn with_repeats_a_per_request_mean_is_judged_across_runs() {
+    // One run each: 100 requests of sd 2 put K12 (50) clear of K16 (49) over requests.
+    let single = coverage_of(&decode_sweep([40.0, 50.0, 49.0], &[0.0]));
+    let k12 = &stage(&single, "SGLang optimization").selected[0].components[0];
+    assert_eq!(k12.verdict, ClaimVerdict::Supported, "{}", k12.reason);
+    assert!(
+        k12.reason
+            .contains("over requests; one run each: no run-to-run variation"),
+        "{}",
+        k12.reason
+    );
+    // Three runs each whose means move by ±3 together: across runs K12 − K16 = +1 with
+    // sd 3 on both sides, an interval including zero. The point estimates still lean.
+    let repeats = coverage_of(&decode_sweep([40.0, 50.0, 49.0], &[-3.0, 0.0, 3.0]));
+    let k12 = &stage(&repeats, "SGLang optimization").selected[0].components[0];
+    assert_eq!(k12.verdict, ClaimVerdict::NotTestable, "{}", k12.reason);
+    assert!(
+        k12.reason
+            .contains("(differences with Welch's 95% CI across runs)")
+            && k12.reason.ends_with(
+                "the differences are within their 95% intervals; the point estimates put \
+                 K12 ahead of K4, K16"
+            ),
+        "{}",
+        k12.reason
+    );
+}
+
+#[test]
+fn an_arm_without_a_one_key_neighbour_is_not_compared_with_confounded_arms() {
+    // K12 differs from the only other arm in two keys: no fallback to that comparison.
+    let mut artifacts = decode_sweep([40.0, 50.0, 49.0], &[0.0]);
+    artifacts.retain(|a| a.facts.arm != "K16");
+    let k4 = artifacts.iter_mut().find(|a| a.facts.arm == "K4").unwrap();
+    k4.facts.config = [("spec_depth", "4"), ("chunked_prefill", "1024")]
+        .into_iter()
+        .collect();
+    let coverage = coverage_of(&artifacts);
+    let k12 = &stage(&coverage, "SGLang optimization").selected[0].components[0];
+    assert_eq!(k12.verdict, ClaimVerdict::NotTestable);
+    assert!(
+        k12.reason.contains("no arm one key apart from K12"),
+        "{}",
+        k12.reason
+    );
+}
+
+#[test]
+fn claims_about_unrecorded_arms_are_not_testable() {
+    let coverage = coverage_of(&[]);
+    let checkpoint = stage(&coverage, "target checkpoint");
+    assert_eq!(checkpoint.selected[0].verdict, ClaimVerdict::NotTestable);
+    assert_eq!(
+        checkpoint.selected[0].reason,
+        "selection not testable: no artifact for RadixArk DFlash2 K8"
+    );
+    let runtime = stage(&coverage, "alternate runtime");
+    assert_eq!(
+        runtime.selected[1].reason,
+        "no artifact for kelnei vLLM 0.27.1 MTP2, matched no-spec"
+    );
+}
