@@ -203,15 +203,7 @@ fn compare_refuses_a_different_workload_naming_fields_and_quoting_the_rule() {
         &[h.to_str().unwrap(), screen.to_str().unwrap()],
     )
     .parts();
-    assert_eq!(code, Some(3), "{out}{err}");
-    says(
-        &out,
-        "refused: headline aggregate throughput cannot be put beside",
-    );
-    says(
-        &out,
-        "recorded optimization-screen, headline headline-sustained-output",
-    );
+    headline_refused_beside(code, &out, &err, "optimization-screen");
     says(&out, "concurrency_per_replica");
     says(&out, "recorded 4, headline 8");
     says(
@@ -549,13 +541,19 @@ fn artifacts_named_one_by_one_are_refused_when_they_differ() {
     let headline = format!("{arm}/headline-sustained-output.ctx4096.c8.n100/repeat-1");
     let functional = format!("{arm}/functional.ctx4096.c1.n8");
     let (code, out, err) = anvil_compare(SAMPLE_MANIFEST, &[&headline, &functional]).parts();
+    headline_refused_beside(code, &out, &err, "functional");
+}
+
+/// A refusal (exit 3) to put the headline's aggregate throughput beside a run of `class`,
+/// naming the class that differs.
+fn headline_refused_beside(code: Option<i32>, out: &str, err: &str, class: &str) {
     assert_eq!(code, Some(3), "{out}{err}");
     says(
-        &out,
+        out,
         "refused: headline aggregate throughput cannot be put beside",
     );
     says(
-        &out,
-        "recorded functional, headline headline-sustained-output",
+        out,
+        &format!("recorded {class}, headline headline-sustained-output"),
     );
 }
