@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use clap::Parser;
 
-use crate::sim::config::{Config, ConfigError, PROFILES, Timing, find_profile};
+use crate::sim::config::{Config, ConfigError, PROFILES, RunSpeed, Timing, find_profile};
 use crate::sim::faults::{FaultKind, FaultRates};
 
 /// The profile and fault tables and the wire rules, shown after `--help`.
@@ -47,6 +47,15 @@ pub fn long_help() -> String {
          costing (1 - bcost + bcost * running) / decode-tps seconds (x (1 + 0.03 * spec-depth)),\n\
          with small seeded jitter; while a prefill runs, a step also pays one prefill chunk\n\
          (--chunked-prefill; 0 = waits for the whole prefill).\n\
+         \n\
+         Run speed: with --run-seed TEXT each replica's prefill and decode rates are multiplied\n\
+         by a factor drawn from a log-normal distribution of mean 1 and coefficient of\n\
+         variation --run-cv (default 0.03), seeded by TEXT and the replica's index: runs with\n\
+         different seeds differ in aggregate throughput by about 3% (one standard deviation),\n\
+         as launches of one configuration on real hardware do. A campaign gives each launch\n\
+         its own seed, e.g. --run-seed tp1-{repeat}-{replica}. Without it every factor is 1.\n\
+         The factors are printed at start and, with --truth, on the file's first line as a\n\
+         comment: `# anvil-sim run speed factor F... (--run-seed \"TEXT\", cv CV)`.\n\
          \n\
          --truth FILE: CSV request_id,replica,seq,tokens,kind,t_deadline_ns,t_write_ns, one row\n\
          per SSE event written plus one `request_read` row per request (CLOCK_MONOTONIC ns).\n\
@@ -103,6 +112,16 @@ pub struct Args {
     /// profile's or the flags') are multiplied by it.
     #[arg(long, default_value_t = 1.0)]
     pub speed: f64,
+    /// Vary this run's speed as real launches do: each replica's prefill and decode rates
+    /// are multiplied by a factor drawn (log-normal, mean 1) from TEXT and the replica's
+    /// index, so runs seeded differently differ in throughput with coefficient of variation
+    /// --run-cv. Without it every factor is 1. The factors are printed at start and written
+    /// at the head of the --truth file.
+    #[arg(long, value_name = "TEXT")]
+    pub run_seed: Option<String>,
+    /// The coefficient of variation of the run speed factor across --run-seed values.
+    #[arg(long, default_value_t = crate::sim::config::DEFAULT_RUN_CV)]
+    pub run_cv: f64,
     /// Maximum running sequences per replica; the rest wait FIFO.
     #[arg(long)]
     pub max_batch: Option<usize>,
@@ -201,6 +220,12 @@ pub fn config(a: Args) -> Result<Config, ConfigError> {
         spec_accept: a.spec_accept.unwrap_or(p.timing.spec_accept),
         chunked_prefill: a.chunked_prefill.unwrap_or(p.timing.chunked_prefill),
     };
+    check(
+        a.run_cv.is_finite() && (0.0..=0.5).contains(&a.run_cv),
+        "--run-cv",
+        a.run_cv,
+        "in [0, 0.5]",
+    )?;
     let t = &timing;
     check(
         t.prefill_tps.is_finite() && t.prefill_tps > 0.0,
@@ -302,6 +327,7 @@ pub fn config(a: Args) -> Result<Config, ConfigError> {
         replicas: a.replicas,
         profile: p.name,
         seed: a.seed,
+        run_speed: RunSpeed::draw(a.run_seed.as_deref(), a.run_cv, a.replicas),
         timing,
         faults,
         stall_ms: a.stall_ms,
@@ -358,6 +384,46 @@ mod tests {
         ] {
             assert!(find_profile(required).is_some(), "{required}");
         }
+    }
+
+    #[test]
+    fn the_run_speed_varies_with_its_seed_by_the_stated_coefficient_of_variation() {
+        let c = parse(&["--replicas", "2"]).unwrap();
+        assert_eq!(
+            c.run_speed.factors,
+            vec![1.0, 1.0],
+            "no seed: the profile's numbers"
+        );
+        let a = parse(&["--replicas", "2", "--run-seed", "tp1-1-{r}"]).unwrap();
+        let again = parse(&["--replicas", "2", "--run-seed", "tp1-1-{r}"]).unwrap();
+        assert_eq!(a.run_speed, again.run_speed, "one seed, one draw");
+        assert_ne!(
+            a.run_speed.factors[0], a.run_speed.factors[1],
+            "replicas differ"
+        );
+        let t = a.run_speed.timing(&a.timing, 1);
+        let f = a.run_speed.factors[1];
+        assert!((t.decode_tps - a.timing.decode_tps * f).abs() < 1e-9);
+        assert!((t.prefill_tps - a.timing.prefill_tps * f).abs() < 1e-9);
+        assert_eq!(t.max_batch, a.timing.max_batch);
+        // Across launches (seeds), the factor has mean 1 and a 3% coefficient of variation.
+        let draws: Vec<f64> = (0..4000)
+            .map(|k| RunSpeed::draw(Some(&format!("arm-{k}")), 0.03, 1).factors[0])
+            .collect();
+        let n = draws.len() as f64;
+        let mean = draws.iter().sum::<f64>() / n;
+        let sd = (draws.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt();
+        assert!((mean - 1.0).abs() < 0.003, "mean {mean}");
+        assert!((sd / mean - 0.03).abs() < 0.003, "cv {}", sd / mean);
+        let e = parse(&["--run-cv", "0.9"]).unwrap_err().to_string();
+        assert!(e.contains("--run-cv"), "{e}");
+        assert_eq!(
+            parse(&["--run-seed", "x", "--run-cv", "0"])
+                .unwrap()
+                .run_speed
+                .factors,
+            vec![1.0]
+        );
     }
 
     #[test]

@@ -141,6 +141,73 @@ pub struct Timing {
     pub chunked_prefill: u32,
 }
 
+/// The default coefficient of variation of the per-run speed factor (`--run-cv`).
+pub const DEFAULT_RUN_CV: f64 = 0.03;
+
+/// How fast this run is beside the profile: real servers differ from launch to launch (clock
+/// boost, placement, thermal state), so two runs of one configuration never give the same
+/// throughput. With `--run-seed TEXT`, each replica draws a factor from a log-normal
+/// distribution of mean 1 and coefficient of variation `cv`, seeded by the text and the
+/// replica's index; its prefill and decode rates are multiplied by it, so aggregate
+/// throughput varies across runs with that coefficient of variation. Without a seed every
+/// factor is 1 (the profile's numbers exactly).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunSpeed {
+    pub seed: Option<String>,
+    pub cv: f64,
+    /// One factor per replica.
+    pub factors: Vec<f64>,
+}
+
+impl RunSpeed {
+    /// The factors of `replicas` replicas drawn from `seed` with coefficient of variation `cv`.
+    pub fn draw(seed: Option<&str>, cv: f64, replicas: usize) -> RunSpeed {
+        use rand::SeedableRng;
+        use rand_distr::{Distribution, LogNormal};
+        let factors = (0..replicas)
+            .map(|i| match (seed, LogNormal::from_mean_cv(1.0, cv)) {
+                (Some(text), Ok(dist)) if cv > 0.0 => {
+                    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+                    for b in text.bytes().chain((i as u64).to_le_bytes()) {
+                        h ^= u64::from(b);
+                        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+                    }
+                    dist.sample(&mut rand::rngs::StdRng::seed_from_u64(h))
+                }
+                _ => 1.0,
+            })
+            .collect();
+        RunSpeed {
+            seed: seed.map(str::to_owned),
+            cv,
+            factors,
+        }
+    }
+
+    /// Replica `i`'s timing: `base` with its prefill and decode rates times its factor.
+    pub fn timing(&self, base: &Timing, i: usize) -> Timing {
+        let f = self.factors.get(i).copied().unwrap_or(1.0);
+        Timing {
+            prefill_tps: base.prefill_tps * f,
+            decode_tps: base.decode_tps * f,
+            ..*base
+        }
+    }
+
+    /// One line saying it: `speed factor 0.9731 (--run-seed "tp1-2-0", cv 0.03)`, per replica.
+    pub fn describe(&self) -> String {
+        let factors: Vec<String> = self.factors.iter().map(|f| format!("{f:.4}")).collect();
+        match &self.seed {
+            Some(seed) => format!(
+                "run speed factor {} (--run-seed {seed:?}, cv {})",
+                factors.join(" "),
+                self.cv
+            ),
+            None => "run speed factor 1 (no --run-seed)".to_owned(),
+        }
+    }
+}
+
 /// Validated configuration.
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -149,7 +216,10 @@ pub struct Config {
     pub replicas: usize,
     pub profile: &'static str,
     pub seed: u64,
+    /// The profile's timing (with the flags' overrides and `--speed`), before the run speed.
     pub timing: Timing,
+    /// This run's speed factor per replica (`--run-seed`).
+    pub run_speed: RunSpeed,
     pub faults: FaultRates,
     pub stall_ms: u64,
     /// Close each connection after its streamed response (`--close-after-stream`).

@@ -180,8 +180,9 @@ pub struct Engine {
 impl Engine {
     /// Start the timer thread. `spin_ns`: how long before a deadline it stops sleeping
     /// and spins; `realtime`: try SCHED_FIFO above the HTTP workers.
+    /// `timings` holds each replica's timing, in replica order.
     pub fn start(
-        timing: Timing,
+        timings: Vec<Timing>,
         replicas: Vec<Arc<ReplicaShared>>,
         spin_ns: i64,
         realtime: bool,
@@ -201,16 +202,16 @@ impl Engine {
                 if realtime {
                     let _ = super::realtime::fifo(super::realtime::TIMER_PRIORITY);
                 }
-                let reps = replicas
-                    .iter()
-                    .map(|_| Rep {
+                let reps = timings
+                    .into_iter()
+                    .map(|timing| Rep {
+                        timing,
                         running: 0,
                         waiting: VecDeque::new(),
                         prefill_free_at: 0,
                     })
                     .collect();
                 let mut s = Sched {
-                    timing,
                     reps,
                     shared: replicas,
                     seqs: HashMap::new(),
@@ -257,6 +258,7 @@ struct Seq {
 }
 
 struct Rep {
+    timing: Timing,
     running: usize,
     waiting: VecDeque<u64>,
     /// When the prefill lane is free again.
@@ -264,7 +266,6 @@ struct Rep {
 }
 
 struct Sched {
-    timing: Timing,
     reps: Vec<Rep>,
     shared: Vec<Arc<ReplicaShared>>,
     seqs: HashMap<u64, Seq>,
@@ -395,7 +396,7 @@ impl Sched {
         match gate {
             Gate::Arrival | Gate::Same => self.heap.push(Reverse((d + delay, id))),
             Gate::FirstToken if !seq.admitted => {
-                if self.reps[rep].running < self.timing.max_batch {
+                if self.reps[rep].running < self.reps[rep].timing.max_batch {
                     self.admit(id, d);
                 } else {
                     self.reps[rep].waiting.push_back(id);
@@ -404,14 +405,14 @@ impl Sched {
             }
             Gate::FirstToken | Gate::Step => {
                 let r = &self.reps[rep];
-                let mut cost = step_ns(&self.timing, r.running)
-                    * (1.0 + 0.06 * (next_unit(&mut seq.rng) - 0.5));
+                let mut cost =
+                    step_ns(&r.timing, r.running) * (1.0 + 0.06 * (next_unit(&mut seq.rng) - 0.5));
                 if r.prefill_free_at > d {
                     let left = (r.prefill_free_at - d) as f64;
-                    cost += if self.timing.chunked_prefill == 0 {
+                    cost += if r.timing.chunked_prefill == 0 {
                         left
                     } else {
-                        left.min(self.timing.chunked_prefill as f64 / self.timing.prefill_tps * 1e9)
+                        left.min(r.timing.chunked_prefill as f64 / r.timing.prefill_tps * 1e9)
                     };
                 }
                 self.heap.push(Reverse((d + cost as i64 + delay, id)));
@@ -431,9 +432,9 @@ impl Sched {
         // The lane is busy for the prefill compute only; the per-chunk step overhead delays
         // this sequence's first token but is shared with other sequences' steps.
         let start = t.max(r.prefill_free_at);
-        let compute = prefill_compute_ns(&self.timing, seq.prefill_tokens) as i64;
+        let compute = prefill_compute_ns(&r.timing, seq.prefill_tokens) as i64;
         r.prefill_free_at = start + compute;
-        let end = start + prefill_ns(&self.timing, seq.prefill_tokens) as i64;
+        let end = start + prefill_ns(&r.timing, seq.prefill_tokens) as i64;
         self.heap.push(Reverse((end + delay, id)));
         let rep = seq.replica;
         self.update_gauges(rep);
@@ -514,7 +515,7 @@ impl Sched {
         } else {
             self.reps[rep].waiting.retain(|w| *w != id);
         }
-        while self.reps[rep].running < self.timing.max_batch {
+        while self.reps[rep].running < self.reps[rep].timing.max_batch {
             let Some(w) = self.reps[rep].waiting.pop_front() else {
                 break;
             };

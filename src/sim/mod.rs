@@ -171,12 +171,20 @@ fn run_until(cfg: Config, stop: Stop) -> anyhow::Result<()> {
             ));
         }
     }
-    let truth = Truth::start(cfg.truth.as_deref())?;
+    let truth = Truth::start(
+        cfg.truth.as_deref(),
+        cfg.run_speed
+            .seed
+            .is_some()
+            .then(|| format!("anvil-sim {}", cfg.run_speed.describe())),
+    )?;
     let replicas: Vec<Arc<ReplicaShared>> = (0..cfg.replicas)
         .map(|i| Arc::new(ReplicaShared::new(i, &cfg.model)))
         .collect();
     let engine = Engine::start(
-        cfg.timing,
+        (0..cfg.replicas)
+            .map(|i| cfg.run_speed.timing(&cfg.timing, i))
+            .collect(),
         replicas.clone(),
         cfg.spin_us as i64 * 1000,
         cfg.realtime && realtime::is_fifo(),
@@ -243,7 +251,7 @@ async fn serve(
             let mut term = signal(tokio::signal::unix::SignalKind::terminate(), "SIGTERM")?;
             (console.listening)(&addrs)?;
             console.notices.say(&format!(
-                "anvil-sim: profile {}, prefill {} tok/s, decode {} tok/s, batch {}, spec {}@{}, chunk {}, seed {}",
+                "anvil-sim: profile {}, prefill {} tok/s, decode {} tok/s, batch {}, spec {}@{}, chunk {}, seed {}, {}",
                 c.profile,
                 c.timing.prefill_tps,
                 c.timing.decode_tps,
@@ -251,7 +259,8 @@ async fn serve(
                 c.timing.spec_depth,
                 c.timing.spec_accept,
                 c.timing.chunked_prefill,
-                c.seed
+                c.seed,
+                c.run_speed.describe()
             ));
             tokio::select! {
                 _ = int.recv() => {}

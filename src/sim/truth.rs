@@ -7,6 +7,10 @@
 //!
 //! `request_id,replica,seq,tokens,kind,t_deadline_ns,t_write_ns`
 //!
+//! preceded, when the run's speed was drawn (`--run-seed`), by one comment line giving each
+//! replica's speed factor (`# anvil-sim run speed factor 0.9731 (--run-seed "a-1-0", cv
+//! 0.03)`).
+//!
 //! `seq` is the 0-based index of the SSE event within its response (every event counts:
 //! role chunk, usage chunk, `[DONE]`, injected malformed lines); times are absolute
 //! `CLOCK_MONOTONIC` nanoseconds. A `request_read` row has an empty `seq` and deadline,
@@ -150,11 +154,14 @@ impl TruthSink {
 
 impl Truth {
     /// Start the thread; with `path`, rows go to that CSV file, in place from now on (see
-    /// the module doc).
-    pub fn start(path: Option<&Path>) -> anyhow::Result<Self> {
+    /// the module doc), after `comment` as a `# ` line when there is one.
+    pub fn start(path: Option<&Path>, comment: Option<String>) -> anyhow::Result<Self> {
         let out = match path {
             Some(p) => {
                 let mut f = crate::outfile::OutputFile::create(p).context("--truth")?;
+                if let Some(line) = comment {
+                    writeln!(f, "# {line}").with_context(|| format!("writing {}", p.display()))?;
+                }
                 writeln!(f, "{HEADER}").with_context(|| format!("writing {}", p.display()))?;
                 let f = f.place_now().context("--truth")?;
                 Some((BufWriter::with_capacity(1 << 20, f), p.to_path_buf()))
@@ -289,7 +296,7 @@ mod tests {
     fn writes_rows_and_quotes_ids() {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("t.csv");
-        let t = Truth::start(Some(&p)).unwrap();
+        let t = Truth::start(Some(&p), None).unwrap();
         let s = t.sink();
         s.send(Record {
             request_id: "a,b".into(),
@@ -324,7 +331,7 @@ mod tests {
     fn rows_reach_the_file_within_a_second_without_finish() {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("t.csv");
-        let t = Truth::start(Some(&p)).unwrap();
+        let t = Truth::start(Some(&p), None).unwrap();
         assert_eq!(std::fs::read_to_string(&p).unwrap(), format!("{HEADER}\n"));
         let row = |id: &str| Record {
             request_id: id.into(),

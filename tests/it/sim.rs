@@ -1168,3 +1168,57 @@ fn deadlines_follow_the_timing_model() {
         "b was admitted only when a finished"
     );
 }
+
+/// `--run-seed` draws the run's speed factor: printed at start, on the truth file's first
+/// line, and applied to the decode steps the timer keeps.
+#[test]
+fn the_run_speed_factor_is_stated_and_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("truth.csv");
+    let sim = Sim::start(&[
+        "--decode-tps",
+        "100",
+        "--batch-cost",
+        "0",
+        "--run-seed",
+        "tp1-2-0",
+        "--run-cv",
+        "0.2",
+        "--truth",
+        path.to_str().unwrap(),
+    ]);
+    let url = format!("{}/v1/chat/completions", sim.url(0));
+    stream(&url, &chat("hello, about 12 words", json!({})), Some("a")).unwrap();
+    let (code, err) = sim.stop();
+    assert_eq!(code, 0, "{err}");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let first = text.lines().next().unwrap();
+    let factor: f64 = first
+        .strip_prefix("# anvil-sim run speed factor ")
+        .and_then(|rest| rest.split(' ').next())
+        .and_then(|f| f.parse().ok())
+        .unwrap_or_else(|| panic!("first line: {first}"));
+    assert!(first.contains("--run-seed \"tp1-2-0\", cv 0.2"), "{first}");
+    assert_eq!(text.lines().nth(1), Some(anvil::sim::truth::HEADER));
+    assert!(
+        err.contains(&format!("run speed factor {factor:.4}")),
+        "{err}"
+    );
+    assert!(
+        (factor - 1.0).abs() > 0.001,
+        "a drawn factor, not 1: {factor}"
+    );
+    let steps: Vec<i64> = truth_rows(&text, "a")
+        .into_iter()
+        .filter(|r| r.0 == "content")
+        .map(|r| r.2)
+        .collect();
+    let step = 10.0 / factor;
+    for w in steps.windows(2) {
+        let gap = (w[1] - w[0]) as f64 / 1e6;
+        assert!(
+            (gap - step).abs() <= step * 0.031,
+            "step {gap} ms, model {step} ms at factor {factor}"
+        );
+    }
+}
