@@ -20,7 +20,9 @@ pub const CAMPAIGN_SCHEMA: &str = "anvil-serving.benchmark-campaign/v1";
 pub const CAMPAIGN_SCHEMA_FAMILY: &str = "anvil-serving.benchmark-campaign/";
 
 /// The placeholders a launch command may hold.
-pub const PLACEHOLDERS: [&str; 3] = ["{port}", "{replica}", "{value}"];
+/// `{port}` and `{replica}` differ per replica, `{repeat}` per launch (the repeat it records:
+/// an arm whose command holds it is launched once per repeat), `{value}` per sweep value.
+pub const PLACEHOLDERS: [&str; 4] = ["{port}", "{replica}", "{repeat}", "{value}"];
 
 /// A campaign file.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -52,7 +54,43 @@ pub struct CampaignFile {
     /// search meets by default.
     #[serde(default, deserialize_with = "crate::slo::deserialize_list")]
     pub slo: Vec<crate::slo::Slo>,
+    /// The order of repeated cells within a stage ([`Order`]): interleaved across arms (the
+    /// default) or blocked.
+    #[serde(default)]
+    pub order: Order,
+    /// Warm-up requests sent to every launch of an arm launched once per repeat before its
+    /// first measured cell (`anvil-capture run --warmup`; recorded as `warmup` rows). Absent:
+    /// one wave of that cell (its concurrency times its replicas).
+    #[serde(default)]
+    pub warmup_requests: Option<u64>,
 }
+
+/// In what order a stage's repeated cells are recorded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Order {
+    /// Round by round across the stage's arms: every arm's first repeat (with its cells
+    /// recorded once), then every arm's second, … (A B C A B C). Each arm is launched once per
+    /// round, so drift of the machine over time falls on every arm alike instead of on the
+    /// arm recorded last.
+    #[default]
+    Interleaved,
+    /// Each arm's repeats back to back in one launch (A A A B B B): fewer cold starts, but
+    /// drift over time is confounded with the arm. Said in the report.
+    Blocked,
+}
+
+impl Order {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Order::Interleaved => "interleaved",
+            Order::Blocked => "blocked",
+        }
+    }
+}
+
+/// The most warm-up requests a launch may be given.
+pub const MAX_WARMUP_REQUESTS: u64 = 100_000;
 
 /// How one arm is served and what is recorded against it.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -68,6 +106,20 @@ pub struct Arm {
     /// A capacity search to run against it, beside (or instead of) its cells.
     #[serde(default)]
     pub search: Option<search::CapacitySearch>,
+}
+
+impl Arm {
+    /// Whether the arm is launched once per repeat: its command holds `{repeat}`, or the
+    /// campaign interleaves repeats and the arm has `repeats` (> 1) of some cell.
+    pub fn launched_per_repeat(&self, order: Order, repeats: u32) -> bool {
+        let uses = self
+            .service
+            .launch
+            .iter()
+            .flat_map(|l| l.argv.iter().chain(l.env.values()))
+            .any(|a| a.contains("{repeat}"));
+        uses || (order == Order::Interleaved && repeats > 1)
+    }
 }
 
 /// A server (or servers already running) for one arm or for the starting service.
@@ -344,6 +396,15 @@ impl CampaignFile {
         }
         if self.starting_service.model.trim().is_empty() {
             out.push(Problem::new("starting_service.model", "must not be empty"));
+        }
+        if self
+            .warmup_requests
+            .is_some_and(|n| n > MAX_WARMUP_REQUESTS)
+        {
+            out.push(Problem::new(
+                "warmup_requests",
+                format!("must be at most {MAX_WARMUP_REQUESTS}"),
+            ));
         }
         for (i, arm) in self.arms.iter().enumerate() {
             arm_problems(&format!("arms[{i}]"), arm, &mut out);

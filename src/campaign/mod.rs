@@ -4,7 +4,8 @@
 //!
 //! Per arm (named as the plan spells it): a launch command (argv, environment, working
 //! directory; `{port}` and `{replica}` are replaced per replica in the argv and the
-//! environment's values, e.g. `CUDA_VISIBLE_DEVICES={replica}`), the replicas' ports, a
+//! environment's values, e.g. `CUDA_VISIBLE_DEVICES={replica}`, and `{repeat}` by the repeat
+//! the launch records), the replicas' ports, a
 //! readiness check (`GET /health` or `/v1/models` until 200, with a timeout), a stop method
 //! (SIGTERM or SIGINT, a grace period, then SIGKILL), the arm's configuration keys (what
 //! `anvil-capture run --set` records) and runtime, and the cells to record (by class or by
@@ -15,6 +16,10 @@
 //! one arm per value (`{value}` replaced in the arm's name, its argv and its environment),
 //! each differing from the others in exactly that key, so the one-variable control rule holds
 //! by construction.
+//!
+//! Repeated cells are recorded interleaved across a stage's arms (one launch per repeat, A B C
+//! A B C) unless the file declares `order: blocked`; a launch per repeat is warmed up before
+//! its first measured cell (`warmup_requests`).
 //!
 //! [`CampaignFile::problems`] checks what the file states on its own;
 //! [`CampaignFile::check_against`] checks it against its manifest and plan (every arm in the
@@ -32,7 +37,7 @@ pub mod supervise;
 
 pub use file::{
     Arm, CAMPAIGN_SCHEMA, CAMPAIGN_SCHEMA_FAMILY, CampaignFile, Cells, Launch, MAX_LOCAL_SHARDS,
-    PLACEHOLDERS, Readiness, Repeats, Service, StartingService, StopMethod, Sweep, Timeouts,
+    Order, PLACEHOLDERS, Readiness, Repeats, Service, StartingService, StopMethod, Sweep, Timeouts,
 };
 pub use plan::{CellState, PlannedCell};
 

@@ -93,13 +93,14 @@ pub struct Stopped {
     pub seconds: f64,
 }
 
-/// The command line (or environment values) of replica `index` on `port`: `{port}` and
-/// `{replica}` replaced.
-pub fn replica_argv(argv: &[String], port: u16, index: usize) -> Vec<String> {
+/// The command line (or environment values) of replica `index` on `port` in the launch that
+/// records `repeat`: `{port}`, `{replica}` and `{repeat}` replaced.
+pub fn replica_argv(argv: &[String], port: u16, index: usize, repeat: u32) -> Vec<String> {
     argv.iter()
         .map(|a| {
             a.replace("{port}", &port.to_string())
                 .replace("{replica}", &index.to_string())
+                .replace("{repeat}", &repeat.to_string())
         })
         .collect()
 }
@@ -134,11 +135,13 @@ fn is_executable(path: &Path) -> bool {
         .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
-/// Start one process per port. `base` is the campaign file's folder (a relative `cwd` is
-/// resolved against it); `log_dir` receives `server.replica<i>.log`. A port that already
-/// answers is refused before anything starts: the campaign would measure another server.
+/// Start one process per port, for the launch that records `repeat` (`{repeat}`). `base` is
+/// the campaign file's folder (a relative `cwd` is resolved against it); `log_dir` receives
+/// `server.replica<i>.log`. A port that already answers is refused before anything starts:
+/// the campaign would measure another server.
 pub fn launch(
     launch: &Launch,
+    repeat: u32,
     ports: &[u16],
     base: &Path,
     log_dir: &Path,
@@ -164,7 +167,7 @@ pub fn launch(
     let cwd = launch.cwd.as_ref().map(|c| base.join(c));
     let mut launched = Launched::default();
     for (index, port) in ports.iter().copied().enumerate() {
-        let argv = replica_argv(&launch.argv, port, index);
+        let argv = replica_argv(&launch.argv, port, index, repeat);
         let log = log_dir.join(format!("server.replica{index}.log"));
         let mut file = File::options()
             .create(true)
@@ -183,7 +186,7 @@ pub fn launch(
         let env = launch.env.iter().map(|(k, v)| {
             (
                 k,
-                replica_argv(std::slice::from_ref(v), port, index).remove(0),
+                replica_argv(std::slice::from_ref(v), port, index, repeat).remove(0),
             )
         });
         let mut cmd = Command::new(&resolved);
@@ -462,12 +465,26 @@ mod tests {
 
     #[test]
     fn placeholders_are_replaced_per_replica() {
-        let argv: Vec<String> = ["vllm", "serve", "--port", "{port}", "--log=r{replica}.txt"]
-            .map(str::to_owned)
-            .to_vec();
+        let argv: Vec<String> = [
+            "vllm",
+            "serve",
+            "--port",
+            "{port}",
+            "--log=r{replica}.txt",
+            "--seed=a-{repeat}-{replica}",
+        ]
+        .map(str::to_owned)
+        .to_vec();
         assert_eq!(
-            replica_argv(&argv, 8101, 1),
-            ["vllm", "serve", "--port", "8101", "--log=r1.txt"]
+            replica_argv(&argv, 8101, 1, 2),
+            [
+                "vllm",
+                "serve",
+                "--port",
+                "8101",
+                "--log=r1.txt",
+                "--seed=a-2-1"
+            ]
         );
     }
 
@@ -487,7 +504,7 @@ mod tests {
             cwd: None,
         };
         let mut launched =
-            super::launch(&launch, &[1], dir.path(), dir.path(), "test", &[]).unwrap();
+            super::launch(&launch, 1, &[1], dir.path(), dir.path(), "test", &[]).unwrap();
         std::thread::sleep(Duration::from_millis(200));
         assert!(launched.exited().is_empty());
         let pid = launched.replicas[0].pid;

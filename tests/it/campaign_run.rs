@@ -340,6 +340,7 @@ fn campaign_run_records_every_arm_restores_the_starting_service_and_reports_it()
         "ready",
         "fingerprint",
         "stopped",
+        "order",
         "launched",
         "ready",
         "recording",
@@ -428,6 +429,100 @@ fn campaign_run_records_every_arm_restores_the_starting_service_and_reports_it()
     let again = f.run(false);
     assert_eq!(again.status.code(), Some(2), "{}", stderr(&again));
     says(&stderr(&again), "--resume");
+}
+
+/// A sweep of two arms whose screen cell is recorded twice, `{repeat}` in their command;
+/// `order` as given (absent: interleaved).
+fn repeated_sweep(order: Option<&str>, seed: &str) -> Fixture {
+    Fixture::with_campaign(|ports| {
+        let mut fields = json!({"sweeps": [{
+            "key": "spec_depth",
+            "values": ["4", "12"],
+            "template": {
+                "arm": "K{value}",
+                "launch": sim_launch(&["--spec-depth", "{value}", "--run-seed", seed]),
+                "ports": [ports[2]],
+                "readiness": {"timeout_s": 30},
+                "stop": {"grace_s": 5},
+                "config": {"chunked_prefill": "2048"},
+                "runtime": "anvil-sim",
+                "cells": {"ids": [SCREEN], "repeats": 2}
+            }
+        }]});
+        if let Some(order) = order {
+            fields["order"] = json!(order);
+        }
+        campaign_json(sim_launch(&["--model", "qwen"]), ports[0], fields)
+    })
+}
+
+/// Repeats interleaved across the stage's arms (K4 K12 K4 K12), each repeat a launch of
+/// its own with its repeat in its command, warmed up before its measured requests; `order:
+/// blocked` keeps each arm's repeats in one launch, unwarmed, when the command has no
+/// `{repeat}`.
+#[test]
+fn repeats_are_interleaved_each_a_warmed_launch_of_its_own_unless_blocked() {
+    let f = repeated_sweep(None, "k{value}-{repeat}-{replica}");
+    let o = f.run(false);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let launches: Vec<(String, u64)> = f
+        .journal()
+        .iter()
+        .filter(|l| l["step"] == "launched" && l["who"] != "starting service")
+        .map(|l| {
+            (
+                l["who"].as_str().unwrap().to_owned(),
+                l["repeat"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    let want: Vec<(String, u64)> = [("arm K4", 1), ("arm K12", 1), ("arm K4", 2), ("arm K12", 2)]
+        .iter()
+        .map(|(a, r)| (a.to_string(), *r))
+        .collect();
+    assert_eq!(launches, want);
+    let order = f
+        .journal()
+        .into_iter()
+        .find(|l| l["step"] == "order")
+        .unwrap();
+    assert_eq!(order["order"], "interleaved", "{order}");
+    let log = std::fs::read_to_string(f.folder().join("K4").join("server.replica0.log")).unwrap();
+    says(&log, "--run-seed k4-2-0");
+    says(&log, "run speed factor");
+    for (arm, repeat) in [("K4", 1), ("K12", 2)] {
+        let run = f
+            .folder()
+            .join(arm)
+            .join(SCREEN)
+            .join(format!("repeat-{repeat}"));
+        let run: Value =
+            serde_json::from_str(&std::fs::read_to_string(run.join("run.json")).unwrap()).unwrap();
+        assert_eq!(run["status"], "complete", "{arm} {repeat}");
+        assert_eq!(
+            run["counts"]["requests_warmup"], 4,
+            "{arm} {repeat}: one wave of C4"
+        );
+    }
+
+    let f = repeated_sweep(Some("blocked"), "k{value}-{replica}");
+    let o = f.run(false);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let launches: Vec<String> = f
+        .journal()
+        .iter()
+        .filter(|l| l["step"] == "launched" && l["who"] != "starting service")
+        .map(|l| l["who"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(launches, ["arm K4", "arm K12"]);
+    let run = f
+        .folder()
+        .join("K12")
+        .join(SCREEN)
+        .join("repeat-2")
+        .join("run.json");
+    let run: Value = serde_json::from_str(&std::fs::read_to_string(run).unwrap()).unwrap();
+    assert_eq!(run["counts"]["requests_warmup"], 0);
 }
 
 #[test]

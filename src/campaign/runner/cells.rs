@@ -1,6 +1,8 @@
-//! Step 2 of a campaign run: every arm in the plan's execution order, launched, its cells
-//! recorded (kept when already recorded, superseded when unusable), each artifact checked
-//! against the plan's stop rules, its capacity search run, then stopped.
+//! Step 2 of a campaign run: every arm in the plan's execution order, launched (once per
+//! stage, or once per repeat with repeats interleaved across the stage's arms), its cells
+//! recorded (kept when already recorded, superseded when unusable; the first measured cell
+//! of a launch per repeat warmed up), each artifact checked against the plan's stop rules,
+//! its capacity search run, then stopped.
 
 use std::path::Path;
 
@@ -8,13 +10,15 @@ use serde_json::json;
 
 use super::{CampaignError, Runner, SUPERSEDED};
 use crate::artifact::Status;
+use crate::campaign::file::Order;
 use crate::campaign::supervise::NotReady;
 use crate::campaign::{Arm, CellState, PlannedCell};
 use crate::capture::request::RunRequest;
 use crate::manifest::RunPlan;
+use crate::workload::cells::FUNCTIONAL;
 
 impl Runner<'_> {
-    /// Step 2: every arm in the plan's execution order.
+    /// Step 2: every arm in the plan's execution order, each launch of it a [`Visit`].
     pub(super) fn run_arms(
         &mut self,
         cells: &[PlannedCell],
@@ -26,26 +30,36 @@ impl Runner<'_> {
             .iter()
             .map(|s| s.stage.as_str())
             .collect();
-        let order = arm_order(plan, cells, &arms);
-        let total_arms = order.len();
+        let order = visits(plan, cells, &arms, self.campaign.order);
+        self.log(
+            "order",
+            json!({
+                "order": self.campaign.order.as_str(),
+                "launches": order.iter().map(|v| json!({"stage": v.stage, "arm": v.arm, "repeat": v.round, "per_repeat": v.per_repeat})).collect::<Vec<_>>(),
+            }),
+        )?;
+        let total = order.len();
         let mut cell_no = 0;
-        for (arm_no, (stage, arm_name)) in order.iter().enumerate() {
+        for (visit_no, visit) in order.iter().enumerate() {
             if self.interrupted() || self.summary.stop_rule.is_some() {
                 break;
             }
-            let Some(arm) = arms.iter().find(|a| a.arm == *arm_name) else {
+            let (stage, arm_name) = (visit.stage, visit.arm);
+            let Some(arm) = arms.iter().find(|a| a.arm == arm_name) else {
                 continue;
             };
-            let mine: Vec<&PlannedCell> = cells
-                .iter()
-                .filter(|c| c.stage == *stage && c.arm == *arm_name)
-                .collect();
-            let stage_no = stages.iter().position(|s| s == stage).map_or(0, |i| i + 1);
+            let mine: Vec<&PlannedCell> = cells.iter().filter(|c| visit.holds(c)).collect();
+            let stage_no = stages.iter().position(|s| *s == stage).map_or(0, |i| i + 1);
             let who = format!("arm {arm_name}");
             self.say(&format!(
-                "stage {stage_no}/{} {stage}, arm {}/{total_arms} {arm_name}: {} cells",
+                "stage {stage_no}/{} {stage}, launch {}/{total} {arm_name}{}: {} cells",
                 stages.len(),
-                arm_no + 1,
+                visit_no + 1,
+                if visit.per_repeat {
+                    format!(" (repeat {})", visit.round)
+                } else {
+                    String::new()
+                },
                 mine.len()
             ));
             let mut todo = Vec::new();
@@ -67,7 +81,7 @@ impl Runner<'_> {
                 }
             }
             // The search, replayed from the probes already recorded: done, or what is next.
-            let first_of_arm = order.iter().position(|(_, a)| a == arm_name) == Some(arm_no);
+            let first_of_arm = order.iter().position(|v| v.arm == arm_name) == Some(visit_no);
             let mut search = match (&arm.search, first_of_arm) {
                 (Some(spec), true) => Some(self.search_from_disk(stage, arm, spec)?),
                 _ => None,
@@ -77,7 +91,9 @@ impl Runner<'_> {
                 continue;
             }
             let log_dir = self.folder.join(&arm.arm);
-            let Some((id, mut launched)) = self.launch(&who, &arm.service, &log_dir)? else {
+            let Some((id, mut launched)) =
+                self.launch(&who, &arm.service, &log_dir, visit.round)?
+            else {
                 for c in &todo {
                     self.not_recorded(c, "its server was not launched")?;
                 }
@@ -95,6 +111,12 @@ impl Runner<'_> {
                 self.stop(&who, id, &arm.service, &mut launched)?;
                 continue;
             }
+            // A launch per repeat is a cold start each time: its first measured cell is
+            // preceded by warm-up requests, so every repeat starts from a warm server.
+            let warmed = visit
+                .per_repeat
+                .then(|| todo.iter().position(|c| c.request.cell.class != FUNCTIONAL))
+                .flatten();
             for (k, c) in todo.iter().enumerate() {
                 if self.interrupted() {
                     break;
@@ -105,7 +127,14 @@ impl Runner<'_> {
                     self.summary.cells,
                     c.name()
                 ));
-                self.record(c)?;
+                let warmup = if warmed == Some(k) {
+                    let wave = u64::from(c.request.cell.concurrency.unwrap_or(1))
+                        * c.request.endpoints.len().max(1) as u64;
+                    self.campaign.warmup_requests.unwrap_or(wave)
+                } else {
+                    0
+                };
+                self.record_warmed(c, warmup)?;
                 if self.deaths(&who, &mut launched, "cell", &c.name())? {
                     for rest in &todo[k + 1..] {
                         self.not_recorded(rest, "its server died during an earlier cell")?;
@@ -172,12 +201,24 @@ impl Runner<'_> {
     /// Record one cell (in this process, or as its local shard processes) and check its
     /// artifact against the plan's stop rules.
     pub(super) fn record(&mut self, c: &PlannedCell) -> Result<(), CampaignError> {
-        let command = c.request.to_argv();
+        self.record_warmed(c, 0)
+    }
+
+    /// [`Self::record`], after `warmup` warm-up requests (`--warmup`; 0: none).
+    pub(super) fn record_warmed(
+        &mut self,
+        c: &PlannedCell,
+        warmup: u64,
+    ) -> Result<(), CampaignError> {
+        let mut request = c.request.clone();
+        request.load.warmup = warmup;
+        let request = &request;
+        let command = request.to_argv();
         let mut line = json!({"arm": c.arm, "cell": c.name(), "dir": c.dir.display().to_string(), "command": command});
         let started = std::time::Instant::now();
         let outcome = if c.shards > 1 {
             let shards = crate::campaign::shards::requests(
-                &c.request,
+                request,
                 c.shards,
                 &crate::campaign::shards::start_instant(),
                 &crate::realtime::allowed_cpus(),
@@ -188,7 +229,7 @@ impl Runner<'_> {
         } else {
             self.log("recording", line)?;
             self.say(&format!("  {}", crate::shell::join(&command)));
-            (self.record)(&c.request)
+            (self.record)(request)
         };
         match outcome {
             Err(e) => {
@@ -283,6 +324,90 @@ impl Runner<'_> {
         }
         Ok(())
     }
+}
+
+/// One launch of an arm in a stage.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Visit<'p> {
+    pub stage: &'p str,
+    pub arm: &'p str,
+    /// The repeat the launch records (its `{repeat}`); 1 for an arm launched once per stage.
+    pub round: u32,
+    /// Launched once per repeat ([`Arm::launched_per_repeat`]): it records its cells' repeat
+    /// `round` (cells recorded once go with round 1), its first measured cell warmed up.
+    pub per_repeat: bool,
+}
+
+impl Visit<'_> {
+    /// Whether the launch records `c`.
+    pub fn holds(&self, c: &PlannedCell) -> bool {
+        c.stage == self.stage
+            && c.arm == self.arm
+            && (!self.per_repeat || c.repeat.index == self.round)
+    }
+}
+
+/// Every launch of the campaign in order: stage by stage as [`arm_order`] lists the arms;
+/// within a stage, interleaved (every arm's repeat 1, then every arm's repeat 2, …; an arm
+/// launched once per stage with round 1) or blocked (each arm's launches back to back).
+pub(super) fn visits<'p>(
+    plan: &'p RunPlan,
+    cells: &[PlannedCell],
+    arms: &[Arm],
+    order: Order,
+) -> Vec<Visit<'p>> {
+    let pairs = arm_order(plan, cells, arms);
+    let mut out = Vec::new();
+    let mut start = 0;
+    while start < pairs.len() {
+        let stage = pairs[start].0;
+        let end = pairs[start..]
+            .iter()
+            .position(|(s, _)| *s != stage)
+            .map_or(pairs.len(), |n| start + n);
+        let each: Vec<(&str, u32, bool)> = pairs[start..end]
+            .iter()
+            .map(|&(_, name)| {
+                let rounds = cells
+                    .iter()
+                    .filter(|c| c.stage == stage && c.arm == name)
+                    .map(|c| c.repeat.of)
+                    .max()
+                    .unwrap_or(1);
+                let per_repeat = arms
+                    .iter()
+                    .find(|a| a.arm == name)
+                    .is_some_and(|a| a.launched_per_repeat(order, rounds));
+                (name, rounds, per_repeat)
+            })
+            .collect();
+        let visit = |arm, round, per_repeat| Visit {
+            stage,
+            arm,
+            round,
+            per_repeat,
+        };
+        match order {
+            Order::Blocked => {
+                for &(arm, rounds, per_repeat) in &each {
+                    let last = if per_repeat { rounds } else { 1 };
+                    out.extend((1..=last).map(|r| visit(arm, r, per_repeat)));
+                }
+            }
+            Order::Interleaved => {
+                let most = each.iter().map(|e| e.1).max().unwrap_or(1);
+                for round in 1..=most {
+                    for &(arm, rounds, per_repeat) in &each {
+                        if round == 1 || (per_repeat && round <= rounds) {
+                            out.push(visit(arm, round, per_repeat));
+                        }
+                    }
+                }
+            }
+        }
+        start = end;
+    }
+    out
 }
 
 /// Stage by stage in the plan's execution order, each arm with cells to record there, or

@@ -39,7 +39,7 @@ impl Runner<'_> {
         let service = self.campaign.starting_service.service.clone();
         let who = "starting service";
         let log_dir = self.folder.join(STARTING_SERVICE_DIR);
-        let Some((id, mut launched)) = self.launch(who, &service, &log_dir)? else {
+        let Some((id, mut launched)) = self.launch(who, &service, &log_dir, 1)? else {
             return Err(CampaignError::Failed(format!(
                 "the starting service could not be started ({}); nothing was recorded",
                 self.summary.failures.last().cloned().unwrap_or_default()
@@ -86,7 +86,7 @@ impl Runner<'_> {
         let mut ready_at = None;
         let mut after = None;
         let log_dir = self.folder.join(STARTING_SERVICE_DIR);
-        let launched = self.launch(who, &service, &log_dir)?;
+        let launched = self.launch(who, &service, &log_dir, 1)?;
         let mut pids = Vec::new();
         let mut argv = Vec::new();
         let mut urls = service.endpoints.clone();

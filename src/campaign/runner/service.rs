@@ -15,13 +15,15 @@ use crate::campaign::journal;
 use crate::campaign::supervise::{self, Launched, NotReady, Stopped};
 
 impl Runner<'_> {
-    /// Launch `service` for `who` (its logs in `log_dir`), journaled. `None` when it could
-    /// not start (journaled as failed).
+    /// Launch `service` for `who` (its logs in `log_dir`) to record `repeat` (its `{repeat}`;
+    /// 1 for a launch that records no particular repeat), journaled. `None` when it could not
+    /// start (journaled as failed).
     pub(super) fn launch(
         &mut self,
         who: &str,
         service: &Service,
         log_dir: &Path,
+        repeat: u32,
     ) -> Result<Option<(u32, Launched)>, CampaignError> {
         let Some(launch) = &service.launch else {
             return Ok(Some((0, Launched::default())));
@@ -29,7 +31,15 @@ impl Runner<'_> {
         self.launches += 1;
         let id = self.launches;
         let secrets = launch_secrets(service);
-        match supervise::launch(launch, &service.ports, &self.base, log_dir, who, &secrets) {
+        match supervise::launch(
+            launch,
+            repeat,
+            &service.ports,
+            &self.base,
+            log_dir,
+            who,
+            &secrets,
+        ) {
             Ok(launched) => {
                 let replicas: Vec<Value> = launched
                     .replicas
@@ -48,7 +58,7 @@ impl Runner<'_> {
                 self.log(
                     "launched",
                     json!({
-                        "launch": id, "who": who, "replicas": replicas,
+                        "launch": id, "who": who, "repeat": repeat, "replicas": replicas,
                         "boot_id": supervise::boot_id(),
                         "env": launch.env.keys().collect::<Vec<_>>(),
                     }),

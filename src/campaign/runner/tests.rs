@@ -7,11 +7,12 @@ use std::path::Path;
 use serde_json::json;
 
 use super::capacity::exact_interval;
-use super::cells::arm_order;
+use super::cells::{Visit, arm_order, visits};
 use super::restore::all_passed;
 use super::service::{configuration, launch_secrets, orphan_candidates};
 use super::{RESTORATION_JSON, earlier_fingerprint, restoration_file};
 use crate::artifact::restoration::RestorationCheck;
+use crate::campaign::file::Order;
 use crate::campaign::{CampaignFile, CellState};
 
 fn sample() -> (
@@ -53,6 +54,67 @@ fn arms_run_stage_by_stage_and_a_search_with_its_arm_s_first_stage() {
     // Without cells, only the searching arm is left, in the first stage naming it.
     let order = arm_order(&plan, &[], &arms);
     assert_eq!(order, vec![("matched topology", "TP1")]);
+}
+
+/// Repeats interleaved: within a stage every arm's repeat 1 (with its cells recorded once),
+/// then every arm's repeat 2, …, each a launch of its own; blocked keeps each arm's launches
+/// together, one per repeat only when its command holds `{repeat}`.
+#[test]
+fn repeats_are_interleaved_across_a_stage_s_arms_unless_blocked() {
+    let (mut campaign, manifest, plan) = sample();
+    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("sample-data/campaign.json");
+    let out = tempfile::tempdir().unwrap();
+    let cells = campaign.plan(&file, &manifest, &plan, out.path());
+    let arms = campaign.all_arms();
+    let stage = "matched topology";
+    let of_stage = |v: &[Visit<'_>]| -> Vec<(String, u32)> {
+        v.iter()
+            .filter(|v| v.stage == stage)
+            .map(|v| (v.arm.to_owned(), v.round))
+            .collect()
+    };
+    let interleaved = visits(&plan, &cells, &arms, Order::Interleaved);
+    let tp = ["TP1", "TP2", "two independent TP1 replicas"];
+    let want: Vec<(String, u32)> = (1..=3)
+        .flat_map(|r| tp.iter().map(move |a| (a.to_string(), r)))
+        .collect();
+    assert_eq!(of_stage(&interleaved), want);
+    // Every planned cell is recorded by exactly one launch.
+    for c in &cells {
+        let n = interleaved.iter().filter(|v| v.holds(c)).count();
+        assert_eq!(n, 1, "{} {}", c.arm, c.name());
+    }
+    // Cells recorded once (the functional checks) go with repeat 1.
+    let round_one = interleaved
+        .iter()
+        .find(|v| v.stage == stage && v.arm == "TP1" && v.round == 1)
+        .unwrap();
+    assert!(cells.iter().any(|c| round_one.holds(c) && c.repeat.of == 1));
+    // The screen's arms are recorded once: one launch each, not per repeat.
+    assert!(
+        interleaved
+            .iter()
+            .filter(|v| v.arm == "chunk1K")
+            .all(|v| v.round == 1 && !v.per_repeat)
+    );
+    let blocked = visits(&plan, &cells, &arms, Order::Blocked);
+    let want: Vec<(String, u32)> = tp.iter().map(|a| (a.to_string(), 1)).collect();
+    assert_eq!(of_stage(&blocked), want);
+    assert!(blocked.iter().all(|v| !v.per_repeat));
+    // Blocked, with `{repeat}` in TP2's command: TP2's three launches back to back.
+    let tp2 = campaign.arms.iter_mut().find(|a| a.arm == "TP2").unwrap();
+    let launch = tp2.service.launch.as_mut().unwrap();
+    launch
+        .argv
+        .extend(["--run-seed".into(), "tp2-{repeat}".into()]);
+    let arms = campaign.all_arms();
+    let blocked = visits(&plan, &cells, &arms, Order::Blocked);
+    let want: Vec<(String, u32)> = [("TP1", 1), ("TP2", 1), ("TP2", 2), ("TP2", 3)]
+        .iter()
+        .map(|(a, r)| (a.to_string(), *r))
+        .chain([("two independent TP1 replicas".to_owned(), 1)])
+        .collect();
+    assert_eq!(of_stage(&blocked), want);
 }
 
 #[test]
