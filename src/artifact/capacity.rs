@@ -138,6 +138,10 @@ pub struct Observation {
     pub attained: u64,
     /// Measured requests in the window.
     pub requests: u64,
+    /// Goodput over the window (tok/s of the attained requests, the `goodput` view's
+    /// `goodput_tps`), when the probe's usage reported tokens.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub goodput_tps: Option<f64>,
 }
 
 /// The bracket a search ended with: the largest load that met the target and the smallest
@@ -165,6 +169,21 @@ pub struct Side {
     pub high: f64,
 }
 
+/// A per-GPU figure at the capacity over the passing load's runs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PerGpu {
+    /// tok/s per GPU, the mean over the runs.
+    pub mean: f64,
+    /// Its Student t 95% interval across runs; absent with one run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub low: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub high: Option<f64>,
+    /// The runs it is the mean of.
+    pub runs: u32,
+}
+
 /// What `capacity.json` says of one arm's search.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -177,11 +196,30 @@ pub struct CapacityResult {
     /// The requests attainment is computed over.
     pub window: Window,
     pub slo: Vec<String>,
-    pub requests_per_probe: u64,
+    /// Measured requests per probe, when the search fixed them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requests_per_probe: Option<u64>,
+    /// Requests after the first wave per probe, when the search gave those instead.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window_requests: Option<u64>,
     pub repeats: u32,
+    /// The arm's replicas (a load is requests in flight per replica).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replicas: Option<u32>,
+    /// The GPUs the arm uses (its `gpus` key, else its topology), when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpus: Option<u32>,
     pub status: CapacityStatus,
     /// The largest load that met the target, when resolved and one did.
     pub capacity: Option<f64>,
+    /// Concurrency searches with the GPUs known: the capacity as requests in flight per GPU
+    /// (capacity × replicas ÷ GPUs), the figure arms of different topologies are ranked by.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capacity_per_gpu: Option<f64>,
+    /// Goodput per GPU at the capacity: the mean over the passing load's runs, with its
+    /// across-run interval when there are two runs or more.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub goodput_per_gpu: Option<PerGpu>,
     pub bracket: Option<Bracket>,
     /// Every probe, in the order recorded.
     pub probes: Vec<Observation>,

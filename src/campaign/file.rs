@@ -109,8 +109,25 @@ pub struct Arm {
 }
 
 impl Arm {
-    /// Whether the arm is launched once per repeat: its command holds `{repeat}`, or the
-    /// campaign interleaves repeats and the arm has `repeats` (> 1) of some cell.
+    /// Its replicas: one per port it launches, or per endpoint already running.
+    pub fn replicas(&self) -> usize {
+        self.service.ports.len().max(self.service.endpoints.len())
+    }
+
+    /// The GPUs it uses, read from its configuration with the campaign's `defaults` for the
+    /// keys it does not declare (its `gpus` key, else its topology).
+    pub fn gpus(&self, defaults: &BTreeMap<String, String>) -> Option<crate::artifact::gpus::Gpus> {
+        crate::artifact::gpus::gpus(|key| {
+            self.service
+                .config
+                .get(key)
+                .or_else(|| defaults.get(key))
+                .map(String::as_str)
+        })
+    }
+
+    /// Whether the arm is launched once per repeat: it has `repeats` (> 1) of some cell, and
+    /// its command holds `{repeat}` or the campaign interleaves repeats.
     pub fn launched_per_repeat(&self, order: Order, repeats: u32) -> bool {
         let uses = self
             .service
@@ -118,7 +135,7 @@ impl Arm {
             .iter()
             .flat_map(|l| l.argv.iter().chain(l.env.values()))
             .any(|a| a.contains("{repeat}"));
-        uses || (order == Order::Interleaved && repeats > 1)
+        repeats > 1 && (uses || order == Order::Interleaved)
     }
 }
 
@@ -411,7 +428,7 @@ impl CampaignFile {
         }
         for (i, arm) in self.all_arms().iter().enumerate() {
             if let Some(search) = &arm.search {
-                let replicas = arm.service.ports.len().max(arm.service.endpoints.len());
+                let replicas = arm.replicas();
                 out.extend(search.problems(
                     &format!("arm `{}` (arm {}): search", arm.arm, i + 1),
                     replicas,

@@ -175,7 +175,7 @@ impl CampaignFile {
                 class: search.class.clone(),
                 context: Some(search.context),
                 concurrency: Some(concurrency),
-                requests: Some(search.requests),
+                requests: Some(search.probe_requests(load, arm.replicas())),
                 off_manifest: true,
             },
         )

@@ -16,8 +16,8 @@
 use serde::Deserialize;
 
 pub use crate::artifact::capacity::{
-    Bracket, CAPACITY_JSON, CAPACITY_SCHEMA, CapacityResult, CapacityStatus, Observation, Side,
-    Vary, Window,
+    Bracket, CAPACITY_JSON, CAPACITY_SCHEMA, CapacityResult, CapacityStatus, Observation, PerGpu,
+    Side, Vary, Window,
 };
 use crate::manifest::Problem;
 use crate::slo::Slo;
@@ -39,8 +39,14 @@ pub struct CapacitySearch {
     pub min: f64,
     /// The largest load tried.
     pub max: f64,
-    /// Measured requests per probe (all replicas together).
-    pub requests: u64,
+    /// Measured requests per probe (all replicas together); or give `window_requests`.
+    #[serde(default)]
+    pub requests: Option<u64>,
+    /// Closed loop, `after_first_wave` window only: the requests each probe measures after
+    /// its first wave; a probe at c in flight per replica then sends c × replicas + this
+    /// many, so every load is judged on the same number of steady-state requests.
+    #[serde(default)]
+    pub window_requests: Option<u64>,
     /// The attainment a load must reach, e.g. 0.99.
     pub target: f64,
     #[serde(default)]
@@ -130,29 +136,54 @@ impl CapacitySearch {
                 format!("{} must lie strictly between 0 and 1", self.target),
             );
         } else if let Some(need) = crate::stats::min_requests_to_resolve(self.target) {
-            // After the first wave a closed-loop probe loses concurrency × replicas requests.
-            let lost = match (self.window, self.vary) {
-                (Window::AfterFirstWave, Vary::Concurrency) => {
-                    self.max.max(0.0) as u64 * replicas.max(1) as u64
-                }
-                _ => 0,
-            };
-            if self.requests < need + lost {
-                bad(
+            match (self.requests, self.window_requests) {
+                (Some(_), Some(_)) | (None, None) => bad(
                     "requests",
-                    format!(
-                        "{} requests per probe cannot resolve target {}: even with every request attained, the exact 95% lower bound exceeds {} only from {need} requests in the window{}; give at least {}",
-                        self.requests,
-                        self.target,
-                        self.target,
-                        if lost > 0 {
-                            format!(" (after a first wave of up to {lost})")
-                        } else {
-                            String::new()
-                        },
-                        need + lost
-                    ),
-                );
+                    "give either `requests` (measured requests per probe) or `window_requests` (requests after the first wave per probe), not both and not neither"
+                        .to_owned(),
+                ),
+                (None, Some(window)) => {
+                    if self.vary != Vary::Concurrency || self.window != Window::AfterFirstWave {
+                        bad(
+                            "window_requests",
+                            "counts the requests after a closed loop's first wave: it needs `vary: concurrency` and `window: after_first_wave`"
+                                .to_owned(),
+                        );
+                    } else if window < need {
+                        bad(
+                            "window_requests",
+                            format!(
+                                "{window} requests after the first wave cannot resolve target {}: even with every request attained, the exact 95% lower bound exceeds {} only from {need}; give at least {need}",
+                                self.target, self.target
+                            ),
+                        );
+                    }
+                }
+                (Some(requests), None) => {
+                    // After the first wave a closed-loop probe loses concurrency × replicas.
+                    let lost = match (self.window, self.vary) {
+                        (Window::AfterFirstWave, Vary::Concurrency) => {
+                            self.max.max(0.0) as u64 * replicas.max(1) as u64
+                        }
+                        _ => 0,
+                    };
+                    if requests < need + lost {
+                        bad(
+                            "requests",
+                            format!(
+                                "{requests} requests per probe cannot resolve target {}: even with every request attained, the exact 95% lower bound exceeds {} only from {need} requests in the window{}; give at least {}",
+                                self.target,
+                                self.target,
+                                if lost > 0 {
+                                    format!(" (after a first wave of up to {lost})")
+                                } else {
+                                    String::new()
+                                },
+                                need + lost
+                            ),
+                        );
+                    }
+                }
             }
         }
         if self.repeats == 0 || self.repeats > 100 {
@@ -166,6 +197,16 @@ impl CapacitySearch {
             );
         }
         out
+    }
+
+    /// The measured requests of a probe at `load` on an arm of `replicas` replicas: the fixed
+    /// `requests`, or the first wave (load × replicas) plus `window_requests`.
+    pub fn probe_requests(&self, load: f64, replicas: usize) -> u64 {
+        match (self.requests, self.window_requests) {
+            (Some(n), _) => n,
+            (None, Some(w)) => load.max(0.0) as u64 * replicas.max(1) as u64 + w,
+            (None, None) => 0,
+        }
     }
 
     /// The SLO texts in force: the search's own, else the campaign's.
@@ -314,14 +355,27 @@ fn boundary(
     })
 }
 
+/// The arm a search ran on: its replicas, and its GPUs when known.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ArmShape {
+    pub replicas: u32,
+    pub gpus: Option<u32>,
+}
+
+/// The Student t 95% interval of a mean over runs (the runner passes the statistics in);
+/// `None` with fewer than two values.
+pub type MeanInterval = dyn Fn(&[f64]) -> Option<(f64, f64)>;
+
 /// The result of a search that ended with `bracket` (or stopped before, `why`), as
-/// `capacity.json` states it.
+/// `capacity.json` states it; `shape` gives the per-GPU figures.
 pub fn result(
     arm: &str,
     search: &CapacitySearch,
     slo: &[String],
     probes: Vec<Observation>,
     ended: Result<Bracket, String>,
+    shape: ArmShape,
+    mean_interval: &MeanInterval,
 ) -> CapacityResult {
     let unit = match search.vary {
         Vary::Concurrency => "requests in flight per replica",
@@ -392,6 +446,58 @@ pub fn result(
             (status, capacity, verdict, Some(b))
         }
     };
+    let per_gpu = |load: f64| -> Option<f64> {
+        let gpus = shape.gpus.filter(|g| *g > 0)?;
+        (search.vary == Vary::Concurrency).then(|| load * shape.replicas as f64 / gpus as f64)
+    };
+    let capacity_per_gpu = capacity.and_then(per_gpu);
+    let passing_runs: Vec<&Observation> = bracket
+        .as_ref()
+        .filter(|_| capacity.is_some())
+        .and_then(|b| b.passing.as_ref())
+        .map(|p| p.runs.iter().collect())
+        .unwrap_or_default();
+    let goodput_per_gpu = shape.gpus.filter(|g| *g > 0).and_then(|gpus| {
+        let values: Vec<f64> = passing_runs
+            .iter()
+            .map(|o| o.goodput_tps.map(|g| g / gpus as f64))
+            .collect::<Option<Vec<f64>>>()?;
+        if values.is_empty() {
+            return None;
+        }
+        let mean = values.iter().sum::<f64>() / values.len() as f64;
+        let (low, high) = mean_interval(&values).unzip();
+        Some(PerGpu {
+            mean,
+            low,
+            high,
+            runs: values.len() as u32,
+        })
+    });
+    let mut verdict = verdict;
+    if let (Some(c), Some(p)) = (capacity_per_gpu, capacity) {
+        let gpus = shape.gpus.unwrap_or(1);
+        verdict.push_str(&format!(
+            "; {} in flight per GPU ({} × {} replica{} on {gpus} GPU{})",
+            trim(c),
+            trim(p),
+            shape.replicas,
+            if shape.replicas == 1 { "" } else { "s" },
+            if gpus == 1 { "" } else { "s" },
+        ));
+    }
+    if let Some(g) = &goodput_per_gpu {
+        verdict.push_str(&match (g.low, g.high) {
+            (Some(low), Some(high)) => format!(
+                "; goodput there {:.1} [{low:.1}, {high:.1}] tok/s per GPU over {} runs",
+                g.mean, g.runs
+            ),
+            _ => format!(
+                "; goodput there {:.1} tok/s per GPU over one run (no across-run interval)",
+                g.mean
+            ),
+        });
+    }
     CapacityResult {
         arm: arm.to_owned(),
         vary: search.vary,
@@ -401,12 +507,26 @@ pub fn result(
         window: search.window,
         slo: slo.to_vec(),
         requests_per_probe: search.requests,
+        window_requests: search.window_requests,
         repeats: search.repeats,
+        replicas: Some(shape.replicas),
+        gpus: shape.gpus,
         status,
         capacity,
+        capacity_per_gpu,
+        goodput_per_gpu,
         bracket,
         probes,
         verdict,
+    }
+}
+
+/// A load as written: whole numbers without a fraction.
+fn trim(v: f64) -> String {
+    if v.fract() == 0.0 {
+        format!("{v:.0}")
+    } else {
+        format!("{v}")
     }
 }
 
@@ -421,7 +541,8 @@ mod tests {
             vary: Vary::Concurrency,
             min,
             max,
-            requests: 400,
+            requests: Some(400),
+            window_requests: None,
             target: 0.9,
             window: Window::All,
             slo: vec![Slo::parse("ttft_ms<=2000").unwrap()],
@@ -448,6 +569,7 @@ mod tests {
                     dir: std::path::PathBuf::new(),
                     attained: attained(load),
                     requests: 400,
+                    goodput_tps: None,
                 }),
                 Step::Done(b) => return (seen.iter().map(|o| o.load).collect(), b),
             }
@@ -508,15 +630,119 @@ mod tests {
     fn a_probe_too_small_to_resolve_the_target_is_refused_naming_the_minimum() {
         let mut s = search(1.0, 8.0, 1);
         s.target = 0.99;
-        s.requests = 300;
+        s.requests = Some(300);
         let problems = s.problems("arms[0].search", 1, &[]);
         let text = format!("{problems:?}");
         assert!(text.contains("only from 368 requests"), "{text}");
-        s.requests = 368;
+        s.requests = Some(368);
         assert!(s.problems("arms[0].search", 1, &[]).is_empty());
         s.window = Window::AfterFirstWave;
         let text = format!("{:?}", s.problems("arms[0].search", 2, &[]));
         assert!(text.contains("give at least 384"), "{text}");
+    }
+
+    #[test]
+    fn window_requests_size_each_probe_by_its_first_wave_and_are_checked() {
+        let mut s = search(4.0, 64.0, 3);
+        s.requests = None;
+        s.window_requests = Some(60);
+        let text = format!("{:?}", s.problems("arms[0].search", 2, &[]));
+        assert!(
+            text.contains("needs `vary: concurrency` and `window: after_first_wave`"),
+            "{text}"
+        );
+        s.window = Window::AfterFirstWave;
+        assert!(s.problems("arms[0].search", 2, &[]).is_empty());
+        // Two replicas at 12 in flight each: a first wave of 24, then 60 measured.
+        assert_eq!(s.probe_requests(12.0, 2), 84);
+        assert_eq!(s.probe_requests(4.0, 1), 64);
+        s.window_requests = Some(20);
+        let text = format!("{:?}", s.problems("arms[0].search", 2, &[]));
+        assert!(text.contains("give at least 36"), "{text}");
+        s.requests = Some(400);
+        let text = format!("{:?}", s.problems("arms[0].search", 2, &[]));
+        assert!(text.contains("not both and not neither"), "{text}");
+    }
+
+    #[test]
+    fn capacity_is_stated_per_gpu_with_goodput_per_gpu_across_the_passing_runs() {
+        let s = search(1.0, 32.0, 3);
+        let (_, bracket) = drive(&s, |c| if c <= 5.0 { 400 } else { 200 });
+        let mut bracket = bracket;
+        // Goodput of the passing load's three runs: 300, 330, 360 tok/s.
+        for (i, run) in bracket
+            .passing
+            .as_mut()
+            .unwrap()
+            .runs
+            .iter_mut()
+            .enumerate()
+        {
+            run.goodput_tps = Some(300.0 + 30.0 * i as f64);
+        }
+        let mean_interval = |v: &[f64]| (v.len() > 1).then_some((-1.0, 1.0));
+        let shape = ArmShape {
+            replicas: 2,
+            gpus: Some(2),
+        };
+        let r = result(
+            "DP2",
+            &s,
+            &[],
+            Vec::new(),
+            Ok(bracket.clone()),
+            shape,
+            &mean_interval,
+        );
+        assert_eq!(r.capacity, Some(5.0));
+        assert_eq!(r.capacity_per_gpu, Some(5.0));
+        let g = r.goodput_per_gpu.as_ref().unwrap();
+        assert_eq!(
+            (g.mean, g.runs, g.low, g.high),
+            (165.0, 3, Some(-1.0), Some(1.0))
+        );
+        assert!(
+            r.verdict
+                .contains("5 in flight per GPU (5 × 2 replicas on 2 GPUs)"),
+            "{}",
+            r.verdict
+        );
+        assert!(
+            r.verdict
+                .contains("goodput there 165.0 [-1.0, 1.0] tok/s per GPU over 3 runs"),
+            "{}",
+            r.verdict
+        );
+        // TP2: one replica over two GPUs holds half as many per GPU.
+        let tp2 = ArmShape {
+            replicas: 1,
+            gpus: Some(2),
+        };
+        let r = result(
+            "TP2",
+            &s,
+            &[],
+            Vec::new(),
+            Ok(bracket.clone()),
+            tp2,
+            &mean_interval,
+        );
+        assert_eq!(r.capacity_per_gpu, Some(2.5));
+        // GPUs unknown: no per-GPU figure is invented.
+        let unknown = ArmShape {
+            replicas: 1,
+            gpus: None,
+        };
+        let r = result(
+            "X",
+            &s,
+            &[],
+            Vec::new(),
+            Ok(bracket),
+            unknown,
+            &mean_interval,
+        );
+        assert_eq!((r.capacity_per_gpu, r.goodput_per_gpu), (None, None));
     }
 
     #[test]

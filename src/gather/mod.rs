@@ -5,8 +5,10 @@
 //! - [`rules_input`]: each artifact's facts and figures for the rules;
 //! - [`report_input`]: what the report draws (timings, queues, snippets, definitions);
 //! - [`summary`]: `anvil summary`'s statistics;
-//! - [`evidence`]: the evidence file names beneath the data folders.
+//! - [`evidence`]: the evidence file names beneath the data folders;
+//! - [`decisions`]: the decisions as SQL tables (`capacity`), registered into a session.
 
+pub mod decisions;
 pub mod evidence;
 pub mod report_input;
 pub mod rules_input;

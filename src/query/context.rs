@@ -39,6 +39,12 @@ type Workers = ();
 /// The base tables, in the order `--list` shows them.
 pub const TABLES: [&str; 6] = ["runs", "shards", "slos", "requests", "events", "scrapes"];
 
+/// The tables of the decisions anvil draws from the artifacts (a capacity search's
+/// bracket, …): computed above the query layer (`gather/`) and registered into a session
+/// with [`AnvilSession::register_decision`]; documented in docs/artifact.md like the base
+/// tables, listed by `--list` when registered.
+pub const DECISION_TABLES: [&str; 1] = ["capacity"];
+
 /// A session over some artifacts.
 pub struct AnvilSession {
     ctx: SessionContext,
@@ -196,6 +202,17 @@ impl AnvilSession {
     /// The artifacts the tables hold, sorted by folder.
     pub fn artifacts(&self) -> &[ArtifactSource] {
         &self.artifacts
+    }
+
+    /// Register the decision table `name` (one of [`DECISION_TABLES`]), replacing an
+    /// earlier one of that name.
+    pub fn register_decision(&self, name: &'static str, table: MemTable) -> Result<(), QueryError> {
+        debug_assert!(
+            DECISION_TABLES.contains(&name),
+            "{name} is not a decision table"
+        );
+        let _ = self.ctx.deregister_table(name);
+        register(&self.ctx, name, Arc::new(table))
     }
 }
 

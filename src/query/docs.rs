@@ -81,6 +81,7 @@ fn parse_entry(text: &str) -> Option<ColumnDoc> {
 pub fn table_columns(table: &str) -> Vec<ColumnDoc> {
     let heading = match table {
         "runs" | "slos" | "shards" => format!("### `{table}`"),
+        t if super::context::DECISION_TABLES.contains(&t) => format!("### `{t}`"),
         other => format!("### `{other}.parquet`"),
     };
     let Some(at) = ARTIFACT_MD.find(&heading) else {
@@ -110,7 +111,7 @@ pub fn table_columns(table: &str) -> Vec<ColumnDoc> {
 
 /// The documented columns of the table or view `name`, if it is one of anvil's.
 pub fn columns(name: &str) -> Option<Vec<ColumnDoc>> {
-    if super::context::TABLES.contains(&name) {
+    if super::context::TABLES.contains(&name) || super::context::DECISION_TABLES.contains(&name) {
         return Some(table_columns(name));
     }
     super::views::VIEWS

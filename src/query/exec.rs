@@ -11,7 +11,7 @@ use datafusion::logical_expr::TableType;
 use datafusion::sql::parser::{DFParser, Statement};
 
 use super::QueryError;
-use super::context::{AnvilSession, TABLES};
+use super::context::{AnvilSession, DECISION_TABLES, TABLES};
 use super::views::VIEWS;
 
 /// The deepest expression a statement may hold. Planning and optimizing cost grows faster
@@ -210,7 +210,12 @@ impl AnvilSession {
             let views: Vec<&str> = VIEWS.iter().map(|v| v.name).collect();
             Some(format!(
                 "tables: {}; views: {} (`anvil sql --list` shows their columns)",
-                TABLES.join(", "),
+                TABLES
+                    .iter()
+                    .chain(DECISION_TABLES.iter())
+                    .copied()
+                    .collect::<Vec<_>>()
+                    .join(", "),
                 views.join(", ")
             ))
         } else {
@@ -223,9 +228,14 @@ impl AnvilSession {
     /// `column_name`, `data_type`, `nullable`, `unit`, `meaning`), tables first, then views
     /// in load order.
     pub async fn list(&self) -> Result<StatementResult, QueryError> {
+        let decided = DECISION_TABLES
+            .iter()
+            .copied()
+            .filter(|t| self.context().table_exist(*t).unwrap_or(false));
         let names: Vec<&str> = TABLES
             .iter()
             .copied()
+            .chain(decided)
             .chain(VIEWS.iter().map(|v| v.name))
             .collect();
         self.column_rows(&names, true).await

@@ -26,7 +26,7 @@ pub mod source;
 pub mod udf;
 pub mod views;
 
-pub use context::{AnvilSession, TABLES, runs_schema};
+pub use context::{AnvilSession, DECISION_TABLES, TABLES, runs_schema};
 pub use error::QueryError;
 pub use exec::{Access, StatementResult};
 pub use output::{Format, write_result};

@@ -1,7 +1,9 @@
 //! Capacity search through `anvil campaign run` against a real `anvil-sim` process whose
 //! timing model fixes the answer: the bracket it finds, a journal line per probe,
-//! `capacity.json`, `--resume` after SIGKILL that re-records no complete probe, a bracket too
-//! close to the target to resolve, and a probe size that cannot resolve the target at all.
+//! `capacity.json`, `--resume` after SIGKILL that re-records no complete probe, a two-replica
+//! search after the first wave with its capacity and goodput per GPU (and the `capacity` SQL
+//! table), a bracket too close to the target to resolve, and a probe size that cannot resolve
+//! the target at all.
 
 use std::process::Command;
 
@@ -225,4 +227,93 @@ fn a_probe_too_small_to_resolve_the_target_is_refused() {
     let o = f.run(false);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(!f.folder().join("capacity.json").exists());
+}
+
+/// A two-replica arm searched after the first wave with `window_requests`: each probe sends
+/// its first wave (c × 2) plus 40 measured requests; the batch limit of 4 per replica is the
+/// capacity (8 in flight on 2 GPUs: 4 per GPU), goodput per GPU there has an interval across
+/// the passing load's two runs, and `anvil sql` reads the result as the `capacity` table.
+#[test]
+fn a_dp2_search_after_the_first_wave_states_capacity_and_goodput_per_gpu() {
+    let f = Fixture::with_campaign(|ports| {
+        campaign_json(
+            sim_launch(&["--model", "qwen"]),
+            ports[0],
+            json!({"slo": ["ttft_ms<=60"],
+                "arms": [{
+                    "arm": "two independent TP1 replicas",
+                    "launch": arm_launch("1000000"),
+                    "ports": [ports[1], ports[2]],
+                    "readiness": {"timeout_s": 30},
+                    "stop": {"grace_s": 5},
+                    "config": {"topology": "DP2"},
+                    "runtime": "anvil-sim",
+                    "search": {
+                        "class": "optimization-screen",
+                        "context": 4096,
+                        "vary": "concurrency",
+                        "min": 3,
+                        "max": 8,
+                        "window": "after_first_wave",
+                        "window_requests": 40,
+                        "target": 0.9,
+                        "repeats": 2
+                    }
+                }]
+            }),
+        )
+    });
+    let o = f.run(false);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let s = &capacity(&f)["searches"][0];
+    assert_eq!(s["status"], "resolved", "{s:#}");
+    assert_eq!(
+        (&s["capacity"], &s["capacity_per_gpu"]),
+        (&json!(4.0), &json!(4.0)),
+        "{s:#}"
+    );
+    assert_eq!((&s["replicas"], &s["gpus"]), (&json!(2), &json!(2)));
+    assert_eq!(s["window_requests"], 40);
+    // Every probe measured 40 requests after a first wave of c × 2.
+    for p in s["probes"].as_array().unwrap() {
+        assert_eq!(p["requests"], 40, "{p:#}");
+        let dir = p["dir"].as_str().unwrap();
+        let c = p["load"].as_f64().unwrap() as u64;
+        assert!(
+            dir.contains(&format!(".c{c}.n{}.probe-capacity", c * 2 + 40)),
+            "{dir}"
+        );
+    }
+    let g = &s["goodput_per_gpu"];
+    assert_eq!(g["runs"], 2, "{s:#}");
+    let (mean, low, high) = (
+        g["mean"].as_f64().unwrap(),
+        g["low"].as_f64().unwrap(),
+        g["high"].as_f64().unwrap(),
+    );
+    assert!(low <= mean && mean <= high && mean > 0.0, "{g:#}");
+    // The mean is the passing runs' goodput over the window, halved (two GPUs).
+    let runs = s["bracket"]["passing"]["runs"].as_array().unwrap();
+    let sum: f64 = runs
+        .iter()
+        .map(|r| r["goodput_tps"].as_f64().unwrap())
+        .sum();
+    assert!((mean - sum / 2.0 / 2.0).abs() < 1e-9, "{g:#} {runs:#?}");
+    says(
+        s["verdict"].as_str().unwrap(),
+        "4 in flight per GPU (4 × 2 replicas on 2 GPUs)",
+    );
+    let o = Command::new(ANVIL)
+        .args(["sql", "--format", "json", "--data"])
+        .arg(&f.out)
+        .arg("SELECT arm, capacity_per_gpu, goodput_per_gpu_tps, goodput_runs, passing_runs FROM capacity")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let rows: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(rows[0]["arm"], "two independent TP1 replicas");
+    assert_eq!(rows[0]["capacity_per_gpu"], 4.0);
+    assert_eq!(rows[0]["goodput_runs"], 2);
+    assert_eq!(rows[0]["passing_runs"], 2);
+    assert!((rows[0]["goodput_per_gpu_tps"].as_f64().unwrap() - mean).abs() < 1e-9);
 }

@@ -115,7 +115,7 @@ fn searches(
             Vary::Rate => ("rate", " requests/s, bisected geometrically"),
         };
         text.push_str(&format!(
-            "\ncapacity search on {}: {what} {} to {}{unit}{}; target {} attainment of {} over window {}; probes of {} requests of {} at {} prompt tokens (marked --probe {}), at most {} probes ({}); result in {}\n",
+            "\ncapacity search on {}: {what} {} to {}{unit}{}; target {} attainment of {} over window {}; probes of {} of {} at {} prompt tokens (marked --probe {}), at most {} probes ({}); result in {}\n",
             arm.arm,
             s.min,
             s.max,
@@ -123,7 +123,15 @@ fn searches(
             s.target,
             crate::slo::texts(s.slos(&campaign.slo)).join(", "),
             s.window.as_str(),
-            s.requests,
+            match (s.requests, s.window_requests) {
+                (Some(n), _) => format!("{n} requests"),
+                (None, Some(w)) => format!(
+                    "the first wave (load × {} replica{}) plus {w} requests",
+                    arm.replicas().max(1),
+                    if arm.replicas() > 1 { "s" } else { "" }
+                ),
+                (None, None) => "no stated number of requests".to_owned(),
+            },
             s.class,
             s.context,
             crate::campaign::search::PROBE,

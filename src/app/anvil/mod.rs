@@ -71,8 +71,8 @@ pub fn run(cli: Cli) -> anyhow::Result<Exit> {
 pub use places::{resolve_data, resolve_document, resolve_documents};
 #[cfg(feature = "analysis")]
 pub use session::{
-    Documents, files_beside, json, load_documents, open_session, open_session_materialized,
-    resolve_slos, runtime, say_if_empty,
+    Documents, capacity_beside, files_beside, json, load_documents, open_session,
+    open_session_materialized, resolve_slos, runtime, say_if_empty,
 };
 
 /// What `check`, `compare` and `report` start from: the data folders as local paths, the
@@ -335,6 +335,40 @@ mod session {
             );
         }
         Ok(first)
+    }
+
+    /// The capacity searches' results in `capacity.json` files in the `data` folders or one
+    /// level beneath them (a campaign folder), in file order, read as `anvil validate` reads
+    /// them; an unreadable or malformed file is named on standard error and left out.
+    pub fn capacity_beside(
+        command: &str,
+        data: &[PathBuf],
+    ) -> Vec<crate::report::input::CapacityFound> {
+        let mut files: Vec<PathBuf> = data
+            .iter()
+            .flat_map(|dir| files_beside(dir, crate::artifact::capacity::CAPACITY_JSON))
+            .collect();
+        files.sort();
+        files.dedup();
+        let mut out = Vec::new();
+        for file in files {
+            let read = std::fs::read_to_string(&file)
+                .map_err(|e| format!("cannot read: {e}"))
+                .and_then(|text| crate::artifact::capacity::Capacity::parse(&text));
+            match read {
+                Ok(doc) => out.extend(doc.searches.into_iter().map(|search| {
+                    crate::report::input::CapacityFound {
+                        search,
+                        file: crate::location::shown(&file),
+                    }
+                })),
+                Err(why) => eprintln!(
+                    "anvil {command}: {}: {why}; its capacity searches are left out",
+                    crate::location::shown(&file)
+                ),
+            }
+        }
+        out
     }
 
     /// The files called `name` in `dir` or one level beneath it (a data folder and the

@@ -72,7 +72,7 @@ pub fn render(
         check_exit_code: Exit::from(check.outcome).code(),
         slos: &slo_text,
         tradeoff: &tradeoff,
-        capacity: &capacity_beside(data),
+        capacity: &super::capacity_beside("report", data),
         spec_positions: &gathered.spec_positions,
         planned: planned.as_ref(),
     };
@@ -120,37 +120,6 @@ fn planned_cells(
         out: out.display().to_string(),
         cells,
     })
-}
-
-/// The capacity searches' results in `capacity.json` files in the `data` folders or one
-/// level beneath them (a campaign folder), in file order, read as `anvil validate` reads
-/// them; an unreadable or malformed file is named on standard error and left out.
-fn capacity_beside(data: &[PathBuf]) -> Vec<crate::report::input::CapacityFound> {
-    let mut files: Vec<PathBuf> = data
-        .iter()
-        .flat_map(|dir| super::files_beside(dir, crate::artifact::capacity::CAPACITY_JSON))
-        .collect();
-    files.sort();
-    files.dedup();
-    let mut out = Vec::new();
-    for file in files {
-        let read = std::fs::read_to_string(&file)
-            .map_err(|e| format!("cannot read: {e}"))
-            .and_then(|text| crate::artifact::capacity::Capacity::parse(&text));
-        match read {
-            Ok(doc) => out.extend(doc.searches.into_iter().map(|search| {
-                crate::report::input::CapacityFound {
-                    search,
-                    file: crate::location::shown(&file),
-                }
-            })),
-            Err(why) => eprintln!(
-                "anvil report: {}: {why}; its capacity searches are left out",
-                crate::location::shown(&file)
-            ),
-        }
-    }
-    out
 }
 
 /// `anvil report`: exit 0 when the report was written, 2 on bad input. The campaign's own

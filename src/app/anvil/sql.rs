@@ -40,6 +40,7 @@ pub fn run(args: &SqlArgs) -> anyhow::Result<Exit> {
         } else {
             open_on_workers(args, &data, &slos).await?
         };
+        crate::gather::decisions::register(&session, &super::capacity_beside("sql", &data))?;
         let format = Format::from(args.format);
         let access = if args.allow_write {
             Access::ReadWrite

@@ -24,6 +24,13 @@ pub(super) fn exact_interval(k: u64, n: u64) -> (f64, f64) {
     crate::stats::clopper_pearson(k, n).map_or((0.0, 1.0), |p| (p.low, p.high))
 }
 
+/// The Student t 95% interval of the mean of `values` (two or more).
+pub(super) fn mean_interval(values: &[f64]) -> Option<(f64, f64)> {
+    let sample = crate::stats::Sample::new(values.to_vec()).ok()?;
+    let m = crate::stats::Moments::new(sample.len() as u64, sample.mean(), sample.sd()?).ok()?;
+    crate::stats::mean_interval(m).map(|i| (i.low, i.high))
+}
+
 impl Runner<'_> {
     /// Replay `arm`'s search from the probes `out` already holds (each read once, journaled
     /// as reused); when that ends the search, its result is written.
@@ -47,7 +54,8 @@ impl Runner<'_> {
             "search_started",
             json!({"arm": arm.arm, "vary": spec.vary, "min": spec.min, "max": spec.max,
                    "target": spec.target, "window": spec.window.as_str(), "slo": texts,
-                   "requests": spec.requests, "repeats": spec.repeats}),
+                   "requests": spec.requests, "window_requests": spec.window_requests,
+                   "repeats": spec.repeats}),
         )?;
         loop {
             match search::next_step(spec, &state.seen, &exact_interval) {
@@ -173,7 +181,7 @@ impl Runner<'_> {
             return Err(format!("its status is {}", run.status.as_str()));
         }
         let sql = format!(
-            "SELECT requests, attained FROM goodput WHERE window = '{}'",
+            "SELECT requests, attained, goodput_tps FROM goodput WHERE window = '{}'",
             spec.window.as_str()
         );
         let rows = self
@@ -185,6 +193,7 @@ impl Runner<'_> {
                 Ok::<_, crate::query::QueryError>((
                     crate::query::rows::column_f64(&r, "requests")?,
                     crate::query::rows::column_f64(&r, "attained")?,
+                    crate::query::rows::column_f64(&r, "goodput_tps")?,
                 ))
             })
             .map_err(|e| format!("its attainment could not be read ({e})"))?;
@@ -198,6 +207,7 @@ impl Runner<'_> {
             dir: dir.clone(),
             attained: *attained as u64,
             requests: *requests as u64,
+            goodput_tps: rows.2.first().copied().flatten(),
         })
     }
 
@@ -240,7 +250,19 @@ impl Runner<'_> {
         ended: Result<search::Bracket, String>,
     ) -> Result<(), CampaignError> {
         let texts: Vec<String> = state.slos.slos.iter().map(|s| s.to_string()).collect();
-        let result = search::result(&arm.arm, spec, &texts, state.seen.clone(), ended);
+        let shape = search::ArmShape {
+            replicas: arm.replicas().max(1) as u32,
+            gpus: arm.gpus(&self.campaign.defaults).map(|g| g.count),
+        };
+        let result = search::result(
+            &arm.arm,
+            spec,
+            &texts,
+            state.seen.clone(),
+            ended,
+            shape,
+            &mean_interval,
+        );
         self.log(
             "search_done",
             json!({"arm": arm.arm, "status": result.status, "capacity": result.capacity,

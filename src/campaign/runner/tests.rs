@@ -24,8 +24,8 @@ fn sample() -> (
     CampaignFile::load_checked(file).unwrap()
 }
 
-/// The plan's stages in order, each arm once per stage it has cells in; TP1's capacity
-/// search runs with the first stage naming it; an arm with nothing to do is left out.
+/// The plan's stages in order, each arm once per stage it has cells in; a topology arm's
+/// capacity search runs with the first stage naming it; an arm with nothing to do is left out.
 #[test]
 fn arms_run_stage_by_stage_and_a_search_with_its_arm_s_first_stage() {
     let (campaign, manifest, plan) = sample();
@@ -51,9 +51,17 @@ fn arms_run_stage_by_stage_and_a_search_with_its_arm_s_first_stage() {
     assert!(positions.windows(2).all(|w| w[0] < w[1]), "{order:?}");
     assert!(order.contains(&("matched topology", "TP1")));
     assert!(!order.iter().any(|(s, _)| *s == "restore"));
-    // Without cells, only the searching arm is left, in the first stage naming it.
+    // Without cells, only the searching arms are left (the three topologies), in the first
+    // stage naming them.
     let order = arm_order(&plan, &[], &arms);
-    assert_eq!(order, vec![("matched topology", "TP1")]);
+    assert_eq!(
+        order,
+        vec![
+            ("matched topology", "TP1"),
+            ("matched topology", "TP2"),
+            ("matched topology", "two independent TP1 replicas")
+        ]
+    );
 }
 
 /// Repeats interleaved: within a stage every arm's repeat 1 (with its cells recorded once),
@@ -97,6 +105,21 @@ fn repeats_are_interleaved_across_a_stage_s_arms_unless_blocked() {
             .filter(|v| v.arm == "chunk1K")
             .all(|v| v.round == 1 && !v.per_repeat)
     );
+    // Blocked, with the sample's `{repeat}` commands: each arm's launches back to back.
+    let blocked = visits(&plan, &cells, &arms, Order::Blocked);
+    let want: Vec<(String, u32)> = tp
+        .iter()
+        .flat_map(|a| (1..=3).map(move |r| (a.to_string(), r)))
+        .collect();
+    assert_eq!(of_stage(&blocked), want);
+    // Blocked, with no `{repeat}` in any command: one launch per arm, its repeats in it.
+    for arm in &mut campaign.arms {
+        let launch = arm.service.launch.as_mut().unwrap();
+        if let Some(at) = launch.argv.iter().position(|a| a == "--run-seed") {
+            launch.argv.drain(at..at + 2);
+        }
+    }
+    let arms = campaign.all_arms();
     let blocked = visits(&plan, &cells, &arms, Order::Blocked);
     let want: Vec<(String, u32)> = tp.iter().map(|a| (a.to_string(), 1)).collect();
     assert_eq!(of_stage(&blocked), want);
