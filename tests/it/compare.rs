@@ -451,6 +451,14 @@ fn compare_and_check_exit_2_on_bad_input_and_document_their_exit_codes() {
     assert_eq!(code, Some(2), "{err}");
     says(&err, "does not exist");
 
+    // A folder given beside an artifact that holds none is named, not counted as nothing.
+    let empty = tmp.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    let one = "sample-data/2026-09-04-qwen38-27b-pro6000-possibility/TP1/headline-sustained-output.ctx4096.c8.n100/repeat-1";
+    let (code, _, err) = anvil(&["compare", empty.to_str().unwrap(), one]).parts();
+    assert_eq!(code, Some(2), "{err}");
+    says(&err, &format!("{}: no artifact", empty.display()));
+
     let bad_plan = tmp.path().join("plan.json");
     std::fs::write(&bad_plan, "{ not json").unwrap();
     let (code, _, err) = anvil(&[

@@ -54,6 +54,15 @@ pub fn run(args: &CompareArgs) -> anyhow::Result<Exit> {
         slos: &slos,
         tradeoff: &tradeoff,
     };
+    if let Some(empty) = folder_without_artifact(&args.artifacts, &session_dirs) {
+        return Err(AppError::wrap(
+            Exit::BadInput,
+            anyhow::anyhow!(
+                "{}: no artifact (a folder holding run.json) at or beneath it; give an artifact folder or a data folder that holds some",
+                empty.display()
+            ),
+        ));
+    }
     if artifacts.is_empty() {
         anyhow::bail!("no artifact (a folder holding run.json) under the ARTIFACT_DIRs given");
     }
@@ -285,4 +294,19 @@ fn stages_json(stages: &[rules::StageComparison]) -> serde_json::Value {
             })
             .collect(),
     )
+}
+
+/// The first local folder among the explicit `given` arguments that holds none of the
+/// artifacts the session found (`found`: each artifact's folder), so it is named rather than
+/// silently counted as nothing.
+fn folder_without_artifact<'a>(
+    given: &'a [PathBuf],
+    found: &[(PathBuf, String)],
+) -> Option<&'a PathBuf> {
+    let canonical = |p: &std::path::Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_owned());
+    let found: Vec<PathBuf> = found.iter().map(|(dir, _)| canonical(dir)).collect();
+    given.iter().filter(|g| g.is_dir()).find(|g| {
+        let g = canonical(g);
+        !found.iter().any(|dir| dir.starts_with(&g))
+    })
 }
