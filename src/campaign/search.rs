@@ -19,6 +19,7 @@ pub use crate::artifact::capacity::{
     Bracket, CAPACITY_JSON, CAPACITY_SCHEMA, CapacityResult, CapacityStatus, Observation, PerGpu,
     Side, Vary, Window,
 };
+use crate::figure::count_or_sig3 as trim;
 use crate::manifest::Problem;
 use crate::slo::Slo;
 
@@ -518,15 +519,6 @@ pub fn result(
         bracket,
         probes,
         verdict,
-    }
-}
-
-/// A load as written: whole numbers without a fraction.
-fn trim(v: f64) -> String {
-    if v.fract() == 0.0 {
-        format!("{v:.0}")
-    } else {
-        format!("{v}")
     }
 }
 

@@ -218,6 +218,21 @@ pub fn topology_stage(dp2_tps: f64) -> Vec<Artifact> {
     ]
 }
 
+/// `artifacts` made to hold one load: one replica on 2 GPUs each (a `gpus` key, which is
+/// never a difference), so a claim's figures are judged rather than refused as "load
+/// differs" (what the topology fixtures are otherwise). A `DP2` arm then records one
+/// replica, which its own consistency rule reports.
+pub fn at_equal_load(artifacts: Vec<Artifact>) -> Vec<Artifact> {
+    artifacts
+        .into_iter()
+        .map(|mut a| {
+            a.facts.replica_count = 1;
+            a.facts.config.0.push(("gpus".to_owned(), "2".to_owned()));
+            a
+        })
+        .collect()
+}
+
 /// [`topology_stage`] recorded three times, each arm's throughputs spread by ±10 around
 /// its figure (sd 10 across runs).
 pub fn repeated_topology_stage(dp2_tps: f64) -> Vec<Artifact> {

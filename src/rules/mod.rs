@@ -29,6 +29,7 @@ pub mod coverage;
 pub mod effect;
 pub mod headline;
 pub mod input;
+pub mod load;
 pub mod matching;
 pub mod naming;
 pub mod objective;

@@ -10,12 +10,19 @@
 //! variation, so the lead of one run over another is a point estimate and is said to be one.
 //! Percentile objectives take each run's percentile as one observation (the mean of the
 //! runs' p50, its t interval across runs), as the comparisons do with repeats.
+//!
+//! Each objective names its window: latency and goodput are decided after the first wave
+//! (the start-up burst is an objective of its own: the first wave's worst TTFT), with the
+//! figure over every request beside it; throughput is the run's aggregate over all
+//! requests. A lead stands only between arms offered equal load on the objective's basis
+//! ([`super::load`]): otherwise it is "load differs", both loads named, and no winner.
 
 use serde::Serialize;
 
 use super::compare::{Comparison, ThroughputEstimate};
 use super::effect::{DEFAULT_MIN_EFFECT_SHARE, Effect};
 use super::input::{MetricId, Window};
+use super::load::LoadBasis;
 use crate::stats::sample::{Interval, Moments, Sample, mean_interval};
 use crate::stats::welch_interval;
 
@@ -32,17 +39,54 @@ pub enum ObjectiveKind {
     TtftP95,
     /// Output tokens per second of the requests that met every SLO.
     Goodput,
+    /// The cold-start burst: the worst TTFT of the first wave.
+    BurstTtft,
 }
 
 impl ObjectiveKind {
     /// Every objective, in the order a report states them.
-    pub const ALL: [ObjectiveKind; 5] = [
+    pub const ALL: [ObjectiveKind; 6] = [
         ObjectiveKind::Throughput,
         ObjectiveKind::ThroughputPerGpu,
         ObjectiveKind::TpotP50,
         ObjectiveKind::TtftP95,
         ObjectiveKind::Goodput,
+        ObjectiveKind::BurstTtft,
     ];
+
+    /// The window its verdict is made over: latency and goodput after the first wave,
+    /// throughput over the run, the burst over its first wave (the `all` window's requests).
+    pub fn window(self) -> Window {
+        match self {
+            ObjectiveKind::TpotP50 | ObjectiveKind::TtftP95 | ObjectiveKind::Goodput => {
+                Window::AfterFirstWave
+            }
+            ObjectiveKind::Throughput
+            | ObjectiveKind::ThroughputPerGpu
+            | ObjectiveKind::BurstTtft => Window::All,
+        }
+    }
+
+    /// The window in words, as a verdict names it.
+    pub fn window_label(self) -> &'static str {
+        match self {
+            ObjectiveKind::BurstTtft => "the first wave",
+            _ => match self.window() {
+                Window::All => "all requests",
+                Window::AfterFirstWave => "after the first wave",
+            },
+        }
+    }
+
+    /// What the load of two arms must hold equal for a lead on it to stand.
+    pub fn basis(self) -> LoadBasis {
+        match self {
+            ObjectiveKind::Throughput | ObjectiveKind::Goodput => LoadBasis::Aggregate,
+            ObjectiveKind::ThroughputPerGpu => LoadBasis::PerGpu,
+            ObjectiveKind::TpotP50 | ObjectiveKind::TtftP95 => LoadBasis::PerReplica,
+            ObjectiveKind::BurstTtft => LoadBasis::Burst,
+        }
+    }
 
     /// The objective in words.
     pub fn label(self) -> &'static str {
@@ -52,6 +96,7 @@ impl ObjectiveKind {
             ObjectiveKind::TpotP50 => "latency: median TPOT",
             ObjectiveKind::TtftP95 => "latency: TTFT p95",
             ObjectiveKind::Goodput => "goodput under the SLOs",
+            ObjectiveKind::BurstTtft => "cold-start burst: worst first-wave TTFT",
         }
     }
 
@@ -60,7 +105,7 @@ impl ObjectiveKind {
         match self {
             ObjectiveKind::Throughput | ObjectiveKind::Goodput => "tok/s",
             ObjectiveKind::ThroughputPerGpu => "tok/s per GPU",
-            ObjectiveKind::TpotP50 | ObjectiveKind::TtftP95 => "ms",
+            ObjectiveKind::TpotP50 | ObjectiveKind::TtftP95 | ObjectiveKind::BurstTtft => "ms",
         }
     }
 
@@ -84,6 +129,8 @@ pub struct ObjectiveFigure {
     pub interval: Option<Interval>,
     /// Requests in flight (all replicas), for throughput objectives.
     pub in_flight: Option<u64>,
+    /// The same figure over every request, beside a verdict made after the first wave.
+    pub all_requests: Option<f64>,
     moments: Option<Moments>,
 }
 
@@ -91,6 +138,11 @@ pub struct ObjectiveFigure {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Objective {
     pub kind: ObjectiveKind,
+    /// The window the figures and the verdict are over.
+    pub window: Window,
+    /// Why the leader's and the runner-up's loads are not equal on the objective's basis,
+    /// both named; the lead then stands for nothing.
+    pub load_differs: Option<String>,
     /// The arm with the best figure.
     pub leader: ObjectiveFigure,
     /// The next best arm, when there is one.
@@ -110,8 +162,8 @@ impl Objective {
     }
 }
 
-/// One figure per arm of `c` on `kind` (arms without it are left out).
-fn figures(c: &Comparison, kind: ObjectiveKind) -> Vec<ObjectiveFigure> {
+/// One figure per arm of `c` on `kind` over `window` (arms without it are left out).
+fn figures_over(c: &Comparison, kind: ObjectiveKind, window: Window) -> Vec<ObjectiveFigure> {
     let from_estimate = |arm: &str, e: &ThroughputEstimate, scale: f64, in_flight: Option<u64>| {
         let value = e.value()? / scale;
         let (runs, moments, interval) = match e {
@@ -138,15 +190,30 @@ fn figures(c: &Comparison, kind: ObjectiveKind) -> Vec<ObjectiveFigure> {
             runs,
             interval,
             in_flight,
+            all_requests: None,
             moments,
         })
+    };
+    let per_run = |arm: &str, values: Vec<f64>| {
+        let runs = values.len();
+        let value = values.iter().sum::<f64>() / runs as f64;
+        let moments = Sample::new(values).ok().and_then(|s| s.moments());
+        ObjectiveFigure {
+            arm: arm.to_owned(),
+            value,
+            runs,
+            interval: moments.and_then(mean_interval),
+            in_flight: None,
+            all_requests: None,
+            moments,
+        }
     };
     match kind {
         ObjectiveKind::Throughput | ObjectiveKind::ThroughputPerGpu => c
             .arms
             .iter()
             .filter_map(|arm| {
-                let t = c.throughput(arm, Window::All)?;
+                let t = c.throughput(arm, window)?;
                 let scale = match kind {
                     ObjectiveKind::ThroughputPerGpu => f64::from(t.gpus?.count),
                     _ => 1.0,
@@ -157,7 +224,7 @@ fn figures(c: &Comparison, kind: ObjectiveKind) -> Vec<ObjectiveFigure> {
         ObjectiveKind::Goodput => c
             .goodput
             .iter()
-            .filter(|g| g.window == Window::All)
+            .filter(|g| g.window == window)
             .filter_map(|g| from_estimate(&g.arm, &g.goodput_tps, 1.0, None))
             .collect(),
         ObjectiveKind::TpotP50 | ObjectiveKind::TtftP95 => {
@@ -171,26 +238,36 @@ fn figures(c: &Comparison, kind: ObjectiveKind) -> Vec<ObjectiveFigure> {
             c.arms
                 .iter()
                 .filter_map(|arm| {
-                    let a = m.arm(arm, Window::All)?;
+                    let a = m.arm(arm, window)?;
                     let values: Vec<f64> = a.runs.iter().filter_map(|r| pick(&r.stats)).collect();
                     if values.is_empty() || values.len() != a.runs.len() {
                         return None;
                     }
-                    let runs = values.len();
-                    let value = values.iter().sum::<f64>() / runs as f64;
-                    let moments = Sample::new(values).ok().and_then(|s| s.moments());
-                    Some(ObjectiveFigure {
-                        arm: arm.clone(),
-                        value,
-                        runs,
-                        interval: moments.and_then(mean_interval),
-                        in_flight: None,
-                        moments,
-                    })
+                    Some(per_run(arm, values))
                 })
                 .collect()
         }
+        ObjectiveKind::BurstTtft => c
+            .burst
+            .iter()
+            .filter(|b| !b.worst_ttft_ms.is_empty())
+            .map(|b| per_run(&b.arm, b.worst_ttft_ms.clone()))
+            .collect(),
     }
+}
+
+/// One figure per arm of `c` on `kind`, over the objective's window, with the figure over
+/// every request beside it where the window is another.
+fn figures(c: &Comparison, kind: ObjectiveKind) -> Vec<ObjectiveFigure> {
+    let window = kind.window();
+    let mut out = figures_over(c, kind, window);
+    if window != Window::All {
+        let all = figures_over(c, kind, Window::All);
+        for f in &mut out {
+            f.all_requests = all.iter().find(|a| a.arm == f.arm).map(|a| a.value);
+        }
+    }
+    out
 }
 
 /// The leader of `c` on `kind`, or `None` when no arm has the figure.
@@ -206,6 +283,9 @@ pub fn objective(c: &Comparison, kind: ObjectiveKind) -> Option<Objective> {
     let mut ranked = ranked.into_iter();
     let leader = ranked.next()?;
     let runner_up = ranked.next();
+    let load_differs = runner_up
+        .as_ref()
+        .and_then(|r| c.load_differs(&leader.arm, &r.arm, kind.basis()));
     let (lead, resolved, unresolved) = match &runner_up {
         None => (None, true, None),
         Some(second) => match leader
@@ -247,8 +327,14 @@ pub fn objective(c: &Comparison, kind: ObjectiveKind) -> Option<Objective> {
             ),
         },
     };
+    let (resolved, unresolved) = match &load_differs {
+        Some(why) => (false, Some(why.clone())),
+        None => (resolved, unresolved),
+    };
     Some(Objective {
         kind,
+        window: kind.window(),
+        load_differs,
         leader,
         runner_up,
         lead,
@@ -263,4 +349,70 @@ pub fn objectives(c: &Comparison) -> Vec<Objective> {
         .iter()
         .filter_map(|&k| objective(c, k))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::fixtures::{at_equal_load, plan, repeated_topology_stage, selection};
+    use super::super::stage::headline_comparison;
+    use super::*;
+
+    fn headline(artifacts: &[super::super::input::Artifact]) -> Comparison {
+        headline_comparison(artifacts, &selection(), &plan())
+            .unwrap()
+            .unwrap()
+    }
+
+    /// DP2 leads aggregate throughput at twice TP2's requests in flight: the lead stands for
+    /// nothing, both loads are named; at one load the same figures decide.
+    #[test]
+    fn a_lead_at_a_different_load_is_load_differs_never_resolved() {
+        let c = headline(&repeated_topology_stage(1900.0));
+        let o = objective(&c, ObjectiveKind::Throughput).unwrap();
+        assert_eq!(o.leader.arm, "two independent TP1 replicas");
+        assert!(!o.resolved);
+        assert_eq!(o.winner(), None);
+        let why = o.load_differs.as_deref().unwrap();
+        assert!(
+            why.starts_with("load differs (in flight on equal GPUs and requests per replica)"),
+            "{why}"
+        );
+        assert!(
+            why.contains("16 in flight") && why.contains("TP2 8 in flight"),
+            "{why}"
+        );
+        assert_eq!(o.unresolved.as_deref(), Some(why));
+
+        let c = headline(&at_equal_load(repeated_topology_stage(1900.0)));
+        let o = objective(&c, ObjectiveKind::Throughput).unwrap();
+        assert_eq!(o.load_differs, None);
+        assert!(o.resolved, "{:?}", o.unresolved);
+    }
+
+    /// Latency and goodput are decided after the first wave, the figure over every request
+    /// beside; throughput over the run; the burst over its first wave.
+    #[test]
+    fn each_objective_names_its_window() {
+        let c = headline(&at_equal_load(repeated_topology_stage(1900.0)));
+        for kind in ObjectiveKind::ALL {
+            let Some(o) = objective(&c, kind) else {
+                continue;
+            };
+            assert_eq!(o.window, kind.window());
+            if o.window == Window::AfterFirstWave {
+                assert!(o.leader.all_requests.is_some(), "{kind:?}");
+            } else {
+                assert_eq!(o.leader.all_requests, None, "{kind:?}");
+            }
+        }
+        assert_eq!(
+            ObjectiveKind::TtftP95.window_label(),
+            "after the first wave"
+        );
+        assert_eq!(ObjectiveKind::Goodput.window(), Window::AfterFirstWave);
+        assert_eq!(ObjectiveKind::Throughput.window_label(), "all requests");
+        assert_eq!(ObjectiveKind::BurstTtft.window_label(), "the first wave");
+        assert_eq!(ObjectiveKind::BurstTtft.basis(), LoadBasis::Burst);
+        assert_eq!(ObjectiveKind::TpotP50.basis(), LoadBasis::PerReplica);
+    }
 }

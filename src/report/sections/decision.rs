@@ -271,11 +271,22 @@ fn objective_view(o: &Objective) -> ObjectiveView {
             .in_flight
             .map(|n| format!(", {n} in flight"))
             .unwrap_or_default();
-        format!("{} {unit}{interval} ({runs}{load})", fmt_num(Some(f.value)))
+        let all = f
+            .all_requests
+            .map(|v| format!("; all requests: {} {unit}", fmt_num(Some(v))))
+            .unwrap_or_default();
+        format!(
+            "{} {unit}{interval} ({runs}{load}{all})",
+            fmt_num(Some(f.value))
+        )
     };
     let (resolved, class) = match (&o.runner_up, o.resolved) {
         (None, _) => ("only arm".to_owned(), "na".to_owned()),
         (Some(_), true) => ("resolved".to_owned(), "pass".to_owned()),
+        (Some(_), false) if o.load_differs.is_some() => (
+            o.load_differs.clone().unwrap_or_default(),
+            "missing".to_owned(),
+        ),
         (Some(_), false) => (
             format!(
                 "not resolved: {}",
@@ -285,7 +296,7 @@ fn objective_view(o: &Objective) -> ObjectiveView {
         ),
     };
     ObjectiveView {
-        objective: o.kind.label().to_owned(),
+        objective: format!("{} ({})", o.kind.label(), o.kind.window_label()),
         better: if o.kind.higher_is_better() {
             "higher is better".to_owned()
         } else {
@@ -672,11 +683,18 @@ fn not_claimable(
     }
     for o in objectives {
         if o.runner_up.is_some() && !o.resolved {
-            out.push(format!(
-                "a winner on {}: {} leads, not resolved",
-                o.kind.label(),
-                o.leader.arm
-            ));
+            out.push(match &o.load_differs {
+                Some(_) => format!(
+                    "a winner on {}: {} leads its runner-up at a different load",
+                    o.kind.label(),
+                    o.leader.arm
+                ),
+                None => format!(
+                    "a winner on {}: {} leads, not resolved",
+                    o.kind.label(),
+                    o.leader.arm
+                ),
+            });
         }
     }
     for gate in &input.plan.post_campaign_open_gates {

@@ -110,6 +110,10 @@ pub struct Comparison {
     pub controls: Vec<ControlVerdict>,
     /// Output-length realization of each arm with a reference: (arm, reference, verdict).
     pub output_length: Vec<(String, String, OutputLength)>,
+    /// The cold-start burst of each arm with a first wave, in arm order.
+    pub burst: Vec<ArmBurst>,
+    /// The load each arm was offered, in arm order (see [`super::load`]).
+    pub loads: Vec<super::load::ArmLoad>,
     /// Every warning a reader must see beside the figures.
     pub warnings: Vec<String>,
 }
@@ -120,6 +124,17 @@ impl Comparison {
         self.throughput
             .iter()
             .find(|t| t.arm == arm && t.window == window)
+    }
+
+    /// The load `arm` was offered.
+    pub fn load(&self, arm: &str) -> Option<&super::load::ArmLoad> {
+        self.loads.iter().find(|l| l.arm == arm)
+    }
+
+    /// Why `a` and `b` were not offered equal load on `basis` (both loads named); `None`
+    /// when it is equal or a load is unknown.
+    pub fn load_differs(&self, a: &str, b: &str, basis: super::load::LoadBasis) -> Option<String> {
+        self.load(a)?.differs(self.load(b)?, basis)
     }
 
     /// The one baseline, when every arm is compared with the same arm.
@@ -268,6 +283,34 @@ pub fn compare(
         spec_decode,
         controls,
         output_length,
+        burst: arms
+            .iter()
+            .filter_map(|arm| {
+                let runs = set.arm(arm);
+                let worst: Vec<f64> = runs
+                    .iter()
+                    .filter_map(|run| {
+                        let f = &run.figures;
+                        f.per_request
+                            .get(&MetricId::TtftMs)?
+                            .iter()
+                            .filter(|v| f.first_wave.contains(&v.request_index))
+                            .map(|v| v.value)
+                            .reduce(f64::max)
+                    })
+                    .collect();
+                let size = runs.first().map_or(0, |r| r.figures.first_wave.len());
+                (size > 0).then(|| ArmBurst {
+                    arm: (*arm).to_owned(),
+                    size,
+                    worst_ttft_ms: worst,
+                })
+            })
+            .collect(),
+        loads: arms
+            .iter()
+            .filter_map(|arm| super::load::ArmLoad::of(arm, &set.arm(arm)))
+            .collect(),
         warnings,
     })
 }

@@ -268,6 +268,17 @@ pub struct ArmGoodput {
     pub difference: Option<ThroughputDifference>,
 }
 
+/// The cold-start burst of one arm: each run's worst TTFT among its first wave's successful
+/// requests, in ms (the first wave: the requests released before any completed).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ArmBurst {
+    pub arm: String,
+    /// Requests in the first wave of its first run.
+    pub size: usize,
+    /// One per run that has a first wave with a TTFT.
+    pub worst_ttft_ms: Vec<f64>,
+}
+
 /// Spec-decode figures of one run, passed through.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ArmSpecDecode {

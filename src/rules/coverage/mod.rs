@@ -40,6 +40,7 @@ use crate::stats::{Interval, Moments, Sample, mean_interval, welch_interval};
 use super::compare::{Comparison, ThroughputEstimate};
 use super::control::{Control, control};
 use super::input::{Artifact, MetricId, Window, num};
+use super::load::LoadBasis;
 use super::naming::{config_values, named_arms, words};
 use super::stage::StageComparison;
 
@@ -72,6 +73,14 @@ impl ClaimMetric {
 
     fn higher_is_better(self) -> bool {
         !matches!(self, ClaimMetric::Ttft)
+    }
+
+    /// What two arms' loads must hold equal for a difference of this figure to speak.
+    fn basis(self) -> LoadBasis {
+        match self {
+            ClaimMetric::AggregateThroughput => LoadBasis::Aggregate,
+            ClaimMetric::Ttft | ClaimMetric::Decode => LoadBasis::PerReplica,
+        }
     }
 
     /// The interval a difference of this figure carries: across runs for throughput and
@@ -427,7 +436,13 @@ fn against_sweep(
     let mut own = None;
     let mut across_runs = true;
     let (mut ahead, mut behind) = (Vec::new(), Vec::new());
+    let mut unequal_load = Vec::new();
     for other in others {
+        if let Some(why) = c.load_differs(arm, other, metric.basis()) {
+            better_than_all = false;
+            unequal_load.push(why);
+            continue;
+        }
         let Some((at, bt, d, interval, runs)) = pairwise(c, metric, arm, other) else {
             untestable.push(format!("{other} has no {} recorded", metric.name()));
             better_than_all = false;
@@ -497,7 +512,22 @@ fn against_sweep(
             "{} better by a 95% interval excluding zero",
             beaten.join(", ")
         ),
+        ClaimVerdict::NotTestable if !unequal_load.is_empty() && parts.is_empty() => {
+            return (
+                ClaimVerdict::NotTestable,
+                format!(
+                    "{} not testable at equal load: {}; a capacity search compares them at equal load (capacity per GPU under the SLOs)",
+                    metric.name(),
+                    unequal_load.join("; ")
+                ),
+            );
+        }
         ClaimVerdict::NotTestable => {
+            untestable.extend(
+                unequal_load
+                    .iter()
+                    .map(|w| format!("not at equal load: {w}")),
+            );
             let why = if untestable.is_empty() {
                 "the differences are within their 95% intervals".to_owned()
             } else {

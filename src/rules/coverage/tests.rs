@@ -1,7 +1,8 @@
 //! Tests of plan coverage: each stage's claims labelled from fixture comparisons.
 
 use super::super::fixtures::{
-    artifact, full_stats, plan, repeated_topology_stage, screen_artifact, selection, topology_stage,
+    artifact, at_equal_load, full_stats, plan, repeated_topology_stage, screen_artifact, selection,
+    topology_stage,
 };
 use super::super::stage::{headline_comparison, stage_comparisons};
 use super::*;
@@ -23,9 +24,38 @@ fn stage<'a>(coverage: &'a PlanCoverage, name: &str) -> &'a StageCoverage {
     coverage.stages.iter().find(|s| s.stage == name).unwrap()
 }
 
+/// The headline's topologies are offered different loads (DP2: 16 in flight, 50 requests
+/// per replica; TP2: 4 in flight per GPU): a throughput claim between them is not testable
+/// at equal load, whatever the figures, and points to the capacity search.
+#[test]
+fn a_topology_claim_at_unequal_load_is_not_testable_and_points_to_capacity() {
+    let coverage = coverage_of(&repeated_topology_stage(1900.0));
+    let topology = stage(&coverage, "matched topology");
+    for claim in topology.selected.iter().chain(&topology.rejected) {
+        assert_eq!(claim.verdict, ClaimVerdict::NotTestable, "{}", claim.reason);
+        assert!(
+            claim
+                .reason
+                .contains("aggregate throughput not testable at equal load: load differs"),
+            "{}",
+            claim.reason
+        );
+        assert!(claim.reason.contains("capacity"), "{}", claim.reason);
+    }
+    let selected = &topology.selected[0].reason;
+    assert!(
+        selected.contains(
+            "two independent TP1 replicas 16 in flight (8 per replica × 2 replicas, 8 per GPU on \
+             2 GPUs), 50 requests per replica"
+        ),
+        "{selected}"
+    );
+}
+
+/// At equal load (the fixture's arms on one replica and 2 GPUs each) the figures decide.
 #[test]
 fn a_selection_is_supported_only_by_intervals_that_exclude_zero() {
-    let coverage = coverage_of(&repeated_topology_stage(1900.0));
+    let coverage = coverage_of(&at_equal_load(repeated_topology_stage(1900.0)));
     let topology = stage(&coverage, "matched topology");
     assert!(topology.without_evidence.is_empty());
     let selected = &topology.selected[0];
@@ -53,7 +83,7 @@ fn a_selection_is_supported_only_by_intervals_that_exclude_zero() {
 
 #[test]
 fn single_runs_cannot_test_a_throughput_claim() {
-    let coverage = coverage_of(&topology_stage(1900.0));
+    let coverage = coverage_of(&at_equal_load(topology_stage(1900.0)));
     let selected = &stage(&coverage, "matched topology").selected[0];
     assert_eq!(selected.verdict, ClaimVerdict::NotTestable);
     assert!(
@@ -67,7 +97,7 @@ fn single_runs_cannot_test_a_throughput_claim() {
 
 #[test]
 fn a_faster_rejected_arm_contradicts_the_selection() {
-    let coverage = coverage_of(&repeated_topology_stage(1400.0));
+    let coverage = coverage_of(&at_equal_load(repeated_topology_stage(1400.0)));
     let topology = stage(&coverage, "matched topology");
     assert_eq!(topology.selected[0].verdict, ClaimVerdict::Contradicted);
     assert!(
