@@ -110,6 +110,19 @@ impl ArmLoad {
         )
     }
 
+    /// `16 in flight, 8 per GPU, 50 requests per replica`: the load in a table cell.
+    pub fn short(&self) -> String {
+        let per_gpu = self
+            .per_gpu()
+            .map(|g| format!(", {} per GPU", short(g)))
+            .unwrap_or_default();
+        format!(
+            "{} in flight{per_gpu}, {} requests per replica",
+            self.in_flight,
+            short(self.requests_per_replica())
+        )
+    }
+
     /// Why `self` and `other` were not offered the same load on `basis`, naming both loads;
     /// `None` when it is equal.
     pub fn differs(&self, other: &ArmLoad, basis: LoadBasis) -> Option<String> {

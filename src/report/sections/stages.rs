@@ -14,6 +14,7 @@ use crate::rules::compare::{
 use crate::rules::coverage::StageCoverage;
 use crate::rules::effect::Effect;
 use crate::rules::input::MetricId;
+use crate::rules::load::LoadBasis;
 use crate::rules::stage::StageComparison;
 use crate::stats::Percentile;
 
@@ -167,6 +168,10 @@ fn metric_cell(
         .difference(arm, Window::All)
         .and_then(|d| arm_figure(m, &d.reference, Window::All, figure));
     let (cue, class) = cue(d, interval, reference, higher);
+    let (cue, class) = m
+        .difference(arm, Window::All)
+        .and_then(|d| c.load_differs(arm, &d.reference, LoadBasis::PerReplica))
+        .map_or((cue, class), |_| load_differs_cue());
     // The first wave sets the start-up tail of TTFT: its window shown beside the full one
     // where the verdict differs or the difference moves by more than a quarter.
     let after = metric_difference(m, arm, Window::AfterFirstWave, figure)
@@ -231,7 +236,24 @@ fn throughput_cell(c: &Comparison, arm: &str) -> PairCellView {
         }
     }
     let own = t.estimate.value();
-    difference_cell(value, own, t.difference.as_ref(), fmt_throughput_difference)
+    let cell = difference_cell(value, own, t.difference.as_ref(), fmt_throughput_difference);
+    at_load(c, arm, t.reference.as_deref(), cell)
+}
+
+/// The cue of a difference between arms offered different load: no better or worse.
+fn load_differs_cue() -> (String, String) {
+    ("≠ load differs".to_owned(), "unresolved".to_owned())
+}
+
+/// `cell` with its cue replaced when `arm` and its `reference` differ in aggregate load.
+fn at_load(c: &Comparison, arm: &str, reference: Option<&str>, cell: PairCellView) -> PairCellView {
+    match reference.and_then(|r| c.load_differs(arm, r, LoadBasis::Aggregate)) {
+        Some(_) if !cell.difference.is_empty() => {
+            let (cue, class) = load_differs_cue();
+            PairCellView { cue, class, ..cell }
+        }
+        _ => cell,
+    }
 }
 
 fn goodput_cell(c: &Comparison, arm: &str) -> PairCellView {
@@ -247,9 +269,10 @@ fn goodput_cell(c: &Comparison, arm: &str) -> PairCellView {
         fmt_num(g.goodput_tps.value()),
         fmt_percent(g.share.as_ref().map(|s| s.share))
     );
-    difference_cell(value, g.goodput_tps.value(), g.difference.as_ref(), |d| {
+    let cell = difference_cell(value, g.goodput_tps.value(), g.difference.as_ref(), |d| {
         with_interval(Some(d.estimate), d.interval.map(|i| (i.low, i.high)))
-    })
+    });
+    at_load(c, arm, g.reference.as_deref(), cell)
 }
 
 /// A run-level figure's cell: `value` (the arm's figure `own`), its difference to the
@@ -295,6 +318,21 @@ fn columns(has_goodput: bool) -> Vec<ColumnView> {
         out.push(col("goodput, tok/s", "higher"));
     }
     out
+}
+
+/// `; load differs: 16 in flight, 8 per GPU, 50 requests per replica against 8 in flight,
+/// …` when `arm` and its reference were offered different load (its cells then carry no
+/// better or worse).
+fn load_note(c: &Comparison, arm: &str, reference: Option<&str>) -> String {
+    let Some(reference) = reference else {
+        return String::new();
+    };
+    match (c.load(arm), c.load(reference)) {
+        (Some(a), Some(r)) if a.differs(r, LoadBasis::Aggregate).is_some() => {
+            format!("; load differs: {} against {}", a.short(), r.short())
+        }
+        _ => String::new(),
+    }
 }
 
 /// Anchor id of a stage block: `stage-3-matched-topology`.
@@ -416,7 +454,11 @@ pub fn stage_pairs(stages: &[StageComparison], coverage: &[StageCoverage]) -> Ve
                                     )) => format!("vs {}: {key} {baseline} → {arm}", v.reference),
                                     Some((v, c)) => format!("vs {}: {}", v.reference, c.reason()),
                                     None => "control".to_owned(),
-                                },
+                                } + &load_note(
+                                    c,
+                                    arm,
+                                    control.map(|v| v.reference.as_str()),
+                                ),
                                 cells,
                             }
                         })
