@@ -1,7 +1,8 @@
 //! The evidence files a plan names (`restoration.json`, …) are matched by file name: every
 //! file name at or beneath the data folders (folders whose name starts with `.` are not
 //! searched, as for artifacts). Each file named as a restore stage's evidence is read as a
-//! `restoration.json` document.
+//! `restoration.json` document, and each `capacity.json` as the capacity searches' results
+//! (one that cannot be read is named on standard error and left out).
 
 use std::path::{Path, PathBuf};
 
@@ -31,6 +32,18 @@ pub fn evidence_files(plan: &RunPlan, data: &[PathBuf]) -> anyhow::Result<Eviden
         let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
             continue;
         };
+        if name == crate::artifact::capacity::CAPACITY_JSON {
+            match std::fs::read_to_string(&path)
+                .map_err(|e| e.to_string())
+                .and_then(|t| crate::artifact::capacity::Capacity::parse(&t))
+            {
+                Ok(doc) => evidence.capacity.extend(doc.searches),
+                Err(why) => eprintln!(
+                    "anvil: {}: {why}; its capacity searches are left out",
+                    crate::location::shown(&path)
+                ),
+            }
+        }
         if wanted.contains(&name) {
             // Named as the user gave the data: a remote copy by its URL.
             let read = Restoration::read(&path);

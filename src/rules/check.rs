@@ -163,6 +163,7 @@ pub fn check(
             artifacts,
             stages: &stages,
             headline: headline.as_ref().and_then(|h| h.as_ref().ok()),
+            capacity: &evidence.capacity,
         },
     );
 

@@ -339,6 +339,8 @@ pub struct EvidenceFiles {
     /// Each file named as a restore stage's evidence, read: its path, and the document or
     /// why it cannot be read.
     pub restorations: Vec<(PathBuf, Result<Restoration, String>)>,
+    /// Every capacity search's result in the `capacity.json` files found, read.
+    pub capacity: Vec<crate::artifact::capacity::CapacityResult>,
 }
 
 impl EvidenceFiles {
@@ -347,6 +349,7 @@ impl EvidenceFiles {
         Self {
             names: names.iter().map(|n| (*n).to_owned()).collect(),
             restorations: Vec::new(),
+            capacity: Vec::new(),
         }
     }
 }

@@ -43,6 +43,7 @@ use super::input::{Artifact, MetricId, Window, num};
 use super::load::LoadBasis;
 use super::naming::{config_values, named_arms, words};
 use super::stage::StageComparison;
+use crate::artifact::capacity::CapacityResult;
 
 /// The figure a claim is about.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -282,6 +283,9 @@ pub struct Evidence<'a> {
     pub artifacts: &'a [Artifact],
     pub stages: &'a [StageComparison],
     pub headline: Option<&'a Comparison>,
+    /// The capacity searches' results: where arms were offered different load, a throughput
+    /// claim between them is judged at each arm's capacity.
+    pub capacity: &'a [CapacityResult],
 }
 
 /// Map the plan's stages to artifacts and check their claims against the comparisons.
@@ -427,6 +431,7 @@ fn against_sweep(
     arm: &str,
     others: &[String],
     rejection: bool,
+    capacity: &[CapacityResult],
 ) -> (ClaimVerdict, String) {
     let mut better_than_all = true;
     let mut beaten = Vec::new();
@@ -437,13 +442,23 @@ fn against_sweep(
     let mut across_runs = true;
     let (mut ahead, mut behind) = (Vec::new(), Vec::new());
     let mut unequal_load = Vec::new();
+    let mut at_capacity_parts = 0;
     for other in others {
-        if let Some(why) = c.load_differs(arm, other, metric.basis()) {
-            better_than_all = false;
-            unequal_load.push(why);
-            continue;
-        }
-        let Some((at, bt, d, interval, runs)) = pairwise(c, metric, arm, other) else {
+        let judged = match c.load_differs(arm, other, metric.basis()) {
+            None => pairwise(c, metric, arm, other),
+            Some(why) => match at_capacity(capacity, metric, arm, other) {
+                Some(result) => {
+                    at_capacity_parts += 1;
+                    Some(result)
+                }
+                None => {
+                    better_than_all = false;
+                    unequal_load.push(why);
+                    continue;
+                }
+            },
+        };
+        let Some((at, bt, d, interval, runs)) = judged else {
             untestable.push(format!("{other} has no {} recorded", metric.name()));
             better_than_all = false;
             continue;
@@ -479,14 +494,23 @@ fn against_sweep(
             }
         }
     }
-    let figures = format!(
-        "{} over all requests, {arm} {} {} vs {} (differences with {})",
-        metric.name(),
-        own.unwrap_or_else(|| "n/a".to_owned()),
-        metric.unit(),
-        parts.join(", "),
-        metric.interval_method(across_runs)
-    );
+    let figures = if at_capacity_parts > 0 {
+        format!(
+            "{} judged at each arm's capacity (the arms were offered different load here; capacity.json: goodput under the SLOs at the largest load meeting them, aggregate between arms on as many GPUs, per GPU otherwise), {arm} vs {} (differences with {})",
+            metric.name(),
+            parts.join(", "),
+            metric.interval_method(across_runs)
+        )
+    } else {
+        format!(
+            "{} over all requests, {arm} {} {} vs {} (differences with {})",
+            metric.name(),
+            own.unwrap_or_else(|| "n/a".to_owned()),
+            metric.unit(),
+            parts.join(", "),
+            metric.interval_method(across_runs)
+        )
+    };
     let (supported, contradicted) = if rejection {
         (worse_than_some, better_than_all)
     } else {
@@ -539,6 +563,70 @@ fn against_sweep(
     (verdict, format!("{figures}: {why}"))
 }
 
+/// A throughput claim between `arm` and `other`, offered different load in the comparison,
+/// judged at each one's capacity: goodput under the SLOs at the passing load of each arm's
+/// resolved capacity search, each run one observation (aggregate when both arms use as many
+/// GPUs, per GPU otherwise); `None` unless both searches resolved with a capacity and
+/// goodput. The shape [`pairwise`] returns: (arm's text, other's text, arm − other oriented
+/// better-positive, Welch's interval across runs, true).
+fn at_capacity(
+    capacity: &[CapacityResult],
+    metric: ClaimMetric,
+    arm: &str,
+    other: &str,
+) -> Option<(String, String, f64, Option<Interval>, bool)> {
+    if metric != ClaimMetric::AggregateThroughput {
+        return None;
+    }
+    let side = |name: &str| -> Option<(Vec<f64>, u32, f64, &CapacityResult)> {
+        let r = capacity.iter().find(|r| r.arm == name)?;
+        let load = r.capacity?;
+        let passing = r.bracket.as_ref()?.passing.as_ref()?;
+        let values: Vec<f64> = passing
+            .runs
+            .iter()
+            .map(|o| o.goodput_tps)
+            .collect::<Option<Vec<f64>>>()?;
+        (!values.is_empty()).then_some((values, r.gpus?, load, r))
+    };
+    let (a, a_gpus, _, ar) = side(arm)?;
+    let (b, b_gpus, _, br) = side(other)?;
+    let per_gpu = a_gpus != b_gpus;
+    let scale = |v: Vec<f64>, gpus: u32| -> Vec<f64> {
+        if per_gpu {
+            v.into_iter().map(|x| x / f64::from(gpus)).collect()
+        } else {
+            v
+        }
+    };
+    let (a, b) = (scale(a, a_gpus), scale(b, b_gpus));
+    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
+    let moments = |v: &[f64]| Sample::new(v.to_vec()).ok().and_then(|s| s.moments());
+    let text = |v: &[f64], r: &CapacityResult| {
+        let interval = moments(v)
+            .and_then(mean_interval)
+            .map(|i| format!(" [{}, {}]", num_short(i.low), num_short(i.high)))
+            .unwrap_or_default();
+        format!(
+            "{}{interval} tok/s{} at {} in flight per GPU ({} runs)",
+            num_short(mean(v)),
+            if per_gpu { " per GPU" } else { "" },
+            r.capacity_per_gpu.map_or_else(|| "?".to_owned(), num_short),
+            v.len()
+        )
+    };
+    let interval = moments(&a)
+        .zip(moments(&b))
+        .and_then(|(am, bm)| welch_interval(bm, am));
+    Some((
+        format!("at capacity {}", text(&a, ar)),
+        format!("at capacity {}", text(&b, br)),
+        mean(&a) - mean(&b),
+        interval,
+        true,
+    ))
+}
+
 /// Which way the point estimates lean, for an untestable verdict: `the point estimates put
 /// K12 ahead of K4 and behind K16`.
 fn leaning(arm: &str, ahead: &[&str], behind: &[&str]) -> String {
@@ -589,6 +677,7 @@ fn check_arm(
     covered: &BTreeSet<String>,
     comparisons: &[&StageComparison],
     artifacts: &[Artifact],
+    capacity: &[CapacityResult],
 ) -> (ClaimVerdict, String) {
     let mut verdicts = Vec::new();
     let mut reasons = Vec::new();
@@ -620,7 +709,7 @@ fn check_arm(
             }
             continue;
         }
-        let (v, reason) = against_sweep(c, metric, arm, &sweep, rejection);
+        let (v, reason) = against_sweep(c, metric, arm, &sweep, rejection, capacity);
         verdicts.push(v);
         reasons.push(format!("{}: {reason}", s.workload));
     }
@@ -706,7 +795,7 @@ fn check_runtime(
             ),
         ));
     };
-    let (verdict, reason) = against_sweep(c, metric, &best, &ours, false);
+    let (verdict, reason) = against_sweep(c, metric, &best, &ours, false, evidence.capacity);
     Some(result(
         verdict,
         format!(
@@ -781,7 +870,15 @@ fn check_clause(
         };
         let has_artifacts = artifacts.iter().any(|a| a.facts.arm == *arm);
         let (verdict, reason) = if has_artifacts {
-            check_arm(arm, metric, rejection, &covered, &comparisons, artifacts)
+            check_arm(
+                arm,
+                metric,
+                rejection,
+                &covered,
+                &comparisons,
+                artifacts,
+                evidence.capacity,
+            )
         } else {
             (ClaimVerdict::NotTestable, format!("no artifact for {arm}"))
         };

@@ -8,6 +8,10 @@ use super::super::stage::{headline_comparison, stage_comparisons};
 use super::*;
 
 fn coverage_of(artifacts: &[Artifact]) -> PlanCoverage {
+    coverage_with_capacity(artifacts, &[])
+}
+
+fn coverage_with_capacity(artifacts: &[Artifact], capacity: &[CapacityResult]) -> PlanCoverage {
     let stages = stage_comparisons(artifacts, &selection(), &plan(), None);
     let headline = headline_comparison(artifacts, &selection(), &plan());
     plan_coverage(
@@ -16,6 +20,7 @@ fn coverage_of(artifacts: &[Artifact]) -> PlanCoverage {
             artifacts,
             stages: &stages,
             headline: headline.as_ref().and_then(|h| h.as_ref().ok()),
+            capacity,
         },
     )
 }
@@ -49,6 +54,121 @@ fn a_topology_claim_at_unequal_load_is_not_testable_and_points_to_capacity() {
              2 GPUs), 50 requests per replica"
         ),
         "{selected}"
+    );
+}
+
+/// A resolved capacity search of `arm` on `gpus` GPUs and `replicas` replicas: capacity
+/// `load` per replica, its passing load's three runs of aggregate goodput `goodput` ± 10.
+fn search(arm: &str, gpus: u32, replicas: u32, load: f64, goodput: f64) -> CapacityResult {
+    use crate::artifact::capacity::{Bracket, CapacityStatus, Observation, Side, Vary, Window};
+    let runs: Vec<Observation> = [-10.0, 0.0, 10.0]
+        .iter()
+        .enumerate()
+        .map(|(i, d)| Observation {
+            load,
+            repeat: i as u32 + 1,
+            run_id: format!("{arm}-{i}"),
+            dir: std::path::PathBuf::new(),
+            attained: 60,
+            requests: 60,
+            goodput_tps: Some(goodput + d),
+        })
+        .collect();
+    CapacityResult {
+        arm: arm.to_owned(),
+        vary: Vary::Concurrency,
+        min: 4.0,
+        max: 64.0,
+        target: 0.9,
+        window: Window::AfterFirstWave,
+        slo: vec!["ttft_ms<=2000".into()],
+        requests_per_probe: None,
+        window_requests: Some(60),
+        repeats: 3,
+        replicas: Some(replicas),
+        gpus: Some(gpus),
+        status: CapacityStatus::Resolved,
+        capacity: Some(load),
+        capacity_per_gpu: Some(load * f64::from(replicas) / f64::from(gpus)),
+        goodput_per_gpu: None,
+        bracket: Some(Bracket {
+            passing: Some(Side {
+                load,
+                runs: runs.clone(),
+                attained: 180,
+                requests: 180,
+                share: 1.0,
+                low: 0.98,
+                high: 1.0,
+            }),
+            failing: None,
+            resolved: true,
+        }),
+        probes: runs,
+        verdict: String::new(),
+    }
+}
+
+/// Where the topologies were offered different load, their searches decide a throughput
+/// claim: aggregate goodput at capacity between the 2-GPU arms, per GPU against TP1.
+#[test]
+fn a_topology_claim_is_judged_at_each_arm_s_capacity_when_searched() {
+    let artifacts = repeated_topology_stage(1900.0);
+    let capacity = [
+        search("TP1", 1, 1, 18.0, 400.0),
+        search("TP2", 2, 1, 30.0, 700.0),
+        search("two independent TP1 replicas", 2, 2, 18.0, 900.0),
+    ];
+    let coverage = coverage_with_capacity(&artifacts, &capacity);
+    let topology = stage(&coverage, "matched topology");
+    let selected = &topology.selected[0];
+    assert_eq!(
+        selected.verdict,
+        ClaimVerdict::Supported,
+        "{}",
+        selected.reason
+    );
+    assert!(
+        selected.reason.contains("judged at each arm's capacity"),
+        "{}",
+        selected.reason
+    );
+    // Against TP1 per GPU (450 against 400), against TP2 aggregate (900 against 700).
+    assert!(
+        selected.reason.contains(
+            "TP1 at capacity 400 [375, 425] tok/s per GPU at 18 in flight per GPU (3 runs) (+50"
+        ),
+        "{}",
+        selected.reason
+    );
+    assert!(
+        selected.reason.contains(
+            "TP2 at capacity 700 [675, 725] tok/s at 15 in flight per GPU (3 runs) (+200"
+        ),
+        "{}",
+        selected.reason
+    );
+    // TP2 ahead at capacity contradicts the selection; a search missing leaves it untested.
+    let capacity = [
+        search("TP1", 1, 1, 18.0, 300.0),
+        search("TP2", 2, 1, 30.0, 900.0),
+        search("two independent TP1 replicas", 2, 2, 18.0, 800.0),
+    ];
+    let coverage = coverage_with_capacity(&artifacts, &capacity);
+    let selected = &stage(&coverage, "matched topology").selected[0];
+    assert_eq!(
+        selected.verdict,
+        ClaimVerdict::Contradicted,
+        "{}",
+        selected.reason
+    );
+    let coverage = coverage_with_capacity(&artifacts, &capacity[..2]);
+    let selected = &stage(&coverage, "matched topology").selected[0];
+    assert_eq!(
+        selected.verdict,
+        ClaimVerdict::NotTestable,
+        "{}",
+        selected.reason
     );
 }
 
