@@ -2,7 +2,7 @@
 //! file name at or beneath the data folders (folders whose name starts with `.` are not
 //! searched, as for artifacts). Each file named as a restore stage's evidence is read as a
 //! `restoration.json` document, and each `capacity.json` as the capacity searches' results
-//! (one that cannot be read is named on standard error and left out).
+//! (one that cannot be read is left out and named in `unread`).
 
 use std::path::{Path, PathBuf};
 
@@ -38,10 +38,10 @@ pub fn evidence_files(plan: &RunPlan, data: &[PathBuf]) -> anyhow::Result<Eviden
                 .and_then(|t| crate::artifact::capacity::Capacity::parse(&t))
             {
                 Ok(doc) => evidence.capacity.extend(doc.searches),
-                Err(why) => eprintln!(
-                    "anvil: {}: {why}; its capacity searches are left out",
+                Err(why) => evidence.unread.push(format!(
+                    "{}: {why}; its capacity searches are left out",
                     crate::location::shown(&path)
-                ),
+                )),
             }
         }
         if wanted.contains(&name) {

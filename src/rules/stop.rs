@@ -341,6 +341,8 @@ pub struct EvidenceFiles {
     pub restorations: Vec<(PathBuf, Result<Restoration, String>)>,
     /// Every capacity search's result in the `capacity.json` files found, read.
     pub capacity: Vec<crate::artifact::capacity::CapacityResult>,
+    /// Evidence files that could not be read, each with why (for the edge to say).
+    pub unread: Vec<String>,
 }
 
 impl EvidenceFiles {
@@ -350,6 +352,7 @@ impl EvidenceFiles {
             names: names.iter().map(|n| (*n).to_owned()).collect(),
             restorations: Vec::new(),
             capacity: Vec::new(),
+            unread: Vec::new(),
         }
     }
 }

@@ -61,5 +61,8 @@ pub fn check_data(
     data: &[PathBuf],
 ) -> anyhow::Result<CheckReport> {
     let evidence = evidence_files(plan, data)?;
+    for unread in &evidence.unread {
+        eprintln!("anvil: {unread}");
+    }
     Ok(rules::check(plan, selection, artifacts, &evidence))
 }
