@@ -22,6 +22,7 @@
 
 pub mod advance;
 pub mod campaign;
+pub mod capacity;
 pub mod check;
 pub mod compare;
 pub mod control;

@@ -36,6 +36,9 @@ pub struct DecisionView {
     /// The workload the objectives are ranked on.
     pub objectives_scope: String,
     pub objectives: Vec<ObjectiveView>,
+    /// The topology decision at capacity: its verdict and the ranked searches.
+    pub capacity_verdict: String,
+    pub capacity: Vec<CapacityRowView>,
     pub claims: Vec<StageClaimView>,
     pub not_claimable: Vec<String>,
     pub coverage: CoverageView,
@@ -59,6 +62,80 @@ pub struct ObjectiveView {
     /// `resolved` or why not.
     pub resolved: String,
     pub resolved_class: String,
+}
+
+/// One searched arm at its capacity, in rank order.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CapacityRowView {
+    pub arm: String,
+    /// `18 in flight per GPU` (`18 per replica × 1 replica on 1 GPU`).
+    pub capacity: String,
+    pub detail: String,
+    /// `97.8% [94.4%, 99.4%]` at the passing load; the failing load's beside.
+    pub attainment: String,
+    /// `390 [366, 414] tok/s per GPU (3 runs)`.
+    pub goodput: String,
+    /// `resolved`, or why it ranks nowhere.
+    pub status: String,
+    pub status_class: String,
+}
+
+fn capacity_row(r: &crate::rules::capacity::CapacityRow) -> CapacityRowView {
+    let pct = |v: f64| crate::report::format::fmt_percent(Some(v));
+    let resolved = r.status == crate::artifact::capacity::CapacityStatus::Resolved
+        && r.capacity_per_gpu.is_some();
+    CapacityRowView {
+        arm: r.arm.clone(),
+        capacity: r.capacity_per_gpu.map_or_else(
+            || NA.to_owned(),
+            |c| format!("{} in flight per GPU", crate::figure::count_or_sig3(c)),
+        ),
+        detail: match (r.capacity, r.replicas, r.gpus) {
+            (Some(c), Some(rep), Some(g)) => format!(
+                "{} per replica × {rep} replica{} on {g} GPU{}",
+                crate::figure::count_or_sig3(c),
+                if rep == 1 { "" } else { "s" },
+                if g == 1 { "" } else { "s" }
+            ),
+            _ => String::new(),
+        },
+        attainment: {
+            let pass = r
+                .passing
+                .map(|(s, l, h)| format!("{} [{}, {}]", pct(s), pct(l), pct(h)));
+            let fail = r.failing.map(|(load, s, l, h)| {
+                format!(
+                    "at {} per replica: {} [{}, {}]",
+                    crate::figure::count_or_sig3(load),
+                    pct(s),
+                    pct(l),
+                    pct(h)
+                )
+            });
+            match (pass, fail) {
+                (Some(p), Some(f)) => format!("{p}; {f}"),
+                (Some(p), None) => p,
+                (None, Some(f)) => f,
+                (None, None) => NA.to_owned(),
+            }
+        },
+        goodput: match r.goodput_per_gpu {
+            Some((mean, Some((low, high)), runs)) => format!(
+                "{} [{}, {}] tok/s per GPU ({runs} runs)",
+                fmt_num(Some(mean)),
+                fmt_num(Some(low)),
+                fmt_num(Some(high))
+            ),
+            Some((mean, None, _)) => format!("{} tok/s per GPU (1 run)", fmt_num(Some(mean))),
+            None => NA.to_owned(),
+        },
+        status: if resolved {
+            "resolved".to_owned()
+        } else {
+            r.status.as_str().to_owned()
+        },
+        status_class: if resolved { "pass" } else { "missing" }.to_owned(),
+    }
 }
 
 /// One stage claim, checked.
@@ -716,6 +793,9 @@ pub fn decision_view(input: &ReportInput<'_>) -> DecisionView {
         ),
         None => "no headline comparison: no objective is ranked".to_owned(),
     };
+    let searched: Vec<crate::artifact::capacity::CapacityResult> =
+        input.capacity.iter().map(|c| c.search.clone()).collect();
+    let capacity = crate::rules::capacity::decide(&searched);
     let not_testable = input.check.not_testable.len();
     let (outcome, outcome_class) = match input.check.outcome {
         Outcome::Holds if not_testable > 0 => (
@@ -763,6 +843,8 @@ pub fn decision_view(input: &ReportInput<'_>) -> DecisionView {
         outcome_reason,
         objectives_scope,
         objectives: objectives.iter().map(objective_view).collect(),
+        capacity_verdict: capacity.verdict.clone(),
+        capacity: capacity.rows.iter().map(capacity_row).collect(),
         claims,
         coverage: coverage(input),
         gaps: gaps(input),

@@ -1,0 +1,313 @@
+//! Topology decided at capacity: the arms a capacity search resolved, ranked by capacity
+//! per GPU (the largest requests in flight per GPU that met the SLOs at the target
+//! attainment: users per GPU under the SLOs), goodput per GPU at that load the tie-breaker.
+//!
+//! A search that did not resolve ranks nowhere and says so; a leader whose capacity per GPU
+//! equals the runner-up's leads only where goodput per GPU there differs by Welch's 95%
+//! interval across the passing load's runs, else the two tie. Unlike the headline's
+//! objectives, the arms here are compared each at its own load: that is the point.
+
+use serde::Serialize;
+
+use crate::artifact::capacity::{CapacityResult, CapacityStatus};
+use crate::stats::{Interval, Sample, welch_interval};
+
+/// One arm's place in the ranking.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CapacityRow {
+    pub arm: String,
+    pub gpus: Option<u32>,
+    pub replicas: Option<u32>,
+    pub status: CapacityStatus,
+    /// Requests in flight per replica at capacity.
+    pub capacity: Option<f64>,
+    pub capacity_per_gpu: Option<f64>,
+    /// The passing load's attainment with its exact interval.
+    pub passing: Option<(f64, f64, f64)>,
+    /// The failing load (per replica) and its attainment with its exact interval.
+    pub failing: Option<(f64, f64, f64, f64)>,
+    /// Goodput per GPU at capacity: mean and its interval across runs.
+    pub goodput_per_gpu: Option<(f64, Option<(f64, f64)>, u32)>,
+    /// The search's own sentence.
+    pub verdict: String,
+    /// Goodput per GPU of each passing run, for the tie-breaker.
+    #[serde(skip)]
+    runs: Vec<f64>,
+}
+
+/// The ranking and its one-sentence verdict.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CapacityDecision {
+    /// Resolved arms with a capacity first, best first; then the rest in file order.
+    pub rows: Vec<CapacityRow>,
+    /// The arm with the most users per GPU under the SLOs, when the ranking names one.
+    pub winner: Option<String>,
+    pub verdict: String,
+}
+
+fn row(r: &CapacityResult) -> CapacityRow {
+    let passing = r
+        .bracket
+        .as_ref()
+        .and_then(|b| b.passing.as_ref())
+        .filter(|_| r.capacity.is_some());
+    let runs: Vec<f64> = match (passing, r.gpus.filter(|g| *g > 0)) {
+        (Some(p), Some(g)) => p
+            .runs
+            .iter()
+            .filter_map(|o| o.goodput_tps.map(|t| t / f64::from(g)))
+            .collect(),
+        _ => Vec::new(),
+    };
+    CapacityRow {
+        arm: r.arm.clone(),
+        gpus: r.gpus,
+        replicas: r.replicas,
+        status: r.status,
+        capacity: r.capacity,
+        capacity_per_gpu: r.capacity_per_gpu,
+        passing: passing.map(|p| (p.share, p.low, p.high)),
+        failing: r
+            .bracket
+            .as_ref()
+            .and_then(|b| b.failing.as_ref())
+            .map(|f| (f.load, f.share, f.low, f.high)),
+        goodput_per_gpu: r
+            .goodput_per_gpu
+            .as_ref()
+            .map(|g| (g.mean, g.low.zip(g.high), g.runs)),
+        verdict: r.verdict.clone(),
+        runs,
+    }
+}
+
+/// Welch's interval of a − b over the runs' goodput per GPU, when both have two or more.
+fn goodput_lead(a: &CapacityRow, b: &CapacityRow) -> Option<Interval> {
+    let m = |v: &[f64]| Sample::new(v.to_vec()).ok().and_then(|s| s.moments());
+    welch_interval(m(&b.runs)?, m(&a.runs)?)
+}
+
+/// Rank `results` (one per arm searched) by capacity per GPU, goodput per GPU the
+/// tie-breaker.
+pub fn decide(results: &[CapacityResult]) -> CapacityDecision {
+    let mut ranked: Vec<CapacityRow> = Vec::new();
+    let mut rest: Vec<CapacityRow> = Vec::new();
+    for r in results {
+        let row = row(r);
+        if row.status == CapacityStatus::Resolved && row.capacity_per_gpu.is_some() {
+            ranked.push(row);
+        } else {
+            rest.push(row);
+        }
+    }
+    let goodput = |r: &CapacityRow| r.goodput_per_gpu.map_or(f64::NEG_INFINITY, |g| g.0);
+    ranked.sort_by(|a, b| {
+        b.capacity_per_gpu
+            .unwrap_or(0.0)
+            .total_cmp(&a.capacity_per_gpu.unwrap_or(0.0))
+            .then(goodput(b).total_cmp(&goodput(a)))
+    });
+    let unresolved: Vec<String> = rest
+        .iter()
+        .map(|r| format!("{} ({})", r.arm, r.status.as_str()))
+        .collect();
+    let caveat = if unresolved.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "; not ranked: {} (record more requests per probe or more repeats)",
+            unresolved.join(", ")
+        )
+    };
+    let describe = |r: &CapacityRow| {
+        let goodput = match r.goodput_per_gpu {
+            Some((mean, Some((low, high)), runs)) => format!(
+                ", goodput {} [{}, {}] tok/s per GPU over {runs} runs",
+                crate::figure::sig3(mean),
+                crate::figure::sig3(low),
+                crate::figure::sig3(high)
+            ),
+            Some((mean, None, _)) => format!(
+                ", goodput {} tok/s per GPU (one run)",
+                crate::figure::sig3(mean)
+            ),
+            None => String::new(),
+        };
+        format!(
+            "{} {} in flight per GPU{goodput}",
+            r.arm,
+            crate::figure::count_or_sig3(r.capacity_per_gpu.unwrap_or(0.0))
+        )
+    };
+    let (winner, verdict) = match ranked.as_slice() {
+        [] => (
+            None,
+            format!("no capacity search resolved: no topology is ranked at capacity{caveat}"),
+        ),
+        [only] => (
+            None,
+            format!(
+                "only {} has a resolved capacity: nothing to rank it against{caveat}",
+                describe(only)
+            ),
+        ),
+        [first, second, ..] => {
+            let more = first.capacity_per_gpu > second.capacity_per_gpu;
+            let lead = goodput_lead(first, second);
+            let by_goodput = !more && lead.is_some_and(|i| i.low > 0.0);
+            if more || by_goodput {
+                let basis = if more {
+                    "more users per GPU under the SLOs".to_owned()
+                } else {
+                    let i = lead.unwrap_or(Interval {
+                        estimate: 0.0,
+                        low: 0.0,
+                        high: 0.0,
+                        df: 0.0,
+                    });
+                    format!(
+                        "as many users per GPU, more goodput per GPU there (+{} [+{}, +{}] tok/s per GPU, Welch across runs)",
+                        crate::figure::sig3(i.estimate),
+                        crate::figure::sig3(i.low),
+                        crate::figure::sig3(i.high)
+                    )
+                };
+                (
+                    Some(first.arm.clone()),
+                    format!(
+                        "{} leads at capacity: {basis}: {} against {}{caveat}",
+                        first.arm,
+                        describe(first),
+                        ranked[1..]
+                            .iter()
+                            .map(describe)
+                            .collect::<Vec<_>>()
+                            .join("; ")
+                    ),
+                )
+            } else {
+                (
+                    None,
+                    format!(
+                        "a tie at capacity: {} and {} (equal users per GPU, goodput per GPU within its interval){caveat}",
+                        describe(first),
+                        describe(second)
+                    ),
+                )
+            }
+        }
+    };
+    ranked.extend(rest);
+    CapacityDecision {
+        rows: ranked,
+        winner,
+        verdict,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::artifact::capacity::{Bracket, Observation, PerGpu, Side, Vary, Window};
+
+    fn search(arm: &str, gpus: u32, per_gpu: Option<f64>, goodput: &[f64]) -> CapacityResult {
+        let runs: Vec<Observation> = goodput
+            .iter()
+            .enumerate()
+            .map(|(i, g)| Observation {
+                load: 8.0,
+                repeat: i as u32 + 1,
+                run_id: format!("{arm}-{i}"),
+                dir: Default::default(),
+                attained: 60,
+                requests: 60,
+                goodput_tps: Some(*g),
+            })
+            .collect();
+        let mean = goodput.iter().sum::<f64>() / goodput.len() as f64 / f64::from(gpus);
+        CapacityResult {
+            arm: arm.into(),
+            vary: Vary::Concurrency,
+            min: 4.0,
+            max: 64.0,
+            target: 0.9,
+            window: Window::AfterFirstWave,
+            slo: Vec::new(),
+            requests_per_probe: None,
+            window_requests: Some(60),
+            repeats: 3,
+            replicas: Some(1),
+            gpus: Some(gpus),
+            status: if per_gpu.is_some() {
+                CapacityStatus::Resolved
+            } else {
+                CapacityStatus::NotResolved
+            },
+            capacity: per_gpu.map(|p| p * f64::from(gpus)),
+            capacity_per_gpu: per_gpu,
+            goodput_per_gpu: Some(PerGpu {
+                mean,
+                low: Some(mean - 1.0),
+                high: Some(mean + 1.0),
+                runs: goodput.len() as u32,
+            }),
+            bracket: Some(Bracket {
+                passing: Some(Side {
+                    load: 8.0,
+                    runs: runs.clone(),
+                    attained: 180,
+                    requests: 180,
+                    share: 1.0,
+                    low: 0.98,
+                    high: 1.0,
+                }),
+                failing: None,
+                resolved: per_gpu.is_some(),
+            }),
+            probes: runs,
+            verdict: String::new(),
+        }
+    }
+
+    #[test]
+    fn more_users_per_gpu_lead_and_an_unresolved_search_ranks_nowhere() {
+        let d = decide(&[
+            search("TP1", 1, Some(18.0), &[390.0, 400.0, 410.0]),
+            search("TP2", 2, Some(15.0), &[700.0, 710.0, 720.0]),
+            search("DP2", 2, None, &[780.0, 800.0, 820.0]),
+        ]);
+        assert_eq!(d.winner.as_deref(), Some("TP1"));
+        let order: Vec<&str> = d.rows.iter().map(|r| r.arm.as_str()).collect();
+        assert_eq!(order, ["TP1", "TP2", "DP2"]);
+        assert!(d.verdict.starts_with("TP1 leads at capacity: more users per GPU under the SLOs: TP1 18 in flight per GPU, goodput 400 [399, 401] tok/s per GPU over 3 runs against TP2 15 in flight per GPU"), "{}", d.verdict);
+        assert!(d.verdict.ends_with("not ranked: DP2 (not resolved at this sample size) (record more requests per probe or more repeats)"), "{}", d.verdict);
+    }
+
+    #[test]
+    fn equal_capacity_is_decided_by_goodput_per_gpu_or_is_a_tie() {
+        let d = decide(&[
+            search("TP1", 1, Some(8.0), &[390.0, 400.0, 410.0]),
+            search("DP2", 2, Some(8.0), &[880.0, 900.0, 920.0]),
+        ]);
+        assert_eq!(d.winner.as_deref(), Some("DP2"), "{}", d.verdict);
+        assert!(
+            d.verdict
+                .contains("as many users per GPU, more goodput per GPU there (+50"),
+            "{}",
+            d.verdict
+        );
+        let d = decide(&[
+            search("TP1", 1, Some(8.0), &[390.0, 400.0, 410.0]),
+            search("DP2", 2, Some(8.0), &[780.0, 800.0, 830.0]),
+        ]);
+        assert_eq!(d.winner, None);
+        assert!(d.verdict.starts_with("a tie at capacity"), "{}", d.verdict);
+        let d = decide(&[search("TP1", 1, None, &[400.0])]);
+        assert_eq!(d.winner, None);
+        assert!(
+            d.verdict.starts_with("no capacity search resolved"),
+            "{}",
+            d.verdict
+        );
+    }
+}
