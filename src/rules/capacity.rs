@@ -9,7 +9,7 @@
 
 use serde::Serialize;
 
-use crate::artifact::capacity::{CapacityResult, CapacityStatus};
+use crate::artifact::capacity::{CapacityResult, CapacityStatus, PerGpu};
 use crate::stats::{Interval, Sample, welch_interval};
 
 /// One arm's place in the ranking.
@@ -27,7 +27,7 @@ pub struct CapacityRow {
     /// The failing load (per replica) and its attainment with its exact interval.
     pub failing: Option<(f64, f64, f64, f64)>,
     /// Goodput per GPU at capacity: mean and its interval across runs.
-    pub goodput_per_gpu: Option<(f64, Option<(f64, f64)>, u32)>,
+    pub goodput_per_gpu: Option<PerGpu>,
     /// The search's own sentence.
     pub verdict: String,
     /// Goodput per GPU of each passing run, for the tie-breaker.
@@ -72,10 +72,7 @@ fn row(r: &CapacityResult) -> CapacityRow {
             .as_ref()
             .and_then(|b| b.failing.as_ref())
             .map(|f| (f.load, f.share, f.low, f.high)),
-        goodput_per_gpu: r
-            .goodput_per_gpu
-            .as_ref()
-            .map(|g| (g.mean, g.low.zip(g.high), g.runs)),
+        goodput_per_gpu: r.goodput_per_gpu.clone(),
         verdict: r.verdict.clone(),
         runs,
     }
@@ -100,7 +97,11 @@ pub fn decide(results: &[CapacityResult]) -> CapacityDecision {
             rest.push(row);
         }
     }
-    let goodput = |r: &CapacityRow| r.goodput_per_gpu.map_or(f64::NEG_INFINITY, |g| g.0);
+    let goodput = |r: &CapacityRow| {
+        r.goodput_per_gpu
+            .as_ref()
+            .map_or(f64::NEG_INFINITY, |g| g.mean)
+    };
     ranked.sort_by(|a, b| {
         b.capacity_per_gpu
             .unwrap_or(0.0)
@@ -120,16 +121,21 @@ pub fn decide(results: &[CapacityResult]) -> CapacityDecision {
         )
     };
     let describe = |r: &CapacityRow| {
-        let goodput = match r.goodput_per_gpu {
-            Some((mean, Some((low, high)), runs)) => format!(
+        let goodput = match &r.goodput_per_gpu {
+            Some(PerGpu {
+                mean,
+                low: Some(low),
+                high: Some(high),
+                runs,
+            }) => format!(
                 ", goodput {} [{}, {}] tok/s per GPU over {runs} runs",
-                crate::figure::sig3(mean),
-                crate::figure::sig3(low),
-                crate::figure::sig3(high)
+                crate::figure::sig3(*mean),
+                crate::figure::sig3(*low),
+                crate::figure::sig3(*high)
             ),
-            Some((mean, None, _)) => format!(
+            Some(g) => format!(
                 ", goodput {} tok/s per GPU (one run)",
-                crate::figure::sig3(mean)
+                crate::figure::sig3(g.mean)
             ),
             None => String::new(),
         };
@@ -208,7 +214,7 @@ pub fn decide(results: &[CapacityResult]) -> CapacityDecision {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::artifact::capacity::{Bracket, Observation, PerGpu, Side, Vary, Window};
+    use crate::artifact::capacity::{Bracket, Observation, Side, Vary, Window};
 
     fn search(arm: &str, gpus: u32, per_gpu: Option<f64>, goodput: &[f64]) -> CapacityResult {
         let runs: Vec<Observation> = goodput

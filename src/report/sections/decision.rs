@@ -119,14 +119,17 @@ fn capacity_row(r: &crate::rules::capacity::CapacityRow) -> CapacityRowView {
                 (None, None) => NA.to_owned(),
             }
         },
-        goodput: match r.goodput_per_gpu {
-            Some((mean, Some((low, high)), runs)) => format!(
-                "{} [{}, {}] tok/s per GPU ({runs} runs)",
-                fmt_num(Some(mean)),
-                fmt_num(Some(low)),
-                fmt_num(Some(high))
-            ),
-            Some((mean, None, _)) => format!("{} tok/s per GPU (1 run)", fmt_num(Some(mean))),
+        goodput: match &r.goodput_per_gpu {
+            Some(g) => match (g.low, g.high) {
+                (Some(low), Some(high)) => format!(
+                    "{} [{}, {}] tok/s per GPU ({} runs)",
+                    fmt_num(Some(g.mean)),
+                    fmt_num(Some(low)),
+                    fmt_num(Some(high)),
+                    g.runs
+                ),
+                _ => format!("{} tok/s per GPU (1 run)", fmt_num(Some(g.mean))),
+            },
             None => NA.to_owned(),
         },
         status: if resolved {
