@@ -85,7 +85,7 @@ const PARSE_ERRORS_SQL: &str = "\
 SELECT run_id, request_index, parse_errors, coalesce(first_parse_error, '') AS first_parse_error \
 FROM request_timing WHERE kind = 'measured' AND parse_errors > 0 ORDER BY run_id, request_index";
 
-const COMPLETION_SQL: &str = "SELECT run_id, completion_tokens_p50 FROM completion_lengths";
+const COMPLETION_SQL: &str = "SELECT run_id, completion_tokens_p50, completion_tokens_mean, completion_tokens_total FROM completion_lengths";
 
 const FINISH_SQL: &str = "\
 SELECT run_id, finish_reason, count(*) AS requests FROM request_metrics \
@@ -209,6 +209,8 @@ struct ParseErrorRow {
 struct CompletionRow {
     run_id: String,
     completion_tokens_p50: Option<f64>,
+    completion_tokens_mean: Option<f64>,
+    completion_tokens_total: Option<f64>,
 }
 
 #[derive(Deserialize)]
@@ -402,6 +404,8 @@ pub async fn read_artifacts(session: &AnvilSession) -> Result<Vec<Artifact>, Que
     for row in decode::<CompletionRow>(&session.query(COMPLETION_SQL).await?)? {
         if let Some(f) = slot(&mut artifacts, &index, &row.run_id) {
             f.completion_tokens_p50 = row.completion_tokens_p50;
+            f.completion_tokens_mean = row.completion_tokens_mean;
+            f.completion_tokens_total = row.completion_tokens_total;
         }
     }
 

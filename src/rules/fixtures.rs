@@ -125,6 +125,8 @@ pub fn artifact_of(facts: ArtifactFacts, metrics: BTreeMap<MetricId, Stats>, tps
         succeeded_without_usage: 0,
         parse_errors: Vec::new(),
         completion_tokens_p50: Some(340.0),
+        completion_tokens_mean: Some(340.0),
+        completion_tokens_total: Some(34_000.0),
         finish_reasons: [("stop".to_owned(), n)].into_iter().collect(),
         requests: RequestCounts {
             measured: n,

@@ -380,6 +380,10 @@ pub struct ArtifactFigures {
     pub parse_errors: Vec<ParseErrors>,
     /// Median usage completion tokens per successful request, tokens.
     pub completion_tokens_p50: Option<f64>,
+    /// Mean usage completion tokens per successful request, tokens.
+    pub completion_tokens_mean: Option<f64>,
+    /// Sum of the successful requests' usage completion tokens, tokens.
+    pub completion_tokens_total: Option<f64>,
     /// Successful requests by finish reason (`stop`, `length`, …).
     pub finish_reasons: BTreeMap<String, u64>,
     /// Measured requests by outcome.

@@ -245,15 +245,35 @@ fn load_differs_cue() -> (String, String) {
     ("≠ load differs".to_owned(), "unresolved".to_owned())
 }
 
-/// `cell` with its cue replaced when `arm` and its `reference` differ in aggregate load.
+/// `cell` (a throughput or goodput difference) with its cue replaced when `arm` and its
+/// `reference` differ in aggregate load, or realized output lengths beyond the guard.
 fn at_load(c: &Comparison, arm: &str, reference: Option<&str>, cell: PairCellView) -> PairCellView {
-    match reference.and_then(|r| c.load_differs(arm, r, LoadBasis::Aggregate)) {
-        Some(_) if !cell.difference.is_empty() => {
-            let (cue, class) = load_differs_cue();
-            PairCellView { cue, class, ..cell }
-        }
-        _ => cell,
+    if cell.difference.is_empty() {
+        return cell;
     }
+    if reference
+        .and_then(|r| c.load_differs(arm, r, LoadBasis::Aggregate))
+        .is_some()
+    {
+        let (cue, class) = load_differs_cue();
+        return PairCellView { cue, class, ..cell };
+    }
+    let lengths_differ = c.output_length.iter().any(|(a, r, verdict)| {
+        a == arm
+            && Some(r.as_str()) == reference
+            && matches!(
+                verdict,
+                crate::rules::compare::OutputLength::NotComparable { .. }
+            )
+    });
+    if lengths_differ {
+        return PairCellView {
+            cue: "≠ not comparable: output lengths differ".to_owned(),
+            class: "unresolved".to_owned(),
+            ..cell
+        };
+    }
+    cell
 }
 
 fn goodput_cell(c: &Comparison, arm: &str) -> PairCellView {

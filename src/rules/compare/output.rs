@@ -3,8 +3,27 @@
 
 use super::*;
 
-/// Median of the runs' completion-token medians and summed finish-reason counts of an arm.
-pub(super) fn output_profile(runs: &[&Artifact]) -> (Option<f64>, BTreeMap<String, u64>) {
+/// What an arm's replies amounted to: the median of its runs' completion-token medians,
+/// the mean of their means and of their totals, and its summed finish-reason counts.
+pub(super) struct OutputProfile {
+    pub median: Option<f64>,
+    pub mean: Option<f64>,
+    pub total: Option<f64>,
+    pub reasons: BTreeMap<String, u64>,
+}
+
+/// The mean of one figure over every run, `None` unless every run has it finite.
+fn over_runs(runs: &[&Artifact], pick: impl Fn(&Artifact) -> Option<f64>) -> Option<f64> {
+    let values: Vec<f64> = runs
+        .iter()
+        .filter_map(|run| pick(run))
+        .filter(|v| v.is_finite())
+        .collect();
+    (values.len() == runs.len() && !values.is_empty())
+        .then(|| values.iter().sum::<f64>() / values.len() as f64)
+}
+
+pub(super) fn output_profile(runs: &[&Artifact]) -> OutputProfile {
     let mut medians: Vec<f64> = runs
         .iter()
         .filter_map(|run| run.figures.completion_tokens_p50)
@@ -25,7 +44,12 @@ pub(super) fn output_profile(runs: &[&Artifact]) -> (Option<f64>, BTreeMap<Strin
             *total = total.saturating_add(*count);
         }
     }
-    (median, reasons)
+    OutputProfile {
+        median,
+        mean: over_runs(runs, |r| r.figures.completion_tokens_mean),
+        total: over_runs(runs, |r| r.figures.completion_tokens_total),
+        reasons,
+    }
 }
 pub(super) fn shares(counts: &BTreeMap<String, u64>) -> BTreeMap<&str, f64> {
     let total: u64 = counts.values().fold(0, |sum, n| sum.saturating_add(*n));
@@ -54,7 +78,8 @@ pub(super) fn describe_mix(counts: &BTreeMap<String, u64>) -> String {
 }
 
 /// Output-length realization of `arm` against `baseline` (its reference): the completion-token
-/// medians must be within [`MEDIAN_TOLERANCE`] of the reference's and no finish reason's
+/// medians, means and totals per run must each be within [`MEDIAN_TOLERANCE`] of the
+/// reference's and no finish reason's
 /// share may differ by more than [`FINISH_SHARE_TOLERANCE`]; otherwise aggregate throughput
 /// is not comparable as it stands (an arm that writes shorter replies finishes sooner). The
 /// warning names the arm first and gives its figures first, as the heading `arm vs
@@ -65,25 +90,37 @@ pub fn output_length_realization(
     arm: &str,
     runs: &[&Artifact],
 ) -> OutputLength {
-    let (base_median, base_mix) = output_profile(base_runs);
-    let (median, mix) = output_profile(runs);
+    let base = output_profile(base_runs);
+    let now = output_profile(runs);
+    let (base_mix, mix) = (&base.reasons, &now.reasons);
     let mut problems = Vec::new();
-    match (base_median, median) {
-        (Some(b), Some(a)) if b > 0.0 => {
+    match (base.median, now.median) {
+        (Some(b), Some(_)) if b > 0.0 => {}
+        _ => problems.push("completion-token medians not recorded for both arms".to_owned()),
+    }
+    // The median, the mean and the run's total each: a long tail of replies moves the
+    // tokens a throughput counts without moving the median.
+    for (what, b, a) in [
+        ("p50", base.median, now.median),
+        ("mean", base.mean, now.mean),
+        ("total per run", base.total, now.total),
+    ] {
+        if let (Some(b), Some(a)) = (b, a)
+            && b > 0.0
+        {
             let change = (a - b) / b;
             if change.abs() > MEDIAN_TOLERANCE {
                 let sign = if change > 0.0 { "+" } else { "−" };
                 problems.push(format!(
-                    "completion tokens p50 {} vs {} ({sign}{}%)",
-                    num(a),
-                    num(b),
+                    "completion tokens {what} {} vs {} ({sign}{}%)",
+                    crate::figure::sig3(a),
+                    crate::figure::sig3(b),
                     num((change * 100.0).abs())
                 ));
             }
         }
-        _ => problems.push("completion-token medians not recorded for both arms".to_owned()),
     }
-    let (base_shares, shares_now) = (shares(&base_mix), shares(&mix));
+    let (base_shares, shares_now) = (shares(base_mix), shares(mix));
     let reasons: BTreeSet<&str> = base_shares
         .keys()
         .chain(shares_now.keys())
@@ -99,8 +136,8 @@ pub fn output_length_realization(
     if mix_differs {
         problems.push(format!(
             "finish reasons {} vs {}",
-            describe_mix(&mix),
-            describe_mix(&base_mix)
+            describe_mix(mix),
+            describe_mix(base_mix)
         ));
     }
     if problems.is_empty() {

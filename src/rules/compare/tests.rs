@@ -370,6 +370,34 @@ fn output_length_mismatch_warns_that_throughput_is_not_comparable() {
     );
 }
 
+/// Mamba lazy96's trap: a median 8.7% longer (within the guard) but a tail of long replies
+/// that makes 40.6% more tokens in total: its throughput lead is longer replies, and the
+/// guard says so.
+#[test]
+fn a_longer_tail_with_a_near_median_is_caught_by_the_mean_and_total() {
+    let base = artifact("r-a", "A", &[("k", "1")], 1000.0);
+    let mut tail = artifact("r-b", "B", &[("k", "2")], 1400.0);
+    tail.figures.completion_tokens_p50 = Some(369.6); // +8.7%
+    tail.figures.completion_tokens_mean = Some(478.0); // +40.6%
+    tail.figures.completion_tokens_total = Some(47_804.0); // +40.6%
+    let artifacts = [base, tail];
+    let comparison = compare(
+        &match_artifacts(&artifacts).unwrap(),
+        &References::Baseline("A".to_owned()),
+        Scope::Headline,
+    )
+    .unwrap();
+    let OutputLength::NotComparable { warning } = &comparison.output_length[0].2 else {
+        panic!("{:?}", comparison.output_length);
+    };
+    assert_eq!(
+        warning,
+        "B vs A: output-length realization differs (completion tokens mean 478 vs 340 \
+         (+40.6%); completion tokens total per run 47,804 vs 34,000 (+40.6%)); throughput is \
+         not comparable as it stands"
+    );
+}
+
 #[test]
 fn equal_output_lengths_within_tolerance_are_comparable() {
     let base = artifact("r-a", "A", &[("k", "1")], 1000.0);
