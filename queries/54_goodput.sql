@@ -5,7 +5,8 @@
 -- request start to its last stream completion, failed requests included, so goodput and
 -- aggregate throughput divide by the same seconds. Windows as in cell_stats: `all` (every
 -- measured request) and `after_first_wave` (without the first wave), each over its own span.
--- A failed request is in the denominator and never attained. With no SLO given the view is
+-- A failed request is in the denominator and never attained. Functional cells (class
+-- `functional`) have no row: they check tools and formats, not service. With no SLO given the view is
 -- empty (docs/artifact.md "SLOs and goodput"); across repeats, across_runs gives goodput's
 -- mean with its t interval over runs.
 -- Columns:
@@ -79,3 +80,6 @@ CROSS JOIN texts t
 JOIN runs ru ON ru.run_id = c.run_id
 JOIN aggregate_throughput a
     ON a.run_id = c.run_id AND a.window = c.window AND a.scope = 'run'
+-- A functional cell checks tools and formats, not service: its tool-call replies are no SLO
+-- misses, and it counts in no attainment or goodput (the class as the headline rules name it).
+WHERE ru.class <> 'functional'

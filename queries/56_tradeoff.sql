@@ -11,7 +11,9 @@
 -- both axes and better on one. Points differ in arm and in load (concurrency, rate), so a
 -- frontier over concurrency levels is the curve a sweep draws. A point without GPUs or
 -- without a median TPOT has no place on the plot: on_frontier is NULL and it dominates
--- nothing.
+-- nothing. With SLOs given, a point whose attainment misses the target (slos.target, the
+-- campaign's slo_target) is off the frontier and dominates nothing: a configuration that
+-- meets no SLO is no trade-off. Functional cells are not points.
 -- Columns:
 --   arm (-): the arm (runs.arm).
 --   cell_id (-): the manifest cell (runs.cell_id).
@@ -35,9 +37,11 @@
 --   goodput_tps_per_gpu (tok/s): goodput_tps / gpus; NULL without either.
 --   attained_share (fraction): mean over the runs of goodput.attained_share; NULL with no
 --       SLO given.
---   on_frontier (-): no other point of the frontier group and window has output_tps_per_gpu
---       and output_tps_per_user both at least as large and one larger; NULL for a point
---       off the plot (no gpus or no median TPOT).
+--   meets_target (-): attained_share reaches slos.target; NULL with no SLO given.
+--   on_frontier (-): the point meets the SLO target (or no SLO is given) and no other such
+--       point of the frontier group and window has output_tps_per_gpu and
+--       output_tps_per_user both at least as large and one larger; NULL for a point off the
+--       plot (no gpus or no median TPOT).
 --   dominated_by (-): the points that dominate this one, by arm (with its cell in brackets
 --       when that is another cell), in order; empty on the frontier, NULL off the plot.
 CREATE VIEW tradeoff AS
@@ -64,7 +68,7 @@ WITH per_run AS (
     LEFT JOIN cell_stats c
         ON c.run_id = ru.run_id AND c.window = a.window AND c.metric = 'tpot_ms'
     LEFT JOIN goodput g ON g.run_id = ru.run_id AND g.window = a.window
-    WHERE ru.status = 'complete'
+    WHERE ru.status = 'complete' AND ru.class <> 'functional'
 ),
 points AS (
     SELECT
@@ -86,7 +90,8 @@ points AS (
         1000.0 / nullif(avg(tpot_p50_ms), 0) AS output_tps_per_user,
         avg(goodput_tps) AS goodput_tps,
         avg(goodput_tps) / CAST(max(gpus) AS DOUBLE) AS goodput_tps_per_gpu,
-        avg(attained_share) AS attained_share
+        avg(attained_share) AS attained_share,
+        avg(attained_share) >= (SELECT min(target) FROM slos) AS meets_target
     FROM per_run
     GROUP BY arm, cell_id, workload_fingerprint, arm_config_canonical, window, frontier_group
 ),
@@ -109,6 +114,7 @@ dominance AS (
         AND q.output_tps_per_user >= p.output_tps_per_user
         AND (q.output_tps_per_gpu > p.output_tps_per_gpu
             OR q.output_tps_per_user > p.output_tps_per_user)
+        AND coalesce(q.meets_target, true)
     WHERE p.output_tps_per_gpu IS NOT NULL AND p.output_tps_per_user IS NOT NULL
     GROUP BY p.arm, p.cell_id, p.workload_fingerprint, p.arm_config_canonical, p.window
 )
@@ -132,7 +138,11 @@ SELECT
     p.goodput_tps,
     p.goodput_tps_per_gpu,
     p.attained_share,
-    CASE WHEN d.arm IS NULL THEN NULL ELSE d.dominated_by IS NULL END AS on_frontier,
+    p.meets_target,
+    CASE
+        WHEN d.arm IS NULL THEN NULL
+        ELSE d.dominated_by IS NULL AND coalesce(p.meets_target, true)
+    END AS on_frontier,
     CASE WHEN d.arm IS NULL THEN NULL ELSE coalesce(d.dominated_by, make_array()) END
         AS dominated_by
 FROM points p

@@ -188,11 +188,18 @@ impl fmt::Display for SloSource {
     }
 }
 
-/// The SLOs in force, in catalogue order, at most one per metric, with where they came from.
+/// The attainment a point must reach to stand on the trade-off frontier when the campaign
+/// file gives no `slo_target`.
+pub const DEFAULT_SLO_TARGET: f64 = 0.9;
+
+/// The SLOs in force, in catalogue order, at most one per metric, with where they came from,
+/// and the attainment target a load must meet under them.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Slos {
     pub slos: Vec<Slo>,
     pub source: SloSource,
+    /// The share of requests that must attain the SLOs (the campaign's `slo_target`).
+    pub target: f64,
 }
 
 impl Default for Slos {
@@ -207,7 +214,14 @@ impl Slos {
         Self {
             slos: Vec::new(),
             source: SloSource::None,
+            target: DEFAULT_SLO_TARGET,
         }
+    }
+
+    /// The same SLOs with attainment target `target`.
+    pub fn with_target(mut self, target: f64) -> Self {
+        self.target = target;
+        self
     }
 
     /// Parse every text (one bound per metric), sorted in catalogue order.
@@ -224,7 +238,11 @@ impl Slos {
         } else {
             source
         };
-        Self { slos, source }
+        Self {
+            slos,
+            source,
+            target: DEFAULT_SLO_TARGET,
+        }
     }
 
     pub fn is_empty(&self) -> bool {

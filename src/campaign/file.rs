@@ -54,6 +54,10 @@ pub struct CampaignFile {
     /// search meets by default.
     #[serde(default, deserialize_with = "crate::slo::deserialize_list")]
     pub slo: Vec<crate::slo::Slo>,
+    /// The share of requests that must attain the SLOs for a point to stand on the
+    /// trade-off frontier (default 0.9).
+    #[serde(default = "default_slo_target")]
+    pub slo_target: f64,
     /// The order of repeated cells within a stage ([`Order`]): interleaved across arms (the
     /// default) or blocked.
     #[serde(default)]
@@ -106,6 +110,10 @@ pub struct Arm {
     /// A capacity search to run against it, beside (or instead of) its cells.
     #[serde(default)]
     pub search: Option<search::CapacitySearch>,
+}
+
+fn default_slo_target() -> f64 {
+    crate::slo::DEFAULT_SLO_TARGET
 }
 
 impl Arm {
@@ -421,6 +429,15 @@ impl CampaignFile {
             out.push(Problem::new(
                 "warmup_requests",
                 format!("must be at most {MAX_WARMUP_REQUESTS}"),
+            ));
+        }
+        if !(self.slo_target > 0.0 && self.slo_target <= 1.0) {
+            out.push(Problem::new(
+                "slo_target",
+                format!(
+                    "{} is not a share of requests: give one in (0, 1], e.g. 0.9",
+                    self.slo_target
+                ),
             ));
         }
         for (i, arm) in self.arms.iter().enumerate() {

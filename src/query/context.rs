@@ -543,6 +543,7 @@ fn slos_table(slos: &Slos) -> Result<MemTable, QueryError> {
         Field::new("bound", DataType::Float64, false),
         Field::new("unit", DataType::Utf8, false),
         Field::new("source", DataType::Utf8, false),
+        Field::new("target", DataType::Float64, false),
     ]));
     let order = |m: crate::metric::MetricId| {
         crate::metric::MetricId::ALL
@@ -568,6 +569,9 @@ fn slos_table(slos: &Slos) -> Result<MemTable, QueryError> {
         )),
         Arc::new(StringArray::from_iter_values(
             list.iter().map(|_| slos.source.column()),
+        )),
+        Arc::new(Float64Array::from_iter_values(
+            list.iter().map(|_| slos.target),
         )),
     ];
     let batch = RecordBatch::try_new(schema.clone(), columns).map_err(|e| failed(e.into()))?;

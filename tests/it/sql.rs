@@ -1584,3 +1584,27 @@ fn the_interactive_prompt_takes_meta_commands_anywhere() {
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
 }
+
+/// The frontier holds only points that meet the SLO target (the sample's context-curve cells
+/// attain nothing: no trade-off), and functional cells are neither points nor in goodput:
+/// their tool-call replies are no SLO misses.
+#[test]
+fn the_frontier_holds_only_points_meeting_the_slo_target_and_no_functional_cell() {
+    let rows = |sql: &str| -> serde_json::Value {
+        let out = anvil(&["sql", "--format", "json", "--data", "sample-data", sql]).expect(0);
+        serde_json::from_str(&out).unwrap()
+    };
+    let off = rows(
+        "SELECT arm, cell_id FROM tradeoff WHERE on_frontier AND NOT coalesce(meets_target, true)",
+    );
+    assert_eq!(off, serde_json::json!([]), "{off:#}");
+    let missing = rows("SELECT count(*) AS n FROM tradeoff WHERE meets_target = false");
+    assert!(missing[0]["n"].as_i64().unwrap() > 0, "{missing:#}");
+    let functional = rows(
+        "SELECT (SELECT count(*) FROM tradeoff WHERE cell_id LIKE 'functional.%') \
+         + (SELECT count(*) FROM goodput WHERE cell_id LIKE 'functional.%') AS n",
+    );
+    assert_eq!(functional[0]["n"], 0, "{functional:#}");
+    let target = rows("SELECT DISTINCT target FROM slos");
+    assert_eq!(target, serde_json::json!([{"target": 0.9}]));
+}

@@ -272,7 +272,7 @@ mod session {
             let campaign = CampaignFile::load(file)
                 .with_context(|| format!("--campaign {}", given.display()))
                 .map_err(bad)?;
-            campaign_slos(&campaign.slo, file)
+            campaign_slos(&campaign.slo, file).with_target(campaign.slo_target)
         } else {
             beside_the_data(data).map_err(bad)?
         };
@@ -312,7 +312,7 @@ mod session {
                         file.display()
                     )
                 })?;
-                found.push(campaign_slos(&campaign.slo, &file));
+                found.push(campaign_slos(&campaign.slo, &file).with_target(campaign.slo_target));
                 continue;
             }
             for journal in files_beside(dir, crate::campaign::journal::JOURNAL) {
