@@ -58,6 +58,10 @@ pub struct CampaignFile {
     /// trade-off frontier (default 0.9).
     #[serde(default = "default_slo_target")]
     pub slo_target: f64,
+    /// The decision's objective and its priority; the report's first screen recommends by
+    /// it.
+    #[serde(default)]
+    pub objective: Option<crate::rules::recommend::DeclaredObjective>,
     /// The order of repeated cells within a stage ([`Order`]): interleaved across arms (the
     /// default) or blocked.
     #[serde(default)]
@@ -429,6 +433,14 @@ impl CampaignFile {
             out.push(Problem::new(
                 "warmup_requests",
                 format!("must be at most {MAX_WARMUP_REQUESTS}"),
+            ));
+        }
+        if let Some(o) = &self.objective
+            && (o.priority.is_empty() || o.text.trim().is_empty())
+        {
+            out.push(Problem::new(
+                "objective",
+                "give the objective in words (`text`) and at least one criterion (`priority`, e.g. [\"capacity_per_gpu\", \"tpot_p50\"])",
             ));
         }
         if !(self.slo_target > 0.0 && self.slo_target <= 1.0) {

@@ -197,4 +197,8 @@ pub struct PlannedCells {
     pub out: String,
     /// `(stage, arm, cell id)`, repeats once.
     pub cells: Vec<(String, String, String)>,
+    /// The decision's objective the campaign file declares, if any.
+    pub objective: Option<crate::rules::recommend::DeclaredObjective>,
+    /// The order repeats were recorded in (`interleaved` or `blocked`).
+    pub order: String,
 }

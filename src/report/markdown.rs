@@ -359,6 +359,15 @@ fn decision(out: &mut String, view: &ReportView) {
             "> **PROMOTION NOT AUTHORIZED:** the run plan sets promotion_authorized to false; nothing here promotes a configuration.\n\n",
         );
     }
+    let _ = writeln!(out, "**{}**", escape(&d.recommendation));
+    if !d.recommendation_caveats.is_empty() {
+        let _ = writeln!(
+            out,
+            "Caveats that would change it: {}.",
+            escape(&d.recommendation_caveats.join("; "))
+        );
+    }
+    out.push('\n');
     let _ = writeln!(
         out,
         "**Tested:** {} **Outcome: {}.** {}\n",

@@ -34,6 +34,7 @@ pub mod load;
 pub mod matching;
 pub mod naming;
 pub mod objective;
+pub mod recommend;
 pub mod refusal;
 pub mod stage;
 pub mod stop;

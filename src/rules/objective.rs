@@ -272,7 +272,21 @@ fn figures(c: &Comparison, kind: ObjectiveKind) -> Vec<ObjectiveFigure> {
 
 /// The leader of `c` on `kind`, or `None` when no arm has the figure.
 pub fn objective(c: &Comparison, kind: ObjectiveKind) -> Option<Objective> {
-    let mut ranked = figures(c, kind);
+    rank(c, kind, figures(c, kind))
+}
+
+/// [`objective`] among `arms` only (a tie-break between arms an earlier criterion left
+/// level).
+pub fn objective_among(c: &Comparison, kind: ObjectiveKind, arms: &[String]) -> Option<Objective> {
+    let among = figures(c, kind)
+        .into_iter()
+        .filter(|f| arms.contains(&f.arm))
+        .collect();
+    rank(c, kind, among)
+}
+
+fn rank(c: &Comparison, kind: ObjectiveKind, figures: Vec<ObjectiveFigure>) -> Option<Objective> {
+    let mut ranked = figures;
     ranked.sort_by(|a, b| {
         if kind.higher_is_better() {
             b.value.total_cmp(&a.value)

@@ -119,6 +119,8 @@ fn planned_cells(
         file: file.display().to_string(),
         out: out.display().to_string(),
         cells,
+        objective: campaign.objective.clone(),
+        order: campaign.order.as_str().to_owned(),
     })
 }
 

@@ -33,6 +33,13 @@ pub struct DecisionView {
     pub outcome_class: String,
     /// One sentence: why the outcome is what it is.
     pub outcome_reason: String,
+    /// The opening paragraph: the configuration the data supports under the declared
+    /// objective, or that none is declared.
+    pub recommendation: String,
+    /// What would change it.
+    pub recommendation_caveats: Vec<String>,
+    /// `pass` when a configuration is supported, else `missing`.
+    pub recommendation_class: String,
     /// The workload the objectives are ranked on.
     pub objectives_scope: String,
     pub objectives: Vec<ObjectiveView>,
@@ -799,6 +806,27 @@ pub fn decision_view(input: &ReportInput<'_>) -> DecisionView {
     let searched: Vec<crate::artifact::capacity::CapacityResult> =
         input.capacity.iter().map(|c| c.search.clone()).collect();
     let capacity = crate::rules::capacity::decide(&searched);
+    let declared = input.planned.and_then(|p| p.objective.as_ref());
+    let (recommendation, recommendation_caveats, recommendation_class) = match declared {
+        Some(d) => {
+            let r = crate::rules::recommend::recommend(d, &capacity, headline);
+            let mut caveats = r.caveats;
+            if let Some(p) = input.planned
+                && p.order == "blocked"
+            {
+                caveats.push(
+                    "repeats were recorded back to back (order: blocked): drift over time is confounded with the arm".to_owned(),
+                );
+            }
+            let class = if r.arm.is_some() { "pass" } else { "missing" };
+            (r.text, caveats, class.to_owned())
+        }
+        None => (
+            "No decision objective is declared (the campaign file's `objective`): the objectives below are ranked one by one, and no single configuration is recommended.".to_owned(),
+            Vec::new(),
+            "missing".to_owned(),
+        ),
+    };
     let not_testable = input.check.not_testable.len();
     let (outcome, outcome_class) = match input.check.outcome {
         Outcome::Holds if not_testable > 0 => (
@@ -844,6 +872,9 @@ pub fn decision_view(input: &ReportInput<'_>) -> DecisionView {
         outcome: outcome.to_owned(),
         outcome_class: outcome_class.to_owned(),
         outcome_reason,
+        recommendation,
+        recommendation_caveats,
+        recommendation_class,
         objectives_scope,
         objectives: objectives.iter().map(objective_view).collect(),
         capacity_verdict: capacity.verdict.clone(),
