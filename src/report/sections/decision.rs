@@ -450,7 +450,7 @@ pub fn claim_class(v: ClaimVerdict) -> &'static str {
     match v {
         ClaimVerdict::Supported => "pass",
         ClaimVerdict::Contradicted => "fail",
-        ClaimVerdict::NotTestable => "missing",
+        ClaimVerdict::NotResolved | ClaimVerdict::NotTestable | ClaimVerdict::NotRead => "missing",
     }
 }
 

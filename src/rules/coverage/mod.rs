@@ -194,15 +194,22 @@ fn num_short(value: f64) -> String {
     num(rounded)
 }
 
-/// What the evidence says of a claim.
+/// What the evidence says of a claim: one of five labels.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub enum ClaimVerdict {
+    /// Every tested difference agrees with the claim by a 95% interval excluding zero.
     Supported,
     /// The recorded figures contradict the claim (a 95% interval excludes it).
     Contradicted,
-    /// The recorded figures cannot decide it: within the uncertainty, single runs, no
-    /// artifact, or nothing recorded that the claim names.
+    /// Tested, with intervals on every side, but some include zero: more runs or requests
+    /// could resolve it.
+    NotResolved,
+    /// The data cannot speak to it: single runs, no artifact, arms offered different load,
+    /// no arm one key apart.
     NotTestable,
+    /// Plan text anvil could not read as an arm or a recorded setting (say what to write
+    /// instead: an arm's name, a setting, or an alias in the campaign file).
+    NotRead,
 }
 
 impl std::fmt::Display for ClaimVerdict {
@@ -211,7 +218,9 @@ impl std::fmt::Display for ClaimVerdict {
         f.write_str(match self {
             ClaimVerdict::Supported => "supported",
             ClaimVerdict::Contradicted => "contradicted",
+            ClaimVerdict::NotResolved => "tested, not resolved",
             ClaimVerdict::NotTestable => "not testable",
+            ClaimVerdict::NotRead => "plan text not read",
         })
     }
 }
@@ -520,6 +529,8 @@ fn against_sweep(
         ClaimVerdict::Contradicted
     } else if supported {
         ClaimVerdict::Supported
+    } else if untestable.is_empty() && unequal_load.is_empty() && !parts.is_empty() {
+        ClaimVerdict::NotResolved
     } else {
         ClaimVerdict::NotTestable
     };
@@ -546,7 +557,11 @@ fn against_sweep(
                 ),
             );
         }
-        ClaimVerdict::NotTestable => {
+        ClaimVerdict::NotResolved => format!(
+            "the differences are within their 95% intervals; {}; more runs would resolve it",
+            leaning(arm, &ahead, &behind)
+        ),
+        ClaimVerdict::NotTestable | ClaimVerdict::NotRead => {
             untestable.extend(
                 unequal_load
                     .iter()
@@ -653,19 +668,17 @@ fn signed(value: f64) -> String {
     }
 }
 
-/// The worst of several verdicts: contradicted over not testable over supported.
+/// The worst of several verdicts: contradicted, then not testable, then plan text not
+/// read, then tested but not resolved, then supported.
 fn combine(verdicts: impl IntoIterator<Item = ClaimVerdict>) -> Option<ClaimVerdict> {
-    verdicts.into_iter().fold(None, |acc, v| {
-        Some(match (acc, v) {
-            (_, ClaimVerdict::Contradicted) | (Some(ClaimVerdict::Contradicted), _) => {
-                ClaimVerdict::Contradicted
-            }
-            (_, ClaimVerdict::NotTestable) | (Some(ClaimVerdict::NotTestable), _) => {
-                ClaimVerdict::NotTestable
-            }
-            _ => ClaimVerdict::Supported,
-        })
-    })
+    let rank = |v: ClaimVerdict| match v {
+        ClaimVerdict::Contradicted => 4,
+        ClaimVerdict::NotTestable => 3,
+        ClaimVerdict::NotRead => 2,
+        ClaimVerdict::NotResolved => 1,
+        ClaimVerdict::Supported => 0,
+    };
+    verdicts.into_iter().max_by_key(|v| rank(*v))
 }
 
 /// One named arm of a clause against its sweep in every comparison of the stage that holds
@@ -890,9 +903,12 @@ fn check_clause(
     }
     for word in unrecorded_components(clause, stage, artifacts) {
         components.push(ComponentCheck {
-            reason: format!("{UNNAMED_COMPONENT} {word}"),
+            reason: format!(
+                "{UNNAMED_COMPONENT} {word}; write an arm's name or a recorded setting \
+                 (key=value) instead, or map it in the campaign file's aliases"
+            ),
             component: word,
-            verdict: ClaimVerdict::NotTestable,
+            verdict: ClaimVerdict::NotRead,
         });
     }
     let what = if rejection { "rejection" } else { "selection" };

@@ -294,14 +294,14 @@ fn a_selection_of_several_sweeps_is_checked_component_by_component() {
         .map(|c| (c.component.as_str(), c.verdict))
         .collect();
     // K12 beats K4 and K16 on decode; chunk1K loses to chunk8K and K12; the other two
-    // words name nothing recorded.
+    // words name nothing recorded: plan text not read.
     assert_eq!(
         components,
         [
             ("K12", ClaimVerdict::Supported),
             ("chunk1K", ClaimVerdict::Contradicted),
-            ("extra_buffer", ClaimVerdict::NotTestable),
-            ("Mamba96", ClaimVerdict::NotTestable),
+            ("extra_buffer", ClaimVerdict::NotRead),
+            ("Mamba96", ClaimVerdict::NotRead),
         ]
     );
     assert_eq!(claim.verdict, ClaimVerdict::Contradicted);
@@ -352,16 +352,18 @@ fn with_repeats_a_per_request_mean_is_judged_across_runs() {
         k12.reason
     );
     // Three runs each whose means move by ±3 together: across runs K12 − K16 = +1 with
-    // sd 3 on both sides, an interval including zero. The point estimates still lean.
+    // sd 3 on both sides, an interval including zero: tested, not resolved. The point
+    // estimates still lean.
     let repeats = coverage_of(&decode_sweep([40.0, 50.0, 49.0], &[-3.0, 0.0, 3.0]));
     let k12 = &stage(&repeats, "SGLang optimization").selected[0].components[0];
-    assert_eq!(k12.verdict, ClaimVerdict::NotTestable, "{}", k12.reason);
+    assert_eq!(k12.verdict, ClaimVerdict::NotResolved, "{}", k12.reason);
+    assert_eq!(k12.verdict.to_string(), "tested, not resolved");
     assert!(
         k12.reason
             .contains("(differences with Welch's 95% CI across runs)")
             && k12.reason.ends_with(
                 "the differences are within their 95% intervals; the point estimates put \
-                 K12 ahead of K4, K16"
+                 K12 ahead of K4, K16; more runs would resolve it"
             ),
         "{}",
         k12.reason
