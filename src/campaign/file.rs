@@ -62,6 +62,10 @@ pub struct CampaignFile {
     /// it.
     #[serde(default)]
     pub objective: Option<crate::rules::recommend::DeclaredObjective>,
+    /// Words of the plan's claims and controls mapped to recorded settings, e.g.
+    /// `{"Mamba96": "mamba=extra_buffer96"}`: how `check` reads plan text that names no arm.
+    #[serde(default)]
+    pub aliases: BTreeMap<String, String>,
     /// The order of repeated cells within a stage ([`Order`]): interleaved across arms (the
     /// default) or blocked.
     #[serde(default)]
@@ -442,6 +446,17 @@ impl CampaignFile {
                 "objective",
                 "give the objective in words (`text`) and at least one criterion (`priority`, e.g. [\"capacity_per_gpu\", \"tpot_p50\"])",
             ));
+        }
+        for (word, to) in &self.aliases {
+            let ok = to
+                .split_once('=')
+                .is_some_and(|(k, v)| !k.trim().is_empty() && !v.trim().is_empty());
+            if !ok || word.trim().is_empty() {
+                out.push(Problem::new(
+                    format!("aliases.{word}"),
+                    format!("`{to}` is not a setting: map a word to key=value, e.g. \"mamba=extra_buffer96\""),
+                ));
+            }
         }
         if !(self.slo_target > 0.0 && self.slo_target <= 1.0) {
             out.push(Problem::new(

@@ -32,6 +32,9 @@ pub fn evidence_files(plan: &RunPlan, data: &[PathBuf]) -> anyhow::Result<Eviden
         let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
             continue;
         };
+        if name == "campaign.json" {
+            evidence.aliases.extend(aliases(&path));
+        }
         if name == crate::artifact::capacity::CAPACITY_JSON {
             match std::fs::read_to_string(&path)
                 .map_err(|e| e.to_string())
@@ -78,4 +81,29 @@ fn file_paths(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
         }
     }
     Ok(())
+}
+
+/// The `aliases` of a campaign file (word → `key=value`), read as plain JSON (the campaign
+/// layer sits above this one; `anvil validate` checks the file itself); none when the file is
+/// not one or has none.
+fn aliases(path: &Path) -> Vec<(String, String)> {
+    let Some(doc) = std::fs::read_to_string(path)
+        .ok()
+        .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+    else {
+        return Vec::new();
+    };
+    let is_campaign = doc
+        .get("schema")
+        .and_then(|s| s.as_str())
+        .is_some_and(|s| s.starts_with("anvil-serving.benchmark-campaign/"));
+    doc.get("aliases")
+        .and_then(|a| a.as_object())
+        .filter(|_| is_campaign)
+        .map(|a| {
+            a.iter()
+                .filter_map(|(w, to)| Some((w.clone(), to.as_str()?.to_owned())))
+                .collect()
+        })
+        .unwrap_or_default()
 }

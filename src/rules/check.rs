@@ -164,6 +164,7 @@ pub fn check(
             stages: &stages,
             headline: headline.as_ref().and_then(|h| h.as_ref().ok()),
             capacity: &evidence.capacity,
+            aliases: &evidence.aliases,
         },
     );
 

@@ -343,6 +343,9 @@ pub struct EvidenceFiles {
     pub capacity: Vec<crate::artifact::capacity::CapacityResult>,
     /// Evidence files that could not be read, each with why (for the edge to say).
     pub unread: Vec<String>,
+    /// Plan words mapped to recorded settings (`word`, `key=value`): the `aliases` of the
+    /// campaign file beside the data.
+    pub aliases: Vec<(String, String)>,
 }
 
 impl EvidenceFiles {
@@ -353,6 +356,7 @@ impl EvidenceFiles {
             restorations: Vec::new(),
             capacity: Vec::new(),
             unread: Vec::new(),
+            aliases: Vec::new(),
         }
     }
 }

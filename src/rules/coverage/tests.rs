@@ -12,6 +12,14 @@ fn coverage_of(artifacts: &[Artifact]) -> PlanCoverage {
 }
 
 fn coverage_with_capacity(artifacts: &[Artifact], capacity: &[CapacityResult]) -> PlanCoverage {
+    coverage_with(artifacts, capacity, &[])
+}
+
+fn coverage_with(
+    artifacts: &[Artifact],
+    capacity: &[CapacityResult],
+    aliases: &[(String, String)],
+) -> PlanCoverage {
     let stages = stage_comparisons(artifacts, &selection(), &plan(), None);
     let headline = headline_comparison(artifacts, &selection(), &plan());
     plan_coverage(
@@ -21,6 +29,7 @@ fn coverage_with_capacity(artifacts: &[Artifact], capacity: &[CapacityResult]) -
             stages: &stages,
             headline: headline.as_ref().and_then(|h| h.as_ref().ok()),
             capacity,
+            aliases,
         },
     )
 }
@@ -268,6 +277,57 @@ fn a_lower_ttft_claim_is_judged_on_mean_ttft() {
         "{}",
         claim.reason
     );
+}
+
+/// A plan word the campaign file maps to a setting is checked as that setting: the arm the
+/// clause names that holds it against the arms one key apart in that key; a word equal to a
+/// recorded value is inferred and says so.
+#[test]
+fn an_aliased_word_is_checked_as_its_setting() {
+    let screen = |run: &str, arm: &str, depth: &str, chunk: &str, decode: f64| {
+        let mut a = screen_artifact(run, arm, depth, chunk);
+        a.figures
+            .metrics
+            .insert(MetricId::DecodeTps, full_stats(100, decode, 2.0));
+        a
+    };
+    let artifacts = [
+        screen("r2", "K12", "12", "2048", 50.0),
+        screen("r4", "chunk1K", "12", "1024", 48.0),
+        screen("r5", "chunk8K", "12", "8192", 52.0),
+    ];
+    let aliases = [("Mamba96".to_owned(), "chunked_prefill=2048".to_owned())];
+    let coverage = coverage_with(&artifacts, &[], &aliases);
+    let claim = &stage(&coverage, "SGLang optimization").selected[0];
+    let mamba = claim
+        .components
+        .iter()
+        .find(|c| c.component.starts_with("Mamba96"))
+        .unwrap();
+    assert_eq!(
+        mamba.component,
+        "Mamba96 (chunked_prefill=2048, declared alias)"
+    );
+    // K12 (chunked_prefill=2048) against chunk1K and chunk8K, one key apart in it: chunk8K
+    // is faster by an interval excluding zero.
+    assert_eq!(
+        mamba.verdict,
+        ClaimVerdict::Contradicted,
+        "{}",
+        mamba.reason
+    );
+    assert!(
+        mamba.reason.starts_with("K12 holds chunked_prefill=2048: "),
+        "{}",
+        mamba.reason
+    );
+    let other = claim
+        .components
+        .iter()
+        .find(|c| c.component == "extra_buffer")
+        .unwrap();
+    assert_eq!(other.verdict, ClaimVerdict::NotRead);
+    assert!(other.reason.contains("aliases"), "{}", other.reason);
 }
 
 #[test]
