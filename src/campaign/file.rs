@@ -66,6 +66,10 @@ pub struct CampaignFile {
     /// `{"Mamba96": "mamba=extra_buffer96"}`: how `check` reads plan text that names no arm.
     #[serde(default)]
     pub aliases: BTreeMap<String, String>,
+    /// The manifest's controls mapped to settings (`{text, key, values}`) or to a method
+    /// (`{text, method}`); a control not mapped here is inferred from its words.
+    #[serde(default)]
+    pub controls: Vec<crate::rules::controls::DeclaredControl>,
     /// The order of repeated cells within a stage ([`Order`]): interleaved across arms (the
     /// default) or blocked.
     #[serde(default)]

@@ -33,7 +33,9 @@ pub fn evidence_files(plan: &RunPlan, data: &[PathBuf]) -> anyhow::Result<Eviden
             continue;
         };
         if name == "campaign.json" {
-            evidence.aliases.extend(aliases(&path));
+            let (aliases, controls) = campaign_mappings(&path);
+            evidence.aliases.extend(aliases);
+            evidence.declared_controls.extend(controls);
         }
         if name == crate::artifact::capacity::CAPACITY_JSON {
             match std::fs::read_to_string(&path)
@@ -83,27 +85,38 @@ fn file_paths(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
     Ok(())
 }
 
-/// The `aliases` of a campaign file (word → `key=value`), read as plain JSON (the campaign
-/// layer sits above this one; `anvil validate` checks the file itself); none when the file is
-/// not one or has none.
-fn aliases(path: &Path) -> Vec<(String, String)> {
+/// The `aliases` (word → `key=value`) and declared `controls` of a campaign file, read as
+/// plain JSON (the campaign layer sits above this one; `anvil validate` checks the file
+/// itself); none when the file is not one or has none.
+fn campaign_mappings(
+    path: &Path,
+) -> (
+    Vec<(String, String)>,
+    Vec<crate::rules::controls::DeclaredControl>,
+) {
     let Some(doc) = std::fs::read_to_string(path)
         .ok()
         .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+        .filter(|doc| {
+            doc.get("schema")
+                .and_then(|s| s.as_str())
+                .is_some_and(|s| s.starts_with("anvil-serving.benchmark-campaign/"))
+        })
     else {
-        return Vec::new();
+        return (Vec::new(), Vec::new());
     };
-    let is_campaign = doc
-        .get("schema")
-        .and_then(|s| s.as_str())
-        .is_some_and(|s| s.starts_with("anvil-serving.benchmark-campaign/"));
-    doc.get("aliases")
+    let aliases = doc
+        .get("aliases")
         .and_then(|a| a.as_object())
-        .filter(|_| is_campaign)
         .map(|a| {
             a.iter()
                 .filter_map(|(w, to)| Some((w.clone(), to.as_str()?.to_owned())))
                 .collect()
         })
-        .unwrap_or_default()
+        .unwrap_or_default();
+    let controls = doc
+        .get("controls")
+        .and_then(|c| serde_json::from_value(c.clone()).ok())
+        .unwrap_or_default();
+    (aliases, controls)
 }

@@ -111,7 +111,7 @@ pub fn build(input: &ReportInput<'_>) -> ReportView {
         headline,
         context_curve: context_curve_view(input),
         screens,
-        controls: controls_view(input.manifest, &comparisons),
+        controls: controls_view(input.manifest, &input.check.controls, &comparisons),
         topology: topology_view(&input.check.topology),
         slo: super::sections::slo::slo_view(
             input.slos,

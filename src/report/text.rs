@@ -716,6 +716,30 @@ pub fn check(report: &CheckReport, format: TextFormat) -> String {
         out.push('\n');
     }
 
+    heading(format, 0, "manifest controls", &mut out);
+    if report.controls.is_empty() {
+        line(format, "the manifest declares no control", &mut out);
+    }
+    for c in &report.controls {
+        let key = c
+            .key
+            .as_deref()
+            .map(|k| format!(", {k}"))
+            .unwrap_or_default();
+        line(
+            format,
+            &format!("\"{}\": {} ({}{key})", c.text, c.status, c.mapping),
+            &mut out,
+        );
+        for comparison in &c.comparisons {
+            line(format, &format!("  {comparison}"), &mut out);
+        }
+        if !c.reason.is_empty() {
+            line(format, &format!("  {}", c.reason), &mut out);
+        }
+    }
+    out.push('\n');
+
     heading(format, 0, "stop rules", &mut out);
     if report.stops.is_empty() {
         line(format, "none fired", &mut out);

@@ -261,7 +261,8 @@ pub struct ScreenView {
 /// Section 6.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ControlsView {
-    /// The manifest's declared controls, as written.
+    /// The manifest's declared controls, each with what realises it (its comparisons and
+    /// their throughput differences), its method, or why neither.
     pub declared: Vec<String>,
     pub sweeps: Vec<SweepView>,
 }

@@ -97,6 +97,9 @@ pub struct CheckReport {
     /// The advance rules no recording could satisfy (a quantity anvil does not record), one
     /// line each: `arm: "rule": why`.
     pub not_testable: Vec<String>,
+    /// Each manifest control mapped to the comparisons that realise it, its method, or why
+    /// neither.
+    pub controls: Vec<super::controls::ControlCoverage>,
 }
 
 /// Evaluate every rule. `evidence` holds the data folder's evidence files (for the restore
@@ -157,6 +160,12 @@ pub fn check(
         .collect();
 
     let stops = stop_rules(artifacts, plan, evidence);
+    let controls = super::controls::map_controls(
+        &evidence.manifest_controls,
+        &evidence.declared_controls,
+        &evidence.aliases,
+        artifacts,
+    );
     let coverage = plan_coverage(
         plan,
         Evidence {
@@ -246,6 +255,7 @@ pub fn check(
         outcome,
         reasons,
         not_testable,
+        controls,
     }
 }
 

@@ -26,6 +26,7 @@ pub mod capacity;
 pub mod check;
 pub mod compare;
 pub mod control;
+pub mod controls;
 pub mod coverage;
 pub mod effect;
 pub mod headline;

@@ -346,6 +346,10 @@ pub struct EvidenceFiles {
     /// Plan words mapped to recorded settings (`word`, `key=value`): the `aliases` of the
     /// campaign file beside the data.
     pub aliases: Vec<(String, String)>,
+    /// The workload manifest's controls, as written.
+    pub manifest_controls: Vec<String>,
+    /// Their mappings as the campaign file beside the data declares them (`controls`).
+    pub declared_controls: Vec<super::controls::DeclaredControl>,
 }
 
 impl EvidenceFiles {
@@ -357,6 +361,8 @@ impl EvidenceFiles {
             capacity: Vec::new(),
             unread: Vec::new(),
             aliases: Vec::new(),
+            manifest_controls: Vec::new(),
+            declared_controls: Vec::new(),
         }
     }
 }

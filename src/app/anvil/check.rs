@@ -29,7 +29,13 @@ pub fn run(args: &CheckArgs) -> anyhow::Result<Exit> {
     })?;
     docs.one_campaign(&artifacts)?;
     let plan = docs.plan;
-    let report = check_data(&plan, &selection, &artifacts, &data)?;
+    let report = check_data(
+        &plan,
+        &selection,
+        &artifacts,
+        &data,
+        &docs.manifest.controls,
+    )?;
     let text = match args.format {
         RulesFormat::Json => {
             let mut value = serde_json::to_value(&report)?;
@@ -59,8 +65,10 @@ pub fn check_data(
     selection: &HeadlineSelection,
     artifacts: &[Artifact],
     data: &[PathBuf],
+    controls: &[String],
 ) -> anyhow::Result<CheckReport> {
-    let evidence = evidence_files(plan, data)?;
+    let mut evidence = evidence_files(plan, data)?;
+    evidence.manifest_controls = controls.to_vec();
     for unread in &evidence.unread {
         eprintln!("anvil: {unread}");
     }

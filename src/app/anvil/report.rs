@@ -41,7 +41,13 @@ pub fn render(
     };
     let [m, p] = &docs.names;
     rules::one_campaign(manifest, plan, [m, p], &gathered.artifacts)?;
-    let check = check_data(plan, &selection, &gathered.artifacts, data)?;
+    let check = check_data(
+        plan,
+        &selection,
+        &gathered.artifacts,
+        data,
+        &manifest.controls,
+    )?;
     let headline = rules::headline_comparison(&gathered.artifacts, &selection, plan);
     let data_folder: Vec<String> = data.iter().map(|d| crate::location::shown(d)).collect();
     let data_folder = data_folder.join(", ");

@@ -9,13 +9,35 @@ use crate::rules::control::Control;
 use crate::report::format::{NA, fmt_interval, fmt_percent, fmt_unit};
 use crate::report::view::*;
 
-/// Section 6: the manifest's declared controls and each comparison's control verdicts.
+/// Section 6: the manifest's declared controls, each with what realises it, and each
+/// comparison's control verdicts.
 pub fn controls_view(
     manifest: &WorkloadManifest,
+    mapped: &[crate::rules::controls::ControlCoverage],
     comparisons: &[(String, &Comparison)],
 ) -> ControlsView {
+    let declared = manifest
+        .controls
+        .iter()
+        .map(|text| match mapped.iter().find(|c| c.text == *text) {
+            Some(c) => {
+                let key = c
+                    .key
+                    .as_deref()
+                    .map(|k| format!(", {k}"))
+                    .unwrap_or_default();
+                let detail = if c.comparisons.is_empty() {
+                    c.reason.clone()
+                } else {
+                    c.comparisons.join("; ")
+                };
+                format!("{text}: {} ({}{key}): {detail}", c.status, c.mapping)
+            }
+            None => text.clone(),
+        })
+        .collect();
     ControlsView {
-        declared: manifest.controls.clone(),
+        declared,
         sweeps: comparisons
             .iter()
             .filter(|(_, c)| !c.controls.is_empty())
