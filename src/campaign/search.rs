@@ -7,7 +7,8 @@
 //! A load meets the target when its attainment's point estimate does (the runs of a load
 //! pooled). Bisection narrows the bracket to neighbouring integers (concurrency) or to the
 //! file's relative resolution (rate); then each side of the bracket is recorded `repeats`
-//! times. The result is resolved only when the passing side's exact (Clopper–Pearson) 95%
+//! times, and a side whose interval does not clear the target widens away from the other
+//! (10% steps) until one does or the range ends. The result is resolved only when the passing side's exact (Clopper–Pearson) 95%
 //! interval lies above the target and the failing side's below it; otherwise it says "not
 //! resolved at this sample size". [`next_step`] is the whole decision, a pure function of
 //! what has been observed, so `--resume` replays a search from its recorded probes and
@@ -242,8 +243,27 @@ impl CapacitySearch {
         (mid > lo && mid < hi).then_some(mid)
     }
 
-    /// The most probes a search can record: both bounds, the bisection, and the repeats of
-    /// the bracket's two sides.
+    /// The load one widening step below (`up`: above) `load` within the range: 10% of it
+    /// (at least one request in flight) for concurrency, one resolution step for a rate;
+    /// `None` past a bound.
+    fn step(&self, load: f64, up: bool) -> Option<f64> {
+        let next = match self.vary {
+            Vary::Concurrency => {
+                let by = (load * 0.1).floor().max(1.0);
+                if up { load + by } else { load - by }
+            }
+            Vary::Rate => {
+                let factor = 1.0 + self.resolution.unwrap_or(0.1);
+                let v = if up { load * factor } else { load / factor };
+                let scale = 10f64.powi(3 - v.log10().floor() as i32);
+                (v * scale).round() / scale
+            }
+        };
+        (next >= self.min && next <= self.max && next != load).then_some(next)
+    }
+
+    /// The most probes a search can record: both bounds, the bisection, the repeats of the
+    /// bracket's two sides, and up to three widening steps on each side.
     pub fn most_probes(&self) -> u64 {
         let steps = match self.vary {
             Vary::Concurrency => (self.max - self.min).max(1.0).log2().ceil() as u64,
@@ -254,7 +274,7 @@ impl CapacitySearch {
                     .ceil() as u64
             }
         };
-        2 + steps + 2 * u64::from(self.repeats.saturating_sub(1))
+        2 + steps + 2 * u64::from(self.repeats.saturating_sub(1)) + 6 * u64::from(self.repeats)
     }
 }
 
@@ -308,7 +328,13 @@ pub fn next_step(search: &CapacitySearch, seen: &[Observation], interval: &Inter
     boundary(search, seen, Some(lo), Some(hi), interval)
 }
 
-/// Record the bracket's sides until each has `repeats` runs, then the result.
+/// Record the bracket's sides until each has `repeats` runs; then, while the passing side's
+/// interval does not clear the target, step down (and while the failing side's does not
+/// fall below it, step up), each new load recorded `repeats` times, until both sides
+/// resolve or a bound of the range is reached. Where attainment falls gradually with load
+/// the neighbouring loads bisection ends at cannot be told apart at any sample size; the
+/// widened bracket says what can: the largest load shown to meet the target, the smallest
+/// shown to miss it, and the loads between them unresolved.
 fn boundary(
     search: &CapacitySearch,
     seen: &[Observation],
@@ -316,8 +342,9 @@ fn boundary(
     failing: Option<f64>,
     interval: &Interval,
 ) -> Step {
+    let runs_at = |load: f64| seen.iter().filter(|o| o.load == load).count() as u32;
     for load in [passing, failing].into_iter().flatten() {
-        let runs = seen.iter().filter(|o| o.load == load).count() as u32;
+        let runs = runs_at(load);
         if runs < search.repeats {
             return Step::Probe {
                 load,
@@ -346,6 +373,39 @@ fn boundary(
             high,
         }
     };
+    // Widen each side until it resolves or meets a bound of the range.
+    let mut passing = passing;
+    while let Some(load) = passing {
+        if side(load).low > search.target {
+            break;
+        }
+        match search.step(load, false) {
+            Some(next) if runs_at(next) < search.repeats => {
+                return Step::Probe {
+                    load: next,
+                    repeat: runs_at(next) + 1,
+                };
+            }
+            Some(next) => passing = Some(next),
+            None => break,
+        }
+    }
+    let mut failing = failing;
+    while let Some(load) = failing {
+        if side(load).high < search.target {
+            break;
+        }
+        match search.step(load, true) {
+            Some(next) if runs_at(next) < search.repeats => {
+                return Step::Probe {
+                    load: next,
+                    repeat: runs_at(next) + 1,
+                };
+            }
+            Some(next) => failing = Some(next),
+            None => break,
+        }
+    }
     let (passing, failing) = (passing.map(side), failing.map(side));
     let resolved = passing.as_ref().is_none_or(|p| p.low > search.target)
         && failing.as_ref().is_none_or(|f| f.high < search.target);
@@ -582,16 +642,57 @@ mod tests {
 
     #[test]
     fn repeats_at_the_boundary_pool_and_a_straddle_is_not_resolved() {
-        // 90.5% at 3 (interval straddles 0.9), 50% beyond.
+        // 90.5% up to 3 (interval straddles 0.9), 50% beyond: the passing side widens down
+        // to the range's minimum without ever clearing the target.
         let s = search(1.0, 8.0, 2);
         let (order, b) = drive(&s, |c| if c <= 3.0 { 362 } else { 200 });
-        assert_eq!(order, [1.0, 8.0, 4.0, 2.0, 3.0, 3.0, 4.0]);
+        assert_eq!(order, [1.0, 8.0, 4.0, 2.0, 3.0, 3.0, 4.0, 2.0, 1.0]);
         let p = b.passing.unwrap();
         assert_eq!(
             (p.load, p.runs.len(), p.attained, p.requests),
-            (3.0, 2, 724, 800)
+            (1.0, 2, 724, 800)
         );
         assert!(!b.resolved);
+    }
+
+    /// Attainment falling gradually: 16 meets the target by its point estimate but not by
+    /// its interval, 17 misses it but not by its interval. The bracket widens to 15 (shown
+    /// to meet) and 18 (shown to miss): resolved, capacity 15.
+    #[test]
+    fn a_gradual_boundary_widens_the_bracket_until_each_side_resolves() {
+        let s = search(1.0, 32.0, 1);
+        let share = |c: f64| -> u64 {
+            match c as u64 {
+                0..=14 => 400,
+                15 => 372, // 93%: [91, 95]
+                16 => 364, // 91%: [89, 93]
+                17 => 356, // 89%: [87, 91]
+                _ => 348,  // 87%: [85, 89]
+            }
+        };
+        let (order, b) = drive(&s, share);
+        assert_eq!(
+            order,
+            [1.0, 32.0, 16.0, 24.0, 20.0, 18.0, 17.0, 15.0],
+            "{order:?}"
+        );
+        assert!(b.resolved, "{b:?}");
+        assert_eq!(b.passing.as_ref().unwrap().load, 15.0);
+        assert_eq!(b.failing.as_ref().unwrap().load, 18.0);
+        let r = result(
+            "TP1",
+            &s,
+            &[],
+            Vec::new(),
+            Ok(b),
+            ArmShape {
+                replicas: 1,
+                gpus: Some(1),
+            },
+            &|_| None,
+        );
+        assert_eq!(r.status, CapacityStatus::Resolved);
+        assert_eq!(r.capacity, Some(15.0));
     }
 
     #[test]
