@@ -151,15 +151,12 @@ pub fn recommend(
                         })
                         .unwrap_or_default();
                     let runner = o.runner_up.as_ref().map_or("", |r| r.arm.as_str());
-                    let before = if steps.is_empty() {
-                        String::new()
-                    } else {
-                        format!(" ({})", steps.join("; "))
-                    };
+                    // What the earlier criteria left undecided is a caveat: it could decide.
+                    caveats.extend(steps.iter().map(|s| format!("{s} (it did not decide)")));
                     return Recommendation {
                         arm: Some(winner.to_owned()),
                         text: format!(
-                            "Under the declared objective ({}), the data supports {winner}{before}: it leads {runner} on {} by {lead} ({}, 95% CI across runs, equal load).",
+                            "Under the declared objective ({}), the data supports {winner}: it leads {runner} on {} by {lead} ({}, 95% CI across runs, equal load).",
                             declared.text,
                             kind.label(),
                             kind.window_label()

@@ -342,7 +342,7 @@ fn tested(input: &ReportInput<'_>) -> String {
     )
 }
 
-fn objective_view(o: &Objective) -> ObjectiveView {
+fn objective_view(o: &Objective, headline: Option<&crate::rules::Comparison>) -> ObjectiveView {
     let unit = o.kind.unit();
     let figure = |f: &crate::rules::objective::ObjectiveFigure| {
         let interval = f
@@ -370,10 +370,23 @@ fn objective_view(o: &Objective) -> ObjectiveView {
     let (resolved, class) = match (&o.runner_up, o.resolved) {
         (None, _) => ("only arm".to_owned(), "na".to_owned()),
         (Some(_), true) => ("resolved".to_owned(), "pass".to_owned()),
-        (Some(_), false) if o.load_differs.is_some() => (
-            o.load_differs.clone().unwrap_or_default(),
-            "missing".to_owned(),
-        ),
+        (Some(r), false) if o.load_differs.is_some() => {
+            let short = |arm: &str| {
+                headline
+                    .and_then(|c| c.load(arm))
+                    .map_or_else(String::new, |l| format!(" ({})", l.short()))
+            };
+            (
+                format!(
+                    "load differs: {}{} vs {}{}",
+                    o.leader.arm,
+                    short(&o.leader.arm),
+                    r.arm,
+                    short(&r.arm)
+                ),
+                "missing".to_owned(),
+            )
+        }
         (Some(_), false) => (
             format!(
                 "not resolved: {}",
@@ -768,24 +781,35 @@ fn not_claimable(
             }
         }
     }
-    for o in objectives {
-        if o.runner_up.is_some() && !o.resolved {
-            out.push(match &o.load_differs {
-                Some(_) => format!(
-                    "a winner on {}: {} leads its runner-up at a different load",
-                    o.kind.label(),
-                    o.leader.arm
-                ),
-                None => format!(
-                    "a winner on {}: {} leads, not resolved",
-                    o.kind.label(),
-                    o.leader.arm
-                ),
-            });
-        }
+    let undecided = |at_other_load: bool| -> Vec<String> {
+        objectives
+            .iter()
+            .filter(|o| o.runner_up.is_some() && !o.resolved)
+            .filter(|o| o.load_differs.is_some() == at_other_load)
+            .map(|o| format!("{} ({} leads)", o.kind.label(), o.leader.arm))
+            .collect()
+    };
+    let other_load = undecided(true);
+    if !other_load.is_empty() {
+        out.push(format!(
+            "a winner on {}: the runner-up ran at a different load",
+            other_load.join(", ")
+        ));
     }
-    for gate in &input.plan.post_campaign_open_gates {
-        out.push(format!("open gate: {gate}"));
+    let unresolved = undecided(false);
+    if !unresolved.is_empty() {
+        out.push(format!(
+            "a winner on {}: not resolved",
+            unresolved.join(", ")
+        ));
+    }
+    let gates = &input.plan.post_campaign_open_gates;
+    if !gates.is_empty() {
+        out.push(format!(
+            "what the plan's {} open gates leave open: {}",
+            gates.len(),
+            gates.join("; ")
+        ));
     }
     out
 }
@@ -796,11 +820,7 @@ pub fn decision_view(input: &ReportInput<'_>) -> DecisionView {
     let headline = input.headline.and_then(Result::ok);
     let objectives: Vec<Objective> = headline.map(objectives).unwrap_or_default();
     let objectives_scope = match headline {
-        Some(c) => format!(
-            "{} (the plan's headline comparison rule): {} arms",
-            c.label,
-            c.arms.len()
-        ),
+        Some(c) => format!("{}, {} arms", c.label, c.arms.len()),
         None => "no headline comparison: no objective is ranked".to_owned(),
     };
     let searched: Vec<crate::artifact::capacity::CapacityResult> =
@@ -859,11 +879,25 @@ pub fn decision_view(input: &ReportInput<'_>) -> DecisionView {
                 })
         })
         .collect();
+    // One line on the first screen: a long reason is cut before its parenthesis (the
+    // sections below give it whole).
+    let brief = |text: &str| -> String {
+        if text.chars().count() <= 180 {
+            return text.to_owned();
+        }
+        match text
+            .char_indices()
+            .find(|(i, _)| *i >= 60 && text[*i..].starts_with(" ("))
+        {
+            Some((i, _)) if i <= 220 => format!("{}…", &text[..i]),
+            _ => format!("{}…", text.chars().take(177).collect::<String>()),
+        }
+    };
     let outcome_reason = match input.check.reasons.as_slice() {
         [] => "every planned arm has artifacts, every advance rule holds, no stop rule fired"
             .to_owned(),
-        [one] => one.clone(),
-        many => format!("{} (and {} more below)", many[0], many.len() - 1),
+        [one] => brief(one),
+        many => format!("{} (and {} more below)", brief(&many[0]), many.len() - 1),
     };
     DecisionView {
         not_claimable: not_claimable(input, &objectives, synthetic.is_some()),
@@ -876,7 +910,10 @@ pub fn decision_view(input: &ReportInput<'_>) -> DecisionView {
         recommendation_caveats,
         recommendation_class,
         objectives_scope,
-        objectives: objectives.iter().map(objective_view).collect(),
+        objectives: objectives
+            .iter()
+            .map(|o| objective_view(o, headline))
+            .collect(),
         capacity_verdict: capacity.verdict.clone(),
         capacity: capacity.rows.iter().map(capacity_row).collect(),
         claims,
