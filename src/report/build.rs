@@ -4,7 +4,6 @@
 
 use crate::rules::compare::Comparison;
 
-use super::charts::Palette;
 use super::input::*;
 use super::sections::*;
 use super::view::*;
@@ -36,13 +35,10 @@ pub fn build(input: &ReportInput<'_>) -> ReportView {
                 .collect()
         })
         .unwrap_or_default();
+    let palette = crate::report::sections::curves::campaign_palette(input);
     let mut headline = match input.headline {
         Some(Ok(comparison)) => HeadlineView {
-            comparison: Some(comparison_view(
-                comparison,
-                input,
-                &Palette::of(&comparison.arms),
-            )),
+            comparison: Some(comparison_view(comparison, input, &palette)),
             refusal: None,
             empty_note: String::new(),
             left_out: Vec::new(),
@@ -76,11 +72,7 @@ pub fn build(input: &ReportInput<'_>) -> ReportView {
         .map(|screen| match &screen.result {
             Ok(comparison) => ScreenView {
                 name: screen.name(),
-                comparison: Some(comparison_view(
-                    comparison,
-                    input,
-                    &Palette::of(&comparison.arms),
-                )),
+                comparison: Some(comparison_view(comparison, input, &palette)),
                 refusal: None,
             },
             Err(refusal) => ScreenView {

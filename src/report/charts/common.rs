@@ -13,10 +13,12 @@ pub const WIDTH: u32 = 880;
 /// Chart height of the ordinary charts.
 pub const HEIGHT: u32 = 400;
 
-/// Okabe–Ito colours (yellow left out: unreadable on white), ordered so that the first
-/// five are five distinct hues (blue, orange, bluish green, reddish purple, near-black):
-/// orange and vermillion, blue and sky blue, meet only in a chart of seven or more series.
-pub const PALETTE: [(u8, u8, u8); 8] = [
+/// Twenty distinct colours, so that each arm of a campaign keeps one colour in every chart
+/// and no two arms of one chart share one: the Okabe–Ito colour-blind-safe set first
+/// (yellow left out: unreadable on white), ordered so that the first five are five distinct
+/// hues (blue, orange, bluish green, reddish purple, near-black), then Paul Tol's muted set,
+/// then four darker tones.
+pub const PALETTE: [(u8, u8, u8); 20] = [
     (0x00, 0x72, 0xB2),
     (0xE6, 0x9F, 0x00),
     (0x00, 0x9E, 0x73),
@@ -24,7 +26,19 @@ pub const PALETTE: [(u8, u8, u8); 8] = [
     (0x33, 0x33, 0x33),
     (0x56, 0xB4, 0xE9),
     (0xD5, 0x5E, 0x00),
+    (0x33, 0x22, 0x88),
+    (0xCC, 0x66, 0x77),
+    (0x11, 0x77, 0x33),
+    (0x88, 0x22, 0x55),
+    (0x44, 0xAA, 0x99),
+    (0x99, 0x99, 0x33),
+    (0xAA, 0x44, 0x99),
+    (0x88, 0xCC, 0xEE),
+    (0xDD, 0xCC, 0x77),
+    (0x66, 0x33, 0x00),
     (0x99, 0x99, 0x99),
+    (0x22, 0x55, 0x55),
+    (0x55, 0x22, 0x22),
 ];
 
 /// The palette colour `index` (wrapping).

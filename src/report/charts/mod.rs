@@ -8,8 +8,9 @@
 //! Text drawn from data (titles, arm names in legends) is XML-escaped by the backend;
 //! [`no_data_svg`] escapes its own.
 //!
-//! Colours come from one palette ([`PALETTE`], the Okabe–Ito colour-blind-safe set) indexed
-//! by a colour number the view assigns per arm, so an arm keeps its colour on every chart.
+//! Colours come from one palette ([`PALETTE`]: the Okabe–Ito colour-blind-safe set, then
+//! Paul Tol's muted set, twenty in all) indexed by the arm's place in the report's one
+//! campaign order ([`Palette`]), so an arm keeps its colour on every chart.
 
 mod bars;
 mod cdf;

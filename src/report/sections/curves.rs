@@ -41,15 +41,29 @@ pub struct DecisionCharts {
     pub positions: Option<CurveChart>,
 }
 
-/// Colour indices of `arms` in plan order (distinct within the chart).
+/// Colour indices of `arms`: the report's one palette ([`campaign_palette`]), so each arm
+/// keeps its colour in every chart.
 fn colours(input: &ReportInput<'_>, arms: &BTreeSet<&str>) -> BTreeMap<String, usize> {
-    let mut ordered: Vec<&str> = arms.iter().copied().collect();
-    ordered.sort_by_key(|a| plan_rank(input, a));
-    ordered
-        .into_iter()
-        .enumerate()
-        .map(|(i, a)| (a.to_owned(), i))
+    let palette = campaign_palette(input);
+    arms.iter()
+        .map(|a| ((*a).to_owned(), palette.index(a)))
         .collect()
+}
+
+/// The report's palette: every arm of the plan and of the artifacts, in plan order (arms the
+/// plan does not name after, by first appearance).
+pub fn campaign_palette(input: &ReportInput<'_>) -> crate::report::charts::Palette {
+    let mut arms: Vec<&str> = input
+        .plan
+        .stages_in_order()
+        .iter()
+        .flat_map(|s| s.arms().iter().map(String::as_str).collect::<Vec<_>>())
+        .chain(input.artifacts.iter().map(|a| a.facts.arm.as_str()))
+        .collect();
+    let mut seen = BTreeSet::new();
+    arms.retain(|a| seen.insert(*a));
+    arms.sort_by_key(|a| plan_rank(input, a));
+    crate::report::charts::Palette::campaign(arms)
 }
 
 /// The arm's position in the plan (arms the plan does not name last).
