@@ -1262,6 +1262,8 @@ fn charts_survive_extreme_finite_values() {
                     per_gpu: *v,
                     goodput_per_gpu: Some(*v / 2.0),
                     on_frontier: true,
+                    gpus: None,
+                    in_flight_per_gpu: None,
                 })
                 .collect(),
         });

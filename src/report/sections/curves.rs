@@ -475,6 +475,13 @@ fn pareto(input: &ReportInput<'_>) -> Vec<ParetoChart> {
                         per_gpu: p.output_tps_per_gpu?,
                         goodput_per_gpu: p.goodput_tps_per_gpu,
                         on_frontier: p.on_frontier == Some(true),
+                        gpus: p.gpus,
+                        in_flight_per_gpu: match (p.concurrency_per_replica, p.replicas, p.gpus) {
+                            (Some(c), Some(r), Some(g)) if g > 0 => {
+                                Some(f64::from(c) * f64::from(r) / f64::from(g))
+                            }
+                            _ => None,
+                        },
                     })
                 })
                 .collect();
