@@ -482,14 +482,31 @@ fn against_sweep(
             behind.push(other.as_str());
         }
         own.get_or_insert(at);
+        // Shown as arm − other in the metric's unit (the sign convention of every table),
+        // with the word that says which way is better.
+        let raw = |v: f64| if metric.higher_is_better() { v } else { -v };
+        let unit = metric.unit();
         let shown = match interval {
-            Some(i) => format!(
-                "{other} {bt} ({} [{}, {}])",
-                signed(d),
-                signed(i.low),
-                signed(i.high)
+            Some(i) => {
+                let (low, high) = (raw(i.low).min(raw(i.high)), raw(i.low).max(raw(i.high)));
+                let word = if i.low > 0.0 {
+                    "better"
+                } else if i.high < 0.0 {
+                    "worse"
+                } else {
+                    "not resolved"
+                };
+                format!(
+                    "{other} {bt} ({} [{}, {}] {unit}, {word})",
+                    signed(raw(d)),
+                    signed(low),
+                    signed(high)
+                )
+            }
+            None => format!(
+                "{other} {bt} ({} {unit}, no interval: single runs)",
+                signed(raw(d))
             ),
-            None => format!("{other} {bt} ({}, no interval: single runs)", signed(d)),
         };
         parts.push(shown);
         match interval {

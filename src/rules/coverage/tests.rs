@@ -200,7 +200,7 @@ fn a_selection_is_supported_only_by_intervals_that_exclude_zero() {
         selected.reason,
         "selection supported: headline, 4096 tokens, C8 per replica: aggregate throughput \
          over all requests, two independent TP1 replicas 1900 [1875, 1925] tok/s vs TP1 1000 \
-         [975, 1025] (+900 [+877, +923]), TP2 1500 [1475, 1525] (+400 [+377, +423]) \
+         [975, 1025] (+900 [+877, +923] tok/s, better), TP2 1500 [1475, 1525] (+400 [+377, +423] tok/s, better) \
          (differences with Welch's 95% CI across runs): better than each by a 95% interval \
          excluding zero"
     );
@@ -274,6 +274,13 @@ fn a_lower_ttft_claim_is_judged_on_mean_ttft() {
         claim
             .reason
             .contains("mean TTFT over all requests, RadixArk DFlash2 K8 90"),
+        "{}",
+        claim.reason
+    );
+    // One sign convention everywhere: arm − other in the unit, the word saying which way is
+    // better (a lower TTFT is a negative difference, and better).
+    assert!(
+        claim.reason.contains("ms, better)") && claim.reason.contains("(−10"),
         "{}",
         claim.reason
     );
