@@ -139,6 +139,7 @@ pub struct Gathered {
     pub queues: Vec<RunQueue>,
     pub known_queue_gauges: String,
     pub client_queues: Vec<ClientQueue>,
+    pub prefill_waits: Vec<crate::report::input::PrefillWait>,
     pub server_timings: Vec<ServerTimings>,
     pub tokens_per_chunk: Vec<TokensPerChunk>,
     pub snippets: Vec<OutputSnippet>,
@@ -239,6 +240,7 @@ pub async fn gather(session: &AnvilSession) -> Result<Gathered, QueryError> {
         .join(", ");
 
     let client_queues = super::summary::client_queues(session).await?;
+    let prefill_waits = super::summary::prefill_waits(session).await?;
     let server_timings = super::summary::server_timings(session).await?;
 
     let tokens_per_chunk = decode::<ChunkRow>(&session.query(TOKENS_PER_CHUNK_SQL).await?)?
@@ -292,6 +294,7 @@ pub async fn gather(session: &AnvilSession) -> Result<Gathered, QueryError> {
         queues,
         known_queue_gauges,
         client_queues,
+        prefill_waits,
         server_timings,
         tokens_per_chunk,
         snippets,

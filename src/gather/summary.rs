@@ -73,6 +73,21 @@ pub async fn client_queues(session: &AnvilSession) -> Result<Vec<ClientQueue>, Q
     decode(&session.query(CLIENT_QUEUE_SQL).await?)
 }
 
+/// What requests waited in the server before their first token, per run and window (the
+/// `prefill_wait` view), in run id order.
+pub async fn prefill_waits(
+    session: &AnvilSession,
+) -> Result<Vec<crate::report::input::PrefillWait>, QueryError> {
+    decode(
+        &session
+            .query(
+                "SELECT run_id, window, requests, waited, wait_max_ms FROM prefill_wait \
+                 ORDER BY run_id, window",
+            )
+            .await?,
+    )
+}
+
 /// Every artifact's server-reported timings (the `server_timing_summary` view), in run id
 /// order; artifacts whose server reported none are absent.
 pub async fn server_timings(session: &AnvilSession) -> Result<Vec<ServerTimings>, QueryError> {

@@ -42,6 +42,7 @@ pub const VIEWS: &[ViewFile] = &[
     view!("goodput", "54_goodput.sql"),
     view!("across_runs", "55_across_runs.sql"),
     view!("tradeoff", "56_tradeoff.sql"),
+    view!("prefill_wait", "57_prefill_wait.sql"),
     view!("chunk_gaps", "60_chunk_gaps.sql"),
     view!("spec_decode", "70_spec_decode.sql"),
     view!("restarts", "71_restarts.sql"),

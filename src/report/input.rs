@@ -72,6 +72,20 @@ pub struct ClientQueue {
     pub max_ms: Option<f64>,
 }
 
+/// What requests waited inside the server before their first token, as the client observes
+/// it (the `prefill_wait` view), over one run and window.
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+pub struct PrefillWait {
+    pub run_id: String,
+    /// `all` or `first_wave`.
+    pub window: String,
+    #[serde(default)]
+    pub requests: i64,
+    #[serde(default)]
+    pub waited: i64,
+    pub wait_max_ms: Option<f64>,
+}
+
 /// What the server reported about its own timings, over one run's measured requests (the
 /// `server_timings` view, aggregated).
 #[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
@@ -149,6 +163,8 @@ pub struct ReportInput<'a> {
     /// on a run whose scrapes carry none.
     pub known_queue_gauges: &'a str,
     pub client_queues: &'a [ClientQueue],
+    /// What requests waited in the server before their first token, client-observed.
+    pub prefill_waits: &'a [PrefillWait],
     pub server_timings: &'a [ServerTimings],
     pub tokens_per_chunk: &'a [TokensPerChunk],
     pub snippets: &'a [OutputSnippet],

@@ -88,6 +88,7 @@ fn empty_view(plan: &RunPlan, manifest: &WorkloadManifest, check: &CheckReport) 
         queues: &[],
         known_queue_gauges: "",
         client_queues: &[],
+        prefill_waits: &[],
         server_timings: &[],
         tokens_per_chunk: &[],
         snippets: &[],
@@ -417,6 +418,7 @@ impl Fixture {
             known_queue_gauges: "llama.cpp llamacpp:requests_processing and llamacpp:requests_deferred, \
                                  vllm vllm:num_requests_running and vllm:num_requests_waiting",
             client_queues: &self.client_queues,
+            prefill_waits: &[],
             server_timings: &self.server_timings,
             tokens_per_chunk: &self.chunks,
             snippets: &self.snippets,

@@ -7,7 +7,7 @@ use std::process::{Command, Output};
 
 use anvil::report::SECTION_IDS as SECTIONS;
 
-use crate::common::anvil;
+use crate::common::{anvil, says};
 
 fn repo(path: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(path)
@@ -61,6 +61,13 @@ fn report_html(extra_data: &[&Path], out: &Path) -> String {
 
 #[test]
 fn the_sample_campaign_report_has_every_section_and_keeps_screens_apart() {
+    // What waited: never "no request waited" while first waves demonstrably queued for
+    // prefill; the gauges' reading beside the client's.
+    let tmp = tempfile::tempdir().unwrap();
+    let html = report_html(&[], &tmp.path().join("waited.html"));
+    assert!(!html.contains("no request waited"), "a wait denied");
+    says(&html, "waiting gauges");
+    says(&html, "waited beyond their own prefill");
     let runs = sample_runs();
     let headline: Vec<&str> = runs
         .iter()

@@ -71,6 +71,7 @@ pub fn render(
         queues: &gathered.queues,
         known_queue_gauges: &gathered.known_queue_gauges,
         client_queues: &gathered.client_queues,
+        prefill_waits: &gathered.prefill_waits,
         server_timings: &gathered.server_timings,
         tokens_per_chunk: &gathered.tokens_per_chunk,
         snippets: &gathered.snippets,

@@ -1,8 +1,5 @@
 //! The server section: what each run's server said of its queue and timings, and restarts.
 
-use crate::manifest::RunPlan;
-use crate::rules::input::Artifact;
-
 use super::*;
 use crate::report::charts::{LineSeriesData, TimeSeriesChart};
 use crate::report::format::{fmt_num, fmt_unit};
@@ -10,16 +7,17 @@ use crate::report::input::*;
 use crate::report::view::*;
 
 /// Section 9: per run with scrapes a queue chart (or why there is none), the client-side
-/// queueing of every run, and the server-reported timings where a server gave them.
-pub fn server_view(
-    plan: &RunPlan,
-    artifacts: &[Artifact],
-    runs_info: &[RunInfo],
-    queues: &[RunQueue],
-    known_queue_gauges: &str,
-    client: &[ClientQueue],
-    timings: &[ServerTimings],
-) -> ServerView {
+/// queueing of every run, the server-reported timings where a server gave them, and what
+/// waited as the client observed it beside what the gauges said.
+pub fn server_view(input: &ReportInput<'_>) -> ServerView {
+    let (plan, artifacts, runs_info, queues) =
+        (input.plan, input.artifacts, input.runs, input.queues);
+    let (known_queue_gauges, client, timings, prefill) = (
+        input.known_queue_gauges,
+        input.client_queues,
+        input.server_timings,
+        input.prefill_waits,
+    );
     let arm = |run_id: &str| {
         arm_of(artifacts, run_id)
             .unwrap_or("unknown arm")
@@ -46,7 +44,7 @@ pub fn server_view(
             .map(pick)
             .fold(None, |m: Option<f64>, v| Some(m.map_or(v, |m| m.max(v))))
     };
-    let queue = ordered
+    let queue: Vec<QueueRowView> = ordered
         .iter()
         .map(|q| {
             let waiting = max(q, |s| s.waiting);
@@ -151,10 +149,49 @@ pub fn server_view(
             token_mismatches: t.token_mismatches.to_string(),
         })
         .collect();
+    let gauge_waited = queue
+        .iter()
+        .filter(|q| q.waiting_class == "missing")
+        .count();
+    let all: Vec<&PrefillWait> = prefill.iter().filter(|p| p.window == "all").collect();
+    let runs_waited = all.iter().filter(|p| p.waited > 0).count();
+    let requests_waited: i64 = all.iter().map(|p| p.waited).sum();
+    let first_wave_max = prefill
+        .iter()
+        .filter(|p| p.window == "first_wave")
+        .filter_map(|p| p.wait_max_ms)
+        .fold(None, |m: Option<f64>, v| Some(m.map_or(v, |m| m.max(v))));
+    let gauges = if gauge_waited == 0 {
+        format!(
+            "the servers' waiting gauges read 0 in all {} runs scraped (they count only requests not yet admitted to a batch)",
+            queue.len()
+        )
+    } else {
+        format!(
+            "the servers' waiting gauges counted waiting requests in {gauge_waited} of {} runs scraped",
+            queue.len()
+        )
+    };
+    let client = if runs_waited == 0 {
+        format!(
+            "as the client observes it, no request's TTFT held more than its own prefill (at the run's unqueued prefill rate) in any of {} runs",
+            all.len()
+        )
+    } else {
+        format!(
+            "as the client observes it, {requests_waited} requests in {runs_waited} of {} runs waited beyond their own prefill before their first token{}",
+            all.len(),
+            first_wave_max.map_or_else(String::new, |m| format!(
+                " (first waves: up to {} ms, the prefill of the prompts released with them)",
+                crate::figure::sig3(m)
+            ))
+        )
+    };
     ServerView {
         queue,
         runs,
         client_queue,
         timings,
+        waited: format!("{gauges}; {client} (the prefill_wait view)."),
     }
 }
