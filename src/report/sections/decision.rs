@@ -332,9 +332,15 @@ fn tested(input: &ReportInput<'_>) -> String {
     } else {
         format!("SLOs {}", input.slos)
     };
+    // How repeats were ordered: interleaved across arms keeps drift off any one arm.
+    let order = match input.planned.map(|p| p.order.as_str()) {
+        Some("interleaved") => "; repeats interleaved across each stage's arms",
+        Some("blocked") => "; repeats back to back per arm (order: blocked)",
+        _ => "",
+    };
     format!(
         "{planned_recorded} of the plan's {} arms recorded, {} cells, {} runs, {} measured \
-         requests, {gpus}; {slos}.",
+         requests, {gpus}; {slos}{order}.",
         plan_arms.len(),
         cells.len(),
         input.artifacts.len(),
