@@ -1,8 +1,10 @@
-//! The decisions as SQL tables: what `anvil campaign run` decided and left beside the
-//! artifacts, registered into a query session so an analyst asks in SQL what the report
-//! says. Today the `capacity` table: each capacity search's bracket from `capacity.json`,
-//! its capacity per replica and per GPU, and goodput per GPU there with its across-run
-//! interval. Columns are documented in docs/artifact.md ("`capacity`").
+//! The decisions as SQL tables, registered into a query session so an analyst asks in SQL
+//! what the report says: `capacity` (each capacity search's bracket from `capacity.json`,
+//! its capacity per replica and per GPU, goodput per GPU there with its across-run
+//! interval), and from the rules' check of the artifacts (the same code `anvil check`
+//! runs) `claims` (each stage claim's label and reason), `rule_verdicts` (each arm's
+//! advance rules) and `controls` (each manifest control and what realises it). Columns are
+//! documented in docs/artifact.md.
 
 use std::sync::Arc;
 
@@ -108,10 +110,129 @@ pub fn capacity_table(found: &[CapacityFound]) -> Result<MemTable, QueryError> {
     MemTable::try_new(schema, vec![vec![batch]]).map_err(failed)
 }
 
-/// Register every decision table into `session` (empty where nothing was decided, so a
+/// Register the capacity table into `session` (empty where nothing was searched, so a
 /// query names its columns either way).
 pub fn register(session: &AnvilSession, capacity: &[CapacityFound]) -> Result<(), QueryError> {
     session.register_decision("capacity", capacity_table(capacity)?)
+}
+
+/// A table of text columns named `columns`, one row per `rows` entry.
+fn text_table(
+    table: &'static str,
+    columns: &[&str],
+    rows: &[Vec<Option<String>>],
+) -> Result<MemTable, QueryError> {
+    let failed = |source| QueryError::Register { table, source };
+    let schema = text_schema(columns);
+    let arrays: Vec<ArrayRef> = (0..columns.len())
+        .map(|k| Arc::new(rows.iter().map(|r| r[k].clone()).collect::<StringArray>()) as ArrayRef)
+        .collect();
+    let batch = RecordBatch::try_new(schema.clone(), arrays).map_err(|e| failed(e.into()))?;
+    MemTable::try_new(schema, vec![vec![batch]]).map_err(failed)
+}
+
+fn text_schema(columns: &[&str]) -> SchemaRef {
+    Arc::new(Schema::new(
+        columns
+            .iter()
+            .map(|c| Field::new(*c, DataType::Utf8, true))
+            .collect::<Vec<_>>(),
+    ))
+}
+
+/// The columns of the tables drawn from the rules' check.
+pub const CLAIMS_COLUMNS: [&str; 6] = ["stage", "side", "clause", "component", "verdict", "reason"];
+pub const RULE_VERDICTS_COLUMNS: [&str; 4] = ["arm", "rule", "verdict", "reason"];
+pub const CONTROLS_COLUMNS: [&str; 6] = [
+    "control",
+    "status",
+    "mapping",
+    "key",
+    "comparison",
+    "reason",
+];
+
+/// Register `claims`, `rule_verdicts` and `controls` from `report` (the rules' check).
+pub fn register_check(
+    session: &AnvilSession,
+    report: &crate::rules::CheckReport,
+) -> Result<(), QueryError> {
+    let some = |s: &str| Some(s.to_owned());
+    let mut claims = Vec::new();
+    for stage in &report.coverage.stages {
+        let sides = stage
+            .selected
+            .iter()
+            .map(|c| ("selected", c))
+            .chain(stage.rejected.iter().map(|c| ("rejected", c)));
+        for (side, c) in sides {
+            claims.push(vec![
+                some(&stage.stage),
+                some(side),
+                some(&c.clause),
+                None,
+                Some(c.verdict.to_string()),
+                some(&c.reason),
+            ]);
+            for part in &c.components {
+                claims.push(vec![
+                    some(&stage.stage),
+                    some(side),
+                    some(&c.clause),
+                    some(&part.component),
+                    Some(part.verdict.to_string()),
+                    some(&part.reason),
+                ]);
+            }
+        }
+    }
+    let rules: Vec<Vec<Option<String>>> = report
+        .arms
+        .iter()
+        .flat_map(|a| {
+            a.rules.iter().map(|(rule, v)| {
+                use crate::rules::Verdict;
+                let (word, why) = match v {
+                    Verdict::Pass => ("pass", None),
+                    Verdict::Fail(r) => ("fail", Some(r.clone())),
+                    Verdict::NotRun(r) => ("not run", Some(r.clone())),
+                    Verdict::NotApplicable(r) => ("not applicable", Some(r.clone())),
+                    Verdict::NotTestable(r) => ("not testable", Some(r.clone())),
+                };
+                vec![some(&a.arm), Some(rule.to_string()), some(word), why]
+            })
+        })
+        .collect();
+    let controls: Vec<Vec<Option<String>>> = report
+        .controls
+        .iter()
+        .flat_map(|c| {
+            let row = |comparison: Option<String>| {
+                vec![
+                    some(&c.text),
+                    Some(c.status.to_string()),
+                    some(&c.mapping),
+                    c.key.clone(),
+                    comparison,
+                    (!c.reason.is_empty()).then(|| c.reason.clone()),
+                ]
+            };
+            if c.comparisons.is_empty() {
+                vec![row(None)]
+            } else {
+                c.comparisons.iter().map(|x| row(Some(x.clone()))).collect()
+            }
+        })
+        .collect();
+    session.register_decision("claims", text_table("claims", &CLAIMS_COLUMNS, &claims)?)?;
+    session.register_decision(
+        "rule_verdicts",
+        text_table("rule_verdicts", &RULE_VERDICTS_COLUMNS, &rules)?,
+    )?;
+    session.register_decision(
+        "controls",
+        text_table("controls", &CONTROLS_COLUMNS, &controls)?,
+    )
 }
 
 #[cfg(test)]
@@ -125,6 +246,9 @@ mod tests {
         for name in crate::query::DECISION_TABLES {
             let schema = match name {
                 "capacity" => capacity_schema(),
+                "claims" => text_schema(&CLAIMS_COLUMNS),
+                "rule_verdicts" => text_schema(&RULE_VERDICTS_COLUMNS),
+                "controls" => text_schema(&CONTROLS_COLUMNS),
                 other => panic!("{other}: no schema here"),
             };
             let docs = crate::query::docs::table_columns(name);

@@ -1608,3 +1608,47 @@ fn the_frontier_holds_only_points_meeting_the_slo_target_and_no_functional_cell(
     let target = rows("SELECT DISTINCT target FROM slos");
     assert_eq!(target, serde_json::json!([{"target": 0.9}]));
 }
+
+/// The rules' verdicts are tables an analyst can query: every claim clause with one of the
+/// five labels, every arm's advance rules, every manifest control with what realises it;
+/// without the campaign's documents a statement naming them is refused saying what to give.
+#[test]
+fn claims_rule_verdicts_and_controls_are_tables_of_the_same_check() {
+    // One statement (the check runs once per invocation).
+    let sql = "SELECT \
+        (SELECT count(*) FROM claims WHERE verdict NOT IN ('supported', 'contradicted', \
+            'tested, not resolved', 'not testable', 'plan text not read')) AS other_labels, \
+        (SELECT count(*) FROM claims WHERE component IS NULL) AS clauses, \
+        (SELECT count(DISTINCT arm) FROM rule_verdicts) AS arms, \
+        (SELECT count(*) FROM controls WHERE control LIKE 'Inferact versus RadixArk%' \
+            AND status = 'realised') AS checkpoint_pairs, \
+        (SELECT min(status) FROM controls WHERE control LIKE 'API usage tokens%') AS method";
+    let out = anvil(&["sql", "--format", "json", "--data", "sample-data", sql]).expect(0);
+    let row: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let row = &row[0];
+    assert_eq!(row["other_labels"], 0, "{row}");
+    assert!(row["clauses"].as_i64().unwrap() >= 5, "{row}");
+    assert_eq!(row["arms"], 18, "{row}");
+    // Inferact versus RadixArk at K0 and at K8.
+    assert_eq!(row["checkpoint_pairs"], 2, "{row}");
+    assert_eq!(row["method"], "realised by method", "{row}");
+
+    // A data folder without the campaign's documents: refused, saying what to give.
+    let tmp = tempfile::tempdir().unwrap();
+    let run = "sample-data/2026-09-04-qwen38-27b-pro6000-possibility/TP1/headline-sustained-output.ctx4096.c8.n100/repeat-1";
+    let copy = tmp.path().join("one");
+    std::fs::create_dir_all(&copy).unwrap();
+    for f in std::fs::read_dir(run).unwrap() {
+        let f = f.unwrap().path();
+        std::fs::copy(&f, copy.join(f.file_name().unwrap())).unwrap();
+    }
+    let (code, _, err) = anvil(&[
+        "sql",
+        "--data",
+        copy.to_str().unwrap(),
+        "SELECT * FROM claims",
+    ])
+    .parts();
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("--campaign"), "{err}");
+}

@@ -49,6 +49,7 @@ pub fn run(args: &SqlArgs) -> anyhow::Result<Exit> {
         };
         let mut out = Sink::open(args.out.as_deref())?;
         if args.list {
+            register_check_tables(&session, &data, args, false).await?;
             let listing = session.list().await?;
             write_result(&mut out, format, &listing)?;
             out.finish().context("writing the result")?;
@@ -60,6 +61,7 @@ pub fn run(args: &SqlArgs) -> anyhow::Result<Exit> {
                 .with_context(|| format!("-f {}: cannot read", file.display()))?,
             (None, None) if io::stdin().is_terminal() => {
                 drop(out);
+                register_check_tables(&session, &data, args, false).await?;
                 return interactive(&session, format, access, args.out.as_deref()).await;
             }
             (None, None) => {
@@ -71,11 +73,63 @@ pub fn run(args: &SqlArgs) -> anyhow::Result<Exit> {
             }
         };
         say_if_no_slo(&session, &sql);
+        if names_a_check_table(&sql) {
+            register_check_tables(&session, &data, args, true).await?;
+        }
         let results = session.run_sql(&sql, access).await?;
         write_all(&mut out, format, &results)?;
         out.finish().context("writing the result")?;
         Ok(Exit::Ok)
     })
+}
+
+/// Whether `sql` names a table drawn from the rules' check (which is only computed then).
+fn names_a_check_table(sql: &str) -> bool {
+    let lower = sql.to_ascii_lowercase();
+    lower
+        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .any(|w| matches!(w, "claims" | "rule_verdicts" | "controls"))
+}
+
+/// Register `claims`, `rule_verdicts` and `controls`: the rules' check of the session's
+/// artifacts against the manifest and plan the campaign file beside the data names (or
+/// `--campaign`), as `anvil check` runs it. When `required` (a statement names one) a
+/// missing document is bad input naming what to give; otherwise the tables are left out.
+async fn register_check_tables(
+    session: &AnvilSession,
+    data: &[PathBuf],
+    args: &SqlArgs,
+    required: bool,
+) -> anyhow::Result<()> {
+    let docs = match super::load_documents("sql", None, None, data, args.slo.campaign.as_deref()) {
+        Ok(docs) => docs,
+        Err(_) if !required => return Ok(()),
+        Err(e) => {
+            return Err(e.context(
+                "claims, rule_verdicts and controls are the rules' check of the artifacts: it needs the campaign's manifest and plan (a campaign.json beside the data, or --campaign FILE)",
+            ));
+        }
+    };
+    let selection = match crate::rules::HeadlineSelection::from_manifest(&docs.manifest) {
+        Ok(s) => s,
+        Err(_) if !required => return Ok(()),
+        Err(e) => {
+            return Err(crate::app::AppError::wrap(
+                Exit::BadInput,
+                anyhow::anyhow!("{}: {e}", docs.names[0]),
+            ));
+        }
+    };
+    let artifacts = crate::gather::rules_input::read_artifacts(session).await?;
+    let report = super::check::check_data(
+        &docs.plan,
+        &selection,
+        &artifacts,
+        data,
+        &docs.manifest.controls,
+    )?;
+    crate::gather::decisions::register_check(session, &report)?;
+    Ok(())
 }
 
 /// The session with its SQL run by the `--workers` (checked reachable first).
