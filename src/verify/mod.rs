@@ -9,7 +9,10 @@
 //! its exact interval and goodput. [`compare`] puts them beside `request_figures`, `cell_stats` and
 //! `aggregate_throughput` from DataFusion and reports, per metric, the largest relative
 //! difference |a − b| / max(|a|, |b|); a value present on one side only, or a request or
-//! statistic missing on one side, is an infinite difference.
+//! statistic missing on one side, is an infinite difference. [`capacity`] recomputes each
+//! capacity search's probes (attainment and goodput in the search's window), its bracket's
+//! pooled shares and exact intervals and goodput per GPU at capacity from the polars figures
+//! and puts them beside `capacity.json`.
 
 pub mod recompute;
 
@@ -93,6 +96,80 @@ impl Tracker {
             self.at = format!("{} (sql {a:?}, polars {b:?})", at());
         }
     }
+}
+
+/// Recompute every capacity search of `searches` from `recomputed` (the probes are ordinary
+/// artifacts of the session) and compare with what `capacity.json` states: each probe's
+/// attained and measured requests and goodput in the search's window; each bracket side's
+/// pooled share and exact interval; goodput per GPU at capacity.
+pub fn capacity(
+    recomputed: &[Recomputed],
+    searches: &[crate::artifact::capacity::CapacityResult],
+) -> Vec<Difference> {
+    if searches.is_empty() {
+        return Vec::new();
+    }
+    let by_run: BTreeMap<&str, &Recomputed> =
+        recomputed.iter().map(|r| (r.run_id.as_str(), r)).collect();
+    let mut probes = Tracker::default();
+    let mut brackets = Tracker::default();
+    let mut per_gpu = Tracker::default();
+    for s in searches {
+        let window = s.window.as_str();
+        let of = |run_id: &str| {
+            by_run
+                .get(run_id)
+                .and_then(|r| r.goodput.get(window))
+                .copied()
+        };
+        for o in &s.probes {
+            let g = of(&o.run_id);
+            let at = || format!("{} probe {} (load {})", s.arm, o.run_id, o.load);
+            probes.add(Some(o.attained as f64), g.map(|g| g.attained), at);
+            probes.add(Some(o.requests as f64), g.map(|g| g.requests), at);
+            // A file written before probes recorded their goodput states none to compare.
+            if o.goodput_tps.is_some() {
+                probes.add(o.goodput_tps, g.and_then(|g| g.tps), at);
+            }
+        }
+        let Some(b) = &s.bracket else { continue };
+        for side in [&b.passing, &b.failing].into_iter().flatten() {
+            let (k, n) = side.runs.iter().fold((0.0, 0.0), |(k, n), o| {
+                let g = of(&o.run_id).unwrap_or_default();
+                (k + g.attained, n + g.requests)
+            });
+            let (low, high) = recompute::exact_interval(k as u64, n as u64);
+            let at = || format!("{} bracket at load {}", s.arm, side.load);
+            brackets.add(Some(side.share), (n > 0.0).then(|| k / n), at);
+            brackets.add(Some(side.low), Some(low), at);
+            brackets.add(Some(side.high), Some(high), at);
+        }
+        if let (Some(stated), Some(p), Some(gpus)) = (
+            &s.goodput_per_gpu,
+            b.passing.as_ref().filter(|_| s.capacity.is_some()),
+            s.gpus,
+        ) {
+            let values: Vec<Option<f64>> = p
+                .runs
+                .iter()
+                .map(|o| of(&o.run_id).and_then(|g| g.tps))
+                .collect();
+            let mean = values
+                .iter()
+                .copied()
+                .collect::<Option<Vec<f64>>>()
+                .filter(|v| !v.is_empty())
+                .map(|v| v.iter().sum::<f64>() / v.len() as f64 / f64::from(gpus));
+            per_gpu.add(Some(stated.mean), mean, || {
+                format!("{} goodput per GPU at capacity", s.arm)
+            });
+        }
+    }
+    vec![
+        probes.difference("capacity probes (attainment, goodput)".to_owned()),
+        brackets.difference("capacity brackets (share, exact CI)".to_owned()),
+        per_gpu.difference("capacity goodput per GPU".to_owned()),
+    ]
 }
 
 /// Compare the session's `request_figures` and `cell_stats` with `recomputed` (one entry

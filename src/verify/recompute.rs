@@ -312,6 +312,13 @@ pub fn recompute(artifact: &ArtifactSource, slos: &[Bound]) -> PolarsResult<Reco
     let mut output_tps = BTreeMap::new();
     let mut goodput = BTreeMap::new();
     let mut intervals = Intervals::default();
+    // A functional cell counts in no attainment or goodput (it checks tools and formats).
+    let slos: &[Bound] = if artifact.run.workload.class == crate::rules::headline::FUNCTIONAL_CLASS
+    {
+        &[]
+    } else {
+        slos
+    };
     for window in WINDOWS {
         let keep = |first_wave: bool| window == "all" || !first_wave;
         for (m, name) in METRICS.iter().enumerate() {
@@ -390,7 +397,7 @@ pub fn recompute(artifact: &ArtifactSource, slos: &[Bound]) -> PolarsResult<Reco
 /// definition: the low end is the p at which P(X ≥ k) = 0.025, the high end the p at which
 /// P(X ≤ k) = 0.025, X ~ Binomial(n, p), each tail summed term by term and p found by
 /// bisection (0 and 1 for k = 0 and k = n).
-fn exact_interval(k: u64, n: u64) -> (f64, f64) {
+pub(crate) fn exact_interval(k: u64, n: u64) -> (f64, f64) {
     // ln C(n, i) for i = 0..=n.
     let mut ln_choose = vec![0.0f64; n as usize + 1];
     for i in 1..=n as usize {

@@ -38,7 +38,13 @@ pub fn run(args: &VerifyArgs) -> anyhow::Result<Exit> {
             .with_context(|| format!("{}: recomputing with polars", artifact.location))?;
             recomputed.push(r);
         }
-        let differences = verify::compare(&session, &recomputed).await?;
+        let mut differences = verify::compare(&session, &recomputed).await?;
+        let searches: Vec<crate::artifact::capacity::CapacityResult> =
+            super::capacity_beside("verify", &data)
+                .into_iter()
+                .map(|c| c.search)
+                .collect();
+        differences.extend(verify::capacity(&recomputed, &searches));
         let mut out = Sink::open(None)?;
         for d in &differences {
             writeln!(out, "{d}").context("writing the result")?;
