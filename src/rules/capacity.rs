@@ -2,9 +2,11 @@
 //! per GPU (the largest requests in flight per GPU that met the SLOs at the target
 //! attainment: users per GPU under the SLOs), goodput per GPU at that load the tie-breaker.
 //!
-//! A search that did not resolve ranks nowhere and says so; a leader whose capacity per GPU
-//! equals the runner-up's leads only where goodput per GPU there differs by Welch's 95%
-//! interval across the passing load's runs, else the two tie. Unlike the headline's
+//! A search that did not resolve ranks nowhere and says so. An arm serves more users per GPU
+//! than another only where their brackets do not overlap: it met the SLOs at a load per GPU
+//! at which the other was shown to miss them. Where they overlap, the leader leads only
+//! where goodput per GPU there differs by Welch's 95% interval across the passing load's
+//! runs; else neither leads. Unlike the headline's
 //! objectives, the arms here are compared each at its own load: that is the point.
 
 use serde::Serialize;
@@ -30,9 +32,23 @@ pub struct CapacityRow {
     pub goodput_per_gpu: Option<PerGpu>,
     /// The search's own sentence.
     pub verdict: String,
+    /// The failing load as requests in flight per GPU, when there is one.
+    pub failing_per_gpu: Option<f64>,
     /// Goodput per GPU of each passing run, for the tie-breaker.
     #[serde(skip)]
     runs: Vec<f64>,
+}
+
+impl CapacityRow {
+    /// Whether this arm is shown to serve more users per GPU than `other`: it met the SLOs
+    /// at a load per GPU at which `other` was shown to miss them (their brackets do not
+    /// overlap).
+    pub fn beats(&self, other: &CapacityRow) -> bool {
+        match (self.capacity_per_gpu, other.failing_per_gpu) {
+            (Some(mine), Some(theirs)) => mine >= theirs,
+            _ => false,
+        }
+    }
 }
 
 /// The ranking and its one-sentence verdict.
@@ -74,6 +90,14 @@ fn row(r: &CapacityResult) -> CapacityRow {
             .map(|f| (f.load, f.share, f.low, f.high)),
         goodput_per_gpu: r.goodput_per_gpu.clone(),
         verdict: r.verdict.clone(),
+        failing_per_gpu: match (
+            r.bracket.as_ref().and_then(|b| b.failing.as_ref()),
+            r.replicas,
+            r.gpus.filter(|g| *g > 0),
+        ) {
+            (Some(f), Some(rep), Some(g)) => Some(f.load * f64::from(rep) / f64::from(g)),
+            _ => None,
+        },
         runs,
     }
 }
@@ -158,7 +182,9 @@ pub fn decide(results: &[CapacityResult]) -> CapacityDecision {
             ),
         ),
         [first, second, ..] => {
-            let more = first.capacity_per_gpu > second.capacity_per_gpu;
+            // More users per GPU only where the brackets do not overlap: the leader met the
+            // SLOs at a load per GPU at which every other arm was shown to miss them.
+            let more = ranked[1..].iter().all(|other| first.beats(other));
             let lead = goodput_lead(first, second);
             let by_goodput = !more && lead.is_some_and(|i| i.low > 0.0);
             if more || by_goodput {
@@ -195,7 +221,7 @@ pub fn decide(results: &[CapacityResult]) -> CapacityDecision {
                 (
                     None,
                     format!(
-                        "a tie at capacity: {} and {} (equal users per GPU, goodput per GPU within its interval){caveat}",
+                        "no lead at capacity: {} and {} (their capacity brackets overlap, and goodput per GPU there is within its interval){caveat}",
                         describe(first),
                         describe(second)
                     ),
@@ -267,7 +293,16 @@ mod tests {
                     low: 0.98,
                     high: 1.0,
                 }),
-                failing: None,
+                // Shown to miss 4 requests per GPU above the capacity.
+                failing: per_gpu.map(|p| Side {
+                    load: (p + 4.0) * f64::from(gpus),
+                    runs: Vec::new(),
+                    attained: 100,
+                    requests: 180,
+                    share: 0.55,
+                    low: 0.48,
+                    high: 0.63,
+                }),
                 resolved: per_gpu.is_some(),
             }),
             probes: runs,
@@ -279,14 +314,30 @@ mod tests {
     fn more_users_per_gpu_lead_and_an_unresolved_search_ranks_nowhere() {
         let d = decide(&[
             search("TP1", 1, Some(18.0), &[390.0, 400.0, 410.0]),
-            search("TP2", 2, Some(15.0), &[700.0, 710.0, 720.0]),
+            search("TP2", 2, Some(10.0), &[700.0, 710.0, 720.0]),
             search("DP2", 2, None, &[780.0, 800.0, 820.0]),
         ]);
         assert_eq!(d.winner.as_deref(), Some("TP1"));
         let order: Vec<&str> = d.rows.iter().map(|r| r.arm.as_str()).collect();
         assert_eq!(order, ["TP1", "TP2", "DP2"]);
-        assert!(d.verdict.starts_with("TP1 leads at capacity: more users per GPU under the SLOs: TP1 18 in flight per GPU, goodput 400 [399, 401] tok/s per GPU over 3 runs against TP2 15 in flight per GPU"), "{}", d.verdict);
+        assert!(d.verdict.starts_with("TP1 leads at capacity: more users per GPU under the SLOs: TP1 18 in flight per GPU, goodput 400 [399, 401] tok/s per GPU over 3 runs against TP2 10 in flight per GPU"), "{}", d.verdict);
         assert!(d.verdict.ends_with("not ranked: DP2 (not resolved at this sample size) (record more requests per probe or more repeats)"), "{}", d.verdict);
+    }
+
+    /// 19 against 18 in flight per GPU is no lead where the 18's arm was never shown to miss
+    /// below 22: the brackets overlap, and goodput per GPU decides or nothing does.
+    #[test]
+    fn overlapping_brackets_are_no_lead_on_capacity() {
+        let d = decide(&[
+            search("DP2", 2, Some(19.0), &[770.0, 760.0, 750.0]),
+            search("TP1", 1, Some(18.0), &[370.0, 380.0, 390.0]),
+        ]);
+        assert_eq!(d.winner, None, "{}", d.verdict);
+        assert!(
+            d.verdict.starts_with("no lead at capacity"),
+            "{}",
+            d.verdict
+        );
     }
 
     #[test]
@@ -307,7 +358,11 @@ mod tests {
             search("DP2", 2, Some(8.0), &[780.0, 800.0, 830.0]),
         ]);
         assert_eq!(d.winner, None);
-        assert!(d.verdict.starts_with("a tie at capacity"), "{}", d.verdict);
+        assert!(
+            d.verdict.starts_with("no lead at capacity"),
+            "{}",
+            d.verdict
+        );
         let d = decide(&[search("TP1", 1, None, &[400.0])]);
         assert_eq!(d.winner, None);
         assert!(

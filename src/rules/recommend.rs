@@ -117,12 +117,15 @@ pub fn recommend(
                         caveats,
                     };
                 }
-                let top = ranked.first().and_then(|r| r.capacity_per_gpu);
-                let tied: Vec<String> = ranked
-                    .iter()
-                    .filter(|r| r.capacity_per_gpu == top)
-                    .map(|r| r.arm.clone())
-                    .collect();
+                // The arms level with the first: those it is not shown to beat.
+                let tied: Vec<String> = match ranked.first() {
+                    Some(top) => ranked
+                        .iter()
+                        .filter(|r| r.arm == top.arm || !top.beats(r))
+                        .map(|r| r.arm.clone())
+                        .collect(),
+                    None => Vec::new(),
+                };
                 steps.push(format!("{}: {}", criterion.label(), capacity.verdict));
                 if tied.len() >= 2 {
                     level = Some(tied);
@@ -137,6 +140,25 @@ pub fn recommend(
                 let Some(o) = objective_among(c, kind, &among) else {
                     continue;
                 };
+                // A winner among level arms stands only at equal load with each of them.
+                let unequal: Vec<&String> = among
+                    .iter()
+                    .filter(|a| **a != o.leader.arm)
+                    .filter(|a| c.load_differs(&o.leader.arm, a, kind.basis()).is_some())
+                    .collect();
+                if level.is_some() && !unequal.is_empty() {
+                    steps.push(format!(
+                        "{}: {} leads, but at a different load from {}",
+                        criterion.label(),
+                        o.leader.arm,
+                        unequal
+                            .iter()
+                            .map(|a| a.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ));
+                    continue;
+                }
                 if let Some(winner) = o.winner().filter(|_| o.runner_up.is_some()) {
                     let lead = o
                         .lead
