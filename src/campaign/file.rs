@@ -70,6 +70,10 @@ pub struct CampaignFile {
     /// (`{text, method}`); a control not mapped here is inferred from its words.
     #[serde(default)]
     pub controls: Vec<crate::rules::controls::DeclaredControl>,
+    /// The smallest difference that matters, as a share of the reference's figure (default
+    /// 0.02): a resolved difference smaller than it is negligible, neither better nor worse.
+    #[serde(default)]
+    pub min_effect: Option<f64>,
     /// The order of repeated cells within a stage ([`Order`]): interleaved across arms (the
     /// default) or blocked.
     #[serde(default)]
@@ -461,6 +465,16 @@ impl CampaignFile {
                     format!("`{to}` is not a setting: map a word to key=value, e.g. \"mamba=extra_buffer96\""),
                 ));
             }
+        }
+        if let Some(m) = self.min_effect
+            && !(m > 0.0 && m < 1.0)
+        {
+            out.push(Problem::new(
+                "min_effect",
+                format!(
+                    "{m} is not a share of the reference's figure: give one in (0, 1), e.g. 0.02"
+                ),
+            ));
         }
         if !(self.slo_target > 0.0 && self.slo_target <= 1.0) {
             out.push(Problem::new(

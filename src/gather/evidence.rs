@@ -33,9 +33,10 @@ pub fn evidence_files(plan: &RunPlan, data: &[PathBuf]) -> anyhow::Result<Eviden
             continue;
         };
         if name == "campaign.json" {
-            let (aliases, controls) = campaign_mappings(&path);
+            let (aliases, controls, min_effect) = campaign_mappings(&path);
             evidence.aliases.extend(aliases);
             evidence.declared_controls.extend(controls);
+            evidence.min_effect = evidence.min_effect.or(min_effect);
         }
         if name == crate::artifact::capacity::CAPACITY_JSON {
             match std::fs::read_to_string(&path)
@@ -85,15 +86,11 @@ fn file_paths(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
     Ok(())
 }
 
-/// The `aliases` (word → `key=value`) and declared `controls` of a campaign file, read as
+/// The `aliases` (word → `key=value`), declared `controls` and `min_effect` of a campaign
+/// file, read as
 /// plain JSON (the campaign layer sits above this one; `anvil validate` checks the file
 /// itself); none when the file is not one or has none.
-fn campaign_mappings(
-    path: &Path,
-) -> (
-    Vec<(String, String)>,
-    Vec<crate::rules::controls::DeclaredControl>,
-) {
+fn campaign_mappings(path: &Path) -> CampaignMappings {
     let Some(doc) = std::fs::read_to_string(path)
         .ok()
         .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
@@ -103,7 +100,7 @@ fn campaign_mappings(
                 .is_some_and(|s| s.starts_with("anvil-serving.benchmark-campaign/"))
         })
     else {
-        return (Vec::new(), Vec::new());
+        return (Vec::new(), Vec::new(), None);
     };
     let aliases = doc
         .get("aliases")
@@ -118,5 +115,16 @@ fn campaign_mappings(
         .get("controls")
         .and_then(|c| serde_json::from_value(c.clone()).ok())
         .unwrap_or_default();
-    (aliases, controls)
+    let min_effect = doc
+        .get("min_effect")
+        .and_then(|m| m.as_f64())
+        .filter(|m| *m > 0.0 && *m < 1.0);
+    (aliases, controls, min_effect)
 }
+
+/// A campaign file's aliases, declared controls and `min_effect`.
+type CampaignMappings = (
+    Vec<(String, String)>,
+    Vec<crate::rules::controls::DeclaredControl>,
+    Option<f64>,
+);

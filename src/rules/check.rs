@@ -100,6 +100,9 @@ pub struct CheckReport {
     /// Each manifest control mapped to the comparisons that realise it, its method, or why
     /// neither.
     pub controls: Vec<super::controls::ControlCoverage>,
+    /// The smallest difference that matters, as a share of the reference's figure, the
+    /// comparisons were read with.
+    pub min_effect: f64,
 }
 
 /// Evaluate every rule. `evidence` holds the data folder's evidence files (for the restore
@@ -123,8 +126,18 @@ pub fn check(
     }
 
     // Every stage's comparisons; rule 5 over those holding arms one topology apart.
-    let stages = stage_comparisons(artifacts, selection, plan, None);
-    let headline = headline_comparison(artifacts, selection, plan);
+    let min_effect = evidence
+        .min_effect
+        .unwrap_or(super::effect::DEFAULT_MIN_EFFECT_SHARE);
+    let mut stages = stage_comparisons(artifacts, selection, plan, None);
+    let mut headline = headline_comparison(artifacts, selection, plan);
+    for c in stages
+        .iter_mut()
+        .filter_map(|s| s.result.as_mut().ok())
+        .chain(headline.as_mut().and_then(|h| h.as_mut().ok()))
+    {
+        c.min_effect = min_effect;
+    }
     let topology: Vec<TopologyAssessment> = stages
         .iter()
         .filter_map(|s| advance::topology(s, artifacts))
@@ -256,6 +269,7 @@ pub fn check(
         reasons,
         not_testable,
         controls,
+        min_effect,
     }
 }
 

@@ -36,6 +36,24 @@ impl Effect {
         reference: Option<f64>,
         higher_is_better: bool,
     ) -> Effect {
+        Self::with_share(
+            difference,
+            interval,
+            reference,
+            higher_is_better,
+            DEFAULT_MIN_EFFECT_SHARE,
+        )
+    }
+
+    /// [`Effect::of`] with the smallest effect that matters at `share` of the reference's
+    /// figure (the campaign's `min_effect`).
+    pub fn with_share(
+        difference: f64,
+        interval: Option<(f64, f64)>,
+        reference: Option<f64>,
+        higher_is_better: bool,
+        share: f64,
+    ) -> Effect {
         let Some((low, high)) = interval else {
             return Effect::NoInterval;
         };
@@ -44,7 +62,7 @@ impl Effect {
         }
         let smallest = reference
             .filter(|r| r.is_finite() && *r != 0.0)
-            .map(|r| DEFAULT_MIN_EFFECT_SHARE * r.abs());
+            .map(|r| share * r.abs());
         if smallest.is_some_and(|s| difference.abs() < s) {
             return Effect::Negligible;
         }

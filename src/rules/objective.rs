@@ -20,7 +20,7 @@
 use serde::Serialize;
 
 use super::compare::{Comparison, ThroughputEstimate};
-use super::effect::{DEFAULT_MIN_EFFECT_SHARE, Effect};
+use super::effect::Effect;
 use super::input::{MetricId, Window};
 use super::load::LoadBasis;
 use crate::stats::sample::{Interval, Moments, Sample, mean_interval};
@@ -311,17 +311,18 @@ fn rank(c: &Comparison, kind: ObjectiveKind, figures: Vec<ObjectiveFigure>) -> O
                 // Leader − runner-up: read against the runner-up's figure, so a lead under
                 // the smallest effect that matters is negligible, and one whose interval
                 // includes zero is a tie.
-                let effect = Effect::of(
+                let effect = Effect::with_share(
                     i.estimate,
                     Some((i.low, i.high)),
                     Some(second.value),
                     kind.higher_is_better(),
+                    c.min_effect,
                 );
                 let why = match effect {
                     Effect::Better | Effect::Worse => None,
                     Effect::Negligible => Some(format!(
                         "negligible: the lead is under {}% of the runner-up's figure",
-                        DEFAULT_MIN_EFFECT_SHARE * 100.0
+                        c.min_effect * 100.0
                     )),
                     Effect::NotResolved | Effect::NoInterval => Some(
                         "a tie: the 95% interval of the lead across runs includes zero".to_owned(),
@@ -401,6 +402,25 @@ mod tests {
         let o = objective(&c, ObjectiveKind::Throughput).unwrap();
         assert_eq!(o.load_differs, None);
         assert!(o.resolved, "{:?}", o.unresolved);
+    }
+
+    /// The campaign's `min_effect` sets how large a resolved lead must be to name a winner.
+    #[test]
+    fn a_lead_under_the_campaign_s_min_effect_is_negligible() {
+        let mut c = headline(&at_equal_load(repeated_topology_stage(1900.0)));
+        assert!(objective(&c, ObjectiveKind::Throughput).unwrap().resolved);
+        // 1900 against 1500: +27%, under a 50% smallest effect.
+        c.min_effect = 0.5;
+        let o = objective(&c, ObjectiveKind::Throughput).unwrap();
+        assert!(!o.resolved);
+        assert!(
+            o.unresolved
+                .as_deref()
+                .unwrap()
+                .starts_with("negligible: the lead is under 50%"),
+            "{:?}",
+            o.unresolved
+        );
     }
 
     /// Latency and goodput are decided after the first wave, the figure over every request

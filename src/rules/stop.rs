@@ -350,6 +350,9 @@ pub struct EvidenceFiles {
     pub manifest_controls: Vec<String>,
     /// Their mappings as the campaign file beside the data declares them (`controls`).
     pub declared_controls: Vec<super::controls::DeclaredControl>,
+    /// The campaign file's `min_effect`: the smallest difference that matters, as a share of
+    /// the reference's figure.
+    pub min_effect: Option<f64>,
 }
 
 impl EvidenceFiles {
@@ -363,6 +366,7 @@ impl EvidenceFiles {
             aliases: Vec::new(),
             manifest_controls: Vec::new(),
             declared_controls: Vec::new(),
+            min_effect: None,
         }
     }
 }

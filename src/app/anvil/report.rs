@@ -48,7 +48,10 @@ pub fn render(
         data,
         &manifest.controls,
     )?;
-    let headline = rules::headline_comparison(&gathered.artifacts, &selection, plan);
+    let mut headline = rules::headline_comparison(&gathered.artifacts, &selection, plan);
+    if let Some(Ok(c)) = headline.as_mut() {
+        c.min_effect = check.min_effect;
+    }
     let data_folder: Vec<String> = data.iter().map(|d| crate::location::shown(d)).collect();
     let data_folder = data_folder.join(", ");
     let generated = crate::artifact::run::utc_now();

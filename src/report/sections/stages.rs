@@ -72,17 +72,19 @@ fn cue(
     interval: Option<(f64, f64)>,
     reference: Option<f64>,
     higher_is_better: bool,
+    min_effect: f64,
 ) -> (String, String) {
     let Some(d) = difference.filter(|d| d.is_finite()) else {
         return (String::new(), String::new());
     };
-    let (cue, class) = match Effect::of(d, interval, reference, higher_is_better) {
-        Effect::Better => ("▲ better", "better"),
-        Effect::Worse => ("▼ worse", "worse"),
-        Effect::Negligible => ("≈ negligible", "unresolved"),
-        Effect::NotResolved => ("≈ not resolved", "unresolved"),
-        Effect::NoInterval => ("≈ no interval", "unresolved"),
-    };
+    let (cue, class) =
+        match Effect::with_share(d, interval, reference, higher_is_better, min_effect) {
+            Effect::Better => ("▲ better", "better"),
+            Effect::Worse => ("▼ worse", "worse"),
+            Effect::Negligible => ("≈ negligible", "unresolved"),
+            Effect::NotResolved => ("≈ not resolved", "unresolved"),
+            Effect::NoInterval => ("≈ no interval", "unresolved"),
+        };
     (cue.to_owned(), class.to_owned())
 }
 
@@ -167,7 +169,7 @@ fn metric_cell(
     let reference = m
         .difference(arm, Window::All)
         .and_then(|d| arm_figure(m, &d.reference, Window::All, figure));
-    let (cue, class) = cue(d, interval, reference, higher);
+    let (cue, class) = cue(d, interval, reference, higher, c.min_effect);
     let (cue, class) = m
         .difference(arm, Window::All)
         .and_then(|d| c.load_differs(arm, &d.reference, LoadBasis::PerReplica))
@@ -177,7 +179,7 @@ fn metric_cell(
     let after = metric_difference(m, arm, Window::AfterFirstWave, figure)
         .filter(|_| metric == MetricId::TtftMs)
         .filter(|(d2, i2)| {
-            let (_, class2) = self::cue(*d2, *i2, reference, higher);
+            let (_, class2) = self::cue(*d2, *i2, reference, higher, c.min_effect);
             class2 != class
                 || match (d, d2) {
                     (Some(a), Some(b)) => (a - b).abs() > 0.25 * a.abs().max(b.abs()),
@@ -185,7 +187,7 @@ fn metric_cell(
                 }
         })
         .map(|(d2, i2)| {
-            let (cue2, _) = self::cue(d2, i2, reference, higher);
+            let (cue2, _) = self::cue(d2, i2, reference, higher, c.min_effect);
             format!("after the first wave {} {cue2}", with_interval(d2, i2))
         })
         .unwrap_or_default();
@@ -236,7 +238,13 @@ fn throughput_cell(c: &Comparison, arm: &str) -> PairCellView {
         }
     }
     let own = t.estimate.value();
-    let cell = difference_cell(value, own, t.difference.as_ref(), fmt_throughput_difference);
+    let cell = difference_cell(
+        value,
+        own,
+        t.difference.as_ref(),
+        fmt_throughput_difference,
+        c.min_effect,
+    );
     at_load(c, arm, t.reference.as_deref(), cell)
 }
 
@@ -289,9 +297,13 @@ fn goodput_cell(c: &Comparison, arm: &str) -> PairCellView {
         fmt_num(g.goodput_tps.value()),
         fmt_percent(g.share.as_ref().map(|s| s.share))
     );
-    let cell = difference_cell(value, g.goodput_tps.value(), g.difference.as_ref(), |d| {
-        with_interval(Some(d.estimate), d.interval.map(|i| (i.low, i.high)))
-    });
+    let cell = difference_cell(
+        value,
+        g.goodput_tps.value(),
+        g.difference.as_ref(),
+        |d| with_interval(Some(d.estimate), d.interval.map(|i| (i.low, i.high))),
+        c.min_effect,
+    );
     at_load(c, arm, g.reference.as_deref(), cell)
 }
 
@@ -302,6 +314,7 @@ fn difference_cell(
     own: Option<f64>,
     difference: Option<&ThroughputDifference>,
     text: fn(&ThroughputDifference) -> String,
+    min_effect: f64,
 ) -> PairCellView {
     let Some(d) = difference else {
         return PairCellView {
@@ -311,7 +324,7 @@ fn difference_cell(
     };
     let reference = own.map(|own| own - d.estimate);
     let interval = d.interval.map(|i| (i.low, i.high));
-    let (cue, class) = cue(Some(d.estimate), interval, reference, true);
+    let (cue, class) = cue(Some(d.estimate), interval, reference, true, min_effect);
     PairCellView {
         value,
         difference: text(d),
@@ -508,25 +521,25 @@ mod tests {
     fn cues_read_the_direction_and_the_interval() {
         let control = Some(100.0);
         assert_eq!(
-            cue(Some(5.0), Some((1.0, 9.0)), control, true).0,
+            cue(Some(5.0), Some((1.0, 9.0)), control, true, 0.02).0,
             "▲ better"
         );
         assert_eq!(
-            cue(Some(5.0), Some((1.0, 9.0)), control, false).0,
+            cue(Some(5.0), Some((1.0, 9.0)), control, false, 0.02).0,
             "▼ worse"
         );
         assert_eq!(
-            cue(Some(-5.0), Some((-9.0, -1.0)), control, false).0,
+            cue(Some(-5.0), Some((-9.0, -1.0)), control, false, 0.02).0,
             "▲ better"
         );
         assert_eq!(
-            cue(Some(5.0), Some((-1.0, 9.0)), control, true).0,
+            cue(Some(5.0), Some((-1.0, 9.0)), control, true, 0.02).0,
             "≈ not resolved"
         );
-        assert_eq!(cue(Some(5.0), None, control, true).0, "≈ no interval");
+        assert_eq!(cue(Some(5.0), None, control, true, 0.02).0, "≈ no interval");
         // Resolved but under 2% of the control's figure: neither better nor worse.
         assert_eq!(
-            cue(Some(1.5), Some((1.0, 2.0)), control, false).0,
+            cue(Some(1.5), Some((1.0, 2.0)), control, false, 0.02).0,
             "≈ negligible"
         );
     }

@@ -112,6 +112,10 @@ pub struct Comparison {
     pub output_length: Vec<(String, String, OutputLength)>,
     /// The cold-start burst of each arm with a first wave, in arm order.
     pub burst: Vec<ArmBurst>,
+    /// The smallest difference that matters, as a share of the reference's figure (the
+    /// campaign's `min_effect`, 2% by default): a resolved difference under it is
+    /// negligible.
+    pub min_effect: f64,
     /// The load each arm was offered, in arm order (see [`super::load`]).
     pub loads: Vec<super::load::ArmLoad>,
     /// Every warning a reader must see beside the figures.
@@ -283,6 +287,7 @@ pub fn compare(
         spec_decode,
         controls,
         output_length,
+        min_effect: super::effect::DEFAULT_MIN_EFFECT_SHARE,
         burst: arms
             .iter()
             .filter_map(|arm| {
