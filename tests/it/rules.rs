@@ -361,7 +361,7 @@ fn topology_plan(dir: &Path, name: &str, selected: &str) -> PathBuf {
 }
 
 #[test]
-fn topology_efficiency_and_selection_support_come_from_the_recorded_throughput() {
+fn topology_efficiency_comes_from_the_recorded_throughput_and_claims_wait_for_equal_load() {
     let tmp = tempfile::tempdir().unwrap();
     let manifest = small_manifest(tmp.path(), |_| {});
     let data = data_dir(tmp.path(), "data");
@@ -434,17 +434,31 @@ fn topology_efficiency_and_selection_support_come_from_the_recorded_throughput()
         (eff2 - tps2 / (2.0 * tps1)).abs() < 1e-9,
         "{tp2_row} vs {tp1_row}"
     );
-    says(&out, "selected \"DP2 for aggregate throughput\": supported");
-    assert_eq!(tp2_row["runs"], 3, "{tp2_row}");
-
-    // The same evidence does not support a claim that TP1 has the highest throughput.
-    let unsupported = topology_plan(tmp.path(), "tp1", "TP1 for aggregate throughput");
-    let (code, out) = anvil_check(&data, unsupported.to_str().unwrap(), &manifest);
-    assert_eq!(code, Some(1), "{out}");
+    // DP2 holds 16 in flight against TP1's and TP2's 8 (and 8 requests per replica against
+    // 16): no aggregate throughput verdict stands between them, whatever the figures; the
+    // claim points to the capacity search that compares them at equal load.
     says(
         &out,
-        "selected \"TP1 for aggregate throughput\": contradicted",
+        "selected \"DP2 for aggregate throughput\": not testable",
     );
-    says(&out, "selection contradicted: ");
-    says(&out, "across runs");
+    says(
+        &out,
+        "aggregate throughput not testable at equal load: load differs",
+    );
+    says(&out, "capacity");
+    assert_eq!(tp2_row["runs"], 3, "{tp2_row}");
+
+    // Nor does the same evidence contradict a claim that TP1 has the highest throughput: TP1
+    // and TP2 run on different GPU counts.
+    let unsupported = topology_plan(tmp.path(), "tp1", "TP1 for aggregate throughput");
+    let (code, out) = anvil_check(&data, unsupported.to_str().unwrap(), &manifest);
+    assert_ne!(code, Some(1), "{out}");
+    says(
+        &out,
+        "selected \"TP1 for aggregate throughput\": not testable",
+    );
+    says(
+        &out,
+        "load differs (in flight on equal GPUs and requests per replica)",
+    );
 }
