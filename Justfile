@@ -40,10 +40,11 @@ demo *ARGS:
     cargo run --bin anvil -- demo {{ARGS}}
 
 # Re-record the synthetic sample campaign in sample-data/ through the managed path (every
-# arm of the plan an anvil-sim process; 66 cells, the headline arms' three repeats each, the
-# manifest's five contexts, and TP1's capacity search, 7 probes of 40 requests: about 62
-# minutes on 2 cores at the simulator profiles' own speed), then regenerate
-# reports/campaign.html.
+# arm of the plan an anvil-sim process, relaunched per repeat with its own run speed; 66
+# cells, the headline arms' three repeats each interleaved across their stage, the
+# manifest's five contexts, and the three topologies' capacity searches, 57 probes of the
+# headline workload: about 105 minutes on 2 cores at the simulator profiles' own speed),
+# then regenerate reports/campaign.html.
 sample-data:
     cargo build --bins
     rm -rf "sample-data/2026-09-04-qwen38-27b-pro6000-possibility"

@@ -240,19 +240,20 @@ mod tests {
     fn the_sample_file_reads_and_writes_back_byte_for_byte() {
         let text = std::fs::read_to_string(SAMPLE).unwrap();
         let doc = Capacity::parse(&text).unwrap();
-        assert_eq!(doc.searches.len(), 1);
-        assert_eq!(doc.searches[0].status, CapacityStatus::NotResolved);
+        // The three topologies' searches, each resolved.
+        assert_eq!(doc.searches.len(), 3);
+        assert!(
+            doc.searches
+                .iter()
+                .all(|s| s.status == CapacityStatus::Resolved && s.capacity_per_gpu.is_some())
+        );
         assert_eq!(doc.to_json(), text);
     }
 
     #[test]
     fn what_does_not_hold_is_named_by_its_path() {
         let text = std::fs::read_to_string(SAMPLE).unwrap();
-        let bad = text.replacen(
-            "\"status\": \"not resolved at this sample size\"",
-            "\"status\": \"done\"",
-            1,
-        );
+        let bad = text.replacen("\"status\": \"resolved\"", "\"status\": \"done\"", 1);
         let e = Capacity::parse(&bad).unwrap_err();
         assert!(
             e.starts_with("searches[0].status: unknown variant `done`"),
@@ -267,18 +268,34 @@ mod tests {
     fn a_search_s_new_result_replaces_only_its_own() {
         let text = std::fs::read_to_string(SAMPLE).unwrap();
         let mut doc = Capacity::parse(&text).unwrap();
-        let mut other = doc.searches[0].clone();
-        other.arm = "TP2".into();
-        doc.upsert(other.clone());
-        let mut again = doc.searches[0].clone();
-        again.verdict = "again".into();
-        doc.upsert(again);
-        let arms: Vec<(&str, &str)> = doc
+        let before = doc.searches.len();
+        let mut tp1 = doc
             .searches
             .iter()
-            .map(|s| (s.arm.as_str(), s.verdict.as_str()))
-            .collect();
-        assert_eq!(arms[0].0, "TP2");
-        assert_eq!(arms[1], ("TP1", "again"));
+            .find(|s| s.arm == "TP1")
+            .unwrap()
+            .clone();
+        tp1.verdict = "again".into();
+        doc.upsert(tp1);
+        let mut new = doc.searches[0].clone();
+        new.arm = "TP4".into();
+        new.verdict = "new".into();
+        doc.upsert(new);
+        let verdict = |arm: &str| {
+            doc.searches
+                .iter()
+                .filter(|s| s.arm == arm)
+                .map(|s| s.verdict.as_str())
+                .collect::<Vec<_>>()
+        };
+        // TP1's result replaced (once), TP4's added, the others kept as they were.
+        assert_eq!(verdict("TP1"), ["again"]);
+        assert_eq!(verdict("TP4"), ["new"]);
+        assert_eq!(doc.searches.len(), before + 1);
+        assert!(
+            verdict("TP2")[0].starts_with("capacity 33"),
+            "{:?}",
+            verdict("TP2")
+        );
     }
 }

@@ -87,7 +87,12 @@ pub fn fmt_percent(value: Option<f64>) -> String {
     match value.filter(|v| v.is_finite()) {
         None => NA.to_owned(),
         Some(v) => {
-            let text = format!("{:.1}%", v * 100.0);
+            // Three significant figures as everywhere: 98.9%, but 100% (not 100.0%).
+            let text = if (v * 100.0).abs() >= 99.95 {
+                format!("{:.0}%", v * 100.0)
+            } else {
+                format!("{:.1}%", v * 100.0)
+            };
             match text.strip_prefix('-') {
                 Some(rest) if rest.chars().all(|c| "0.%".contains(c)) => rest.to_owned(),
                 Some(rest) => format!("−{rest}"),

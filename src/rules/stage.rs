@@ -127,8 +127,13 @@ pub fn stage_controls(plan: &RunPlan, group: &[&Artifact]) -> Vec<(String, Optio
 }
 
 /// Complete performance artifacts (functional checks carry no performance claim).
+/// An artifact a stage comparison reads: complete, not a functional check, and not a capacity
+/// search's probe (a search's evidence, read by its own ranking: two arms probed at the same
+/// load are points of two searches, not a stage's comparison).
 fn performance(artifact: &Artifact) -> bool {
-    artifact.facts.status == Status::Complete && artifact.facts.workload.class != FUNCTIONAL_CLASS
+    artifact.facts.status == Status::Complete
+        && artifact.facts.workload.class != FUNCTIONAL_CLASS
+        && artifact.facts.workload.probe.is_none()
 }
 
 /// The workload in words, with the API when it is not chat (the manifest's cells are chat).

@@ -137,7 +137,7 @@ fn sample_data_directory_is_valid_and_says_what_it_holds() {
     assert!(
         outcome
             .stdout
-            .contains("capacity searches anvil-serving.capacity/v1, campaign 2026-09-04-qwen38-27b-pro6000-possibility, TP1 not resolved at this sample size: ok"),
+            .contains("capacity searches anvil-serving.capacity/v1, campaign 2026-09-04-qwen38-27b-pro6000-possibility, TP1 resolved; TP2 resolved; two independent TP1 replicas resolved: ok"),
         "{}",
         outcome.stdout
     );

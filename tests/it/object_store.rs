@@ -396,7 +396,7 @@ fn push_refuses_a_run_still_recording_and_uploads_nothing() {
     let arm = dir.path().join("arm");
     for cell in [
         "functional.ctx4096.c1.n8",
-        "optimization-screen.ctx4096.c4.n40.probe-capacity",
+        "headline-sustained-output.ctx4096.c4.n64.probe-capacity/repeat-1",
     ] {
         let from = sample_campaign().join("TP1").join(cell);
         let to = arm.join(cell);

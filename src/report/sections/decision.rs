@@ -812,9 +812,8 @@ fn not_claimable(
     let gates = &input.plan.post_campaign_open_gates;
     if !gates.is_empty() {
         out.push(format!(
-            "what the plan's {} open gates leave open: {}",
-            gates.len(),
-            gates.join("; ")
+            "what the plan's {} open gates leave open (listed under Plan)",
+            gates.len()
         ));
     }
     out
