@@ -30,7 +30,7 @@
 //! stage's arms, and says it is not a one-variable control. Not testable is information, not
 //! missing evidence; a contradicted claim fails the check.
 //!
-//! [`sweep`] judges one arm against its sweep on one comparison; [`alias`] reads plan words
+//! `sweep.rs` judges one arm against its sweep on one comparison; `alias.rs` reads plan words
 //! that name a setting rather than an arm.
 
 use std::collections::BTreeSet;
