@@ -240,74 +240,17 @@ pub fn decide(results: &[CapacityResult]) -> CapacityDecision {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::artifact::capacity::{Bracket, Observation, Side, Vary, Window};
 
+    /// A search of `arm` on `gpus` GPUs and one replica, resolved at `per_gpu` in flight per
+    /// GPU (or not), its passing runs' aggregate goodput `goodput`.
     fn search(arm: &str, gpus: u32, per_gpu: Option<f64>, goodput: &[f64]) -> CapacityResult {
-        let runs: Vec<Observation> = goodput
-            .iter()
-            .enumerate()
-            .map(|(i, g)| Observation {
-                load: 8.0,
-                repeat: i as u32 + 1,
-                run_id: format!("{arm}-{i}"),
-                dir: Default::default(),
-                attained: 60,
-                requests: 60,
-                goodput_tps: Some(*g),
-            })
-            .collect();
-        let mean = goodput.iter().sum::<f64>() / goodput.len() as f64 / f64::from(gpus);
-        CapacityResult {
-            arm: arm.into(),
-            vary: Vary::Concurrency,
-            min: 4.0,
-            max: 64.0,
-            target: 0.9,
-            window: Window::AfterFirstWave,
-            slo: Vec::new(),
-            requests_per_probe: None,
-            window_requests: Some(60),
-            repeats: 3,
-            replicas: Some(1),
-            gpus: Some(gpus),
-            status: if per_gpu.is_some() {
-                CapacityStatus::Resolved
-            } else {
-                CapacityStatus::NotResolved
-            },
-            capacity: per_gpu.map(|p| p * f64::from(gpus)),
-            capacity_per_gpu: per_gpu,
-            goodput_per_gpu: Some(PerGpu {
-                mean,
-                low: Some(mean - 1.0),
-                high: Some(mean + 1.0),
-                runs: goodput.len() as u32,
-            }),
-            bracket: Some(Bracket {
-                passing: Some(Side {
-                    load: 8.0,
-                    runs: runs.clone(),
-                    attained: 180,
-                    requests: 180,
-                    share: 1.0,
-                    low: 0.98,
-                    high: 1.0,
-                }),
-                // Shown to miss 4 requests per GPU above the capacity.
-                failing: per_gpu.map(|p| Side {
-                    load: (p + 4.0) * f64::from(gpus),
-                    runs: Vec::new(),
-                    attained: 100,
-                    requests: 180,
-                    share: 0.55,
-                    low: 0.48,
-                    high: 0.63,
-                }),
-                resolved: per_gpu.is_some(),
-            }),
-            probes: runs,
-            verdict: String::new(),
-        }
+        crate::rules::fixtures::capacity_search(
+            arm,
+            gpus,
+            1,
+            per_gpu.map(|p| p * f64::from(gpus)),
+            goodput,
+        )
     }
 
     #[test]

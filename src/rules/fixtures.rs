@@ -248,3 +248,86 @@ pub fn repeated_topology_stage(dp2_tps: f64) -> Vec<Artifact> {
     }
     out
 }
+
+/// A capacity search of `arm` on `gpus` GPUs and `replicas` replicas: resolved at
+/// `capacity` requests in flight per replica (shown to miss at 4 more per GPU), or not
+/// resolved without one; its passing load's runs reached aggregate goodput `goodput` (one
+/// value per run), and goodput per GPU is their mean ÷ GPUs, ±1.
+pub fn capacity_search(
+    arm: &str,
+    gpus: u32,
+    replicas: u32,
+    capacity: Option<f64>,
+    goodput: &[f64],
+) -> crate::artifact::capacity::CapacityResult {
+    use crate::artifact::capacity::{
+        Bracket, CapacityResult, CapacityStatus, Observation, PerGpu, Side, Vary, Window,
+    };
+    let per_gpu = |load: f64| load * f64::from(replicas) / f64::from(gpus);
+    let load = capacity.unwrap_or(8.0);
+    let runs: Vec<Observation> = goodput
+        .iter()
+        .enumerate()
+        .map(|(i, g)| Observation {
+            load,
+            repeat: i as u32 + 1,
+            run_id: format!("{arm}-{i}"),
+            dir: Default::default(),
+            attained: 60,
+            requests: 60,
+            goodput_tps: Some(*g),
+        })
+        .collect();
+    let mean = goodput.iter().sum::<f64>() / goodput.len() as f64 / f64::from(gpus);
+    CapacityResult {
+        arm: arm.into(),
+        vary: Vary::Concurrency,
+        min: 4.0,
+        max: 64.0,
+        target: 0.9,
+        window: Window::AfterFirstWave,
+        slo: vec!["ttft_ms<=2000".into()],
+        requests_per_probe: None,
+        window_requests: Some(60),
+        repeats: 3,
+        replicas: Some(replicas),
+        gpus: Some(gpus),
+        status: if capacity.is_some() {
+            CapacityStatus::Resolved
+        } else {
+            CapacityStatus::NotResolved
+        },
+        capacity,
+        capacity_per_gpu: capacity.map(per_gpu),
+        goodput_per_gpu: Some(PerGpu {
+            mean,
+            low: Some(mean - 1.0),
+            high: Some(mean + 1.0),
+            runs: goodput.len() as u32,
+        }),
+        bracket: Some(Bracket {
+            passing: Some(Side {
+                load,
+                runs: runs.clone(),
+                attained: 180,
+                requests: 180,
+                share: 1.0,
+                low: 0.98,
+                high: 1.0,
+            }),
+            // Shown to miss 4 requests per GPU above the capacity.
+            failing: capacity.map(|c| Side {
+                load: (per_gpu(c) + 4.0) * f64::from(gpus) / f64::from(replicas),
+                runs: Vec::new(),
+                attained: 100,
+                requests: 180,
+                share: 0.55,
+                low: 0.48,
+                high: 0.63,
+            }),
+            resolved: capacity.is_some(),
+        }),
+        probes: runs,
+        verdict: String::new(),
+    }
+}

@@ -69,53 +69,13 @@ fn a_topology_claim_at_unequal_load_is_not_testable_and_points_to_capacity() {
 /// A resolved capacity search of `arm` on `gpus` GPUs and `replicas` replicas: capacity
 /// `load` per replica, its passing load's three runs of aggregate goodput `goodput` ± 10.
 fn search(arm: &str, gpus: u32, replicas: u32, load: f64, goodput: f64) -> CapacityResult {
-    use crate::artifact::capacity::{Bracket, CapacityStatus, Observation, Side, Vary, Window};
-    let runs: Vec<Observation> = [-10.0, 0.0, 10.0]
-        .iter()
-        .enumerate()
-        .map(|(i, d)| Observation {
-            load,
-            repeat: i as u32 + 1,
-            run_id: format!("{arm}-{i}"),
-            dir: std::path::PathBuf::new(),
-            attained: 60,
-            requests: 60,
-            goodput_tps: Some(goodput + d),
-        })
-        .collect();
-    CapacityResult {
-        arm: arm.to_owned(),
-        vary: Vary::Concurrency,
-        min: 4.0,
-        max: 64.0,
-        target: 0.9,
-        window: Window::AfterFirstWave,
-        slo: vec!["ttft_ms<=2000".into()],
-        requests_per_probe: None,
-        window_requests: Some(60),
-        repeats: 3,
-        replicas: Some(replicas),
-        gpus: Some(gpus),
-        status: CapacityStatus::Resolved,
-        capacity: Some(load),
-        capacity_per_gpu: Some(load * f64::from(replicas) / f64::from(gpus)),
-        goodput_per_gpu: None,
-        bracket: Some(Bracket {
-            passing: Some(Side {
-                load,
-                runs: runs.clone(),
-                attained: 180,
-                requests: 180,
-                share: 1.0,
-                low: 0.98,
-                high: 1.0,
-            }),
-            failing: None,
-            resolved: true,
-        }),
-        probes: runs,
-        verdict: String::new(),
-    }
+    super::super::fixtures::capacity_search(
+        arm,
+        gpus,
+        replicas,
+        Some(load),
+        &[goodput - 10.0, goodput, goodput + 10.0],
+    )
 }
 
 /// Where the topologies were offered different load, their searches decide a throughput
