@@ -70,6 +70,10 @@ pub struct CampaignFile {
     /// (`{text, method}`); a control not mapped here is inferred from its words.
     #[serde(default)]
     pub controls: Vec<crate::rules::controls::DeclaredControl>,
+    /// The plan's claims mapped to a comparator, metric and statistic (`{stage, text,
+    /// against, metric, statistic}`); a claim not mapped here is read from its words.
+    #[serde(default)]
+    pub claims: Vec<crate::rules::coverage::DeclaredClaim>,
     /// The smallest difference that matters, as a share of the reference's figure (default
     /// 0.02): a resolved difference smaller than it is negligible, neither better nor worse.
     #[serde(default)]
@@ -464,6 +468,13 @@ impl CampaignFile {
                     format!("aliases.{word}"),
                     format!("`{to}` is not a setting: map a word to key=value, e.g. \"mamba=extra_buffer96\""),
                 ));
+            }
+        }
+        let arms: Vec<String> = self.all_arms().iter().map(|a| a.arm.clone()).collect();
+        let arms: Vec<&str> = arms.iter().map(String::as_str).collect();
+        for (i, claim) in self.claims.iter().enumerate() {
+            for (field, what) in claim.problems(&arms) {
+                out.push(Problem::new(format!("claims[{i}].{field}"), what));
             }
         }
         if let Some(m) = self.min_effect

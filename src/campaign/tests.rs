@@ -217,3 +217,30 @@ fn repeats_plan_one_folder_and_command_per_run_and_defaults_are_inherited() {
         "{err}"
     );
 }
+
+/// A declared claim's metric, statistic and comparator are checked where the file is read,
+/// each named by its field.
+#[test]
+fn a_declared_claim_names_what_it_cannot_read() {
+    let claims = r#""claims": [
+    {"stage": "target checkpoint", "text": "K8 as lower-TTFT tradeoff", "against": "K12", "metric": "ttft", "statistic": "p50"},
+    {"stage": "target checkpoint", "text": "K8", "against": "K99", "metric": "latency", "statistic": "p42"}
+  ],
+  "arms":"#;
+    let text = campaign_json("Inferact target-only").replacen("\"arms\":", claims, 1);
+    let (_dir, file) = write_campaign(&text);
+    let err = CampaignFile::load(&file).unwrap_err().to_string();
+    assert!(!err.contains("claims[0]"), "{err}");
+    assert!(
+        err.contains("claims[1].metric") && err.contains("`latency` is not a claim metric"),
+        "{err}"
+    );
+    assert!(
+        err.contains("claims[1].statistic") && err.contains("`p42`"),
+        "{err}"
+    );
+    assert!(
+        err.contains("claims[1].against") && err.contains("`K99` is no arm of the campaign"),
+        "{err}"
+    );
+}

@@ -33,10 +33,12 @@ pub fn evidence_files(plan: &RunPlan, data: &[PathBuf]) -> anyhow::Result<Eviden
             continue;
         };
         if name == "campaign.json" {
-            let (aliases, controls, min_effect) = campaign_mappings(&path);
-            evidence.aliases.extend(aliases);
-            evidence.declared_controls.extend(controls);
-            evidence.min_effect = evidence.min_effect.or(min_effect);
+            let found = campaign_mappings(&path);
+            evidence.aliases.extend(found.aliases);
+            evidence.declared_controls.extend(found.controls);
+            evidence.min_effect = evidence.min_effect.or(found.min_effect);
+            evidence.slo_target = evidence.slo_target.or(found.slo_target);
+            evidence.declared_claims.extend(found.claims);
         }
         if name == crate::artifact::capacity::CAPACITY_JSON {
             match std::fs::read_to_string(&path)
@@ -86,9 +88,9 @@ fn file_paths(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
     Ok(())
 }
 
-/// The `aliases` (word → `key=value`), declared `controls` and `min_effect` of a campaign
-/// file, read as
-/// plain JSON (the campaign layer sits above this one; `anvil validate` checks the file
+/// The `aliases` (word → `key=value`), declared `controls` and `claims`, `min_effect` and
+/// `slo_target`
+/// of a campaign file, read as plain JSON (the campaign layer sits above this one; `anvil validate` checks the file
 /// itself); none when the file is not one or has none.
 fn campaign_mappings(path: &Path) -> CampaignMappings {
     let Some(doc) = std::fs::read_to_string(path)
@@ -100,7 +102,7 @@ fn campaign_mappings(path: &Path) -> CampaignMappings {
                 .is_some_and(|s| s.starts_with("anvil-serving.benchmark-campaign/"))
         })
     else {
-        return (Vec::new(), Vec::new(), None);
+        return CampaignMappings::default();
     };
     let aliases = doc
         .get("aliases")
@@ -115,16 +117,33 @@ fn campaign_mappings(path: &Path) -> CampaignMappings {
         .get("controls")
         .and_then(|c| serde_json::from_value(c.clone()).ok())
         .unwrap_or_default();
+    let claims = doc
+        .get("claims")
+        .and_then(|c| serde_json::from_value(c.clone()).ok())
+        .unwrap_or_default();
     let min_effect = doc
         .get("min_effect")
         .and_then(|m| m.as_f64())
         .filter(|m| *m > 0.0 && *m < 1.0);
-    (aliases, controls, min_effect)
+    let slo_target = doc
+        .get("slo_target")
+        .and_then(|m| m.as_f64())
+        .filter(|m| *m > 0.0 && *m <= 1.0);
+    CampaignMappings {
+        aliases,
+        controls,
+        claims,
+        min_effect,
+        slo_target,
+    }
 }
 
-/// A campaign file's aliases, declared controls and `min_effect`.
-type CampaignMappings = (
-    Vec<(String, String)>,
-    Vec<crate::rules::controls::DeclaredControl>,
-    Option<f64>,
-);
+/// What the rules read from a campaign file beside the data.
+#[derive(Debug, Default)]
+struct CampaignMappings {
+    aliases: Vec<(String, String)>,
+    controls: Vec<crate::rules::controls::DeclaredControl>,
+    claims: Vec<crate::rules::coverage::DeclaredClaim>,
+    min_effect: Option<f64>,
+    slo_target: Option<f64>,
+}

@@ -32,6 +32,14 @@ FROM request_metrics WHERE outcome = 'ok' ORDER BY run_id, request_index";
 const FIRST_WAVE_SQL: &str = "\
 SELECT run_id, request_index FROM request_figures WHERE first_wave ORDER BY run_id, request_index";
 
+/// Each run's first-wave makespan: its first send to the last first token of a successful
+/// first-wave request, ms.
+const MAKESPAN_SQL: &str = "\
+SELECT run_id, \
+(MAX(CASE WHEN outcome = 'ok' AND ttft_ms IS NOT NULL THEN t_sent_ns + ttft_ms * 1e6 END) \
+ - MIN(t_sent_ns)) / 1e6 AS makespan_ms \
+FROM request_figures WHERE first_wave GROUP BY run_id ORDER BY run_id";
+
 const THROUGHPUT_SQL: &str = "\
 SELECT run_id, window, scope, replica, output_tps, succeeded_without_usage FROM aggregate_throughput \
 ORDER BY run_id, window, replica";
@@ -151,6 +159,13 @@ struct StatsRow {
 struct FirstWaveRow {
     run_id: String,
     request_index: i64,
+}
+
+/// A row of [`MAKESPAN_SQL`].
+#[derive(Deserialize)]
+struct MakespanRow {
+    run_id: String,
+    makespan_ms: Option<f64>,
 }
 
 /// A row of [`PER_REQUEST_SQL`].
@@ -323,6 +338,12 @@ pub async fn read_artifacts(session: &AnvilSession) -> Result<Vec<Artifact>, Que
     for row in decode::<FirstWaveRow>(&session.query(FIRST_WAVE_SQL).await?)? {
         if let Some(f) = slot(&mut artifacts, &index, &row.run_id) {
             f.first_wave.insert(row.request_index);
+        }
+    }
+
+    for row in decode::<MakespanRow>(&session.query(MAKESPAN_SQL).await?)? {
+        if let Some(f) = slot(&mut artifacts, &index, &row.run_id) {
+            f.first_wave_makespan_ms = row.makespan_ms;
         }
     }
 

@@ -103,6 +103,8 @@ pub struct CheckReport {
     /// The smallest difference that matters, as a share of the reference's figure, the
     /// comparisons were read with.
     pub min_effect: f64,
+    /// The share of requests that must attain the SLOs the comparisons were read with.
+    pub slo_target: f64,
 }
 
 /// Evaluate every rule. `evidence` holds the data folder's evidence files (for the restore
@@ -129,6 +131,9 @@ pub fn check(
     let min_effect = evidence
         .min_effect
         .unwrap_or(super::effect::DEFAULT_MIN_EFFECT_SHARE);
+    let slo_target = evidence
+        .slo_target
+        .unwrap_or(crate::slo::DEFAULT_SLO_TARGET);
     let mut stages = stage_comparisons(artifacts, selection, plan, None);
     let mut headline = headline_comparison(artifacts, selection, plan);
     for c in stages
@@ -137,6 +142,7 @@ pub fn check(
         .chain(headline.as_mut().and_then(|h| h.as_mut().ok()))
     {
         c.min_effect = min_effect;
+        c.slo_target = slo_target;
     }
     let topology: Vec<TopologyAssessment> = stages
         .iter()
@@ -187,6 +193,7 @@ pub fn check(
             headline: headline.as_ref().and_then(|h| h.as_ref().ok()),
             capacity: &evidence.capacity,
             aliases: &evidence.aliases,
+            claims: &evidence.declared_claims,
         },
     );
 
@@ -270,6 +277,7 @@ pub fn check(
         not_testable,
         controls,
         min_effect,
+        slo_target,
     }
 }
 

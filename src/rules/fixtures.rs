@@ -118,6 +118,7 @@ pub fn artifact_of(facts: ArtifactFacts, metrics: BTreeMap<MetricId, Stats>, tps
             aggregate_output_tps: Some(tps),
         },
         first_wave: Default::default(),
+        first_wave_makespan_ms: None,
         metrics,
         per_request: BTreeMap::new(),
         aggregate_output_tps: Some(tps),

@@ -366,6 +366,9 @@ pub struct ArtifactFigures {
     pub after_first_wave: WindowFigures,
     /// Request indices of the run's first wave (`request_figures.first_wave`).
     pub first_wave: BTreeSet<i64>,
+    /// The first wave's makespan: the run's first send to the last first token of a
+    /// successful first-wave request, ms (`None` without a first wave).
+    pub first_wave_makespan_ms: Option<f64>,
     /// Per-request values by metric, for paired differences.
     pub per_request: BTreeMap<MetricId, Vec<RequestValue>>,
     /// Sum of usage completion tokens / wall-clock span of the whole run (all replicas

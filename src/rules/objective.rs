@@ -12,7 +12,8 @@
 //! runs' p50, its t interval across runs), as the comparisons do with repeats.
 //!
 //! Each objective names its window: latency and goodput are decided after the first wave
-//! (the start-up burst is an objective of its own: the first wave's worst TTFT), with the
+//! (the start-up burst is an objective of its own: the first wave's worst TTFT and its
+//! makespan, first send to the wave's last first token), with the
 //! figure over every request beside it; throughput is the run's aggregate over all
 //! requests. A lead stands only between arms offered equal load on the objective's basis
 //! ([`super::load`]): otherwise it is "load differs", both loads named, and no winner.
@@ -41,36 +42,45 @@ pub enum ObjectiveKind {
     Goodput,
     /// The cold-start burst: the worst TTFT of the first wave.
     BurstTtft,
+    /// The cold-start burst's makespan: first send to the first wave's last first token.
+    BurstMakespan,
+    /// The share of requests that met every SLO. An arm at or above the campaign's
+    /// `slo_target` attains; when every arm attains, attainment decides nothing.
+    Attainment,
 }
 
 impl ObjectiveKind {
     /// Every objective, in the order a report states them.
-    pub const ALL: [ObjectiveKind; 6] = [
+    pub const ALL: [ObjectiveKind; 8] = [
         ObjectiveKind::Throughput,
         ObjectiveKind::ThroughputPerGpu,
         ObjectiveKind::TpotP50,
         ObjectiveKind::TtftP95,
+        ObjectiveKind::Attainment,
         ObjectiveKind::Goodput,
         ObjectiveKind::BurstTtft,
+        ObjectiveKind::BurstMakespan,
     ];
 
     /// The window its verdict is made over: latency and goodput after the first wave,
     /// throughput over the run, the burst over its first wave (the `all` window's requests).
     pub fn window(self) -> Window {
         match self {
-            ObjectiveKind::TpotP50 | ObjectiveKind::TtftP95 | ObjectiveKind::Goodput => {
-                Window::AfterFirstWave
-            }
+            ObjectiveKind::TpotP50
+            | ObjectiveKind::TtftP95
+            | ObjectiveKind::Goodput
+            | ObjectiveKind::Attainment => Window::AfterFirstWave,
             ObjectiveKind::Throughput
             | ObjectiveKind::ThroughputPerGpu
-            | ObjectiveKind::BurstTtft => Window::All,
+            | ObjectiveKind::BurstTtft
+            | ObjectiveKind::BurstMakespan => Window::All,
         }
     }
 
     /// The window in words, as a verdict names it.
     pub fn window_label(self) -> &'static str {
         match self {
-            ObjectiveKind::BurstTtft => "the first wave",
+            ObjectiveKind::BurstTtft | ObjectiveKind::BurstMakespan => "the first wave",
             _ => match self.window() {
                 Window::All => "all requests",
                 Window::AfterFirstWave => "after the first wave",
@@ -83,8 +93,10 @@ impl ObjectiveKind {
         match self {
             ObjectiveKind::Throughput | ObjectiveKind::Goodput => LoadBasis::Aggregate,
             ObjectiveKind::ThroughputPerGpu => LoadBasis::PerGpu,
-            ObjectiveKind::TpotP50 | ObjectiveKind::TtftP95 => LoadBasis::PerReplica,
-            ObjectiveKind::BurstTtft => LoadBasis::Burst,
+            ObjectiveKind::TpotP50 | ObjectiveKind::TtftP95 | ObjectiveKind::Attainment => {
+                LoadBasis::PerReplica
+            }
+            ObjectiveKind::BurstTtft | ObjectiveKind::BurstMakespan => LoadBasis::Burst,
         }
     }
 
@@ -97,6 +109,8 @@ impl ObjectiveKind {
             ObjectiveKind::TtftP95 => "latency: TTFT p95",
             ObjectiveKind::Goodput => "goodput under the SLOs",
             ObjectiveKind::BurstTtft => "cold-start burst: worst first-wave TTFT",
+            ObjectiveKind::BurstMakespan => "cold-start burst: makespan",
+            ObjectiveKind::Attainment => "attainment of the SLOs",
         }
     }
 
@@ -105,7 +119,11 @@ impl ObjectiveKind {
         match self {
             ObjectiveKind::Throughput | ObjectiveKind::Goodput => "tok/s",
             ObjectiveKind::ThroughputPerGpu => "tok/s per GPU",
-            ObjectiveKind::TpotP50 | ObjectiveKind::TtftP95 | ObjectiveKind::BurstTtft => "ms",
+            ObjectiveKind::TpotP50
+            | ObjectiveKind::TtftP95
+            | ObjectiveKind::BurstTtft
+            | ObjectiveKind::BurstMakespan => "ms",
+            ObjectiveKind::Attainment => "%",
         }
     }
 
@@ -113,7 +131,10 @@ impl ObjectiveKind {
     pub fn higher_is_better(self) -> bool {
         matches!(
             self,
-            ObjectiveKind::Throughput | ObjectiveKind::ThroughputPerGpu | ObjectiveKind::Goodput
+            ObjectiveKind::Throughput
+                | ObjectiveKind::ThroughputPerGpu
+                | ObjectiveKind::Goodput
+                | ObjectiveKind::Attainment
         )
     }
 }
@@ -153,6 +174,8 @@ pub struct Objective {
     pub resolved: bool,
     /// Why the lead is not resolved, when it is not.
     pub unresolved: Option<String>,
+    /// Attainment only: every arm meets the campaign's `slo_target`, so no arm wins on it.
+    pub every_arm_attains: bool,
 }
 
 impl Objective {
@@ -247,11 +270,40 @@ fn figures_over(c: &Comparison, kind: ObjectiveKind, window: Window) -> Vec<Obje
                 })
                 .collect()
         }
+        ObjectiveKind::Attainment => c
+            .goodput
+            .iter()
+            .filter(|g| g.window == window)
+            .filter_map(|g| {
+                let share = g.share?;
+                Some(ObjectiveFigure {
+                    arm: g.arm.clone(),
+                    value: share.share * 100.0,
+                    runs: g.runs,
+                    // The exact (Clopper–Pearson) interval of the pooled share.
+                    interval: Some(Interval {
+                        estimate: share.share * 100.0,
+                        low: share.low * 100.0,
+                        high: share.high * 100.0,
+                        df: f64::NAN,
+                    }),
+                    in_flight: None,
+                    all_requests: None,
+                    moments: None,
+                })
+            })
+            .collect(),
         ObjectiveKind::BurstTtft => c
             .burst
             .iter()
             .filter(|b| !b.worst_ttft_ms.is_empty())
             .map(|b| per_run(&b.arm, b.worst_ttft_ms.clone()))
+            .collect(),
+        ObjectiveKind::BurstMakespan => c
+            .burst
+            .iter()
+            .filter(|b| !b.makespan_ms.is_empty())
+            .map(|b| per_run(&b.arm, b.makespan_ms.clone()))
             .collect(),
     }
 }
@@ -297,6 +349,7 @@ fn rank(c: &Comparison, kind: ObjectiveKind, figures: Vec<ObjectiveFigure>) -> O
     let mut ranked = ranked.into_iter();
     let leader = ranked.next()?;
     let runner_up = ranked.next();
+    let rest: Vec<ObjectiveFigure> = runner_up.iter().cloned().chain(ranked).collect();
     let load_differs = runner_up
         .as_ref()
         .and_then(|r| c.load_differs(&leader.arm, &r.arm, kind.basis()));
@@ -342,9 +395,19 @@ fn rank(c: &Comparison, kind: ObjectiveKind, figures: Vec<ObjectiveFigure>) -> O
             ),
         },
     };
+    let (lead, resolved, unresolved, every_arm_attains) = if kind == ObjectiveKind::Attainment {
+        attainment_lead(
+            c,
+            &leader,
+            runner_up.as_ref(),
+            std::iter::once(&leader).chain(&rest),
+        )
+    } else {
+        (lead, resolved, unresolved, false)
+    };
     let (resolved, unresolved) = match &load_differs {
-        Some(why) => (false, Some(why.clone())),
-        None => (resolved, unresolved),
+        Some(why) if !every_arm_attains => (false, Some(why.clone())),
+        _ => (resolved, unresolved),
     };
     Some(Objective {
         kind,
@@ -355,7 +418,63 @@ fn rank(c: &Comparison, kind: ObjectiveKind, figures: Vec<ObjectiveFigure>) -> O
         lead,
         resolved,
         unresolved,
+        every_arm_attains,
     })
+}
+
+/// Attainment's lead: no Welch interval (each share is pooled over the runs' requests, with
+/// its exact interval; the lead is read as percentage points). When every arm meets the `slo_target` no arm wins;
+/// otherwise the leader wins only where it attains and its exact interval lies wholly
+/// above the runner-up's.
+fn attainment_lead<'a>(
+    c: &Comparison,
+    leader: &ObjectiveFigure,
+    runner_up: Option<&ObjectiveFigure>,
+    all: impl Iterator<Item = &'a ObjectiveFigure>,
+) -> (Option<Interval>, bool, Option<String>, bool) {
+    let target = c.slo_target * 100.0;
+    let all: Vec<&ObjectiveFigure> = all.collect();
+    let Some(second) = runner_up else {
+        return (None, leader.value >= target, None, false);
+    };
+    if all.iter().all(|f| f.value >= target) {
+        let lowest = all
+            .iter()
+            .min_by(|a, b| a.value.total_cmp(&b.value))
+            .map(|f| {
+                format!(
+                    " (lowest: {} {}%)",
+                    f.arm,
+                    crate::figure::count_or_sig3(f.value)
+                )
+            })
+            .unwrap_or_default();
+        return (
+            None,
+            false,
+            Some(format!(
+                "every arm attains: each meets the {}% target after the first wave{lowest}, \
+                 so attainment names no winner",
+                crate::figure::count_or_sig3(target)
+            )),
+            true,
+        );
+    }
+    let apart = match (leader.interval, second.interval) {
+        (Some(a), Some(b)) => a.low > b.high,
+        _ => false,
+    };
+    let why = if leader.value < target {
+        Some(format!(
+            "no arm attains the {}% target after the first wave",
+            crate::figure::count_or_sig3(target)
+        ))
+    } else if !apart {
+        Some("a tie: the exact 95% intervals of the two shares overlap".to_owned())
+    } else {
+        None
+    };
+    (None, why.is_none(), why, false)
 }
 
 /// Every objective `c` carries figures for.
@@ -448,5 +567,58 @@ mod tests {
         assert_eq!(ObjectiveKind::BurstTtft.window_label(), "the first wave");
         assert_eq!(ObjectiveKind::BurstTtft.basis(), LoadBasis::Burst);
         assert_eq!(ObjectiveKind::TpotP50.basis(), LoadBasis::PerReplica);
+    }
+
+    /// Attainment after the first wave: when every arm meets the campaign's target, no arm
+    /// wins on it; otherwise only a leader that attains, its exact interval clear of the
+    /// runner-up's.
+    #[test]
+    fn when_every_arm_attains_attainment_names_no_winner() {
+        use super::super::input::GoodputFigures;
+        let with_shares = |shares: &[(&str, u64)]| {
+            let mut artifacts = at_equal_load(repeated_topology_stage(1900.0));
+            for a in &mut artifacts {
+                let attained = shares
+                    .iter()
+                    .find(|(arm, _)| *arm == a.facts.arm)
+                    .map_or(100, |(_, k)| *k);
+                for window in Window::ALL {
+                    a.figures.goodput.insert(
+                        window,
+                        GoodputFigures {
+                            requests: 100,
+                            attained,
+                            share: crate::stats::clopper_pearson(attained, 100),
+                            goodput_rps: Some(1.0),
+                            goodput_tps: Some(300.0),
+                        },
+                    );
+                }
+            }
+            headline(&artifacts)
+        };
+        let c = with_shares(&[("TP1", 95)]);
+        let o = objective(&c, ObjectiveKind::Attainment).unwrap();
+        assert!(o.every_arm_attains);
+        assert_eq!(o.winner(), None);
+        assert!(
+            o.unresolved
+                .as_deref()
+                .unwrap()
+                .starts_with("every arm attains: each meets the 90% target"),
+            "{:?}",
+            o.unresolved
+        );
+        // Two arms below the target: the one above it wins, its interval clear of theirs.
+        let c = with_shares(&[("TP1", 50), ("TP2", 60)]);
+        let o = objective(&c, ObjectiveKind::Attainment).unwrap();
+        assert!(!o.every_arm_attains);
+        assert_eq!(o.winner(), Some("two independent TP1 replicas"));
+        assert_eq!(o.runner_up.as_ref().unwrap().arm, "TP2");
+        // Two arms at the top: a tie.
+        let c = with_shares(&[("TP1", 50)]);
+        let o = objective(&c, ObjectiveKind::Attainment).unwrap();
+        assert_eq!(o.winner(), None);
+        assert!(o.unresolved.as_deref().unwrap().starts_with("a tie"));
     }
 }

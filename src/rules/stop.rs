@@ -353,6 +353,10 @@ pub struct EvidenceFiles {
     /// The campaign file's `min_effect`: the smallest difference that matters, as a share of
     /// the reference's figure.
     pub min_effect: Option<f64>,
+    /// The campaign file's `slo_target`: the share of requests that must attain the SLOs.
+    pub slo_target: Option<f64>,
+    /// The claims' mappings the campaign file declares (`claims`).
+    pub declared_claims: Vec<super::coverage::DeclaredClaim>,
 }
 
 impl EvidenceFiles {
@@ -367,6 +371,8 @@ impl EvidenceFiles {
             manifest_controls: Vec::new(),
             declared_controls: Vec::new(),
             min_effect: None,
+            slo_target: None,
+            declared_claims: Vec::new(),
         }
     }
 }

@@ -2,7 +2,7 @@
 //! quantiles (nearest rank, Student t), the percentiles and their distribution-free
 //! intervals, the seeded bootstrap of a difference of percentiles, the intervals the rules
 //! report (the mean's, Welch's for a difference of means, the paired one), a proportion's
-//! exact Clopper–Pearson interval, and the one row
+//! exact Clopper–Pearson interval, Holm's correction over many differences, and the one row
 //! of statistics every table shows ([`Stats`], named by [`STATISTICS`]).
 //!
 //! Used by the SQL functions `nearest_rank`, `nearest_rank_ci_low`, `nearest_rank_ci_high`,
@@ -18,6 +18,7 @@
 pub mod bootstrap;
 pub mod error;
 pub mod interval;
+pub mod multiplicity;
 pub mod percentile;
 pub mod proportion;
 pub mod quantile;
@@ -27,6 +28,7 @@ pub mod sample;
 pub use bootstrap::{Bootstrap, BootstrapDesign, percentile_difference, percentile_differences};
 pub use error::SampleError;
 pub use interval::{paired_interval, welch_interval};
+pub use multiplicity::{holm_cutoff, runs_to_resolve};
 pub use percentile::{Percentile, PercentileInterval, RankInterval, bounded_from, rank_interval};
 pub use proportion::{Proportion, clopper_pearson, min_requests_to_resolve};
 pub use quantile::{LEVEL, Probability, nearest_rank_index, t_quantile};

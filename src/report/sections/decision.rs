@@ -350,10 +350,18 @@ fn tested(input: &ReportInput<'_>) -> String {
 
 fn objective_view(o: &Objective, headline: Option<&crate::rules::Comparison>) -> ObjectiveView {
     let unit = o.kind.unit();
+    // A share in percent reads 97.1% [94.4%, 98.8%]; other figures take their unit after.
+    let shown = |v: f64| {
+        if unit == "%" {
+            crate::report::format::fmt_percent(Some(v / 100.0))
+        } else {
+            fmt_num(Some(v))
+        }
+    };
     let figure = |f: &crate::rules::objective::ObjectiveFigure| {
         let interval = f
             .interval
-            .map(|i| format!(" [{}, {}]", fmt_num(Some(i.low)), fmt_num(Some(i.high))))
+            .map(|i| format!(" [{}, {}]", shown(i.low), shown(i.high)))
             .unwrap_or_default();
         let runs = if f.runs == 1 {
             "1 run".to_owned()
@@ -364,16 +372,23 @@ fn objective_view(o: &Objective, headline: Option<&crate::rules::Comparison>) ->
             .in_flight
             .map(|n| format!(", {n} in flight"))
             .unwrap_or_default();
+        let with_unit = |v: f64| {
+            if unit == "%" {
+                shown(v)
+            } else {
+                format!("{} {unit}", shown(v))
+            }
+        };
         let all = f
             .all_requests
-            .map(|v| format!("; all requests: {} {unit}", fmt_num(Some(v))))
+            .map(|v| format!("; all requests: {}", with_unit(v)))
             .unwrap_or_default();
-        format!(
-            "{} {unit}{interval} ({runs}{load}{all})",
-            fmt_num(Some(f.value))
-        )
+        format!("{}{interval} ({runs}{load}{all})", with_unit(f.value))
     };
+    // The lead's unit: percentage points for a share.
+    let lead_unit = if unit == "%" { "pp" } else { unit };
     let (resolved, class) = match (&o.runner_up, o.resolved) {
+        _ if o.every_arm_attains => (o.unresolved.clone().unwrap_or_default(), "na".to_owned()),
         (None, _) => ("only arm".to_owned(), "na".to_owned()),
         (Some(_), true) => ("resolved".to_owned(), "pass".to_owned()),
         (Some(r), false) if o.load_differs.is_some() => {
@@ -408,21 +423,46 @@ fn objective_view(o: &Objective, headline: Option<&crate::rules::Comparison>) ->
         } else {
             "lower is better".to_owned()
         },
-        leader: o.leader.arm.clone(),
-        figure: figure(&o.leader),
-        runner_up: o
-            .runner_up
-            .as_ref()
-            .map_or_else(|| NA.to_owned(), |r| format!("{}: {}", r.arm, figure(r))),
+        leader: if o.every_arm_attains {
+            "every arm attains".to_owned()
+        } else {
+            o.leader.arm.clone()
+        },
+        figure: if o.every_arm_attains {
+            format!(
+                "each ≥ {}",
+                headline.map_or_else(
+                    || NA.to_owned(),
+                    |c| crate::report::format::fmt_percent(Some(c.slo_target))
+                )
+            )
+        } else {
+            figure(&o.leader)
+        },
+        runner_up: match &o.runner_up {
+            _ if o.every_arm_attains => NA.to_owned(),
+            Some(r) => format!("{}: {}", r.arm, figure(r)),
+            None => NA.to_owned(),
+        },
         lead: match (&o.runner_up, o.lead) {
+            _ if o.every_arm_attains => NA.to_owned(),
             (Some(_), Some(i)) => format!(
-                "{} [{}, {}]",
+                "{} [{}, {}] {lead_unit}",
                 fmt_diff(Some(i.estimate)),
                 fmt_diff(Some(i.low)),
                 fmt_diff(Some(i.high))
             ),
+            (Some(r), None) if o.kind == crate::rules::objective::ObjectiveKind::Attainment => {
+                format!(
+                    "{} {lead_unit} (the shares' exact intervals beside)",
+                    fmt_diff(Some(o.leader.value - r.value))
+                )
+            }
             (Some(r), None) => {
-                format!("{} (no interval)", fmt_diff(Some(o.leader.value - r.value)))
+                format!(
+                    "{} {lead_unit} (no interval)",
+                    fmt_diff(Some(o.leader.value - r.value))
+                )
             }
             (None, _) => NA.to_owned(),
         },
@@ -745,6 +785,15 @@ fn unread(input: &ReportInput<'_>) -> Vec<UnreadView> {
     out
 }
 
+/// How a first-screen verdict resting on one run per arm is flagged.
+const SINGLE_RUN_FLAG: &str = "single runs: understates uncertainty";
+
+/// Whether a claim's reason rests on one run per arm (intervals over requests, no
+/// run-to-run variation in them).
+fn single_runs(reason: &str) -> bool {
+    reason.contains("one run each") || reason.contains("single runs")
+}
+
 fn not_claimable(
     input: &ReportInput<'_>,
     objectives: &[Objective],
@@ -787,10 +836,26 @@ fn not_claimable(
             }
         }
     }
+    let single: Vec<String> = input
+        .check
+        .coverage
+        .stages
+        .iter()
+        .flat_map(|s| s.selected.iter().chain(&s.rejected).map(move |c| (s, c)))
+        .filter(|(_, c)| single_runs(&c.reason))
+        .map(|(s, c)| format!("stage {}: \"{}\"", s.stage, c.clause))
+        .collect();
+    if !single.is_empty() {
+        out.push(format!(
+            "certainty from single runs ({}): one run per arm carries no run-to-run variation, \
+             so those intervals understate the uncertainty; record ≥ 3 repeats",
+            single.join(", ")
+        ));
+    }
     let undecided = |at_other_load: bool| -> Vec<String> {
         objectives
             .iter()
-            .filter(|o| o.runner_up.is_some() && !o.resolved)
+            .filter(|o| o.runner_up.is_some() && !o.resolved && !o.every_arm_attains)
             .filter(|o| o.load_differs.is_some() == at_other_load)
             .map(|o| format!("{} ({} leads)", o.kind.label(), o.leader.arm))
             .collect()
@@ -877,7 +942,11 @@ pub fn decision_view(input: &ReportInput<'_>) -> DecisionView {
                     stage: s.stage.clone(),
                     side: side.to_owned(),
                     clause: c.clause.clone(),
-                    verdict: c.verdict.to_string(),
+                    verdict: if single_runs(&c.reason) {
+                        format!("{} · {SINGLE_RUN_FLAG}", c.verdict)
+                    } else {
+                        c.verdict.to_string()
+                    },
                     verdict_class: claim_class(c.verdict).to_owned(),
                     basis: claim_basis(c),
                     reason: c.reason.clone(),

@@ -116,6 +116,9 @@ pub struct Comparison {
     /// campaign's `min_effect`, 2% by default): a resolved difference under it is
     /// negligible.
     pub min_effect: f64,
+    /// The share of requests that must attain the SLOs (the campaign's `slo_target`, 90%
+    /// by default): an arm at or above it attains.
+    pub slo_target: f64,
     /// The load each arm was offered, in arm order (see [`super::load`]).
     pub loads: Vec<super::load::ArmLoad>,
     /// Every warning a reader must see beside the figures.
@@ -288,6 +291,7 @@ pub fn compare(
         controls,
         output_length,
         min_effect: super::effect::DEFAULT_MIN_EFFECT_SHARE,
+        slo_target: crate::slo::DEFAULT_SLO_TARGET,
         burst: arms
             .iter()
             .filter_map(|arm| {
@@ -305,10 +309,15 @@ pub fn compare(
                     })
                     .collect();
                 let size = runs.first().map_or(0, |r| r.figures.first_wave.len());
+                let makespan_ms = runs
+                    .iter()
+                    .filter_map(|run| run.figures.first_wave_makespan_ms)
+                    .collect();
                 (size > 0).then(|| ArmBurst {
                     arm: (*arm).to_owned(),
                     size,
                     worst_ttft_ms: worst,
+                    makespan_ms,
                 })
             })
             .collect(),

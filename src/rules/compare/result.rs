@@ -277,6 +277,8 @@ pub struct ArmBurst {
     pub size: usize,
     /// One per run that has a first wave with a TTFT.
     pub worst_ttft_ms: Vec<f64>,
+    /// Each run's makespan: first send to the first wave's last first token, ms.
+    pub makespan_ms: Vec<f64>,
 }
 
 /// Spec-decode figures of one run, passed through.

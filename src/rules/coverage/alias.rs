@@ -14,10 +14,15 @@ pub(super) fn aliased_component(
     metric: ClaimMetric,
     rejection: bool,
     stage: &Stage,
-    comparisons: &[&StageComparison],
     evidence: Evidence<'_>,
+    holm: &Holm,
 ) -> Option<ComponentCheck> {
     let artifacts = evidence.artifacts;
+    let comparisons: Vec<&StageComparison> = evidence
+        .stages
+        .iter()
+        .filter(|s| s.stage == stage.stage)
+        .collect();
     let setting_of = |arm: &str| {
         artifacts
             .iter()
@@ -72,9 +77,9 @@ pub(super) fn aliased_component(
         metric,
         rejection,
         &covered,
-        comparisons,
-        artifacts,
-        evidence.capacity,
+        &comparisons,
+        evidence,
+        holm,
     );
     Some(ComponentCheck {
         component: label,

@@ -30,6 +30,14 @@
 //! stage's arms, and says it is not a one-variable control. Not testable is information, not
 //! missing evidence; a contradicted claim fails the check.
 //!
+//! A selected arm whose stage holds the configuration it would replace (the arm realising
+//! the most recent earlier selection on the same checkpoint) is tested against that arm
+//! instead, on every headline statistic of the metric (`incumbent.rs`).
+//!
+//! Every difference a claim check tests belongs to one family: it counts as better or worse
+//! only below Holm's step-down cut-off over all of the plan's claim differences (family-wise
+//! error 5%), and each verdict says how many differences it was chosen from.
+//!
 //! `sweep.rs` judges one arm against its sweep on one comparison; `alias.rs` reads plan words
 //! that name a setting rather than an arm.
 
@@ -38,8 +46,13 @@ use std::collections::BTreeSet;
 use serde::Serialize;
 
 use crate::manifest::{RunPlan, Stage};
-use crate::stats::{Interval, Moments, Sample, mean_interval, welch_interval};
+use std::cell::RefCell;
 
+use crate::stats::{
+    Interval, LEVEL, Moments, Percentile, Sample, holm_cutoff, mean_interval, welch_interval,
+};
+
+use super::compare::ArmMetric;
 use super::compare::{Comparison, ThroughputEstimate};
 use super::control::{Control, control};
 use super::input::{Artifact, MetricId, Window, num};
@@ -48,10 +61,14 @@ use super::naming::{config_values, named_arms, words};
 use super::stage::StageComparison;
 
 mod alias;
+mod declared;
+mod incumbent;
 mod sweep;
 
 use self::alias::aliased_component;
-use self::sweep::against_sweep;
+pub use self::declared::{DeclaredClaim, METRICS as CLAIM_METRICS};
+use self::incumbent::{against_comparator, incumbent, own_keys};
+use self::sweep::{against_sweep, signed};
 use crate::artifact::capacity::CapacityResult;
 
 /// The figure a claim is about.
@@ -71,6 +88,15 @@ impl ClaimMetric {
             ClaimMetric::AggregateThroughput => "aggregate throughput",
             ClaimMetric::Ttft => "mean TTFT",
             ClaimMetric::Decode => "mean decode rate",
+        }
+    }
+
+    /// The quantity without its statistic, for a test on several statistics.
+    fn quantity(self) -> &'static str {
+        match self {
+            ClaimMetric::AggregateThroughput => "aggregate throughput",
+            ClaimMetric::Ttft => "TTFT",
+            ClaimMetric::Decode => "decode rate",
         }
     }
 
@@ -203,6 +229,65 @@ fn num_short(value: f64) -> String {
     num(rounded)
 }
 
+/// Which way a difference is resolved, after the correction for multiplicity.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Resolved {
+    Better,
+    Worse,
+    Unresolved,
+}
+
+/// The claims' differences as one family: every difference a claim check tests (arm against
+/// arm, statistic by statistic) is significant only below Holm's step-down cut-off over the
+/// whole plan's differences, so that the family-wise chance of any false "better" or "worse"
+/// stays at 5%. The first pass ([`Holm::collecting`]) uses each interval as it is and keeps
+/// the p-values; the second is judged at the cut-off they give.
+#[derive(Debug)]
+struct Holm {
+    cutoff: f64,
+    /// The family's size (the first pass's count; 0 while collecting).
+    family: usize,
+    p_values: RefCell<Vec<f64>>,
+}
+
+impl Holm {
+    /// Uncorrected (p < 5%, the interval excluding zero), keeping every p-value.
+    fn collecting() -> Self {
+        Holm {
+            cutoff: 1.0 - LEVEL,
+            family: 0,
+            p_values: RefCell::new(Vec::new()),
+        }
+    }
+
+    /// Corrected over the p-values a first pass collected.
+    fn corrected(first: &Holm) -> Self {
+        Holm {
+            cutoff: holm_cutoff(&first.p_values.borrow(), 1.0 - LEVEL),
+            family: first.tested(),
+            p_values: RefCell::new(Vec::new()),
+        }
+    }
+
+    /// How a difference oriented better-positive is resolved, counted in the family.
+    fn side(&self, oriented: &Interval) -> Resolved {
+        let p = oriented.p_value().unwrap_or(1.0);
+        self.p_values.borrow_mut().push(p);
+        if p < self.cutoff && oriented.estimate > 0.0 {
+            Resolved::Better
+        } else if p < self.cutoff && oriented.estimate < 0.0 {
+            Resolved::Worse
+        } else {
+            Resolved::Unresolved
+        }
+    }
+
+    /// Differences tested so far.
+    fn tested(&self) -> usize {
+        self.p_values.borrow().len()
+    }
+}
+
 /// What the evidence says of a claim: one of five labels.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub enum ClaimVerdict {
@@ -255,6 +340,9 @@ pub struct ClaimCheck {
     pub reason: String,
     /// Each component's verdict, when the clause names several.
     pub components: Vec<ComponentCheck>,
+    /// The differences (arm against arm, statistic by statistic) the verdict was chosen
+    /// from; each is significant only after Holm's correction over the plan's family.
+    pub differences: usize,
 }
 
 /// One arm of a stage and its artifacts.
@@ -282,6 +370,8 @@ pub struct StageCoverage {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct PlanCoverage {
     pub stages: Vec<StageCoverage>,
+    /// Every difference the claim checks tested: the family Holm's correction is over.
+    pub family: usize,
     pub promotion_authorized: bool,
     pub post_campaign_open_gates: Vec<String>,
 }
@@ -307,23 +397,42 @@ pub struct Evidence<'a> {
     /// Plan words mapped to a recorded setting (`"Mamba96"` → `"mamba=extra_buffer96"`), as
     /// the campaign file's `aliases` declare them.
     pub aliases: &'a [(String, String)],
+    /// Claims mapped to a comparator, metric and statistic, as the campaign file declares
+    /// them (`claims`).
+    pub claims: &'a [DeclaredClaim],
 }
 
 /// Map the plan's stages to artifacts and check their claims against the comparisons.
+///
+/// Two passes: the first collects every difference's p-value, the second judges each at
+/// Holm's cut-off over all of them (see [`Holm`]).
 pub fn plan_coverage(plan: &RunPlan, evidence: Evidence<'_>) -> PlanCoverage {
-    let stages = plan
-        .stages_in_order()
-        .into_iter()
-        .map(|stage| stage_coverage(stage, evidence))
-        .collect();
+    let order = plan.stages_in_order();
+    let pass = |holm: &Holm| -> Vec<StageCoverage> {
+        order
+            .iter()
+            .enumerate()
+            .map(|(i, stage)| stage_coverage(stage, &order[..i], evidence, holm))
+            .collect()
+    };
+    let first = Holm::collecting();
+    pass(&first);
+    let holm = Holm::corrected(&first);
+    let stages = pass(&holm);
     PlanCoverage {
         stages,
+        family: holm.family,
         promotion_authorized: plan.promotion_authorized,
         post_campaign_open_gates: plan.post_campaign_open_gates.clone(),
     }
 }
 
-fn stage_coverage(stage: &Stage, evidence: Evidence<'_>) -> StageCoverage {
+fn stage_coverage(
+    stage: &Stage,
+    earlier: &[&Stage],
+    evidence: Evidence<'_>,
+    holm: &Holm,
+) -> StageCoverage {
     let artifacts = evidence.artifacts;
     let arms: Vec<ArmEvidence> = stage
         .arms()
@@ -359,7 +468,21 @@ fn stage_coverage(stage: &Stage, evidence: Evidence<'_>) -> StageCoverage {
                         } else {
                             None
                         });
-                        check_clause(clause, metric, rejection, stage, evidence)
+                        let before = holm.tested();
+                        let mut check =
+                            check_clause(clause, metric, rejection, stage, earlier, evidence, holm);
+                        check.differences = holm.tested() - before;
+                        if check.differences > 0 && holm.family > 0 {
+                            check.reason = format!(
+                                "{} (chosen from {} difference{}; significance Holm-corrected \
+                                 over the plan's {} claim differences)",
+                                check.reason,
+                                check.differences,
+                                if check.differences == 1 { "" } else { "s" },
+                                holm.family
+                            );
+                        }
+                        check
                     })
                     .collect()
             })
@@ -431,9 +554,10 @@ fn check_arm(
     rejection: bool,
     covered: &BTreeSet<String>,
     comparisons: &[&StageComparison],
-    artifacts: &[Artifact],
-    capacity: &[CapacityResult],
+    evidence: Evidence<'_>,
+    holm: &Holm,
 ) -> (ClaimVerdict, String) {
+    let (artifacts, capacity) = (evidence.artifacts, evidence.capacity);
     let mut verdicts = Vec::new();
     let mut reasons = Vec::new();
     for s in comparisons {
@@ -464,7 +588,7 @@ fn check_arm(
             }
             continue;
         }
-        let (v, reason) = against_sweep(c, metric, arm, &sweep, rejection, capacity);
+        let (v, reason) = against_sweep(c, metric, arm, &sweep, rejection, capacity, holm);
         verdicts.push(v);
         reasons.push(format!("{}: {reason}", s.workload));
     }
@@ -486,6 +610,7 @@ fn check_runtime(
     metric: ClaimMetric,
     stage: &Stage,
     evidence: Evidence<'_>,
+    holm: &Holm,
 ) -> Option<ClaimCheck> {
     let runtime_of = |arm: &str| {
         evidence
@@ -507,6 +632,7 @@ fn check_runtime(
         verdict,
         reason,
         components: Vec::new(),
+        differences: 0,
     };
     let Some(c) = evidence.headline else {
         return Some(result(
@@ -550,7 +676,7 @@ fn check_runtime(
             ),
         ));
     };
-    let (verdict, reason) = against_sweep(c, metric, &best, &ours, false, evidence.capacity);
+    let (verdict, reason) = against_sweep(c, metric, &best, &ours, false, evidence.capacity, holm);
     Some(result(
         verdict,
         format!(
@@ -574,16 +700,23 @@ fn check_clause(
     metric: Option<ClaimMetric>,
     rejection: bool,
     stage: &Stage,
+    earlier: &[&Stage],
     evidence: Evidence<'_>,
+    holm: &Holm,
 ) -> ClaimCheck {
     let artifacts = evidence.artifacts;
     let named = named_arms(clause, stage, artifacts);
+    let declared = evidence
+        .claims
+        .iter()
+        .find(|d| d.maps(&stage.stage, clause));
+    let metric = declared.and_then(DeclaredClaim::metric).or(metric);
     let (metric, defaulted) = match metric {
         Some(m) => (m, false),
         None => (ClaimMetric::Decode, true),
     };
     if named.is_empty()
-        && let Some(check) = check_runtime(clause, metric, stage, evidence)
+        && let Some(check) = check_runtime(clause, metric, stage, evidence, holm)
     {
         return check;
     }
@@ -592,47 +725,44 @@ fn check_clause(
         .iter()
         .filter(|s| s.stage == stage.stage)
         .collect();
-    // The keys each named arm stands for in its stage's comparisons.
-    let keys_of = |arm: &str| -> BTreeSet<String> {
-        comparisons
-            .iter()
-            .filter_map(|s| s.result.as_ref().ok())
-            .flat_map(|c| {
-                let members: Vec<&Artifact> = artifacts
-                    .iter()
-                    .filter(|a| a.facts.fingerprint == c.fingerprint)
-                    .collect();
-                c.arms
-                    .iter()
-                    .filter_map(|other| one_key(&members, arm, other))
-                    .collect::<Vec<_>>()
-            })
-            .collect()
-    };
     let mut components = Vec::new();
-    for arm in &named {
-        let others: BTreeSet<String> = named
-            .iter()
-            .filter(|o| *o != arm)
-            .flat_map(|o| keys_of(o))
-            .collect();
-        // A key both components stand for is kept by neither: each keeps its own sweep.
-        let own = keys_of(arm);
-        let covered: BTreeSet<String> = if own.is_subset(&others) {
-            BTreeSet::new()
-        } else {
-            others
-        };
+    for (arm, _, covered) in own_keys(&named, &comparisons, artifacts) {
+        let arm = arm.as_str();
         let has_artifacts = artifacts.iter().any(|a| a.facts.arm == *arm);
-        let (verdict, reason) = if has_artifacts {
+        let incumbent = (!rejection)
+            .then(|| incumbent(arm, stage, earlier, evidence))
+            .flatten()
+            .filter(|i| !named.contains(&i.arm.as_str()));
+        let against = declared.and_then(|d| d.against.as_deref());
+        let (verdict, reason) = if let (true, Some(other)) = (has_artifacts, against) {
+            against_comparator(
+                arm,
+                other,
+                &format!("against {other}, as the campaign file's claims declare"),
+                metric,
+                declared.and_then(DeclaredClaim::statistic),
+                &comparisons,
+                holm,
+            )
+        } else if let (true, Some(incumbent)) = (has_artifacts, &incumbent) {
+            against_comparator(
+                arm,
+                &incumbent.arm,
+                &incumbent.describe(),
+                metric,
+                None,
+                &comparisons,
+                holm,
+            )
+        } else if has_artifacts {
             check_arm(
                 arm,
                 metric,
                 rejection,
                 &covered,
                 &comparisons,
-                artifacts,
-                evidence.capacity,
+                evidence,
+                holm,
             )
         } else {
             (ClaimVerdict::NotTestable, format!("no artifact for {arm}"))
@@ -644,15 +774,9 @@ fn check_clause(
         });
     }
     for word in unrecorded_components(clause, stage, artifacts) {
-        if let Some(check) = aliased_component(
-            &word,
-            &named,
-            metric,
-            rejection,
-            stage,
-            &comparisons,
-            evidence,
-        ) {
+        if let Some(check) =
+            aliased_component(&word, &named, metric, rejection, stage, evidence, holm)
+        {
             components.push(check);
             continue;
         }
@@ -683,6 +807,7 @@ fn check_clause(
             verdict: ClaimVerdict::NotTestable,
             reason,
             components,
+            differences: 0,
         };
     };
     let note = if defaulted {
@@ -711,6 +836,7 @@ fn check_clause(
         } else {
             Vec::new()
         },
+        differences: 0,
     }
 }
 

@@ -16,7 +16,7 @@ fn repeated(c: &Comparison, arm: &str) -> bool {
 /// How `arm` compares with `other` on `metric` in comparison `c`: (arm's text, other's
 /// text, the difference arm − other oriented so that positive is better for `arm`, its 95%
 /// interval when both sides have a spread, whether runs are the interval's sample).
-fn pairwise(
+pub(super) fn pairwise(
     c: &Comparison,
     metric: ClaimMetric,
     arm: &str,
@@ -48,6 +48,7 @@ pub(super) fn against_sweep(
     others: &[String],
     rejection: bool,
     capacity: &[CapacityResult],
+    holm: &Holm,
 ) -> (ClaimVerdict, String) {
     let mut better_than_all = true;
     let mut beaten = Vec::new();
@@ -90,15 +91,14 @@ pub(super) fn against_sweep(
         // with the word that says which way is better.
         let raw = |v: f64| if metric.higher_is_better() { v } else { -v };
         let unit = metric.unit();
-        let shown = match interval {
-            Some(i) => {
+        let side = interval.map(|i| holm.side(&i));
+        let shown = match (interval, side) {
+            (Some(i), Some(side)) => {
                 let (low, high) = (raw(i.low).min(raw(i.high)), raw(i.low).max(raw(i.high)));
-                let word = if i.low > 0.0 {
-                    "better"
-                } else if i.high < 0.0 {
-                    "worse"
-                } else {
-                    "not resolved"
+                let word = match side {
+                    Resolved::Better => "better",
+                    Resolved::Worse => "worse",
+                    Resolved::Unresolved => "not resolved",
                 };
                 format!(
                     "{other} {bt} ({} [{}, {}] {unit}, {word})",
@@ -107,20 +107,20 @@ pub(super) fn against_sweep(
                     signed(high)
                 )
             }
-            None => format!(
+            _ => format!(
                 "{other} {bt} ({} {unit}, no interval: single runs)",
                 signed(raw(d))
             ),
         };
         parts.push(shown);
-        match interval {
-            Some(i) if i.low > 0.0 => {}
-            Some(i) if i.high < 0.0 => {
+        match side {
+            Some(Resolved::Better) => {}
+            Some(Resolved::Worse) => {
                 better_than_all = false;
                 worse_than_some = true;
                 beaten.push(other.clone());
             }
-            Some(_) => better_than_all = false,
+            Some(Resolved::Unresolved) => better_than_all = false,
             None => {
                 better_than_all = false;
                 untestable.push(format!("{other}: single runs, no run-to-run uncertainty"));
@@ -160,15 +160,17 @@ pub(super) fn against_sweep(
     };
     let why = match verdict {
         ClaimVerdict::Supported if rejection => format!(
-            "{} better by a 95% interval excluding zero",
+            "{} better by a 95% interval excluding zero, Holm-corrected",
             beaten.join(", ")
         ),
-        ClaimVerdict::Supported => "better than each by a 95% interval excluding zero".to_owned(),
+        ClaimVerdict::Supported => {
+            "better than each by a 95% interval excluding zero, Holm-corrected".to_owned()
+        }
         ClaimVerdict::Contradicted if rejection => {
-            "better than each by a 95% interval excluding zero".to_owned()
+            "better than each by a 95% interval excluding zero, Holm-corrected".to_owned()
         }
         ClaimVerdict::Contradicted => format!(
-            "{} better by a 95% interval excluding zero",
+            "{} better by a 95% interval excluding zero, Holm-corrected",
             beaten.join(", ")
         ),
         ClaimVerdict::NotTestable if !unequal_load.is_empty() && parts.is_empty() => {
@@ -182,7 +184,7 @@ pub(super) fn against_sweep(
             );
         }
         ClaimVerdict::NotResolved => format!(
-            "the differences are within their 95% intervals; {}; more runs would resolve it",
+            "the differences are within their 95% intervals or not significant after Holm's correction; {}; more runs would resolve it",
             leaning(arm, &ahead, &behind)
         ),
         ClaimVerdict::NotTestable | ClaimVerdict::NotRead => {
@@ -284,7 +286,7 @@ fn leaning(arm: &str, ahead: &[&str], behind: &[&str]) -> String {
 }
 
 /// `+12.3`, `−4.1` for a reason text.
-fn signed(value: f64) -> String {
+pub(super) fn signed(value: f64) -> String {
     if value >= 0.0 {
         format!("+{}", num_short(value))
     } else {

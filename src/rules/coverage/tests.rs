@@ -30,6 +30,7 @@ fn coverage_with(
             headline: headline.as_ref().and_then(|h| h.as_ref().ok()),
             capacity,
             aliases,
+            claims: &[],
         },
     )
 }
@@ -162,8 +163,11 @@ fn a_selection_is_supported_only_by_intervals_that_exclude_zero() {
          over all requests, two independent TP1 replicas 1900 [1875, 1925] tok/s vs TP1 1000 \
          [975, 1025] (+900 [+877, +923] tok/s, better), TP2 1500 [1475, 1525] (+400 [+377, +423] tok/s, better) \
          (differences with Welch's 95% CI across runs): better than each by a 95% interval \
-         excluding zero"
+         excluding zero, Holm-corrected (chosen from 2 differences; significance \
+         Holm-corrected over the plan's 4 claim differences)"
     );
+    assert_eq!(selected.differences, 2);
+    assert_eq!(coverage.family, 4);
     // The rejection of TP2 is judged on the selection's metric: DP2 beats it.
     assert_eq!(topology.rejected[0].verdict, ClaimVerdict::Supported);
     assert!(!coverage.promotion_authorized);
@@ -192,7 +196,7 @@ fn a_faster_rejected_arm_contradicts_the_selection() {
     assert!(
         topology.selected[0]
             .reason
-            .ends_with("TP2 better by a 95% interval excluding zero"),
+            .contains("TP2 better by a 95% interval excluding zero, Holm-corrected"),
         "{}",
         topology.selected[0].reason
     );
@@ -389,8 +393,9 @@ fn with_repeats_a_per_request_mean_is_judged_across_runs() {
         k12.reason
             .contains("(differences with Welch's 95% CI across runs)")
             && k12.reason.ends_with(
-                "the differences are within their 95% intervals; the point estimates put \
-                 K12 ahead of K4, K16; more runs would resolve it"
+                "the differences are within their 95% intervals or not significant after \
+                 Holm's correction; the point estimates put K12 ahead of K4, K16; more runs \
+                 would resolve it"
             ),
         "{}",
         k12.reason
@@ -430,4 +435,185 @@ fn claims_about_unrecorded_arms_are_not_testable() {
         runtime.selected[1].reason,
         "no artifact for kelnei vLLM 0.27.1 MTP2, matched no-spec"
     );
+}
+
+/// The plan's stage 2 (K4, K12, chunk1K on the screen) and stage 4 (RadixArk target-only,
+/// K8, K12 chunk1K on the headline, three runs each), TTFT after the first wave per run:
+/// K8's `(mean, p50)` and K12 chunk1K's, run by run; p95 is the mean + 18.
+fn checkpoint_stage(k8: [(f64, f64); 3], k12_chunk1k: [(f64, f64); 3]) -> Vec<Artifact> {
+    let mut out = vec![
+        screen_artifact("s-k4", "K4", "4", "2048"),
+        screen_artifact("s-k12", "K12", "12", "2048"),
+        screen_artifact("s-c1", "chunk1K", "12", "1024"),
+    ];
+    for k in 0..3 {
+        for (arm, depth, chunk, (mean, p50)) in [
+            ("RadixArk target-only", "0", "2048", (150.0, 150.0)),
+            ("RadixArk DFlash2 K8", "8", "2048", k8[k]),
+            ("RadixArk DFlash2 K12 chunk1K", "12", "1024", k12_chunk1k[k]),
+        ] {
+            let config = [
+                ("checkpoint", "RadixArk"),
+                ("spec_depth", depth),
+                ("chunked_prefill", chunk),
+            ];
+            let mut a = artifact(&format!("{arm}-{k}"), arm, &config, 1000.0);
+            a.facts.stage = "target checkpoint".to_owned();
+            let mut stats = full_stats(100, mean, 10.0);
+            stats.p50 = Some(p50);
+            a.figures
+                .after_first_wave
+                .metrics
+                .insert(MetricId::TtftMs, stats);
+            out.push(a);
+        }
+    }
+    out
+}
+
+/// "K8 as lower-TTFT tradeoff" names no comparator: it is tested against the arm realising
+/// stage 2's selection on its checkpoint (K12 chunk1K), not against the target-only arm one
+/// key apart, on mean, p50 and p95 after the first wave.
+#[test]
+fn a_selection_is_tested_against_the_earlier_selection_it_would_replace() {
+    let coverage = coverage_of(&checkpoint_stage(
+        [(90.0, 90.0), (92.0, 92.0), (94.0, 94.0)],
+        [(120.0, 120.0), (122.0, 122.0), (124.0, 124.0)],
+    ));
+    let claim = &stage(&coverage, "target checkpoint").selected[0];
+    assert_eq!(claim.verdict, ClaimVerdict::Supported, "{}", claim.reason);
+    assert!(
+        claim.reason.contains(
+            "against RadixArk DFlash2 K12 chunk1K, the configuration it would replace \
+             (stage 2 (SGLang optimization) selected \"K12 chunk1K extra_buffer Mamba96\", \
+             realised here as chunked_prefill=1024, spec_depth=12), on TTFT (ms)"
+        ),
+        "{}",
+        claim.reason
+    );
+    assert!(
+        claim.reason.contains(
+            "RadixArk DFlash2 K8 − RadixArk DFlash2 K12 chunk1K after the first wave: mean −30"
+        ) && claim.reason.contains("p50 −30")
+            && claim.reason.contains("p95 −30"),
+        "{}",
+        claim.reason
+    );
+    assert!(
+        !claim.reason.contains("RadixArk target-only"),
+        "{}",
+        claim.reason
+    );
+    assert_eq!(claim.differences, 3);
+}
+
+/// Resolved on one statistic and not the others: "tested, not resolved", statistic by
+/// statistic, with the runs that would resolve the rest (a difference of 10 with an sd of
+/// 20 across runs on each side: 32 runs per arm put Welch's interval clear of zero).
+#[test]
+fn a_claim_resolved_on_some_statistics_says_which_and_what_would_resolve_the_rest() {
+    let coverage = coverage_of(&checkpoint_stage(
+        [(90.0, 80.0), (110.0, 81.0), (130.0, 82.0)],
+        [(100.0, 110.0), (120.0, 111.0), (140.0, 112.0)],
+    ));
+    let claim = &stage(&coverage, "target checkpoint").selected[0];
+    assert_eq!(claim.verdict, ClaimVerdict::NotResolved, "{}", claim.reason);
+    assert!(
+        claim.reason.contains("resolved on p50; not on mean, p95"),
+        "{}",
+        claim.reason
+    );
+    assert!(
+        claim.reason.contains("p50 −30 [")
+            && claim.reason.contains("ms, better")
+            && claim.reason.contains("mean −10 ["),
+        "{}",
+        claim.reason
+    );
+    assert!(
+        claim
+            .reason
+            .contains("resolving it takes mean about 32 runs per arm, p95 about 32 runs per arm"),
+        "{}",
+        claim.reason
+    );
+    // Worse on a statistic contradicts the claim.
+    let coverage = coverage_of(&checkpoint_stage(
+        [(120.0, 120.0), (122.0, 122.0), (124.0, 124.0)],
+        [(90.0, 90.0), (92.0, 92.0), (94.0, 94.0)],
+    ));
+    let claim = &stage(&coverage, "target checkpoint").selected[0];
+    assert_eq!(
+        claim.verdict,
+        ClaimVerdict::Contradicted,
+        "{}",
+        claim.reason
+    );
+}
+
+/// A difference whose own interval excludes zero is not "better" once the plan's claims test
+/// several: Holm's step-down correction over the family decides. K12 − K4 = +7.5 across
+/// three runs each (p ≈ 0.04) is better alone, not resolved beside K12 − K16 (m = 2,
+/// threshold 0.025 for the smaller p-value).
+#[test]
+fn claim_differences_are_corrected_for_multiplicity() {
+    let family = coverage_of(&decode_sweep([42.5, 50.0, 49.0], &[-3.0, 0.0, 3.0]));
+    let k12 = &stage(&family, "SGLang optimization").selected[0].components[0];
+    assert_eq!(k12.verdict, ClaimVerdict::NotResolved, "{}", k12.reason);
+    assert!(
+        k12.reason.contains("K4 42.5 [")
+            && k12
+                .reason
+                .contains("(+7.50 [+0.700, +14.3] tok/s, not resolved)"),
+        "{}",
+        k12.reason
+    );
+    assert_eq!(family.family, 2);
+
+    let mut alone = decode_sweep([42.5, 50.0, 49.0], &[-3.0, 0.0, 3.0]);
+    alone.retain(|a| a.facts.arm != "K16");
+    let alone = coverage_of(&alone);
+    let k12 = &stage(&alone, "SGLang optimization").selected[0].components[0];
+    assert_eq!(k12.verdict, ClaimVerdict::Supported, "{}", k12.reason);
+    assert_eq!(alone.family, 1);
+}
+
+/// A claim the campaign file maps is tested as declared: against the named arm, on the named
+/// metric and statistic, in place of the incumbent.
+#[test]
+fn a_declared_claim_is_tested_against_its_declared_comparator() {
+    let artifacts = checkpoint_stage(
+        [(90.0, 90.0), (92.0, 92.0), (94.0, 94.0)],
+        [(120.0, 120.0), (122.0, 122.0), (124.0, 124.0)],
+    );
+    let stages = stage_comparisons(&artifacts, &selection(), &plan(), None);
+    let declared = [DeclaredClaim {
+        stage: "target checkpoint".to_owned(),
+        text: "k8 as lower-ttft tradeoff ".to_owned(),
+        against: Some("RadixArk target-only".to_owned()),
+        metric: Some("ttft".to_owned()),
+        statistic: Some("p50".to_owned()),
+    }];
+    let coverage = plan_coverage(
+        &plan(),
+        Evidence {
+            artifacts: &artifacts,
+            stages: &stages,
+            headline: None,
+            capacity: &[],
+            aliases: &[],
+            claims: &declared,
+        },
+    );
+    let claim = &stage(&coverage, "target checkpoint").selected[0];
+    assert_eq!(claim.verdict, ClaimVerdict::Supported, "{}", claim.reason);
+    assert!(
+        claim.reason.contains(
+            "against RadixArk target-only, as the campaign file's claims declare, on p50 TTFT \
+             (ms)"
+        ) && claim.reason.contains("p50 −58"),
+        "{}",
+        claim.reason
+    );
+    assert_eq!(claim.differences, 1);
 }
