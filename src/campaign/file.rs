@@ -77,7 +77,7 @@ pub struct CampaignFile {
     /// The smallest difference that matters, as a share of the reference's figure (default
     /// 0.02): a resolved difference smaller than it is negligible, neither better nor worse.
     #[serde(default)]
-    pub min_effect: Option<f64>,
+    pub min_effect: Option<crate::rules::effect::MinEffect>,
     /// The order of repeated cells within a stage ([`Order`]): interleaved across arms (the
     /// default) or blocked.
     #[serde(default)]
@@ -477,15 +477,13 @@ impl CampaignFile {
                 out.push(Problem::new(format!("claims[{i}].{field}"), what));
             }
         }
-        if let Some(m) = self.min_effect
-            && !(m > 0.0 && m < 1.0)
-        {
-            out.push(Problem::new(
-                "min_effect",
-                format!(
-                    "{m} is not a share of the reference's figure: give one in (0, 1), e.g. 0.02"
-                ),
-            ));
+        for (key, what) in self.min_effect.iter().flat_map(|m| m.problems()) {
+            let at = if key.is_empty() {
+                "min_effect".to_owned()
+            } else {
+                format!("min_effect.{key}")
+            };
+            out.push(Problem::new(at, what));
         }
         if !(self.slo_target > 0.0 && self.slo_target <= 1.0) {
             out.push(Problem::new(

@@ -244,3 +244,29 @@ fn a_declared_claim_names_what_it_cannot_read() {
         "{err}"
     );
 }
+
+/// `min_effect` is one share or one per figure; a figure it cannot name and a share outside
+/// (0, 1) are refused by key.
+#[test]
+fn min_effect_per_figure_is_read_and_checked_by_key() {
+    let with = |m: &str| {
+        let text = campaign_json("Inferact target-only").replacen(
+            "\"arms\":",
+            &format!("\"min_effect\": {m},\n  \"arms\":"),
+            1,
+        );
+        let (_dir, file) = write_campaign(&text);
+        CampaignFile::load(&file).map_err(|e| e.to_string())
+    };
+    let ok = with(r#"{"default": 0.02, "ttft_ms": 0.05}"#).unwrap();
+    let m = ok.min_effect.unwrap();
+    assert_eq!(m.default_share(), Some(0.02));
+    assert_eq!(m.by_metric().get("ttft_ms"), Some(&0.05));
+    let err = with(r#"{"latency": 0.05, "tpot_ms": 2}"#).unwrap_err();
+    assert!(
+        err.contains("min_effect.latency") && err.contains("`latency` names no figure"),
+        "{err}"
+    );
+    assert!(err.contains("min_effect.tpot_ms"), "{err}");
+    assert!(with("1.5").unwrap_err().contains("min_effect"));
+}

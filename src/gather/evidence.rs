@@ -123,8 +123,8 @@ fn campaign_mappings(path: &Path) -> CampaignMappings {
         .unwrap_or_default();
     let min_effect = doc
         .get("min_effect")
-        .and_then(|m| m.as_f64())
-        .filter(|m| *m > 0.0 && *m < 1.0);
+        .and_then(|m| serde_json::from_value::<crate::rules::effect::MinEffect>(m.clone()).ok())
+        .filter(|m| m.problems().is_empty());
     let slo_target = doc
         .get("slo_target")
         .and_then(|m| m.as_f64())
@@ -144,6 +144,6 @@ struct CampaignMappings {
     aliases: Vec<(String, String)>,
     controls: Vec<crate::rules::controls::DeclaredControl>,
     claims: Vec<crate::rules::coverage::DeclaredClaim>,
-    min_effect: Option<f64>,
+    min_effect: Option<crate::rules::effect::MinEffect>,
     slo_target: Option<f64>,
 }

@@ -103,6 +103,8 @@ pub struct CheckReport {
     /// The smallest difference that matters, as a share of the reference's figure, the
     /// comparisons were read with.
     pub min_effect: f64,
+    /// The same, named figure by figure where the campaign file does.
+    pub min_effect_by: std::collections::BTreeMap<String, f64>,
     /// The share of requests that must attain the SLOs the comparisons were read with.
     pub slo_target: f64,
 }
@@ -128,12 +130,6 @@ pub fn check(
     }
 
     // Every stage's comparisons; rule 5 over those holding arms one topology apart.
-    let min_effect = evidence
-        .min_effect
-        .unwrap_or(super::effect::DEFAULT_MIN_EFFECT_SHARE);
-    let slo_target = evidence
-        .slo_target
-        .unwrap_or(crate::slo::DEFAULT_SLO_TARGET);
     let mut stages = stage_comparisons(artifacts, selection, plan, None);
     let mut headline = headline_comparison(artifacts, selection, plan);
     for c in stages
@@ -141,9 +137,9 @@ pub fn check(
         .filter_map(|s| s.result.as_mut().ok())
         .chain(headline.as_mut().and_then(|h| h.as_mut().ok()))
     {
-        c.min_effect = min_effect;
-        c.slo_target = slo_target;
+        Reading::of(evidence).apply(c);
     }
+    let read = Reading::of(evidence);
     let topology: Vec<TopologyAssessment> = stages
         .iter()
         .filter_map(|s| advance::topology(s, artifacts))
@@ -276,8 +272,42 @@ pub fn check(
         reasons,
         not_testable,
         controls,
-        min_effect,
-        slo_target,
+        min_effect: read.min_effect,
+        min_effect_by: read.min_effect_by,
+        slo_target: read.slo_target,
+    }
+}
+
+/// How the campaign file beside the data says comparisons are read: its `min_effect` (one
+/// share, or one per figure) and its `slo_target`, defaults where it says nothing.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Reading {
+    pub min_effect: f64,
+    pub min_effect_by: std::collections::BTreeMap<String, f64>,
+    pub slo_target: f64,
+}
+
+impl Reading {
+    pub fn of(evidence: &EvidenceFiles) -> Reading {
+        let declared = evidence.min_effect.as_ref();
+        Reading {
+            min_effect: declared
+                .and_then(super::effect::MinEffect::default_share)
+                .unwrap_or(super::effect::DEFAULT_MIN_EFFECT_SHARE),
+            min_effect_by: declared
+                .map(super::effect::MinEffect::by_metric)
+                .unwrap_or_default(),
+            slo_target: evidence
+                .slo_target
+                .unwrap_or(crate::slo::DEFAULT_SLO_TARGET),
+        }
+    }
+
+    /// Set `c` to be read so.
+    pub fn apply(&self, c: &mut super::Comparison) {
+        c.min_effect = self.min_effect;
+        c.min_effect_by = self.min_effect_by.clone();
+        c.slo_target = self.slo_target;
     }
 }
 

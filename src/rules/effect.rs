@@ -4,11 +4,89 @@
 //! **negligible**, neither better nor worse; only a resolved difference at least that large
 //! is better or worse.
 
-use serde::Serialize;
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
 
 /// The smallest difference that matters, as a share of the reference's figure, where the
 /// campaign states none.
 pub const DEFAULT_MIN_EFFECT_SHARE: f64 = 0.02;
+
+/// The figures a campaign's `min_effect` may name one by one: the per-request metrics
+/// (`ttft_ms`, `tpot_ms`, …), `output_tps` (aggregate throughput, also per GPU) and
+/// `goodput_tps`; `default` for every other.
+pub const MIN_EFFECT_KEYS: [&str; 9] = [
+    "default",
+    "ttft_ms",
+    "effective_prefill_tps",
+    "decode_tps",
+    "tpot_ms",
+    "itl_ms",
+    "e2e_ms",
+    "output_tps",
+    "goodput_tps",
+];
+
+/// The campaign's `min_effect`: one share for every figure (`0.02`), or one per figure
+/// (`{"default": 0.02, "ttft_ms": 0.05}`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum MinEffect {
+    Share(f64),
+    PerMetric(BTreeMap<String, f64>),
+}
+
+impl MinEffect {
+    /// The share for every figure not named (`default`).
+    pub fn default_share(&self) -> Option<f64> {
+        match self {
+            MinEffect::Share(s) => Some(*s),
+            MinEffect::PerMetric(m) => m.get("default").copied(),
+        }
+    }
+
+    /// The shares named figure by figure (not `default`).
+    pub fn by_metric(&self) -> BTreeMap<String, f64> {
+        match self {
+            MinEffect::Share(_) => BTreeMap::new(),
+            MinEffect::PerMetric(m) => m
+                .iter()
+                .filter(|(k, _)| *k != "default")
+                .map(|(k, v)| (k.clone(), *v))
+                .collect(),
+        }
+    }
+
+    /// What is wrong with it, each as (key, what to write instead).
+    pub fn problems(&self) -> Vec<(String, String)> {
+        let share_ok = |m: f64| m > 0.0 && m < 1.0;
+        match self {
+            MinEffect::Share(m) if !share_ok(*m) => vec![(
+                String::new(),
+                format!("{m} is not a share of the reference's figure: give one in (0, 1), e.g. 0.02"),
+            )],
+            MinEffect::Share(_) => Vec::new(),
+            MinEffect::PerMetric(map) => map
+                .iter()
+                .filter_map(|(k, m)| {
+                    if !MIN_EFFECT_KEYS.contains(&k.as_str()) {
+                        Some((
+                            k.clone(),
+                            format!("`{k}` names no figure: write one of {}", MIN_EFFECT_KEYS.join(", ")),
+                        ))
+                    } else if !share_ok(*m) {
+                        Some((
+                            k.clone(),
+                            format!("{m} is not a share of the reference's figure: give one in (0, 1), e.g. 0.02"),
+                        ))
+                    } else {
+                        None
+                    }
+                })
+                .collect(),
+        }
+    }
+}
 
 /// How a difference reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

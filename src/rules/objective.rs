@@ -108,7 +108,7 @@ impl ObjectiveKind {
             ObjectiveKind::TpotP50 => "latency: median TPOT",
             ObjectiveKind::TtftP95 => "latency: TTFT p95",
             ObjectiveKind::Goodput => "goodput under the SLOs",
-            ObjectiveKind::BurstTtft => "cold-start burst: worst first-wave TTFT",
+            ObjectiveKind::BurstTtft => "cold-start burst: worst TTFT",
             ObjectiveKind::BurstMakespan => "cold-start burst: makespan",
             ObjectiveKind::Attainment => "attainment of the SLOs",
         }
@@ -124,6 +124,19 @@ impl ObjectiveKind {
             | ObjectiveKind::BurstTtft
             | ObjectiveKind::BurstMakespan => "ms",
             ObjectiveKind::Attainment => "%",
+        }
+    }
+
+    /// The figure its smallest effect that matters is named by in the campaign's
+    /// `min_effect` (`output_tps`, `tpot_ms`, …).
+    pub fn figure(self) -> &'static str {
+        match self {
+            ObjectiveKind::Throughput | ObjectiveKind::ThroughputPerGpu => "output_tps",
+            ObjectiveKind::TpotP50 => "tpot_ms",
+            ObjectiveKind::TtftP95 | ObjectiveKind::BurstTtft | ObjectiveKind::BurstMakespan => {
+                "ttft_ms"
+            }
+            ObjectiveKind::Goodput | ObjectiveKind::Attainment => "goodput_tps",
         }
     }
 
@@ -369,13 +382,13 @@ fn rank(c: &Comparison, kind: ObjectiveKind, figures: Vec<ObjectiveFigure>) -> O
                     Some((i.low, i.high)),
                     Some(second.value),
                     kind.higher_is_better(),
-                    c.min_effect,
+                    c.min_effect_for(kind.figure()),
                 );
                 let why = match effect {
                     Effect::Better | Effect::Worse => None,
                     Effect::Negligible => Some(format!(
                         "negligible: the lead is under {}% of the runner-up's figure",
-                        c.min_effect * 100.0
+                        c.min_effect_for(kind.figure()) * 100.0
                     )),
                     Effect::NotResolved | Effect::NoInterval => Some(
                         "a tie: the 95% interval of the lead across runs includes zero".to_owned(),
@@ -405,8 +418,22 @@ fn rank(c: &Comparison, kind: ObjectiveKind, figures: Vec<ObjectiveFigure>) -> O
     } else {
         (lead, resolved, unresolved, false)
     };
-    let (resolved, unresolved) = match &load_differs {
-        Some(why) if !every_arm_attains => (false, Some(why.clone())),
+    // The output-length guard: a throughput or goodput lead between arms whose replies
+    // differ in length beyond the guard is not comparable.
+    let output_differs = runner_up
+        .as_ref()
+        .filter(|_| {
+            matches!(
+                kind,
+                ObjectiveKind::Throughput
+                    | ObjectiveKind::ThroughputPerGpu
+                    | ObjectiveKind::Goodput
+            )
+        })
+        .and_then(|r| c.output_differs(&leader.arm, &r.arm));
+    let (resolved, unresolved) = match (&load_differs, &output_differs) {
+        (Some(why), _) if !every_arm_attains => (false, Some(why.clone())),
+        (_, Some(why)) => (false, Some(format!("not comparable: {why}"))),
         _ => (resolved, unresolved),
     };
     Some(Objective {
@@ -453,8 +480,7 @@ fn attainment_lead<'a>(
             None,
             false,
             Some(format!(
-                "every arm attains: each meets the {}% target after the first wave{lowest}, \
-                 so attainment names no winner",
+                "every arm attains the {}% target after the first wave{lowest}: no winner",
                 crate::figure::count_or_sig3(target)
             )),
             true,
@@ -529,6 +555,19 @@ mod tests {
         let mut c = headline(&at_equal_load(repeated_topology_stage(1900.0)));
         assert!(objective(&c, ObjectiveKind::Throughput).unwrap().resolved);
         // 1900 against 1500: +27%, under a 50% smallest effect.
+        // Named for aggregate throughput alone (`{"output_tps": 0.5}`): the same.
+        c.min_effect_by.insert("output_tps".to_owned(), 0.5);
+        let o = objective(&c, ObjectiveKind::Throughput).unwrap();
+        assert!(!o.resolved);
+        assert!(
+            o.unresolved
+                .as_deref()
+                .unwrap()
+                .starts_with("negligible: the lead is under 50%"),
+            "{:?}",
+            o.unresolved
+        );
+        c.min_effect_by.clear();
         c.min_effect = 0.5;
         let o = objective(&c, ObjectiveKind::Throughput).unwrap();
         assert!(!o.resolved);
@@ -605,7 +644,7 @@ mod tests {
             o.unresolved
                 .as_deref()
                 .unwrap()
-                .starts_with("every arm attains: each meets the 90% target"),
+                .starts_with("every arm attains the 90% target after the first wave (lowest: "),
             "{:?}",
             o.unresolved
         );
@@ -620,5 +659,26 @@ mod tests {
         let o = objective(&c, ObjectiveKind::Attainment).unwrap();
         assert_eq!(o.winner(), None);
         assert!(o.unresolved.as_deref().unwrap().starts_with("a tie"));
+    }
+
+    /// The output-length guard holds on objectives too: a throughput lead between arms whose
+    /// replies differ in mean length beyond it is not comparable, whatever the interval.
+    #[test]
+    fn a_throughput_lead_over_longer_or_shorter_replies_is_not_comparable() {
+        let mut artifacts = at_equal_load(repeated_topology_stage(1900.0));
+        for a in &mut artifacts {
+            if a.facts.arm == "TP2" {
+                a.figures.completion_tokens_mean = Some(250.0);
+            }
+        }
+        let c = headline(&artifacts);
+        let o = objective(&c, ObjectiveKind::Throughput).unwrap();
+        assert_eq!(o.runner_up.as_ref().unwrap().arm, "TP2");
+        assert!(!o.resolved);
+        let why = o.unresolved.as_deref().unwrap();
+        assert!(
+            why.starts_with("not comparable: two independent TP1 replicas vs TP2: output-length realization differs (completion tokens mean 340 vs 250"),
+            "{why}"
+        );
     }
 }

@@ -126,7 +126,30 @@ pub fn recommend(
                         .collect(),
                     None => Vec::new(),
                 };
-                steps.push(format!("{}: {}", criterion.label(), capacity.verdict));
+                // Short on the first screen: the arms left level and their capacities (the
+                // topology section gives the brackets and goodput).
+                let brief = if tied.len() >= 2 {
+                    let head = capacity.verdict.split(':').next().unwrap_or_default();
+                    let arms: Vec<String> = ranked
+                        .iter()
+                        .filter(|r| tied.contains(&r.arm))
+                        .map(|r| {
+                            format!(
+                                "{} ({} in flight per GPU)",
+                                r.arm,
+                                r.capacity_per_gpu
+                                    .map_or_else(|| "?".to_owned(), crate::figure::count_or_sig3)
+                            )
+                        })
+                        .collect();
+                    format!(
+                        "{head} between {} (brackets and goodput per GPU under Topology at capacity)",
+                        arms.join(" and ")
+                    )
+                } else {
+                    capacity.verdict.clone()
+                };
+                steps.push(format!("{}: {brief}", criterion.label()));
                 if tied.len() >= 2 {
                     level = Some(tied);
                 }

@@ -351,8 +351,8 @@ pub struct EvidenceFiles {
     /// Their mappings as the campaign file beside the data declares them (`controls`).
     pub declared_controls: Vec<super::controls::DeclaredControl>,
     /// The campaign file's `min_effect`: the smallest difference that matters, as a share of
-    /// the reference's figure.
-    pub min_effect: Option<f64>,
+    /// the reference's figure (one share, or one per figure).
+    pub min_effect: Option<super::effect::MinEffect>,
     /// The campaign file's `slo_target`: the share of requests that must attain the SLOs.
     pub slo_target: Option<f64>,
     /// The claims' mappings the campaign file declares (`claims`).

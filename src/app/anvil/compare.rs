@@ -107,7 +107,14 @@ pub fn run(args: &CompareArgs) -> anyhow::Result<Exit> {
     let by_stage =
         !one_by_one && args.baseline.is_none() && stages_recorded.len() > 1 && workloads.len() > 1;
     if args.stage.is_some() || by_stage {
-        let stages = rules::stage_comparisons(&artifacts, &selection, &plan, args.stage.as_deref());
+        let mut stages =
+            rules::stage_comparisons(&artifacts, &selection, &plan, args.stage.as_deref());
+        // Read as the campaign file beside the data says (its min_effect and slo_target).
+        let reading =
+            rules::check::Reading::of(&crate::gather::evidence::evidence_files(&plan, &data)?);
+        for c in stages.iter_mut().filter_map(|s| s.result.as_mut().ok()) {
+            reading.apply(c);
+        }
         let text = match args.format {
             RulesFormat::Json => json(&extras.json(serde_json::json!({
                 "stages": stages_json(&stages)

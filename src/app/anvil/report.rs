@@ -51,6 +51,7 @@ pub fn render(
     let mut headline = rules::headline_comparison(&gathered.artifacts, &selection, plan);
     if let Some(Ok(c)) = headline.as_mut() {
         c.min_effect = check.min_effect;
+        c.min_effect_by = check.min_effect_by.clone();
         c.slo_target = check.slo_target;
     }
     let data_folder: Vec<String> = data.iter().map(|d| crate::location::shown(d)).collect();

@@ -1133,8 +1133,11 @@ fn the_pacer_tick_does_not_wake_its_own_thread() {
         let writes = thread_write_calls(tid) - w0;
         (writes, t0.elapsed().as_nanos() / pacer::PERIOD.as_nanos())
     });
+    // The fault this catches is one write per tick (about `ticks` writes); a loaded machine
+    // adds some from elsewhere (69 in 1,000 periods seen with two builds beside it), so the
+    // bound is a quarter of the ticks, not a twentieth.
     assert!(
-        writes * 20 < ticks as u64,
+        writes * 4 < ticks as u64,
         "{writes} write calls on the runtime's thread in {ticks} pacer periods"
     );
 }

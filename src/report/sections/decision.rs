@@ -397,22 +397,17 @@ fn objective_view(o: &Objective, headline: Option<&crate::rules::Comparison>) ->
                     .and_then(|c| c.load(arm))
                     .map_or_else(String::new, |l| format!(" ({})", l.short()))
             };
+            // The leader and runner-up columns name the arms: their loads only, in order.
             (
-                format!(
-                    "load differs: {}{} vs {}{}",
-                    o.leader.arm,
-                    short(&o.leader.arm),
-                    r.arm,
-                    short(&r.arm)
-                ),
+                format!("load differs:{} vs{}", short(&o.leader.arm), short(&r.arm)),
                 "missing".to_owned(),
             )
         }
         (Some(_), false) => (
-            format!(
-                "not resolved: {}",
-                o.unresolved.as_deref().unwrap_or("no interval")
-            ),
+            match o.unresolved.as_deref() {
+                Some(why) if why.starts_with("not comparable") => why.to_owned(),
+                why => format!("not resolved: {}", why.unwrap_or("no interval")),
+            },
             "missing".to_owned(),
         ),
     };
@@ -847,8 +842,7 @@ fn not_claimable(
         .collect();
     if !single.is_empty() {
         out.push(format!(
-            "certainty from single runs ({}): one run per arm carries no run-to-run variation, \
-             so those intervals understate the uncertainty; record ≥ 3 repeats",
+            "certainty from single runs ({}): no run-to-run variation in their intervals",
             single.join(", ")
         ));
     }
@@ -889,8 +883,19 @@ pub fn decision_view(input: &ReportInput<'_>) -> DecisionView {
     let synthetic = synthetic(input);
     let headline = input.headline.and_then(Result::ok);
     let objectives: Vec<Objective> = headline.map(objectives).unwrap_or_default();
+    // When every arm attains, attainment decides nothing: one clause above the table
+    // instead of a row.
+    let all_attain = objectives.iter().find(|o| o.every_arm_attains);
     let objectives_scope = match headline {
-        Some(c) => format!("{}, {} arms", c.label, c.arms.len()),
+        Some(c) => format!(
+            "{}, {} arms{}",
+            c.label,
+            c.arms.len(),
+            all_attain
+                .and_then(|o| o.unresolved.as_deref())
+                .map(|why| format!("; {why}"))
+                .unwrap_or_default()
+        ),
         None => "no headline comparison: no objective is ranked".to_owned(),
     };
     let searched: Vec<crate::artifact::capacity::CapacityResult> =
@@ -984,10 +989,39 @@ pub fn decision_view(input: &ReportInput<'_>) -> DecisionView {
         recommendation_caveats,
         recommendation_class,
         objectives_scope,
-        objectives: objectives
-            .iter()
-            .map(|o| objective_view(o, headline))
-            .collect(),
+        objectives: {
+            use crate::rules::objective::ObjectiveKind;
+            // The burst's makespan stands in the burst's row, beside its worst TTFT.
+            let makespan = objectives
+                .iter()
+                .find(|o| o.kind == ObjectiveKind::BurstMakespan)
+                .map(|o| objective_view(o, headline));
+            objectives
+                .iter()
+                .filter(|o| o.kind != ObjectiveKind::BurstMakespan && !o.every_arm_attains)
+                .map(|o| {
+                    let mut view = objective_view(o, headline);
+                    if let Some(m) = makespan
+                        .as_ref()
+                        .filter(|_| o.kind == ObjectiveKind::BurstTtft)
+                    {
+                        let same_leader = m.leader == view.leader;
+                        view.figure = format!(
+                            "{}; makespan {}{}",
+                            view.figure,
+                            if same_leader {
+                                String::new()
+                            } else {
+                                format!("{}: ", m.leader)
+                            },
+                            m.figure
+                        );
+                        view.lead = format!("{}; makespan {}", view.lead, m.lead);
+                    }
+                    view
+                })
+                .collect()
+        },
         capacity_verdict: capacity.verdict.clone(),
         capacity: capacity.rows.iter().map(capacity_row).collect(),
         claims,

@@ -169,7 +169,8 @@ fn metric_cell(
     let reference = m
         .difference(arm, Window::All)
         .and_then(|d| arm_figure(m, &d.reference, Window::All, figure));
-    let (cue, class) = cue(d, interval, reference, higher, c.min_effect);
+    let min_effect = c.min_effect_for(metric.as_str());
+    let (cue, class) = cue(d, interval, reference, higher, min_effect);
     let (cue, class) = m
         .difference(arm, Window::All)
         .and_then(|d| c.load_differs(arm, &d.reference, LoadBasis::PerReplica))
@@ -179,7 +180,7 @@ fn metric_cell(
     let after = metric_difference(m, arm, Window::AfterFirstWave, figure)
         .filter(|_| metric == MetricId::TtftMs)
         .filter(|(d2, i2)| {
-            let (_, class2) = self::cue(*d2, *i2, reference, higher, c.min_effect);
+            let (_, class2) = self::cue(*d2, *i2, reference, higher, min_effect);
             class2 != class
                 || match (d, d2) {
                     (Some(a), Some(b)) => (a - b).abs() > 0.25 * a.abs().max(b.abs()),
@@ -187,7 +188,7 @@ fn metric_cell(
                 }
         })
         .map(|(d2, i2)| {
-            let (cue2, _) = self::cue(d2, i2, reference, higher, c.min_effect);
+            let (cue2, _) = self::cue(d2, i2, reference, higher, min_effect);
             format!("after the first wave {} {cue2}", with_interval(d2, i2))
         })
         .unwrap_or_default();
@@ -243,7 +244,7 @@ fn throughput_cell(c: &Comparison, arm: &str) -> PairCellView {
         own,
         t.difference.as_ref(),
         fmt_throughput_difference,
-        c.min_effect,
+        c.min_effect_for("output_tps"),
     );
     at_load(c, arm, t.reference.as_deref(), cell)
 }
@@ -302,7 +303,7 @@ fn goodput_cell(c: &Comparison, arm: &str) -> PairCellView {
         g.goodput_tps.value(),
         g.difference.as_ref(),
         |d| with_interval(Some(d.estimate), d.interval.map(|i| (i.low, i.high))),
-        c.min_effect,
+        c.min_effect_for("goodput_tps"),
     );
     at_load(c, arm, g.reference.as_deref(), cell)
 }

@@ -116,9 +116,16 @@ pub struct Comparison {
     /// campaign's `min_effect`, 2% by default): a resolved difference under it is
     /// negligible.
     pub min_effect: f64,
+    /// The smallest effect named figure by figure (`ttft_ms`, `output_tps`, …: the
+    /// campaign's `min_effect` as a map), where it differs from `min_effect`.
+    pub min_effect_by: BTreeMap<String, f64>,
     /// The share of requests that must attain the SLOs (the campaign's `slo_target`, 90%
     /// by default): an arm at or above it attains.
     pub slo_target: f64,
+    /// Each arm's realized output lengths, in arm order: what the output-length guard
+    /// compares between any two arms ([`Comparison::output_differs`]).
+    #[serde(skip)]
+    pub outputs: Vec<(String, self::output::OutputProfile)>,
     /// The load each arm was offered, in arm order (see [`super::load`]).
     pub loads: Vec<super::load::ArmLoad>,
     /// Every warning a reader must see beside the figures.
@@ -126,6 +133,26 @@ pub struct Comparison {
 }
 
 impl Comparison {
+    /// Why `a`'s and `b`'s realized output lengths are too far apart for a throughput or
+    /// goodput verdict between them (the output-length guard), or `None` when they are
+    /// comparable or either is unknown.
+    pub fn output_differs(&self, a: &str, b: &str) -> Option<String> {
+        let profile = |arm: &str| self.outputs.iter().find(|(x, _)| x == arm).map(|(_, p)| p);
+        match self::output::profiles_compared(b, profile(b)?, a, profile(a)?) {
+            OutputLength::Comparable => None,
+            OutputLength::NotComparable { warning } => Some(warning),
+        }
+    }
+
+    /// The smallest effect that matters on `figure` (a metric's column, `output_tps` or
+    /// `goodput_tps`), as a share of the reference's figure.
+    pub fn min_effect_for(&self, figure: &str) -> f64 {
+        self.min_effect_by
+            .get(figure)
+            .copied()
+            .unwrap_or(self.min_effect)
+    }
+
     /// The throughput of `arm` over `window`.
     pub fn throughput(&self, arm: &str, window: Window) -> Option<&ArmThroughput> {
         self.throughput
@@ -291,6 +318,7 @@ pub fn compare(
         controls,
         output_length,
         min_effect: super::effect::DEFAULT_MIN_EFFECT_SHARE,
+        min_effect_by: BTreeMap::new(),
         slo_target: crate::slo::DEFAULT_SLO_TARGET,
         burst: arms
             .iter()
@@ -319,6 +347,15 @@ pub fn compare(
                     worst_ttft_ms: worst,
                     makespan_ms,
                 })
+            })
+            .collect(),
+        outputs: arms
+            .iter()
+            .map(|arm| {
+                (
+                    (*arm).to_owned(),
+                    self::output::output_profile(&set.arm(arm)),
+                )
             })
             .collect(),
         loads: arms

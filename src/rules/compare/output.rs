@@ -5,7 +5,8 @@ use super::*;
 
 /// What an arm's replies amounted to: the median of its runs' completion-token medians,
 /// the mean of their means and of their totals, and its summed finish-reason counts.
-pub(super) struct OutputProfile {
+#[derive(Debug, Clone, PartialEq)]
+pub struct OutputProfile {
     pub median: Option<f64>,
     pub mean: Option<f64>,
     pub total: Option<f64>,
@@ -90,8 +91,21 @@ pub fn output_length_realization(
     arm: &str,
     runs: &[&Artifact],
 ) -> OutputLength {
-    let base = output_profile(base_runs);
-    let now = output_profile(runs);
+    profiles_compared(
+        baseline,
+        &output_profile(base_runs),
+        arm,
+        &output_profile(runs),
+    )
+}
+
+/// [`output_length_realization`] on two arms' profiles.
+pub(super) fn profiles_compared(
+    baseline: &str,
+    base: &OutputProfile,
+    arm: &str,
+    now: &OutputProfile,
+) -> OutputLength {
     let (base_mix, mix) = (&base.reasons, &now.reasons);
     let mut problems = Vec::new();
     match (base.median, now.median) {

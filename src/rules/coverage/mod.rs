@@ -474,12 +474,11 @@ fn stage_coverage(
                         check.differences = holm.tested() - before;
                         if check.differences > 0 && holm.family > 0 {
                             check.reason = format!(
-                                "{} (chosen from {} difference{}; significance Holm-corrected \
-                                 over the plan's {} claim differences)",
+                                "{} ({} of the plan's {} claim difference{}, Holm-corrected)",
                                 check.reason,
                                 check.differences,
-                                if check.differences == 1 { "" } else { "s" },
-                                holm.family
+                                holm.family,
+                                if holm.family == 1 { "" } else { "s" }
                             );
                         }
                         check

@@ -163,8 +163,8 @@ fn a_selection_is_supported_only_by_intervals_that_exclude_zero() {
          over all requests, two independent TP1 replicas 1900 [1875, 1925] tok/s vs TP1 1000 \
          [975, 1025] (+900 [+877, +923] tok/s, better), TP2 1500 [1475, 1525] (+400 [+377, +423] tok/s, better) \
          (differences with Welch's 95% CI across runs): better than each by a 95% interval \
-         excluding zero, Holm-corrected (chosen from 2 differences; significance \
-         Holm-corrected over the plan's 4 claim differences)"
+         excluding zero, Holm-corrected (2 of the plan's 4 claim differences, \
+         Holm-corrected)"
     );
     assert_eq!(selected.differences, 2);
     assert_eq!(coverage.family, 4);
