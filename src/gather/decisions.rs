@@ -2,7 +2,8 @@
 //! what the report says: `capacity` (each capacity search's bracket from `capacity.json`,
 //! its capacity per replica and per GPU, goodput per GPU there with its across-run
 //! interval), and from the rules' check of the artifacts (the same code `anvil check`
-//! runs) `claims` (each stage claim's label and reason), `rule_verdicts` (each arm's
+//! runs) `comparisons` (every difference of every stage comparison with its interval and
+//! verdict), `claims` (each stage claim's label and reason), `rule_verdicts` (each arm's
 //! advance rules) and `controls` (each manifest control and what realises it). Columns are
 //! documented in docs/artifact.md.
 
@@ -152,7 +153,8 @@ pub const CONTROLS_COLUMNS: [&str; 6] = [
     "reason",
 ];
 
-/// Register `claims`, `rule_verdicts` and `controls` from `report` (the rules' check).
+/// Register `comparisons`, `claims`, `rule_verdicts` and `controls` from `report` (the
+/// rules' check).
 pub fn register_check(
     session: &AnvilSession,
     report: &crate::rules::CheckReport,
@@ -224,6 +226,7 @@ pub fn register_check(
             }
         })
         .collect();
+    session.register_decision("comparisons", comparisons_table(report)?)?;
     session.register_decision("claims", text_table("claims", &CLAIMS_COLUMNS, &claims)?)?;
     session.register_decision(
         "rule_verdicts",
@@ -233,6 +236,248 @@ pub fn register_check(
         "controls",
         text_table("controls", &CONTROLS_COLUMNS, &controls)?,
     )
+}
+
+/// The `comparisons` table's columns, in order.
+pub fn comparisons_schema() -> SchemaRef {
+    let text = |name: &str, null: bool| Field::new(name, DataType::Utf8, null);
+    let float = |name: &str| Field::new(name, DataType::Float64, true);
+    Arc::new(Schema::new(vec![
+        text("stage", false),
+        text("workload", false),
+        text("arm", false),
+        text("reference", false),
+        text("figure", false),
+        text("window", false),
+        text("statistic", false),
+        float("difference"),
+        float("ci_low"),
+        float("ci_high"),
+        text("interval", false),
+        float("min_effect"),
+        text("verdict", false),
+    ]))
+}
+
+/// One row of `comparisons` before it is an array.
+struct ComparisonRow {
+    stage: String,
+    workload: String,
+    arm: String,
+    reference: String,
+    figure: &'static str,
+    window: &'static str,
+    statistic: String,
+    difference: Option<f64>,
+    interval: Option<(f64, f64)>,
+    method: String,
+    min_effect: f64,
+    verdict: String,
+}
+
+/// Every difference of every stage comparison, as `anvil compare` prints them: per arm with
+/// a reference, its metrics' mean and percentiles in both windows, its aggregate throughput
+/// and its goodput, with the interval, the smallest effect that matters and the verdict.
+fn comparison_rows(report: &crate::rules::CheckReport) -> Vec<ComparisonRow> {
+    use crate::rules::effect::Effect;
+    use crate::rules::load::LoadBasis;
+    let mut out = Vec::new();
+    for s in &report.stages {
+        let Ok(c) = &s.result else { continue };
+        let verdict = |arm: &str,
+                       reference: &str,
+                       basis: LoadBasis,
+                       d: Option<f64>,
+                       interval: Option<(f64, f64)>,
+                       reference_figure: Option<f64>,
+                       higher: bool,
+                       share: f64| {
+            if c.load_differs(arm, reference, basis).is_some() {
+                return "load differs".to_owned();
+            }
+            let Some(d) = d else {
+                return "no figure".to_owned();
+            };
+            match Effect::with_share(d, interval, reference_figure, higher, share) {
+                Effect::Better => "better",
+                Effect::Worse => "worse",
+                Effect::Negligible => "negligible",
+                Effect::NotResolved => "not resolved",
+                Effect::NoInterval => "no interval",
+            }
+            .to_owned()
+        };
+        for m in &c.metrics {
+            let higher = m.metric.higher_is_better();
+            let figure = m.metric.as_str();
+            let share = c.min_effect_for(figure);
+            for d in &m.differences {
+                let window = d.window.as_str();
+                let reference_mean = m
+                    .arm(&d.reference, d.window)
+                    .and_then(|a| a.pooled.map(|p| p.mean()));
+                let welch = d.welch.map(|i| (i.low, i.high));
+                out.push(ComparisonRow {
+                    stage: s.stage.clone(),
+                    workload: s.workload.clone(),
+                    arm: d.arm.clone(),
+                    reference: d.reference.clone(),
+                    figure,
+                    window,
+                    statistic: "mean".to_owned(),
+                    difference: d.difference,
+                    interval: welch,
+                    method: format!("Welch {}", d.welch_method()),
+                    min_effect: share,
+                    verdict: verdict(
+                        &d.arm,
+                        &d.reference,
+                        LoadBasis::PerReplica,
+                        d.difference,
+                        welch,
+                        reference_mean,
+                        higher,
+                        share,
+                    ),
+                });
+                for p in &d.percentiles {
+                    let reference_p = m.arm(&d.reference, d.window).and_then(|a| {
+                        let v: Vec<f64> = a
+                            .runs
+                            .iter()
+                            .filter_map(|r| r.stats.percentile(p.percentile))
+                            .collect();
+                        (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+                    });
+                    let estimate = p.comparison.estimate();
+                    let interval = p.comparison.interval();
+                    out.push(ComparisonRow {
+                        stage: s.stage.clone(),
+                        workload: s.workload.clone(),
+                        arm: d.arm.clone(),
+                        reference: d.reference.clone(),
+                        figure,
+                        window,
+                        statistic: p.percentile.column().to_owned(),
+                        difference: estimate,
+                        interval,
+                        method: p.comparison.method(),
+                        min_effect: share,
+                        verdict: verdict(
+                            &d.arm,
+                            &d.reference,
+                            LoadBasis::PerReplica,
+                            estimate,
+                            interval,
+                            reference_p,
+                            higher,
+                            share,
+                        ),
+                    });
+                }
+            }
+        }
+        for t in &c.throughput {
+            let (Some(reference), Some(d)) = (&t.reference, &t.difference) else {
+                continue;
+            };
+            let share = c.min_effect_for("output_tps");
+            let interval = d.interval.map(|i| (i.low, i.high));
+            out.push(ComparisonRow {
+                stage: s.stage.clone(),
+                workload: s.workload.clone(),
+                arm: t.arm.clone(),
+                reference: reference.clone(),
+                figure: "output_tps",
+                window: t.window.as_str(),
+                statistic: "aggregate".to_owned(),
+                difference: Some(d.estimate),
+                interval,
+                method: d.interval.map_or_else(
+                    || d.no_interval.clone().unwrap_or_default(),
+                    |_| "Welch across runs".to_owned(),
+                ),
+                min_effect: share,
+                verdict: verdict(
+                    &t.arm,
+                    reference,
+                    LoadBasis::Aggregate,
+                    Some(d.estimate),
+                    interval,
+                    t.estimate.value().map(|own| own - d.estimate),
+                    true,
+                    share,
+                ),
+            });
+        }
+        for g in &c.goodput {
+            let (Some(reference), Some(d)) = (&g.reference, &g.difference) else {
+                continue;
+            };
+            let share = c.min_effect_for("goodput_tps");
+            let interval = d.interval.map(|i| (i.low, i.high));
+            out.push(ComparisonRow {
+                stage: s.stage.clone(),
+                workload: s.workload.clone(),
+                arm: g.arm.clone(),
+                reference: reference.clone(),
+                figure: "goodput_tps",
+                window: g.window.as_str(),
+                statistic: "aggregate".to_owned(),
+                difference: Some(d.estimate),
+                interval,
+                method: d.interval.map_or_else(
+                    || d.no_interval.clone().unwrap_or_default(),
+                    |_| "Welch across runs".to_owned(),
+                ),
+                min_effect: share,
+                verdict: verdict(
+                    &g.arm,
+                    reference,
+                    LoadBasis::Aggregate,
+                    Some(d.estimate),
+                    interval,
+                    g.goodput_tps.value().map(|own| own - d.estimate),
+                    true,
+                    share,
+                ),
+            });
+        }
+    }
+    out
+}
+
+/// The `comparisons` table: one row per difference of every stage comparison.
+fn comparisons_table(report: &crate::rules::CheckReport) -> Result<MemTable, QueryError> {
+    let failed = |source| QueryError::Register {
+        table: "comparisons",
+        source,
+    };
+    let rows = comparison_rows(report);
+    let schema = comparisons_schema();
+    let text = |f: &dyn Fn(&ComparisonRow) -> String| -> ArrayRef {
+        Arc::new(rows.iter().map(|r| Some(f(r))).collect::<StringArray>())
+    };
+    let float = |f: &dyn Fn(&ComparisonRow) -> Option<f64>| -> ArrayRef {
+        Arc::new(rows.iter().map(f).collect::<Float64Array>())
+    };
+    let columns: Vec<ArrayRef> = vec![
+        text(&|r| r.stage.clone()),
+        text(&|r| r.workload.clone()),
+        text(&|r| r.arm.clone()),
+        text(&|r| r.reference.clone()),
+        text(&|r| r.figure.to_owned()),
+        text(&|r| r.window.to_owned()),
+        text(&|r| r.statistic.clone()),
+        float(&|r| r.difference),
+        float(&|r| r.interval.map(|i| i.0)),
+        float(&|r| r.interval.map(|i| i.1)),
+        text(&|r| r.method.clone()),
+        float(&|r| Some(r.min_effect)),
+        text(&|r| r.verdict.clone()),
+    ];
+    let batch = RecordBatch::try_new(schema.clone(), columns).map_err(|e| failed(e.into()))?;
+    MemTable::try_new(schema, vec![vec![batch]]).map_err(failed)
 }
 
 #[cfg(test)]
@@ -246,6 +491,7 @@ mod tests {
         for name in crate::query::DECISION_TABLES {
             let schema = match name {
                 "capacity" => capacity_schema(),
+                "comparisons" => comparisons_schema(),
                 "claims" => text_schema(&CLAIMS_COLUMNS),
                 "rule_verdicts" => text_schema(&RULE_VERDICTS_COLUMNS),
                 "controls" => text_schema(&CONTROLS_COLUMNS),

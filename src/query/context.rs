@@ -43,7 +43,13 @@ pub const TABLES: [&str; 6] = ["runs", "shards", "slos", "requests", "events", "
 /// bracket, …): computed above the query layer (`gather/`) and registered into a session
 /// with [`AnvilSession::register_decision`]; documented in docs/artifact.md like the base
 /// tables, listed by `--list` when registered.
-pub const DECISION_TABLES: [&str; 4] = ["capacity", "claims", "rule_verdicts", "controls"];
+pub const DECISION_TABLES: [&str; 5] = [
+    "capacity",
+    "comparisons",
+    "claims",
+    "rule_verdicts",
+    "controls",
+];
 
 /// A session over some artifacts.
 pub struct AnvilSession {

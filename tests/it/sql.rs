@@ -1600,6 +1600,20 @@ fn the_frontier_holds_only_points_meeting_the_slo_target_and_no_functional_cell(
     assert_eq!(off, serde_json::json!([]), "{off:#}");
     let missing = rows("SELECT count(*) AS n FROM tradeoff WHERE meets_target = false");
     assert!(missing[0]["n"].as_i64().unwrap() > 0, "{missing:#}");
+    // Points within each other's across-run intervals on both axes tie: neither dominates
+    // the other (RadixArk's K8 and K12 chunk1K at the headline, 3 runs each).
+    let ties = rows(
+        "SELECT (SELECT count(*) FROM tradeoff WHERE array_has_any(tied_with, dominated_by)) \
+            AS tied_and_dominated, \
+         (SELECT count(*) FROM tradeoff WHERE arm = 'RadixArk DFlash2 K8' \
+            AND window = 'after_first_wave' AND cell_id LIKE 'headline-sustained-output.%.n100' \
+            AND array_has(tied_with, 'RadixArk DFlash2 K12 chunk1K')) AS k8_ties_k12",
+    );
+    assert_eq!(
+        ties,
+        serde_json::json!([{"tied_and_dominated": 0, "k8_ties_k12": 1}]),
+        "{ties:#}"
+    );
     let functional = rows(
         "SELECT (SELECT count(*) FROM tradeoff WHERE cell_id LIKE 'functional.%') \
          + (SELECT count(*) FROM goodput WHERE cell_id LIKE 'functional.%') AS n",
@@ -1609,9 +1623,10 @@ fn the_frontier_holds_only_points_meeting_the_slo_target_and_no_functional_cell(
     assert_eq!(target, serde_json::json!([{"target": 0.9}]));
 }
 
-/// The rules' verdicts are tables an analyst can query: every claim clause with one of the
-/// five labels, every arm's advance rules, every manifest control with what realises it;
-/// without the campaign's documents a statement naming them is refused saying what to give.
+/// The rules' verdicts are tables an analyst can query: every difference of the stage
+/// comparisons with its interval and verdict, every claim clause with one of the five
+/// labels, every arm's advance rules, every manifest control with what realises it; without
+/// the campaign's documents a statement naming them is refused saying what to give.
 #[test]
 fn claims_rule_verdicts_and_controls_are_tables_of_the_same_check() {
     // One statement (the check runs once per invocation).
@@ -1622,7 +1637,17 @@ fn claims_rule_verdicts_and_controls_are_tables_of_the_same_check() {
         (SELECT count(DISTINCT arm) FROM rule_verdicts) AS arms, \
         (SELECT count(*) FROM controls WHERE control LIKE 'Inferact versus RadixArk%' \
             AND status = 'realised') AS checkpoint_pairs, \
-        (SELECT min(status) FROM controls WHERE control LIKE 'API usage tokens%') AS method";
+        (SELECT min(status) FROM controls WHERE control LIKE 'API usage tokens%') AS method, \
+        (SELECT count(*) FROM comparisons WHERE verdict NOT IN ('better', 'worse', \
+            'negligible', 'not resolved', 'no interval', 'no figure', 'load differs')) \
+            AS other_verdicts, \
+        (SELECT count(*) FROM comparisons WHERE verdict = 'better' \
+            AND NOT (ci_low > 0 OR ci_high < 0)) AS better_without_interval, \
+        (SELECT count(*) FROM comparisons WHERE stage = 'matched topology' \
+            AND figure = 'output_tps' AND verdict <> 'load differs') AS topology_verdicts, \
+        (SELECT count(*) FROM comparisons WHERE arm = 'RadixArk DFlash2 K8' \
+            AND reference = 'RadixArk target-only' AND figure = 'ttft_ms' \
+            AND statistic IN ('mean', 'p50', 'p95')) AS k8_ttft_rows";
     let out = anvil(&["sql", "--format", "json", "--data", "sample-data", sql]).expect(0);
     let row: serde_json::Value = serde_json::from_str(&out).unwrap();
     let row = &row[0];
@@ -1632,6 +1657,13 @@ fn claims_rule_verdicts_and_controls_are_tables_of_the_same_check() {
     // Inferact versus RadixArk at K0 and at K8.
     assert_eq!(row["checkpoint_pairs"], 2, "{row}");
     assert_eq!(row["method"], "realised by method", "{row}");
+    // Every difference: one of the verdicts, "better" only with an interval clear of zero,
+    // no throughput verdict between the topologies' unequal loads, K8's TTFT in both
+    // windows.
+    assert_eq!(row["other_verdicts"], 0, "{row}");
+    assert_eq!(row["better_without_interval"], 0, "{row}");
+    assert_eq!(row["topology_verdicts"], 0, "{row}");
+    assert_eq!(row["k8_ttft_rows"], 6, "{row}");
 
     // A data folder without the campaign's documents: refused, saying what to give.
     let tmp = tempfile::tempdir().unwrap();

@@ -88,10 +88,10 @@ fn names_a_check_table(sql: &str) -> bool {
     let lower = sql.to_ascii_lowercase();
     lower
         .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-        .any(|w| matches!(w, "claims" | "rule_verdicts" | "controls"))
+        .any(|w| matches!(w, "comparisons" | "claims" | "rule_verdicts" | "controls"))
 }
 
-/// Register `claims`, `rule_verdicts` and `controls`: the rules' check of the session's
+/// Register `comparisons`, `claims`, `rule_verdicts` and `controls`: the rules' check of the session's
 /// artifacts against the manifest and plan the campaign file beside the data names (or
 /// `--campaign`), as `anvil check` runs it. When `required` (a statement names one) a
 /// missing document is bad input naming what to give; otherwise the tables are left out.
@@ -106,7 +106,7 @@ async fn register_check_tables(
         Err(_) if !required => return Ok(()),
         Err(e) => {
             return Err(e.context(
-                "claims, rule_verdicts and controls are the rules' check of the artifacts: it needs the campaign's manifest and plan (a campaign.json beside the data, or --campaign FILE)",
+                "comparisons, claims, rule_verdicts and controls are the rules' check of the artifacts: it needs the campaign's manifest and plan (a campaign.json beside the data, or --campaign FILE)",
             ));
         }
     };

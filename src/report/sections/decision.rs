@@ -822,29 +822,25 @@ fn not_claimable(
                 stage.status
             ));
         }
-        for claim in stage.selected.iter().chain(&stage.rejected) {
-            if claim.verdict != ClaimVerdict::Supported {
-                out.push(format!(
-                    "stage {}: \"{}\" ({})",
-                    stage.stage, claim.clause, claim.verdict
-                ));
-            }
-        }
     }
-    let single: Vec<String> = input
+    // The plan's claims the data does not support, in one line: each with its label, and
+    // flagged where it rests on single runs (its intervals hold no run-to-run variation).
+    let unsupported: Vec<String> = input
         .check
         .coverage
-        .stages
-        .iter()
-        .flat_map(|s| s.selected.iter().chain(&s.rejected).map(move |c| (s, c)))
-        .filter(|(_, c)| single_runs(&c.reason))
-        .map(|(s, c)| format!("stage {}: \"{}\"", s.stage, c.clause))
+        .claims()
+        .filter(|c| c.verdict != ClaimVerdict::Supported)
+        .map(|c| {
+            let single = if single_runs(&c.reason) {
+                "; single runs: understates uncertainty"
+            } else {
+                ""
+            };
+            format!("\"{}\" ({}{single})", c.clause, c.verdict)
+        })
         .collect();
-    if !single.is_empty() {
-        out.push(format!(
-            "certainty from single runs ({}): no run-to-run variation in their intervals",
-            single.join(", ")
-        ));
+    if !unsupported.is_empty() {
+        out.push(format!("the plan's claims {}", unsupported.join(", ")));
     }
     let undecided = |at_other_load: bool| -> Vec<String> {
         objectives
