@@ -40,8 +40,8 @@
 --       a median TPOT.
 --   output_tps_per_user_ci95_low (tok/s): 1000 / the upper end of the t 95% interval of the
 --       runs' median TPOT; NULL with one run.
---   output_tps_per_user_ci95_high (tok/s): 1000 / its lower end (NULL when that is not
---       positive).
+--   output_tps_per_user_ci95_high (tok/s): 1000 / its lower end (infinite when that is not
+--       positive: the interval reaches a TPOT of zero); NULL with one run.
 --   goodput_tps (tok/s): mean over the runs of goodput.goodput_tps; NULL with no SLO given.
 --   goodput_tps_per_gpu (tok/s): goodput_tps / gpus; NULL without either.
 --   attained_share (fraction): mean over the runs of goodput.attained_share; NULL with no
@@ -103,8 +103,10 @@ points AS (
         avg(tpot_p50_ms) AS tpot_p50_ms,
         1000.0 / nullif(avg(tpot_p50_ms), 0) AS output_tps_per_user,
         1000.0 / nullif(ci95_high(tpot_p50_ms), 0) AS output_tps_per_user_ci95_low,
-        CASE WHEN ci95_low(tpot_p50_ms) > 0 THEN 1000.0 / ci95_low(tpot_p50_ms) END
-            AS output_tps_per_user_ci95_high,
+        CASE
+            WHEN ci95_low(tpot_p50_ms) > 0 THEN 1000.0 / ci95_low(tpot_p50_ms)
+            WHEN ci95_low(tpot_p50_ms) IS NOT NULL THEN CAST('Infinity' AS DOUBLE)
+        END AS output_tps_per_user_ci95_high,
         avg(goodput_tps) AS goodput_tps,
         avg(goodput_tps) / CAST(max(gpus) AS DOUBLE) AS goodput_tps_per_gpu,
         avg(attained_share) AS attained_share,

@@ -398,16 +398,21 @@ fn comparison_rows(report: &crate::rules::CheckReport) -> Vec<ComparisonRow> {
                     |_| "Welch across runs".to_owned(),
                 ),
                 min_effect: share,
-                verdict: verdict(
-                    &t.arm,
-                    reference,
-                    LoadBasis::Aggregate,
-                    Some(d.estimate),
-                    interval,
-                    t.estimate.value().map(|own| own - d.estimate),
-                    true,
-                    share,
-                ),
+                // The output-length guard first: replies of other lengths are no comparison.
+                verdict: if c.output_differs(&t.arm, reference).is_some() {
+                    "not comparable".to_owned()
+                } else {
+                    verdict(
+                        &t.arm,
+                        reference,
+                        LoadBasis::Aggregate,
+                        Some(d.estimate),
+                        interval,
+                        t.estimate.value().map(|own| own - d.estimate),
+                        true,
+                        share,
+                    )
+                },
             });
         }
         for g in &c.goodput {
@@ -431,16 +436,20 @@ fn comparison_rows(report: &crate::rules::CheckReport) -> Vec<ComparisonRow> {
                     |_| "Welch across runs".to_owned(),
                 ),
                 min_effect: share,
-                verdict: verdict(
-                    &g.arm,
-                    reference,
-                    LoadBasis::Aggregate,
-                    Some(d.estimate),
-                    interval,
-                    g.goodput_tps.value().map(|own| own - d.estimate),
-                    true,
-                    share,
-                ),
+                verdict: if c.output_differs(&g.arm, reference).is_some() {
+                    "not comparable".to_owned()
+                } else {
+                    verdict(
+                        &g.arm,
+                        reference,
+                        LoadBasis::Aggregate,
+                        Some(d.estimate),
+                        interval,
+                        g.goodput_tps.value().map(|own| own - d.estimate),
+                        true,
+                        share,
+                    )
+                },
             });
         }
     }

@@ -32,12 +32,13 @@ FROM request_metrics WHERE outcome = 'ok' ORDER BY run_id, request_index";
 const FIRST_WAVE_SQL: &str = "\
 SELECT run_id, request_index FROM request_figures WHERE first_wave ORDER BY run_id, request_index";
 
-/// Each run's first-wave makespan: its first send to the last first token of a successful
-/// first-wave request, ms.
+/// Each run's first-wave makespan: its first send to the last first token of the first
+/// wave, ms; NULL when a first-wave request failed or never streamed (its first token, and
+/// so the wave's end, is unknown: leaving it out would shorten the makespan).
 const MAKESPAN_SQL: &str = "\
 SELECT run_id, \
-(MAX(CASE WHEN outcome = 'ok' AND ttft_ms IS NOT NULL THEN t_sent_ns + ttft_ms * 1e6 END) \
- - MIN(t_sent_ns)) / 1e6 AS makespan_ms \
+CASE WHEN bool_and(outcome = 'ok' AND ttft_ms IS NOT NULL) \
+THEN (MAX(t_sent_ns + ttft_ms * 1e6) - MIN(t_sent_ns)) / 1e6 END AS makespan_ms \
 FROM request_figures WHERE first_wave GROUP BY run_id ORDER BY run_id";
 
 const THROUGHPUT_SQL: &str = "\

@@ -366,8 +366,8 @@ pub struct ArtifactFigures {
     pub after_first_wave: WindowFigures,
     /// Request indices of the run's first wave (`request_figures.first_wave`).
     pub first_wave: BTreeSet<i64>,
-    /// The first wave's makespan: the run's first send to the last first token of a
-    /// successful first-wave request, ms (`None` without a first wave).
+    /// The first wave's makespan: the run's first send to the wave's last first token, ms
+    /// (`None` without a first wave, or when a first-wave request failed or never streamed).
     pub first_wave_makespan_ms: Option<f64>,
     /// Per-request values by metric, for paired differences.
     pub per_request: BTreeMap<MetricId, Vec<RequestValue>>,

@@ -1639,7 +1639,8 @@ fn claims_rule_verdicts_and_controls_are_tables_of_the_same_check() {
             AND status = 'realised') AS checkpoint_pairs, \
         (SELECT min(status) FROM controls WHERE control LIKE 'API usage tokens%') AS method, \
         (SELECT count(*) FROM comparisons WHERE verdict NOT IN ('better', 'worse', \
-            'negligible', 'not resolved', 'no interval', 'no figure', 'load differs')) \
+            'negligible', 'not resolved', 'no interval', 'no figure', 'load differs', \
+            'not comparable')) \
             AS other_verdicts, \
         (SELECT count(*) FROM comparisons WHERE verdict = 'better' \
             AND NOT (ci_low > 0 OR ci_high < 0)) AS better_without_interval, \

@@ -152,12 +152,26 @@ pub(super) fn incumbent(
         if realises(arm) {
             return None;
         }
-        let found = stage
+        let candidates: Vec<&String> = stage
             .arms()
             .iter()
             .filter(|a| *a != arm && checkpoint(a) == own_checkpoint)
-            .find(|a| realises(a));
-        if let Some(found) = found {
+            .filter(|a| realises(a))
+            .collect();
+        if candidates.is_empty() {
+            continue;
+        }
+        // Several arms realising it: the one nearest `arm` (fewest keys apart); none when
+        // that is not one arm, rather than a guess.
+        let own = config_of(arm, artifacts)?;
+        let apart =
+            |a: &str| config_of(a, artifacts).map_or(usize::MAX, |c| c.differing_keys(&own).len());
+        let nearest = candidates.iter().map(|a| apart(a)).min()?;
+        let mut closest = candidates.into_iter().filter(|a| apart(a) == nearest);
+        let (Some(found), None) = (closest.next(), closest.next()) else {
+            return None;
+        };
+        {
             return Some(Incumbent {
                 arm: found.clone(),
                 selection: format!(
@@ -300,7 +314,13 @@ fn statistics(
                 _ => Err("not recorded on every run".to_owned()),
             };
             Tested {
-                statistic: stat.name(),
+                // A mean of single runs is judged over requests: said, so the verdict is
+                // flagged as resting on single runs.
+                statistic: if !repeated && stat == Statistic::Mean {
+                    format!("{} (over requests; one run each)", stat.name())
+                } else {
+                    stat.name()
+                },
                 outcome,
             }
         })
@@ -328,17 +348,38 @@ impl Incumbent {
     }
 }
 
+/// What a claim asks of a comparator: the metric, one statistic or every headline one, and
+/// whether the claim is a rejection (the arm worse, not better).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Question {
+    pub metric: ClaimMetric,
+    pub only: Option<Statistic>,
+    pub rejection: bool,
+}
+
+/// Whether `a` and `b` were recorded together on a performance workload of `comparisons`.
+pub(super) fn together(a: &str, b: &str, comparisons: &[&StageComparison]) -> bool {
+    comparisons
+        .iter()
+        .filter_map(|s| s.result.as_ref().ok())
+        .any(|c| c.arms.iter().any(|x| x == a) && c.arms.iter().any(|x| x == b))
+}
+
 /// `arm` against `other` (described by `what`) in every comparison of the stage holding both
 /// at equal load, on `only` or every headline statistic of `metric`.
 pub(super) fn against_comparator(
     arm: &str,
     other: &str,
     what: &str,
-    metric: ClaimMetric,
-    only: Option<Statistic>,
+    question: Question,
     comparisons: &[&StageComparison],
     holm: &Holm,
 ) -> (ClaimVerdict, String) {
+    let Question {
+        metric,
+        only,
+        rejection,
+    } = question;
     let unit = metric.unit();
     let mut verdicts = Vec::new();
     let mut reasons = Vec::new();
@@ -380,6 +421,12 @@ pub(super) fn against_comparator(
                                 Some(n) => {
                                     needs.push(format!("{} about {n} runs per arm", t.statistic))
                                 }
+                                None if t.statistic.contains("one run each") => {
+                                    needs.push(format!(
+                                        "{} ≥ 3 runs per arm to test it across runs",
+                                        t.statistic
+                                    ))
+                                }
                                 None => needs.push(format!(
                                     "{} more than 200 runs per arm, or none at this difference",
                                     t.statistic
@@ -391,9 +438,15 @@ pub(super) fn against_comparator(
                 Err(why) => untestable.push(format!("{} {why}", t.statistic)),
             }
         }
-        let verdict = if !worse.is_empty() {
+        // A rejection is the mirror image: the arm worse on every tested statistic.
+        let (agree, disagree) = if rejection {
+            (&worse, &better)
+        } else {
+            (&better, &worse)
+        };
+        let verdict = if !disagree.is_empty() {
             ClaimVerdict::Contradicted
-        } else if better.is_empty() && open.is_empty() {
+        } else if agree.is_empty() && open.is_empty() {
             ClaimVerdict::NotTestable
         } else if open.is_empty() {
             ClaimVerdict::Supported
@@ -410,10 +463,10 @@ pub(super) fn against_comparator(
         if verdict == ClaimVerdict::NotResolved {
             parts.push(format!(
                 "resolved on {}; not on {}",
-                if better.is_empty() {
+                if agree.is_empty() {
                     "none".to_owned()
                 } else {
-                    names(&better)
+                    names(agree)
                 },
                 names(&open)
             ));
@@ -428,7 +481,7 @@ pub(super) fn against_comparator(
         }
         if !needs.is_empty() {
             parts.push(format!(
-                "at the difference and spread observed, resolving it takes {}",
+                "at the difference and spread observed, an uncorrected 95% interval clears zero with {}",
                 needs.join(", ")
             ));
         }

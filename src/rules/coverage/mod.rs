@@ -67,7 +67,7 @@ mod sweep;
 
 use self::alias::aliased_component;
 pub use self::declared::{DeclaredClaim, METRICS as CLAIM_METRICS};
-use self::incumbent::{against_comparator, incumbent, own_keys};
+use self::incumbent::{Question, against_comparator, incumbent, own_keys, together};
 use self::sweep::{against_sweep, signed};
 use crate::artifact::capacity::CapacityResult;
 
@@ -728,18 +728,26 @@ fn check_clause(
     for (arm, _, covered) in own_keys(&named, &comparisons, artifacts) {
         let arm = arm.as_str();
         let has_artifacts = artifacts.iter().any(|a| a.facts.arm == *arm);
+        // The incumbent only where the two were recorded together: else the sweep.
         let incumbent = (!rejection)
             .then(|| incumbent(arm, stage, earlier, evidence))
             .flatten()
-            .filter(|i| !named.contains(&i.arm.as_str()));
-        let against = declared.and_then(|d| d.against.as_deref());
+            .filter(|i| !named.contains(&i.arm.as_str()))
+            .filter(|i| together(arm, &i.arm, &comparisons));
+        // A declared comparator that is the arm itself compares nothing: ignored.
+        let against = declared
+            .and_then(|d| d.against.as_deref())
+            .filter(|other| *other != arm);
         let (verdict, reason) = if let (true, Some(other)) = (has_artifacts, against) {
             against_comparator(
                 arm,
                 other,
                 &format!("against {other}, as the campaign file's claims declare"),
-                metric,
-                declared.and_then(DeclaredClaim::statistic),
+                Question {
+                    metric,
+                    only: declared.and_then(DeclaredClaim::statistic),
+                    rejection,
+                },
                 &comparisons,
                 holm,
             )
@@ -748,8 +756,11 @@ fn check_clause(
                 arm,
                 &incumbent.arm,
                 &incumbent.describe(),
-                metric,
-                None,
+                Question {
+                    metric,
+                    only: None,
+                    rejection,
+                },
                 &comparisons,
                 holm,
             )

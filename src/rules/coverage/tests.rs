@@ -533,7 +533,7 @@ fn a_claim_resolved_on_some_statistics_says_which_and_what_would_resolve_the_res
     assert!(
         claim
             .reason
-            .contains("resolving it takes mean about 32 runs per arm, p95 about 32 runs per arm"),
+            .contains("an uncorrected 95% interval clears zero with mean about 32 runs per arm, p95 about 32 runs per arm"),
         "{}",
         claim.reason
     );
@@ -616,4 +616,44 @@ fn a_declared_claim_is_tested_against_its_declared_comparator() {
         claim.reason
     );
     assert_eq!(claim.differences, 1);
+}
+
+/// A rejection tested against a declared comparator is the mirror image of a selection: the
+/// rejected arm worse than it supports the rejection, better contradicts it; a comparator
+/// naming the arm itself is ignored.
+#[test]
+fn a_declared_comparator_judges_a_rejection_as_its_mirror_image() {
+    let artifacts = at_equal_load(repeated_topology_stage(1900.0));
+    let stages = stage_comparisons(&artifacts, &selection(), &plan(), None);
+    let rejected = |against: &str| {
+        let declared = [DeclaredClaim {
+            stage: "matched topology".to_owned(),
+            text: "TP2".to_owned(),
+            against: Some(against.to_owned()),
+            metric: Some("throughput".to_owned()),
+            statistic: None,
+        }];
+        let coverage = plan_coverage(
+            &plan(),
+            Evidence {
+                artifacts: &artifacts,
+                stages: &stages,
+                headline: None,
+                capacity: &[],
+                aliases: &[],
+                claims: &declared,
+            },
+        );
+        stage(&coverage, "matched topology").rejected[0].clone()
+    };
+    // TP2 1500 against DP2 1900: worse, the rejection holds.
+    let c = rejected("two independent TP1 replicas");
+    assert_eq!(c.verdict, ClaimVerdict::Supported, "{}", c.reason);
+    assert!(c.reason.contains("as the campaign file's claims declare"), "{}", c.reason);
+    // Against TP1 1000: better, the rejection is contradicted.
+    let c = rejected("TP1");
+    assert_eq!(c.verdict, ClaimVerdict::Contradicted, "{}", c.reason);
+    // Against itself: ignored, the sweep decides.
+    let c = rejected("TP2");
+    assert!(!c.reason.contains("as the campaign file's claims declare"), "{}", c.reason);
 }
