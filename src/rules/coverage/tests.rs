@@ -649,11 +649,19 @@ fn a_declared_comparator_judges_a_rejection_as_its_mirror_image() {
     // TP2 1500 against DP2 1900: worse, the rejection holds.
     let c = rejected("two independent TP1 replicas");
     assert_eq!(c.verdict, ClaimVerdict::Supported, "{}", c.reason);
-    assert!(c.reason.contains("as the campaign file's claims declare"), "{}", c.reason);
+    assert!(
+        c.reason.contains("as the campaign file's claims declare"),
+        "{}",
+        c.reason
+    );
     // Against TP1 1000: better, the rejection is contradicted.
     let c = rejected("TP1");
     assert_eq!(c.verdict, ClaimVerdict::Contradicted, "{}", c.reason);
     // Against itself: ignored, the sweep decides.
     let c = rejected("TP2");
-    assert!(!c.reason.contains("as the campaign file's claims declare"), "{}", c.reason);
+    assert!(
+        !c.reason.contains("as the campaign file's claims declare"),
+        "{}",
+        c.reason
+    );
 }
