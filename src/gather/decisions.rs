@@ -377,19 +377,44 @@ fn comparison_rows(report: &crate::rules::CheckReport) -> Vec<ComparisonRow> {
                 }
             }
         }
-        for t in &c.throughput {
-            let (Some(reference), Some(d)) = (&t.reference, &t.difference) else {
+        // Aggregate figures (throughput, goodput): one row per window, the output-length
+        // guard first (replies of other lengths are no comparison).
+        let aggregates = c
+            .throughput
+            .iter()
+            .map(|t| {
+                (
+                    "output_tps",
+                    &t.arm,
+                    t.window,
+                    &t.reference,
+                    &t.difference,
+                    t.estimate.value(),
+                )
+            })
+            .chain(c.goodput.iter().map(|g| {
+                (
+                    "goodput_tps",
+                    &g.arm,
+                    g.window,
+                    &g.reference,
+                    &g.difference,
+                    g.goodput_tps.value(),
+                )
+            }));
+        for (figure, arm, window, reference, d, own) in aggregates {
+            let (Some(reference), Some(d)) = (reference, d) else {
                 continue;
             };
-            let share = c.min_effect_for("output_tps");
+            let share = c.min_effect_for(figure);
             let interval = d.interval.map(|i| (i.low, i.high));
             out.push(ComparisonRow {
                 stage: s.stage.clone(),
                 workload: s.workload.clone(),
-                arm: t.arm.clone(),
+                arm: arm.clone(),
                 reference: reference.clone(),
-                figure: "output_tps",
-                window: t.window.as_str(),
+                figure,
+                window: window.as_str(),
                 statistic: "aggregate".to_owned(),
                 difference: Some(d.estimate),
                 interval,
@@ -398,54 +423,16 @@ fn comparison_rows(report: &crate::rules::CheckReport) -> Vec<ComparisonRow> {
                     |_| "Welch across runs".to_owned(),
                 ),
                 min_effect: share,
-                // The output-length guard first: replies of other lengths are no comparison.
-                verdict: if c.output_differs(&t.arm, reference).is_some() {
+                verdict: if c.output_differs(arm, reference).is_some() {
                     "not comparable".to_owned()
                 } else {
                     verdict(
-                        &t.arm,
+                        arm,
                         reference,
                         LoadBasis::Aggregate,
                         Some(d.estimate),
                         interval,
-                        t.estimate.value().map(|own| own - d.estimate),
-                        true,
-                        share,
-                    )
-                },
-            });
-        }
-        for g in &c.goodput {
-            let (Some(reference), Some(d)) = (&g.reference, &g.difference) else {
-                continue;
-            };
-            let share = c.min_effect_for("goodput_tps");
-            let interval = d.interval.map(|i| (i.low, i.high));
-            out.push(ComparisonRow {
-                stage: s.stage.clone(),
-                workload: s.workload.clone(),
-                arm: g.arm.clone(),
-                reference: reference.clone(),
-                figure: "goodput_tps",
-                window: g.window.as_str(),
-                statistic: "aggregate".to_owned(),
-                difference: Some(d.estimate),
-                interval,
-                method: d.interval.map_or_else(
-                    || d.no_interval.clone().unwrap_or_default(),
-                    |_| "Welch across runs".to_owned(),
-                ),
-                min_effect: share,
-                verdict: if c.output_differs(&g.arm, reference).is_some() {
-                    "not comparable".to_owned()
-                } else {
-                    verdict(
-                        &g.arm,
-                        reference,
-                        LoadBasis::Aggregate,
-                        Some(d.estimate),
-                        interval,
-                        g.goodput_tps.value().map(|own| own - d.estimate),
+                        own.map(|own| own - d.estimate),
                         true,
                         share,
                     )

@@ -18,17 +18,8 @@ pub(super) fn aliased_component(
     holm: &Holm,
 ) -> Option<ComponentCheck> {
     let artifacts = evidence.artifacts;
-    let comparisons: Vec<&StageComparison> = evidence
-        .stages
-        .iter()
-        .filter(|s| s.stage == stage.stage)
-        .collect();
-    let setting_of = |arm: &str| {
-        artifacts
-            .iter()
-            .find(|a| a.facts.arm == arm)
-            .map(|a| a.facts.effective_config())
-    };
+    let comparisons = evidence.comparisons_of(stage);
+    let setting_of = |arm: &str| super::incumbent::config_of(arm, artifacts);
     let declared = evidence
         .aliases
         .iter()

@@ -77,7 +77,11 @@ pub(super) fn own_keys(
         .collect()
 }
 
-fn config_of(arm: &str, artifacts: &[Artifact]) -> Option<crate::artifact::run::ArmConfig> {
+/// The effective configuration `arm`'s artifacts record.
+pub(super) fn config_of(
+    arm: &str,
+    artifacts: &[Artifact],
+) -> Option<crate::artifact::run::ArmConfig> {
     artifacts
         .iter()
         .find(|a| a.facts.arm == arm)
@@ -90,11 +94,7 @@ fn selection_settings(stage: &Stage, evidence: Evidence<'_>) -> Vec<(String, Str
         return Vec::new();
     };
     let artifacts = evidence.artifacts;
-    let comparisons: Vec<&StageComparison> = evidence
-        .stages
-        .iter()
-        .filter(|s| s.stage == stage.stage)
-        .collect();
+    let comparisons = evidence.comparisons_of(stage);
     let mut settings: Vec<(String, String)> = Vec::new();
     for clause in selected.split(';').map(str::trim) {
         let named = named_arms(clause, stage, artifacts);

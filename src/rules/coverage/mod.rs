@@ -402,6 +402,16 @@ pub struct Evidence<'a> {
     pub claims: &'a [DeclaredClaim],
 }
 
+impl<'a> Evidence<'a> {
+    /// The comparisons of `stage`.
+    fn comparisons_of(&self, stage: &Stage) -> Vec<&'a StageComparison> {
+        self.stages
+            .iter()
+            .filter(|s| s.stage == stage.stage)
+            .collect()
+    }
+}
+
 /// Map the plan's stages to artifacts and check their claims against the comparisons.
 ///
 /// Two passes: the first collects every difference's p-value, the second judges each at
@@ -719,11 +729,7 @@ fn check_clause(
     {
         return check;
     }
-    let comparisons: Vec<&StageComparison> = evidence
-        .stages
-        .iter()
-        .filter(|s| s.stage == stage.stage)
-        .collect();
+    let comparisons = evidence.comparisons_of(stage);
     let mut components = Vec::new();
     for (arm, _, covered) in own_keys(&named, &comparisons, artifacts) {
         let arm = arm.as_str();
