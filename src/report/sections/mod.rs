@@ -9,6 +9,7 @@ pub mod curves;
 pub mod decision;
 pub mod header;
 pub mod headline;
+pub mod objectives;
 pub mod plan;
 pub mod server;
 pub mod slo;
