@@ -1,6 +1,7 @@
--- slo_attainment: per measured request, whether it attained the SLOs in force (the `slos`
--- table: `--slo`, or the campaign file's `slo` section): it succeeded (outcome 'ok') and
--- every bound holds for it. A failed request does not attain, whatever its figures: the
+-- slo_attainment: per measured request, whether it attained the SLOs its run is judged by
+-- (run_slos: the `slos` table's list for the run's workload class, else its default; from
+-- `--slo` or the campaign file's `slo` section): it succeeded (outcome 'ok') and every bound
+-- holds for it. A functional run has no row (it counts in no attainment). A failed request does not attain, whatever its figures: the
 -- denominator of every attainment is every measured request. A bound on a metric the request
 -- has no value for (TPOT of a one-token reply, TTFT of a request that never streamed) does
 -- not hold: attainment needs every bound checked and met. With no SLO given the view is
@@ -16,7 +17,7 @@
 --   outcome (-): how the request ended (requests.outcome): `ok`, or the failure.
 --   succeeded (-): outcome = 'ok'.
 --   completion_tokens (tokens): the API usage completion tokens; NULL without usage.
---   slos (count): the SLOs checked (rows of `slos`).
+--   slos (count): the SLOs checked (the run's rows of run_slos).
 --   met (-): per SLO, keyed by its metric, whether the request's value meets the bound
 --       (`met['ttft_ms']`); false when the request has no value for the metric.
 --   missed (-): the SLOs (as text, e.g. `ttft_ms<=2000`) whose bound did not hold, in
@@ -42,7 +43,7 @@ WITH valued AS (
             WHEN 'e2e_ms' THEN f.e2e_ms
         END AS value
     FROM request_figures f
-    CROSS JOIN slos s
+    JOIN run_slos s ON s.run_id = f.run_id
 ),
 checks AS (
     SELECT

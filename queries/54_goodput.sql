@@ -1,5 +1,5 @@
--- goodput: per run and window, the measured requests that attained the SLOs in force
--- (slo_attainment), their share with its exact Clopper-Pearson 95% interval, and goodput:
+-- goodput: per run and window, the measured requests that attained the SLOs their run is
+-- judged by (slo_attainment; run_slos per workload class), their share with its exact Clopper-Pearson 95% interval, and goodput:
 -- attained requests, and their usage completion tokens, per second of the run's wall span.
 -- The span is aggregate_throughput's (scope 'run', the same window): from the window's first
 -- request start to its last stream completion, failed requests included, so goodput and
@@ -14,7 +14,8 @@
 --   arm (-): the arm (runs.arm).
 --   cell_id (-): the manifest cell (runs.cell_id).
 --   window (-): `all` (every measured request) or `after_first_wave`.
---   slos (-): the SLOs checked, as text in catalogue order (`ttft_ms<=2000, tpot_ms<=50`).
+--   slos (-): the SLOs the run is judged by (run_slos), as text in catalogue order
+--       (`ttft_ms<=2000, tpot_ms<=50`).
 --   requests (requests): measured requests in the window, whatever their outcome.
 --   succeeded (requests): of them, those with outcome 'ok'.
 --   attained (requests): of them, those that succeeded and met every SLO.
@@ -56,7 +57,9 @@ counted AS (
     GROUP BY run_id, window
 ),
 texts AS (
-    SELECT string_agg(slo, ', ' ORDER BY metric_order) AS slos FROM slos
+    SELECT run_id, string_agg(slo, ', ' ORDER BY metric_order) AS slos
+    FROM run_slos
+    GROUP BY run_id
 )
 SELECT
     c.run_id,
@@ -76,7 +79,7 @@ SELECT
     CAST(c.attained_tokens AS DOUBLE) / nullif(a.span_s, 0) AS goodput_tps,
     a.output_tps
 FROM counted c
-CROSS JOIN texts t
+JOIN texts t ON t.run_id = c.run_id
 JOIN runs ru ON ru.run_id = c.run_id
 JOIN aggregate_throughput a
     ON a.run_id = c.run_id AND a.window = c.window AND a.scope = 'run'

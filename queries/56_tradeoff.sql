@@ -11,8 +11,8 @@
 -- both axes and better on one. Points differ in arm and in load (concurrency, rate), so a
 -- frontier over concurrency levels is the curve a sweep draws. A point without GPUs or
 -- without a median TPOT has no place on the plot: on_frontier is NULL and it dominates
--- nothing. With SLOs given, a point whose attainment misses the target (slos.target, the
--- campaign's slo_target) is off the frontier and dominates nothing: a configuration that
+-- nothing. With SLOs given (per workload class: run_slos), a point whose attainment misses
+-- the target (slos.target, the campaign's slo_target) is off the frontier and dominates nothing: a configuration that
 -- meets no SLO is no trade-off. Two points each within the other's across-run 95% interval
 -- on both axes are a tie: neither dominates the other (a point of one run has no interval
 -- and ties with nothing). Functional cells are not points.
@@ -42,11 +42,13 @@
 --       runs' median TPOT; NULL with one run.
 --   output_tps_per_user_ci95_high (tok/s): 1000 / its lower end (infinite when that is not
 --       positive: the interval reaches a TPOT of zero); NULL with one run.
---   goodput_tps (tok/s): mean over the runs of goodput.goodput_tps; NULL with no SLO given.
+--   goodput_tps (tok/s): mean over the runs of goodput.goodput_tps; NULL where no SLO
+--       judges the point's class.
 --   goodput_tps_per_gpu (tok/s): goodput_tps / gpus; NULL without either.
---   attained_share (fraction): mean over the runs of goodput.attained_share; NULL with no
---       SLO given.
---   meets_target (-): attained_share reaches slos.target; NULL with no SLO given.
+--   attained_share (fraction): mean over the runs of goodput.attained_share; NULL where no
+--       SLO judges the point's class.
+--   meets_target (-): attained_share reaches slos.target; NULL where no SLO judges the
+--       point's class.
 --   on_frontier (-): the point meets the SLO target (or no SLO is given) and no other such
 --       point of the frontier group and window has output_tps_per_gpu and
 --       output_tps_per_user both at least as large and one larger, and no tie with it; NULL

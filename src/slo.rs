@@ -5,8 +5,11 @@
 //! direction allows (`<=` for a time, `>=` for a rate) and a finite, non-negative bound.
 //!
 //! `--slo` on the commands, the campaign file's `slo` section and the `slos` table of the
-//! query layer all go through [`Slo::parse`].
+//! query layer all go through [`Slo::parse`]. A campaign may give SLOs per workload class
+//! ([`SloSpec`]: `{"default": [...], "context-curve": [...]}`): a class's own list replaces
+//! the default for its runs, since a 32K prompt cannot meet a 2 s TTFT by construction.
 
+use std::collections::BTreeMap;
 use std::fmt;
 
 use serde::Serialize;
@@ -150,6 +153,113 @@ pub fn deserialize_list<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<Sl
     parse_list(&texts).map_err(serde::de::Error::custom)
 }
 
+/// The key of a [`SloSpec`] map that holds the SLOs of every class without its own.
+pub const DEFAULT_CLASS_KEY: &str = "default";
+
+/// The SLOs a campaign gives: a default list and, per workload class, a list that replaces
+/// it for that class's runs. Written as a list (`["ttft_ms<=2000", "tpot_ms<=50"]`: every
+/// class) or a map (`{"default": [...], "context-curve": ["ttft_ms<=20000"]}`); a class's
+/// list is never empty (a class without a key takes the default).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct SloSpec {
+    pub default: Vec<Slo>,
+    pub classes: BTreeMap<String, Vec<Slo>>,
+}
+
+impl SloSpec {
+    /// Read the list or the map form from JSON; what is wrong names the key (`slo.context-curve:
+    /// SLO `ttft<=1`: unknown metric ...`).
+    pub fn from_json(value: &serde_json::Value) -> Result<Self, String> {
+        let texts = |key: Option<&str>, v: &serde_json::Value| -> Result<Vec<Slo>, String> {
+            let at = key.map_or_else(String::new, |k| format!("`{k}`: "));
+            let list = v.as_array().ok_or_else(|| {
+                format!("{at}write a list of SLO texts, e.g. [\"ttft_ms<=2000\"]")
+            })?;
+            let texts = list
+                .iter()
+                .map(|t| {
+                    t.as_str().map(str::to_owned).ok_or_else(|| {
+                        format!("{at}each SLO is a text such as \"ttft_ms<=2000\", not {t}")
+                    })
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            parse_list(&texts).map_err(|e| format!("{at}{e}"))
+        };
+        match value {
+            serde_json::Value::Array(_) => Ok(Self {
+                default: texts(None, value)?,
+                classes: BTreeMap::new(),
+            }),
+            serde_json::Value::Object(map) => {
+                let mut out = Self::default();
+                for (key, v) in map {
+                    if key.trim().is_empty() {
+                        return Err(
+                            "a workload class key is empty: name the class (or `default`)"
+                                .to_owned(),
+                        );
+                    }
+                    let list = texts(Some(key), v)?;
+                    if list.is_empty() && key != DEFAULT_CLASS_KEY {
+                        return Err(format!(
+                            "`{key}`: an empty list; give the class at least one SLO, or leave \
+                             the key out for the class to take the default"
+                        ));
+                    }
+                    if key == DEFAULT_CLASS_KEY {
+                        out.default = list;
+                    } else {
+                        out.classes.insert(key.clone(), list);
+                    }
+                }
+                Ok(out)
+            }
+            other => Err(format!(
+                "write a list of SLO texts ([\"ttft_ms<=2000\"]) or a map of workload class to \
+                 such lists ({{\"default\": [...], \"context-curve\": [...]}}), not {other}"
+            )),
+        }
+    }
+
+    /// The list form when no class has its own, else the map form with `default`.
+    pub fn to_json(&self) -> serde_json::Value {
+        if self.classes.is_empty() {
+            return serde_json::json!(texts(&self.default));
+        }
+        let mut map = serde_json::Map::new();
+        if !self.default.is_empty() {
+            map.insert(DEFAULT_CLASS_KEY.to_owned(), texts(&self.default).into());
+        }
+        for (class, slos) in &self.classes {
+            map.insert(class.clone(), texts(slos).into());
+        }
+        serde_json::Value::Object(map)
+    }
+
+    /// No SLO for any class.
+    pub fn is_empty(&self) -> bool {
+        self.default.is_empty() && self.classes.values().all(Vec::is_empty)
+    }
+
+    /// The SLOs runs of `class` are judged by: its own list, else the default.
+    pub fn for_class(&self, class: &str) -> &[Slo] {
+        self.classes.get(class).unwrap_or(&self.default)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for SloSpec {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let value = serde_json::Value::deserialize(d)?;
+        Self::from_json(&value).map_err(serde::de::Error::custom)
+    }
+}
+
+impl Serialize for SloSpec {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.to_json().serialize(s)
+    }
+}
+
 /// The texts of `slos`, as `--slo` takes them.
 pub fn texts(slos: &[Slo]) -> Vec<String> {
     slos.iter().map(Slo::to_string).collect()
@@ -196,7 +306,10 @@ pub const DEFAULT_SLO_TARGET: f64 = 0.9;
 /// and the attainment target a load must meet under them.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Slos {
+    /// The default: the SLOs of every class without its own.
     pub slos: Vec<Slo>,
+    /// Per workload class, the SLOs that replace the default for its runs.
+    pub classes: BTreeMap<String, Vec<Slo>>,
     pub source: SloSource,
     /// The share of requests that must attain the SLOs (the campaign's `slo_target`).
     pub target: f64,
@@ -213,6 +326,7 @@ impl Slos {
     pub fn none() -> Self {
         Self {
             slos: Vec::new(),
+            classes: BTreeMap::new(),
             source: SloSource::None,
             target: DEFAULT_SLO_TARGET,
         }
@@ -231,34 +345,76 @@ impl Slos {
 
     /// These SLOs (one per metric, as [`parse_list`] gives them) in catalogue order, from
     /// `source` (none when the list is empty).
-    pub fn of(mut slos: Vec<Slo>, source: SloSource) -> Self {
-        slos.sort_by_key(|s| s.metric);
-        let source = if slos.is_empty() {
+    pub fn of(slos: Vec<Slo>, source: SloSource) -> Self {
+        Self::of_spec(
+            SloSpec {
+                default: slos,
+                classes: BTreeMap::new(),
+            },
+            source,
+        )
+    }
+
+    /// A campaign's SLOs, default and per class, each list in catalogue order, from `source`
+    /// (none when no class has any).
+    pub fn of_spec(spec: SloSpec, source: SloSource) -> Self {
+        let sorted = |mut slos: Vec<Slo>| {
+            slos.sort_by_key(|s| s.metric);
+            slos
+        };
+        let source = if spec.is_empty() {
             SloSource::None
         } else {
             source
         };
         Self {
-            slos,
+            slos: sorted(spec.default),
+            classes: spec
+                .classes
+                .into_iter()
+                .map(|(class, slos)| (class, sorted(slos)))
+                .collect(),
             source,
             target: DEFAULT_SLO_TARGET,
         }
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.slos.is_empty()
+    /// The default and per-class lists, as a campaign file writes them.
+    pub fn spec(&self) -> SloSpec {
+        SloSpec {
+            default: self.slos.clone(),
+            classes: self.classes.clone(),
+        }
     }
 
-    /// `ttft_ms<=2000, tpot_ms<=50`, or `no SLO given`.
+    pub fn is_empty(&self) -> bool {
+        self.slos.is_empty() && self.classes.values().all(Vec::is_empty)
+    }
+
+    /// The SLOs runs of workload class `class` are judged by: its own, else the default.
+    pub fn for_class(&self, class: &str) -> &[Slo] {
+        self.classes.get(class).unwrap_or(&self.slos)
+    }
+
+    /// `ttft_ms<=2000, tpot_ms<=50`, with each class's own after the default
+    /// (`; context-curve: ttft_ms<=20000`), or `no SLO given`.
     pub fn text(&self) -> String {
-        if self.slos.is_empty() {
+        if self.is_empty() {
             return "no SLO given".to_owned();
         }
-        self.slos
-            .iter()
-            .map(Slo::to_string)
-            .collect::<Vec<_>>()
-            .join(", ")
+        let mut parts = Vec::new();
+        if !self.slos.is_empty() {
+            parts.push(texts(&self.slos).join(", "));
+        }
+        for (class, slos) in &self.classes {
+            parts.push(format!("{class}: {}", texts(slos).join(", ")));
+        }
+        parts.join("; ")
+    }
+
+    /// The texts as JSON: a list, or a map of class to list when a class has its own.
+    pub fn to_json(&self) -> serde_json::Value {
+        self.spec().to_json()
     }
 
     /// Whether every bound holds for the values `value_of` gives (a metric without a value,
@@ -324,5 +480,52 @@ mod tests {
         );
         assert!(set.all_hold(|m| Some(if m == MetricId::TtftMs { 1500.0 } else { 40.0 })));
         assert!(!set.all_hold(|m| (m == MetricId::TtftMs).then_some(1500.0)));
+    }
+
+    #[test]
+    fn a_spec_reads_a_list_or_a_map_of_classes_and_a_class_replaces_the_default() {
+        let list =
+            SloSpec::from_json(&serde_json::json!(["tpot_ms<=50", "ttft_ms<=2000"])).unwrap();
+        assert!(list.classes.is_empty());
+        assert_eq!(list.for_class("context-curve").len(), 2);
+        let map = SloSpec::from_json(&serde_json::json!({
+            "default": ["ttft_ms<=2000", "tpot_ms<=50"],
+            "context-curve": ["ttft_ms<=20000"],
+        }))
+        .unwrap();
+        assert_eq!(texts(map.for_class("context-curve")), ["ttft_ms<=20000"]);
+        assert_eq!(map.for_class("headline-sustained-output").len(), 2);
+        let slos = Slos::of_spec(map.clone(), SloSource::Flags);
+        assert_eq!(
+            slos.text(),
+            "ttft_ms<=2000, tpot_ms<=50; context-curve: ttft_ms<=20000"
+        );
+        assert_eq!(
+            SloSpec::from_json(&slos.to_json()).unwrap().classes,
+            map.classes
+        );
+        assert_eq!(
+            list.to_json(),
+            serde_json::json!(["tpot_ms<=50", "ttft_ms<=2000"])
+        );
+        let only = Slos::of_spec(
+            SloSpec::from_json(&serde_json::json!({"context-curve": ["ttft_ms<=20000"]})).unwrap(),
+            SloSource::Flags,
+        );
+        assert_eq!(only.text(), "context-curve: ttft_ms<=20000");
+        assert!(only.for_class("headline-sustained-output").is_empty() && !only.is_empty());
+        let err = |v: serde_json::Value| SloSpec::from_json(&v).unwrap_err();
+        assert!(
+            err(serde_json::json!({"context-curve": ["ttft<=1"]}))
+                .starts_with("`context-curve`: SLO `ttft<=1`: unknown metric")
+        );
+        assert!(
+            err(serde_json::json!({"context-curve": "ttft_ms<=1"}))
+                .contains("`context-curve`: write a list")
+        );
+        assert!(err(serde_json::json!("ttft_ms<=1")).contains("or a map of workload class"));
+        assert!(err(serde_json::json!([1])).contains("not 1"));
+        assert!(err(serde_json::json!({"": []})).contains("key is empty"));
+        assert!(err(serde_json::json!({"context-curve": []})).contains("an empty list"));
     }
 }

@@ -51,9 +51,10 @@ pub struct CampaignFile {
     /// The campaign's service-level objectives (`"slo": ["ttft_ms<=2000", "tpot_ms<=50"]`),
     /// written as `--slo` takes them: the SLOs `anvil sql`, `summary`, `compare`, `check` and
     /// `report` apply to this campaign's data when no `--slo` is given, and that a capacity
-    /// search meets by default.
-    #[serde(default, deserialize_with = "crate::slo::deserialize_list")]
-    pub slo: Vec<crate::slo::Slo>,
+    /// search meets by default. Per workload class, a map: `{"default": [...],
+    /// "context-curve": ["ttft_ms<=20000", ...]}` (a class's list replaces the default).
+    #[serde(default)]
+    pub slo: crate::slo::SloSpec,
     /// The share of requests that must attain the SLOs for a point to stand on the
     /// trade-off frontier (default 0.9).
     #[serde(default = "default_slo_target")]
@@ -596,6 +597,24 @@ impl CampaignFile {
             .map(|c| c.id.as_str())
             .collect();
         let ids: Vec<String> = cells::cells(manifest).iter().map(|c| c.id()).collect();
+        for class in self.slo.classes.keys() {
+            if class == cells::FUNCTIONAL {
+                out.push(Problem::new(
+                    format!("slo.{class}"),
+                    "functional cells count in no attainment or goodput (they check tools and \
+                     formats): remove the key"
+                        .to_owned(),
+                ));
+            } else if !classes.contains(&class.as_str()) {
+                out.push(Problem::new(
+                    format!("slo.{class}"),
+                    format!(
+                        "`{class}` is not a workload class of the manifest; its classes are {}",
+                        quoted(&classes.iter().map(|c| (*c).to_owned()).collect::<Vec<_>>())
+                    ),
+                ));
+            }
+        }
         for arm in &arms {
             for (what, n) in arm.cells.repeats.counts() {
                 if n == 0 || n > Repeats::MAX {

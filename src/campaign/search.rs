@@ -74,7 +74,12 @@ fn one() -> u32 {
 impl CapacitySearch {
     /// What the search states wrongly on its own; `at` is its JSON path, `replicas` the
     /// arm's replica count, `campaign_slo` the campaign's `slo` section.
-    pub fn problems(&self, at: &str, replicas: usize, campaign_slo: &[Slo]) -> Vec<Problem> {
+    pub fn problems(
+        &self,
+        at: &str,
+        replicas: usize,
+        campaign_slo: &crate::slo::SloSpec,
+    ) -> Vec<Problem> {
         let mut out = Vec::new();
         let mut bad =
             |field: &str, why: String| out.push(Problem::new(format!("{at}.{field}"), why));
@@ -191,11 +196,14 @@ impl CapacitySearch {
         if self.repeats == 0 || self.repeats > 100 {
             bad("repeats", "must be between 1 and 100".to_owned());
         }
-        if self.slo.is_empty() && campaign_slo.is_empty() {
+        if self.slos(campaign_slo).is_empty() {
             bad(
                 "slo",
-                "a capacity search needs SLOs: give them here or in the campaign's `slo`"
-                    .to_owned(),
+                format!(
+                    "a capacity search needs SLOs: give them here or in the campaign's `slo` \
+                     (for the class `{}` or as its default)",
+                    self.class
+                ),
             );
         }
         out
@@ -211,10 +219,10 @@ impl CapacitySearch {
         }
     }
 
-    /// The SLO texts in force: the search's own, else the campaign's.
-    pub fn slos<'a>(&'a self, campaign_slo: &'a [Slo]) -> &'a [Slo] {
+    /// The SLOs in force: the search's own, else the campaign's for the search's class.
+    pub fn slos<'a>(&'a self, campaign_slo: &'a crate::slo::SloSpec) -> &'a [Slo] {
         if self.slo.is_empty() {
-            campaign_slo
+            campaign_slo.for_class(&self.class)
         } else {
             &self.slo
         }
@@ -724,13 +732,16 @@ mod tests {
         let mut s = search(1.0, 8.0, 1);
         s.target = 0.99;
         s.requests = Some(300);
-        let problems = s.problems("arms[0].search", 1, &[]);
+        let problems = s.problems("arms[0].search", 1, &Default::default());
         let text = format!("{problems:?}");
         assert!(text.contains("only from 368 requests"), "{text}");
         s.requests = Some(368);
-        assert!(s.problems("arms[0].search", 1, &[]).is_empty());
+        assert!(
+            s.problems("arms[0].search", 1, &Default::default())
+                .is_empty()
+        );
         s.window = Window::AfterFirstWave;
-        let text = format!("{:?}", s.problems("arms[0].search", 2, &[]));
+        let text = format!("{:?}", s.problems("arms[0].search", 2, &Default::default()));
         assert!(text.contains("give at least 384"), "{text}");
     }
 
@@ -739,21 +750,24 @@ mod tests {
         let mut s = search(4.0, 64.0, 3);
         s.requests = None;
         s.window_requests = Some(60);
-        let text = format!("{:?}", s.problems("arms[0].search", 2, &[]));
+        let text = format!("{:?}", s.problems("arms[0].search", 2, &Default::default()));
         assert!(
             text.contains("needs `vary: concurrency` and `window: after_first_wave`"),
             "{text}"
         );
         s.window = Window::AfterFirstWave;
-        assert!(s.problems("arms[0].search", 2, &[]).is_empty());
+        assert!(
+            s.problems("arms[0].search", 2, &Default::default())
+                .is_empty()
+        );
         // Two replicas at 12 in flight each: a first wave of 24, then 60 measured.
         assert_eq!(s.probe_requests(12.0, 2), 84);
         assert_eq!(s.probe_requests(4.0, 1), 64);
         s.window_requests = Some(20);
-        let text = format!("{:?}", s.problems("arms[0].search", 2, &[]));
+        let text = format!("{:?}", s.problems("arms[0].search", 2, &Default::default()));
         assert!(text.contains("give at least 36"), "{text}");
         s.requests = Some(400);
-        let text = format!("{:?}", s.problems("arms[0].search", 2, &[]));
+        let text = format!("{:?}", s.problems("arms[0].search", 2, &Default::default()));
         assert!(text.contains("not both and not neither"), "{text}");
     }
 
@@ -842,9 +856,12 @@ mod tests {
     fn a_context_above_the_largest_prompt_target_is_refused() {
         let mut s = search(1.0, 8.0, 1);
         s.context = crate::manifest::MAX_PROMPT_TOKEN_TARGET;
-        assert!(s.problems("arms[0].search", 1, &[]).is_empty());
+        assert!(
+            s.problems("arms[0].search", 1, &Default::default())
+                .is_empty()
+        );
         s.context = i64::MAX as u64;
-        let problems = s.problems("arms[0].search", 1, &[]);
+        let problems = s.problems("arms[0].search", 1, &Default::default());
         assert_eq!(problems.len(), 1, "{problems:?}");
         assert_eq!(problems[0].field, "arms[0].search.context");
         assert!(problems[0].message.contains("16777216"), "{problems:?}");

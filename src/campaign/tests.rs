@@ -270,3 +270,50 @@ fn min_effect_per_figure_is_read_and_checked_by_key() {
     assert!(err.contains("min_effect.tpot_ms"), "{err}");
     assert!(with("1.5").unwrap_err().contains("min_effect"));
 }
+
+/// `slo` is a list (every class) or a map of workload class to list; a class the manifest
+/// does not define, `functional` and a malformed bound are refused by key.
+#[test]
+fn slos_per_workload_class_are_read_and_checked_against_the_manifest() {
+    let with = |slo: &str| {
+        let text = campaign_json("Inferact target-only").replacen(
+            "\"arms\":",
+            &format!("\"slo\": {slo},\n  \"arms\":"),
+            1,
+        );
+        let (_dir, file) = write_campaign(&text);
+        CampaignFile::load_checked(&file)
+            .map(|(c, _, _)| c)
+            .map_err(|e| e.to_string())
+    };
+    let list = with(r#"["ttft_ms<=2000", "tpot_ms<=50"]"#).unwrap();
+    assert_eq!(list.slo.for_class("context-curve").len(), 2);
+    let map =
+        with(r#"{"default": ["ttft_ms<=2000"], "context-curve": ["ttft_ms<=20000"]}"#).unwrap();
+    assert_eq!(
+        crate::slo::texts(map.slo.for_class("context-curve")),
+        ["ttft_ms<=20000"]
+    );
+    assert_eq!(
+        crate::slo::texts(map.slo.for_class("headline-sustained-output")),
+        ["ttft_ms<=2000"]
+    );
+    let err =
+        with(r#"{"default": ["ttft_ms<=2000"], "long-context": ["ttft_ms<=20000"]}"#).unwrap_err();
+    assert!(
+        err.contains("slo.long-context")
+            && err.contains("not a workload class of the manifest")
+            && err.contains("`context-curve`"),
+        "{err}"
+    );
+    let err = with(r#"{"functional": ["ttft_ms<=2000"]}"#).unwrap_err();
+    assert!(
+        err.contains("slo.functional") && err.contains("count in no attainment"),
+        "{err}"
+    );
+    let err = with(r#"{"context-curve": ["ttft<=20000"]}"#).unwrap_err();
+    assert!(
+        err.contains("`context-curve`: SLO `ttft<=20000`: unknown metric"),
+        "{err}"
+    );
+}

@@ -46,8 +46,11 @@ SELECT run_id, window, scope, replica, output_tps, succeeded_without_usage FROM 
 ORDER BY run_id, window, replica";
 
 pub(crate) const GOODPUT_SQL: &str = "\
-SELECT run_id, window, requests, attained, share_ci95_low, share_ci95_high, goodput_rps, \
-       goodput_tps FROM goodput ORDER BY run_id, window";
+SELECT g.run_id, g.window, g.requests, g.attained, g.share_ci95_low, g.share_ci95_high, \
+       g.goodput_rps, g.goodput_tps, g.slos, o.class_slos \
+FROM goodput g \
+LEFT JOIN (SELECT DISTINCT run_id, class_slos FROM run_slos) o ON o.run_id = g.run_id \
+ORDER BY g.run_id, g.window";
 
 /// A row of [`GOODPUT_SQL`] (a NULL count is 0).
 #[derive(Deserialize)]
@@ -62,6 +65,12 @@ pub(crate) struct GoodputRow {
     pub(crate) share_ci95_high: Option<f64>,
     pub(crate) goodput_rps: Option<f64>,
     pub(crate) goodput_tps: Option<f64>,
+    /// The SLOs the run is judged by, as text.
+    #[serde(default)]
+    pub(crate) slos: Option<String>,
+    /// They are its workload class's own list, not the default.
+    #[serde(default)]
+    pub(crate) class_slos: Option<bool>,
 }
 
 impl GoodputRow {

@@ -248,6 +248,7 @@ pub async fn read(session: &AnvilSession) -> Result<Summary, QueryError> {
                 share,
                 goodput_rps: g.goodput_rps,
                 goodput_tps: g.goodput_tps,
+                class_slos: g.slos.filter(|_| g.class_slos == Some(true)),
             });
         }
     }

@@ -542,6 +542,7 @@ fn slos_table(slos: &Slos) -> Result<MemTable, QueryError> {
         source,
     };
     let schema = Arc::new(Schema::new(vec![
+        Field::new("class", DataType::Utf8, true),
         Field::new("slo", DataType::Utf8, false),
         Field::new("metric", DataType::Utf8, false),
         Field::new("metric_order", DataType::Int64, false),
@@ -557,8 +558,24 @@ fn slos_table(slos: &Slos) -> Result<MemTable, QueryError> {
             .position(|x| *x == m)
             .map_or(0, |k| k as i64 + 1)
     };
-    let list = &slos.slos;
+    // The default (class NULL), then each class's own list.
+    let rows: Vec<(Option<&str>, &crate::slo::Slo)> = slos
+        .slos
+        .iter()
+        .map(|s| (None, s))
+        .chain(
+            slos.classes
+                .iter()
+                .flat_map(|(class, list)| list.iter().map(move |s| (Some(class.as_str()), s))),
+        )
+        .collect();
+    let list: Vec<&crate::slo::Slo> = rows.iter().map(|(_, s)| *s).collect();
     let columns: Vec<ArrayRef> = vec![
+        Arc::new(
+            rows.iter()
+                .map(|(class, _)| *class)
+                .collect::<StringArray>(),
+        ),
         Arc::new(StringArray::from_iter_values(
             list.iter().map(|s| s.to_string()),
         )),

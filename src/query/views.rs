@@ -37,6 +37,7 @@ pub const VIEWS: &[ViewFile] = &[
     view!("cell_stats", "40_cell_stats.sql"),
     view!("percentile_ci", "41_percentile_ci.sql"),
     view!("aggregate_throughput", "50_aggregate_throughput.sql"),
+    view!("run_slos", "51_run_slos.sql"),
     view!("client_queueing", "52_client_queueing.sql"),
     view!("slo_attainment", "53_slo_attainment.sql"),
     view!("goodput", "54_goodput.sql"),

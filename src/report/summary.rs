@@ -45,6 +45,9 @@ pub struct Goodput {
     pub share: Option<crate::stats::Proportion>,
     pub goodput_rps: Option<f64>,
     pub goodput_tps: Option<f64>,
+    /// The run's workload class's own SLOs, as text, where they replace the default.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub class_slos: Option<String>,
 }
 
 /// One window's figures of an artifact.
@@ -344,7 +347,14 @@ pub fn render(summary: &Summary) -> String {
                     fmt_num(g.goodput_tps)
                 )
             };
-            let _ = write!(out, "  SLOs: {}", one(g));
+            match &g.class_slos {
+                Some(own) => {
+                    let _ = write!(out, "  SLOs of its class ({own}): {}", one(g));
+                }
+                None => {
+                    let _ = write!(out, "  SLOs: {}", one(g));
+                }
+            }
             match goodput(Window::AfterFirstWave).filter(|_| has_wave) {
                 Some(after) => {
                     let _ = writeln!(out, "; after the first wave {}", one(after));

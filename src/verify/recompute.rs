@@ -39,9 +39,10 @@ pub struct Bound {
 }
 
 impl Bound {
-    /// The SLOs in force, as bounds.
-    pub fn all(slos: &crate::slo::Slos) -> Vec<Bound> {
-        slos.slos
+    /// The SLOs runs of workload class `class` are judged by (the class's own list where the
+    /// campaign gives one, else the default), as bounds.
+    pub fn of_class(slos: &crate::slo::Slos, class: &str) -> Vec<Bound> {
+        slos.for_class(class)
             .iter()
             .map(|s| Bound {
                 metric: METRICS

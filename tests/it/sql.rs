@@ -1434,7 +1434,11 @@ fn a_run_still_recording_is_queried_from_its_part_files() {
 fn cli_sql_into_a_pipe_closed_early_succeeds() {
     // `anvil sql … | head -1`: the reader took what it wanted; that is not a failure.
     use std::io::{BufRead, BufReader};
-    let data = concat!(env!("CARGO_MANIFEST_DIR"), "/sample-data");
+    // One arm's three headline runs: 300 requests, far more than a pipe's buffer holds.
+    let data = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/sample-data/2026-09-04-qwen38-27b-pro6000-possibility/RadixArk target-only"
+    );
     for format in ["table", "csv", "json"] {
         let mut child = std::process::Command::new(super::common::ANVIL)
             .args([
@@ -1585,9 +1589,11 @@ fn the_interactive_prompt_takes_meta_commands_anywhere() {
     }
 }
 
-/// The frontier holds only points that meet the SLO target (the sample's context-curve cells
-/// attain nothing: no trade-off), and functional cells are neither points nor in goodput:
-/// their tool-call replies are no SLO misses.
+/// The frontier holds only points that meet the SLO target (the sample's 250K and 82K
+/// context-curve cells attain nothing under their class's own SLOs: no trade-off), and
+/// functional cells are neither points nor in goodput: their tool-call replies are no SLO
+/// misses. The context curve is judged by its own list (`ttft_ms<=20000`), every other
+/// class by the default; `--slo` judges every class alike.
 #[test]
 fn the_frontier_holds_only_points_meeting_the_slo_target_and_no_functional_cell() {
     let rows = |sql: &str| -> serde_json::Value {
@@ -1621,6 +1627,52 @@ fn the_frontier_holds_only_points_meeting_the_slo_target_and_no_functional_cell(
     assert_eq!(functional[0]["n"], 0, "{functional:#}");
     let target = rows("SELECT DISTINCT target FROM slos");
     assert_eq!(target, serde_json::json!([{"target": 0.9}]));
+
+    // SLOs per workload class: the context curve's own list replaces the default.
+    let judged = rows(
+        "SELECT class, class_slos, string_agg(DISTINCT slo, ', ' ORDER BY slo) AS slos \
+         FROM run_slos GROUP BY class, class_slos ORDER BY class",
+    );
+    assert_eq!(
+        judged,
+        serde_json::json!([
+            {"class": "context-curve", "class_slos": true, "slos": "tpot_ms<=50, ttft_ms<=20000"},
+            {"class": "headline-sustained-output", "class_slos": false, "slos": "tpot_ms<=50, ttft_ms<=2000"},
+            {"class": "optimization-screen", "class_slos": false, "slos": "tpot_ms<=50, ttft_ms<=2000"},
+        ]),
+        "{judged:#}"
+    );
+    let curve = "SELECT cell_id, bool_and(meets_target) AS meets, bool_or(on_frontier) AS frontier \
+         FROM tradeoff WHERE cell_id LIKE 'context-curve.%' AND window = 'all' \
+         GROUP BY cell_id ORDER BY cell_id";
+    let expected = serde_json::json!([
+        {"cell_id": "context-curve.ctx131072.c1.n3", "meets": true, "frontier": true},
+        {"cell_id": "context-curve.ctx253952.c1.n3", "meets": false, "frontier": false},
+        {"cell_id": "context-curve.ctx32768.c1.n3", "meets": true, "frontier": true},
+        {"cell_id": "context-curve.ctx81920.c8.n8", "meets": false, "frontier": false},
+    ]);
+    let by_class = rows(curve);
+    assert_eq!(by_class, expected, "{by_class:#}");
+    // `--slo` replaces the campaign's lists for every class: a 32K prompt then misses 2 s.
+    let out = anvil(&[
+        "sql",
+        "--format",
+        "json",
+        "--data",
+        "sample-data",
+        "--slo",
+        "ttft_ms<=2000",
+        curve,
+    ])
+    .expect(0);
+    let flat: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert!(
+        flat.as_array()
+            .unwrap()
+            .iter()
+            .all(|r| r["meets"] == false && r["frontier"] == false),
+        "{flat:#}"
+    );
 }
 
 /// The rules' verdicts are tables an analyst can query: every difference of the stage

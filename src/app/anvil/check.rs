@@ -43,7 +43,7 @@ pub fn run(args: &CheckArgs) -> anyhow::Result<Exit> {
                 object.insert(
                     "slos".into(),
                     serde_json::json!({
-                        "slos": slos.slos.iter().map(|s| s.to_string()).collect::<Vec<_>>(),
+                        "slos": slos.to_json(),
                         "source": slos.source.column(),
                         "affects_verdict": false,
                     }),

@@ -216,7 +216,7 @@ impl Extras<'_> {
             object.insert(
                 "slos".into(),
                 serde_json::json!({
-                    "slos": self.slos.slos.iter().map(|s| s.to_string()).collect::<Vec<_>>(),
+                    "slos": self.slos.to_json(),
                     "source": self.slos.source.column(),
                 }),
             );

@@ -287,9 +287,9 @@ mod session {
     }
 
     /// A campaign file's SLOs (parsed when it was read), with the file they came from.
-    fn campaign_slos(slos: &[crate::slo::Slo], file: &Path) -> Slos {
-        Slos::of(
-            slos.to_vec(),
+    fn campaign_slos(slos: &crate::slo::SloSpec, file: &Path) -> Slos {
+        Slos::of_spec(
+            slos.clone(),
             SloSource::Campaign(file.display().to_string()),
         )
     }
@@ -325,7 +325,7 @@ mod session {
         let Some(first) = found.first().cloned() else {
             return Ok(Slos::none());
         };
-        if let Some(other) = found.iter().find(|s| s.slos != first.slos) {
+        if let Some(other) = found.iter().find(|s| s.spec() != first.spec()) {
             anyhow::bail!(
                 "the data's campaigns give different SLOs ({} from {}; {} from {}); choose with --slo",
                 first.text(),
@@ -398,20 +398,17 @@ mod session {
         else {
             return Ok(None);
         };
-        let Some(texts) = started.get("slo").and_then(|v| v.as_array()) else {
+        let Some(recorded) = started.get("slo") else {
             return Ok(None);
         };
-        let texts: Vec<String> = texts
-            .iter()
-            .filter_map(|t| t.as_str().map(str::to_owned))
-            .collect();
         let from = started
             .get("file")
             .and_then(|f| f.as_str())
             .map_or_else(|| journal.display().to_string(), str::to_owned);
-        Slos::parse_all(&texts, SloSource::Campaign(from))
-            .with_context(|| format!("{}: campaign_started.slo", journal.display()))
-            .map(Some)
+        let spec = crate::slo::SloSpec::from_json(recorded)
+            .map_err(anyhow::Error::msg)
+            .with_context(|| format!("{}: campaign_started.slo", journal.display()))?;
+        Ok(Some(Slos::of_spec(spec, SloSource::Campaign(from))))
     }
 
     /// No artifact beneath `data`: `sql` says so and goes on with empty tables (a query of

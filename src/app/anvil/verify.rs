@@ -16,7 +16,6 @@ pub fn run(args: &VerifyArgs) -> anyhow::Result<Exit> {
 
     let data = super::resolve_data(&args.data.data)?;
     let slos = resolve_slos("verify", &args.slo, &data)?;
-    let bounds = verify::Bound::all(&slos);
     let rt = runtime()?;
     rt.block_on(async {
         let session = open_session("verify", &data, &slos).await?;
@@ -26,6 +25,7 @@ pub fn run(args: &VerifyArgs) -> anyhow::Result<Exit> {
             // polars reads the files itself; a panic there (a damaged table that passed the
             // footer checks) is an error naming the artifact, not an abort.
             let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                let bounds = verify::Bound::of_class(&slos, &artifact.run.workload.class);
                 verify::recompute(artifact, &bounds)
             }))
             .map_err(|_| {

@@ -191,7 +191,7 @@ pub fn run(opts: &RunOptions, hooks: CampaignHooks<'_>) -> Result<CampaignSummar
             "resume": opts.resume,
             "cells": cells.len(),
             "arms": runner.campaign.all_arms().len(),
-            "slo": crate::slo::texts(&runner.campaign.slo),
+            "slo": runner.campaign.slo.to_json(),
         }),
     )?;
     runner.stop_orphans(&earlier)?;
