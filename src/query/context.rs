@@ -67,8 +67,11 @@ impl std::fmt::Debug for AnvilSession {
 }
 
 /// The views [`AnvilSession::open_materialized`] keeps in memory: the per-request ones every
-/// figure is built from.
+/// figure is built from, and `counter_steps`, the scrapes' counter steps that `restarts`,
+/// `spec_decode` and `spec_decode_positions` each read (a window over every counter sample:
+/// computed once, the sample campaign's report takes 24 s instead of 33 s in a debug build).
 pub const MATERIALIZED: &[&str] = &[
+    "counter_steps",
     "request_timing",
     "request_figures",
     "request_canaries",
@@ -182,8 +185,11 @@ impl AnvilSession {
                 source,
             };
             let frame = ctx.table(view.name).await.map_err(failed)?;
-            let schema = Arc::new(frame.schema().as_arrow().clone());
+            let planned = Arc::new(frame.schema().as_arrow().clone());
             let batches = collect(frame).await?.map_err(failed)?;
+            // The batches' own schema: a window function's output may be typed nullable
+            // where the plan says it is not, and a table must hold its batches' schema.
+            let schema = batches.first().map_or(planned, |b| b.schema());
             let table = MemTable::try_new(schema, vec![batches]).map_err(failed)?;
             ctx.register_table(view.name, Arc::new(table))
                 .map_err(failed)?;

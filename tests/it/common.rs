@@ -627,3 +627,17 @@ pub fn artifact_of(o: &Output) -> PathBuf {
 pub fn says(text: &str, wanted: &str) {
     assert!(text.contains(wanted), "{wanted:?} missing from:\n{text}");
 }
+
+/// Copy the folder `from` to `to`, every file and folder beneath it.
+pub fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_tree(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}

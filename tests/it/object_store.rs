@@ -215,12 +215,41 @@ fn lines(o: &Output) -> BTreeMap<String, usize> {
     out
 }
 
+/// A slice of the sample campaign folder, in a campaign folder of its own name: its journal,
+/// capacity and restoration documents and five arms (the screen's K4 and K12, the two
+/// RadixArk headline arms, Inferact's target-only with its context curve): what a pushed
+/// campaign holds, at a seventh of the sample's bytes (moto serves every object from
+/// Python, so the whole sample takes minutes per pass).
+fn campaign_slice(into: &Path) -> PathBuf {
+    let from = sample_campaign();
+    let to = into.join(CAMPAIGN);
+    std::fs::create_dir_all(&to).unwrap();
+    for doc in [
+        "campaign-journal.jsonl",
+        "capacity.json",
+        "restoration.json",
+    ] {
+        std::fs::copy(from.join(doc), to.join(doc)).unwrap();
+    }
+    for arm in [
+        "K4",
+        "K12",
+        "RadixArk target-only",
+        "RadixArk DFlash2 K8",
+        "Inferact target-only",
+    ] {
+        crate::common::copy_tree(&from.join(arm), &to.join(arm));
+    }
+    to
+}
+
 #[test]
 fn a_pushed_campaign_reads_in_place_as_the_local_folder() {
     let Some(s3) = S3Server::start("a_pushed_campaign_reads_in_place_as_the_local_folder") else {
         return;
     };
-    let local = sample_campaign();
+    let slice = tempfile::tempdir().unwrap();
+    let local = campaign_slice(slice.path());
     let url = s3.push(&local, "campaigns");
     assert_eq!(url, format!("s3://anvil-test/campaigns/{CAMPAIGN}"));
     let dir = tempfile::tempdir().unwrap();
@@ -236,7 +265,7 @@ fn a_pushed_campaign_reads_in_place_as_the_local_folder() {
     assert!(there.status.success(), "{}", text(&there));
     let (here_lines, there_lines) = (lines(&here), lines(&there));
     assert!(
-        here_lines.len() > 10_000,
+        here_lines.len() > 5_000,
         "{} distinct lines",
         here_lines.len()
     );
@@ -263,7 +292,7 @@ fn a_pushed_campaign_reads_in_place_as_the_local_folder() {
     };
     let here = sorted(s3.anvil(&["sql", "--data", local_text, q]));
     let there = sorted(s3.anvil(&["sql", "--data", &url, q]));
-    assert!(here.len() > 800, "{} lines", here.len());
+    assert!(here.len() > 200, "{} lines", here.len());
     assert!(
         here == there,
         "cell_stats over s3 differs from the local one"
@@ -295,14 +324,14 @@ fn a_pushed_campaign_reads_in_place_as_the_local_folder() {
         "reports differ: {differing:?}"
     );
     // summary, verify and validate over the remote prefix.
-    let sub = format!("{url}/TP1");
+    let sub = format!("{url}/Inferact target-only");
     let o = s3.anvil(&["verify", "--data", &sub]);
     assert!(o.status.success(), "{}", text(&o));
-    // TP1's artifacts: its headline repeats, its functional cell and its capacity probes.
-    let tp1 = crate::common::run_jsons(&sample_campaign().join("TP1")).len();
+    // The arm's artifacts: its screen, headline, functional and context-curve cells.
+    let arm_runs = crate::common::run_jsons(&local.join("Inferact target-only")).len();
     assert!(
         String::from_utf8_lossy(&o.stdout)
-            .contains(&format!("{tp1} artifact(s): SQL and polars agree")),
+            .contains(&format!("{arm_runs} artifact(s): SQL and polars agree")),
         "{}",
         text(&o)
     );
@@ -311,7 +340,7 @@ fn a_pushed_campaign_reads_in_place_as_the_local_folder() {
     let out = String::from_utf8_lossy(&o.stdout);
     assert_eq!(
         out.lines().filter(|l| l.ends_with(": ok")).count(),
-        tp1,
+        arm_runs,
         "{out}"
     );
     assert!(out.lines().all(|l| l.starts_with(&sub)), "{out}");

@@ -7,7 +7,7 @@ use std::process::{Command, Output};
 
 use anvil::report::SECTION_IDS as SECTIONS;
 
-use crate::common::{anvil, says};
+use crate::common::{anvil, copy_tree, says};
 
 fn repo(path: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(path)
@@ -642,19 +642,6 @@ fn sample_plan_report(data: &Path, format: &str) -> String {
     ]);
     assert_eq!(o.code, Some(0), "{}", o.stderr);
     std::fs::read_to_string(&out).unwrap()
-}
-
-fn copy_tree(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_tree(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).unwrap();
-        }
-    }
 }
 
 /// A data folder holding a symbolic-link loop is searched as `sql` and `summary` search it
