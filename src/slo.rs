@@ -306,10 +306,8 @@ pub const DEFAULT_SLO_TARGET: f64 = 0.9;
 /// and the attainment target a load must meet under them.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Slos {
-    /// The default: the SLOs of every class without its own.
-    pub slos: Vec<Slo>,
-    /// Per workload class, the SLOs that replace the default for its runs.
-    pub classes: BTreeMap<String, Vec<Slo>>,
+    /// The default and each workload class's own list, each in catalogue order.
+    pub spec: SloSpec,
     pub source: SloSource,
     /// The share of requests that must attain the SLOs (the campaign's `slo_target`).
     pub target: f64,
@@ -325,8 +323,7 @@ impl Slos {
     /// No SLO.
     pub fn none() -> Self {
         Self {
-            slos: Vec::new(),
-            classes: BTreeMap::new(),
+            spec: SloSpec::default(),
             source: SloSource::None,
             target: DEFAULT_SLO_TARGET,
         }
@@ -357,43 +354,34 @@ impl Slos {
 
     /// A campaign's SLOs, default and per class, each list in catalogue order, from `source`
     /// (none when no class has any).
-    pub fn of_spec(spec: SloSpec, source: SloSource) -> Self {
-        let sorted = |mut slos: Vec<Slo>| {
+    pub fn of_spec(mut spec: SloSpec, source: SloSource) -> Self {
+        for slos in std::iter::once(&mut spec.default).chain(spec.classes.values_mut()) {
             slos.sort_by_key(|s| s.metric);
-            slos
-        };
+        }
         let source = if spec.is_empty() {
             SloSource::None
         } else {
             source
         };
         Self {
-            slos: sorted(spec.default),
-            classes: spec
-                .classes
-                .into_iter()
-                .map(|(class, slos)| (class, sorted(slos)))
-                .collect(),
+            spec,
             source,
             target: DEFAULT_SLO_TARGET,
         }
     }
 
-    /// The default and per-class lists, as a campaign file writes them.
-    pub fn spec(&self) -> SloSpec {
-        SloSpec {
-            default: self.slos.clone(),
-            classes: self.classes.clone(),
-        }
+    /// The default: the SLOs of every class without its own.
+    pub fn default_slos(&self) -> &[Slo] {
+        &self.spec.default
     }
 
     pub fn is_empty(&self) -> bool {
-        self.slos.is_empty() && self.classes.values().all(Vec::is_empty)
+        self.spec.is_empty()
     }
 
     /// The SLOs runs of workload class `class` are judged by: its own, else the default.
     pub fn for_class(&self, class: &str) -> &[Slo] {
-        self.classes.get(class).unwrap_or(&self.slos)
+        self.spec.for_class(class)
     }
 
     /// `ttft_ms<=2000, tpot_ms<=50`, with each class's own after the default
@@ -403,10 +391,10 @@ impl Slos {
             return "no SLO given".to_owned();
         }
         let mut parts = Vec::new();
-        if !self.slos.is_empty() {
-            parts.push(texts(&self.slos).join(", "));
+        if !self.spec.default.is_empty() {
+            parts.push(texts(&self.spec.default).join(", "));
         }
-        for (class, slos) in &self.classes {
+        for (class, slos) in &self.spec.classes {
             parts.push(format!("{class}: {}", texts(slos).join(", ")));
         }
         parts.join("; ")
@@ -414,13 +402,14 @@ impl Slos {
 
     /// The texts as JSON: a list, or a map of class to list when a class has its own.
     pub fn to_json(&self) -> serde_json::Value {
-        self.spec().to_json()
+        self.spec.to_json()
     }
 
     /// Whether every bound holds for the values `value_of` gives (a metric without a value,
     /// such as TPOT of a one-token reply, does not hold).
     pub fn all_hold(&self, value_of: impl Fn(MetricId) -> Option<f64>) -> bool {
-        self.slos
+        self.spec
+            .default
             .iter()
             .all(|s| value_of(s.metric).is_some_and(|v| s.holds(v)))
     }

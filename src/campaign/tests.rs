@@ -47,6 +47,15 @@ fn campaign_json(extra_arm: &str) -> String {
     )
 }
 
+/// The seeds' campaign with one more top-level `key` holding the JSON `value`.
+fn with_key(key: &str, value: &str) -> String {
+    campaign_json("Inferact target-only").replacen(
+        "\"arms\":",
+        &format!("\"{key}\": {value},\n  \"arms\":"),
+        1,
+    )
+}
+
 fn write_campaign(text: &str) -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("workload-manifest.json"), MANIFEST).unwrap();
@@ -250,12 +259,7 @@ fn a_declared_claim_names_what_it_cannot_read() {
 #[test]
 fn min_effect_per_figure_is_read_and_checked_by_key() {
     let with = |m: &str| {
-        let text = campaign_json("Inferact target-only").replacen(
-            "\"arms\":",
-            &format!("\"min_effect\": {m},\n  \"arms\":"),
-            1,
-        );
-        let (_dir, file) = write_campaign(&text);
+        let (_dir, file) = write_campaign(&with_key("min_effect", m));
         CampaignFile::load(&file).map_err(|e| e.to_string())
     };
     let ok = with(r#"{"default": 0.02, "ttft_ms": 0.05}"#).unwrap();
@@ -276,12 +280,7 @@ fn min_effect_per_figure_is_read_and_checked_by_key() {
 #[test]
 fn slos_per_workload_class_are_read_and_checked_against_the_manifest() {
     let with = |slo: &str| {
-        let text = campaign_json("Inferact target-only").replacen(
-            "\"arms\":",
-            &format!("\"slo\": {slo},\n  \"arms\":"),
-            1,
-        );
-        let (_dir, file) = write_campaign(&text);
+        let (_dir, file) = write_campaign(&with_key("slo", slo));
         CampaignFile::load_checked(&file)
             .map(|(c, _, _)| c)
             .map_err(|e| e.to_string())

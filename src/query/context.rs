@@ -566,11 +566,12 @@ fn slos_table(slos: &Slos) -> Result<MemTable, QueryError> {
     };
     // The default (class NULL), then each class's own list.
     let rows: Vec<(Option<&str>, &crate::slo::Slo)> = slos
-        .slos
+        .default_slos()
         .iter()
         .map(|s| (None, s))
         .chain(
-            slos.classes
+            slos.spec
+                .classes
                 .iter()
                 .flat_map(|(class, list)| list.iter().map(move |s| (Some(class.as_str()), s))),
         )

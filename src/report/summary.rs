@@ -347,14 +347,11 @@ pub fn render(summary: &Summary) -> String {
                     fmt_num(g.goodput_tps)
                 )
             };
-            match &g.class_slos {
-                Some(own) => {
-                    let _ = write!(out, "  SLOs of its class ({own}): {}", one(g));
-                }
-                None => {
-                    let _ = write!(out, "  SLOs: {}", one(g));
-                }
-            }
+            let label = g.class_slos.as_ref().map_or_else(
+                || "SLOs".to_owned(),
+                |own| format!("SLOs of its class ({own})"),
+            );
+            let _ = write!(out, "  {label}: {}", one(g));
             match goodput(Window::AfterFirstWave).filter(|_| has_wave) {
                 Some(after) => {
                     let _ = writeln!(out, "; after the first wave {}", one(after));

@@ -325,7 +325,7 @@ mod session {
         let Some(first) = found.first().cloned() else {
             return Ok(Slos::none());
         };
-        if let Some(other) = found.iter().find(|s| s.spec() != first.spec()) {
+        if let Some(other) = found.iter().find(|s| s.spec != first.spec) {
             anyhow::bail!(
                 "the data's campaigns give different SLOs ({} from {}; {} from {}); choose with --slo",
                 first.text(),

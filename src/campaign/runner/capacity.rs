@@ -44,7 +44,7 @@ impl Runner<'_> {
             spec.slos(&self.campaign.slo).to_vec(),
             crate::slo::SloSource::Campaign(self.file.display().to_string()),
         );
-        let texts = crate::slo::texts(&slos.slos);
+        let texts = crate::slo::texts(slos.default_slos());
         let mut state = SearchState {
             slos,
             seen: Vec::new(),
@@ -249,7 +249,7 @@ impl Runner<'_> {
         state: &SearchState,
         ended: Result<search::Bracket, String>,
     ) -> Result<(), CampaignError> {
-        let texts: Vec<String> = state.slos.slos.iter().map(|s| s.to_string()).collect();
+        let texts: Vec<String> = crate::slo::texts(state.slos.default_slos());
         let shape = search::ArmShape {
             replicas: arm.replicas().max(1) as u32,
             gpus: arm.gpus(&self.campaign.defaults).map(|g| g.count),
