@@ -14,15 +14,13 @@ use serde::Serialize;
 
 use crate::manifest::RunPlan;
 
-use super::advance::{
-    self, AdvanceRule, TopologyAssessment, Verdict, canaries, completion, functional,
-    performance_claim,
-};
+use super::advance::{AdvanceRule, Verdict, canaries, completion, functional, performance_claim};
 use super::coverage::{ClaimVerdict, Evidence, PlanCoverage, plan_coverage};
 use super::headline::HeadlineSelection;
 use super::input::Artifact;
 use super::stage::{StageComparison, headline_comparison, stage_comparisons};
 use super::stop::{EvidenceFiles, RestoreEvidence, StopFinding, restore_evidence, stop_rules};
+use super::topology::{self, TopologyAssessment};
 
 /// One arm's advance-rule verdicts, in the plan's order.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -142,7 +140,7 @@ pub fn check(
     let read = Reading::of(evidence);
     let topology: Vec<TopologyAssessment> = stages
         .iter()
-        .filter_map(|s| advance::topology(s, artifacts))
+        .filter_map(|s| topology::topology(s, artifacts))
         .collect();
 
     let arms: Vec<ArmAdvance> = by_arm

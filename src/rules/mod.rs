@@ -39,8 +39,9 @@ pub mod recommend;
 pub mod refusal;
 pub mod stage;
 pub mod stop;
+pub mod topology;
 
-pub use advance::{AdvanceRule, TopologyAssessment, TopologyRow, Verdict};
+pub use advance::{AdvanceRule, Verdict};
 pub use campaign::{CampaignMismatch, one_campaign};
 pub use check::{ArmAdvance, CheckReport, Outcome, check};
 pub use compare::{
@@ -61,6 +62,7 @@ pub use matching::{MatchedSet, match_artifacts};
 pub use refusal::{FieldDifference, Refusal, RefusalKind};
 pub use stage::{StageComparison, comparisons, headline_comparison, stage_comparisons};
 pub use stop::{EvidenceFiles, StopFinding, StopKind, stop_rules};
+pub use topology::{TopologyAssessment, TopologyRow};
 
 #[cfg(test)]
 pub(crate) mod fixtures;

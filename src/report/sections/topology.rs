@@ -2,9 +2,10 @@
 //! topology assessment (throughput, communication overhead, scaling efficiency).
 
 use crate::manifest::WorkloadManifest;
-use crate::rules::advance::{TopologyAssessment, Verdict};
+use crate::rules::advance::Verdict;
 use crate::rules::compare::Comparison;
 use crate::rules::control::Control;
+use crate::rules::topology::TopologyAssessment;
 
 use crate::report::format::{NA, fmt_interval, fmt_percent, fmt_unit};
 use crate::report::view::*;
