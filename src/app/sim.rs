@@ -57,8 +57,19 @@ pub fn long_help() -> String {
          The factors are printed at start and, with --truth, on the file's first line as a\n\
          comment: `# anvil-sim run speed factor F... (--run-seed \"TEXT\", cv CV)`.\n\
          \n\
+         Prefix cache: per replica, vLLM-style chained hashes of 16-token blocks; a prompt's\n\
+         leading blocks already held are cached (never the whole prompt) and cost no prefill.\n\
+         --prefix-cache-tokens bounds it (least recently used blocks evicted first, a prompt's\n\
+         tail before its head; 0 = caching off). Resets: vLLM's POST /reset_prefix_cache\n\
+         (mounted with --dev-mode, else 404; {\"success\":false} while requests run) and\n\
+         SGLang's GET|POST /flush_cache[?timeout=S] (400 while requests run or wait, or after\n\
+         waiting S seconds for idle).\n\
+         \n\
          --truth FILE: CSV request_id,replica,seq,tokens,kind,t_deadline_ns,t_write_ns, one row\n\
-         per SSE event written plus one `request_read` row per request (CLOCK_MONOTONIC ns).\n\
+         per SSE event written plus one `request_read` row per request (CLOCK_MONOTONIC ns),\n\
+         and the prefix cache's rows: `cache_hit` per generation request (tokens = cached\n\
+         prompt tokens), `cache_evict` (tokens evicted by that request), `cache_reset` (tokens\n\
+         dropped by a reset).\n\
          FILE replaces any earlier one at start and grows while the simulator runs: rows are\n\
          flushed to it at least once a second, and on SIGINT or SIGTERM every row is flushed\n\
          and the file synced and closed. SIGKILL leaves no chance to flush: the file then\n\
@@ -160,6 +171,15 @@ pub struct Args {
     /// Mean reply length in words when the prompt asks for no count.
     #[arg(long, default_value_t = 120)]
     pub mean_words: u32,
+    /// Each replica's prefix cache holds at most this many tokens (whole 16-token blocks,
+    /// least recently used evicted first, a prompt's tail before its head); 0 turns prefix
+    /// caching off.
+    #[arg(long, value_name = "TOKENS", default_value_t = crate::sim::cache::DEFAULT_CAPACITY_TOKENS)]
+    pub prefix_cache_tokens: u64,
+    /// Mount vLLM's development endpoints, as `VLLM_SERVER_DEV_MODE=1` does: `POST
+    /// /reset_prefix_cache` answers 404 without it. SGLang's `/flush_cache` is always there.
+    #[arg(long)]
+    pub dev_mode: bool,
     /// Run SCHED_FIFO when permitted (best effort; the default).
     #[arg(long, overrides_with = "no_realtime")]
     pub realtime: bool,
@@ -337,6 +357,8 @@ pub fn config(a: Args) -> Result<Config, ConfigError> {
         model: a.model.unwrap_or_else(|| "anvil-sim".to_string()),
         max_model_len: a.max_model_len,
         mean_words: a.mean_words,
+        prefix_cache_tokens: a.prefix_cache_tokens,
+        dev_mode: a.dev_mode,
         realtime: !a.no_realtime,
         spin_us: a.spin_us.min(10_000),
         http_threads: a.http_threads.clamp(1, 64),

@@ -231,6 +231,10 @@ pub struct Config {
     pub strict_model: bool,
     pub max_model_len: u32,
     pub mean_words: u32,
+    /// Each replica's prefix-cache capacity in tokens (0: caching off).
+    pub prefix_cache_tokens: u64,
+    /// vLLM's development endpoints mounted (`--dev-mode`): `POST /reset_prefix_cache`.
+    pub dev_mode: bool,
     pub realtime: bool,
     pub spin_us: u32,
     pub http_threads: usize,

@@ -29,7 +29,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use tokio::sync::mpsc::UnboundedSender;
 
-use super::cache::PrefixCache;
+use super::cache::{Lookup, PrefixCache};
 use super::config::Timing;
 use super::metrics::ReplicaMetrics;
 use super::truth::LagHistogram;
@@ -122,12 +122,13 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl ReplicaShared {
-    pub fn new(index: usize, model: &str) -> Self {
+    /// Replica `index` serving `model`, its prefix cache holding at most `cache_tokens`.
+    pub fn new(index: usize, model: &str, cache_tokens: u64) -> Self {
         ReplicaShared {
             index,
             model: model.to_string(),
             metrics: Mutex::new(ReplicaMetrics::new(model, 0.0)),
-            cache: Mutex::new(PrefixCache::default()),
+            cache: Mutex::new(PrefixCache::with_capacity(cache_tokens)),
         }
     }
 
@@ -137,12 +138,17 @@ impl ReplicaShared {
     }
 
     /// Look a prompt up in the prefix cache (and remember it).
-    pub fn cached_tokens(&self, ids: &[u32]) -> u32 {
+    pub fn prefix_lookup(&self, ids: &[u32]) -> Lookup {
         lock(&self.cache).lookup_and_insert(ids)
     }
 
+    /// Empty the prefix cache (a reset endpoint); returns the tokens dropped.
+    pub fn reset_prefix_cache(&self) -> u64 {
+        lock(&self.cache).reset()
+    }
+
     fn restart(&self) {
-        lock(&self.cache).clear();
+        lock(&self.cache).reset();
         let mut m = lock(&self.metrics);
         let next = ReplicaMetrics::new(&self.model, m.start_time_seconds() + 0.001);
         *m = next;

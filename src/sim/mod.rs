@@ -3,8 +3,10 @@
 //!
 //! Endpoints (per replica): `POST /v1/chat/completions`, `/v1/completions`, `/v1/responses`
 //! (streaming SSE or one JSON body), `POST /tokenize`, `GET /v1/models`, `/metrics`
-//! (vLLM metric names), `/health`. Each replica has its own scheduler, prefix cache and
-//! metrics, and listens on its own port.
+//! (vLLM metric names), `/health`, and the engines' prefix-cache resets ([`reset`]: vLLM's
+//! `POST /reset_prefix_cache` with `--dev-mode`, SGLang's `/flush_cache`). Each replica has
+//! its own scheduler, prefix cache (a capacity in tokens, LRU eviction) and metrics, and
+//! listens on its own port.
 //!
 //! Modules, by job, data flowing one way per request:
 //! [`config`] (the profiles and the checked [`Config`]; the flags are `crate::app::sim`) ·
@@ -12,7 +14,8 @@
 //! [`faults`] (per-request draw) → [`reply`] (what is said, over [`tokenizer`]) →
 //! [`render`] (pre-rendered SSE bytes, spec-decode steps) → [`engine`] (timing model on
 //! one timer thread) → [`body`] (write timestamps) → [`truth`] (CSV + lag report).
-//! [`cache`] is the per-replica prefix cache, [`metrics`] the Prometheus set,
+//! [`cache`] is the per-replica prefix cache and [`reset`] its reset endpoints, [`metrics`]
+//! the Prometheus set,
 //! [`realtime`] the scheduling knobs.
 //!
 //! The tokenizer, the chat template, the timing model and every fault's wire behaviour are
@@ -39,6 +42,7 @@ pub mod metrics;
 pub use crate::realtime;
 pub mod render;
 pub mod reply;
+pub mod reset;
 pub mod server;
 pub mod tokenizer;
 pub mod truth;
@@ -179,7 +183,7 @@ fn run_until(cfg: Config, stop: Stop) -> anyhow::Result<()> {
             .then(|| format!("anvil-sim {}", cfg.run_speed.describe())),
     )?;
     let replicas: Vec<Arc<ReplicaShared>> = (0..cfg.replicas)
-        .map(|i| Arc::new(ReplicaShared::new(i, &cfg.model)))
+        .map(|i| Arc::new(ReplicaShared::new(i, &cfg.model, cfg.prefix_cache_tokens)))
         .collect();
     let engine = Engine::start(
         (0..cfg.replicas)

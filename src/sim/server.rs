@@ -180,6 +180,10 @@ pub async fn handle(
             generate_handler(&ctx, Api::Responses, req, &id, close_after_stream).await
         }
         (Method::POST, "/tokenize") => tokenize_handler(&ctx, req).await,
+        (Method::POST, "/reset_prefix_cache") => super::reset::vllm(&ctx, &id),
+        (Method::GET | Method::POST, "/flush_cache") => {
+            super::reset::sglang(&ctx, &id, req.uri().query()).await
+        }
         (Method::GET, "/v1/models") => models(&ctx),
         (Method::GET, "/metrics") => {
             let mut r = Response::new(SimBody::full(ctx.rep.metrics().encode()));
@@ -205,12 +209,14 @@ pub async fn handle(
                 format!("method not allowed on {path}"),
             ))
         }
-        (_, "/v1/models" | "/metrics" | "/health" | "/version") => error_response(&ApiError::new(
-            405,
-            "invalid_request_error",
-            None,
-            format!("method not allowed on {path}"),
-        )),
+        (_, "/v1/models" | "/metrics" | "/health" | "/version" | "/flush_cache") => {
+            error_response(&ApiError::new(
+                405,
+                "invalid_request_error",
+                None,
+                format!("method not allowed on {path}"),
+            ))
+        }
         _ => error_response(&ApiError::new(
             404,
             "not_found_error",
@@ -435,7 +441,28 @@ fn plan(
         },
         &mut rng,
     );
-    let cached = ctx.rep.cached_tokens(&g.prompt_ids);
+    let lookup = ctx.rep.prefix_lookup(&g.prompt_ids);
+    let cached = lookup.cached;
+    let t_lookup = monotonic_ns();
+    for (kind, tokens) in [
+        ("cache_hit", cached),
+        (
+            "cache_evict",
+            u32::try_from(lookup.evicted).unwrap_or(u32::MAX),
+        ),
+    ] {
+        if kind == "cache_hit" || tokens > 0 {
+            st.truth.send(Record {
+                request_id: request_id.clone(),
+                replica: ctx.rep.index as u16,
+                seq: None,
+                tokens,
+                kind,
+                t_deadline_ns: None,
+                t_write_ns: t_lookup,
+            });
+        }
+    }
     {
         let m = ctx.rep.metrics();
         m.prompt_tokens.inc_by(prompt_tokens as u64);

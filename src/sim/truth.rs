@@ -19,6 +19,13 @@
 //! parsed and planned, so their deadline minus the `request_read` time is the simulator's
 //! own processing time; later deadlines follow the timing model (see `engine`).
 //!
+//! The prefix cache (`cache`) writes rows of its own, with an empty `seq` and deadline and
+//! `t_write_ns` the time of the event: `cache_hit` once per generation request, `tokens`
+//! the prompt tokens served from the cache (0 for a miss); `cache_evict` when that request's
+//! new blocks evicted others, `tokens` the tokens evicted; `cache_reset` when a reset
+//! endpoint emptied the cache, `tokens` the tokens dropped and `request_id` the reset
+//! request's.
+//!
 //! The file is put in place when the simulator starts and grows while it runs: the thread
 //! flushes what it buffered at least every [`FLUSH_EVERY`] (the first row after a quiet spell
 //! at once), and [`Truth::finish`] (SIGINT, SIGTERM) flushes the rest and syncs it. A SIGKILL

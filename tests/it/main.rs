@@ -73,6 +73,7 @@ mod rules;
 #[cfg(feature = "analysis")]
 mod shard;
 mod sim;
+mod sim_cache;
 mod skip;
 #[cfg(feature = "analysis")]
 mod sql;

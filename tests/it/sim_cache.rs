@@ -1,0 +1,197 @@
+//! `anvil-sim`'s prefix cache held to its own truth: a capacity with LRU eviction, the
+//! engines' reset endpoints as each engine answers them, and a truth row for every hit,
+//! eviction and reset.
+
+use serde_json::json;
+
+use super::common::Sim;
+use super::sim::{agent, chat, parsed, stream, usage_of};
+
+/// A prompt of about `words` words that no other prompt of the test shares.
+fn prompt(tag: &str, words: usize) -> String {
+    format!("{tag} {}", "shared system prompt words ".repeat(words / 4))
+}
+
+fn cached(url: &str, text: &str, id: &str) -> u64 {
+    let c = parsed(&stream(url, &chat(text, json!({"max_tokens": 3})), Some(id)).unwrap());
+    usage_of(&c)["prompt_tokens_details"]["cached_tokens"]
+        .as_u64()
+        .unwrap()
+}
+
+fn call(method: &str, url: &str) -> (u16, String) {
+    let a = agent();
+    let r = match method {
+        "GET" => a.get(url).call(),
+        _ => a.post(url).send(""),
+    }
+    .unwrap();
+    let status = r.status().as_u16();
+    (status, r.into_body().read_to_string().unwrap())
+}
+
+#[test]
+fn capacity_evicts_least_recent_prefixes_and_resets_empty_the_cache() {
+    let dir = tempfile::tempdir().unwrap();
+    let truth = dir.path().join("truth.csv");
+    // Room for about two of the prompts below.
+    let sim = Sim::start(&[
+        "--prefix-cache-tokens",
+        "512",
+        "--dev-mode",
+        "--truth",
+        truth.to_str().unwrap(),
+    ]);
+    let base = sim.url(0);
+    let url = format!("{base}/v1/chat/completions");
+    let (a, b, c) = (
+        prompt("alpha", 160),
+        prompt("bravo", 160),
+        prompt("charlie", 160),
+    );
+    assert_eq!(cached(&url, &a, "a1"), 0);
+    let a_hit = cached(&url, &a, "a2");
+    assert!(a_hit > 0 && a_hit.is_multiple_of(16), "{a_hit}");
+    assert_eq!(cached(&url, &b, "b1"), 0);
+    // C pushes out the least recent blocks: A's.
+    assert_eq!(cached(&url, &c, "c1"), 0);
+    let a_after = cached(&url, &a, "a3");
+    assert!(
+        a_after < a_hit,
+        "A lost blocks to eviction: {a_after} < {a_hit}"
+    );
+
+    // vLLM's reset (mounted with --dev-mode) and SGLang's flush, on an idle replica.
+    assert_eq!(
+        call("POST", &format!("{base}/reset_prefix_cache")),
+        (200, "{\"success\":true}".to_owned())
+    );
+    assert_eq!(cached(&url, &a, "a4"), 0);
+    assert!(cached(&url, &a, "a5") > 0);
+    let (status, body) = call("GET", &format!("{base}/flush_cache"));
+    assert_eq!(status, 200);
+    assert!(body.starts_with("Cache flushed."), "{body}");
+    assert_eq!(cached(&url, &a, "a6"), 0);
+    let (status, body) = call("POST", &format!("{base}/flush_cache?timeout=soon"));
+    assert_eq!(status, 422, "{body}");
+
+    let (code, err) = sim.stop();
+    assert_eq!(code, 0, "{err}");
+    let text = std::fs::read_to_string(&truth).unwrap();
+    let rows: Vec<Vec<&str>> = text
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').collect())
+        .collect();
+    let hits: Vec<(&str, u64)> = rows
+        .iter()
+        .filter(|r| r[4] == "cache_hit")
+        .map(|r| (r[0], r[3].parse().unwrap()))
+        .collect();
+    assert_eq!(
+        hits,
+        vec![
+            ("a1", 0),
+            ("a2", a_hit),
+            ("b1", 0),
+            ("c1", 0),
+            ("a3", a_after),
+            ("a4", 0),
+            ("a5", hits_of(&rows, "a5")),
+            ("a6", 0)
+        ]
+    );
+    let evicted: u64 = rows
+        .iter()
+        .filter(|r| r[4] == "cache_evict")
+        .map(|r| r[3].parse::<u64>().unwrap())
+        .sum();
+    assert!(evicted > 0 && evicted.is_multiple_of(16), "{evicted}");
+    let resets: Vec<u64> = rows
+        .iter()
+        .filter(|r| r[4] == "cache_reset")
+        .map(|r| r[3].parse().unwrap())
+        .collect();
+    assert_eq!(resets.len(), 2, "{text}");
+    assert!(resets.iter().all(|t| *t > 0 && *t <= 512), "{resets:?}");
+}
+
+fn hits_of(rows: &[Vec<&str>], id: &str) -> u64 {
+    rows.iter()
+        .find(|r| r[0] == id && r[4] == "cache_hit")
+        .map(|r| r[3].parse().unwrap())
+        .unwrap()
+}
+
+#[test]
+fn resets_refuse_as_the_engines_do() {
+    // Without --dev-mode vLLM's route is not mounted.
+    let sim = Sim::start_raw(&["--port", "0", "--profile", "slow", "--no-realtime"]);
+    let base = sim.url(0);
+    assert_eq!(
+        call("POST", &format!("{base}/reset_prefix_cache")),
+        (404, "{\"detail\":\"Not Found\"}".to_owned())
+    );
+    // While a request runs, SGLang's flush refuses (400), or waits for idle with a timeout.
+    let url = format!("{base}/v1/chat/completions");
+    let long = std::thread::spawn(move || {
+        stream(
+            &url,
+            &chat("about 40 words", json!({"max_tokens": 40})),
+            None,
+        )
+        .unwrap()
+    });
+    std::thread::sleep(std::time::Duration::from_millis(150));
+    let (status, body) = call("POST", &format!("{base}/flush_cache"));
+    assert_eq!((status, body.as_str()), (400, "Flush cache failed.\n"));
+    let (status, body) = call("POST", &format!("{base}/flush_cache?timeout=0.05"));
+    assert_eq!(
+        (status, body.as_str()),
+        (400, "Timed out waiting for idle state.")
+    );
+    let (status, body) = call("POST", &format!("{base}/flush_cache?timeout=60"));
+    assert_eq!(status, 200, "{body}");
+    assert!(long.join().unwrap().len() > 3);
+}
+
+#[test]
+fn vllm_reset_while_busy_answers_success_false() {
+    let sim = Sim::start_raw(&[
+        "--port",
+        "0",
+        "--profile",
+        "slow",
+        "--no-realtime",
+        "--dev-mode",
+    ]);
+    let base = sim.url(0);
+    let url = format!("{base}/v1/chat/completions");
+    let long = std::thread::spawn(move || {
+        stream(
+            &url,
+            &chat("about 40 words", json!({"max_tokens": 40})),
+            None,
+        )
+        .unwrap()
+    });
+    std::thread::sleep(std::time::Duration::from_millis(150));
+    assert_eq!(
+        call("POST", &format!("{base}/reset_prefix_cache")),
+        (200, "{\"success\":false}".to_owned())
+    );
+    long.join().unwrap();
+    assert_eq!(
+        call("POST", &format!("{base}/reset_prefix_cache")),
+        (200, "{\"success\":true}".to_owned())
+    );
+}
+
+#[test]
+fn caching_off_never_hits() {
+    let sim = Sim::start(&["--prefix-cache-tokens", "0"]);
+    let url = format!("{}/v1/chat/completions", sim.url(0));
+    let a = prompt("alpha", 160);
+    assert_eq!(cached(&url, &a, "x1"), 0);
+    assert_eq!(cached(&url, &a, "x2"), 0);
+}
