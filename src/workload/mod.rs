@@ -1,7 +1,9 @@
 //! What to send, with no socket in sight: the manifest's cells ([`cells`]), each request's
 //! prompt with its canary and filler ([`prompt`]), the functional checks' request bodies
-//! ([`functional`]), the request bodies serialised before a run starts ([`request`]), and
-//! which of them a shard of a multi-host run sends ([`shard`]).
+//! ([`functional`]), the request bodies serialised before a run starts ([`request`]),
+//! which of them a shard of a multi-host run sends ([`shard`]), the published traces a
+//! replay reads ([`trace`]), and the content requests of one run share on purpose
+//! ([`shared`]: trace blocks, prefix groups).
 //! The recorder (`crate::capture`) sends what this module prepared and times what comes
 //! back.
 
@@ -10,3 +12,5 @@ pub mod functional;
 pub mod prompt;
 pub mod request;
 pub mod shard;
+pub mod shared;
+pub mod trace;

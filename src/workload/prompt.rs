@@ -355,7 +355,7 @@ const TEMPLATES: &[&[Slot]] = &[
 /// The first `units` words of the filler stream seeded by `seed`. Sentences end with a full
 /// stop; paragraphs of four to eight sentences are separated by a blank line. If `units` ends
 /// mid-sentence, the cut sentence still gets its full stop, so `n + 1` units only ever add a word.
-fn filler(seed: u64, units: u32) -> String {
+pub(crate) fn filler(seed: u64, units: u32) -> String {
     let mut rng = SplitMix64(seed);
     let mut out = String::with_capacity(units as usize * 8);
     let mut left = units;
