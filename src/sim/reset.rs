@@ -22,20 +22,28 @@ use hyper::header::{CONTENT_TYPE, HeaderValue};
 use hyper::{Response, StatusCode};
 
 use super::body::SimBody;
-use super::server::ReplicaCtx;
-use super::truth::Record;
+use super::engine::ReplicaShared;
+use super::truth::{Record, TruthSink};
 use crate::clock::monotonic_ns;
 
+/// What a reset touches: the replica, where its truth rows go, and whether vLLM's
+/// development endpoints are mounted.
+pub struct Target<'a> {
+    pub rep: &'a ReplicaShared,
+    pub truth: &'a TruthSink,
+    pub dev_mode: bool,
+}
+
 /// Whether no request is running or waiting on the replica.
-fn idle(ctx: &ReplicaCtx) -> bool {
+fn idle(ctx: &Target<'_>) -> bool {
     let m = ctx.rep.metrics();
     m.running.get() == 0 && m.waiting.get() == 0
 }
 
 /// Empty the replica's cache and write the truth row.
-fn reset(ctx: &ReplicaCtx, id: &str) {
+fn reset(ctx: &Target<'_>, id: &str) {
     let dropped = ctx.rep.reset_prefix_cache();
-    ctx.server.truth.send(Record {
+    ctx.truth.send(Record {
         request_id: Arc::from(id),
         replica: ctx.rep.index as u16,
         seq: None,
@@ -55,8 +63,8 @@ fn response(status: StatusCode, content_type: &'static str, body: String) -> Res
 }
 
 /// vLLM's `POST /reset_prefix_cache`.
-pub fn vllm(ctx: &ReplicaCtx, id: &str) -> Response<SimBody> {
-    if !ctx.server.cfg.dev_mode {
+pub fn vllm(ctx: &Target<'_>, id: &str) -> Response<SimBody> {
+    if !ctx.dev_mode {
         return response(
             StatusCode::NOT_FOUND,
             "application/json",
@@ -90,7 +98,7 @@ pub fn flush_timeout(query: Option<&str>) -> Result<f64, String> {
 }
 
 /// SGLang's `/flush_cache`.
-pub async fn sglang(ctx: &ReplicaCtx, id: &str, query: Option<&str>) -> Response<SimBody> {
+pub async fn sglang(ctx: &Target<'_>, id: &str, query: Option<&str>) -> Response<SimBody> {
     let timeout = match flush_timeout(query) {
         Ok(t) => t,
         Err(e) => {

@@ -125,6 +125,15 @@ pub async fn serve_replica(listener: TcpListener, ctx: Arc<ReplicaCtx>) {
     }
 }
 
+/// What the reset endpoints touch of a replica.
+fn reset_target(ctx: &ReplicaCtx) -> super::reset::Target<'_> {
+    super::reset::Target {
+        rep: &ctx.rep,
+        truth: &ctx.server.truth,
+        dev_mode: ctx.server.cfg.dev_mode,
+    }
+}
+
 fn request_id_header(req: &Request<Incoming>) -> Option<String> {
     req.headers()
         .get("x-request-id")
@@ -180,9 +189,9 @@ pub async fn handle(
             generate_handler(&ctx, Api::Responses, req, &id, close_after_stream).await
         }
         (Method::POST, "/tokenize") => tokenize_handler(&ctx, req).await,
-        (Method::POST, "/reset_prefix_cache") => super::reset::vllm(&ctx, &id),
+        (Method::POST, "/reset_prefix_cache") => super::reset::vllm(&reset_target(&ctx), &id),
         (Method::GET | Method::POST, "/flush_cache") => {
-            super::reset::sglang(&ctx, &id, req.uri().query()).await
+            super::reset::sglang(&reset_target(&ctx), &id, req.uri().query()).await
         }
         (Method::GET, "/v1/models") => models(&ctx),
         (Method::GET, "/metrics") => {
