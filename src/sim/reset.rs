@@ -43,15 +43,13 @@ fn idle(ctx: &Target<'_>) -> bool {
 /// Empty the replica's cache and write the truth row.
 fn reset(ctx: &Target<'_>, id: &str) {
     let dropped = ctx.rep.reset_prefix_cache();
-    ctx.truth.send(Record {
-        request_id: Arc::from(id),
-        replica: ctx.rep.index as u16,
-        seq: None,
-        tokens: u32::try_from(dropped).unwrap_or(u32::MAX),
-        kind: "cache_reset",
-        t_deadline_ns: None,
-        t_write_ns: monotonic_ns(),
-    });
+    ctx.truth.send(Record::mark(
+        Arc::from(id),
+        ctx.rep.index,
+        "cache_reset",
+        u32::try_from(dropped).unwrap_or(u32::MAX),
+        monotonic_ns(),
+    ));
 }
 
 fn response(status: StatusCode, content_type: &'static str, body: String) -> Response<SimBody> {

@@ -324,15 +324,13 @@ async fn generate_handler(
     };
     let t_read = monotonic_ns();
     let request_id: Arc<str> = Arc::from(id);
-    ctx.server.truth.send(Record {
-        request_id: request_id.clone(),
-        replica: ctx.rep.index as u16,
-        seq: None,
-        tokens: 0,
-        kind: "request_read",
-        t_deadline_ns: None,
-        t_write_ns: t_read,
-    });
+    ctx.server.truth.send(Record::mark(
+        request_id.clone(),
+        ctx.rep.index,
+        "request_read",
+        0,
+        t_read,
+    ));
     // Parsing, generation and rendering run off the HTTP workers, below their priority,
     // so they never delay another stream's write.
     let ctx = ctx.clone();
@@ -453,24 +451,21 @@ fn plan(
     let lookup = ctx.rep.prefix_lookup(&g.prompt_ids);
     let cached = lookup.cached;
     let t_lookup = monotonic_ns();
-    for (kind, tokens) in [
-        ("cache_hit", cached),
-        (
+    let mark = |kind, tokens| {
+        st.truth.send(Record::mark(
+            request_id.clone(),
+            ctx.rep.index,
+            kind,
+            tokens,
+            t_lookup,
+        ))
+    };
+    mark("cache_hit", cached);
+    if lookup.evicted > 0 {
+        mark(
             "cache_evict",
             u32::try_from(lookup.evicted).unwrap_or(u32::MAX),
-        ),
-    ] {
-        if kind == "cache_hit" || tokens > 0 {
-            st.truth.send(Record {
-                request_id: request_id.clone(),
-                replica: ctx.rep.index as u16,
-                seq: None,
-                tokens,
-                kind,
-                t_deadline_ns: None,
-                t_write_ns: t_lookup,
-            });
-        }
+        );
     }
     {
         let m = ctx.rep.metrics();

@@ -61,6 +61,28 @@ pub struct Record {
     pub t_write_ns: i64,
 }
 
+impl Record {
+    /// A row that is no SSE event (no seq, no deadline): `request_read` and the prefix
+    /// cache's rows, written at `t_write_ns`.
+    pub fn mark(
+        request_id: Arc<str>,
+        replica: usize,
+        kind: &'static str,
+        tokens: u32,
+        t_write_ns: i64,
+    ) -> Record {
+        Record {
+            request_id,
+            replica: replica as u16,
+            seq: None,
+            tokens,
+            kind,
+            t_deadline_ns: None,
+            t_write_ns,
+        }
+    }
+}
+
 enum Msg {
     Row(Record),
     Finish,

@@ -19,6 +19,21 @@ fn cached(url: &str, text: &str, id: &str) -> u64 {
         .unwrap()
 }
 
+/// A 40-token reply on the slow profile (about 3 s), running when this returns.
+fn busy(base: &str) -> std::thread::JoinHandle<Vec<super::sim::Sse>> {
+    let url = format!("{base}/v1/chat/completions");
+    let long = std::thread::spawn(move || {
+        stream(
+            &url,
+            &chat("about 40 words", json!({"max_tokens": 40})),
+            None,
+        )
+        .unwrap()
+    });
+    std::thread::sleep(std::time::Duration::from_millis(150));
+    long
+}
+
 fn call(method: &str, url: &str) -> (u16, String) {
     let a = agent();
     let r = match method {
@@ -67,7 +82,8 @@ fn capacity_evicts_least_recent_prefixes_and_resets_empty_the_cache() {
         (200, "{\"success\":true}".to_owned())
     );
     assert_eq!(cached(&url, &a, "a4"), 0);
-    assert!(cached(&url, &a, "a5") > 0);
+    let a5_hit = cached(&url, &a, "a5");
+    assert!(a5_hit > 0);
     let (status, body) = call("GET", &format!("{base}/flush_cache"));
     assert_eq!(status, 200);
     assert!(body.starts_with("Cache flushed."), "{body}");
@@ -97,7 +113,7 @@ fn capacity_evicts_least_recent_prefixes_and_resets_empty_the_cache() {
             ("c1", 0),
             ("a3", a_after),
             ("a4", 0),
-            ("a5", hits_of(&rows, "a5")),
+            ("a5", a5_hit),
             ("a6", 0)
         ]
     );
@@ -116,13 +132,6 @@ fn capacity_evicts_least_recent_prefixes_and_resets_empty_the_cache() {
     assert!(resets.iter().all(|t| *t > 0 && *t <= 512), "{resets:?}");
 }
 
-fn hits_of(rows: &[Vec<&str>], id: &str) -> u64 {
-    rows.iter()
-        .find(|r| r[0] == id && r[4] == "cache_hit")
-        .map(|r| r[3].parse().unwrap())
-        .unwrap()
-}
-
 #[test]
 fn resets_refuse_as_the_engines_do() {
     // Without --dev-mode vLLM's route is not mounted.
@@ -133,16 +142,7 @@ fn resets_refuse_as_the_engines_do() {
         (404, "{\"detail\":\"Not Found\"}".to_owned())
     );
     // While a request runs, SGLang's flush refuses (400), or waits for idle with a timeout.
-    let url = format!("{base}/v1/chat/completions");
-    let long = std::thread::spawn(move || {
-        stream(
-            &url,
-            &chat("about 40 words", json!({"max_tokens": 40})),
-            None,
-        )
-        .unwrap()
-    });
-    std::thread::sleep(std::time::Duration::from_millis(150));
+    let long = busy(&base);
     let (status, body) = call("POST", &format!("{base}/flush_cache"));
     assert_eq!((status, body.as_str()), (400, "Flush cache failed.\n"));
     let (status, body) = call("POST", &format!("{base}/flush_cache?timeout=0.05"));
@@ -166,16 +166,7 @@ fn vllm_reset_while_busy_answers_success_false() {
         "--dev-mode",
     ]);
     let base = sim.url(0);
-    let url = format!("{base}/v1/chat/completions");
-    let long = std::thread::spawn(move || {
-        stream(
-            &url,
-            &chat("about 40 words", json!({"max_tokens": 40})),
-            None,
-        )
-        .unwrap()
-    });
-    std::thread::sleep(std::time::Duration::from_millis(150));
+    let long = busy(&base);
     assert_eq!(
         call("POST", &format!("{base}/reset_prefix_cache")),
         (200, "{\"success\":false}".to_owned())
