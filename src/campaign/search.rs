@@ -415,8 +415,13 @@ fn boundary(
         }
     }
     let (passing, failing) = (passing.map(side), failing.map(side));
+    // Without a passing side, "no load meets the target" holds only if the range's minimum
+    // itself is shown to miss it: a failing side widened up from the minimum leaves the
+    // loads below it unresolved. Likewise "every load meets it" needs the maximum shown to.
     let resolved = passing.as_ref().is_none_or(|p| p.low > search.target)
-        && failing.as_ref().is_none_or(|f| f.high < search.target);
+        && failing.as_ref().is_none_or(|f| f.high < search.target)
+        && (passing.is_some() || failing.as_ref().is_none_or(|f| f.load == search.min))
+        && (failing.is_some() || passing.as_ref().is_none_or(|p| p.load == search.max));
     Step::Done(Bracket {
         passing,
         failing,
@@ -661,6 +666,23 @@ mod tests {
             (1.0, 2, 724, 800)
         );
         assert!(!b.resolved);
+    }
+
+    /// The minimum misses the target by its point estimate but not by its interval, and the
+    /// failing side widens up to a load shown to miss it: the loads below stay unresolved,
+    /// so the search must not say that no load meets the target.
+    #[test]
+    fn a_minimum_missing_only_by_its_point_estimate_is_not_resolved() {
+        let s = search(3.0, 8.0, 1);
+        // 89.5% at 3 and 4 (intervals straddle 0.9), 10% from 5 on.
+        let (order, b) = drive(&s, |c| if c <= 4.0 { 358 } else { 40 });
+        assert_eq!(order, [3.0, 4.0, 5.0]);
+        assert!(b.passing.is_none());
+        assert_eq!(b.failing.as_ref().unwrap().load, 5.0);
+        assert!(!b.resolved, "{b:?}");
+        // Shown to miss at the minimum itself: resolved, no capacity in the range.
+        let (_, b) = drive(&s, |_| 40);
+        assert!(b.passing.is_none() && b.resolved);
     }
 
     /// Attainment falling gradually: 16 meets the target by its point estimate but not by

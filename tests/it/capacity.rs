@@ -188,7 +188,10 @@ fn a_bracket_whose_intervals_straddle_the_target_is_not_resolved() {
     // flight the third misses `ttft_ms<=60` and at 4 the third and fourth do, while later
     // requests, arriving one at a time, meet it. 39 of 40 and 38 of 40 meet the 90% target
     // by their point estimate, but their exact lower bounds (87%, 83%) do not clear it: with
-    // 40 requests a probe cannot show 90% unless every request attains.
+    // 40 requests a probe cannot show 90% unless every request attains. On a loaded machine
+    // more requests miss (35 and 36 of 40 seen in CI): the minimum then misses by its point
+    // estimate but not by its interval, the failing side widens up to 5, shown to miss, and
+    // the loads below it stay unresolved: "not resolved" either way, never "no load meets".
     let f = search_campaign(arm_launch("200000"), 40);
     let o = f.run(false);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
