@@ -6,7 +6,9 @@ use std::path::PathBuf;
 
 use clap::Parser;
 
-use crate::sim::config::{Config, ConfigError, PROFILES, RunSpeed, Timing, find_profile};
+use crate::sim::config::{
+    Config, ConfigError, DEFAULT_KV_POOL_TOKENS, PROFILES, RunSpeed, Timing, find_profile,
+};
 use crate::sim::faults::{FaultKind, FaultRates};
 
 /// The profile and fault tables and the wire rules, shown after `--help`.
@@ -40,7 +42,10 @@ pub fn long_help() -> String {
          the following token (trailing whitespace is one token). Chat template: 3 tokens per\n\
          message + the role's tokens + the content's tokens (+ the JSON of `tools`), then 3\n\
          tokens of assistant prime. `/tokenize` applies the same rule, so its count equals\n\
-         usage.prompt_tokens exactly. Generated words are one token each.\n\
+         usage.prompt_tokens exactly. Generated words are one token each. A reply is as long\n\
+         as the prompt's \"in about N words\" asks (else --mean-words on average), cut at\n\
+         max_tokens; `ignore_eos: true` runs it to max_tokens (finish_reason length) and\n\
+         `min_tokens: N` makes it at least N tokens, as vLLM does.\n\
          \n\
          Timing: one timer thread holds every stream's absolute deadlines; prefill runs FIFO at\n\
          --prefill-tps over uncached tokens; each sequence then steps on its own phase, a step\n\
@@ -65,11 +70,17 @@ pub fn long_help() -> String {
          SGLang's GET|POST /flush_cache[?timeout=S] (400 while requests run or wait, or after\n\
          waiting S seconds for idle).\n\
          \n\
+         KV pool: --kv-pool-tokens per replica (default 4194304; 0 = no limit). A running\n\
+         request holds its prompt plus what it generated; a waiting one is admitted only when\n\
+         it fits (first come, first served), and a decode step that finds the pool full\n\
+         preempts the most recently admitted request, which later prefills everything again\n\
+         (vllm:num_preemptions, vllm:kv_cache_usage_perc).\n\
+         \n\
          --truth FILE: CSV request_id,replica,seq,tokens,kind,t_deadline_ns,t_write_ns, one row\n\
          per SSE event written plus one `request_read` row per request (CLOCK_MONOTONIC ns),\n\
          and the prefix cache's rows: `cache_hit` per generation request (tokens = cached\n\
          prompt tokens), `cache_evict` (tokens evicted by that request), `cache_reset` (tokens\n\
-         dropped by a reset).\n\
+         dropped by a reset), and `preempt` per preemption (tokens = KV the request held).\n\
          FILE replaces any earlier one at start and grows while the simulator runs: rows are\n\
          flushed to it at least once a second, and on SIGINT or SIGTERM every row is flushed\n\
          and the file synced and closed. SIGKILL leaves no chance to flush: the file then\n\
@@ -176,6 +187,12 @@ pub struct Args {
     /// caching off.
     #[arg(long, value_name = "TOKENS", default_value_t = crate::sim::cache::DEFAULT_CAPACITY_TOKENS)]
     pub prefix_cache_tokens: u64,
+    /// Each replica's KV pool holds at most this many tokens (running sequences' prompts
+    /// and generated tokens); when a decode step finds it full, the most recently admitted
+    /// sequence is preempted and later recomputed, counted in `vllm:num_preemptions`. 0: no
+    /// limit.
+    #[arg(long, value_name = "TOKENS", default_value_t = DEFAULT_KV_POOL_TOKENS)]
+    pub kv_pool_tokens: u64,
     /// Mount vLLM's development endpoints, as `VLLM_SERVER_DEV_MODE=1` does: `POST
     /// /reset_prefix_cache` answers 404 without it. SGLang's `/flush_cache` is always there.
     #[arg(long)]
@@ -358,6 +375,7 @@ pub fn config(a: Args) -> Result<Config, ConfigError> {
         max_model_len: a.max_model_len,
         mean_words: a.mean_words,
         prefix_cache_tokens: a.prefix_cache_tokens,
+        kv_pool_tokens: a.kv_pool_tokens,
         dev_mode: a.dev_mode,
         realtime: !a.no_realtime,
         spin_us: a.spin_us.min(10_000),

@@ -72,6 +72,10 @@ pub struct GenRequest {
     pub stream: bool,
     pub include_usage: bool,
     pub max_tokens: Option<u32>,
+    /// vLLM's (and llama.cpp's) `ignore_eos`: generate until `max_tokens`.
+    pub ignore_eos: bool,
+    /// vLLM's `min_tokens`: no end of sequence before this many tokens.
+    pub min_tokens: u32,
     /// Prompt token ids (template applied for chat and Responses).
     pub prompt_ids: Vec<u32>,
     /// All prompt text the client wrote (canary and word-count lookups).
@@ -314,6 +318,8 @@ pub fn parse_gen(api: Api, body: &[u8]) -> Result<GenRequest, ApiError> {
         .unwrap_or(false);
     let (tools, forced_tool) = parse_tools(o)?;
     let thinking = thinking(o);
+    let ignore_eos = opt_bool(o, "ignore_eos")?;
+    let min_tokens = max_tokens(o, &["min_tokens"])?.unwrap_or(0);
     match api {
         Api::Chat => {
             let msgs = o
@@ -334,6 +340,8 @@ pub fn parse_gen(api: Api, body: &[u8]) -> Result<GenRequest, ApiError> {
                 stream,
                 include_usage,
                 max_tokens: max_tokens(o, &["max_completion_tokens", "max_tokens"])?,
+                ignore_eos,
+                min_tokens,
                 prompt_ids,
                 prompt_text: joined_content(&messages),
                 thinking,
@@ -360,6 +368,8 @@ pub fn parse_gen(api: Api, body: &[u8]) -> Result<GenRequest, ApiError> {
                 // Legacy completions put usage in the final chunk when asked.
                 include_usage,
                 max_tokens: max_tokens(o, &["max_tokens"])?,
+                ignore_eos,
+                min_tokens,
                 prompt_ids: tokenizer::encode(&prompt),
                 prompt_text: prompt,
                 thinking,
@@ -399,6 +409,8 @@ pub fn parse_gen(api: Api, body: &[u8]) -> Result<GenRequest, ApiError> {
                 stream,
                 include_usage: true,
                 max_tokens: max_tokens(o, &["max_output_tokens"])?,
+                ignore_eos,
+                min_tokens,
                 prompt_ids,
                 prompt_text: joined_content(&messages),
                 thinking,

@@ -5,6 +5,10 @@ use std::path::PathBuf;
 
 use super::faults::FaultRates;
 
+/// Each replica's KV pool unless `--kv-pool-tokens` says otherwise: 4,194,304 tokens, beyond
+/// what any profile's `max_batch` of long prompts fills, so only a declared pool preempts.
+pub const DEFAULT_KV_POOL_TOKENS: u64 = 1 << 22;
+
 /// A named timing preset. Explicit flags override any of its values.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Profile {
@@ -233,6 +237,8 @@ pub struct Config {
     pub mean_words: u32,
     /// Each replica's prefix-cache capacity in tokens (0: caching off).
     pub prefix_cache_tokens: u64,
+    /// Each replica's KV pool in tokens (0: unbounded); full, it preempts (see `engine`).
+    pub kv_pool_tokens: u64,
     /// vLLM's development endpoints mounted (`--dev-mode`): `POST /reset_prefix_cache`.
     pub dev_mode: bool,
     pub realtime: bool,

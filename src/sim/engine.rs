@@ -18,7 +18,16 @@
 //! - each sequence then steps on its own phase (processor sharing, so writes spread in
 //!   time): a step costs `(1 - batch_cost + batch_cost * running) / decode_tps` seconds,
 //!   times `1 + 0.03 * spec_depth`, with ±3 % seeded jitter; while a prefill is in flight a
-//!   step also pays for one prefill chunk (without chunking: waits for the prefill to end).
+//!   step also pays for one prefill chunk (without chunking: waits for the prefill to end);
+//! - a finite KV pool of `kv_pool_tokens` (0: unbounded): a running sequence holds its whole
+//!   prompt plus the tokens generated so far. A waiting sequence is admitted only when its
+//!   KV fits (first come, first served: the head of the queue blocks the rest, as vLLM's
+//!   scheduler does); when a decode step finds the pool full, the most recently admitted
+//!   running sequence is preempted (vLLM's recompute preemption): its KV is freed, it goes
+//!   back to the front of the queue, and on readmission it prefills its prompt and what it
+//!   had generated again before its next token. A lone sequence is never preempted (it may
+//!   overfill the pool). Each preemption counts in `vllm:num_preemptions` and writes a
+//!   `preempt` truth row; `vllm:kv_cache_usage_perc` is the pool's used share.
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, VecDeque};
@@ -32,7 +41,7 @@ use tokio::sync::mpsc::UnboundedSender;
 use super::cache::{Lookup, PrefixCache};
 use super::config::Timing;
 use super::metrics::ReplicaMetrics;
-use super::truth::LagHistogram;
+use super::truth::{LagHistogram, Record, TruthSink};
 use crate::clock::monotonic_ns;
 
 /// When an event becomes due, relative to the one before it.
@@ -97,12 +106,15 @@ pub enum Push {
 /// One request handed to the engine.
 #[derive(Debug)]
 pub struct Job {
+    pub request_id: Arc<str>,
     pub replica: usize,
     /// When the request reaches the engine, parsed and planned (CLOCK_MONOTONIC ns): the
     /// deadline of its first events and the earliest start of its prefill.
     pub t_arrival_ns: i64,
     /// Uncached prompt tokens.
     pub prefill_tokens: u32,
+    /// The whole prompt, cached or not: what the sequence holds in the KV pool at admission.
+    pub prompt_tokens: u32,
     pub events: Vec<Event>,
     pub tx: UnboundedSender<Push>,
     pub jitter_seed: u64,
@@ -186,10 +198,13 @@ pub struct Engine {
 impl Engine {
     /// Start the timer thread. `spin_ns`: how long before a deadline it stops sleeping
     /// and spins; `realtime`: try SCHED_FIFO above the HTTP workers.
-    /// `timings` holds each replica's timing, in replica order.
+    /// `timings` holds each replica's timing, in replica order; `kv_pool_tokens` each
+    /// replica's KV pool (0: unbounded); preemptions go to `truth`.
     pub fn start(
         timings: Vec<Timing>,
         replicas: Vec<Arc<ReplicaShared>>,
+        kv_pool_tokens: u64,
+        truth: TruthSink,
         spin_ns: i64,
         realtime: bool,
     ) -> std::io::Result<Self> {
@@ -215,6 +230,8 @@ impl Engine {
                         running: 0,
                         waiting: VecDeque::new(),
                         prefill_free_at: 0,
+                        kv_capacity: kv_pool_tokens,
+                        kv_used: 0,
                     })
                     .collect();
                 let mut s = Sched {
@@ -223,6 +240,8 @@ impl Engine {
                     seqs: HashMap::new(),
                     heap: BinaryHeap::new(),
                     next_id: 0,
+                    admissions: 0,
+                    truth,
                     fire_lag: LagHistogram::default(),
                 };
                 s.run(&s2, spin_ns);
@@ -252,6 +271,7 @@ impl Engine {
 }
 
 struct Seq {
+    request_id: Arc<str>,
     replica: usize,
     events: Vec<Event>,
     next: usize,
@@ -261,6 +281,14 @@ struct Seq {
     admitted: bool,
     /// When the request reached the engine (admission never precedes it).
     arrival: i64,
+    /// Tokens it holds in the KV pool while running: prompt + generated so far.
+    kv_tokens: u64,
+    /// Admission order on its replica (the most recent is preempted first).
+    admitted_as: u64,
+    /// Bumped at each preemption: heap entries of an earlier epoch are stale.
+    epoch: u32,
+    /// Preempted: readmission prefills `kv_tokens` again.
+    recompute: bool,
 }
 
 struct Rep {
@@ -269,14 +297,29 @@ struct Rep {
     waiting: VecDeque<u64>,
     /// When the prefill lane is free again.
     prefill_free_at: i64,
+    /// KV pool size in tokens (0: unbounded) and what running sequences hold of it.
+    kv_capacity: u64,
+    kv_used: u64,
+}
+
+impl Rep {
+    /// Whether a sequence holding `kv` tokens can start running now.
+    fn fits(&self, kv: u64) -> bool {
+        self.running < self.timing.max_batch
+            && (self.kv_capacity == 0 || self.running == 0 || self.kv_used + kv <= self.kv_capacity)
+    }
 }
 
 struct Sched {
     reps: Vec<Rep>,
     shared: Vec<Arc<ReplicaShared>>,
     seqs: HashMap<u64, Seq>,
-    heap: BinaryHeap<Reverse<(i64, u64)>>,
+    /// (deadline, seq id, seq epoch).
+    heap: BinaryHeap<Reverse<(i64, u64, u32)>>,
     next_id: u64,
+    /// Admissions so far, all replicas (orders `Seq::admitted_as`).
+    admissions: u64,
+    truth: TruthSink,
     /// Hand-over time − deadline of every event sent.
     fire_lag: LagHistogram,
 }
@@ -331,12 +374,14 @@ impl Sched {
             }
             let now = monotonic_ns();
             let mut fired = false;
-            while let Some(&Reverse((d, id))) = self.heap.peek() {
+            while let Some(&Reverse((d, id, epoch))) = self.heap.peek() {
                 if d > now {
                     break;
                 }
                 self.heap.pop();
-                self.fire(id, d);
+                if self.seqs.get(&id).is_some_and(|s| s.epoch == epoch) {
+                    self.fire(id, d);
+                }
                 fired = true;
             }
             if fired {
@@ -349,7 +394,7 @@ impl Sched {
                         let _ = shared.cv.wait_timeout(g, Duration::from_millis(100));
                     }
                 }
-                Some(&Reverse((d, _))) => {
+                Some(&Reverse((d, _, _))) => {
                     let sleep = d - now - spin_ns;
                     if sleep > 0 {
                         let g = lock(&shared.inbox);
@@ -375,6 +420,7 @@ impl Sched {
         self.seqs.insert(
             id,
             Seq {
+                request_id: job.request_id,
                 replica: job.replica.min(self.reps.len().saturating_sub(1)),
                 events: job.events,
                 next: 0,
@@ -383,6 +429,10 @@ impl Sched {
                 rng: job.jitter_seed,
                 admitted: false,
                 arrival: t,
+                kv_tokens: u64::from(job.prompt_tokens),
+                admitted_as: 0,
+                epoch: 0,
+                recompute: false,
             },
         );
         self.schedule_next(id, t);
@@ -398,11 +448,12 @@ impl Sched {
             return;
         };
         let (gate, delay) = (ev.gate, ev.delay_ns);
-        let rep = seq.replica;
+        let (rep, epoch) = (seq.replica, seq.epoch);
         match gate {
-            Gate::Arrival | Gate::Same => self.heap.push(Reverse((d + delay, id))),
+            Gate::Arrival | Gate::Same => self.heap.push(Reverse((d + delay, id, epoch))),
             Gate::FirstToken if !seq.admitted => {
-                if self.reps[rep].running < self.reps[rep].timing.max_batch {
+                let r = &self.reps[rep];
+                if r.waiting.is_empty() && r.fits(seq.kv_tokens) {
                     self.admit(id, d);
                 } else {
                     self.reps[rep].waiting.push_back(id);
@@ -421,7 +472,8 @@ impl Sched {
                         left.min(r.timing.chunked_prefill as f64 / r.timing.prefill_tps * 1e9)
                     };
                 }
-                self.heap.push(Reverse((d + cost as i64 + delay, id)));
+                self.heap
+                    .push(Reverse((d + cost as i64 + delay, id, epoch)));
             }
         }
     }
@@ -431,25 +483,97 @@ impl Sched {
             return;
         };
         seq.admitted = true;
+        seq.admitted_as = self.admissions;
+        self.admissions += 1;
         let t = t.max(seq.arrival);
         let delay = seq.events.get(seq.next).map_or(0, |e| e.delay_ns);
+        // After a preemption the prompt and every generated token are prefilled again.
+        let prefill = if seq.recompute {
+            u32::try_from(seq.kv_tokens).unwrap_or(u32::MAX)
+        } else {
+            seq.prefill_tokens
+        };
         let r = &mut self.reps[seq.replica];
         r.running += 1;
+        r.kv_used += seq.kv_tokens;
         // The lane is busy for the prefill compute only; the per-chunk step overhead delays
         // this sequence's first token but is shared with other sequences' steps.
         let start = t.max(r.prefill_free_at);
-        let compute = prefill_compute_ns(&r.timing, seq.prefill_tokens) as i64;
+        let compute = prefill_compute_ns(&r.timing, prefill) as i64;
         r.prefill_free_at = start + compute;
-        let end = start + prefill_ns(&r.timing, seq.prefill_tokens) as i64;
-        self.heap.push(Reverse((end + delay, id)));
+        let end = start + prefill_ns(&r.timing, prefill) as i64;
+        self.heap.push(Reverse((end + delay, id, seq.epoch)));
         let rep = seq.replica;
         self.update_gauges(rep);
     }
 
     fn update_gauges(&self, rep: usize) {
         let m = self.shared[rep].metrics();
-        m.running.set(self.reps[rep].running as i64);
-        m.waiting.set(self.reps[rep].waiting.len() as i64);
+        let r = &self.reps[rep];
+        m.running.set(r.running as i64);
+        m.waiting.set(r.waiting.len() as i64);
+        if r.kv_capacity > 0 {
+            m.kv_cache_usage
+                .set(r.kv_used as f64 / r.kv_capacity as f64);
+        }
+    }
+
+    /// Make room in the pool for `tokens` more of running seq `id`'s KV at `d`, preempting
+    /// the most recently admitted sequences as needed; false when `id` itself was preempted
+    /// (its event is not sent now but after its readmission).
+    fn grow(&mut self, id: u64, tokens: u32, d: i64) -> bool {
+        let Some(rep) = self.seqs.get(&id).map(|s| s.replica) else {
+            return false;
+        };
+        let tokens = u64::from(tokens);
+        loop {
+            let r = &self.reps[rep];
+            if r.kv_capacity == 0 || r.running <= 1 || r.kv_used + tokens <= r.kv_capacity {
+                break;
+            }
+            let victim = self
+                .seqs
+                .iter()
+                .filter(|(_, s)| s.replica == rep && s.admitted)
+                .max_by_key(|(_, s)| s.admitted_as)
+                .map(|(v, _)| *v);
+            let Some(victim) = victim else {
+                break;
+            };
+            self.preempt(victim, d);
+            if victim == id {
+                return false;
+            }
+        }
+        if let Some(seq) = self.seqs.get_mut(&id) {
+            seq.kv_tokens += tokens;
+            self.reps[rep].kv_used += tokens;
+        }
+        true
+    }
+
+    /// Preempt running seq `id` at `d`: free its KV, queue it first, count and record it.
+    fn preempt(&mut self, id: u64, d: i64) {
+        let Some(seq) = self.seqs.get_mut(&id) else {
+            return;
+        };
+        seq.admitted = false;
+        seq.recompute = true;
+        seq.epoch = seq.epoch.wrapping_add(1);
+        let rep = seq.replica;
+        let r = &mut self.reps[rep];
+        r.running = r.running.saturating_sub(1);
+        r.kv_used = r.kv_used.saturating_sub(seq.kv_tokens);
+        r.waiting.push_front(id);
+        self.shared[rep].metrics().num_preemptions.inc();
+        self.truth.send(Record::mark(
+            seq.request_id.clone(),
+            rep,
+            "preempt",
+            u32::try_from(seq.kv_tokens).unwrap_or(u32::MAX),
+            d,
+        ));
+        self.update_gauges(rep);
     }
 
     /// The seq's next event is due at `d`.
@@ -466,7 +590,16 @@ impl Sched {
             self.finish(id, d, true);
             return;
         };
-        let rep = seq.replica;
+        let (rep, tokens, admitted) = (seq.replica, ev.tokens, seq.admitted);
+        if tokens > 0 && admitted && !self.grow(id, tokens, d) {
+            return;
+        }
+        let Some(seq) = self.seqs.get_mut(&id) else {
+            return;
+        };
+        let Some(ev) = seq.events.get(seq.next) else {
+            return;
+        };
         if ev.tokens > 0 || ev.drafts > 0 {
             let m = self.shared[rep].metrics();
             m.generation_tokens.inc_by(ev.tokens as u64);
@@ -514,24 +647,30 @@ impl Sched {
         };
         let rep = seq.replica;
         if seq.admitted {
-            self.reps[rep].running = self.reps[rep].running.saturating_sub(1);
+            let r = &mut self.reps[rep];
+            r.running = r.running.saturating_sub(1);
+            r.kv_used = r.kv_used.saturating_sub(seq.kv_tokens);
             if success {
                 self.shared[rep].metrics().request_success.inc();
             }
         } else {
             self.reps[rep].waiting.retain(|w| *w != id);
         }
-        while self.reps[rep].running < self.reps[rep].timing.max_batch {
-            let Some(w) = self.reps[rep].waiting.pop_front() else {
-                break;
-            };
+        while let Some(&w) = self.reps[rep].waiting.front() {
             match self.seqs.get(&w) {
                 // Its client left while it waited: drop it without running it.
                 Some(s) if s.tx.is_closed() => {
+                    self.reps[rep].waiting.pop_front();
                     self.seqs.remove(&w);
                 }
-                Some(_) => self.admit(w, d),
-                None => {}
+                Some(s) if self.reps[rep].fits(s.kv_tokens) => {
+                    self.reps[rep].waiting.pop_front();
+                    self.admit(w, d);
+                }
+                Some(_) => break,
+                None => {
+                    self.reps[rep].waiting.pop_front();
+                }
             }
         }
         self.update_gauges(rep);
@@ -554,6 +693,7 @@ impl Sched {
         }
         let r = &mut self.reps[rep];
         r.running = 0;
+        r.kv_used = 0;
         r.waiting.clear();
         r.prefill_free_at = d;
         self.update_gauges(rep);

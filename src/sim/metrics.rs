@@ -31,6 +31,9 @@ pub struct ReplicaMetrics {
     pub request_success: Counter,
     pub prefix_cache_queries: Counter,
     pub prefix_cache_hits: Counter,
+    /// The KV pool's used share, 0–1 (`vllm:kv_cache_usage_perc`).
+    pub kv_cache_usage: Gauge<f64, AtomicU64>,
+    pub num_preemptions: Counter,
     pub start_time: Gauge<f64, AtomicU64>,
 }
 
@@ -60,6 +63,8 @@ impl ReplicaMetrics {
             request_success: Counter::default(),
             prefix_cache_queries: Counter::default(),
             prefix_cache_hits: Counter::default(),
+            kv_cache_usage: Gauge::default(),
+            num_preemptions: Counter::default(),
             start_time,
         };
         let mut m = m;
@@ -120,6 +125,16 @@ impl ReplicaMetrics {
             "vllm:prefix_cache_hits",
             "Prefix cache hits, in terms of number of cached tokens",
             m.prefix_cache_hits.clone(),
+        );
+        sub.register(
+            "vllm:kv_cache_usage_perc",
+            "KV-cache usage. 1 means 100 percent usage.",
+            m.kv_cache_usage.clone(),
+        );
+        sub.register(
+            "vllm:num_preemptions",
+            "Cumulative number of preemption from the engine.",
+            m.num_preemptions.clone(),
         );
         Arc::new(m)
     }

@@ -190,6 +190,8 @@ fn run_until(cfg: Config, stop: Stop) -> anyhow::Result<()> {
             .map(|i| cfg.run_speed.timing(&cfg.timing, i))
             .collect(),
         replicas.clone(),
+        cfg.kv_pool_tokens,
+        truth.sink(),
         cfg.spin_us as i64 * 1000,
         cfg.realtime && realtime::is_fifo(),
     )

@@ -97,6 +97,10 @@ pub struct ReplyInputs<'a> {
     /// Another request's canary to leak into tool arguments (tool-contaminate fault).
     pub tool_foreign_canary: Option<&'a str>,
     pub requested_words: Option<u32>,
+    /// `ignore_eos`: the reply runs to the cap.
+    pub ignore_eos: bool,
+    /// `min_tokens`: the reply is at least this long (within the cap).
+    pub min_tokens: u32,
     /// The function a coding prompt names: the reply is a fenced Python block defining it.
     pub code_function: Option<&'a str>,
     /// Completion token ceiling: min(max_tokens, context left).
@@ -241,6 +245,11 @@ pub fn generate(inp: &ReplyInputs<'_>, rng: &mut StdRng) -> Reply {
                 .unwrap_or_else(|_| LogNormal::new(0.0, 0.5).expect("valid"));
             d.sample(rng).round().clamp(1.0, 8192.0) as u32
         });
+        let n = if inp.ignore_eos {
+            u32::MAX
+        } else {
+            n.max(inp.min_tokens.saturating_sub(p.len() as u32))
+        };
         for _ in 0..n.min(budget.saturating_add(1)) {
             p.push(word(rng, WORDS));
         }
@@ -495,6 +504,8 @@ mod tests {
             foreign_canary: None,
             tool_foreign_canary: None,
             requested_words: None,
+            ignore_eos: false,
+            min_tokens: 0,
             code_function: None,
             cap: 1000,
             mean_words: 50,
@@ -532,6 +543,30 @@ mod tests {
         for w in WORDS.iter().chain(THOUGHTS) {
             assert_eq!(tokenizer::count(&format!(" {w}")), 1, "{w}");
         }
+    }
+
+    #[test]
+    fn ignore_eos_runs_to_the_cap_and_min_tokens_lengthens_a_short_reply() {
+        let mut rng = StdRng::seed_from_u64(1);
+        let r = generate(
+            &ReplyInputs {
+                cap: 300,
+                requested_words: Some(10),
+                ignore_eos: true,
+                ..inputs()
+            },
+            &mut rng,
+        );
+        assert_eq!((r.completion_tokens(), r.finish), (300, Finish::Length));
+        let r = generate(
+            &ReplyInputs {
+                requested_words: Some(10),
+                min_tokens: 40,
+                ..inputs()
+            },
+            &mut rng,
+        );
+        assert_eq!((r.completion_tokens(), r.finish), (40, Finish::Stop));
     }
 
     #[test]

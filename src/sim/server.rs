@@ -436,6 +436,8 @@ fn plan(
             foreign_canary: foreign.as_deref(),
             tool_foreign_canary: tool_foreign.as_deref(),
             requested_words: api::requested_words(&g.prompt_text),
+            ignore_eos: g.ignore_eos,
+            min_tokens: g.min_tokens,
             code_function: api::requested_function(&g.prompt_text),
             cap: g.max_tokens.unwrap_or(room).min(room),
             mean_words: cfg.mean_words,
@@ -498,9 +500,11 @@ fn plan(
     );
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
     st.engine.submit(Job {
+        request_id: request_id.clone(),
         replica: ctx.rep.index,
         t_arrival_ns: monotonic_ns(),
         prefill_tokens: prompt_tokens - cached,
+        prompt_tokens,
         events,
         tx,
         jitter_seed: rng.random(),

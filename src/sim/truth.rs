@@ -26,6 +26,10 @@
 //! endpoint emptied the cache, `tokens` the tokens dropped and `request_id` the reset
 //! request's.
 //!
+//! The engine writes a `preempt` row when the full KV pool preempted a running request:
+//! `tokens` the KV it held (prompt + generated so far, prefilled again on readmission) and
+//! `t_write_ns` the deadline of the decode step that found the pool full.
+//!
 //! The file is put in place when the simulator starts and grows while it runs: the thread
 //! flushes what it buffered at least every [`FLUSH_EVERY`] (the first row after a quiet spell
 //! at once), and [`Truth::finish`] (SIGINT, SIGTERM) flushes the rest and syncs it. A SIGKILL

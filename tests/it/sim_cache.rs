@@ -1,11 +1,11 @@
-//! `anvil-sim`'s prefix cache held to its own truth: a capacity with LRU eviction, the
-//! engines' reset endpoints as each engine answers them, and a truth row for every hit,
-//! eviction and reset.
+//! `anvil-sim`'s prefix cache and KV pool held to its own truth: a capacity with LRU
+//! eviction, the engines' reset endpoints as each engine answers them, preemption when the
+//! KV pool is full, and a truth row for every hit, eviction, reset and preemption.
 
 use serde_json::json;
 
 use super::common::Sim;
-use super::sim::{agent, chat, parsed, stream, usage_of};
+use super::sim::{agent, chat, get, metric, parsed, stream, usage_of};
 
 /// A prompt of about `words` words that no other prompt of the test shares.
 fn prompt(tag: &str, words: usize) -> String {
@@ -185,4 +185,78 @@ fn caching_off_never_hits() {
     let a = prompt("alpha", 160);
     assert_eq!(cached(&url, &a, "x1"), 0);
     assert_eq!(cached(&url, &a, "x2"), 0);
+}
+
+#[test]
+fn a_full_kv_pool_preempts_the_latest_request_which_still_finishes() {
+    let dir = tempfile::tempdir().unwrap();
+    let truth = dir.path().join("truth.csv");
+    // Four prompts of about 200 tokens fit the pool at admission (with no cache hits: each
+    // starts differently); their replies of 60 tokens each do not.
+    let sim = Sim::start(&[
+        "--decode-tps",
+        "200",
+        "--kv-pool-tokens",
+        "900",
+        "--prefix-cache-tokens",
+        "0",
+        "--truth",
+        truth.to_str().unwrap(),
+    ]);
+    let base = sim.url(0);
+    let replies: Vec<_> = (0..4)
+        .map(|i| {
+            let url = format!("{base}/v1/chat/completions");
+            std::thread::spawn(move || {
+                let text = prompt(&format!("request {i} about 60 words"), 80);
+                let c = parsed(
+                    &stream(
+                        &url,
+                        &chat(&text, json!({"max_tokens": 60})),
+                        Some(&format!("p{i}")),
+                    )
+                    .unwrap(),
+                );
+                usage_of(&c)
+            })
+        })
+        .collect();
+    let usages: Vec<_> = replies.into_iter().map(|h| h.join().unwrap()).collect();
+    let prompt_tokens = usages[0]["prompt_tokens"].as_u64().unwrap();
+    assert!((150..=225).contains(&prompt_tokens), "{prompt_tokens}");
+    for u in &usages {
+        assert_eq!(
+            u["completion_tokens"], 60,
+            "a preempted request still finishes: {u}"
+        );
+    }
+    let metrics = get(&format!("{base}/metrics"));
+    let preemptions = metric(&metrics, "vllm:num_preemptions_total");
+    assert_eq!(
+        metric(&metrics, "vllm:kv_cache_usage_perc"),
+        0.0,
+        "idle pool is empty"
+    );
+
+    let (code, err) = sim.stop();
+    assert_eq!(code, 0, "{err}");
+    let text = std::fs::read_to_string(&truth).unwrap();
+    let preempted: Vec<(String, u64)> = text
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').collect::<Vec<_>>())
+        .filter(|r| r[4] == "preempt")
+        .map(|r| (r[0].to_owned(), r[3].parse().unwrap()))
+        .collect();
+    assert!(
+        !preempted.is_empty(),
+        "4 x (prompt + 60) > 900 must preempt"
+    );
+    assert_eq!(preempted.len() as f64, preemptions, "metric = truth rows");
+    for (id, held) in &preempted {
+        assert!(
+            *held >= prompt_tokens && *held < prompt_tokens + 60,
+            "{id} held its prompt and part of its reply: {held}"
+        );
+    }
 }
