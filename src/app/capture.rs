@@ -104,6 +104,11 @@ pub struct RunArgs {
     /// functional_results view.
     #[arg(long, value_name = "CLASS")]
     pub class: String,
+    /// A JSON document whose `workloads` section declares classes beside the manifest's,
+    /// e.g. the campaign file: `--class` may then name one of them (prefix groups: G groups
+    /// of P shared prompt tokens; see the README's "Workloads beside the manifest").
+    #[arg(long, value_name = "FILE")]
+    pub workloads: Option<PathBuf>,
     /// Prompt token target (must be one of the manifest's for the class).
     #[arg(long, value_name = "TOKENS")]
     pub context: Option<u64>,
@@ -266,6 +271,7 @@ impl From<RunArgs> for RunRequest {
                 concurrency: a.concurrency,
                 requests: a.requests,
                 off_manifest: a.off_manifest,
+                workloads: a.workloads,
             },
             arm: ArmRequest {
                 name: a.arm,

@@ -23,6 +23,7 @@ pub fn workload() -> Workload {
         response_words: Some(256),
         max_tokens: 512,
         prompt_cache_mode: "unique".to_owned(),
+        prefix_groups: None,
         canaries: true,
         seed: 38027,
         thinking: "disabled".to_owned(),

@@ -88,6 +88,10 @@ pub struct CampaignFile {
     /// one wave of that cell (its concurrency times its replicas).
     #[serde(default)]
     pub warmup_requests: Option<u64>,
+    /// Workload classes declared beside the manifest (prefix groups), each naming the
+    /// plan's open gate it serves; arms list them in `cells.classes` like the manifest's.
+    #[serde(default)]
+    pub workloads: Vec<crate::workload::declared::DeclaredWorkload>,
 }
 
 /// In what order a stage's repeated cells are recorded.
@@ -410,6 +414,13 @@ impl CampaignFile {
         }
     }
 
+    /// Every cell the campaign can record: the manifest's, then one per declared class.
+    pub fn cells(&self, manifest: &WorkloadManifest) -> Vec<cells::Cell> {
+        let mut all = cells::cells(manifest);
+        all.extend(self.workloads.iter().map(|w| w.cell(manifest)));
+        all
+    }
+
     /// The arms and every sweep's arms, in file order.
     pub fn all_arms(&self) -> Vec<Arm> {
         let mut arms = self.arms.clone();
@@ -541,6 +552,10 @@ impl CampaignFile {
             }
         }
 
+        out.extend(crate::workload::declared::section_problems(
+            &self.workloads,
+            &[],
+        ));
         let mut seen = std::collections::BTreeSet::new();
         for arm in self.all_arms() {
             if !seen.insert(arm.arm.clone()) {
@@ -591,12 +606,35 @@ impl CampaignFile {
                 ),
             ));
         }
-        let classes: Vec<&str> = manifest
+        let manifest_classes: Vec<&str> = manifest
             .workload_classes
             .iter()
             .map(|c| c.id.as_str())
             .collect();
-        let ids: Vec<String> = cells::cells(manifest).iter().map(|c| c.id()).collect();
+        for p in crate::workload::declared::section_problems(&self.workloads, &manifest_classes) {
+            if p.message.contains("is a class of the manifest") {
+                out.push(p);
+            }
+        }
+        for (i, w) in self.workloads.iter().enumerate() {
+            if !plan.post_campaign_open_gates.contains(&w.gate) {
+                out.push(Problem::new(
+                    format!("workloads[{i}].gate"),
+                    format!(
+                        "`{}` is not an open gate of the run plan; its gates are {}",
+                        w.gate,
+                        quoted(&plan.post_campaign_open_gates)
+                    ),
+                ));
+            }
+        }
+        // A declared class stands beside the manifest's wherever an arm names a class.
+        let classes: Vec<&str> = manifest_classes
+            .iter()
+            .copied()
+            .chain(self.workloads.iter().map(|w| w.class.as_str()))
+            .collect();
+        let ids: Vec<String> = self.cells(manifest).iter().map(|c| c.id()).collect();
         for class in self.slo.classes.keys() {
             if class == cells::FUNCTIONAL {
                 out.push(Problem::new(
@@ -630,7 +668,7 @@ impl CampaignFile {
                     out.push(Problem::new(
                         format!("arm `{}`: cells.repeats", arm.arm),
                         format!(
-                            "`{what}` is neither a cell id nor a workload class of the manifest"
+                            "`{what}` is neither a cell id nor a workload class of the manifest or the `workloads` section"
                         ),
                     ));
                 }
@@ -650,7 +688,7 @@ impl CampaignFile {
                     out.push(Problem::new(
                         format!("arm `{}`: cells.timeouts", arm.arm),
                         format!(
-                            "`{what}` is neither a cell id nor a workload class of the manifest"
+                            "`{what}` is neither a cell id nor a workload class of the manifest or the `workloads` section"
                         ),
                     ));
                 }
@@ -667,7 +705,7 @@ impl CampaignFile {
                 out.push(Problem::new(
                     format!("arm `{}`: search.class", arm.arm),
                     format!(
-                        "`{}` is not a workload class of the manifest ({})",
+                        "`{}` is not a workload class of the manifest or the `workloads` section ({})",
                         search.class,
                         classes.join(", ")
                     ),
@@ -678,7 +716,7 @@ impl CampaignFile {
                     out.push(Problem::new(
                         format!("arm `{}`: cells.classes", arm.arm),
                         format!(
-                            "`{class}` is not a workload class of the manifest ({})",
+                            "`{class}` is not a workload class of the manifest or the `workloads` section ({})",
                             classes.join(", ")
                         ),
                     ));

@@ -79,7 +79,7 @@ impl CampaignFile {
         out: &Path,
     ) -> Vec<PlannedCell> {
         let arms = self.all_arms();
-        let all_cells = cells::cells(manifest);
+        let all_cells = self.cells(manifest);
         let (manifest_path, _) = self.documents(file);
         let mut planned = Vec::new();
         for stage in plan.stages_in_order() {
@@ -118,6 +118,7 @@ impl CampaignFile {
                             cell,
                             out,
                         );
+                        request.cell.workloads = self.workloads_file(file, &cell.class);
                         if of > 1 {
                             request.repeat = Some(RepeatRequest {
                                 of,
@@ -148,6 +149,12 @@ impl CampaignFile {
 }
 
 impl CampaignFile {
+    /// The campaign file itself when `class` is declared in its `workloads` section (what
+    /// `anvil-capture run --workloads` reads it from); `None` for the manifest's classes.
+    fn workloads_file(&self, file: &Path, class: &str) -> Option<PathBuf> {
+        crate::workload::declared::find(&self.workloads, class).map(|_| file.to_owned())
+    }
+
     /// Run `repeat` of the probe of `arm`'s capacity search at `load`: its artifact folder,
     /// what `out` already holds there, and the `anvil-capture run` command that records it
     /// (the search's class and context off the manifest's lists, `--probe capacity`, the load
@@ -169,8 +176,9 @@ impl CampaignFile {
             search::Vary::Concurrency => load as u32,
             search::Vary::Rate => search.concurrency.unwrap_or(1),
         };
-        let chosen = cells::choose(
+        let chosen = crate::workload::declared::choose_among(
             manifest,
+            &self.workloads,
             &cells::CellQuery {
                 class: search.class.clone(),
                 context: Some(search.context),
@@ -211,6 +219,7 @@ impl CampaignFile {
         };
         let mut request = cell_request(&manifest_path, stage, arm, &self.defaults, &cell, out);
         request.cell.off_manifest = chosen.off_manifest;
+        request.cell.workloads = self.workloads_file(file, &cell.class);
         request.probe = Some(search::PROBE.to_owned());
         if search.vary == search::Vary::Rate {
             request.load.rate = Some(load);
@@ -309,6 +318,7 @@ fn cell_request(
             concurrency: Some(cell.concurrency),
             requests: Some(cell.requests),
             off_manifest: false,
+            workloads: None,
         },
         arm: ArmRequest {
             name: arm.arm.clone(),

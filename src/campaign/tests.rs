@@ -316,3 +316,64 @@ fn slos_per_workload_class_are_read_and_checked_against_the_manifest() {
         "{err}"
     );
 }
+
+/// A declared workload class is checked against the plan's open gates and the manifest's
+/// classes, planned for the arms that list it, and its command names the campaign file.
+#[test]
+fn declared_workloads_are_checked_planned_and_recorded_through_the_campaign_file() {
+    let declared = r#"[{"class": "prefix-groups",
+        "gate": "broad repeated quality, agentic, SWE, and endurance",
+        "context": 4096, "concurrency": 8, "requests": 96, "reply_words": 128,
+        "prefix_groups": {"groups": 4, "shared_tokens": 2048}}]"#;
+    let text = with_key("workloads", declared).replace(
+        r#""cells": { "classes": ["headline-sustained-output", "functional"] }"#,
+        r#""cells": { "classes": ["headline-sustained-output", "prefix-groups"] }"#,
+    );
+    let (dir, file) = write_campaign(&text);
+    let (campaign, manifest, plan) = CampaignFile::load_checked(&file).unwrap();
+    let cells = campaign.plan(&file, &manifest, &plan, &dir.path().join("out"));
+    let groups: Vec<&PlannedCell> = cells
+        .iter()
+        .filter(|c| c.cell_id == "prefix-groups.ctx4096.c8.n96")
+        .collect();
+    assert_eq!(
+        groups.len(),
+        1,
+        "{:?}",
+        cells.iter().map(|c| &c.cell_id).collect::<Vec<_>>()
+    );
+    let command = groups[0].request.to_argv().join(" ");
+    assert!(
+        command.contains(&format!(
+            "--workloads {} --class prefix-groups",
+            file.display()
+        )),
+        "{command}"
+    );
+    // The manifest's cells name no workloads file.
+    assert!(
+        cells
+            .iter()
+            .filter(|c| c.cell_id.starts_with("headline"))
+            .all(|c| c.request.cell.workloads.is_none())
+    );
+
+    let refused = |from: &str, to: &str| {
+        let (_dir, file) = write_campaign(&text.replace(from, to));
+        CampaignFile::load_checked(&file).unwrap_err().to_string()
+    };
+    let err = refused("broad repeated quality", "long-horizon quality");
+    assert!(
+        err.contains("workloads[0].gate") && err.contains("not an open gate of the run plan"),
+        "{err}"
+    );
+    let err = refused(r#""class": "prefix-groups""#, r#""class": "context-curve""#);
+    assert!(err.contains("is a class of the manifest"), "{err}");
+    let err = refused(r#""groups": 4"#, r#""groups": 0"#);
+    assert!(err.contains("workloads[0].prefix_groups.groups"), "{err}");
+    let err = refused(
+        r#""shared_tokens": 2048"#,
+        r#""shared_tokens": 2048, "depth": 2"#,
+    );
+    assert!(err.contains("workloads[0].prefix_groups"), "{err}");
+}

@@ -26,9 +26,10 @@ use super::oracle::{OracleError, ProbeOracle, TokenizeDialect, TokenizeOracle};
 use super::recorder::Msg;
 use crate::artifact::{self, CalibrationMethod, RequestKind, RequestRow};
 use crate::clock::{Origin, monotonic_ns};
-use crate::workload::prompt::{
-    Calibration, CalibrationError, PromptBuilder, PromptContent, calibrate_from, tolerance,
+use crate::workload::calibration::{
+    Calibration, CalibrationError, calibrate_from, search_units, tolerance,
 };
+use crate::workload::prompt::{ChatMessage, PromptBuilder, PromptContent, PromptForm};
 use crate::workload::request::{self, RequestOptions};
 
 /// Filler words of the sample prompt that detection counts: long enough that every
@@ -66,7 +67,8 @@ pub enum CalibrateError {
 /// The chosen oracle and what the probe rows need.
 pub struct Calibrator<'a> {
     cfg: &'a RunConfig,
-    builder: &'a PromptBuilder,
+    /// The run's prompts, their group prefixes sized once detection is done.
+    builder: PromptBuilder,
     probe_builder: PromptBuilder,
     opts: &'a RequestOptions,
     msgs: Sender<Msg>,
@@ -87,7 +89,7 @@ impl<'a> Calibrator<'a> {
     /// explained in `record.note`.
     pub async fn detect(
         cfg: &'a RunConfig,
-        builder: &'a PromptBuilder,
+        builder: &PromptBuilder,
         opts: &'a RequestOptions,
         rows: u32,
         msgs: Sender<Msg>,
@@ -101,7 +103,7 @@ impl<'a> Calibrator<'a> {
         let probe_builder = builder.with_salt(&format!("{}-calibration", builder.spec().run_salt));
         let mut this = Calibrator {
             cfg,
-            builder,
+            builder: builder.clone(),
             probe_builder,
             opts,
             msgs,
@@ -121,6 +123,7 @@ impl<'a> Calibrator<'a> {
                 tokenize_tokens: None,
                 usage_prompt_tokens: None,
                 note: None,
+                group_prefix: None,
             },
         };
         let sample = this.probe_builder.build(0, SAMPLE_UNITS).content;
@@ -179,7 +182,54 @@ impl<'a> Calibrator<'a> {
                 ));
             }
         }
+        this.size_group_prefix().await?;
         Ok(this)
+    }
+
+    /// A prefix-group cell: find the filler size at which each group's shared prefix counts
+    /// the declared shared tokens, counted as the cell's API carries it (a system message, or
+    /// plain text). Equal word counts of different text are not equal token counts, so each
+    /// group is searched on its own, from the size the group before it needed.
+    async fn size_group_prefix(&mut self) -> Result<(), CalibrateError> {
+        let Some(g) = self.cfg.cell.groups else {
+            return Ok(());
+        };
+        let shared = self.counted_builder().shared_content();
+        let form = self.builder.spec().form;
+        let (mut units, mut tokens) = (Vec::new(), Vec::new());
+        for group in 0..g.groups {
+            let found = search_units(
+                |n| {
+                    let text = shared.group_prefix(group, n);
+                    match form {
+                        PromptForm::Messages => PromptContent::Messages(vec![ChatMessage {
+                            role: "system",
+                            content: text,
+                        }]),
+                        PromptForm::Text => PromptContent::Text(text),
+                    }
+                },
+                group,
+                g.shared_tokens,
+                units.last().copied(),
+                async |c: &PromptContent| self.count(c).await,
+            )
+            .await
+            .map_err(|e| {
+                CalibrateError::Failed(format!("sizing prefix group {group}'s shared prefix: {e}"))
+            })?;
+            units.push(found.filler_units);
+            tokens.push(found.prompt_tokens);
+        }
+        self.builder = self.builder.with_group_units(units.clone());
+        self.probe_builder = self.probe_builder.with_group_units(units.clone());
+        self.record.group_prefix = Some(artifact::run::GroupPrefixSize { units, tokens });
+        Ok(())
+    }
+
+    /// The run's prompt builder, its group prefixes sized.
+    pub fn builder(&self) -> &PromptBuilder {
+        &self.builder
     }
 
     /// Count one prompt with a probe, recording it as a `calibration` row.
@@ -206,7 +256,7 @@ impl<'a> Calibrator<'a> {
     /// reaches the server's cache), the calibration salt's for probes.
     fn counted_builder(&self) -> &PromptBuilder {
         match self.tokenizer {
-            Some(_) => self.builder,
+            Some(_) => &self.builder,
             None => &self.probe_builder,
         }
     }

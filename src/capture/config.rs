@@ -14,7 +14,7 @@ pub use super::request::{
 };
 use crate::artifact::{self, ArmConfig};
 use crate::manifest::{ManifestError, Thinking, WorkloadManifest};
-use crate::workload::cells::{self, Cell, CellError, CellQuery};
+use crate::workload::cells::{Cell, CellError, CellQuery};
 use crate::workload::request::{Api, ApiKey};
 
 /// Why `run` arguments were refused.
@@ -179,8 +179,13 @@ impl RunConfig {
         let a = &request;
         let cpu = check_cpu(a.host.cpu.unwrap_or(CpuPlacement::Start))?;
         let manifest = WorkloadManifest::load(&a.manifest)?;
-        let chosen = cells::choose(
+        let declared = match &a.cell.workloads {
+            Some(file) => crate::workload::declared::load_section(file)?,
+            None => Vec::new(),
+        };
+        let chosen = crate::workload::declared::choose_among(
             &manifest,
+            &declared,
             &CellQuery {
                 class: a.cell.class.clone(),
                 context: a.cell.context,
@@ -228,6 +233,21 @@ impl RunConfig {
             check_functional(a, &cell, schedule)?;
         } else {
             check_prompt_fits(&manifest, &cell, a.api)?;
+            if let Some(g) = cell.groups
+                && g.shared_tokens + crate::workload::declared::MIN_OWN_TOKENS > cell.context
+            {
+                return Err(flag(
+                    "--context",
+                    cell.context,
+                    format!(
+                        "class `{}` shares {} prompt tokens per group: give a context of at \
+                         least {} tokens",
+                        cell.class,
+                        g.shared_tokens,
+                        g.shared_tokens + crate::workload::declared::MIN_OWN_TOKENS
+                    ),
+                ));
+            }
         }
         let timeouts = timeouts_of(&a.timeouts)?;
         check_probe(a.probe.as_deref())?;

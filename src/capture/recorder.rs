@@ -194,7 +194,7 @@ impl Recorder {
         }
         if let Some(p) = row.parsed.usage_prompt_tokens {
             let target = self.meta.prompt_tokens_target;
-            let tol = crate::workload::prompt::tolerance(target);
+            let tol = crate::workload::calibration::tolerance(target);
             let measured = self
                 .meta
                 .requests

@@ -60,6 +60,9 @@ pub struct CellRequest {
     pub requests: Option<u64>,
     /// Values outside the manifest's lists are allowed (run.json `off_manifest`).
     pub off_manifest: bool,
+    /// A JSON document whose `workloads` section declares classes beside the manifest's
+    /// (a campaign file): `class` may name one of them.
+    pub workloads: Option<PathBuf>,
 }
 
 /// The arm: its name, stage, configuration (order kept) and runtime, and the campaign's
@@ -232,6 +235,10 @@ impl RunRequest {
     pub fn to_argv(&self) -> Vec<String> {
         let mut argv = Argv(vec!["anvil-capture".to_owned(), "run".to_owned()]);
         argv.pair("--manifest", self.manifest.display());
+        argv.option(
+            "--workloads",
+            self.cell.workloads.as_ref().map(|p| p.display()),
+        );
         argv.pair("--class", &self.cell.class);
         argv.option("--context", self.cell.context);
         argv.option("--concurrency", self.cell.concurrency);
@@ -308,6 +315,7 @@ impl RunRequest {
                 concurrency: Some(workload.concurrency_per_replica),
                 requests: Some(workload.total_requests),
                 off_manifest: workload.off_manifest,
+                workloads: None,
             },
             api: workload.api,
             load: LoadRequest {
@@ -388,6 +396,7 @@ mod tests {
                 concurrency: Some(4),
                 requests: Some(40),
                 off_manifest: true,
+                workloads: None,
             },
             arm: ArmRequest {
                 name: "TP1".into(),

@@ -147,6 +147,10 @@ async fn run_steps(cfg: &RunConfig, hooks: RunHooks) -> Result<RunSummary, Captu
     let writer = run.create_artifact(&servers, &opts, &calibrator)?;
     run.watch_interrupts();
     let calibrations = run.size_fillers(calibrator.as_ref()).await;
+    // A prefix-group cell's prompts carry the shared prefixes calibration sized.
+    let builder = calibrator
+        .as_ref()
+        .map_or(builder.clone(), |c| c.builder().clone());
     // The calibrator holds a sender of the writer's messages: the writer ends only when
     // every sender is gone.
     drop(calibrator);
@@ -328,7 +332,7 @@ impl<'c> Run<'c> {
     /// bad input; any other calibration failure is recorded and the run ends `failed`.
     async fn calibration<'a>(
         &mut self,
-        builder: &'a PromptBuilder,
+        builder: &PromptBuilder,
         opts: &'a RequestOptions,
     ) -> Result<Option<Calibrator<'a>>, CaptureError>
     where
@@ -511,7 +515,7 @@ impl<'c> Run<'c> {
     async fn size_fillers(
         &mut self,
         calibrator: Option<&Calibrator<'_>>,
-    ) -> Vec<crate::workload::prompt::Calibration> {
+    ) -> Vec<crate::workload::calibration::Calibration> {
         let calibrations = match calibrator.filter(|_| self.failed.is_none()) {
             None => Ok(Vec::new()),
             Some(c) => tokio::select! {
@@ -538,7 +542,7 @@ impl<'c> Run<'c> {
         &mut self,
         builder: &PromptBuilder,
         opts: &RequestOptions,
-        calibrations: &[crate::workload::prompt::Calibration],
+        calibrations: &[crate::workload::calibration::Calibration],
     ) -> (Vec<PreparedRequest>, Vec<RequestMeta>) {
         let (n, replicas) = (self.measured(), self.cfg.endpoints.len() as u32);
         let mut prepared = Vec::with_capacity(calibrations.len());
@@ -777,7 +781,7 @@ impl<'c> Run<'c> {
             ))
         })?;
         if let Some((request, used)) = recorded.off_target.first() {
-            let tol = crate::workload::prompt::tolerance(cfg.cell.context);
+            let tol = crate::workload::calibration::tolerance(cfg.cell.context);
             self.hooks.notices.say(&format!(
                 "anvil-capture: warning: {} measured requests report prompt tokens outside {} ± {tol} (e.g. request {request} used {used})",
                 recorded.off_target.len(),

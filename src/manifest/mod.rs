@@ -341,6 +341,24 @@ fn schema_kind(
     }
 }
 
+/// Deserialize `value`, the part of `file` found under the key `at`, naming a wrong field by
+/// its whole path from the document's root (`workloads[0].prefix_groups.groups`).
+pub(crate) fn deserialize_at<T: DeserializeOwned>(
+    value: Value,
+    at: &str,
+    file: &Path,
+) -> Result<T, ManifestError> {
+    serde_path_to_error::deserialize(value).map_err(|error| {
+        let mut problem = serde_problem(&error);
+        problem.field = match problem.field.as_str() {
+            "." => at.to_owned(),
+            f if f.starts_with('[') => format!("{at}{f}"),
+            f => format!("{at}.{f}"),
+        };
+        ManifestError::invalid(file, vec![problem])
+    })
+}
+
 /// A deserialization error as a field problem. serde reports a missing field at the
 /// enclosing object; its own name is moved into the path. (An unknown field's path already
 /// ends with its key: serde_path_to_error captures keys as they are read.)

@@ -60,6 +60,8 @@ pub const VIEWS: &[ViewFile] = &[
         "prompt_calibration_cells",
         "81_prompt_calibration_cells.sql"
     ),
+    view!("kv_cache_timeline", "84_kv_cache_timeline.sql"),
+    view!("prefix_cache", "85_prefix_cache.sql"),
     view!("functional_results", "90_functional_results.sql"),
 ];
 

@@ -23,7 +23,8 @@ use std::fmt;
 
 use crate::manifest::WorkloadManifest;
 
-use super::prompt::{PromptCacheMode, PromptForm, PromptSpec, ResponseLength};
+use super::prompt::{GroupPrefix, PromptCacheMode, PromptForm, PromptSpec, ResponseLength};
+use super::shared::PrefixGroups;
 
 /// The headline class id.
 pub const HEADLINE: &str = "headline-sustained-output";
@@ -74,6 +75,8 @@ pub struct Cell {
     pub max_tokens: u32,
     pub cache_mode: PromptCacheMode,
     pub canaries: bool,
+    /// Prefix groups (a declared class, [`super::declared`]); `None` for the manifest's.
+    pub groups: Option<PrefixGroups>,
 }
 
 impl Cell {
@@ -95,7 +98,15 @@ impl Cell {
             total_requests: self.requests,
             response_words: self.reply.words(),
             max_tokens: self.max_tokens,
-            prompt_cache_mode: self.cache_mode.as_str().to_owned(),
+            prompt_cache_mode: match self.groups {
+                Some(_) => crate::artifact::PROMPT_CACHE_GROUPS.to_owned(),
+                None => self.cache_mode.as_str().to_owned(),
+            },
+            prefix_groups: self.groups.map(|g| crate::artifact::PrefixGroupsRecord {
+                groups: g.groups,
+                shared_tokens: g.shared_tokens,
+                expected_cacheable_share: g.expected_cacheable_share(self.context, self.requests),
+            }),
             canaries: self.canaries,
             seed: sel.random_prefix_seed,
             thinking: sel.thinking.as_str().to_owned(),
@@ -134,6 +145,11 @@ impl Cell {
             },
             canaries: self.canaries,
             form,
+            // Sized by calibration (`PromptBuilder::with_group_units`).
+            groups: self.groups.map(|g| GroupPrefix {
+                groups: g.groups,
+                units: Vec::new(),
+            }),
         }
     }
 }
@@ -180,7 +196,7 @@ pub struct ClassShape {
     pub requests: Option<u64>,
 }
 
-fn clamp_u32(v: u64) -> u32 {
+pub(crate) fn clamp_u32(v: u64) -> u32 {
     u32::try_from(v).unwrap_or(u32::MAX)
 }
 
@@ -248,6 +264,7 @@ pub fn cells(manifest: &WorkloadManifest) -> Vec<Cell> {
                 max_tokens: sh.max_tokens,
                 cache_mode: sh.cache_mode,
                 canaries: sh.canaries,
+                groups: None,
             });
         };
         let first = sh.context.unwrap_or(4096);
@@ -340,6 +357,16 @@ pub enum CellError {
     NoCells { class: String, why: String },
     #[error("--off-manifest needs {flag} for class `{class}`")]
     OffManifestNeeds { flag: &'static str, class: String },
+    #[error(
+        "{flag} {value}: class `{class}` is declared with {declared} (its `workloads` \
+         entry); pass --off-manifest to run it anyway"
+    )]
+    NotDeclared {
+        flag: &'static str,
+        value: u64,
+        class: String,
+        declared: u64,
+    },
 }
 
 /// What the command line asked for.
@@ -359,7 +386,7 @@ pub struct Chosen {
     pub off_manifest: bool,
 }
 
-fn list<T: fmt::Display>(values: impl IntoIterator<Item = T>) -> String {
+pub(crate) fn list<T: fmt::Display>(values: impl IntoIterator<Item = T>) -> String {
     let mut v: Vec<String> = values.into_iter().map(|x| x.to_string()).collect();
     v.dedup();
     v.join(", ")
@@ -497,6 +524,7 @@ pub fn choose(manifest: &WorkloadManifest, q: &CellQuery) -> Result<Chosen, Cell
         max_tokens: sh.max_tokens,
         cache_mode: sh.cache_mode,
         canaries: sh.canaries,
+        groups: None,
     };
     let off_manifest = !all.contains(&cell);
     Ok(Chosen { cell, off_manifest })

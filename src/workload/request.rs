@@ -343,6 +343,7 @@ mod tests {
             response_length: ResponseLength::AboutWords(256),
             canaries: true,
             form: api.prompt_form(),
+            groups: None,
         })
         .build(12, 40)
     }

@@ -12,9 +12,10 @@
 //! usage. A trace block's text is exactly as long for every row that names it, so equal
 //! leading ids make equal leading bytes.
 
+use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use super::prompt::filler;
+use super::filler::filler;
 
 /// The seed of everything shared in one run.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -67,6 +68,30 @@ impl SharedContent {
             parts.push(self.block(*id, units));
         }
         parts.join("\n\n")
+    }
+}
+
+/// G groups of P shared prompt tokens.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PrefixGroups {
+    /// How many groups (G ≥ 1).
+    pub groups: u32,
+    /// Tokens of each group's shared prefix (P), calibrated like the rest of the prompt.
+    pub shared_tokens: u64,
+}
+
+impl PrefixGroups {
+    /// The share of all prompt tokens a prefix cache can serve when every request after its
+    /// group's first finds that group's prefix still cached: `(n − G) / n × P / context`
+    /// (0 when no group is used twice). What the declaration promises, before block rounding
+    /// and eviction; the servers' hit rates are measured against it.
+    pub fn expected_cacheable_share(&self, context: u64, requests: u64) -> f64 {
+        let repeats = requests.saturating_sub(u64::from(self.groups));
+        if requests == 0 || context == 0 {
+            return 0.0;
+        }
+        repeats as f64 / requests as f64 * (self.shared_tokens.min(context) as f64) / context as f64
     }
 }
 

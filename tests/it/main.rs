@@ -79,3 +79,5 @@ mod skip;
 mod sql;
 #[cfg(feature = "analysis")]
 mod text;
+#[cfg(feature = "analysis")]
+mod workloads;

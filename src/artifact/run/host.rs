@@ -27,6 +27,21 @@ pub struct Calibration {
     /// Why the method was chosen when it was not the first choice (no usable tokenizer
     /// endpoint, a count that disagreed with usage).
     pub note: Option<String>,
+    /// A prefix-group cell's shared prefixes as calibrated: each group's size in filler words
+    /// and the tokens it counted (the declared `shared_tokens` within the calibration
+    /// tolerance).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group_prefix: Option<GroupPrefixSize>,
+}
+
+/// The calibrated size of every prefix group's shared prefix, group by group.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GroupPrefixSize {
+    /// Filler words of group `g`'s prefix.
+    pub units: Vec<u32>,
+    /// The tokens they counted.
+    pub tokens: Vec<u64>,
 }
 
 /// Which token-count oracle sized the prompts.
@@ -48,6 +63,7 @@ impl Calibration {
             tokenize_tokens: None,
             usage_prompt_tokens: None,
             note: None,
+            group_prefix: None,
         }
     }
 }

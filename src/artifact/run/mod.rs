@@ -19,10 +19,13 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 pub use self::arm::{Arm, ArmConfig, Repeat, repeat_folder};
-pub use self::host::{Calibration, CalibrationMethod, Clock, Endpoint, Tool, Topology};
+pub use self::host::{
+    Calibration, CalibrationMethod, Clock, Endpoint, GroupPrefixSize, Tool, Topology,
+};
 pub use self::outcome::{Counts, NORMAL_FINISH_REASONS, Outcome, RequestKind, Status};
 pub use self::workload::{
-    Api, Arrivals, Schedule, Workload, probe_cell_id_suffix, ramp_cell_id_suffix,
+    Api, Arrivals, PROMPT_CACHE_GROUPS, PrefixGroupsRecord, Schedule, Workload,
+    probe_cell_id_suffix, ramp_cell_id_suffix,
 };
 use super::error::{ArtifactError, Result};
 

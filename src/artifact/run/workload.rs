@@ -81,8 +81,13 @@ pub struct Workload {
     pub response_words: Option<u32>,
     /// `max_tokens` (token ceiling) sent with every request.
     pub max_tokens: u32,
-    /// Prompt cache mode from the manifest, e.g. `unique`.
+    /// Prompt cache mode from the manifest, e.g. `unique`; `groups` for a declared
+    /// prefix-group class ([`PROMPT_CACHE_GROUPS`]).
     pub prompt_cache_mode: String,
+    /// A prefix-group class's groups, shared tokens and the share of prompt tokens a cache
+    /// can serve by the declaration; absent for every other class.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prefix_groups: Option<PrefixGroupsRecord>,
     /// Whether every request carries a unique canary it must echo.
     pub canaries: bool,
     /// Random prefix seed from the manifest.
@@ -109,6 +114,22 @@ pub struct Workload {
     /// never matches a manifest cell's run at the same load.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub probe: Option<String>,
+}
+
+/// `prompt_cache_mode` of a prefix-group class.
+pub const PROMPT_CACHE_GROUPS: &str = "groups";
+
+/// What run.json says of a prefix-group class (part of the workload fingerprint).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PrefixGroupsRecord {
+    /// G: the groups, request `i` in group `i mod G`.
+    pub groups: u32,
+    /// P: the declared tokens of each group's shared prefix.
+    pub shared_tokens: u64,
+    /// `(n − G) / n × P / context`: the share of prompt tokens a prefix cache can serve when
+    /// every request after its group's first finds the prefix cached.
+    pub expected_cacheable_share: f64,
 }
 
 /// How a run issued its measured requests.

@@ -11,6 +11,9 @@
 //!   `Response tokens`, `Total tokens`, `Log Type`, and in its later releases `Session ID`
 //!   and `Elapsed time`).
 //!
+//! [`replay`] turns a trace's rows into requests: send times and prompts whose shared
+//! blocks are byte-identical.
+//!
 //! Times are kept as offsets from the trace's earliest row, in file order (a replay sorts
 //! nothing away: rows out of time order are sent at their own times). A row the trace
 //! itself marks as failed (BurstGPT's zero `Response tokens`) or that asks for nothing (zero
@@ -21,6 +24,7 @@
 pub mod azure;
 pub mod burstgpt;
 pub mod mooncake;
+pub mod replay;
 
 use std::path::{Path, PathBuf};
 
