@@ -24,6 +24,7 @@ pub fn workload() -> Workload {
         max_tokens: 512,
         prompt_cache_mode: "unique".to_owned(),
         prefix_groups: None,
+        trace: None,
         canaries: true,
         seed: 38027,
         thinking: "disabled".to_owned(),

@@ -406,7 +406,7 @@ impl CampaignFile {
         let (manifest_path, plan_path) = campaign.documents(path);
         let manifest = WorkloadManifest::load(&manifest_path)?;
         let plan = RunPlan::load(&plan_path)?;
-        let problems = campaign.check_against(&manifest, &plan);
+        let problems = campaign.check_against(path, &manifest, &plan);
         if problems.is_empty() {
             Ok((campaign, manifest, plan))
         } else {
@@ -414,10 +414,17 @@ impl CampaignFile {
         }
     }
 
-    /// Every cell the campaign can record: the manifest's, then one per declared class.
-    pub fn cells(&self, manifest: &WorkloadManifest) -> Vec<cells::Cell> {
+    /// Every cell the campaign can record: the manifest's, then one per declared class (a
+    /// trace read from beside `file`; one that cannot be read is left out here and named by
+    /// [`CampaignFile::check_against`]).
+    pub fn cells(&self, file: &Path, manifest: &WorkloadManifest) -> Vec<cells::Cell> {
         let mut all = cells::cells(manifest);
-        all.extend(self.workloads.iter().map(|w| w.cell(manifest)));
+        let base = file.parent().unwrap_or(Path::new("."));
+        all.extend(
+            self.workloads
+                .iter()
+                .filter_map(|w| w.cell(manifest, base).ok()),
+        );
         all
     }
 
@@ -574,7 +581,12 @@ impl CampaignFile {
     /// What does not hold against the manifest and the plan the file names: every arm must
     /// be an arm of the plan (named as the plan spells it), every cell class and cell id one
     /// the manifest defines, and the campaign ids must agree.
-    pub fn check_against(&self, manifest: &WorkloadManifest, plan: &RunPlan) -> Vec<Problem> {
+    pub fn check_against(
+        &self,
+        file: &Path,
+        manifest: &WorkloadManifest,
+        plan: &RunPlan,
+    ) -> Vec<Problem> {
         let mut out = Vec::new();
         let arms = self.all_arms();
         if manifest.campaign_id != self.campaign_id || plan.campaign_id != self.campaign_id {
@@ -616,7 +628,11 @@ impl CampaignFile {
                 out.push(p);
             }
         }
+        let base = file.parent().unwrap_or(Path::new("."));
         for (i, w) in self.workloads.iter().enumerate() {
+            if let Err(why) = w.cell(manifest, base) {
+                out.push(Problem::new(format!("workloads[{i}].trace"), why));
+            }
             if !plan.post_campaign_open_gates.contains(&w.gate) {
                 out.push(Problem::new(
                     format!("workloads[{i}].gate"),
@@ -634,7 +650,7 @@ impl CampaignFile {
             .copied()
             .chain(self.workloads.iter().map(|w| w.class.as_str()))
             .collect();
-        let ids: Vec<String> = self.cells(manifest).iter().map(|c| c.id()).collect();
+        let ids: Vec<String> = self.cells(file, manifest).iter().map(|c| c.id()).collect();
         for class in self.slo.classes.keys() {
             if class == cells::FUNCTIONAL {
                 out.push(Problem::new(

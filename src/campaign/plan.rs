@@ -79,7 +79,7 @@ impl CampaignFile {
         out: &Path,
     ) -> Vec<PlannedCell> {
         let arms = self.all_arms();
-        let all_cells = self.cells(manifest);
+        let all_cells = self.cells(file, manifest);
         let (manifest_path, _) = self.documents(file);
         let mut planned = Vec::new();
         for stage in plan.stages_in_order() {
@@ -97,7 +97,7 @@ impl CampaignFile {
                         .workload(
                             manifest,
                             crate::artifact::Api::Chat,
-                            crate::artifact::Schedule::Closed,
+                            cell.schedule(),
                             None,
                             false,
                         )
@@ -179,6 +179,7 @@ impl CampaignFile {
         let chosen = crate::workload::declared::choose_among(
             manifest,
             &self.workloads,
+            file.parent().unwrap_or(Path::new(".")),
             &cells::CellQuery {
                 class: search.class.clone(),
                 context: Some(search.context),

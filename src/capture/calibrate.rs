@@ -31,6 +31,7 @@ use crate::workload::calibration::{
 };
 use crate::workload::prompt::{ChatMessage, PromptBuilder, PromptContent, PromptForm};
 use crate::workload::request::{self, RequestOptions};
+use crate::workload::trace::replay::{Density, SAMPLE_BLOCKS, TracePrompts};
 
 /// Filler words of the sample prompt that detection counts: long enough that every
 /// tokenizer gives a count well above zero, short enough to cost nothing.
@@ -124,6 +125,7 @@ impl<'a> Calibrator<'a> {
                 usage_prompt_tokens: None,
                 note: None,
                 group_prefix: None,
+                trace_density: None,
             },
         };
         let sample = this.probe_builder.build(0, SAMPLE_UNITS).content;
@@ -183,6 +185,7 @@ impl<'a> Calibrator<'a> {
             }
         }
         this.size_group_prefix().await?;
+        this.size_trace_blocks().await?;
         Ok(this)
     }
 
@@ -225,6 +228,49 @@ impl<'a> Calibrator<'a> {
         self.probe_builder = self.probe_builder.with_group_units(units.clone());
         self.record.group_prefix = Some(artifact::run::GroupPrefixSize { units, tokens });
         Ok(())
+    }
+
+    /// A trace replay: find the filler size of one block of the trace's block size, and
+    /// count the prompt without blocks, so that every row's prompt can be sized from its
+    /// length without a count of its own.
+    async fn size_trace_blocks(&mut self) -> Result<(), CalibrateError> {
+        let Some(trace) = &self.cfg.cell.trace else {
+            return Ok(());
+        };
+        let block_tokens = TracePrompts::block_tokens(&trace.trace);
+        let builder = self.counted_builder().clone();
+        // `SAMPLE_BLOCKS` blocks of `n` words each: the search runs over the words of one.
+        let found = search_units(
+            |n| TracePrompts::sample_blocks(&builder, n),
+            0,
+            u64::from(block_tokens) * u64::from(SAMPLE_BLOCKS),
+            None,
+            async |c: &PromptContent| self.count(c).await,
+        )
+        .await
+        .map_err(|e| CalibrateError::Failed(format!("sizing the trace's blocks: {e}")))?;
+        let overhead = self
+            .count(&TracePrompts::without_blocks(&builder))
+            .await
+            .map_err(|e| {
+                CalibrateError::Failed(format!("counting a trace prompt's instruction: {e}"))
+            })?;
+        self.record.trace_density = Some(artifact::run::TraceDensity {
+            units_per_block: found.filler_units,
+            block_tokens,
+            block_counted: found.prompt_tokens / u64::from(SAMPLE_BLOCKS),
+            overhead_tokens: overhead,
+        });
+        Ok(())
+    }
+
+    /// The block density a trace replay's prompts are sized by (after detection).
+    pub fn trace_density(&self) -> Option<Density> {
+        self.record.trace_density.map(|d| Density {
+            units_per_block: d.units_per_block,
+            block_tokens: d.block_tokens,
+            overhead_tokens: d.overhead_tokens,
+        })
     }
 
     /// The run's prompt builder, its group prefixes sized.
@@ -279,8 +325,27 @@ impl<'a> Calibrator<'a> {
         Ok(())
     }
 
-    /// Size requests `0..count`.
+    /// Size requests `0..count`. A trace replay's rows are sized from the block density, no
+    /// count of their own: each one's estimate is what its filler makes at that density.
     pub async fn calibrate_all(&self, count: u32) -> Result<Vec<Calibration>, CalibrationError> {
+        if let (Some(trace), Some(d)) = (&self.cfg.cell.trace, self.trace_density()) {
+            let rows = &trace.trace.rows;
+            return Ok((0..count as usize)
+                .map(|i| &rows[i % rows.len()])
+                .map(|row| {
+                    let target = u64::from(row.input_tokens);
+                    let units = d.units_for(target.saturating_sub(d.overhead_tokens));
+                    Calibration {
+                        filler_units: units,
+                        prompt_tokens: d.overhead_tokens
+                            + (u64::from(units) * u64::from(d.block_tokens))
+                                / u64::from(d.units_per_block.max(1)),
+                        target_tokens: target,
+                        oracle_calls: 0,
+                    }
+                })
+                .collect());
+        }
         let builder = self.counted_builder();
         let mut out: Vec<Calibration> = Vec::with_capacity(count as usize);
         for idx in 0..count {
@@ -324,7 +389,7 @@ impl<'a> Calibrator<'a> {
             Err(_) => (artifact::Outcome::ProtocolError, None, text()),
         };
         let opts = self.opts;
-        let body = request::body_json(opts, request_index, content, false, Some(1))
+        let body = request::body_json(opts, request_index, content, false, Some(1), false)
             .ok()
             .map(|b| String::from_utf8_lossy(&b).into_owned());
         let ep = &self.cfg.endpoints[0];

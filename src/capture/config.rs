@@ -186,6 +186,11 @@ impl RunConfig {
         let chosen = crate::workload::declared::choose_among(
             &manifest,
             &declared,
+            a.cell
+                .workloads
+                .as_deref()
+                .and_then(Path::parent)
+                .unwrap_or(Path::new(".")),
             &CellQuery {
                 class: a.cell.class.clone(),
                 context: a.cell.context,
@@ -228,7 +233,22 @@ impl RunConfig {
                 )
             })?;
         }
-        let (schedule, ramp) = schedule_of(&a.load, cell.requests)?;
+        let (schedule, ramp) = if cell.trace.is_some() {
+            if a.load.rate.is_some() || a.load.ramp.is_some() {
+                return Err(flag(
+                    "--rate",
+                    a.load.rate.or(a.load.ramp).unwrap_or_default(),
+                    format!(
+                        "class `{}` replays a trace at its own times: leave out --rate, \
+                         --poisson and --ramp (the trace's time_scale stretches it)",
+                        cell.class
+                    ),
+                ));
+            }
+            (Schedule::Trace, None)
+        } else {
+            schedule_of(&a.load, cell.requests)?
+        };
         if cell.class == crate::workload::cells::FUNCTIONAL {
             check_functional(a, &cell, schedule)?;
         } else {

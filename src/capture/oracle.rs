@@ -472,7 +472,7 @@ pub struct ProbeOracle {
 impl ProbeOracle {
     /// Prompt tokens of `content` from the probe's `usage`.
     pub async fn count(&self, content: &PromptContent) -> Result<u64, OracleError> {
-        let body = request::body_json(&self.options, 0, content, false, Some(1))?;
+        let body = request::body_json(&self.options, 0, content, false, Some(1), false)?;
         let uri = self.endpoint.uri(self.options.api).clone();
         let key = self.api_key.as_ref();
         let (url, status, answer) =

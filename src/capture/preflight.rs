@@ -102,7 +102,7 @@ pub async fn connection_checks(
         }]),
         prompt::PromptForm::Text => PromptContent::Text("Reply with one word.".into()),
     };
-    let body = request::body_json(opts, 0, &content, true, Some(1))
+    let body = request::body_json(opts, 0, &content, true, Some(1), false)
         .map_err(|e| CaptureError::Failed(format!("the connection check's request: {e}")))?;
     let body = bytes::Bytes::from(body);
     let mut out = Vec::with_capacity(cfg.endpoints.len());

@@ -35,6 +35,9 @@ pub struct RequestMeta {
     pub check: Option<&'static str>,
     /// The request's API when it differs from the run's (functional runs mix them).
     pub api: Option<artifact::Api>,
+    /// What this request asked for when it differs from the run's (a trace row's prompt
+    /// length and reply length): (prompt token target, max_tokens).
+    pub asked: Option<(u64, u32)>,
 }
 
 /// Everything fixed about the run's requests, indexed by request index.
@@ -278,9 +281,9 @@ impl Recorder {
             canary: m.canary.clone(),
             prompt_sha256: m.prompt_sha256.clone(),
             prompt_chars: m.prompt_chars,
-            prompt_tokens_target: self.meta.prompt_tokens_target,
+            prompt_tokens_target: m.asked.map_or(self.meta.prompt_tokens_target, |a| a.0),
             prompt_tokens_calibrated: m.prompt_tokens_calibrated,
-            max_tokens: self.meta.max_tokens,
+            max_tokens: m.asked.map(|a| a.1).or(self.meta.max_tokens),
             request_body: m
                 .request_body
                 .as_ref()

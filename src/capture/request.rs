@@ -299,7 +299,7 @@ impl RunRequest {
     /// name.
     pub fn for_workload(workload: &crate::artifact::Workload) -> RunRequest {
         let (rate, poisson) = match workload.schedule {
-            crate::artifact::Schedule::Closed => (None, false),
+            crate::artifact::Schedule::Closed | crate::artifact::Schedule::Trace => (None, false),
             crate::artifact::Schedule::Open {
                 rate_per_s,
                 arrivals,

@@ -51,6 +51,7 @@ use crate::notice::Notices;
 use crate::workload::functional;
 use crate::workload::prompt::PromptBuilder;
 use crate::workload::request::{self, Api, PreparedRequest, RequestOptions};
+use crate::workload::trace::replay::{Density, TracePrompts};
 
 /// How long requests in flight may finish after the first SIGINT before they are cancelled.
 pub const GRACE: Duration = Duration::from_secs(10);
@@ -151,10 +152,11 @@ async fn run_steps(cfg: &RunConfig, hooks: RunHooks) -> Result<RunSummary, Captu
     let builder = calibrator
         .as_ref()
         .map_or(builder.clone(), |c| c.builder().clone());
+    let density = calibrator.as_ref().and_then(|c| c.trace_density());
     // The calibrator holds a sender of the writer's messages: the writer ends only when
     // every sender is gone.
     drop(calibrator);
-    let (prepared, metas) = run.prepare(&builder, &opts, &calibrations);
+    let (prepared, metas) = run.prepare(&builder, &opts, &calibrations, density);
     let (sink, writer_thread) = run.start_writer(writer, msgs_rx, metas, &servers.model)?;
     if run.failed.is_none() && prepared.len() == run.requests() as usize {
         run.drive(&closes_after_stream, Arc::new(prepared), &sink)
@@ -543,8 +545,13 @@ impl<'c> Run<'c> {
         builder: &PromptBuilder,
         opts: &RequestOptions,
         calibrations: &[crate::workload::calibration::Calibration],
+        density: Option<Density>,
     ) -> (Vec<PreparedRequest>, Vec<RequestMeta>) {
         let (n, replicas) = (self.measured(), self.cfg.endpoints.len() as u32);
+        // A trace replay's warm-up requests are its first rows again, under another salt:
+        // what they leave in the server's cache is never the measured rows' content.
+        let trace = self.cfg.cell.trace.clone();
+        let warm_builder = builder.with_salt(&format!("{}-warmup", builder.spec().run_salt));
         let mut prepared = Vec::with_capacity(calibrations.len());
         let mut metas = Vec::with_capacity(self.requests() as usize);
         for idx in 0..self.requests() {
@@ -561,6 +568,7 @@ impl<'c> Run<'c> {
                             request_body: Some(p.body.clone()),
                             check: Some(check.name()),
                             api: Some(check.api()),
+                            asked: None,
                         });
                         prepared.push(p);
                     }
@@ -569,7 +577,23 @@ impl<'c> Run<'c> {
                 continue;
             }
             let calibrated = calibrations.get(idx as usize);
-            let prompt = builder.build(idx, calibrated.map_or(0, |c| c.filler_units));
+            // A trace row asks for its own lengths: its prompt's, and its reply's in full.
+            let (prompt, asked) = match (&trace, density) {
+                (Some(t), Some(d)) if !t.trace.rows.is_empty() => {
+                    let row = &t.trace.rows[idx as usize % t.trace.rows.len()];
+                    let b = if idx < n { builder } else { &warm_builder };
+                    let prompt = TracePrompts::new(&t.trace, b, d)
+                        .build(idx as usize % t.trace.rows.len(), idx);
+                    (
+                        prompt,
+                        Some((u64::from(row.input_tokens), row.output_tokens)),
+                    )
+                }
+                _ => (
+                    builder.build(idx, calibrated.map_or(0, |c| c.filler_units)),
+                    None,
+                ),
+            };
             let mut meta = RequestMeta {
                 kind: if idx < n {
                     RequestKind::Measured
@@ -584,9 +608,20 @@ impl<'c> Run<'c> {
                 request_body: None,
                 check: None,
                 api: None,
+                asked,
             };
             if calibrated.is_some() {
-                match request::prepare(opts, &self.run_id, &prompt) {
+                let made = match asked {
+                    Some((_, reply)) => request::prepare_asking(
+                        opts,
+                        &self.run_id,
+                        &prompt,
+                        Some(reply),
+                        opts.api != Api::Responses,
+                    ),
+                    None => request::prepare(opts, &self.run_id, &prompt),
+                };
+                match made {
                     Ok(p) => {
                         // The body is shared with the prepared request, not copied.
                         meta.request_body = Some(p.body.clone());

@@ -200,7 +200,7 @@ async fn drive(
                 step: shards,
             },
         ),
-        Schedule::Open { .. } => {
+        Schedule::Open { .. } | Schedule::Trace => {
             let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
             (
                 Some(tx),
@@ -302,6 +302,11 @@ async fn drive(
             Ordering::SeqCst,
         );
     }
+    // A trace's dispatcher releases at the trace's times, an open loop's at its rate.
+    let (open_tx, trace_tx) = match cfg.schedule {
+        Schedule::Trace => (None, open_tx),
+        _ => (open_tx, None),
+    };
     if let (
         Some(tx),
         Schedule::Open {
@@ -323,6 +328,21 @@ async fn drive(
                 tx, n, rate_per_s, poisson, ramp_s, seed, start, sends, &stop,
             )
             .await;
+        });
+    }
+    if let (Some(tx), Some(trace)) = (trace_tx, &cfg.cell.trace) {
+        let stop = stop.clone();
+        let offsets = trace.offsets_ns();
+        let start = release_ns.load(Ordering::SeqCst);
+        let sends = move |i: u32| mine(u64::from(i));
+        tasks.spawn_blocking(move || {
+            dispatch_at(
+                tx,
+                &offsets[..n.min(offsets.len() as u32) as usize],
+                start,
+                sends,
+                &stop,
+            );
         });
     }
     let mut failure = None;
@@ -412,5 +432,50 @@ async fn dispatch(
             (true, Some(e)) => rand_distr::Distribution::sample(e, &mut rng),
             _ => 1.0 / rate,
         };
+    }
+}
+
+/// How long before a release the trace dispatcher stops sleeping and spins.
+const SPIN_NS: i64 = 60_000;
+
+/// Release index `i` at `start + offsets[i]` (a trace's own times, in row order; a row out
+/// of time order waits for those before it to be released, then goes at once). Only the
+/// indices `sends` keeps are released (a shard's). It runs on a thread of its own, not the
+/// runtime's millisecond timer: it sleeps (1 ns timer slack) to [`SPIN_NS`] before each
+/// time, in steps of at most 10 ms so a stop is seen, and spins the rest, so a row reaches
+/// the channel within microseconds of its time. It runs at ordinary priority: the socket
+/// workers (SCHED_FIFO when permitted) take the CPU from its spin whenever they need it.
+fn dispatch_at(
+    tx: tokio::sync::mpsc::UnboundedSender<(u32, i64)>,
+    offsets: &[i64],
+    start: i64,
+    sends: impl Fn(u32) -> bool,
+    stop: &Cancel,
+) {
+    crate::realtime::ordinary_priority();
+    crate::realtime::tight_timer_slack();
+    for (i, offset) in offsets.iter().enumerate() {
+        let i = i as u32;
+        if !sends(i) {
+            continue;
+        }
+        let intended = start.saturating_add(*offset);
+        loop {
+            if stop.is_cancelled() {
+                return;
+            }
+            let left = intended - monotonic_ns();
+            if left <= 0 {
+                break;
+            }
+            if left > SPIN_NS {
+                std::thread::sleep(Duration::from_nanos((left - SPIN_NS).min(10_000_000) as u64));
+            } else {
+                std::hint::spin_loop();
+            }
+        }
+        if tx.send((i, intended)).is_err() {
+            return;
+        }
     }
 }

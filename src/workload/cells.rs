@@ -25,6 +25,7 @@ use crate::manifest::WorkloadManifest;
 
 use super::prompt::{GroupPrefix, PromptCacheMode, PromptForm, PromptSpec, ResponseLength};
 use super::shared::PrefixGroups;
+use super::trace::replay::TraceCell;
 
 /// The headline class id.
 pub const HEADLINE: &str = "headline-sustained-output";
@@ -77,6 +78,8 @@ pub struct Cell {
     pub canaries: bool,
     /// Prefix groups (a declared class, [`super::declared`]); `None` for the manifest's.
     pub groups: Option<PrefixGroups>,
+    /// The trace a declared trace class replays; `None` for every other class.
+    pub trace: Option<TraceCell>,
 }
 
 impl Cell {
@@ -115,6 +118,17 @@ impl Cell {
             ramp_s,
             off_manifest,
             probe: None,
+            trace: self.trace.as_ref().map(TraceCell::record),
+        }
+    }
+
+    /// How this cell's requests are released when no load is asked for: a trace at its own
+    /// times, every other cell in closed loop.
+    pub fn schedule(&self) -> crate::artifact::Schedule {
+        if self.trace.is_some() {
+            crate::artifact::Schedule::Trace
+        } else {
+            crate::artifact::Schedule::Closed
         }
     }
 
@@ -265,6 +279,7 @@ pub fn cells(manifest: &WorkloadManifest) -> Vec<Cell> {
                 cache_mode: sh.cache_mode,
                 canaries: sh.canaries,
                 groups: None,
+                trace: None,
             });
         };
         let first = sh.context.unwrap_or(4096);
@@ -355,6 +370,8 @@ pub enum CellError {
          --off-manifest with --context, --concurrency and --requests to run it anyway"
     )]
     NoCells { class: String, why: String },
+    #[error("{why}")]
+    Declared { why: String },
     #[error("--off-manifest needs {flag} for class `{class}`")]
     OffManifestNeeds { flag: &'static str, class: String },
     #[error(
@@ -525,6 +542,7 @@ pub fn choose(manifest: &WorkloadManifest, q: &CellQuery) -> Result<Chosen, Cell
         cache_mode: sh.cache_mode,
         canaries: sh.canaries,
         groups: None,
+        trace: None,
     };
     let off_manifest = !all.contains(&cell);
     Ok(Chosen { cell, off_manifest })

@@ -25,6 +25,8 @@ use serde::{Deserialize, Serialize};
 use super::cells::{Cell, CellError, CellQuery, Chosen, ReplyMode, choose};
 use super::prompt::PromptCacheMode;
 pub use super::shared::PrefixGroups;
+use super::trace::TraceFormat;
+use super::trace::replay::{Timing, TraceCell};
 use crate::manifest::{ManifestError, Problem, WorkloadManifest};
 
 /// One declared workload class.
@@ -35,22 +37,58 @@ pub struct DeclaredWorkload {
     pub class: String,
     /// The run plan's open gate this class serves, as the plan words it.
     pub gate: String,
-    /// Prompt token target of every request (shared prefix included).
-    pub context: u64,
-    /// Concurrent requests per replica.
-    pub concurrency: u32,
-    /// Measured requests, all replicas together.
-    pub requests: u64,
+    /// Prompt token target of every request (shared prefix included); a trace's rows give
+    /// their own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context: Option<u64>,
+    /// Concurrent requests per replica; for a trace, the cap on requests in flight per
+    /// replica (absent: [`UNCAPPED_IN_FLIGHT`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub concurrency: Option<u32>,
+    /// Measured requests, all replicas together; for a trace, its first rows (absent: all).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requests: Option<u64>,
     /// Words each reply is asked for ("in about N words"); absent: a natural completion.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reply_words: Option<u32>,
     /// The token ceiling; absent: the manifest's headline `max_tokens`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_tokens: Option<u32>,
-    /// Prefix groups (the one kind so far; required).
+    /// Prefix groups (one kind of class).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prefix_groups: Option<PrefixGroups>,
+    /// A trace replayed at its own times (the other kind).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace: Option<TraceReplay>,
 }
+
+/// A published trace to replay.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TraceReplay {
+    /// The trace file, relative to the declaring document's folder.
+    pub file: std::path::PathBuf,
+    /// `mooncake`, `azure` or `burstgpt`; absent: told by the file's first line.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub format: Option<TraceFormat>,
+    /// Every gap multiplied by it (default 1; 0.5 replays twice as fast).
+    #[serde(default = "one")]
+    pub time_scale: f64,
+    /// Seconds from the replay's start to the trace's first row (default 0).
+    #[serde(default)]
+    pub start_offset_s: f64,
+}
+
+fn one() -> f64 {
+    1.0
+}
+
+impl Eq for TraceReplay {}
+
+/// Requests in flight per replica of a trace replay the declaration does not cap: the
+/// recorder's slots; a row due while all are busy waits in the client and is reported as
+/// held back, apart from the recorder's own lateness.
+pub const UNCAPPED_IN_FLIGHT: u32 = 256;
 
 /// The prompt tokens a request's own part needs at least, beside its group's prefix: the
 /// system text, the canary instruction and some filler.
@@ -58,14 +96,62 @@ pub const MIN_OWN_TOKENS: u64 = 64;
 
 impl DeclaredWorkload {
     /// The class's one cell, the manifest supplying the ceiling and canaries it does not
-    /// state.
-    pub fn cell(&self, manifest: &WorkloadManifest) -> Cell {
+    /// state; a trace is read from `base` (the declaring document's folder). `Err`: why the
+    /// trace cannot be read.
+    pub fn cell(&self, manifest: &WorkloadManifest, base: &Path) -> Result<Cell, String> {
         let h = manifest.headline_workload();
-        Cell {
+        let canaries = h.request_canaries;
+        if let Some(t) = &self.trace {
+            let path = base.join(&t.file);
+            let mut trace = super::trace::read(&path, t.format).map_err(|e| e.to_string())?;
+            if let Some(n) = self.requests {
+                if n as usize > trace.rows.len() {
+                    return Err(format!(
+                        "class `{}`: requests {n}, but {} has {} rows to replay",
+                        self.class,
+                        path.display(),
+                        trace.rows.len()
+                    ));
+                }
+                trace.rows.truncate(n as usize);
+            }
+            let context = trace
+                .rows
+                .iter()
+                .map(|r| u64::from(r.input_tokens))
+                .max()
+                .unwrap_or(1);
+            let longest = trace
+                .rows
+                .iter()
+                .map(|r| r.output_tokens)
+                .max()
+                .unwrap_or(1);
+            return Ok(Cell {
+                class: self.class.clone(),
+                context,
+                concurrency: self.concurrency.unwrap_or(UNCAPPED_IN_FLIGHT),
+                requests: trace.rows.len() as u64,
+                reply: ReplyMode::Natural,
+                max_tokens: self.max_tokens.unwrap_or(longest),
+                cache_mode: PromptCacheMode::Unique,
+                canaries,
+                groups: None,
+                trace: Some(TraceCell {
+                    trace: std::sync::Arc::new(trace),
+                    timing: Timing {
+                        time_scale: t.time_scale,
+                        start_offset_s: t.start_offset_s,
+                    },
+                    capped: self.concurrency.is_some(),
+                }),
+            });
+        }
+        Ok(Cell {
             class: self.class.clone(),
-            context: self.context,
-            concurrency: self.concurrency,
-            requests: self.requests,
+            context: self.context.unwrap_or(0),
+            concurrency: self.concurrency.unwrap_or(0),
+            requests: self.requests.unwrap_or(0),
             reply: self
                 .reply_words
                 .map_or(ReplyMode::Natural, ReplyMode::AboutWords),
@@ -73,9 +159,10 @@ impl DeclaredWorkload {
                 .max_tokens
                 .unwrap_or_else(|| u32::try_from(h.max_tokens).unwrap_or(u32::MAX)),
             cache_mode: PromptCacheMode::Unique,
-            canaries: h.request_canaries,
+            canaries,
             groups: self.prefix_groups,
-        }
+            trace: None,
+        })
     }
 
     /// What the declaration states wrongly on its own, fields under `at` (e.g.
@@ -102,17 +189,13 @@ impl DeclaredWorkload {
                 "name the run plan's open gate the class serves, as the plan words it".into(),
             );
         }
-        if self.concurrency == 0 {
+        if self.concurrency == Some(0) {
             say("concurrency", "must be at least 1".into());
         }
-        if self.requests < u64::from(self.concurrency) || self.requests > u64::from(u32::MAX / 2) {
-            say(
-                "requests",
-                format!(
-                    "{}: must be at least the concurrency ({}) and at most 2^31",
-                    self.requests, self.concurrency
-                ),
-            );
+        if let Some(n) = self.requests
+            && (n == 0 || n > u64::from(u32::MAX / 2))
+        {
+            say("requests", format!("{n}: must be between 1 and 2^31"));
         }
         if self.max_tokens == Some(0) {
             say("max_tokens", "must be at least 1".into());
@@ -123,12 +206,29 @@ impl DeclaredWorkload {
                 "must be at least 1 (leave it out for a natural completion)".into(),
             );
         }
-        match &self.prefix_groups {
-            None => say(
+        match (&self.prefix_groups, &self.trace) {
+            (None, None) | (Some(_), Some(_)) => say(
                 "prefix_groups",
-                "a declared class needs its kind: `prefix_groups: {groups, shared_tokens}`".into(),
+                "a declared class has one kind: `prefix_groups: {groups, shared_tokens}` or \
+                 `trace: {file, format, time_scale, start_offset_s}`"
+                    .into(),
             ),
-            Some(g) => {
+            (Some(g), None) => {
+                let (Some(context), Some(concurrency), Some(requests)) =
+                    (self.context, self.concurrency, self.requests)
+                else {
+                    say(
+                        "context",
+                        "a prefix-group class states its context, concurrency and requests".into(),
+                    );
+                    return out;
+                };
+                if requests < u64::from(concurrency) {
+                    say(
+                        "requests",
+                        format!("{requests}: must be at least the concurrency ({concurrency})"),
+                    );
+                }
                 if g.groups == 0 {
                     say(
                         "prefix_groups.groups",
@@ -136,14 +236,36 @@ impl DeclaredWorkload {
                             .into(),
                     );
                 }
-                if g.shared_tokens == 0 || g.shared_tokens + MIN_OWN_TOKENS > self.context {
+                if g.shared_tokens == 0 || g.shared_tokens + MIN_OWN_TOKENS > context {
                     say(
                         "prefix_groups.shared_tokens",
                         format!(
-                            "{}: must be at least 1 and leave {MIN_OWN_TOKENS} of the context's {} \
-                             tokens to each request's own part",
-                            g.shared_tokens, self.context
+                            "{}: must be at least 1 and leave {MIN_OWN_TOKENS} of the context's \
+                             {context} tokens to each request's own part",
+                            g.shared_tokens
                         ),
+                    );
+                }
+            }
+            (None, Some(t)) => {
+                if self.context.is_some() || self.reply_words.is_some() {
+                    say(
+                        "context",
+                        "a trace's rows give each prompt's and reply's length: leave out \
+                         `context` and `reply_words`"
+                            .into(),
+                    );
+                }
+                if !(t.time_scale.is_finite() && t.time_scale > 0.0 && t.time_scale <= 1000.0) {
+                    say(
+                        "trace.time_scale",
+                        format!("{}: must be above 0 and at most 1000", t.time_scale),
+                    );
+                }
+                if !(t.start_offset_s.is_finite() && (0.0..=86_400.0).contains(&t.start_offset_s)) {
+                    say(
+                        "trace.start_offset_s",
+                        format!("{}: must be 0 to 86400 seconds", t.start_offset_s),
                     );
                 }
             }
@@ -211,6 +333,7 @@ pub fn find<'a>(workloads: &'a [DeclaredWorkload], class: &str) -> Option<&'a De
 pub fn choose_among(
     manifest: &WorkloadManifest,
     declared: &[DeclaredWorkload],
+    base: &Path,
     q: &CellQuery,
 ) -> Result<Chosen, CellError> {
     let Some(d) = find(declared, &q.class) else {
@@ -227,7 +350,9 @@ pub fn choose_among(
             e => e,
         });
     };
-    let mut cell = d.cell(manifest);
+    let mut cell = d
+        .cell(manifest, base)
+        .map_err(|why| CellError::Declared { why })?;
     let asked: [(&'static str, Option<u64>, u64); 3] = [
         ("--context", q.context, cell.context),
         (
@@ -242,7 +367,8 @@ pub fn choose_among(
         let Some(v) = value.filter(|v| *v != own) else {
             continue;
         };
-        if !q.off_manifest {
+        // A trace's lengths and rows are the trace's: only its cap may move.
+        if !q.off_manifest || (cell.trace.is_some() && flag != "--concurrency") {
             return Err(CellError::NotDeclared {
                 flag,
                 value: v,
@@ -271,15 +397,16 @@ mod tests {
         DeclaredWorkload {
             class: "prefix-groups".into(),
             gate: "broad repeated quality, agentic, SWE, and endurance".into(),
-            context: 4096,
-            concurrency: 8,
-            requests: 96,
+            context: Some(4096),
+            concurrency: Some(8),
+            requests: Some(96),
             reply_words: Some(128),
             max_tokens: None,
             prefix_groups: Some(PrefixGroups {
                 groups: g,
                 shared_tokens: p,
             }),
+            trace: None,
         }
     }
 
@@ -314,5 +441,64 @@ mod tests {
         assert!(p.iter().any(|p| p.field == "w.prefix_groups"), "{p:?}");
         let twice = section_problems(&[groups(4, 2048), groups(2, 1024)], &["prefix-groups"]);
         assert_eq!(twice.len(), 3, "{twice:?}");
+    }
+
+    fn mooncake(requests: Option<u64>) -> DeclaredWorkload {
+        DeclaredWorkload {
+            class: "mooncake-replay".into(),
+            gate: "broad repeated quality, agentic, SWE, and endurance".into(),
+            context: None,
+            concurrency: None,
+            requests,
+            reply_words: None,
+            max_tokens: None,
+            prefix_groups: None,
+            trace: Some(TraceReplay {
+                file: "traces/mooncake_conversation_head.jsonl".into(),
+                format: None,
+                time_scale: 0.5,
+                start_offset_s: 1.0,
+            }),
+        }
+    }
+
+    #[test]
+    fn a_trace_class_is_one_cell_of_its_rows_and_refuses_what_the_trace_decides() {
+        let manifest = crate::manifest::WorkloadManifest::load(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/sample-data/workload-manifest.json"
+        ))
+        .unwrap();
+        let base = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures"));
+        let cell = mooncake(Some(40)).cell(&manifest, base).unwrap();
+        let t = cell.trace.as_ref().unwrap();
+        assert_eq!((cell.requests, t.trace.rows.len()), (40, 40));
+        assert_eq!(cell.concurrency, UNCAPPED_IN_FLIGHT);
+        assert_eq!(cell.schedule(), crate::artifact::Schedule::Trace);
+        let record = t.record();
+        assert_eq!((record.rows, record.capped), (40, false));
+        assert_eq!(record.file, "mooncake_conversation_head.jsonl");
+        assert_eq!(t.offsets_ns()[0], 1_000_000_000);
+        let err = mooncake(Some(1000)).cell(&manifest, base).unwrap_err();
+        assert!(err.contains("has 120 rows to replay"), "{err}");
+        let err = mooncake(None)
+            .cell(&manifest, Path::new("/nonexistent"))
+            .unwrap_err();
+        assert!(err.contains("mooncake_conversation_head.jsonl"), "{err}");
+
+        let mut bad = mooncake(None);
+        bad.context = Some(4096);
+        bad.trace.as_mut().unwrap().time_scale = 0.0;
+        let fields: Vec<String> = bad.problems("w").into_iter().map(|p| p.field).collect();
+        assert_eq!(fields, ["w.context", "w.trace.time_scale"]);
+        bad.prefix_groups = Some(PrefixGroups {
+            groups: 2,
+            shared_tokens: 100,
+        });
+        assert!(
+            bad.problems("w")
+                .iter()
+                .any(|p| p.field == "w.prefix_groups")
+        );
     }
 }

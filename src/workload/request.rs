@@ -203,6 +203,9 @@ struct Generation {
     stream_options: Option<StreamOptions>,
     #[serde(skip_serializing_if = "Option::is_none")]
     max_tokens: Option<u32>,
+    /// vLLM's, SGLang's and llama.cpp's `ignore_eos`: generate until `max_tokens`.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    ignore_eos: bool,
     temperature: f64,
 }
 
@@ -244,6 +247,7 @@ pub fn body_json(
     content: &PromptContent,
     stream: bool,
     max_tokens: Option<u32>,
+    ignore_eos: bool,
 ) -> Result<Vec<u8>, RequestError> {
     let expected = opts.api.prompt_form();
     let got = match content {
@@ -262,6 +266,7 @@ pub fn body_json(
             include_usage: true,
         }),
         max_tokens,
+        ignore_eos,
         temperature: 0.0,
     };
     let ser = |r: serde_json::Result<Vec<u8>>| {
@@ -302,12 +307,25 @@ pub fn prepare(
     run_id: &str,
     prompt: &Prompt,
 ) -> Result<PreparedRequest, RequestError> {
+    prepare_asking(opts, run_id, prompt, opts.max_tokens, false)
+}
+
+/// [`prepare`] with this request's own ceiling, and `ignore_eos` to have the server generate
+/// all of it (a trace row's reply length; the Responses API takes no `ignore_eos`).
+pub fn prepare_asking(
+    opts: &RequestOptions,
+    run_id: &str,
+    prompt: &Prompt,
+    max_tokens: Option<u32>,
+    ignore_eos: bool,
+) -> Result<PreparedRequest, RequestError> {
     let body = body_json(
         opts,
         prompt.request_index,
         &prompt.content,
         true,
-        opts.max_tokens,
+        max_tokens,
+        ignore_eos,
     )?;
     let request_id =
         HeaderValue::from_str(&format!("{run_id}-{}", prompt.request_index)).map_err(|_| {

@@ -32,6 +32,24 @@ pub struct Calibration {
     /// tolerance).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub group_prefix: Option<GroupPrefixSize>,
+    /// A trace replay's block density: `units_per_block` filler words counted
+    /// `block_tokens` tokens (a block of the trace's size), and the prompt without blocks
+    /// (its instruction and template) `overhead_tokens`; each row's prompt is sized from
+    /// them, its realised tokens read back from usage.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace_density: Option<TraceDensity>,
+}
+
+/// How many filler words make a trace block, as calibration counted them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TraceDensity {
+    pub units_per_block: u32,
+    pub block_tokens: u32,
+    /// What a block of `units_per_block` words counted, on average over the blocks
+    /// counted together.
+    pub block_counted: u64,
+    pub overhead_tokens: u64,
 }
 
 /// The calibrated size of every prefix group's shared prefix, group by group.
@@ -64,6 +82,7 @@ impl Calibration {
             usage_prompt_tokens: None,
             note: None,
             group_prefix: None,
+            trace_density: None,
         }
     }
 }

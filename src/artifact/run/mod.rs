@@ -20,11 +20,11 @@ use serde::{Deserialize, Serialize};
 
 pub use self::arm::{Arm, ArmConfig, Repeat, repeat_folder};
 pub use self::host::{
-    Calibration, CalibrationMethod, Clock, Endpoint, GroupPrefixSize, Tool, Topology,
+    Calibration, CalibrationMethod, Clock, Endpoint, GroupPrefixSize, Tool, Topology, TraceDensity,
 };
 pub use self::outcome::{Counts, NORMAL_FINISH_REASONS, Outcome, RequestKind, Status};
 pub use self::workload::{
-    Api, Arrivals, PROMPT_CACHE_GROUPS, PrefixGroupsRecord, Schedule, Workload,
+    Api, Arrivals, PROMPT_CACHE_GROUPS, PrefixGroupsRecord, Schedule, TraceRecord, Workload,
     probe_cell_id_suffix, ramp_cell_id_suffix,
 };
 use super::error::{ArtifactError, Result};

@@ -88,6 +88,11 @@ pub struct Workload {
     /// can serve by the declaration; absent for every other class.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prefix_groups: Option<PrefixGroupsRecord>,
+    /// A trace replay's trace: its file's name, format and SHA-256, the rows replayed, the
+    /// time scale and start offset; absent for every other class. Part of the fingerprint:
+    /// two different traces never match.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace: Option<TraceRecord>,
     /// Whether every request carries a unique canary it must echo.
     pub canaries: bool,
     /// Random prefix seed from the manifest.
@@ -132,6 +137,28 @@ pub struct PrefixGroupsRecord {
     pub expected_cacheable_share: f64,
 }
 
+/// What run.json says of a replayed trace (part of the workload fingerprint).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TraceRecord {
+    /// The trace file's name (without its folder: the same trace anywhere matches).
+    pub file: String,
+    /// `mooncake`, `azure` or `burstgpt`.
+    pub format: String,
+    /// SHA-256 of the file's bytes, hex.
+    pub sha256: String,
+    /// The trace's rows replayed (its first `rows` after those left out).
+    pub rows: u64,
+    /// Every gap multiplied by it (1: as recorded).
+    pub time_scale: f64,
+    /// Seconds from the replay's start to the trace's first row.
+    pub start_offset_s: f64,
+    /// Whether the declaration capped the requests in flight (`concurrency_per_replica`);
+    /// uncapped replays still hold at most that many per replica and report what it held
+    /// back.
+    pub capped: bool,
+}
+
 /// How a run issued its measured requests.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
@@ -148,6 +175,11 @@ pub enum Schedule {
         /// `constant` gaps of 1 / rate, or `poisson` (exponential gaps of mean 1 / rate).
         arrivals: Arrivals,
     },
+    /// A trace replayed at its own times (the workload's `trace` says which, at what scale
+    /// and offset); each request taken by the next free slot of at most
+    /// `concurrency_per_replica` per replica, a request released while every slot is busy
+    /// held back in the client (reported apart from the recorder's own lateness).
+    Trace,
 }
 
 /// Gaps between the releases of an open-loop schedule.
@@ -183,13 +215,16 @@ impl Schedule {
                 rate_per_s,
                 arrivals: Arrivals::Poisson,
             } => format!(".poisson{rate_per_s}"),
+            // A trace class's cells are its own: its id says enough.
+            Schedule::Trace => String::new(),
         }
     }
 
-    /// `closed`, `constant` or `poisson` (the `schedule` column of `runs`).
+    /// `closed`, `constant`, `poisson` or `trace` (the `schedule` column of `runs`).
     pub fn kind(&self) -> &'static str {
         match self {
             Schedule::Closed => "closed",
+            Schedule::Trace => "trace",
             Schedule::Open {
                 arrivals: Arrivals::Constant,
                 ..
@@ -204,7 +239,7 @@ impl Schedule {
     /// The open-loop rate, requests per second.
     pub fn rate_per_s(&self) -> Option<f64> {
         match self {
-            Schedule::Closed => None,
+            Schedule::Closed | Schedule::Trace => None,
             Schedule::Open { rate_per_s, .. } => Some(*rate_per_s),
         }
     }
@@ -214,6 +249,7 @@ impl fmt::Display for Schedule {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Schedule::Closed => f.write_str("closed loop"),
+            Schedule::Trace => f.write_str("trace replay at the trace's own times"),
             Schedule::Open {
                 rate_per_s,
                 arrivals,

@@ -15,6 +15,8 @@
 //! - **How long a reply**: the row's output tokens as `max_tokens`, with `ignore_eos` (and
 //!   `min_tokens` where the API takes it) so the server generates that many.
 
+use std::sync::Arc;
+
 use sha2::{Digest, Sha256};
 
 use super::Trace;
@@ -34,6 +36,56 @@ impl Timing {
     /// When `t_ms` (a trace time) is due, in nanoseconds after the replay's start.
     pub fn offset_ns(&self, t_ms: f64) -> i64 {
         ((self.start_offset_s * 1e3 + t_ms * self.time_scale) * 1e6).round() as i64
+    }
+}
+
+/// A trace class's replay, as its cell carries it: the trace as read (its first rows), when
+/// its rows are due, and whether the declaration capped the requests in flight. Two are
+/// equal when they replay the same bytes' same rows the same way.
+#[derive(Debug, Clone)]
+pub struct TraceCell {
+    pub trace: Arc<Trace>,
+    pub timing: Timing,
+    pub capped: bool,
+}
+
+impl PartialEq for TraceCell {
+    fn eq(&self, other: &Self) -> bool {
+        self.trace.sha256 == other.trace.sha256
+            && self.trace.rows.len() == other.trace.rows.len()
+            && self.timing == other.timing
+            && self.capped == other.capped
+    }
+}
+
+impl Eq for TraceCell {}
+
+impl TraceCell {
+    /// What run.json's workload records of it (part of the fingerprint).
+    pub fn record(&self) -> crate::artifact::TraceRecord {
+        crate::artifact::TraceRecord {
+            file: self
+                .trace
+                .path
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+            format: self.trace.format.name().to_owned(),
+            sha256: self.trace.sha256.clone(),
+            rows: self.trace.rows.len() as u64,
+            time_scale: self.timing.time_scale,
+            start_offset_s: self.timing.start_offset_s,
+            capped: self.capped,
+        }
+    }
+
+    /// Every row's send time, nanoseconds after the replay's start, in row order.
+    pub fn offsets_ns(&self) -> Vec<i64> {
+        self.trace
+            .rows
+            .iter()
+            .map(|r| self.timing.offset_ns(r.t_ms))
+            .collect()
     }
 }
 
@@ -57,6 +109,9 @@ impl Density {
         units.round().min(f64::from(u32::MAX)) as u32
     }
 }
+
+/// Blocks counted together to find the density.
+pub const SAMPLE_BLOCKS: u32 = 8;
 
 /// Ids of synthetic blocks (rows of a format without `hash_ids`) start here, far above any
 /// published trace's ids.
@@ -117,9 +172,9 @@ impl<'a> TracePrompts<'a> {
             .trace_body(&self.hash_ids(row), self.density.units_per_block, units)
     }
 
-    /// The prompt of row `row` (request index `row`): its blocks, then its instruction.
-    pub fn build(&self, row: usize) -> Prompt {
-        let index = row as u32;
+    /// The prompt of row `row` sent as request `index` (its canary's): its blocks, then its
+    /// instruction.
+    pub fn build(&self, row: usize, index: u32) -> Prompt {
         let body = self.body(row);
         let instruction = self.builder.instruction(index);
         let text = if body.is_empty() {
@@ -148,10 +203,29 @@ impl<'a> TracePrompts<'a> {
         }
     }
 
-    /// The prompt of a block alone, `units` words (what calibration counts to find the
-    /// density), in the cell's API form.
-    pub fn block_alone(builder: &PromptBuilder, units: u32) -> PromptContent {
-        let text = builder.shared_content().block(SYNTHETIC_IDS - 1, units);
+    /// The prompt of a row with no blocks: its instruction alone, in the cell's API form
+    /// (what calibration counts as every prompt's fixed part).
+    pub fn without_blocks(builder: &PromptBuilder) -> PromptContent {
+        let text = builder.instruction(0);
+        match builder.spec().form {
+            PromptForm::Messages => PromptContent::Messages(vec![ChatMessage {
+                role: "user",
+                content: text,
+            }]),
+            PromptForm::Text => PromptContent::Text(text),
+        }
+    }
+
+    /// The prompt of [`SAMPLE_BLOCKS`] blocks of `units` words each, joined as a row's are
+    /// (what calibration counts to find the density: one text's words vary in tokens by a
+    /// few percent, several average it out), in the cell's API form.
+    pub fn sample_blocks(builder: &PromptBuilder, units: u32) -> PromptContent {
+        let ids: Vec<u64> = (1..=u64::from(SAMPLE_BLOCKS))
+            .map(|k| SYNTHETIC_IDS - k)
+            .collect();
+        let text = builder
+            .shared_content()
+            .trace_body(&ids, units, units * SAMPLE_BLOCKS);
         match builder.spec().form {
             PromptForm::Messages => PromptContent::Messages(vec![ChatMessage {
                 role: "user",
@@ -209,7 +283,9 @@ mod tests {
         let trace = mooncake();
         let b = builder("run-a");
         let prompts = TracePrompts::new(&trace, &b, DENSITY);
-        let built: Vec<Prompt> = (0..trace.rows.len()).map(|i| prompts.build(i)).collect();
+        let built: Vec<Prompt> = (0..trace.rows.len())
+            .map(|i| prompts.build(i, i as u32))
+            .collect();
         let block_text_len = |row: usize, blocks: usize| -> usize {
             // Blocks are joined by a blank line.
             prompts.hash_ids(row)[..blocks]
@@ -252,7 +328,7 @@ mod tests {
         );
         // Another run's salt: the same ids give other text (runs never share a cache).
         let other = builder("run-b");
-        let again = TracePrompts::new(&trace, &other, DENSITY).build(0);
+        let again = TracePrompts::new(&trace, &other, DENSITY).build(0, 0);
         assert_ne!(text(&again)[..200], text(&built[0])[..200]);
         // Canaries differ per row and end the prompt.
         let c0 = built[0].canary.clone().unwrap();
