@@ -50,7 +50,6 @@ pub mod query;
 pub mod realtime;
 #[cfg(feature = "analysis")]
 pub mod report;
-#[cfg(feature = "analysis")]
 pub mod rules;
 pub mod shell;
 pub mod sim;
