@@ -2,7 +2,7 @@
 //!
 //! A synthetic Mooncake-format trace of `REPLAY_ROWS` rows (default 10,000) with distinct
 //! timestamps is drawn as a Poisson process at `REPLAY_RATE` requests per second (default
-//! 600, so every second of it peaks above 500), each row 64 prompt tokens (one block of its
+//! 600, so every second of it peaks above 500), each row 128 prompt tokens (one block of its
 //! own) and 4 reply tokens; `anvil-sim` runs the saturation timing (room for 4,096
 //! sequences, a prefill that never waits) so the server keeps up. The real `anvil-capture`
 //! replays it uncapped (256 in flight), and for every measured request the benchmark reads
@@ -71,7 +71,7 @@ fn write_trace(dir: &Path, times_ms: &[f64]) {
     for (i, t) in times_ms.iter().enumerate() {
         writeln!(
             f,
-            "{{\"timestamp\": {t:.6}, \"input_length\": 64, \"output_length\": 4, \"hash_ids\": [{i}]}}"
+            "{{\"timestamp\": {t:.6}, \"input_length\": 128, \"output_length\": 4, \"hash_ids\": [{i}]}}"
         )
         .unwrap();
     }

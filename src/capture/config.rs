@@ -251,7 +251,7 @@ impl RunConfig {
         };
         if cell.class == crate::workload::cells::FUNCTIONAL {
             check_functional(a, &cell, schedule)?;
-        } else {
+        } else if cell.trace.is_none() {
             check_prompt_fits(&manifest, &cell, a.api)?;
             if let Some(g) = cell.groups
                 && g.shared_tokens + crate::workload::declared::MIN_OWN_TOKENS > cell.context
