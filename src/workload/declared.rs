@@ -3,18 +3,28 @@
 //! stays as its authors wrote it; a declared class adds what production traffic has and the
 //! manifest's one-shot classes do not, and names the run plan's open gate it serves.
 //!
-//! One kind so far: **prefix groups**, the generalisation of the manifest's
-//! `prompt_cache_mode`: G groups of P shared tokens (a system prompt, a few-shot template, a
-//! long document asked several questions), each request's own part after its group's
-//! prefix. `unique` is G = 0 and `shared` is G = 1 with the fixed system text as the prefix;
-//! a declared class has G ≥ 1 and P tokens of its own. Request `i` belongs to group
-//! `i mod G` ([`super::shared::group_of`]), so every group is used from the first wave on.
+//! Two kinds:
+//!
+//! - **prefix groups**, the generalisation of the manifest's `prompt_cache_mode`: G groups of
+//!   P shared tokens (a system prompt, a few-shot template, a long document asked several
+//!   questions), each request's own part after its group's prefix. `unique` is G = 0 and
+//!   `shared` is G = 1 with the fixed system text as the prefix; a declared class has G ≥ 1
+//!   and P tokens of its own. Request `i` belongs to group `i mod G`
+//!   ([`super::shared::group_of`]), so every group is used from the first wave on;
+//! - **trace replay**: a published trace (Mooncake, Azure, BurstGPT) read from beside the
+//!   declaring document, its first `requests` rows (absent: all) sent at their own times
+//!   stretched by `time_scale`, at most `concurrency` in flight per replica (absent:
+//!   [`UNCAPPED_IN_FLIGHT`]); each row's lengths are the trace's ([`super::trace::replay`]).
 //!
 //! ```json
 //! "workloads": [{
 //!   "class": "prefix-groups", "gate": "broad repeated quality, agentic, SWE, and endurance",
 //!   "context": 4096, "concurrency": 8, "requests": 96, "reply_words": 128,
 //!   "prefix_groups": {"groups": 4, "shared_tokens": 2048}
+//! }, {
+//!   "class": "mooncake-replay", "gate": "broad repeated quality, agentic, SWE, and endurance",
+//!   "requests": 1000, "concurrency": 64,
+//!   "trace": {"file": "traces/conversation.jsonl", "time_scale": 0.5}
 //! }]
 //! ```
 
