@@ -5,8 +5,9 @@
 -- excludes the cached), their increases over the run as counter_increases computes them, give
 -- an exact hit rate (`server_source` = 'counters'); SGLang exports only a recent-hit-rate gauge,
 -- whose time-weighted mean over the scrapes taken during the run stands in, labelled
--- approximate (`server_source` = 'gauge'). The counters cover every request the server saw
--- during the run, calibration probes and warm-up included.
+-- approximate (`server_source` = 'gauge'). The counters cover what the server saw between
+-- the run's `before` scrape (taken after calibration) and its `after` scrape: warm-up and
+-- measured requests.
 -- Client side: the prompt tokens the API's usage said were cached (`prompt_tokens_details.
 -- cached_tokens`; vLLM fills it only with --enable-prompt-tokens-details, SGLang with
 -- --enable-cache-report) over the prompt tokens of the same requests: every request of the

@@ -584,10 +584,9 @@ impl<'c> Run<'c> {
                     let b = if idx < n { builder } else { &warm_builder };
                     let prompt = TracePrompts::new(&t.trace, b, d)
                         .build(idx as usize % t.trace.rows.len(), idx);
-                    (
-                        prompt,
-                        Some((u64::from(row.input_tokens), row.output_tokens)),
-                    )
+                    // A declared `max_tokens` caps the trace's reply lengths.
+                    let reply = row.output_tokens.min(self.cfg.cell.max_tokens);
+                    (prompt, Some((u64::from(row.input_tokens), reply)))
                 }
                 _ => (
                     builder.build(idx, calibrated.map_or(0, |c| c.filler_units)),

@@ -549,6 +549,7 @@ impl Sched {
             seq.kv_tokens += tokens;
             self.reps[rep].kv_used += tokens;
         }
+        self.update_gauges(rep);
         true
     }
 

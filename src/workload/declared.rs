@@ -61,7 +61,8 @@ pub struct DeclaredWorkload {
     /// Words each reply is asked for ("in about N words"); absent: a natural completion.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reply_words: Option<u32>,
-    /// The token ceiling; absent: the manifest's headline `max_tokens`.
+    /// The token ceiling; absent: the manifest's headline `max_tokens` (a trace: its longest
+    /// reply; declared, it caps every row's reply length).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_tokens: Option<u32>,
     /// Prefix groups (one kind of class).
@@ -96,8 +97,8 @@ fn one() -> f64 {
 impl Eq for TraceReplay {}
 
 /// Requests in flight per replica of a trace replay the declaration does not cap: the
-/// recorder's slots; a row due while all are busy waits in the client and is reported as
-/// held back, apart from the recorder's own lateness.
+/// recorder's slots; a row due while all are busy waits in the client, which its
+/// `t_sent_ns − t_intended_ns` shows (together with the recorder's own lateness).
 pub const UNCAPPED_IN_FLIGHT: u32 = 256;
 
 /// The prompt tokens a request's own part needs at least, beside its group's prefix: the

@@ -178,7 +178,7 @@ pub enum Schedule {
     /// A trace replayed at its own times (the workload's `trace` says which, at what scale
     /// and offset); each request taken by the next free slot of at most
     /// `concurrency_per_replica` per replica, a request released while every slot is busy
-    /// held back in the client (reported apart from the recorder's own lateness).
+    /// held back in the client (shown by `t_sent_ns - t_intended_ns`).
     Trace,
 }
 

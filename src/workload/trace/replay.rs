@@ -12,8 +12,8 @@
 //!   that no other row uses: every prompt unique. Lengths are in filler words at the
 //!   density calibration found ([`Density`]); the realised prompt tokens come back in usage
 //!   and are reported beside the trace's.
-//! - **How long a reply**: the row's output tokens as `max_tokens`, with `ignore_eos` (and
-//!   `min_tokens` where the API takes it) so the server generates that many.
+//! - **How long a reply**: the row's output tokens as `max_tokens`, with `ignore_eos` so the
+//!   server generates that many (not on the Responses API, which has no such field).
 
 use std::sync::Arc;
 
