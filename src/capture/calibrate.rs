@@ -29,7 +29,7 @@ use crate::clock::{Origin, monotonic_ns};
 use crate::workload::calibration::{
     Calibration, CalibrationError, calibrate_from, search_units, tolerance,
 };
-use crate::workload::prompt::{ChatMessage, PromptBuilder, PromptContent, PromptForm};
+use crate::workload::prompt::{PromptBuilder, PromptContent};
 use crate::workload::request::{self, RequestOptions};
 use crate::workload::trace::replay::{Density, SAMPLE_BLOCKS, TracePrompts};
 
@@ -204,13 +204,7 @@ impl<'a> Calibrator<'a> {
             let found = search_units(
                 |n| {
                     let text = shared.group_prefix(group, n);
-                    match form {
-                        PromptForm::Messages => PromptContent::Messages(vec![ChatMessage {
-                            role: "system",
-                            content: text,
-                        }]),
-                        PromptForm::Text => PromptContent::Text(text),
-                    }
+                    PromptContent::single(form, "system", text)
                 },
                 group,
                 g.shared_tokens,

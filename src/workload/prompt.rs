@@ -65,6 +65,18 @@ pub enum PromptContent {
 }
 
 impl PromptContent {
+    /// `text` as one message of `role` (chat), or as the text itself (completions and
+    /// Responses).
+    pub fn single(form: PromptForm, role: &'static str, text: String) -> Self {
+        match form {
+            PromptForm::Messages => Self::Messages(vec![ChatMessage {
+                role,
+                content: text,
+            }]),
+            PromptForm::Text => Self::Text(text),
+        }
+    }
+
     /// The exact bytes this prompt occupies in the request body: the JSON `messages` array for
     /// chat, the UTF-8 text otherwise. The prompt's sha256 is taken over these bytes.
     pub fn sent_bytes(&self) -> Vec<u8> {

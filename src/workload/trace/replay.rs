@@ -20,7 +20,7 @@ use std::sync::Arc;
 use sha2::{Digest, Sha256};
 
 use super::Trace;
-use crate::workload::prompt::{ChatMessage, Prompt, PromptBuilder, PromptContent, PromptForm};
+use crate::workload::prompt::{Prompt, PromptBuilder, PromptContent};
 use crate::workload::shared::SharedContent;
 
 /// How a trace's times are replayed.
@@ -182,13 +182,7 @@ impl<'a> TracePrompts<'a> {
         } else {
             format!("{body}\n\n{instruction}")
         };
-        let content = match self.builder.spec().form {
-            PromptForm::Messages => PromptContent::Messages(vec![ChatMessage {
-                role: "user",
-                content: text,
-            }]),
-            PromptForm::Text => PromptContent::Text(text),
-        };
+        let content = PromptContent::single(self.builder.spec().form, "user", text);
         let sha256 = hex::encode(Sha256::digest(content.sent_bytes()));
         let chars = content.chars();
         Prompt {
@@ -207,13 +201,7 @@ impl<'a> TracePrompts<'a> {
     /// (what calibration counts as every prompt's fixed part).
     pub fn without_blocks(builder: &PromptBuilder) -> PromptContent {
         let text = builder.instruction(0);
-        match builder.spec().form {
-            PromptForm::Messages => PromptContent::Messages(vec![ChatMessage {
-                role: "user",
-                content: text,
-            }]),
-            PromptForm::Text => PromptContent::Text(text),
-        }
+        PromptContent::single(builder.spec().form, "user", text)
     }
 
     /// The prompt of [`SAMPLE_BLOCKS`] blocks of `units` words each, joined as a row's are
@@ -226,13 +214,7 @@ impl<'a> TracePrompts<'a> {
         let text = builder
             .shared_content()
             .trace_body(&ids, units, units * SAMPLE_BLOCKS);
-        match builder.spec().form {
-            PromptForm::Messages => PromptContent::Messages(vec![ChatMessage {
-                role: "user",
-                content: text,
-            }]),
-            PromptForm::Text => PromptContent::Text(text),
-        }
+        PromptContent::single(builder.spec().form, "user", text)
     }
 }
 
@@ -241,7 +223,7 @@ mod tests {
     use std::path::Path;
 
     use super::*;
-    use crate::workload::prompt::{PromptCacheMode, PromptSpec, ResponseLength};
+    use crate::workload::prompt::{PromptCacheMode, PromptForm, PromptSpec, ResponseLength};
 
     fn builder(salt: &str) -> PromptBuilder {
         PromptBuilder::new(PromptSpec {
