@@ -275,6 +275,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             events: k,
             new_connection: false,
             resent: false,
+            session: None,
+            ignore_eos: Some(false),
+            t_released_ns: None,
         })?;
     }
     total_events += events.len() as u64;

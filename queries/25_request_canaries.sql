@@ -6,7 +6,10 @@
 -- the canaries() function) in its content or its reasoning. Any other marker is
 -- contamination, wherever it came from: another request of this campaign, another run,
 -- another tenant or a prompt cache (per-run salts make markers from outside the loaded
--- campaign the realistic kind).
+-- campaign the realistic kind). A session's turn carries its history, whose earlier replies
+-- hold the session's earlier markers: a reply that repeats one of those is quoting its own
+-- conversation, listed apart (history_canaries) and not contamination; another session's
+-- marker is.
 -- Columns:
 --   run_id (-): the artifact (runs.run_id).
 --   request_index (-): the request within the run (requests.request_index).
@@ -19,14 +22,17 @@
 --       canary or its canary is checked in tool arguments.
 --   canary_ok (-): own canary present and no other marker; NULL as own_canary is (NULL is
 --       "not checked here", never a failure).
---   foreign_canaries (-): sorted distinct markers other than the request's own found in the
---       reply's content or reasoning; NULL when none. A request without a canary of its own
---       still counts them.
+--   foreign_canaries (-): sorted distinct markers other than the request's own (and, in a
+--       session, other than its own session's) found in the reply's content or reasoning;
+--       NULL when none. A request without a canary of its own still counts them.
 --   foreign_canary_count (count): how many foreign_canaries holds (0 when none).
 --   stray_canaries (-): the foreign markers that belong to no request of the campaign loaded
 --       (from outside it: another run, tenant or cache), sorted; a subset of
 --       foreign_canaries; NULL when none.
 --   stray_canary_count (count): how many stray_canaries holds (0 when none).
+--   history_canaries (-): markers of the request's own session's other turns found in its
+--       reply (requests.session_id): its conversation quoted, not contamination; NULL when
+--       none and outside sessions.
 CREATE VIEW request_canaries AS
 WITH reasoning AS (
     SELECT run_id, request_index, ordered_concat(reasoning_delta, seq) AS reasoning
@@ -35,7 +41,7 @@ WITH reasoning AS (
     GROUP BY run_id, request_index
 ),
 measured AS (
-    SELECT t.run_id, t.request_index, t.canary, t.content,
+    SELECT t.run_id, t.request_index, t.canary, t.content, q.session_id,
            coalesce(r.reasoning, '') AS reasoning, ru.campaign_id,
            CASE
                WHEN t.canary IS NULL THEN NULL
@@ -50,9 +56,14 @@ measured AS (
 ),
 found AS (
     -- Markers are looked for in the reasoning text too: a leak there is a leak.
-    SELECT run_id, request_index, campaign_id, canary,
+    SELECT run_id, request_index, campaign_id, canary, session_id,
            unnest(canaries(content || ' ' || reasoning)) AS marker
     FROM measured
+),
+session_marks AS (
+    SELECT DISTINCT run_id, session_id, canary AS marker
+    FROM requests
+    WHERE session_id IS NOT NULL AND canary IS NOT NULL
 ),
 owned AS (
     SELECT DISTINCT ru.campaign_id, r.canary AS marker
@@ -64,11 +75,21 @@ others AS (
     SELECT
         f.run_id,
         f.request_index,
-        array_sort(array_agg(DISTINCT f.marker)) AS foreign_canaries,
-        array_sort(array_agg(DISTINCT f.marker) FILTER (WHERE o.marker IS NULL))
-            AS stray_canaries
+        CASE WHEN count(*) FILTER (WHERE s.marker IS NULL) > 0 THEN
+            array_sort(array_agg(DISTINCT f.marker) FILTER (WHERE s.marker IS NULL))
+        END AS foreign_canaries,
+        CASE WHEN count(*) FILTER (WHERE s.marker IS NULL AND o.marker IS NULL) > 0 THEN
+            array_sort(
+                array_agg(DISTINCT f.marker) FILTER (WHERE s.marker IS NULL AND o.marker IS NULL)
+            )
+        END AS stray_canaries,
+        CASE WHEN count(*) FILTER (WHERE s.marker IS NOT NULL) > 0 THEN
+            array_sort(array_agg(DISTINCT f.marker) FILTER (WHERE s.marker IS NOT NULL))
+        END AS history_canaries
     FROM found f
     LEFT JOIN owned o ON o.campaign_id = f.campaign_id AND o.marker = f.marker
+    LEFT JOIN session_marks s
+        ON s.run_id = f.run_id AND s.session_id = f.session_id AND s.marker = f.marker
     WHERE f.canary IS NULL OR f.marker <> f.canary
     GROUP BY f.run_id, f.request_index
 )
@@ -85,6 +106,7 @@ SELECT
     o.foreign_canaries,
     coalesce(cardinality(o.foreign_canaries), 0) AS foreign_canary_count,
     o.stray_canaries,
-    coalesce(cardinality(o.stray_canaries), 0) AS stray_canary_count
+    coalesce(cardinality(o.stray_canaries), 0) AS stray_canary_count,
+    o.history_canaries
 FROM measured m
 LEFT JOIN others o ON o.run_id = m.run_id AND o.request_index = m.request_index

@@ -54,8 +54,9 @@
 --       (no canary, or checked in tool arguments).
 --   canary_ok (-): own canary present and no other marker in content or reasoning; NULL as
 --       own_canary is (never a failure).
---   foreign_canaries (-): sorted distinct markers other than the request's own found in the
---       reply's content or reasoning; NULL when none.
+--   foreign_canaries (-): sorted distinct markers other than the request's own (and, in a
+--       session, other than its own session's turns') found in the reply's content or
+--       reasoning; NULL when none.
 --   foreign_canary_count (count): how many foreign_canaries holds (0 when none).
 --   stray_canaries (-): the foreign markers that belong to no request of the campaign loaded;
 --       NULL when none.

@@ -21,7 +21,9 @@ use parquet::file::metadata::ParquetMetaData;
 
 use super::error::{ArtifactError, Result};
 use super::run::{Counts, Outcome, RequestKind, RunJson, Status};
-use super::schema::{META_RUN_ID, META_SCHEMA_VERSION, META_TABLE, SCHEMA_VERSION, Table};
+use super::schema::{
+    META_RUN_ID, META_SCHEMA_VERSION, META_TABLE, READABLE_VERSIONS, SCHEMA_VERSION, Table,
+};
 use super::{ArtifactSummary, RUN_JSON};
 
 const PARQUET_MAGIC: &[u8; 4] = b"PAR1";
@@ -234,13 +236,13 @@ pub fn check_footer(
                 expected: SCHEMA_VERSION,
             });
         }
-        Some(v) if v != SCHEMA_VERSION => {
+        Some(v) if !READABLE_VERSIONS.contains(&v) => {
             return Err(ArtifactError::TableMetadata {
                 path: path.to_owned(),
                 key: META_SCHEMA_VERSION,
                 found: v.to_owned(),
                 expected: SCHEMA_VERSION.to_owned(),
-                hint: "read it with the anvil version that wrote it, or re-record the run",
+                hint: "this anvil reads anvil-artifact/2 and /3: read it with the anvil version that wrote it, or re-record the run",
             });
         }
         Some(_) => {}
@@ -430,6 +432,8 @@ fn damaged(path: &Path, detail: String) -> ArtifactError {
 fn check_columns(path: &Path, table: Table, found: &arrow_schema::SchemaRef) -> Result<()> {
     for c in table.columns() {
         match found.field_with_name(c.name) {
+            // A column `/3` added, absent from a file written as `/2`: read as NULL.
+            Err(_) if c.optional => {}
             Err(_) => {
                 return Err(ArtifactError::Column {
                     path: path.to_owned(),

@@ -49,6 +49,22 @@ pub struct RequestRow {
     pub new_connection: bool,
     /// Whether it was sent a second time because the first attempt never reached the server.
     pub resent: bool,
+    /// The session turn it is (session workloads only).
+    pub session: Option<SessionTurn>,
+    /// Whether the body asked `ignore_eos`; `None` when no body was built.
+    pub ignore_eos: Option<bool>,
+    /// When a free worker took it off the schedule; `None` when never sent.
+    pub t_released_ns: Option<i64>,
+}
+
+/// Where a request of a session workload stands in its conversation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SessionTurn {
+    pub session_id: u32,
+    pub turn: u32,
+    /// The previous turn's usage prompt + completion tokens (0 for a first turn); `None`
+    /// when it reported no usage.
+    pub history_tokens: Option<u64>,
 }
 
 /// One streamed SSE event: the raw payload plus the columns parsed from it.
@@ -201,6 +217,17 @@ pub fn requests_batch(run_id: &str, rows: &[RequestRow]) -> Result<RecordBatch, 
         ints(rows.iter().map(|r| i64::from(r.events))),
         bools(rows.iter().map(|r| r.new_connection)),
         bools(rows.iter().map(|r| r.resent)),
+        opt_ints(
+            rows.iter()
+                .map(|r| r.session.map(|s| i64::from(s.session_id))),
+        ),
+        opt_ints(rows.iter().map(|r| r.session.map(|s| i64::from(s.turn)))),
+        opt_ints(
+            rows.iter()
+                .map(|r| r.session.and_then(|s| s.history_tokens).map(to_i64)),
+        ),
+        Arc::new(rows.iter().map(|r| r.ignore_eos).collect::<BooleanArray>()),
+        opt_ints(rows.iter().map(|r| r.t_released_ns)),
     ];
     RecordBatch::try_new(requests_schema(), columns)
 }

@@ -12,7 +12,10 @@ use std::sync::{Arc, OnceLock};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 
 /// Version of the table layout, stored in every Parquet file of an artifact.
-pub const SCHEMA_VERSION: &str = "anvil-artifact/2";
+pub const SCHEMA_VERSION: &str = "anvil-artifact/3";
+/// Every layout the reader opens: this one, and `anvil-artifact/2`, which lacks the
+/// [`Column::optional`] columns `/3` added (a query reads them as NULL there).
+pub const READABLE_VERSIONS: [&str; 2] = ["anvil-artifact/2", SCHEMA_VERSION];
 /// Parquet key-value metadata key holding [`SCHEMA_VERSION`].
 pub const META_SCHEMA_VERSION: &str = "anvil.schema_version";
 /// Parquet key-value metadata key holding the table name (`requests`, `events`, `scrapes`).
@@ -95,6 +98,9 @@ pub struct Column {
     pub unit: &'static str,
     /// What the column means.
     pub doc: &'static str,
+    /// Added in `anvil-artifact/3`: a file may lack it (one written as `/2`); it is nullable
+    /// and reads as NULL there.
+    pub optional: bool,
 }
 
 const fn col(
@@ -110,7 +116,20 @@ const fn col(
         nullable,
         unit,
         doc,
+        optional: false,
     }
+}
+
+/// A nullable column added in `anvil-artifact/3`, which a `/2` file lacks.
+const fn col3(
+    name: &'static str,
+    data_type: DataType,
+    unit: &'static str,
+    doc: &'static str,
+) -> Column {
+    let mut c = col(name, data_type, true, unit, doc);
+    c.optional = true;
+    c
 }
 
 use DataType::{Boolean, Float64, Int64, Utf8};
@@ -277,6 +296,36 @@ pub static REQUESTS_COLUMNS: &[Column] = &[
         false,
         "-",
         "True when the request was sent a second time, on a fresh connection, because the first attempt provably never reached the server: the kept connection had been closed by the server before any request byte was written, or the server's close (its FIN) came before any response byte and a reset then answered the request's bytes (its socket was already closed when they arrived). Never set for a failure the server could have seen: a bare reset, which an abortive close after reading also gives, stays a failure.",
+    ),
+    col3(
+        "session_id",
+        Int64,
+        "-",
+        "The session a request of a session workload belongs to (0-based within the run; `run.json` → `workload.sessions`); NULL outside sessions. (anvil-artifact/3)",
+    ),
+    col3(
+        "turn",
+        Int64,
+        "-",
+        "0-based turn of the request within its session: turn k carries the session's k earlier user messages and the assistant's actual replies to them; NULL outside sessions. (anvil-artifact/3)",
+    ),
+    col3(
+        "history_tokens",
+        Int64,
+        "tokens",
+        "Tokens of conversation the turn carries before its own new message: the previous turn's usage prompt tokens plus completion tokens (the chat template's few framing tokens of the reply aside); 0 for a first turn; NULL outside sessions, or when the previous turn's stream reported no usage. (anvil-artifact/3)",
+    ),
+    col3(
+        "ignore_eos",
+        Boolean,
+        "-",
+        "Whether the body asked the server to generate all of `max_tokens` (`ignore_eos`: a trace row's reply length); NULL for a request whose body was never built and in `/2` artifacts. (anvil-artifact/3)",
+    ),
+    col3(
+        "t_released_ns",
+        Int64,
+        "ns",
+        "When a free worker took the request off the schedule (the dispatcher had released it at `t_intended_ns` or, in a closed loop and a session's later turns, it was due then): `t_released_ns - t_intended_ns` is what the in-flight cap held it back, `t_sent_ns - t_released_ns` the client's own lateness in sending it. NULL when never sent and in `/2` artifacts. (anvil-artifact/3)",
     ),
 ];
 
@@ -491,7 +540,7 @@ mod tests {
     /// Pins the contract: changing a column list must come with a new SCHEMA_VERSION.
     #[test]
     fn schema_version_and_columns_are_pinned() {
-        assert_eq!(SCHEMA_VERSION, "anvil-artifact/2");
+        assert_eq!(SCHEMA_VERSION, "anvil-artifact/3");
         let names = |t: Table| {
             t.schema()
                 .fields()
@@ -514,7 +563,8 @@ mod tests {
              prompt_tokens_target:Int64 prompt_tokens_calibrated:Int64? max_tokens:Int64? \
              request_body:Utf8? t_intended_ns:Int64 t_sent_ns:Int64? t_first_byte_ns:Int64? \
              t_done_ns:Int64 http_status:Int64? outcome:Utf8 error:Utf8? events:Int64 \
-             new_connection:Boolean resent:Boolean"
+             new_connection:Boolean resent:Boolean session_id:Int64? turn:Int64? \
+             history_tokens:Int64? ignore_eos:Boolean? t_released_ns:Int64?"
         );
         assert_eq!(
             names(Table::Events),

@@ -25,6 +25,7 @@ pub fn workload() -> Workload {
         prompt_cache_mode: "unique".to_owned(),
         prefix_groups: None,
         trace: None,
+        sessions: None,
         canaries: true,
         seed: 38027,
         thinking: "disabled".to_owned(),
@@ -139,6 +140,9 @@ pub fn request_row(
         events: 0,
         new_connection: false,
         resent: false,
+        session: None,
+        ignore_eos: Some(false),
+        t_released_ns: Some(t),
     }
 }
 

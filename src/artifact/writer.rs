@@ -471,6 +471,13 @@ mod tests {
             events,
             new_connection: false,
             resent: false,
+            session: Some(crate::artifact::SessionTurn {
+                session_id: i / 2,
+                turn: i % 2,
+                history_tokens: i.is_multiple_of(2).then_some(0),
+            }),
+            ignore_eos: Some(false),
+            t_released_ns: Some(5),
         }
     }
 

@@ -420,6 +420,9 @@ impl<'a> Calibrator<'a> {
             events: 0,
             new_connection: false,
             resent: false,
+            session: None,
+            ignore_eos: Some(false),
+            t_released_ns: Some(self.origin.offset(t0)),
         }
     }
 }

@@ -246,6 +246,20 @@ impl RunConfig {
                 ));
             }
             (Schedule::Trace, None)
+        } else if let Some(sessions) = &cell.sessions {
+            if a.load.rate.is_some() || a.load.ramp.is_some() || a.shard.is_some() {
+                return Err(flag(
+                    "--rate",
+                    a.load.rate.or(a.load.ramp).unwrap_or_default(),
+                    format!(
+                        "class `{}` is a session workload: its sessions arrive by its own \
+                         `session.rate_per_s` (or `concurrency` at a time), on one host; leave \
+                         out --rate, --poisson, --ramp and --shard",
+                        cell.class
+                    ),
+                ));
+            }
+            (sessions.schedule(), None)
         } else {
             schedule_of(&a.load, cell.requests)?
         };

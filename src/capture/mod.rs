@@ -54,11 +54,13 @@ pub mod hotpath;
 pub mod http;
 pub mod oracle;
 pub mod preflight;
+pub mod prepare;
 pub mod recorder;
 pub mod request;
 pub mod run;
 pub mod schedule;
 pub mod scrape;
+pub mod sessions;
 pub mod sse;
 pub mod summary;
 

@@ -314,10 +314,7 @@ fn templated_messages(api: Api, content: &PromptContent) -> Option<Vec<ChatMessa
     match (api, content) {
         (Api::Completions, _) => None,
         (_, PromptContent::Messages(m)) => Some(m.clone()),
-        (_, PromptContent::Text(t)) => Some(vec![ChatMessage {
-            role: "user",
-            content: t.clone(),
-        }]),
+        (_, PromptContent::Text(t)) => Some(vec![ChatMessage::new("user", t.clone())]),
     }
 }
 
@@ -588,10 +585,7 @@ mod tests {
     }
 
     fn chat() -> PromptContent {
-        PromptContent::Messages(vec![ChatMessage {
-            role: "user",
-            content: "hello there".into(),
-        }])
+        PromptContent::Messages(vec![ChatMessage::new("user", "hello there".into())])
     }
 
     #[tokio::test]

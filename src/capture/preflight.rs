@@ -96,10 +96,10 @@ pub async fn connection_checks(
     notices: &Notices,
 ) -> Result<Vec<bool>, CaptureError> {
     let content = match cfg.api.prompt_form() {
-        prompt::PromptForm::Messages => PromptContent::Messages(vec![prompt::ChatMessage {
-            role: "user",
-            content: "Reply with one word.".into(),
-        }]),
+        prompt::PromptForm::Messages => PromptContent::Messages(vec![prompt::ChatMessage::new(
+            "user",
+            "Reply with one word.".into(),
+        )]),
         prompt::PromptForm::Text => PromptContent::Text("Reply with one word.".into()),
     };
     let body = request::body_json(opts, 0, &content, true, Some(1), false)

@@ -38,6 +38,10 @@ pub struct RequestMeta {
     /// What this request asked for when it differs from the run's (a trace row's prompt
     /// length and reply length): (prompt token target, max_tokens).
     pub asked: Option<(u64, u32)>,
+    /// Whether the body asks `ignore_eos` (`None`: no body built).
+    pub ignore_eos: Option<bool>,
+    /// The session turn it is (a session workload's).
+    pub session: Option<artifact::SessionTurn>,
 }
 
 /// Everything fixed about the run's requests, indexed by request index.
@@ -70,6 +74,32 @@ pub enum Msg {
         t_ns: i64,
         reason: String,
     },
+    /// A session's later turn was built: what to record of it (sent before the turn is).
+    Turn {
+        index: u32,
+        meta: Box<RequestMeta>,
+    },
+    /// A session stopped at a failed turn: its turns `from..end` are never sent.
+    SessionCut {
+        from: u32,
+        end: u32,
+        t_ns: i64,
+        reason: String,
+    },
+}
+
+/// A session turn's reply, handed from the writer thread to the conversations
+/// (`super::sessions`) once its outcome is known.
+#[derive(Debug, Clone)]
+pub struct TurnReply {
+    pub index: u32,
+    /// The outcome the row records (`ok` only when the stream completed normally).
+    pub outcome: artifact::Outcome,
+    pub reply: crate::workload::session::Reply,
+    pub prompt_tokens: Option<i64>,
+    pub completion_tokens: Option<i64>,
+    /// When the reply ended (`CLOCK_MONOTONIC`, ns).
+    pub t_done_ns: i64,
 }
 
 /// Progress line settings.
@@ -132,6 +162,17 @@ pub struct Recorder {
     facts: Vec<RequestFacts>,
     off_target: Vec<(u32, i64)>,
     error: Option<ArtifactError>,
+    /// A session workload's later turns, as they were built (overriding `meta.requests`).
+    turns: std::collections::HashMap<u32, RequestMeta>,
+    /// A session workload: each turn's reply text so far, and where replies go.
+    sessions: Option<SessionReplies>,
+}
+
+/// What the writer keeps of a session workload's replies.
+struct SessionReplies {
+    to: std::sync::mpsc::Sender<TurnReply>,
+    /// By request index: the content and reasoning received so far.
+    text: std::collections::HashMap<u32, crate::workload::session::Reply>,
 }
 
 /// Events moved per drain.
@@ -166,7 +207,26 @@ impl Recorder {
             progress,
             off_target: Vec::new(),
             error: None,
+            turns: std::collections::HashMap::new(),
+            sessions: None,
         }
+    }
+
+    /// A session workload's writer: every session turn's reply goes to `to` when its outcome
+    /// is known, and a message wakes the writer at once (a later turn waits on it).
+    pub fn with_turn_replies(mut self, to: std::sync::mpsc::Sender<TurnReply>) -> Self {
+        self.sessions = Some(SessionReplies {
+            to,
+            text: std::collections::HashMap::new(),
+        });
+        self
+    }
+
+    /// What is recorded of request `index`: its built turn, else the plan's.
+    fn request_meta(&self, index: u32) -> Option<&RequestMeta> {
+        self.turns
+            .get(&index)
+            .or_else(|| self.meta.requests.get(index as usize))
     }
 
     fn keep<T>(&mut self, r: Result<T, ArtifactError>) {
@@ -195,6 +255,20 @@ impl Recorder {
         if let Some(f) = self.facts.get_mut(e.request_index as usize) {
             note_event(f, &row.parsed, t);
         }
+        if let Some(replies) = &mut self.sessions
+            && (row.parsed.content_delta.is_some() || row.parsed.reasoning_delta.is_some())
+            && self
+                .meta
+                .requests
+                .get(e.request_index as usize)
+                .is_some_and(|m| m.session.is_some())
+        {
+            let r = replies.text.entry(e.request_index).or_default();
+            r.content
+                .push_str(row.parsed.content_delta.as_deref().unwrap_or(""));
+            r.reasoning
+                .push_str(row.parsed.reasoning_delta.as_deref().unwrap_or(""));
+        }
         if let Some(p) = row.parsed.usage_prompt_tokens {
             let target = self.meta.prompt_tokens_target;
             let tol = crate::workload::calibration::tolerance(target);
@@ -202,8 +276,13 @@ impl Recorder {
                 .meta
                 .requests
                 .get(e.request_index as usize)
-                // Functional requests have no prompt-token target to meet.
-                .is_some_and(|m| m.kind == RequestKind::Measured && m.check.is_none());
+                // Functional requests have no prompt-token target to meet, a session's later
+                // turns none but their first turn's.
+                .is_some_and(|m| {
+                    m.kind == RequestKind::Measured
+                        && m.check.is_none()
+                        && m.session.is_none_or(|s| s.turn == 0)
+                });
             if measured && (p.max(0) as u64).abs_diff(target) > tol {
                 self.off_target.push((e.request_index, p));
             }
@@ -213,9 +292,11 @@ impl Recorder {
     }
 
     fn outcome(&mut self, mut o: RequestOutcome) {
-        let Some(m) = self.meta.requests.get(o.request_index as usize) else {
+        let Some(m) = self.request_meta(o.request_index) else {
             return;
         };
+        let kind = m.kind;
+        let in_session = m.session.is_some();
         // What the parsed events say beyond the transport: an error the server reported in
         // the stream, or a complete stream whose finish reason says the server gave up.
         let mut outcome = o.outcome;
@@ -248,14 +329,27 @@ impl Recorder {
             events: o.events,
             new_connection: o.new_connection,
             resent: o.resent,
+            t_released_ns: Some(self.origin.offset(o.t_start_ns)),
             ..self.planned_row(o.request_index, o.replica)
         };
         if let Some(f) = self.facts.get_mut(o.request_index as usize) {
-            f.kind = Some(m.kind);
+            f.kind = Some(kind);
             f.outcome = Some(row.outcome);
             f.t_intended_ns = Some(row.t_intended_ns);
             f.t_sent_ns = row.t_sent_ns;
             f.t_done_ns = Some(row.t_done_ns);
+        }
+        if in_session && let Some(replies) = &mut self.sessions {
+            let facts = self.facts.get(o.request_index as usize);
+            // The conversation may have ended (a stop): a reply nobody waits for is dropped.
+            let _ = replies.to.send(TurnReply {
+                index: o.request_index,
+                outcome: row.outcome,
+                reply: replies.text.remove(&o.request_index).unwrap_or_default(),
+                prompt_tokens: facts.and_then(|f| f.prompt_tokens),
+                completion_tokens: facts.and_then(|f| f.completion_tokens),
+                t_done_ns: o.t_done_ns,
+            });
         }
         let r = self.writer.push_request(row);
         self.keep(r);
@@ -264,7 +358,9 @@ impl Recorder {
     /// What the plan says of request `index` sent to `replica`: every column of its row but
     /// the times, the status and the outcome (left at their defaults for the caller to set).
     fn planned_row(&self, index: u32, replica: u32) -> RequestRow {
-        let m = &self.meta.requests[index as usize];
+        let m = self
+            .request_meta(index)
+            .unwrap_or(&self.meta.requests[index as usize]);
         RequestRow {
             request_index: index,
             kind: m.kind,
@@ -298,10 +394,13 @@ impl Recorder {
             events: 0,
             new_connection: false,
             resent: false,
+            session: m.session,
+            ignore_eos: m.ignore_eos,
+            t_released_ns: None,
         }
     }
 
-    fn cancel_rest(&mut self, t_ns: i64, reason: &str) {
+    fn cancel_rest(&mut self, t_ns: i64, reason: &str, among: std::ops::Range<u32>) {
         let t = self.origin.offset(t_ns);
         let missing: Vec<u32> = self
             .meta
@@ -309,7 +408,8 @@ impl Recorder {
             .iter()
             .enumerate()
             .filter(|(i, m)| {
-                m.kind == RequestKind::Measured
+                among.contains(&(*i as u32))
+                    && m.kind == RequestKind::Measured
                     && self
                         .meta
                         .shard
@@ -345,6 +445,46 @@ impl Recorder {
             }
             let r = self.writer.push_request(row);
             self.keep(r);
+        }
+    }
+
+    /// Take one message of the run.
+    fn message(&mut self, m: Msg, buf: &mut Vec<RawEvent>, events_open: &mut bool) {
+        match m {
+            Msg::Outcome(o) => {
+                // The request's events were in the channel before its outcome was sent:
+                // take them all first, so the outcome sees its finish reason (and a session
+                // turn its whole reply).
+                if *events_open {
+                    *events_open = self.drain_events(buf).1;
+                }
+                self.outcome(o)
+            }
+            Msg::Row(mut r) => {
+                if let Some(e) = r.error.as_mut() {
+                    self.meta.redactor.in_place(e);
+                }
+                let r = self.writer.push_request(*r);
+                self.keep(r);
+            }
+            Msg::Scrapes(rows) => {
+                for mut row in rows {
+                    self.meta.redactor.in_place(&mut row.labels);
+                    self.meta.redactor.in_place(&mut row.metric);
+                    let r = self.writer.push_scrape(row);
+                    self.keep(r);
+                }
+            }
+            Msg::CancelRest { t_ns, reason } => self.cancel_rest(t_ns, &reason, 0..u32::MAX),
+            Msg::Turn { index, meta } => {
+                self.turns.insert(index, *meta);
+            }
+            Msg::SessionCut {
+                from,
+                end,
+                t_ns,
+                reason,
+            } => self.cancel_rest(t_ns, &reason, from..end),
         }
     }
 
@@ -385,30 +525,7 @@ impl Recorder {
             }
             while msgs_open {
                 match self.msgs.try_recv() {
-                    Ok(Msg::Outcome(o)) => {
-                        // The request's events were in the channel before its outcome was
-                        // sent: take them all first, so the outcome sees its finish reason.
-                        if events_open {
-                            events_open = self.drain_events(&mut buf).1;
-                        }
-                        self.outcome(o)
-                    }
-                    Ok(Msg::Row(mut r)) => {
-                        if let Some(e) = r.error.as_mut() {
-                            self.meta.redactor.in_place(e);
-                        }
-                        let r = self.writer.push_request(*r);
-                        self.keep(r);
-                    }
-                    Ok(Msg::Scrapes(rows)) => {
-                        for mut row in rows {
-                            self.meta.redactor.in_place(&mut row.labels);
-                            self.meta.redactor.in_place(&mut row.metric);
-                            let r = self.writer.push_scrape(row);
-                            self.keep(r);
-                        }
-                    }
-                    Ok(Msg::CancelRest { t_ns, reason }) => self.cancel_rest(t_ns, &reason),
+                    Ok(m) => self.message(m, &mut buf, &mut events_open),
                     Err(TryRecvError::Empty) => break,
                     Err(TryRecvError::Disconnected) => msgs_open = false,
                 }
@@ -421,7 +538,17 @@ impl Recorder {
                 self.draw(started.elapsed());
             }
             if moved < BATCH && (events_open || msgs_open) {
-                std::thread::sleep(IDLE_SLEEP);
+                if self.sessions.is_some() && msgs_open {
+                    // A session's next turn waits on its reply: a message (its outcome)
+                    // wakes the writer at once.
+                    match self.msgs.recv_timeout(IDLE_SLEEP) {
+                        Ok(m) => self.message(m, &mut buf, &mut events_open),
+                        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+                        Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => msgs_open = false,
+                    }
+                } else {
+                    std::thread::sleep(IDLE_SLEEP);
+                }
             }
         }
         if show {

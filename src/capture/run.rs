@@ -44,14 +44,14 @@ use super::recorder::{Msg, Progress, Recorded, Recorder, RequestMeta, RunMeta};
 use super::scrape::MetricsScraper;
 use super::{schedule, summary};
 use crate::artifact::{
-    self, ArtifactWriter, Clock, Counts, RequestKind, RunJson, ScrapePhase, Status, Tool, Topology,
+    self, ArtifactWriter, Clock, Counts, RunJson, ScrapePhase, Status, Tool, Topology,
 };
 use crate::clock::{Origin, monotonic_ns};
 use crate::notice::Notices;
 use crate::workload::functional;
 use crate::workload::prompt::PromptBuilder;
-use crate::workload::request::{self, Api, PreparedRequest, RequestOptions};
-use crate::workload::trace::replay::{Density, TracePrompts};
+use crate::workload::request::{Api, PreparedRequest, RequestOptions};
+use crate::workload::trace::replay::Density;
 
 /// How long requests in flight may finish after the first SIGINT before they are cancelled.
 pub const GRACE: Duration = Duration::from_secs(10);
@@ -157,9 +157,30 @@ async fn run_steps(cfg: &RunConfig, hooks: RunHooks) -> Result<RunSummary, Captu
     // every sender is gone.
     drop(calibrator);
     let (prepared, metas) = run.prepare(&builder, &opts, &calibrations, density);
-    let (sink, writer_thread) = run.start_writer(writer, msgs_rx, metas, &servers.model)?;
+    // A session workload's later turns are built from the replies as they come.
+    let (turn_replies, sessions) = match &cfg.cell.sessions {
+        Some(cell) => {
+            let (tx, rx) = std::sync::mpsc::channel();
+            let conversations = super::sessions::Conversations {
+                cell: cell.clone(),
+                builder: builder.clone(),
+                opts: opts.clone(),
+                run_id: run.run_id.clone(),
+                first_units: cell
+                    .plan
+                    .first_index
+                    .iter()
+                    .map(|i| calibrations.get(*i as usize).map_or(0, |c| c.filler_units))
+                    .collect(),
+            };
+            (Some(tx), Some((conversations, rx)))
+        }
+        None => (None, None),
+    };
+    let (sink, writer_thread) =
+        run.start_writer(writer, msgs_rx, metas, &servers.model, turn_replies)?;
     if run.failed.is_none() && prepared.len() == run.requests() as usize {
-        run.drive(&closes_after_stream, Arc::new(prepared), &sink)
+        run.drive(&closes_after_stream, Arc::new(prepared), &sink, sessions)
             .await;
     }
     run.finish(sink, writer_thread).await
@@ -547,91 +568,20 @@ impl<'c> Run<'c> {
         calibrations: &[crate::workload::calibration::Calibration],
         density: Option<Density>,
     ) -> (Vec<PreparedRequest>, Vec<RequestMeta>) {
-        let (n, replicas) = (self.measured(), self.cfg.endpoints.len() as u32);
-        // A trace replay's warm-up requests are its first rows again, under another salt:
-        // what they leave in the server's cache is never the measured rows' content.
-        let trace = self.cfg.cell.trace.clone();
-        let warm_builder = builder.with_salt(&format!("{}-warmup", builder.spec().run_salt));
-        let mut prepared = Vec::with_capacity(calibrations.len());
-        let mut metas = Vec::with_capacity(self.requests() as usize);
-        for idx in 0..self.requests() {
-            if self.functional() {
-                match functional::prepare(opts, &self.run_id, idx, n, builder.canary(idx)) {
-                    Ok((check, p)) => {
-                        metas.push(RequestMeta {
-                            kind: RequestKind::Measured,
-                            replica_hint: idx % replicas,
-                            canary: p.canary.clone(),
-                            prompt_sha256: p.prompt_sha256.clone(),
-                            prompt_chars: p.prompt_chars,
-                            prompt_tokens_calibrated: None,
-                            request_body: Some(p.body.clone()),
-                            check: Some(check.name()),
-                            api: Some(check.api()),
-                            asked: None,
-                        });
-                        prepared.push(p);
-                    }
-                    Err(e) => self.fail(format!("preparing requests: {e}")),
-                }
-                continue;
-            }
-            let calibrated = calibrations.get(idx as usize);
-            // A trace row asks for its own lengths: its prompt's, and its reply's in full.
-            let (prompt, asked) = match (&trace, density) {
-                (Some(t), Some(d)) if !t.trace.rows.is_empty() => {
-                    let row = &t.trace.rows[idx as usize % t.trace.rows.len()];
-                    let b = if idx < n { builder } else { &warm_builder };
-                    let prompt = TracePrompts::new(&t.trace, b, d)
-                        .build(idx as usize % t.trace.rows.len(), idx);
-                    // A declared `max_tokens` caps the trace's reply lengths.
-                    let reply = row.output_tokens.min(self.cfg.cell.max_tokens);
-                    (prompt, Some((u64::from(row.input_tokens), reply)))
-                }
-                _ => (
-                    builder.build(idx, calibrated.map_or(0, |c| c.filler_units)),
-                    None,
-                ),
-            };
-            let mut meta = RequestMeta {
-                kind: if idx < n {
-                    RequestKind::Measured
-                } else {
-                    RequestKind::Warmup
-                },
-                replica_hint: idx % replicas,
-                canary: prompt.canary.clone(),
-                prompt_sha256: prompt.sha256.clone(),
-                prompt_chars: prompt.chars,
-                prompt_tokens_calibrated: calibrated.map(|c| c.prompt_tokens),
-                request_body: None,
-                check: None,
-                api: None,
-                asked,
-            };
-            if calibrated.is_some() {
-                let made = match asked {
-                    Some((_, reply)) => request::prepare_asking(
-                        opts,
-                        &self.run_id,
-                        &prompt,
-                        Some(reply),
-                        opts.api != Api::Responses,
-                    ),
-                    None => request::prepare(opts, &self.run_id, &prompt),
-                };
-                match made {
-                    Ok(p) => {
-                        // The body is shared with the prepared request, not copied.
-                        meta.request_body = Some(p.body.clone());
-                        prepared.push(p);
-                    }
-                    Err(e) => self.fail(format!("preparing requests: {e}")),
-                }
-            }
-            metas.push(meta);
+        let made = super::prepare::requests(&super::prepare::Inputs {
+            cfg: self.cfg,
+            run_id: &self.run_id,
+            functional: self.functional(),
+            warmup: self.cfg.warmup as u32,
+            builder,
+            opts,
+            calibrations,
+            density,
+        });
+        if let Some(why) = made.failed {
+            self.fail(why);
         }
-        (prepared, metas)
+        (made.prepared, made.metas)
     }
 
     /// The writer thread, fed by the hot path's event channel and the run's messages.
@@ -641,6 +591,7 @@ impl<'c> Run<'c> {
         msgs: Receiver<Msg>,
         requests: Vec<RequestMeta>,
         model: &str,
+        turn_replies: Option<std::sync::mpsc::Sender<super::recorder::TurnReply>>,
     ) -> Result<(EventSink, std::thread::JoinHandle<Recorded>), CaptureError> {
         let cfg = self.cfg;
         let meta = Arc::new(RunMeta {
@@ -667,7 +618,10 @@ impl<'c> Run<'c> {
                 None => cfg.cell.requests,
             },
         };
-        let recorder = Recorder::new(meta, self.origin, events, msgs, writer, progress);
+        let mut recorder = Recorder::new(meta, self.origin, events, msgs, writer, progress);
+        if let Some(to) = turn_replies {
+            recorder = recorder.with_turn_replies(to);
+        }
         let cpu = cfg.cpu.resolve();
         let thread = std::thread::Builder::new()
             .name("anvil-writer".into())
@@ -690,6 +644,10 @@ impl<'c> Run<'c> {
         closes_after_stream: &[bool],
         prepared: Arc<Vec<PreparedRequest>>,
         sink: &EventSink,
+        sessions: Option<(
+            super::sessions::Conversations,
+            Receiver<super::recorder::TurnReply>,
+        )>,
     ) {
         let cfg = self.cfg;
         let scraper = MetricsScraper::new(
@@ -737,11 +695,16 @@ impl<'c> Run<'c> {
                 }
                 failure
             }
-            None => {
-                drive
-                    .run(cfg.cell.concurrency, 0..n, n..self.requests())
-                    .await
-            }
+            None => match sessions {
+                Some((conversations, replies)) => {
+                    super::sessions::drive(&drive, conversations, replies, n..self.requests()).await
+                }
+                None => {
+                    drive
+                        .run(cfg.cell.concurrency, 0..n, n..self.requests())
+                        .await
+                }
+            },
         };
         if let Some(during) = during {
             during.stop().await;

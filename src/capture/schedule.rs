@@ -126,39 +126,11 @@ async fn drive(
     let mine = move |i: u64| i % shards == shard;
     // The first index at or after `from` that is this shard's.
     let first_mine = |from: u64| from + (shard + shards - from % shards) % shards;
-    // One worker per (concurrency slot, replica), built before anything starts, in slot
-    // order across replicas, so that the wake-up after the barrier reaches the replicas' first
-    // workers one after another rather than one replica's workers first.
-    let endpoints: Vec<Arc<Endpoint>> = cfg.endpoints.iter().cloned().map(Arc::new).collect();
-    let mut workers = Vec::with_capacity(endpoints.len() * concurrency as usize);
-    // One look at every worker's sockets per period (see `hotpath::pacer`).
-    let pacer = match hotpath::Pacer::start() {
-        Ok(p) => p,
-        Err(e) => return Some(format!("no request could be sent: the socket pacer: {e}")),
+    let workers = match workers(cfg, closes_after_stream, sink, concurrency, mine) {
+        Ok(w) => w,
+        Err(why) => return Some(why),
     };
-    let mut position = 0u64;
-    for _ in 0..concurrency {
-        for ep in &endpoints {
-            position += 1;
-            if !mine(position - 1) {
-                continue;
-            }
-            match Worker::new(ep.clone(), cfg.timeouts, cfg.api_key.as_ref(), sink.clone()) {
-                Ok(w) => workers.push((
-                    position - 1,
-                    w.with_pacer(pacer.clone()).with_fresh_connections(
-                        closes_after_stream
-                            .get(ep.replica as usize)
-                            .copied()
-                            .unwrap_or(false),
-                    ),
-                )),
-                // The key was checked with the configuration: this does not happen, but if it
-                // did, no request could be sent.
-                Err(e) => return Some(format!("no request could be sent: {e}")),
-            }
-        }
-    }
+    let endpoints = &cfg.endpoints;
     let barrier = Arc::new(Barrier::new(workers.len() + 1));
     // When the barrier released the measured requests: the intended time of a closed loop's
     // first wave, so a worker that starts late shows as client-side queueing. The last party
@@ -362,8 +334,49 @@ async fn drive(
     failure
 }
 
+/// One worker per (concurrency slot, replica) with its position, built before anything
+/// starts, in slot order across replicas, so that the wake-up after the barrier reaches the
+/// replicas' first workers one after another rather than one replica's workers first; only
+/// the positions `mine` keeps (a shard's). `Err`: why no request could be sent.
+pub(super) fn workers(
+    cfg: &RunConfig,
+    closes_after_stream: &[bool],
+    sink: &EventSink,
+    concurrency: u32,
+    mine: impl Fn(u64) -> bool,
+) -> Result<Vec<(u64, Worker)>, String> {
+    let endpoints: Vec<Arc<Endpoint>> = cfg.endpoints.iter().cloned().map(Arc::new).collect();
+    let mut workers = Vec::with_capacity(endpoints.len() * concurrency as usize);
+    // One look at every worker's sockets per period (see `hotpath::pacer`).
+    let pacer = hotpath::Pacer::start()
+        .map_err(|e| format!("no request could be sent: the socket pacer: {e}"))?;
+    let mut position = 0u64;
+    for _ in 0..concurrency {
+        for ep in &endpoints {
+            position += 1;
+            if !mine(position - 1) {
+                continue;
+            }
+            // The key was checked with the configuration: an error does not happen, but if
+            // it did, no request could be sent.
+            let w = Worker::new(ep.clone(), cfg.timeouts, cfg.api_key.as_ref(), sink.clone())
+                .map_err(|e| format!("no request could be sent: {e}"))?;
+            workers.push((
+                position - 1,
+                w.with_pacer(pacer.clone()).with_fresh_connections(
+                    closes_after_stream
+                        .get(ep.replica as usize)
+                        .copied()
+                        .unwrap_or(false),
+                ),
+            ));
+        }
+    }
+    Ok(workers)
+}
+
 /// Send one request and hand its outcome to the writer; `false` if the writer is gone.
-async fn send_one(
+pub(super) async fn send_one(
     worker: &mut Worker,
     req: &PreparedRequest,
     t_intended_ns: i64,

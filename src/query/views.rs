@@ -62,6 +62,9 @@ pub const VIEWS: &[ViewFile] = &[
     ),
     view!("kv_cache_timeline", "84_kv_cache_timeline.sql"),
     view!("prefix_cache", "85_prefix_cache.sql"),
+    view!("session_turns", "86_session_turns.sql"),
+    view!("turn_stats", "87_turn_stats.sql"),
+    view!("sessions", "88_sessions.sql"),
     view!("functional_results", "90_functional_results.sql"),
 ];
 

@@ -127,7 +127,13 @@ pub struct ReplicaShared {
     pub model: String,
     metrics: Mutex<Arc<ReplicaMetrics>>,
     pub cache: Mutex<PrefixCache>,
+    /// The canaries of the last [`SEEN_CANARIES`] prompts served, newest last (the
+    /// `cache-leak` fault draws from them).
+    seen_canaries: Mutex<std::collections::VecDeque<String>>,
 }
+
+/// How many prompts' canaries a replica remembers.
+const SEEN_CANARIES: usize = 256;
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
@@ -141,7 +147,29 @@ impl ReplicaShared {
             model: model.to_string(),
             metrics: Mutex::new(ReplicaMetrics::new(model, 0.0)),
             cache: Mutex::new(PrefixCache::with_capacity(cache_tokens)),
+            seen_canaries: Mutex::new(std::collections::VecDeque::new()),
         }
+    }
+
+    /// Remember that a prompt ending in canary `own` was served; with `leak`, first the
+    /// newest canary served before that `prompt_text` does not hold (another conversation's).
+    pub fn seen_canary(&self, own: Option<&str>, prompt_text: &str, leak: bool) -> Option<String> {
+        let mut seen = lock(&self.seen_canaries);
+        let leaked = leak
+            .then(|| {
+                seen.iter()
+                    .rev()
+                    .find(|c| Some(c.as_str()) != own && !prompt_text.contains(c.as_str()))
+                    .cloned()
+            })
+            .flatten();
+        if let Some(c) = own {
+            if seen.len() == SEEN_CANARIES {
+                seen.pop_front();
+            }
+            seen.push_back(c.to_owned());
+        }
+        leaked
     }
 
     /// The current metrics set (replaced on restart).

@@ -20,6 +20,7 @@
 //! | `responses-malformed` | on `/v1/responses`, one `response.output_text.delta` event's data is not valid JSON (other endpoints unaffected) |
 //! | `abort` | mid-stream, the stream ends cleanly as vLLM ends a request it aborts (e.g. when the server is stopped): a last chunk with `finish_reason: "abort"` and no usage, then `data: [DONE]` (Responses: `response.completed` with status `cancelled`) |
 //! | `stream-error` | mid-stream, an error event `data: {"error": {"message": "CUDA error: an illegal memory access was encountered", ...}}` (Responses: an `error` event), then the stream ends without its terminal event, as llama.cpp's server ends a generation that failed |
+//! | `cache-leak` | the reply carries, right after its own canary, the canary of an earlier prompt this replica served that this prompt does not hold: another session's cached content served into this one's reply (nothing when the replica has served no other canary) |
 //!
 //! "Mid-stream" is the middle decode step of the reply. `http500`/`http429` come after the
 //! body is read and validated (a `request_read` truth row exists), before any generation;
@@ -44,11 +45,12 @@ pub enum FaultKind {
     ResponsesMalformed,
     Abort,
     StreamError,
+    CacheLeak,
 }
 
 impl FaultKind {
     /// Every kind, in `--help` order.
-    pub const ALL: [FaultKind; 14] = [
+    pub const ALL: [FaultKind; 15] = [
         FaultKind::Contaminate,
         FaultKind::Disconnect,
         FaultKind::Http500,
@@ -63,6 +65,7 @@ impl FaultKind {
         FaultKind::ResponsesMalformed,
         FaultKind::Abort,
         FaultKind::StreamError,
+        FaultKind::CacheLeak,
     ];
 
     /// The name used on the command line.
@@ -82,6 +85,7 @@ impl FaultKind {
             FaultKind::ResponsesMalformed => "responses-malformed",
             FaultKind::Abort => "abort",
             FaultKind::StreamError => "stream-error",
+            FaultKind::CacheLeak => "cache-leak",
         }
     }
 
@@ -103,6 +107,7 @@ impl FaultKind {
             FaultKind::ResponsesMalformed => "/v1/responses: one delta event's data is not JSON",
             FaultKind::Abort => "ends mid-reply with finish_reason abort, then [DONE]",
             FaultKind::StreamError => "mid-stream error event (a CUDA error), then no [DONE]",
+            FaultKind::CacheLeak => "reply carries an earlier cached prompt's canary",
         }
     }
 

@@ -410,11 +410,21 @@ fn plan(
     }
 
     let mut rng = StdRng::seed_from_u64(body_seed(cfg.seed, body));
-    let own = canary::find_first(&g.prompt_text).map(str::to_string);
+    // The last marker asked for: a conversation's earlier turns hold their own markers, and
+    // the newest message is the one to answer.
+    let own = canary::find_all(&g.prompt_text)
+        .last()
+        .map(|c| (*c).to_string());
     let mut fault_rng = StdRng::seed_from_u64(body_seed(cfg.seed ^ n, id.as_bytes()));
+    let leaked = ctx.rep.seen_canary(
+        own.as_deref(),
+        &g.prompt_text,
+        faults.has(FaultKind::CacheLeak),
+    );
     let foreign = faults
         .has(FaultKind::Contaminate)
-        .then(|| foreign_canary(&st.inflight, own.as_deref(), &mut fault_rng));
+        .then(|| foreign_canary(&st.inflight, own.as_deref(), &mut fault_rng))
+        .or(leaked);
     let tool_foreign = faults
         .has(FaultKind::ToolContaminate)
         .then(|| foreign_canary(&st.inflight, own.as_deref(), &mut fault_rng));

@@ -80,6 +80,8 @@ pub struct Cell {
     pub groups: Option<PrefixGroups>,
     /// The trace a declared trace class replays; `None` for every other class.
     pub trace: Option<TraceCell>,
+    /// The sessions of a declared session class; `None` for every other class.
+    pub sessions: Option<super::session::SessionCell>,
 }
 
 impl Cell {
@@ -119,13 +121,19 @@ impl Cell {
             off_manifest,
             probe: None,
             trace: self.trace.as_ref().map(TraceCell::record),
+            sessions: self
+                .sessions
+                .as_ref()
+                .map(super::session::SessionCell::record),
         }
     }
 
     /// How this cell's requests are released when no load is asked for: a trace at its own
     /// times, every other cell in closed loop.
     pub fn schedule(&self) -> crate::artifact::Schedule {
-        if self.trace.is_some() {
+        if let Some(s) = &self.sessions {
+            s.schedule()
+        } else if self.trace.is_some() {
             crate::artifact::Schedule::Trace
         } else {
             crate::artifact::Schedule::Closed
@@ -280,6 +288,7 @@ pub fn cells(manifest: &WorkloadManifest) -> Vec<Cell> {
                 canaries: sh.canaries,
                 groups: None,
                 trace: None,
+                sessions: None,
             });
         };
         let first = sh.context.unwrap_or(4096);
@@ -543,6 +552,7 @@ pub fn choose(manifest: &WorkloadManifest, q: &CellQuery) -> Result<Chosen, Cell
         canaries: sh.canaries,
         groups: None,
         trace: None,
+        sessions: None,
     };
     let off_manifest = !all.contains(&cell);
     Ok(Chosen { cell, off_manifest })

@@ -34,6 +34,7 @@ use serde::{Deserialize, Serialize};
 
 use super::cells::{Cell, CellError, CellQuery, Chosen, ReplyMode, choose};
 use super::prompt::PromptCacheMode;
+use super::session::{SessionCell, SessionSpec};
 pub use super::shared::PrefixGroups;
 use super::trace::TraceFormat;
 use super::trace::replay::{Timing, TraceCell};
@@ -68,9 +69,12 @@ pub struct DeclaredWorkload {
     /// Prefix groups (one kind of class).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prefix_groups: Option<PrefixGroups>,
-    /// A trace replayed at its own times (the other kind).
+    /// A trace replayed at its own times (another kind).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trace: Option<TraceReplay>,
+    /// Multi-turn sessions (the third kind, [`super::session`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<SessionSpec>,
 }
 
 /// A published trace to replay.
@@ -148,6 +152,7 @@ impl DeclaredWorkload {
                 cache_mode: PromptCacheMode::Unique,
                 canaries,
                 groups: None,
+                sessions: None,
                 trace: Some(TraceCell {
                     trace: std::sync::Arc::new(trace),
                     timing: Timing {
@@ -162,7 +167,12 @@ impl DeclaredWorkload {
             class: self.class.clone(),
             context: self.context.unwrap_or(0),
             concurrency: self.concurrency.unwrap_or(0),
-            requests: self.requests.unwrap_or(0),
+            requests: match &self.session {
+                Some(spec) => spec
+                    .plan(manifest.selection.random_prefix_seed, &self.class)
+                    .requests(),
+                None => self.requests.unwrap_or(0),
+            },
             reply: self
                 .reply_words
                 .map_or(ReplyMode::Natural, ReplyMode::AboutWords),
@@ -173,6 +183,12 @@ impl DeclaredWorkload {
             canaries,
             groups: self.prefix_groups,
             trace: None,
+            sessions: self.session.as_ref().map(|spec| SessionCell {
+                plan: std::sync::Arc::new(
+                    spec.plan(manifest.selection.random_prefix_seed, &self.class),
+                ),
+                spec: spec.clone(),
+            }),
         })
     }
 
@@ -217,13 +233,48 @@ impl DeclaredWorkload {
                 "must be at least 1 (leave it out for a natural completion)".into(),
             );
         }
-        match (&self.prefix_groups, &self.trace) {
-            (None, None) | (Some(_), Some(_)) => say(
+        let kinds = [
+            self.prefix_groups.is_some(),
+            self.trace.is_some(),
+            self.session.is_some(),
+        ];
+        if kinds.iter().filter(|k| **k).count() != 1 {
+            say(
                 "prefix_groups",
-                "a declared class has one kind: `prefix_groups: {groups, shared_tokens}` or \
-                 `trace: {file, format, time_scale, start_offset_s}`"
+                "a declared class has one kind: `prefix_groups: {groups, shared_tokens}`, \
+                 `trace: {file, format, time_scale, start_offset_s}` or `session: {sessions, \
+                 turns, turn_words, think_time_s, rate_per_s}`"
                     .into(),
-            ),
+            );
+            return out;
+        }
+        if let Some(spec) = &self.session {
+            out.extend(spec.problems(&format!("{at}.session")));
+            if self.context.is_none() || self.concurrency.is_none() {
+                out.push(Problem::new(
+                    format!("{at}.context"),
+                    "a session class states its context (the first turn's prompt tokens) and \
+                     concurrency (sessions in flight per replica)",
+                ));
+            }
+            if self.requests.is_some() {
+                out.push(Problem::new(
+                    format!("{at}.requests"),
+                    "a session class's requests are its sessions' turns: leave `requests` out",
+                ));
+            }
+            if let Some(context) = self.context
+                && context < MIN_OWN_TOKENS
+            {
+                out.push(Problem::new(
+                    format!("{at}.context"),
+                    format!("{context}: a first turn needs at least {MIN_OWN_TOKENS} tokens"),
+                ));
+            }
+            return out;
+        }
+        match (&self.prefix_groups, &self.trace) {
+            (None, None) | (Some(_), Some(_)) => {}
             (Some(g), None) => {
                 let (Some(context), Some(concurrency), Some(requests)) =
                     (self.context, self.concurrency, self.requests)
@@ -378,8 +429,13 @@ pub fn choose_among(
         let Some(v) = value.filter(|v| *v != own) else {
             continue;
         };
-        // A trace's lengths and rows are the trace's: only its cap may move.
-        if !q.off_manifest || (cell.trace.is_some() && flag != "--concurrency") {
+        // A trace's lengths and rows are the trace's, a session class's requests its
+        // sessions' turns: only the cap (sessions in flight) and a first turn's context may
+        // move.
+        if !q.off_manifest
+            || (cell.trace.is_some() && flag != "--concurrency")
+            || (cell.sessions.is_some() && flag == "--requests")
+        {
             return Err(CellError::NotDeclared {
                 flag,
                 value: v,
@@ -418,6 +474,7 @@ mod tests {
                 shared_tokens: p,
             }),
             trace: None,
+            session: None,
         }
     }
 
@@ -470,6 +527,7 @@ mod tests {
                 time_scale: 0.5,
                 start_offset_s: 1.0,
             }),
+            session: None,
         }
     }
 

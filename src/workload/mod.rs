@@ -16,6 +16,7 @@ pub mod filler;
 pub mod functional;
 pub mod prompt;
 pub mod request;
+pub mod session;
 pub mod shard;
 pub mod shared;
 pub mod trace;

@@ -54,6 +54,21 @@ pub enum PromptForm {
 pub struct ChatMessage {
     pub role: &'static str,
     pub content: String,
+    /// An assistant message's reasoning, resent in a session's history only when the class
+    /// keeps it (`session.keep_reasoning`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reasoning_content: Option<String>,
+}
+
+impl ChatMessage {
+    /// A message of `role` with `content` and nothing else.
+    pub fn new(role: &'static str, content: String) -> Self {
+        Self {
+            role,
+            content,
+            reasoning_content: None,
+        }
+    }
 }
 
 /// The prompt as sent: chat messages or one string.
@@ -69,10 +84,7 @@ impl PromptContent {
     /// Responses).
     pub fn single(form: PromptForm, role: &'static str, text: String) -> Self {
         match form {
-            PromptForm::Messages => Self::Messages(vec![ChatMessage {
-                role,
-                content: text,
-            }]),
+            PromptForm::Messages => Self::Messages(vec![ChatMessage::new(role, text)]),
             PromptForm::Text => Self::Text(text),
         }
     }
@@ -284,14 +296,8 @@ impl PromptBuilder {
         let instruction = self.instruction(request_index);
         let content = match self.spec.form {
             PromptForm::Messages => PromptContent::Messages(vec![
-                ChatMessage {
-                    role: "system",
-                    content: format!("{prefix}{SYSTEM_TEXT}"),
-                },
-                ChatMessage {
-                    role: "user",
-                    content: join_body(&body, &instruction),
-                },
+                ChatMessage::new("system", format!("{prefix}{SYSTEM_TEXT}")),
+                ChatMessage::new("user", join_body(&body, &instruction)),
             ]),
             PromptForm::Text => PromptContent::Text(format!(
                 "{prefix}{SYSTEM_TEXT}\n\n{}\n",

@@ -433,7 +433,7 @@ fn other_schema_version_and_missing_columns_are_refused() {
     );
     let err = validate_dir(tmp.path()).unwrap_err();
     assert!(
-        err.contains("`anvil-artifact/0`") && err.contains("expected `anvil-artifact/2`"),
+        err.contains("`anvil-artifact/0`") && err.contains("expected `anvil-artifact/3`"),
         "{err}"
     );
 

@@ -71,6 +71,8 @@ mod report;
 #[cfg(feature = "analysis")]
 mod rules;
 #[cfg(feature = "analysis")]
+mod sessions;
+#[cfg(feature = "analysis")]
 mod shard;
 mod sim;
 mod sim_cache;

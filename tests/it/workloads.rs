@@ -19,26 +19,36 @@ fn declare(dir: &Path, workloads: serde_json::Value) -> PathBuf {
 
 /// `anvil-capture run` of declared `class` (arm A) against `url`, writing under `out`.
 fn capture(manifest: &Path, workloads: &Path, class: &str, url: &str, out: &Path) -> Output {
-    run(
-        CAPTURE,
-        &[
-            "run",
-            "--manifest",
-            manifest.to_str().unwrap(),
-            "--workloads",
-            workloads.to_str().unwrap(),
-            "--class",
-            class,
-            "--arm",
-            "A",
-            "--endpoint",
-            url,
-            "--quiet",
-            "--out",
-            out.to_str().unwrap(),
-        ],
-        &[],
-    )
+    capture_with(manifest, workloads, class, url, out, &[])
+}
+
+/// [`capture`] with `extra` flags.
+pub(super) fn capture_with(
+    manifest: &Path,
+    workloads: &Path,
+    class: &str,
+    url: &str,
+    out: &Path,
+    extra: &[&str],
+) -> Output {
+    let mut args = vec![
+        "run",
+        "--manifest",
+        manifest.to_str().unwrap(),
+        "--workloads",
+        workloads.to_str().unwrap(),
+        "--class",
+        class,
+        "--arm",
+        "A",
+        "--endpoint",
+        url,
+        "--quiet",
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    run(CAPTURE, &args, &[])
 }
 
 /// The simulator's own account of each generation request's cache hit: prompt tokens served

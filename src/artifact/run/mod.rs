@@ -24,8 +24,8 @@ pub use self::host::{
 };
 pub use self::outcome::{Counts, NORMAL_FINISH_REASONS, Outcome, RequestKind, Status};
 pub use self::workload::{
-    Api, Arrivals, PROMPT_CACHE_GROUPS, PrefixGroupsRecord, Schedule, TraceRecord, Workload,
-    probe_cell_id_suffix, ramp_cell_id_suffix,
+    Api, Arrivals, PROMPT_CACHE_GROUPS, PrefixGroupsRecord, Schedule, SessionsRecord, TraceRecord,
+    Workload, probe_cell_id_suffix, ramp_cell_id_suffix,
 };
 use super::error::{ArtifactError, Result};
 

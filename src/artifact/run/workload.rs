@@ -93,6 +93,12 @@ pub struct Workload {
     /// two different traces never match.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trace: Option<TraceRecord>,
+    /// A session class's sessions (how many, their turns, think time and arrivals); absent
+    /// for every other class. `total_requests` is then their turns, `concurrency_per_replica`
+    /// the sessions in flight per replica, and an open `schedule`'s rate the sessions'
+    /// arrival rate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sessions: Option<SessionsRecord>,
     /// Whether every request carries a unique canary it must echo.
     pub canaries: bool,
     /// Random prefix seed from the manifest.
@@ -157,6 +163,29 @@ pub struct TraceRecord {
     /// uncapped replays still hold at most that many per replica and report what it held
     /// back.
     pub capped: bool,
+}
+
+/// What run.json says of a session class (part of the workload fingerprint).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SessionsRecord {
+    /// N: the sessions measured.
+    pub sessions: u32,
+    /// The fewest and most turns a session has (equal when fixed; drawn uniformly between
+    /// them, seeded by the manifest seed and the class, when not).
+    pub turns_min: u32,
+    pub turns_max: u32,
+    /// Filler words of each later turn's new user message.
+    pub turn_words: u32,
+    /// `fixed` or `exponential` think time before each later turn.
+    pub think_time: String,
+    /// The think time (fixed) or its mean (exponential), seconds.
+    pub think_time_s: f64,
+    /// Open loop: the sessions' mean arrival rate per second (Poisson); absent: closed loop.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_per_s: Option<f64>,
+    /// Whether replies' reasoning is resent in the history.
+    pub keep_reasoning: bool,
 }
 
 /// How a run issued its measured requests.
