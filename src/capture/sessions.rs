@@ -374,6 +374,7 @@ fn converse(
             index,
             turn + 1,
             spec.turn_words,
+            spec.tool_turn(turn + 1),
         );
         let prepared = match request::prepare(&c.opts, &c.run_id, &prompt) {
             Ok(p) => p,

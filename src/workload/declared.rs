@@ -3,7 +3,7 @@
 //! stays as its authors wrote it; a declared class adds what production traffic has and the
 //! manifest's one-shot classes do not, and names the run plan's open gate it serves.
 //!
-//! Two kinds:
+//! Three kinds:
 //!
 //! - **prefix groups**, the generalisation of the manifest's `prompt_cache_mode`: G groups of
 //!   P shared tokens (a system prompt, a few-shot template, a long document asked several
@@ -14,7 +14,11 @@
 //! - **trace replay**: a published trace (Mooncake, Azure, BurstGPT) read from beside the
 //!   declaring document, its first `requests` rows (absent: all) sent at their own times
 //!   stretched by `time_scale`, at most `concurrency` in flight per replica (absent:
-//!   [`UNCAPPED_IN_FLIGHT`]); each row's lengths are the trace's ([`super::trace::replay`]).
+//!   [`UNCAPPED_IN_FLIGHT`]); each row's lengths are the trace's ([`super::trace::replay`]);
+//! - **sessions**: N conversations of T turns, each later turn carrying the earlier messages
+//!   and the assistant's actual replies, `concurrency` sessions in flight per replica (or
+//!   arriving at `rate_per_s`), a think time between a reply and the next turn, optional
+//!   tool turns for agentic loops ([`super::session`]); `context` sizes the first turn.
 //!
 //! ```json
 //! "workloads": [{
@@ -25,6 +29,10 @@
 //!   "class": "mooncake-replay", "gate": "broad repeated quality, agentic, SWE, and endurance",
 //!   "requests": 1000, "concurrency": 64,
 //!   "trace": {"file": "traces/conversation.jsonl", "time_scale": 0.5}
+//! }, {
+//!   "class": "chat-sessions", "gate": "broad repeated quality, agentic, SWE, and endurance",
+//!   "context": 1024, "concurrency": 4, "reply_words": 48, "max_tokens": 128,
+//!   "session": {"sessions": 24, "turns": {"min": 2, "max": 4}, "think_time_s": 0.5}
 //! }]
 //! ```
 

@@ -58,6 +58,12 @@ pub struct ChatMessage {
     /// keeps it (`session.keep_reasoning`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reasoning_content: Option<String>,
+    /// An assistant message's tool calls (a session's tool turn).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool_calls: Option<serde_json::Value>,
+    /// A `tool` message's answer to this call id.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool_call_id: Option<String>,
 }
 
 impl ChatMessage {
@@ -67,6 +73,8 @@ impl ChatMessage {
             role,
             content,
             reasoning_content: None,
+            tool_calls: None,
+            tool_call_id: None,
         }
     }
 }

@@ -85,6 +85,11 @@ pub struct SessionSpec {
     /// `reasoning_content`); default false.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub keep_reasoning: bool,
+    /// Agentic loops: every k-th later turn (turn k, 2k, …) is a tool turn, whose new
+    /// message is not the user's but a tool's result: the history gains the assistant's
+    /// reply with a `tool_calls` entry and a `tool` message answering it. Absent: none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_every: Option<u32>,
 }
 
 impl Eq for SessionSpec {}
@@ -131,6 +136,12 @@ impl SessionSpec {
                 format!("{think}: give 0 to 3600 seconds (or {{\"mean_s\": s}})"),
             );
         }
+        if self.tool_every == Some(0) {
+            say(
+                "tool_every",
+                "0: give k ≥ 1 (every k-th later turn a tool turn), or leave it out".into(),
+            );
+        }
         if let Some(r) = self.rate_per_s
             && (!r.is_finite() || r <= 0.0 || r > 1e5)
         {
@@ -140,6 +151,11 @@ impl SessionSpec {
             );
         }
         out
+    }
+
+    /// Whether later turn `turn` is a tool turn.
+    pub fn tool_turn(&self, turn: u32) -> bool {
+        turn > 0 && self.tool_every.is_some_and(|k| k > 0 && turn % k == 0)
     }
 
     /// The fewest and most turns a session can have.
@@ -264,6 +280,7 @@ impl SessionCell {
             think_time_s,
             rate_per_s: self.spec.rate_per_s,
             keep_reasoning: self.spec.keep_reasoning,
+            tool_every: self.spec.tool_every,
         }
     }
 
@@ -279,6 +296,9 @@ impl SessionCell {
         }
     }
 }
+
+/// The function a tool turn's call names.
+pub const TOOL_NAME: &str = "lookup";
 
 /// What a reply gave the conversation.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -304,8 +324,10 @@ impl Conversation {
     }
 
     /// The prompt of turn `turn` (request `index`): the last prompt, `reply` as the
-    /// assistant's message, then a new user message of `turn_words` filler words with its own
-    /// canary and instruction.
+    /// assistant's message, then a new message of `turn_words` filler words with its own
+    /// canary and instruction: the user's, or with `tool` a tool's result, the assistant's
+    /// message then carrying the call it answers.
+    #[allow(clippy::too_many_arguments)]
     pub fn next_turn(
         &mut self,
         builder: &PromptBuilder,
@@ -314,21 +336,40 @@ impl Conversation {
         index: u32,
         turn: u32,
         turn_words: u32,
+        tool: bool,
     ) -> Prompt {
         let message = format!(
-            "Turn {turn}. {}\n\n{}",
+            "{} {turn}. {}\n\n{}",
+            if tool { "Tool result for turn" } else { "Turn" },
             builder.body(index, turn_words),
             builder.instruction(index)
         );
         match &mut self.content {
             PromptContent::Messages(m) => {
+                let call_id = format!("call_{index}");
                 m.push(ChatMessage {
-                    role: "assistant",
-                    content: reply.content.clone(),
                     reasoning_content: (keep_reasoning && !reply.reasoning.is_empty())
                         .then(|| reply.reasoning.clone()),
+                    tool_calls: tool.then(|| {
+                        serde_json::json!([{
+                            "id": call_id,
+                            "type": "function",
+                            "function": {
+                                "name": TOOL_NAME,
+                                "arguments": format!("{{\"turn\": {turn}}}"),
+                            }
+                        }])
+                    }),
+                    ..ChatMessage::new("assistant", reply.content.clone())
                 });
-                m.push(ChatMessage::new("user", message));
+                if tool {
+                    m.push(ChatMessage {
+                        tool_call_id: Some(call_id),
+                        ..ChatMessage::new("tool", message)
+                    });
+                } else {
+                    m.push(ChatMessage::new("user", message));
+                }
             }
             PromptContent::Text(t) => {
                 // The completions and Responses prompt is one text: the reply continues it.
@@ -367,6 +408,7 @@ mod tests {
             think_time_s: think,
             rate_per_s: rate,
             keep_reasoning: false,
+            tool_every: None,
         }
     }
 
@@ -431,7 +473,7 @@ mod tests {
                 content: "ANV-0123456789ab the reply".into(),
                 reasoning: "thinking it over".into(),
             };
-            let second = c.next_turn(&b, &reply, false, 1, 1, 16);
+            let second = c.next_turn(&b, &reply, false, 1, 1, 16, false);
             let (a, z) = (first.content.sent_bytes(), second.content.sent_bytes());
             match form {
                 // The messages array gains two messages after the first ones.
@@ -451,10 +493,15 @@ mod tests {
             let text = String::from_utf8(z).unwrap();
             assert!(text.contains(second.canary.as_deref().unwrap()));
             assert!(!text.contains("thinking it over"));
-            let third = c.next_turn(&b, &reply, true, 2, 2, 16);
+            let third = c.next_turn(&b, &reply, true, 2, 2, 16, true);
             let text = String::from_utf8(third.content.sent_bytes()).unwrap();
             assert!(text.contains("thinking it over"), "{text}");
-            assert!(text.contains("Turn 2."));
+            assert!(text.contains("Tool result for turn 2."));
+            if let PromptContent::Messages(m) = &third.content {
+                assert_eq!(m[4].tool_calls.as_ref().unwrap()[0]["id"], "call_2");
+                assert_eq!(m[5].role, "tool");
+                assert_eq!(m[5].tool_call_id.as_deref(), Some("call_2"));
+            }
         }
     }
 }

@@ -203,3 +203,65 @@ fn a_cache_that_serves_one_sessions_content_into_anothers_reply_is_caught_by_the
     );
     assert!(contaminated[0]["n"].as_i64().unwrap() >= 1);
 }
+
+#[test]
+fn open_loop_sessions_arrive_at_their_rate_and_tool_turns_answer_the_assistants_call() {
+    let tmp = tempfile::tempdir().unwrap();
+    let manifest = small_manifest(tmp.path(), |_| {});
+    let workloads = declare(
+        tmp.path(),
+        json!({"sessions": 8, "turns": {"min": 2, "max": 3}, "turn_words": 24,
+               "rate_per_s": 40.0, "tool_every": 2}),
+        4,
+    );
+    let sim = Sim::start(&[]);
+    let out = tmp.path().join("out");
+    let o = capture(&manifest, &workloads, &sim.url(0), &out, &[]);
+    let dir = artifact_of(&o);
+    let (code, err) = sim.stop();
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        dir.to_str().unwrap().contains(".poisson40"),
+        "{}",
+        dir.display()
+    );
+    let rj = RunJson::read(&dir.join("run.json")).unwrap();
+    assert_eq!(rj.workload.sessions.as_ref().unwrap().tool_every, Some(2));
+    let rows = sql_rows(
+        &out,
+        "SELECT r.session_id, r.turn, r.outcome, r.request_body, r.t_intended_ns, \
+         r.t_released_ns, r.t_sent_ns FROM requests r \
+         WHERE r.kind = 'measured' ORDER BY r.session_id, r.turn",
+    );
+    assert_eq!(rows.len() as u64, rj.workload.total_requests);
+    assert!(rows.iter().all(|r| r["outcome"] == "ok"), "{rows:?}");
+    // First turns released in session order, at the plan's Poisson arrivals (not all at once).
+    let firsts: Vec<i64> = rows
+        .iter()
+        .filter(|r| r["turn"] == 0)
+        .map(|r| r["t_intended_ns"].as_i64().unwrap())
+        .collect();
+    assert_eq!(firsts.len(), 8);
+    assert!(firsts.windows(2).all(|w| w[0] <= w[1]), "{firsts:?}");
+    assert!(firsts[7] - firsts[0] > 20_000_000, "{firsts:?}");
+    for r in &rows {
+        let (intended, released, sent) = (
+            r["t_intended_ns"].as_i64().unwrap(),
+            r["t_released_ns"].as_i64().unwrap(),
+            r["t_sent_ns"].as_i64().unwrap(),
+        );
+        assert!(intended <= released && released <= sent, "{r}");
+        let body: Value = serde_json::from_str(r["request_body"].as_str().unwrap()).unwrap();
+        let last = body["messages"].as_array().unwrap().last().unwrap().clone();
+        match r["turn"].as_i64().unwrap() {
+            // Turn 2 answers a tool call the history's assistant message made.
+            2 => {
+                assert_eq!(last["role"], "tool", "{body}");
+                let m = body["messages"].as_array().unwrap();
+                let call = &m[m.len() - 2]["tool_calls"][0];
+                assert_eq!(call["id"], last["tool_call_id"]);
+            }
+            _ => assert_eq!(last["role"], "user"),
+        }
+    }
+}

@@ -186,6 +186,10 @@ pub struct SessionsRecord {
     pub rate_per_s: Option<f64>,
     /// Whether replies' reasoning is resent in the history.
     pub keep_reasoning: bool,
+    /// Every k-th later turn a tool turn (a `tool` message answering the assistant's call);
+    /// absent: none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_every: Option<u32>,
 }
 
 /// How a run issued its measured requests.
