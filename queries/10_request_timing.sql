@@ -56,6 +56,8 @@
 --   first_parse_error (-): the first of them in `seq` order (its events.parse_error); NULL
 --       when none.
 --   events (events): the request's rows in `events`.
+--   session_id (-): a session workload's session (requests.session_id); NULL otherwise.
+--   turn (-): its turn within the session (requests.turn); NULL otherwise.
 CREATE VIEW request_timing AS
 WITH per_request AS (
     SELECT
@@ -105,7 +107,9 @@ SELECT
     coalesce(e.content, '') AS content,
     coalesce(e.parse_errors, 0) AS parse_errors,
     e.first_parse_error,
-    coalesce(e.events, 0) AS events
+    coalesce(e.events, 0) AS events,
+    r.session_id,
+    r.turn
 FROM requests r
 LEFT JOIN per_request e
     ON e.run_id = r.run_id AND e.request_index = r.request_index

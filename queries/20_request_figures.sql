@@ -60,7 +60,12 @@
 --       by request_index (each slot's first request, released together into an idle server);
 --       with a ramp (runs.ramp_s, closed or open loop), a request whose intended time falls
 --       before the ramp ends (t_intended < the earliest measured t_intended + ramp_s); open
---       loop without a ramp, none (false).
+--       loop without a ramp, none (false). A closed-loop session workload's first wave is
+--       the first turns of its first concurrency_per_replica x replicas sessions (each lane's
+--       first session, released together; its later turns follow their replies).
+-- A session workload's turns never sent because an earlier turn of their session failed
+-- (requests.error 'never sent: turn K of session S ended …') have no row here, nor in any
+-- view built on this one: the failed turn is the failure.
 CREATE VIEW request_figures AS
 WITH t AS (
     SELECT
@@ -82,9 +87,18 @@ WITH t AS (
         reasoning_chunks,
         finish_reason,
         t_intended_ns - min(t_intended_ns) OVER (PARTITION BY run_id) AS since_release_ns,
-        row_number() OVER (PARTITION BY run_id ORDER BY request_index) AS index_rank
+        row_number() OVER (PARTITION BY run_id ORDER BY request_index) AS index_rank,
+        session_id,
+        turn
     FROM request_timing
     WHERE kind = 'measured'
+        -- A session's turns never sent because an earlier turn of it failed: that failure
+        -- counts once (here) and the session once (sessions), not every turn it cut.
+        AND NOT (
+            session_id IS NOT NULL
+            AND t_sent_ns IS NULL
+            AND starts_with(coalesce(error, ''), 'never sent: turn ')
+        )
 )
 SELECT
     t.run_id,
@@ -117,6 +131,8 @@ SELECT
     t.t_done_ns,
     CASE
         WHEN ru.ramp_s IS NOT NULL THEN CAST(t.since_release_ns AS DOUBLE) < ru.ramp_s * 1e9
+        WHEN ru.schedule = 'closed' AND t.session_id IS NOT NULL
+            THEN t.turn = 0 AND t.session_id < ru.concurrency_per_replica * ru.replicas
         WHEN ru.schedule = 'closed'
             THEN t.index_rank <= ru.concurrency_per_replica * ru.replicas
         ELSE false

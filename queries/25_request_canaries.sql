@@ -30,9 +30,10 @@
 --       (from outside it: another run, tenant or cache), sorted; a subset of
 --       foreign_canaries; NULL when none.
 --   stray_canary_count (count): how many stray_canaries holds (0 when none).
---   history_canaries (-): markers of the request's own session's other turns found in its
---       reply (requests.session_id): its conversation quoted, not contamination; NULL when
---       none and outside sessions.
+--   history_canaries (-): markers of the request's own session's earlier, sent turns found in
+--       its reply (requests.session_id, requests.turn): its conversation quoted, not
+--       contamination; NULL when none and outside sessions. A later or never-sent turn's
+--       marker is foreign: the reply cannot have read it.
 CREATE VIEW request_canaries AS
 WITH reasoning AS (
     SELECT run_id, request_index, ordered_concat(reasoning_delta, seq) AS reasoning
@@ -41,7 +42,7 @@ WITH reasoning AS (
     GROUP BY run_id, request_index
 ),
 measured AS (
-    SELECT t.run_id, t.request_index, t.canary, t.content, q.session_id,
+    SELECT t.run_id, t.request_index, t.canary, t.content, q.session_id, q.turn,
            coalesce(r.reasoning, '') AS reasoning, ru.campaign_id,
            CASE
                WHEN t.canary IS NULL THEN NULL
@@ -56,14 +57,15 @@ measured AS (
 ),
 found AS (
     -- Markers are looked for in the reasoning text too: a leak there is a leak.
-    SELECT run_id, request_index, campaign_id, canary, session_id,
+    SELECT run_id, request_index, campaign_id, canary, session_id, turn,
            unnest(canaries(content || ' ' || reasoning)) AS marker
     FROM measured
 ),
+-- The markers a session's turn carried in its history: its earlier turns' that were sent.
 session_marks AS (
-    SELECT DISTINCT run_id, session_id, canary AS marker
+    SELECT run_id, session_id, turn, canary AS marker
     FROM requests
-    WHERE session_id IS NOT NULL AND canary IS NOT NULL
+    WHERE session_id IS NOT NULL AND canary IS NOT NULL AND t_sent_ns IS NOT NULL
 ),
 owned AS (
     SELECT DISTINCT ru.campaign_id, r.canary AS marker
@@ -90,6 +92,7 @@ others AS (
     LEFT JOIN owned o ON o.campaign_id = f.campaign_id AND o.marker = f.marker
     LEFT JOIN session_marks s
         ON s.run_id = f.run_id AND s.session_id = f.session_id AND s.marker = f.marker
+        AND s.turn < f.turn
     WHERE f.canary IS NULL OR f.marker <> f.canary
     GROUP BY f.run_id, f.request_index
 )

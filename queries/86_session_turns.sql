@@ -5,9 +5,9 @@
 -- (history_tokens of them, by the previous turn's usage); its TTFT includes the prefill of
 -- whatever of that history the cache did not hold. Cached tokens are the API's usage
 -- (`prompt_tokens_details.cached_tokens`), else llama.cpp's own `timings.cache_n`
--- (server_timings), else NULL. Think time is measured, not assumed: from the previous turn's
--- last byte to this turn's intended send (the plan's think time; a turn whose body was built
--- late shows it in client_queue_ms instead).
+-- (server_timings), else NULL. A turn is due its think time after the previous turn's last
+-- byte (t_intended_ns), so think_ms is the plan's think time; a turn whose body was built
+-- late, or a client that sent it late, shows in client_queue_ms instead.
 -- Columns:
 --   run_id (-): the artifact (runs.run_id).
 --   arm (-): the arm (runs.arm).
@@ -19,7 +19,8 @@
 --   outcome (-): how it ended (requests.outcome); `cancelled` for a turn never sent because
 --       an earlier turn of its session failed (requests.error says which).
 --   history_tokens (tokens): tokens of conversation carried before this turn's new message
---       (requests.history_tokens); 0 for a first turn.
+--       (requests.history_tokens: the previous prompt and completion tokens, its reasoning
+--       tokens included even when the history leaves the reasoning out); 0 for a first turn.
 --   prompt_tokens (tokens): the API usage prompt tokens; NULL without usage.
 --   cached_tokens (tokens): prompt tokens the server served from its prefix cache (usage,
 --       else timings.cache_n); NULL when the server reported neither.
@@ -29,7 +30,7 @@
 --   ttft_ms (ms): request_metrics.ttft_ms; NULL when no content arrived.
 --   e2e_ms (ms): request_metrics.e2e_ms; NULL when never sent.
 --   think_ms (ms): the previous turn's stream completion (t_done_ns) to this turn's
---       intended send (t_intended_ns); NULL for a first turn.
+--       intended send (t_intended_ns): the planned think time; NULL for a first turn.
 --   client_queue_ms (ms): t_sent - t_intended (request_metrics.client_queue_ms): how late
 --       the client sent the turn after it was due.
 --   canary_ok (-): request_canaries.canary_ok: own canary present, no other session's marker.
@@ -39,7 +40,8 @@
 --       (request_canaries): quoting its conversation; NULL when none.
 CREATE VIEW session_turns AS
 WITH turns AS (
-    SELECT run_id, request_index, session_id, turn, history_tokens, t_intended_ns, t_done_ns
+    SELECT run_id, request_index, session_id, turn, history_tokens, t_intended_ns, t_done_ns,
+           replica, outcome
     FROM requests
     WHERE kind = 'measured' AND session_id IS NOT NULL
 ),
@@ -51,14 +53,14 @@ previous AS (
     FROM turns
 )
 SELECT
-    m.run_id,
-    m.arm,
-    m.cell_id,
+    t.run_id,
+    ru.arm,
+    ru.cell_id,
     t.session_id,
     t.turn,
     t.request_index,
-    m.replica,
-    m.outcome,
+    t.replica,
+    t.outcome,
     t.history_tokens,
     m.prompt_tokens,
     coalesce(rt.usage_cached_tokens, st.cached_tokens) AS cached_tokens,
@@ -73,10 +75,12 @@ SELECT
     CAST(t.t_intended_ns - p.t_prev_done_ns AS DOUBLE) / 1e6 AS think_ms,
     m.client_queue_ms,
     m.canary_ok,
-    m.foreign_canary_count,
+    coalesce(m.foreign_canary_count, 0) AS foreign_canary_count,
     c.history_canaries
 FROM turns t
-JOIN request_metrics m ON m.run_id = t.run_id AND m.request_index = t.request_index
+JOIN runs ru ON ru.run_id = t.run_id
+-- A turn its session never sent (cut by an earlier failure) has no request_metrics row.
+LEFT JOIN request_metrics m ON m.run_id = t.run_id AND m.request_index = t.request_index
 JOIN request_timing rt ON rt.run_id = t.run_id AND rt.request_index = t.request_index
 JOIN previous p ON p.run_id = t.run_id AND p.request_index = t.request_index
 LEFT JOIN request_canaries c ON c.run_id = t.run_id AND c.request_index = t.request_index

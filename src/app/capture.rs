@@ -224,6 +224,22 @@ pub struct RunArgs {
     /// Longest request, in seconds.
     #[arg(long, value_name = "S", allow_negative_numbers = true)]
     pub timeout_total: Option<f64>,
+    /// Reset every replica's prefix cache before the run's `before` scrape, when it is idle
+    /// (vLLM `POST /reset_prefix_cache`, mounted only with VLLM_SERVER_DEV_MODE=1; SGLang
+    /// `POST /flush_cache`; llama.cpp `POST /slots/{id}?action=erase` for every slot), and
+    /// verify it with a probe prompt cached before and not after. run.json `cache_hygiene`
+    /// records what was done.
+    #[arg(long)]
+    pub reset_cache: bool,
+    /// With --reset-cache: how long to retry a server that refuses as busy, seconds (default
+    /// 30); past it the run fails, its measured requests never sent.
+    #[arg(long, value_name = "S")]
+    pub reset_timeout: Option<f64>,
+    /// Measure a warm cache on purpose: the prompts carry no per-run salt, so a run finds
+    /// what an earlier run of the cell left in the cache. run.json workload `cache: "warm"`:
+    /// a warm run is never matched with a cold one.
+    #[arg(long)]
+    pub warm_cache: bool,
     /// No progress bar and no quick-look summary.
     #[arg(long)]
     pub quiet: bool,
@@ -313,6 +329,11 @@ impl From<RunArgs> for RunRequest {
                 no_thinking_switch: a.no_thinking_switch,
                 no_realtime: a.no_realtime,
                 cpu: a.cpu,
+            },
+            cache: crate::capture::request::CacheRequest {
+                reset: a.reset_cache,
+                reset_timeout_s: a.reset_timeout,
+                warm: a.warm_cache,
             },
         }
     }

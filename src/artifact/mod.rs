@@ -60,10 +60,10 @@ pub use recover::{RecoverReport, recover};
 pub use redact::{REDACTED, Redactor};
 pub use rows::{EventRow, RequestRow, ScrapePhase, ScrapeRow, SessionTurn, prompt_sha256};
 pub use run::{
-    Api, Arm, ArmConfig, Arrivals, Calibration, CalibrationMethod, Clock, Counts, Endpoint,
-    Outcome, PROMPT_CACHE_GROUPS, PrefixGroupsRecord, Repeat, RequestKind, RunJson, SCHEMA,
-    Schedule, SessionsRecord, Status, Tool, Topology, TraceRecord, Workload, is_secret_name,
-    ramp_cell_id_suffix, redact_args, redact_url, repeat_folder,
+    Api, Arm, ArmConfig, Arrivals, CacheHygiene, CacheReset, Calibration, CalibrationMethod, Clock,
+    Counts, Endpoint, Outcome, PROMPT_CACHE_GROUPS, PrefixGroupsRecord, Repeat, RequestKind,
+    RunJson, SCHEMA, Schedule, SessionsRecord, Status, Tool, Topology, TraceRecord, WARM_CACHE,
+    Workload, is_secret_name, ramp_cell_id_suffix, redact_args, redact_url, repeat_folder,
 };
 pub use schema::{SCHEMA_VERSION, Table, events_schema, requests_schema, scrapes_schema};
 pub use writer::{ArtifactWriter, WriterOptions};

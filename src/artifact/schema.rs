@@ -313,7 +313,7 @@ pub static REQUESTS_COLUMNS: &[Column] = &[
         "history_tokens",
         Int64,
         "tokens",
-        "Tokens of conversation the turn carries before its own new message: the previous turn's usage prompt tokens plus completion tokens (the chat template's few framing tokens of the reply aside); 0 for a first turn; NULL outside sessions, or when the previous turn's stream reported no usage. (anvil-artifact/3)",
+        "Tokens of conversation the turn carries before its own new message: the previous turn's usage prompt tokens plus completion tokens (the chat template's few framing tokens of the reply aside; its reasoning tokens counted even when the history leaves the reasoning out); 0 for a first turn; NULL outside sessions, or when the previous turn's stream reported no usage. (anvil-artifact/3)",
     ),
     col3(
         "ignore_eos",
@@ -325,7 +325,7 @@ pub static REQUESTS_COLUMNS: &[Column] = &[
         "t_released_ns",
         Int64,
         "ns",
-        "When a free worker took the request off the schedule (the dispatcher had released it at `t_intended_ns` or, in a closed loop and a session's later turns, it was due then): `t_released_ns - t_intended_ns` is what the in-flight cap held it back, `t_sent_ns - t_released_ns` the client's own lateness in sending it. NULL when never sent and in `/2` artifacts. (anvil-artifact/3)",
+        "When a free worker took the request off the schedule (the dispatcher had released it at `t_intended_ns` or, in a closed loop and a session's later turns, it was due then): `t_released_ns - t_intended_ns` is what the in-flight cap held it back, `t_sent_ns - t_released_ns` the client's own lateness in sending it (the connect included). NULL when no worker took it up (never released) and in `/2` artifacts. (anvil-artifact/3)",
     ),
 ];
 

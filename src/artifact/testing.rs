@@ -26,6 +26,7 @@ pub fn workload() -> Workload {
         prefix_groups: None,
         trace: None,
         sessions: None,
+        cache: None,
         canaries: true,
         seed: 38027,
         thinking: "disabled".to_owned(),
@@ -88,6 +89,10 @@ pub fn run_json(run_id: &str) -> RunJson {
         status: Status::Running,
         status_reason: None,
         counts: Counts::default(),
+        cache_hygiene: Some(super::run::CacheHygiene {
+            salted: true,
+            resets: Vec::new(),
+        }),
     }
 }
 

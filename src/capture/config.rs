@@ -98,6 +98,8 @@ pub struct RunConfig {
     pub repeat: artifact::Repeat,
     /// The shard of a multi-host run this process is, if it is one.
     pub shard: Option<ShardPlan>,
+    /// The servers' prefix caches: reset before the run, salt off for a warm cell.
+    pub cache: crate::capture::request::CacheRequest,
     /// The artifact folder: `out/<campaign_id>/<arm>/<cell_id>`, or, for a cell recorded
     /// more than once, `…/<cell_id>/repeat-<k>`.
     pub artifact_dir: PathBuf,
@@ -284,6 +286,23 @@ impl RunConfig {
             }
         }
         let timeouts = timeouts_of(&a.timeouts)?;
+        if a.cache.reset && a.shard.is_some() {
+            return Err(flag(
+                "--reset-cache",
+                "",
+                "a run from several client hosts cannot reset the caches from each: reset \
+                 them before the run group starts",
+            ));
+        }
+        if let Some(t) = a.cache.reset_timeout_s
+            && (!a.cache.reset || !t.is_finite() || t <= 0.0 || t > 3600.0)
+        {
+            return Err(flag(
+                "--reset-timeout",
+                t,
+                "give above 0 and at most 3600 seconds, with --reset-cache",
+            ));
+        }
         check_probe(a.probe.as_deref())?;
         let cell_id = format!(
             "{}{}{}{}{}",
@@ -342,6 +361,7 @@ impl RunConfig {
             cell_id,
             repeat,
             shard,
+            cache: a.cache,
             artifact_dir,
             command_line,
         })

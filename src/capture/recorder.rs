@@ -353,6 +353,8 @@ impl Recorder {
         }
         let r = self.writer.push_request(row);
         self.keep(r);
+        // A built turn's record is in its row now.
+        self.turns.remove(&o.request_index);
     }
 
     /// What the plan says of request `index` sent to `replica`: every column of its row but

@@ -45,7 +45,25 @@ pub struct RunRequest {
     /// The output root.
     pub out: PathBuf,
     pub host: HostOptions,
+    /// What is done about the servers' prefix caches.
+    pub cache: CacheRequest,
 }
+
+/// The servers' prefix caches: reset before the run, and whether the run salts its prompts.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct CacheRequest {
+    /// Reset every replica's prefix cache before the `before` scrape (`--reset-cache`).
+    pub reset: bool,
+    /// Give up a reset the server keeps refusing as busy after this many seconds
+    /// (`--reset-timeout`; default [`DEFAULT_RESET_TIMEOUT_S`]).
+    pub reset_timeout_s: Option<f64>,
+    /// Turn the per-run salt off: a warm cell on purpose (`--warm-cache`, run.json workload
+    /// `cache: "warm"`).
+    pub warm: bool,
+}
+
+/// How long a cache reset may wait for a busy server, seconds.
+pub const DEFAULT_RESET_TIMEOUT_S: f64 = 30.0;
 
 /// Which cell of the manifest: its class and the values that pick one of its cells (each
 /// `None` is the class's only value, as the manifest lists it).
@@ -262,6 +280,9 @@ impl RunRequest {
         argv.option("--timeout-total", self.timeouts.total_s);
         argv.pair("--out", self.out.display());
         argv.flag("--off-manifest", self.cell.off_manifest);
+        argv.flag("--warm-cache", self.cache.warm);
+        argv.flag("--reset-cache", self.cache.reset);
+        argv.option("--reset-timeout", self.cache.reset_timeout_s);
         argv.option("--probe", self.probe.as_ref());
         argv.option("--rate", self.load.rate);
         argv.flag("--poisson", self.load.poisson);
@@ -325,6 +346,10 @@ impl RunRequest {
                 warmup: 0,
             },
             probe: workload.probe.clone(),
+            cache: CacheRequest {
+                warm: workload.cache.as_deref() == Some(crate::artifact::WARM_CACHE),
+                ..CacheRequest::default()
+            },
             ..RunRequest::default()
         }
     }

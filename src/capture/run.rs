@@ -53,6 +53,9 @@ use crate::workload::prompt::PromptBuilder;
 use crate::workload::request::{Api, PreparedRequest, RequestOptions};
 use crate::workload::trace::replay::Density;
 
+/// The salt of a warm cell's prompts (`--warm-cache`): the same in every run.
+pub const WARM_SALT: &str = "warm";
+
 /// How long requests in flight may finish after the first SIGINT before they are cancelled.
 pub const GRACE: Duration = Duration::from_secs(10);
 /// Event channel capacity (events), between the hot path and the writer thread.
@@ -179,6 +182,14 @@ async fn run_steps(cfg: &RunConfig, hooks: RunHooks) -> Result<RunSummary, Captu
     };
     let (sink, writer_thread) =
         run.start_writer(writer, msgs_rx, metas, &servers.model, turn_replies)?;
+    if cfg.cache.reset && run.failed.is_none() && !run.stop.is_cancelled() {
+        let owner = servers.facts[0]
+            .info
+            .get("models.owned_by")
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        run.reset_caches(&opts, owner.as_deref()).await;
+    }
     if run.failed.is_none() && prepared.len() == run.requests() as usize {
         run.drive(&closes_after_stream, Arc::new(prepared), &sink, sessions)
             .await;
@@ -268,6 +279,8 @@ struct Run<'c> {
     failed: Option<String>,
     /// A shard: how late its first wave was released after the published instant (ns).
     late_ns: Arc<std::sync::atomic::AtomicI64>,
+    /// What `--reset-cache` did, per replica (run.json `cache_hygiene.resets`).
+    resets: Vec<artifact::CacheReset>,
 }
 
 impl<'c> Run<'c> {
@@ -296,6 +309,12 @@ impl<'c> Run<'c> {
                 random_hex(8),
             ),
         };
+        // A warm cell on purpose: every run of the cell sends the same prompts.
+        let salt = if cfg.cache.warm {
+            WARM_SALT.to_owned()
+        } else {
+            salt
+        };
         Self {
             cfg,
             hooks,
@@ -309,6 +328,26 @@ impl<'c> Run<'c> {
             cancel: Cancel::new(),
             interrupted: Arc::new(AtomicBool::new(false)),
             failed: None,
+            resets: Vec::new(),
+        }
+    }
+
+    /// `--reset-cache`: every replica's prefix cache emptied and verified before the run; a
+    /// replica that stayed busy or refused fails the run (nothing measured is sent).
+    async fn reset_caches(&mut self, opts: &RequestOptions, owner: Option<&str>) {
+        let (resets, failure) = super::cache_reset::reset_replicas(&super::cache_reset::Replicas {
+            cfg: self.cfg,
+            auth: self.auth.as_ref(),
+            opts,
+            owner,
+            salt: &self.salt,
+            stop: &self.stop,
+            notices: &self.hooks.notices,
+        })
+        .await;
+        self.resets = resets;
+        if let Some(why) = failure {
+            self.fail(why);
         }
     }
 
@@ -437,6 +476,7 @@ impl<'c> Run<'c> {
             cfg.off_manifest,
         );
         workload.probe = cfg.probe.clone();
+        workload.cache = cfg.cache.warm.then(|| artifact::WARM_CACHE.to_owned());
         let endpoints = cfg
             .endpoints
             .iter()
@@ -483,6 +523,10 @@ impl<'c> Run<'c> {
             status: Status::Running,
             status_reason: None,
             counts: Counts::default(),
+            cache_hygiene: Some(artifact::CacheHygiene {
+                salted: !cfg.cache.warm,
+                resets: Vec::new(),
+            }),
         };
         ArtifactWriter::create(&cfg.artifact_dir, header.redacted(&cfg.redactor))
             .map_err(|e| CaptureError::BadInput(format!("--out: {e}")))
@@ -744,6 +788,9 @@ impl<'c> Run<'c> {
 
         let channel_full = recorded.channel_full;
         let mut final_run = recorded.writer.run().clone();
+        if let Some(h) = final_run.cache_hygiene.as_mut() {
+            h.resets = self.resets.clone();
+        }
         final_run.counts.channel_full = channel_full;
         let (status, reason) = if let Some(e) = &recorded.error {
             (
@@ -806,7 +853,9 @@ impl<'c> Run<'c> {
             let open_unramped =
                 !matches!(cfg.schedule, crate::artifact::Schedule::Closed) && cfg.ramp.is_none();
             let wave = summary::FirstWave {
-                requests: if functional || open_unramped {
+                // A session workload's first wave is not its first indices (they are
+                // session-major): the views show it apart, the quick look does not.
+                requests: if functional || open_unramped || cfg.cell.sessions.is_some() {
                     0
                 } else {
                     cfg.cell.concurrency as usize * cfg.endpoints.len()

@@ -319,6 +319,15 @@ fn converse(
     done: Arc<AtomicBool>,
     replicas: u32,
 ) {
+    // However this thread ends, no lane waits on it any more: each waiting lane's receiver
+    // then sees its sender gone and ends its session.
+    struct Release(Waiting);
+    impl Drop for Release {
+        fn drop(&mut self) {
+            self.0.lock().unwrap_or_else(|e| e.into_inner()).clear();
+        }
+    }
+    let _release = Release(waiting.clone());
     let plan = c.cell.plan.clone();
     let spec = &c.cell.spec;
     let mut open: HashMap<u32, Conversation> = HashMap::new();
@@ -349,6 +358,15 @@ fn converse(
                 reason: why,
             });
         };
+        if r.outcome == Outcome::Cancelled {
+            // The run is stopping: the session's later turns are the run's never-sent
+            // requests, not casualties of a failed turn.
+            open.remove(&s);
+            if let Some(w) = waiter {
+                let _ = w.send(None);
+            }
+            continue;
+        }
         if r.outcome != Outcome::Ok {
             open.remove(&s);
             cut(format!(

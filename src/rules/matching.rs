@@ -91,7 +91,11 @@ pub fn match_artifacts(artifacts: &[Artifact]) -> Result<MatchedSet<'_>, Refusal
         let workload = serde_json::to_value(&other.facts.workload).unwrap_or_default();
         let before = differences.len();
         if let (Some(a), Some(b)) = (first_workload.as_object(), workload.as_object()) {
-            for (field, a_value) in a {
+            // Every field either has: an optional one absent from one side (a warm run's
+            // `cache`, a trace's `trace`) differs from its presence on the other.
+            let fields = a.keys().chain(b.keys().filter(|k| !a.contains_key(*k)));
+            for field in fields {
+                let a_value = a.get(field).unwrap_or(&serde_json::Value::Null);
                 let b_value = b.get(field).cloned().unwrap_or(serde_json::Value::Null);
                 if *a_value != b_value {
                     differences.push(FieldDifference {

@@ -147,6 +147,8 @@ struct EventFacts {
 #[derive(Debug, Clone)]
 struct MeasuredRequest {
     index: Option<i64>,
+    /// A session workload's (session, turn).
+    session: Option<(i64, i64)>,
     outcome: Option<String>,
     intended: Option<i64>,
     sent: Option<i64>,
@@ -167,18 +169,31 @@ pub fn recompute(artifact: &ArtifactSource, slos: &[Bound]) -> PolarsResult<Reco
     if files.is_empty() {
         return Err(no_data("requests"));
     }
+    // A session workload's runs are anvil-artifact/3, which has the session columns.
+    let sessions = artifact.run.workload.sessions.is_some();
     for f in files {
-        let df = read(
-            f,
-            &[
-                "request_index",
-                "kind",
-                "outcome",
-                "t_intended_ns",
-                "t_sent_ns",
-                "t_done_ns",
-            ],
-        )?;
+        let mut columns = vec![
+            "request_index",
+            "kind",
+            "outcome",
+            "t_intended_ns",
+            "t_sent_ns",
+            "t_done_ns",
+        ];
+        if sessions {
+            columns.extend(["session_id", "turn", "error"]);
+        }
+        let df = read(f, &columns)?;
+        let (session, turn, error) = if sessions {
+            (
+                i64_column(&df, "session_id")?,
+                i64_column(&df, "turn")?,
+                str_column(&df, "error")?,
+            )
+        } else {
+            let none = vec![None; df.height()];
+            (none.clone(), none, vec![None; df.height()])
+        };
         let index = i64_column(&df, "request_index")?;
         let kind = str_column(&df, "kind")?;
         let outcome = str_column(&df, "outcome")?;
@@ -186,9 +201,17 @@ pub fn recompute(artifact: &ArtifactSource, slos: &[Bound]) -> PolarsResult<Reco
         let sent = i64_column(&df, "t_sent_ns")?;
         let done = i64_column(&df, "t_done_ns")?;
         for i in 0..df.height() {
-            if kind[i].as_deref() == Some("measured") {
+            // A session's turn never sent because an earlier one failed is not a request of
+            // the statistics (the failed turn is the failure).
+            let cut = session[i].is_some()
+                && sent[i].is_none()
+                && error[i]
+                    .as_deref()
+                    .is_some_and(|e| e.starts_with("never sent: turn "));
+            if kind[i].as_deref() == Some("measured") && !cut {
                 requests.push(MeasuredRequest {
                     index: index[i],
+                    session: session[i].zip(turn[i]),
                     outcome: outcome[i].clone(),
                     intended: intended[i],
                     sent: sent[i],
@@ -253,6 +276,10 @@ pub fn recompute(artifact: &ArtifactSource, slos: &[Bound]) -> PolarsResult<Reco
             .intended
             .zip(release)
             .is_some_and(|(t, t0)| ((t - t0) as f64) < ramp * 1e9),
+        // A session workload: the first turns of the first wave's sessions.
+        None if run.workload.schedule.kind() == "closed" && run.workload.sessions.is_some() => r
+            .session
+            .is_some_and(|(s, turn)| turn == 0 && (s as u64) < wave_size),
         None if run.workload.schedule.kind() == "closed" => (position as u64) < wave_size,
         None => false,
     };

@@ -125,6 +125,7 @@ impl Cell {
                 .sessions
                 .as_ref()
                 .map(super::session::SessionCell::record),
+            cache: None,
         }
     }
 

@@ -155,7 +155,10 @@ impl SessionSpec {
 
     /// Whether later turn `turn` is a tool turn.
     pub fn tool_turn(&self, turn: u32) -> bool {
-        turn > 0 && self.tool_every.is_some_and(|k| k > 0 && turn % k == 0)
+        turn > 0
+            && self
+                .tool_every
+                .is_some_and(|k| k > 0 && turn.is_multiple_of(k))
     }
 
     /// The fewest and most turns a session can have.

@@ -1,6 +1,8 @@
 //! The one integration-test binary: real processes, real HTTP on loopback, real Parquet.
 mod artifact;
 #[cfg(feature = "analysis")]
+mod cache_hygiene;
+#[cfg(feature = "analysis")]
 mod campaign;
 mod campaign_run;
 #[cfg(feature = "analysis")]

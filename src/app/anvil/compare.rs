@@ -43,16 +43,29 @@ pub fn run(args: &CompareArgs) -> anyhow::Result<Exit> {
             .iter()
             .map(|source| source.location.clone())
             .collect();
+        let caches: Vec<(String, String, String)> = session
+            .artifacts()
+            .iter()
+            .map(|source| {
+                (
+                    source.run.arm.name.clone(),
+                    source.run.run_id.clone(),
+                    cache_state(&source.run),
+                )
+            })
+            .collect();
         anyhow::Ok((
-            read_artifacts(&session).await?,
+            (read_artifacts(&session).await?, caches),
             dirs,
             locations,
             read_tradeoff(&session).await?,
         ))
     })?;
+    let (artifacts, caches) = artifacts;
     let extras = Extras {
         slos: &slos,
         tradeoff: &tradeoff,
+        caches: &caches,
     };
     if let Some(empty) = folder_without_artifact(&args.artifacts, &session_dirs) {
         return Err(AppError::wrap(
@@ -194,6 +207,57 @@ pub fn run(args: &CompareArgs) -> anyhow::Result<Exit> {
 struct Extras<'a> {
     slos: &'a Slos,
     tradeoff: &'a [TradeoffPoint],
+    /// Per run: (arm, run id, what was done about the prefix cache before it).
+    caches: &'a [(String, String, String)],
+}
+
+/// What was done about the servers' prefix caches before `run`: `reset`, `reset not
+/// available`, `reset failed`, `no reset` (salted: nothing of another run cached), or `warm
+/// (salt off)`.
+fn cache_state(run: &crate::artifact::RunJson) -> String {
+    let Some(h) = &run.cache_hygiene else {
+        return "no reset".to_owned();
+    };
+    if !h.salted {
+        return "warm (salt off)".to_owned();
+    }
+    let outcomes: std::collections::BTreeSet<&str> =
+        h.resets.iter().map(|r| r.outcome.as_str()).collect();
+    match outcomes.iter().next() {
+        None => "no reset".to_owned(),
+        Some(_) if outcomes.len() > 1 => "reset on some replicas".to_owned(),
+        Some(&"reset") => "reset".to_owned(),
+        Some(&"not_available") => "reset not available".to_owned(),
+        Some(o) => format!("reset {o}"),
+    }
+}
+
+impl Extras<'_> {
+    /// When the runs differ in what was done about the cache (salted all: a difference in
+    /// reset is shown, never refused), one line saying how; `None` when they agree.
+    fn cache_note(&self) -> Option<String> {
+        let states: std::collections::BTreeSet<&str> =
+            self.caches.iter().map(|(_, _, s)| s.as_str()).collect();
+        (states.len() > 1).then(|| {
+            let mut by_state: std::collections::BTreeMap<&str, Vec<String>> =
+                std::collections::BTreeMap::new();
+            for (arm, run, state) in self.caches {
+                by_state
+                    .entry(state.as_str())
+                    .or_default()
+                    .push(format!("{arm} ({run})"));
+            }
+            let parts: Vec<String> = by_state
+                .iter()
+                .map(|(state, runs)| format!("{state}: {}", runs.join(", ")))
+                .collect();
+            format!(
+                "Prefix cache before the runs differs (every run's prompts are its own, so \
+                 none found another's; a reset also empties what the server held before): {}\n",
+                parts.join("; ")
+            )
+        })
+    }
 }
 
 impl Extras<'_> {
@@ -222,6 +286,15 @@ impl Extras<'_> {
             );
             object.insert("frontier".into(), serde_json::Value::Array(frontier));
             object.insert(
+                "cache".into(),
+                self.caches
+                    .iter()
+                    .map(|(arm, run, state)| {
+                        serde_json::json!({"arm": arm, "run_id": run, "before_run": state})
+                    })
+                    .collect(),
+            );
+            object.insert(
                 "tradeoff".into(),
                 serde_json::to_value(points).unwrap_or_default(),
             );
@@ -240,7 +313,16 @@ impl Extras<'_> {
             TextFormat::Markdown => format!("{}\n", escape(slos.trim_end())),
             TextFormat::Text => slos,
         };
-        format!("{slos}{body}\n{}", text::frontier(self.tradeoff, format))
+        let cache = self
+            .cache_note()
+            .map_or_else(String::new, |note| match format {
+                TextFormat::Markdown => format!("{}\n\n", escape(note.trim_end())),
+                TextFormat::Text => note,
+            });
+        format!(
+            "{slos}{cache}{body}\n{}",
+            text::frontier(self.tradeoff, format)
+        )
     }
 }
 

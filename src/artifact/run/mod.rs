@@ -1,6 +1,7 @@
-//! `run.json` (`anvil-serving.capture-run/v3`): who ran what, when, against what, which
-//! repeat of its cell it is, and how it ended. Version 2 files (no repeat, no inherited
-//! defaults) are read as the one run of their cell.
+//! `run.json` (`anvil-serving.capture-run/v4`): who ran what, when, against what, which
+//! repeat of its cell it is, what was done about the servers' caches, and how it ended.
+//! Version 3 files (no `cache_hygiene`) are read as salted runs with no reset; version 2
+//! files (no repeat, no inherited defaults) as the one run of their cell.
 //!
 //! The workload section is what makes two artifacts comparable and is hashed into the
 //! workload fingerprint; the arm and its topology (replica count, endpoints) are recorded
@@ -9,6 +10,7 @@
 //! endpoint URLs through [`redact_url`].
 
 mod arm;
+mod cache;
 mod host;
 mod outcome;
 mod workload;
@@ -19,18 +21,22 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 pub use self::arm::{Arm, ArmConfig, Repeat, repeat_folder};
+pub use self::cache::{CacheHygiene, CacheReset};
 pub use self::host::{
     Calibration, CalibrationMethod, Clock, Endpoint, GroupPrefixSize, Tool, Topology, TraceDensity,
 };
 pub use self::outcome::{Counts, NORMAL_FINISH_REASONS, Outcome, RequestKind, Status};
 pub use self::workload::{
     Api, Arrivals, PROMPT_CACHE_GROUPS, PrefixGroupsRecord, Schedule, SessionsRecord, TraceRecord,
-    Workload, probe_cell_id_suffix, ramp_cell_id_suffix,
+    WARM_CACHE, Workload, probe_cell_id_suffix, ramp_cell_id_suffix,
 };
 use super::error::{ArtifactError, Result};
 
 /// The `schema` value of every `run.json` this version writes.
-pub const SCHEMA: &str = "anvil-serving.capture-run/v3";
+pub const SCHEMA: &str = "anvil-serving.capture-run/v4";
+
+/// The version before `cache_hygiene`, still read.
+pub const SCHEMA_V3: &str = "anvil-serving.capture-run/v3";
 
 /// The earlier version this version still reads: a cell's one run, no inherited defaults.
 pub const SCHEMA_V2: &str = "anvil-serving.capture-run/v2";
@@ -89,6 +95,10 @@ pub struct RunJson {
     pub status_reason: Option<String>,
     /// Row and outcome counts.
     pub counts: Counts,
+    /// What was done about the servers' prefix caches before the run (v4; absent in older
+    /// files: salted, no reset).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_hygiene: Option<CacheHygiene>,
 }
 
 impl RunJson {
@@ -114,13 +124,14 @@ impl RunJson {
         let value: serde_json::Value = crate::json::parse_strict(text)
             .map_err(|e| ArtifactError::run_json(path, "(document)", format!("not JSON: {e}")))?;
         match value.get("schema") {
-            Some(serde_json::Value::String(s)) if s == SCHEMA || s == SCHEMA_V2 => {}
+            Some(serde_json::Value::String(s))
+                if s == SCHEMA || s == SCHEMA_V3 || s == SCHEMA_V2 => {}
             Some(serde_json::Value::String(s)) => {
                 return Err(ArtifactError::run_json(
                     path,
                     "schema",
                     format!(
-                        "unknown schema version `{s}`; this anvil reads `{SCHEMA}` and `{SCHEMA_V2}`: use the anvil version that wrote it"
+                        "unknown schema version `{s}`; this anvil reads `{SCHEMA}`, `{SCHEMA_V3}` and `{SCHEMA_V2}`: use the anvil version that wrote it"
                     ),
                 ));
             }

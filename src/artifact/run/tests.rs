@@ -225,7 +225,7 @@ fn redact_args_drops_key_values_and_known_secrets() {
 /// Pins the run.json layout: changing it means a new `SCHEMA`.
 #[test]
 fn run_json_layout_is_pinned_and_documented() {
-    assert_eq!(SCHEMA, "anvil-serving.capture-run/v3");
+    assert_eq!(SCHEMA, "anvil-serving.capture-run/v4");
     let v = serde_json::to_value(sample_run()).unwrap();
     let keys =
         |v: &serde_json::Value| -> Vec<String> { v.as_object().unwrap().keys().cloned().collect() };
@@ -233,7 +233,7 @@ fn run_json_layout_is_pinned_and_documented() {
         keys(&v).join(" "),
         "schema campaign_id arm cell_id run_id repeat workload workload_fingerprint topology \
          calibration thinking_switch prompt_salt clock started_utc ended_utc tool command_line \
-         status status_reason counts"
+         status status_reason counts cache_hygiene"
     );
     assert_eq!(
         keys(&v["workload"]).join(" "),
@@ -273,6 +273,7 @@ fn run_json_layout_is_pinned_and_documented() {
         &v["clock"],
         &v["calibration"],
         &v["topology"]["endpoints"][0],
+        &v["cache_hygiene"],
     ] {
         for key in keys(section) {
             assert!(
@@ -280,6 +281,36 @@ fn run_json_layout_is_pinned_and_documented() {
                 "docs/artifact.md lacks `{key}`"
             );
         }
+    }
+}
+
+#[test]
+fn a_version_3_run_json_reads_as_a_salted_run_without_a_reset() {
+    let mut v = serde_json::to_value(sample_run()).unwrap();
+    v["schema"] = SCHEMA_V3.into();
+    v.as_object_mut().unwrap().remove("cache_hygiene");
+    let run = RunJson::parse(&v.to_string(), Path::new("old/run.json")).unwrap();
+    assert_eq!(run.cache_hygiene, None);
+    assert_eq!(run.schema, SCHEMA_V3);
+    let reset = super::CacheReset {
+        replica: 0,
+        outcome: "reset".into(),
+        method: Some("POST /flush_cache".into()),
+        attempts: 2,
+        waited_ms: 200.5,
+        probe_cached_before: Some(512),
+        probe_cached_after: Some(0),
+        verified: Some(true),
+        detail: None,
+    };
+    let keys = serde_json::to_value(&reset).unwrap();
+    let doc =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/artifact.md")).unwrap();
+    for key in keys.as_object().unwrap().keys() {
+        assert!(
+            doc.contains(&format!("`{key}`")),
+            "docs/artifact.md lacks `{key}`"
+        );
     }
 }
 

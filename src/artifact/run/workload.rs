@@ -99,6 +99,11 @@ pub struct Workload {
     /// arrival rate.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sessions: Option<SessionsRecord>,
+    /// `warm` when the run's prompts carried no per-run salt, to measure a warm cache on
+    /// purpose ([`WARM_CACHE`]); absent: every run's prompts are its own (cold). A warm run
+    /// is never matched with a cold one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache: Option<String>,
     /// Whether every request carries a unique canary it must echo.
     pub canaries: bool,
     /// Random prefix seed from the manifest.
@@ -126,6 +131,9 @@ pub struct Workload {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub probe: Option<String>,
 }
+
+/// `cache` of a run measured warm on purpose.
+pub const WARM_CACHE: &str = "warm";
 
 /// `prompt_cache_mode` of a prefix-group class.
 pub const PROMPT_CACHE_GROUPS: &str = "groups";
