@@ -226,7 +226,8 @@ pub struct RunArgs {
     pub timeout_total: Option<f64>,
     /// Reset every replica's prefix cache before the run's `before` scrape, when it is idle
     /// (vLLM `POST /reset_prefix_cache`, mounted only with VLLM_SERVER_DEV_MODE=1; SGLang
-    /// `POST /flush_cache`; llama.cpp `POST /slots/{id}?action=erase` for every slot), and
+    /// `POST /flush_cache`; llama.cpp `POST /slots/{id}?action=erase` for every slot, which
+    /// llama-server answers only when started with `--slot-save-path`), and
     /// verify it with a probe prompt cached before and not after. run.json `cache_hygiene`
     /// records what was done.
     #[arg(long)]

@@ -6,7 +6,8 @@
 //!    cached_tokens`, or llama.cpp's `timings.cache_n`) when the server caches and says so.
 //! 2. The reset, by the first endpoint the server answers, in an order the server's
 //!    `owned_by` suggests:
-//!    - llama.cpp: `GET /slots`, then `POST /slots/{id}?action=erase` for every slot;
+//!    - llama.cpp: `GET /slots`, then `POST /slots/{id}?action=erase` for every slot (answered
+//!      only by a server started with `--slot-save-path`: HTTP 501 otherwise);
 //!    - vLLM: `POST /reset_prefix_cache` (mounted only with `VLLM_SERVER_DEV_MODE=1`: a 404
 //!      is "not available"); `{"success": false}` means requests hold blocks: busy;
 //!    - SGLang: `POST /flush_cache`; HTTP 400 while requests are running or waiting: busy.
@@ -339,6 +340,14 @@ async fn attempt(i: &ResetInputs<'_>, m: Method) -> Attempt {
             for id in &slots {
                 match post(format!("/slots/{id}?action=erase")).await {
                     Ok((200, _)) => {}
+                    // llama-server answers slot actions, erase included, only when started
+                    // with `--slot-save-path` (501 otherwise).
+                    Ok((s @ (404 | 501), body)) => {
+                        return Attempt::Absent(format!(
+                            "POST /slots/{id}?action=erase: HTTP {s}: {}",
+                            http::body_summary(&body)
+                        ));
+                    }
                     Ok((s, body)) => {
                         let said = format!(
                             "POST /slots/{id}?action=erase: HTTP {s}: {}",

@@ -22,7 +22,7 @@ use super::common::{
 };
 
 /// Where the engine and its models are.
-struct Engine {
+pub(super) struct Engine {
     server: PathBuf,
     models: PathBuf,
 }
@@ -68,7 +68,7 @@ static ONE_ENGINE: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 /// The engine (and the turn to use it), or `None` after a loud skip message (a panic when it
 /// is required).
-fn engine(test: &str) -> Option<(Engine, std::sync::MutexGuard<'static, ()>)> {
+pub(super) fn engine(test: &str) -> Option<(Engine, std::sync::MutexGuard<'static, ()>)> {
     let cache = default_cache();
     let server = std::env::var("ANVIL_LLAMA_SERVER")
         .map(PathBuf::from)
@@ -105,7 +105,7 @@ fn free_port() -> u16 {
 }
 
 /// A running llama-server on loopback, killed when dropped.
-struct Llama {
+pub(super) struct Llama {
     child: Child,
     port: u16,
     args: Vec<String>,
@@ -116,7 +116,13 @@ struct Llama {
 impl Llama {
     /// Start the tiny model with `slots` parallel slots of `ctx / slots` tokens each, plus
     /// `extra` flags; waits for `/health`.
-    fn start(engine: &Engine, dir: &Path, slots: u32, ctx: u32, extra: &[String]) -> Llama {
+    pub(super) fn start(
+        engine: &Engine,
+        dir: &Path,
+        slots: u32,
+        ctx: u32,
+        extra: &[String],
+    ) -> Llama {
         // The port is free when chosen; another test may take it before the server binds,
         // so a server that exits at once is started again on another.
         for _ in 0..2 {
@@ -175,7 +181,7 @@ impl Llama {
         }
     }
 
-    fn url(&self) -> String {
+    pub(super) fn url(&self) -> String {
         format!("http://127.0.0.1:{}", self.port)
     }
 

@@ -59,6 +59,8 @@ mod functional;
 mod layers;
 #[cfg(feature = "analysis")]
 mod llama;
+#[cfg(feature = "analysis")]
+mod llama_sessions;
 mod manifest;
 #[cfg(feature = "analysis")]
 mod misbehaving;
