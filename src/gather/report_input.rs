@@ -144,6 +144,7 @@ pub struct Gathered {
     pub tokens_per_chunk: Vec<TokensPerChunk>,
     pub snippets: Vec<OutputSnippet>,
     pub spec_positions: Vec<crate::report::sections::curves::SpecPosition>,
+    pub cache: crate::report::input::CacheFigures,
 }
 
 /// Read the report's data from `session`.
@@ -286,7 +287,9 @@ pub async fn gather(session: &AnvilSession) -> Result<Gathered, QueryError> {
         })
         .collect();
 
+    let cache = super::summary::cache_figures(session).await?;
     Ok(Gathered {
+        cache,
         spec_positions,
         artifacts,
         runs,

@@ -94,6 +94,72 @@ pub async fn server_timings(session: &AnvilSession) -> Result<Vec<ServerTimings>
     decode(&session.query(SERVER_TIMINGS_SQL).await?)
 }
 
+/// Sessions by turn, the prefix cache and the KV pool of the runs of declared workload
+/// classes (sessions, trace replays, prefix groups): the other runs' caches are salted
+/// away by design and not shown.
+pub async fn cache_figures(
+    session: &AnvilSession,
+) -> Result<crate::report::input::CacheFigures, QueryError> {
+    let declared: Vec<String> = session
+        .artifacts()
+        .iter()
+        .filter(|a| {
+            let w = &a.run.workload;
+            w.sessions.is_some() || w.trace.is_some() || w.prefix_groups.is_some()
+        })
+        .map(|a| format!("'{}'", a.run.run_id.replace('\'', "''")))
+        .collect();
+    let mut out = crate::report::input::CacheFigures::default();
+    if declared.is_empty() {
+        return Ok(out);
+    }
+    let runs = declared.join(", ");
+    let sessions = session
+        .artifacts()
+        .iter()
+        .any(|a| a.run.workload.sessions.is_some());
+    if sessions {
+        out.turns = decode(
+            &session
+                .query(&format!(
+                    "SELECT run_id, turn, sessions, ok, ttft_p50_ms, ttft_p90_ms, cached_share, \
+                     history_tokens_mean, contaminated FROM turn_stats \
+                     WHERE run_id IN ({runs}) ORDER BY run_id, turn"
+                ))
+                .await?,
+        )?;
+    }
+    out.replicas = decode(
+        &session
+            .query(&format!(
+                "SELECT run_id, replica, server_source, server_hit_rate, client_cached_share, \
+                 disagreement, kv_usage_mean, kv_usage_max, CAST(preemptions AS DOUBLE) AS \
+                 preemptions FROM prefix_cache WHERE run_id IN ({runs}) ORDER BY run_id, replica"
+            ))
+            .await?,
+    )?;
+    #[derive(Deserialize)]
+    struct Kv {
+        run_id: String,
+        replica: i64,
+        t_s: f64,
+        kv_usage: f64,
+    }
+    out.kv = decode::<Kv>(
+        &session
+            .query(&format!(
+                "SELECT run_id, replica, t_s, kv_usage FROM kv_cache_timeline \
+                 WHERE run_id IN ({runs}) AND phase = 'during' AND kv_usage IS NOT NULL \
+                 AND t_s IS NOT NULL ORDER BY run_id, replica, t_s"
+            ))
+            .await?,
+    )?
+    .into_iter()
+    .map(|k| (k.run_id, k.replica as u32, k.t_s, k.kv_usage))
+    .collect();
+    Ok(out)
+}
+
 /// A row of [`RUNS_SQL`].
 #[derive(Deserialize)]
 struct RunRow {

@@ -118,6 +118,7 @@ pub fn build(input: &ReportInput<'_>) -> ReportView {
             input.tokens_per_chunk,
         ),
         server: server_view(input),
+        cache: super::sections::cache::cache_view(input),
         verdicts: verdicts_view(input.plan, input.check, input.artifacts, input.snippets),
         open_gates: input.plan.post_campaign_open_gates.clone(),
         appendix: appendix_view(input.plan, input.definitions, input.artifacts, input.runs),

@@ -183,6 +183,47 @@ pub struct ReportInput<'a> {
     pub spec_positions: &'a [SpecPosition],
     /// The cells the campaign file beside the data plans, when one was found.
     pub planned: Option<&'a PlannedCells>,
+    /// Sessions' figures by turn, the prefix cache and the KV pool, per run.
+    pub cache: &'a CacheFigures,
+}
+
+/// What the query layer says of sessions, the prefix cache and the KV pool.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct CacheFigures {
+    /// `turn_stats`, by run and turn.
+    pub turns: Vec<TurnFigures>,
+    /// `prefix_cache`, by run and replica.
+    pub replicas: Vec<CacheReplica>,
+    /// `kv_cache_timeline` during the runs: (run, replica, t_s, kv usage).
+    pub kv: Vec<(String, u32, f64, f64)>,
+}
+
+/// One turn index of one session run (the `turn_stats` view).
+#[derive(Debug, Clone, PartialEq, serde::Deserialize)]
+pub struct TurnFigures {
+    pub run_id: String,
+    pub turn: i64,
+    pub sessions: i64,
+    pub ok: i64,
+    pub ttft_p50_ms: Option<f64>,
+    pub ttft_p90_ms: Option<f64>,
+    pub cached_share: Option<f64>,
+    pub history_tokens_mean: Option<f64>,
+    pub contaminated: i64,
+}
+
+/// One replica of one run's prefix cache (the `prefix_cache` view).
+#[derive(Debug, Clone, PartialEq, serde::Deserialize)]
+pub struct CacheReplica {
+    pub run_id: String,
+    pub replica: i64,
+    pub server_source: Option<String>,
+    pub server_hit_rate: Option<f64>,
+    pub client_cached_share: Option<f64>,
+    pub disagreement: Option<f64>,
+    pub kv_usage_mean: Option<f64>,
+    pub kv_usage_max: Option<f64>,
+    pub preemptions: Option<f64>,
 }
 
 /// One arm's capacity search as `capacity.json` states it, and the file it was read from.

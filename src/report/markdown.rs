@@ -270,6 +270,10 @@ pub fn render_markdown(view: &ReportView) -> String {
         );
     }
 
+    if !view.cache.verdict.is_empty() {
+        out.push_str("## Sessions, traces and the prefix cache\n\n");
+        let _ = writeln!(out, "{}.\n", escape(&view.cache.verdict));
+    }
     out.push_str("## Advance rules\n\n");
     if view.verdicts.matrix.is_empty() {
         out.push_str("_No arm has recorded artifacts: no verdicts._\n\n");

@@ -164,6 +164,8 @@ struct Page<'a> {
     screens: Vec<ScreenPage<'a>>,
     server: Vec<ServerPage<'a>>,
     charts: ChartsSvg<'a>,
+    /// The sessions-and-cache section's charts: TTFT by turn, then KV usage per run.
+    cache_svg: Vec<String>,
 }
 
 /// The report as one self-contained HTML page.
@@ -203,6 +205,13 @@ pub fn render_html(view: &ReportView) -> Result<String, ReportError> {
             capacity: c.capacity.iter().map(charts::curve_svg).collect(),
             positions: c.positions.as_ref().map(charts::curve_svg),
         },
+        cache_svg: view
+            .cache
+            .turn_chart
+            .iter()
+            .map(charts::curve_svg)
+            .chain(view.cache.kv_charts.iter().map(charts::time_series_svg))
+            .collect(),
     };
     let mut tera = tera::Tera::default();
     tera.autoescape_on(vec![".html"]);

@@ -98,6 +98,7 @@ fn empty_view(plan: &RunPlan, manifest: &WorkloadManifest, check: &CheckReport) 
         tradeoff: &[],
         capacity: &[],
         spec_positions: &[],
+        cache: &Default::default(),
         planned: None,
     })
 }
@@ -428,6 +429,7 @@ impl Fixture {
             tradeoff: &[],
             capacity: &[],
             spec_positions: &[],
+            cache: &Default::default(),
             planned: None,
         })
     }

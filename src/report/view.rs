@@ -25,6 +25,8 @@ pub struct ReportView {
     pub slo: super::sections::slo::SloView,
     pub spec_decode: Vec<SpecDecodeRow>,
     pub server: ServerView,
+    /// Sessions, traces and prefix groups: TTFT by turn, the cache, the KV pool.
+    pub cache: super::sections::cache::CacheView,
     pub verdicts: VerdictsView,
     pub open_gates: Vec<String>,
     pub appendix: AppendixView,

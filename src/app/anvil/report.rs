@@ -87,6 +87,7 @@ pub fn render(
         capacity: &super::capacity_beside("report", data),
         spec_positions: &gathered.spec_positions,
         planned: planned.as_ref(),
+        cache: &gathered.cache,
     };
     let view = crate::report::build(&input);
     let text = match format {

@@ -4,6 +4,7 @@
 //! [`super::build`] assembles them in page order.
 
 pub mod appendix;
+pub mod cache;
 pub mod context;
 pub mod curves;
 pub mod decision;
