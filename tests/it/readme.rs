@@ -178,6 +178,15 @@ const SHOWN: &[(&str, &[&str])] = &[
         &["structured_json", "tools", "responses", "coding"],
     ),
     ("\"DESCRIBE request_metrics\"", &["ttft_ms"]),
+    (
+        "FROM turn_stats ORDER BY turn",
+        &["ttft_p50_ms", "cached_share"],
+    ),
+    ("FROM sessions ORDER BY session_id", &["all_ok", "true"]),
+    (
+        "FROM prefix_cache ORDER BY cell_id",
+        &["chat-sessions", "mooncake-replay", "prefix-groups"],
+    ),
     ("--format csv --out result.csv", &[]),
     ("anvil summary --data runs", &["K12"]),
     ("anvil verify --data runs", &["agree"]),

@@ -223,7 +223,7 @@ fn a_declared_class_is_refused_with_its_field_named() {
 fn mooncake_replay(dir: &Path, rows: u64) -> PathBuf {
     let trace = Path::new(concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/tests/fixtures/traces/mooncake_conversation_head.jsonl"
+        "/sample-data/traces/mooncake_conversation_head.jsonl"
     ));
     std::fs::copy(trace, dir.join("mooncake.jsonl")).unwrap();
     declare(

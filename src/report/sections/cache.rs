@@ -209,7 +209,16 @@ fn verdict(input: &ReportInput<'_>, session_runs: &[&str]) -> String {
             ));
         }
     }
-    let mut hit: Vec<String> = Vec::new();
+    // The server's hit rate per class, each arm's beside the others' (replicas averaged).
+    let class = |run_id: &str| {
+        input
+            .artifacts
+            .iter()
+            .find(|a| a.facts.run_id == run_id)
+            .map(|a| a.facts.workload.class.clone())
+            .unwrap_or_default()
+    };
+    let mut by_class: Vec<(String, Vec<String>)> = Vec::new();
     let mut seen: Vec<&str> = Vec::new();
     for r in &c.replicas {
         if seen.contains(&r.run_id.as_str()) {
@@ -222,16 +231,29 @@ fn verdict(input: &ReportInput<'_>, session_runs: &[&str]) -> String {
             .filter(|x| x.run_id == r.run_id)
             .filter_map(|x| x.server_hit_rate)
             .collect();
-        if !rates.is_empty() {
-            hit.push(format!(
-                "{} {}",
-                arm(&r.run_id),
-                percent(Some(rates.iter().sum::<f64>() / rates.len() as f64))
-            ));
+        if rates.is_empty() {
+            continue;
+        }
+        let figure = format!(
+            "{} {}",
+            arm(&r.run_id),
+            percent(Some(rates.iter().sum::<f64>() / rates.len() as f64))
+        );
+        let k = class(&r.run_id);
+        match by_class.iter_mut().find(|(c, _)| *c == k) {
+            Some((_, v)) => v.push(figure),
+            None => by_class.push((k, vec![figure])),
         }
     }
-    if !hit.is_empty() {
-        parts.push(format!("server prefix-cache hit rate {}", hit.join(", ")));
+    if !by_class.is_empty() {
+        let classes: Vec<String> = by_class
+            .iter()
+            .map(|(k, v)| format!("{k} {}", v.join(" vs ")))
+            .collect();
+        parts.push(format!(
+            "server prefix-cache hit rate: {}",
+            classes.join(", ")
+        ));
     }
     let contaminated: i64 = c.turns.iter().map(|t| t.contaminated).sum();
     if !c.turns.is_empty() {

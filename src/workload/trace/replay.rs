@@ -242,7 +242,7 @@ mod tests {
     fn mooncake() -> Trace {
         let path = Path::new(concat!(
             env!("CARGO_MANIFEST_DIR"),
-            "/tests/fixtures/traces/mooncake_conversation_head.jsonl"
+            "/sample-data/traces/mooncake_conversation_head.jsonl"
         ));
         super::super::read(path, None).unwrap()
     }

@@ -1,4 +1,4 @@
-//! The trace readers against excerpts of the published traces (`tests/fixtures/traces/`)
+//! The trace readers against excerpts of the published traces (`sample-data/traces/`)
 //! and against the malformed rows a user's file can hold.
 
 use std::path::{Path, PathBuf};
@@ -7,7 +7,7 @@ use super::*;
 
 fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/traces")
+        .join("sample-data/traces")
         .join(name)
 }
 
