@@ -294,9 +294,21 @@ pub struct Cells {
     /// `deploy/` runs across hosts. 1 (the default) records from one process.
     #[serde(default)]
     pub shards: Option<u32>,
+    /// Reset each replica's prefix cache before each of the arm's cells, as `anvil-capture
+    /// run --reset-cache` does: by cell id or class, or `"all"`; a server that stays busy
+    /// fails the cell, and the journal says why.
+    #[serde(default)]
+    pub reset_cache: Vec<String>,
 }
 
 impl Cells {
+    /// Whether `cell`'s prefix cache is reset before it is recorded.
+    pub fn resets(&self, cell: &crate::workload::cells::Cell) -> bool {
+        self.reset_cache
+            .iter()
+            .any(|k| k == "all" || *k == cell.id() || *k == cell.class)
+    }
+
     /// How many shard processes record each cell: `shards`, else 1.
     pub fn shard_count(&self) -> u32 {
         self.shards.unwrap_or(1)

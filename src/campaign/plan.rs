@@ -337,6 +337,10 @@ fn cell_request(
             .copied()
             .unwrap_or_default(),
         out: out.to_owned(),
+        cache: crate::capture::request::CacheRequest {
+            reset: arm.cells.resets(cell),
+            ..Default::default()
+        },
         ..RunRequest::default()
     }
 }

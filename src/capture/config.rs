@@ -13,38 +13,12 @@ pub use super::request::{
     Timeouts,
 };
 use crate::artifact::{self, ArmConfig};
-use crate::manifest::{ManifestError, Thinking, WorkloadManifest};
-use crate::workload::cells::{Cell, CellError, CellQuery};
+use crate::manifest::{Thinking, WorkloadManifest};
+use crate::workload::cells::{Cell, CellQuery};
 use crate::workload::request::{Api, ApiKey};
 
-/// Why `run` arguments were refused.
-#[derive(Debug, thiserror::Error)]
-pub enum ConfigError {
-    #[error("--manifest: {0}")]
-    Manifest(#[from] ManifestError),
-    #[error(transparent)]
-    Cell(#[from] CellError),
-    #[error("--endpoint: {0}")]
-    Endpoint(#[source] EndpointError),
-    #[error("--metrics-url: {0}")]
-    MetricsUrl(#[source] EndpointError),
-    #[error("{flag} `{value}`: {reason}")]
-    Flag {
-        flag: &'static str,
-        value: String,
-        reason: String,
-    },
-    #[error("--out `{}`: {reason}", path.display())]
-    Out { path: PathBuf, reason: String },
-}
-
-fn flag(flag: &'static str, value: impl ToString, reason: impl Into<String>) -> ConfigError {
-    ConfigError::Flag {
-        flag,
-        value: value.to_string(),
-        reason: reason.into(),
-    }
-}
+pub use super::error::ConfigError;
+use super::error::flag;
 
 pub use crate::artifact::{Arrivals, Schedule};
 
@@ -136,8 +110,7 @@ fn seconds(name: &'static str, v: Option<f64>, default: Duration) -> Result<Dura
     }
 }
 
-/// The longest an open-loop schedule may take to release its requests, seconds.
-pub const MAX_SCHEDULE_S: f64 = 86_400.0;
+pub use super::release::MAX_SCHEDULE_S;
 
 /// A folder name under the output root ([`artifact::path_component`]).
 fn path_component(name: &'static str, v: &str) -> Result<(), ConfigError> {
@@ -235,36 +208,7 @@ impl RunConfig {
                 )
             })?;
         }
-        let (schedule, ramp) = if cell.trace.is_some() {
-            if a.load.rate.is_some() || a.load.ramp.is_some() {
-                return Err(flag(
-                    "--rate",
-                    a.load.rate.or(a.load.ramp).unwrap_or_default(),
-                    format!(
-                        "class `{}` replays a trace at its own times: leave out --rate, \
-                         --poisson and --ramp (the trace's time_scale stretches it)",
-                        cell.class
-                    ),
-                ));
-            }
-            (Schedule::Trace, None)
-        } else if let Some(sessions) = &cell.sessions {
-            if a.load.rate.is_some() || a.load.ramp.is_some() || a.shard.is_some() {
-                return Err(flag(
-                    "--rate",
-                    a.load.rate.or(a.load.ramp).unwrap_or_default(),
-                    format!(
-                        "class `{}` is a session workload: its sessions arrive by its own \
-                         `session.rate_per_s` (or `concurrency` at a time), on one host; leave \
-                         out --rate, --poisson, --ramp and --shard",
-                        cell.class
-                    ),
-                ));
-            }
-            (sessions.schedule(), None)
-        } else {
-            schedule_of(&a.load, cell.requests)?
-        };
+        let (schedule, ramp) = super::release::schedule_for(a, &cell)?;
         if cell.class == crate::workload::cells::FUNCTIONAL {
             check_functional(a, &cell, schedule)?;
         } else if cell.trace.is_none() {
@@ -526,69 +470,6 @@ fn api_key(
             "that environment variable is not set (or empty)",
         )),
     }
-}
-
-/// The schedule and the ramp, each within a day.
-fn schedule_of(
-    load: &LoadRequest,
-    requests: u64,
-) -> Result<(Schedule, Option<Duration>), ConfigError> {
-    if load.poisson && load.rate.is_none() {
-        return Err(flag(
-            "--poisson",
-            "",
-            "needs --rate (Poisson arrivals at that mean rate)",
-        ));
-    }
-    let schedule = match load.rate {
-        None => Schedule::Closed,
-        Some(r) if r.is_finite() && r > 0.0 && r <= 1e6 => Schedule::Open {
-            rate_per_s: r,
-            arrivals: if load.poisson {
-                Arrivals::Poisson
-            } else {
-                Arrivals::Constant
-            },
-        },
-        Some(r) => {
-            return Err(flag(
-                "--rate",
-                r,
-                "must be a positive number of requests per second",
-            ));
-        }
-    };
-    let ramp = match load.ramp {
-        None => None,
-        Some(r) if r.is_finite() && r > 0.0 && r <= MAX_SCHEDULE_S => {
-            Some(Duration::from_secs_f64(r))
-        }
-        Some(r) => {
-            return Err(flag(
-                "--ramp",
-                r,
-                format!(
-                    "must be a positive number of seconds, at most {MAX_SCHEDULE_S:.0} (a day)"
-                ),
-            ));
-        }
-    };
-    if let Some(rate) = schedule.rate_per_s() {
-        // A ramp stretches the schedule by half its length (`schedule::ramped_offset_s`).
-        let span_s =
-            requests.saturating_sub(1) as f64 / rate + ramp.map_or(0.0, |r| r.as_secs_f64() / 2.0);
-        if span_s > MAX_SCHEDULE_S {
-            return Err(flag(
-                "--rate",
-                rate,
-                format!(
-                    "releases the {requests} requests over {span_s:.0} s; a schedule may span at \
-                     most {MAX_SCHEDULE_S:.0} s (a day): give a higher rate or fewer requests"
-                ),
-            ));
-        }
-    }
-    Ok((schedule, ramp))
 }
 
 /// The functional checks choose their own APIs and concurrency (see `functional`).

@@ -1,6 +1,45 @@
 //! The one error of a run: nothing recorded because of what was given, or a run that could
 //! not be carried out or finished.
 
+use std::path::PathBuf;
+
+use super::endpoint::EndpointError;
+use crate::manifest::ManifestError;
+use crate::workload::cells::CellError;
+
+/// Why `run` arguments were refused.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("--manifest: {0}")]
+    Manifest(#[from] ManifestError),
+    #[error(transparent)]
+    Cell(#[from] CellError),
+    #[error("--endpoint: {0}")]
+    Endpoint(#[source] EndpointError),
+    #[error("--metrics-url: {0}")]
+    MetricsUrl(#[source] EndpointError),
+    #[error("{flag} `{value}`: {reason}")]
+    Flag {
+        flag: &'static str,
+        value: String,
+        reason: String,
+    },
+    #[error("--out `{}`: {reason}", path.display())]
+    Out { path: PathBuf, reason: String },
+}
+
+pub(crate) fn flag(
+    flag: &'static str,
+    value: impl ToString,
+    reason: impl Into<String>,
+) -> ConfigError {
+    ConfigError::Flag {
+        flag,
+        value: value.to_string(),
+        reason: reason.into(),
+    }
+}
+
 /// Why a run could not be recorded.
 #[derive(Debug, thiserror::Error)]
 pub enum CaptureError {

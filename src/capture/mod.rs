@@ -57,6 +57,7 @@ pub mod oracle;
 pub mod preflight;
 pub mod prepare;
 pub mod recorder;
+pub mod release;
 pub mod request;
 pub mod run;
 pub mod schedule;

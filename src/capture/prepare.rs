@@ -98,10 +98,13 @@ pub fn requests(i: &Inputs<'_>) -> Prepared {
             (Some(t), Some(d)) if !t.trace.rows.is_empty() => {
                 let row = &t.trace.rows[idx as usize % t.trace.rows.len()];
                 let b = if idx < n { i.builder } else { &warm_builder };
-                let prompt =
-                    TracePrompts::new(&t.trace, b, d).build(idx as usize % t.trace.rows.len(), idx);
                 // A declared `max_tokens` caps the trace's reply lengths.
                 let reply = row.output_tokens.min(cfg.cell.max_tokens);
+                let prompt = TracePrompts::new(&t.trace, b, d).build(
+                    idx as usize % t.trace.rows.len(),
+                    idx,
+                    reply,
+                );
                 (prompt, Some((u64::from(row.input_tokens), reply)))
             }
             _ => (

@@ -110,7 +110,7 @@ SELECT run_id, finish_reason, count(*) AS requests FROM request_metrics \
 WHERE outcome = 'ok' AND finish_reason IS NOT NULL GROUP BY run_id, finish_reason";
 
 const OUTCOME_SQL: &str = "\
-SELECT run_id, outcome, count(*) AS requests FROM request_timing \
+SELECT run_id, outcome, count(*) AS requests, count(canary) AS with_canary FROM request_timing \
 WHERE kind = 'measured' GROUP BY run_id, outcome";
 
 /// A canary checked in tool arguments starts as missing: the tools check's arguments say
@@ -250,6 +250,7 @@ struct OutcomeRow {
     run_id: String,
     outcome: String,
     requests: Option<i64>,
+    with_canary: Option<i64>,
 }
 
 #[derive(Deserialize)]
@@ -456,6 +457,10 @@ pub async fn read_artifacts(session: &AnvilSession) -> Result<Vec<Artifact>, Que
         f.requests.measured = f.requests.measured.saturating_add(n);
         if parsed == Outcome::Ok {
             f.requests.ok = f.requests.ok.saturating_add(n);
+            f.requests.ok_with_canary = f
+                .requests
+                .ok_with_canary
+                .saturating_add(count_u64(row.with_canary));
         } else {
             let slot = f.requests.failed.entry(parsed).or_default();
             *slot = slot.saturating_add(n);

@@ -65,6 +65,7 @@ pub const VIEWS: &[ViewFile] = &[
     view!("session_turns", "86_session_turns.sql"),
     view!("turn_stats", "87_turn_stats.sql"),
     view!("sessions", "88_sessions.sql"),
+    view!("trace_bursts", "89_trace_bursts.sql"),
     view!("functional_results", "90_functional_results.sql"),
 ];
 

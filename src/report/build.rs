@@ -98,6 +98,7 @@ pub fn build(input: &ReportInput<'_>) -> ReportView {
         stage_pairs: super::sections::stages::stage_pairs(
             input.screens,
             &input.check.coverage.stages,
+            &super::sections::cache::declared_classes(input),
         ),
         charts: super::sections::curves::decision_charts(input),
         headline,

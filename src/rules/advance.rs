@@ -191,10 +191,11 @@ pub fn canaries(runs: &[&Artifact]) -> Verdict {
     for run in with_canaries {
         let id = &run.facts.run_id;
         let results = &run.figures.canaries;
-        let ok = run.figures.requests.ok;
+        // The successful requests that carry a canary must each have a result.
+        let ok = run.figures.requests.ok_with_canary;
         if (results.len() as u64) < ok {
             missing.push(format!(
-                "run {id}: canary results for {} of {ok} successful requests",
+                "run {id}: canary results for {} of {ok} successful requests with a canary",
                 results.len()
             ));
         }
@@ -373,7 +374,10 @@ mod tests {
         b.figures.canaries.truncate(98);
         assert_eq!(
             canaries(&[&b]),
-            Verdict::NotRun("run r-b: canary results for 98 of 100 successful requests".to_owned())
+            Verdict::NotRun(
+                "run r-b: canary results for 98 of 100 successful requests with a canary"
+                    .to_owned()
+            )
         );
         b.facts.workload.canaries = false;
         assert_eq!(

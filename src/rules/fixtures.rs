@@ -133,6 +133,7 @@ pub fn artifact_of(facts: ArtifactFacts, metrics: BTreeMap<MetricId, Stats>, tps
             measured: n,
             ok: n,
             failed: BTreeMap::new(),
+            ok_with_canary: if canaries { n } else { 0 },
         },
         canaries: (0..n as i64)
             .filter(|_| canaries)

@@ -129,6 +129,9 @@ pub struct RequestCounts {
     pub ok: u64,
     /// Measured requests that did not succeed, by outcome.
     pub failed: BTreeMap<Outcome, u64>,
+    /// Of the `ok` ones, those that carry a canary (a trace row asking too short a reply
+    /// carries none).
+    pub ok_with_canary: u64,
 }
 
 impl RequestCounts {

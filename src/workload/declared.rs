@@ -546,7 +546,7 @@ mod tests {
             "/sample-data/workload-manifest.json"
         ))
         .unwrap();
-        let base = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures"));
+        let base = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/sample-data"));
         let cell = mooncake(Some(40)).cell(&manifest, base).unwrap();
         let t = cell.trace.as_ref().unwrap();
         assert_eq!((cell.requests, t.trace.rows.len()), (40, 40));

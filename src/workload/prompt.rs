@@ -279,11 +279,16 @@ impl PromptBuilder {
 
     /// The closing instruction of `request_index`.
     pub fn instruction(&self, request_index: u32) -> String {
+        self.instruction_with(self.canary(request_index))
+    }
+
+    /// The closing instruction asking for `canary` (none: no marker asked).
+    pub fn instruction_with(&self, canary: Option<String>) -> String {
         let length = match self.spec.response_length {
             ResponseLength::AboutWords(n) => format!(" in about {n} words"),
             ResponseLength::Natural => String::new(),
         };
-        match self.canary(request_index) {
+        match canary {
             Some(c) => format!(
                 "Begin your reply with the marker {c} exactly as written, then summarise the text above{length}."
             ),

@@ -521,7 +521,9 @@ fn sample_report_decides_on_its_first_screen_and_fits_in_chromium() {
         n(wide, "height")
     );
     assert!(
-        (1..=6_000).contains(&n(wide, "words")),
+        // The sample campaign's session, trace and prefix-group cells (six artifacts) and
+        // their section's one visible line took it from about 5,700 to about 6,100.
+        (1..=6_400).contains(&n(wide, "words")),
         "visible words: {}",
         n(wide, "words")
     );

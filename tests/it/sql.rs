@@ -1636,9 +1636,12 @@ fn the_frontier_holds_only_points_meeting_the_slo_target_and_no_functional_cell(
     assert_eq!(
         judged,
         serde_json::json!([
+            {"class": "chat-sessions", "class_slos": false, "slos": "tpot_ms<=50, ttft_ms<=2000"},
             {"class": "context-curve", "class_slos": true, "slos": "tpot_ms<=50, ttft_ms<=20000"},
             {"class": "headline-sustained-output", "class_slos": false, "slos": "tpot_ms<=50, ttft_ms<=2000"},
+            {"class": "mooncake-replay", "class_slos": false, "slos": "tpot_ms<=50, ttft_ms<=2000"},
             {"class": "optimization-screen", "class_slos": false, "slos": "tpot_ms<=50, ttft_ms<=2000"},
+            {"class": "prefix-groups", "class_slos": false, "slos": "tpot_ms<=50, ttft_ms<=2000"},
         ]),
         "{judged:#}"
     );

@@ -36,6 +36,12 @@ use crate::shell::quote as shell_quoted;
 const MANIFEST: &str = include_str!("../../../sample-data/workload-manifest.json");
 const PLAN: &str = include_str!("../../../sample-data/run-plan.json");
 const CAMPAIGN: &str = include_str!("../../../sample-data/campaign.json");
+/// The trace excerpt the sample campaign's `mooncake-replay` class replays (beside the
+/// campaign file, as its `workloads` section names it).
+const TRACE: (&str, &str) = (
+    "traces/mooncake_conversation_head.jsonl",
+    include_str!("../../../sample-data/traces/mooncake_conversation_head.jsonl"),
+);
 
 /// How much faster than its profile the small demo's simulator runs.
 pub const DEMO_SPEED: f64 = 8.0;
@@ -64,6 +70,10 @@ fn campaign_file(campaign: DemoCampaign, exe: &Path, speed: f64) -> anyhow::Resu
         if let Some(sweep) = doc["sweeps"].get_mut(0) {
             sweep["values"] = serde_json::json!(SMALL_SWEEP);
             sweep["template"]["cells"] = serde_json::json!({"ids": [SCREEN_SMALL, FUNCTIONAL]});
+        }
+        // No arm of the small demo records a declared class.
+        if let Some(o) = doc.as_object_mut() {
+            o.remove("workloads");
         }
     }
     rewrite_service(&mut doc["starting_service"], exe, speed)?;
@@ -175,6 +185,11 @@ pub fn run(args: &DemoArgs) -> anyhow::Result<Exit> {
     };
     let exe = std::env::current_exe().context("finding this executable (the demo's simulator)")?;
     let doc = campaign_file(args.campaign, &exe, speed)?;
+    if doc.get("workloads").is_some() {
+        std::fs::create_dir_all(out.join("traces"))
+            .with_context(|| format!("creating {}", out.join("traces").display()))?;
+        seed(&out, TRACE.0, TRACE.1)?;
+    }
     let file = out.join("campaign.json");
     refuse_foreign_campaign(&file)?;
     write_file(&file, &format!("{}\n", serde_json::to_string_pretty(&doc)?))?;

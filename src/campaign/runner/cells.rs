@@ -17,6 +17,11 @@ use crate::capture::request::RunRequest;
 use crate::manifest::RunPlan;
 use crate::workload::cells::FUNCTIONAL;
 
+/// The most warm-up requests a launch's first cell sends per replica by default (the
+/// campaign file's `warmup_requests` overrides it): every slot of a closed-loop cell once,
+/// up to this many.
+pub const WARMUP_PER_REPLICA: u64 = 16;
+
 impl Runner<'_> {
     /// Step 2: every arm in the plan's execution order, each launch of it a [`Visit`].
     pub(super) fn run_arms(
@@ -128,8 +133,12 @@ impl Runner<'_> {
                     c.name()
                 ));
                 let warmup = if warmed == Some(k) {
-                    let wave = u64::from(c.request.cell.concurrency.unwrap_or(1))
-                        * c.request.endpoints.len().max(1) as u64;
+                    // One wave, but never more than the cell measures, nor than
+                    // WARMUP_PER_REPLICA per replica (an uncapped trace's "wave" is 256).
+                    let replicas = c.request.endpoints.len().max(1) as u64;
+                    let wave = (u64::from(c.request.cell.concurrency.unwrap_or(1)) * replicas)
+                        .min(WARMUP_PER_REPLICA * replicas)
+                        .min(c.request.cell.requests.unwrap_or(u64::MAX).max(1));
                     self.campaign.warmup_requests.unwrap_or(wave)
                 } else {
                     0

@@ -59,14 +59,34 @@ fn percent(v: Option<f64>) -> String {
     v.map_or_else(|| "n/a".to_owned(), |v| format!("{:.1}%", v * 100.0))
 }
 
+/// The classes declared beside the manifest that the runs recorded (sessions, trace
+/// replays, prefix groups).
+pub fn declared_classes(input: &ReportInput<'_>) -> Vec<String> {
+    let mut out: Vec<String> = input
+        .artifacts
+        .iter()
+        .map(|a| &a.facts.workload)
+        .filter(|w| w.sessions.is_some() || w.trace.is_some() || w.prefix_groups.is_some())
+        .map(|w| w.class.clone())
+        .collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// The arm of `run_id`, as its run.json names it.
+fn arm_of(input: &ReportInput<'_>, run_id: &str) -> String {
+    input
+        .artifacts
+        .iter()
+        .find(|a| a.facts.run_id == run_id)
+        .map_or_else(|| "unknown arm".to_owned(), |a| a.facts.arm.clone())
+}
+
 /// The section's view.
 pub fn cache_view(input: &ReportInput<'_>) -> CacheView {
     let c = input.cache;
-    let arm = |run_id: &str| {
-        super::headline::arm_of(input.artifacts, run_id)
-            .unwrap_or("unknown arm")
-            .to_owned()
-    };
+    let arm = |run_id: &str| arm_of(input, run_id);
     let cell = |run_id: &str| {
         input
             .artifacts
@@ -190,17 +210,14 @@ pub fn cache_view(input: &ReportInput<'_>) -> CacheView {
 /// of the last turn; the server's hit rate per run of every declared class; contamination.
 fn verdict(input: &ReportInput<'_>, session_runs: &[&str]) -> String {
     let c = input.cache;
-    let arm = |run_id: &str| {
-        super::headline::arm_of(input.artifacts, run_id)
-            .unwrap_or("unknown arm")
-            .to_owned()
-    };
+    let arm = |run_id: &str| arm_of(input, run_id);
     let mut parts = Vec::new();
+    let mut turns = Vec::new();
     for run in session_runs {
         let of: Vec<_> = c.turns.iter().filter(|t| t.run_id == *run).collect();
         if let (Some(first), Some(last)) = (of.first(), of.last()) {
-            parts.push(format!(
-                "{}: TTFT p50 {} ms at turn 0, {} ms at turn {} ({} of its prompt cached)",
+            turns.push(format!(
+                "{} {} → {} ms (turn {}, {} cached)",
                 arm(run),
                 fmt_num(first.ttft_p50_ms),
                 fmt_num(last.ttft_p50_ms),
@@ -208,6 +225,12 @@ fn verdict(input: &ReportInput<'_>, session_runs: &[&str]) -> String {
                 percent(last.cached_share)
             ));
         }
+    }
+    if !turns.is_empty() {
+        parts.push(format!(
+            "TTFT p50 from a session's first turn: {}",
+            turns.join(", ")
+        ));
     }
     // The server's hit rate per class, each arm's beside the others' (replicas averaged).
     let class = |run_id: &str| {
@@ -248,7 +271,7 @@ fn verdict(input: &ReportInput<'_>, session_runs: &[&str]) -> String {
     if !by_class.is_empty() {
         let classes: Vec<String> = by_class
             .iter()
-            .map(|(k, v)| format!("{k} {}", v.join(" vs ")))
+            .map(|(k, v)| format!("{k} {}", v.join(" / ")))
             .collect();
         parts.push(format!(
             "server prefix-cache hit rate: {}",
@@ -258,7 +281,7 @@ fn verdict(input: &ReportInput<'_>, session_runs: &[&str]) -> String {
     let contaminated: i64 = c.turns.iter().map(|t| t.contaminated).sum();
     if !c.turns.is_empty() {
         parts.push(if contaminated == 0 {
-            "no turn carried another session's canary".to_owned()
+            "no cross-session canary".to_owned()
         } else {
             format!("{contaminated} turns carried another session's canary: contamination")
         });

@@ -446,8 +446,16 @@ fn context_curve(input: &ReportInput<'_>) -> Option<CurveGroup> {
 }
 
 fn pareto(input: &ReportInput<'_>) -> Vec<ParetoChart> {
+    // A class declared beside the manifest (sessions, traces, prefix groups) has its own
+    // section; its trade-off points stay in the tables.
+    let declared = super::cache::declared_classes(input);
     super::slo::performance_groups(input.tradeoff)
         .into_iter()
+        .filter(|group| {
+            !declared
+                .iter()
+                .any(|class| group.starts_with(&format!("{class}.")))
+        })
         .filter_map(|group| {
             let points: Vec<&crate::rules::input::TradeoffPoint> = input
                 .tradeoff

@@ -32,8 +32,11 @@ pub struct StagePairsView {
     pub warnings: Vec<String>,
     /// Why there is no comparison (a refusal), when there is none.
     pub refusal: Option<String>,
-    /// A workload a chart carries better (the context curve's cells): folded away.
+    /// A workload a chart carries better (the context curve's cells) or a section of its own
+    /// (a declared class's: sessions, traces, prefix groups): folded away.
     pub minor: bool,
+    /// Why it is folded away, shown on its fold.
+    pub minor_note: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -385,7 +388,13 @@ pub fn stage_anchor(order: usize, stage: &str) -> String {
 }
 
 /// Every stage comparison at a glance, the stage's claims under its first workload.
-pub fn stage_pairs(stages: &[StageComparison], coverage: &[StageCoverage]) -> Vec<StagePairsView> {
+/// The workloads of `declared` classes (declared beside the manifest) are folded away with
+/// the context curve's: the sessions-and-cache section carries them.
+pub fn stage_pairs(
+    stages: &[StageComparison],
+    coverage: &[StageCoverage],
+    declared: &[String],
+) -> Vec<StagePairsView> {
     let mut seen: Vec<String> = Vec::new();
     stages
         .iter()
@@ -423,9 +432,25 @@ pub fn stage_pairs(stages: &[StageComparison], coverage: &[StageCoverage]) -> Ve
             } else {
                 String::new()
             };
-            let minor = s
+            let curve = s
                 .workload
                 .starts_with(crate::rules::headline::CONTEXT_CURVE_CLASS);
+            // The workload label starts with its class (`chat-sessions, 2048 tokens, …`).
+            let own_section = declared.iter().any(|class| {
+                s.workload
+                    .strip_prefix(class.as_str())
+                    .is_some_and(|rest| rest.is_empty() || rest.starts_with([',', '.']))
+            });
+            let minor = curve || own_section;
+            let minor_note = if curve {
+                "a context-curve cell: the curve below carries it"
+            } else if own_section {
+                "a class declared beside the manifest: the sessions, traces and prefix-cache \
+                 section carries it"
+            } else {
+                ""
+            }
+            .to_owned();
             match &s.result {
                 Err(refusal) => StagePairsView {
                     stage: s.stage.clone(),
@@ -437,6 +462,7 @@ pub fn stage_pairs(stages: &[StageComparison], coverage: &[StageCoverage]) -> Ve
                     warnings: Vec::new(),
                     refusal: Some(refusal.reason.clone()),
                     minor,
+                    minor_note: minor_note.clone(),
                 },
                 Ok(c) => {
                     let has_goodput = !c.goodput.is_empty();
@@ -507,6 +533,7 @@ pub fn stage_pairs(stages: &[StageComparison], coverage: &[StageCoverage]) -> Ve
                         warnings: c.warnings.clone(),
                         refusal: None,
                         minor,
+                        minor_note,
                     }
                 }
             }

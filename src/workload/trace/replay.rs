@@ -111,6 +111,11 @@ impl Density {
 }
 
 /// Blocks counted together to find the density.
+/// The fewest reply tokens a trace row must ask for to carry a canary: a marker (`ANV-` and
+/// 12 hex digits) costs 5 to 9 tokens with the usual tokenizers, and a reply cut inside it
+/// would fail its check for nothing.
+pub const MIN_CANARY_REPLY_TOKENS: u32 = 16;
+
 pub const SAMPLE_BLOCKS: u32 = 8;
 
 /// Ids of synthetic blocks (rows of a format without `hash_ids`) start here, far above any
@@ -174,9 +179,15 @@ impl<'a> TracePrompts<'a> {
 
     /// The prompt of row `row` sent as request `index` (its canary's): its blocks, then its
     /// instruction.
-    pub fn build(&self, row: usize, index: u32) -> Prompt {
+    pub fn build(&self, row: usize, index: u32, reply_tokens: u32) -> Prompt {
         let body = self.body(row);
-        let instruction = self.builder.instruction(index);
+        // A reply too short to hold a marker (a trace row asking for a few tokens) is asked
+        // for none, and carries no canary to check.
+        let canary = self
+            .builder
+            .canary(index)
+            .filter(|_| reply_tokens >= MIN_CANARY_REPLY_TOKENS);
+        let instruction = self.builder.instruction_with(canary.clone());
         let text = if body.is_empty() {
             instruction
         } else {
@@ -190,7 +201,7 @@ impl<'a> TracePrompts<'a> {
             filler_units: self
                 .density
                 .units_for(u64::from(self.trace.rows[row].input_tokens)),
-            canary: self.builder.canary(index),
+            canary,
             content,
             sha256,
             chars,
@@ -261,12 +272,26 @@ mod tests {
     }
 
     #[test]
+    fn a_row_asking_too_short_a_reply_for_a_marker_carries_no_canary() {
+        let trace = mooncake();
+        let b = builder("run-a");
+        let prompts = TracePrompts::new(&trace, &b, DENSITY);
+        let long = prompts.build(0, 0, MIN_CANARY_REPLY_TOKENS);
+        let canary = long.canary.clone().expect("a canary");
+        assert!(text(&long).contains(&canary));
+        let short = prompts.build(0, 0, MIN_CANARY_REPLY_TOKENS - 1);
+        assert_eq!(short.canary, None);
+        assert!(!text(&short).contains("ANV-"), "no marker is asked for");
+        assert!(text(&short).contains("Summarise the text above"));
+    }
+
+    #[test]
     fn every_shared_leading_block_is_a_byte_identical_prefix_and_the_first_difference_shows() {
         let trace = mooncake();
         let b = builder("run-a");
         let prompts = TracePrompts::new(&trace, &b, DENSITY);
         let built: Vec<Prompt> = (0..trace.rows.len())
-            .map(|i| prompts.build(i, i as u32))
+            .map(|i| prompts.build(i, i as u32, trace.rows[i].output_tokens))
             .collect();
         let block_text_len = |row: usize, blocks: usize| -> usize {
             // Blocks are joined by a blank line.
@@ -310,7 +335,7 @@ mod tests {
         );
         // Another run's salt: the same ids give other text (runs never share a cache).
         let other = builder("run-b");
-        let again = TracePrompts::new(&trace, &other, DENSITY).build(0, 0);
+        let again = TracePrompts::new(&trace, &other, DENSITY).build(0, 0, 64);
         assert_ne!(text(&again)[..200], text(&built[0])[..200]);
         // Canaries differ per row and end the prompt.
         let c0 = built[0].canary.clone().unwrap();
