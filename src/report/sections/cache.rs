@@ -83,18 +83,21 @@ fn arm_of(input: &ReportInput<'_>, run_id: &str) -> String {
         .map_or_else(|| "unknown arm".to_owned(), |a| a.facts.arm.clone())
 }
 
+/// The workload class of `run_id` (empty when no artifact holds it).
+fn class_of(input: &ReportInput<'_>, run_id: &str) -> String {
+    input
+        .artifacts
+        .iter()
+        .find(|a| a.facts.run_id == run_id)
+        .map(|a| a.facts.workload.class.clone())
+        .unwrap_or_default()
+}
+
 /// The section's view.
 pub fn cache_view(input: &ReportInput<'_>) -> CacheView {
     let c = input.cache;
     let arm = |run_id: &str| arm_of(input, run_id);
-    let cell = |run_id: &str| {
-        input
-            .artifacts
-            .iter()
-            .find(|a| a.facts.run_id == run_id)
-            .map(|a| a.facts.workload.class.clone())
-            .unwrap_or_default()
-    };
+    let cell = |run_id: &str| class_of(input, run_id);
     if c.turns.is_empty() && c.replicas.is_empty() {
         return CacheView::default();
     }
@@ -233,14 +236,7 @@ fn verdict(input: &ReportInput<'_>, session_runs: &[&str]) -> String {
         ));
     }
     // The server's hit rate per class, each arm's beside the others' (replicas averaged).
-    let class = |run_id: &str| {
-        input
-            .artifacts
-            .iter()
-            .find(|a| a.facts.run_id == run_id)
-            .map(|a| a.facts.workload.class.clone())
-            .unwrap_or_default()
-    };
+    let class = |run_id: &str| class_of(input, run_id);
     let mut by_class: Vec<(String, Vec<String>)> = Vec::new();
     let mut seen: Vec<&str> = Vec::new();
     for r in &c.replicas {
