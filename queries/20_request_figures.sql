@@ -63,6 +63,8 @@
 --       loop without a ramp, none (false). A closed-loop session workload's first wave is
 --       the first turns of its first concurrency_per_replica x replicas sessions (each lane's
 --       first session, released together; its later turns follow their replies).
+--   session_id (-): a session workload's session (requests.session_id); NULL otherwise.
+--   turn (-): its 0-based turn within the session (requests.turn); NULL otherwise.
 -- A session workload's turns never sent because an earlier turn of their session failed
 -- (requests.error 'never sent: turn K of session S ended …') have no row here, nor in any
 -- view built on this one: the failed turn is the failure.
@@ -136,6 +138,8 @@ SELECT
         WHEN ru.schedule = 'closed'
             THEN t.index_rank <= ru.concurrency_per_replica * ru.replicas
         ELSE false
-    END AS first_wave
+    END AS first_wave,
+    t.session_id,
+    t.turn
 FROM t
 JOIN runs ru ON ru.run_id = t.run_id

@@ -15,6 +15,8 @@
 --   metric_order (-): the metric's place in the catalogue (slos.metric_order).
 --   op (-): `<=` or `>=` (slos.op).
 --   bound (metric unit): the bound (slos.bound).
+--   turn_first (-): the first turn it holds for (slos.turn_first; 0 unless scoped).
+--   turn_last (-): the last turn it holds for (slos.turn_last); NULL: every later turn.
 CREATE VIEW run_slos AS
 WITH own AS (
     SELECT DISTINCT class FROM slos WHERE class IS NOT NULL
@@ -37,6 +39,8 @@ SELECT
     s.metric,
     s.metric_order,
     s.op,
-    s.bound
+    s.bound,
+    s.turn_first,
+    s.turn_last
 FROM judged j
 JOIN slos s ON s.class IS NOT DISTINCT FROM j.slo_class

@@ -57,7 +57,7 @@ counted AS (
     GROUP BY run_id, window
 ),
 texts AS (
-    SELECT run_id, string_agg(slo, ', ' ORDER BY metric_order) AS slos
+    SELECT run_id, string_agg(slo, ', ' ORDER BY metric_order, turn_first) AS slos
     FROM run_slos
     GROUP BY run_id
 )

@@ -19,9 +19,10 @@
 --   outcome (-): how it ended (requests.outcome); `cancelled` for a turn never sent because
 --       an earlier turn of its session failed (requests.error says which).
 --   history_tokens (tokens): tokens of conversation carried before this turn's new message
---       (requests.history_tokens: the previous prompt and completion tokens, its reasoning
---       tokens included even when the history leaves the reasoning out); 0 for a first turn.
+--       (requests.history_tokens: the previous prompt and completion tokens, less its
+--       reasoning tokens when the history leaves the reasoning out); 0 for a first turn.
 --   prompt_tokens (tokens): the API usage prompt tokens; NULL without usage.
+--   completion_tokens (tokens): the API usage completion tokens; NULL without usage.
 --   cached_tokens (tokens): prompt tokens the server served from its prefix cache (usage,
 --       else timings.cache_n); NULL when the server reported neither.
 --   cached_source (-): 'usage' or 'server_timings', where cached_tokens came from; NULL
@@ -63,6 +64,7 @@ SELECT
     t.outcome,
     t.history_tokens,
     m.prompt_tokens,
+    m.completion_tokens,
     coalesce(rt.usage_cached_tokens, st.cached_tokens) AS cached_tokens,
     CASE
         WHEN rt.usage_cached_tokens IS NOT NULL THEN 'usage'

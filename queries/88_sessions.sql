@@ -1,7 +1,9 @@
 -- sessions: one row per session of a session workload's run: how far it got, how long it
 -- took and whether every turn held up. A session attains (all_ok) when every planned turn
 -- succeeded with its own canary and no other session's marker; one failed turn ends the
--- session (its later turns are `cancelled`, never sent).
+-- session (its later turns are `cancelled`, never sent). With SLOs given, a session attains
+-- them when every turn does (slo_attainment, per-turn bounds included): session_goodput
+-- counts those.
 -- Columns:
 --   run_id (-): the artifact (runs.run_id).
 --   arm (-): the arm (runs.arm).
@@ -16,15 +18,42 @@
 --   ttft_max_ms (ms): its slowest turn's TTFT.
 --   duration_ms (ms): its first turn's send to its last turn's stream completion, think
 --       times included; NULL when no turn was sent.
+--   t_first_sent_ns (ns): its first turn's send (ns since the run's origin); NULL when no
+--       turn was sent.
+--   t_last_done_ns (ns): its last sent turn's stream completion.
 --   prompt_tokens (tokens): usage prompt tokens summed over its turns.
 --   cached_tokens (tokens): cached tokens summed over its turns (NULL when none reported).
 --   contaminated (-): some turn carried another session's marker.
+--   first_wave (-): its first turn is in the run's first wave (request_figures.first_wave):
+--       the `after_first_wave` window of session_goodput leaves the session out.
+--   turns_attained (count): turns that attained the SLOs (slo_attainment); NULL when the
+--       run is judged by no SLO.
+--   attained (-): every turn attained the SLOs (a failed turn does not, so a cut session
+--       does not); NULL when the run is judged by no SLO.
+--   completion_tokens (tokens): usage completion tokens summed over its turns (NULL when
+--       none reported them).
 CREATE VIEW sessions AS
 WITH sent AS (
     SELECT run_id, session_id, min(t_sent_ns) AS t_first_sent_ns,
            max(t_done_ns) FILTER (WHERE t_sent_ns IS NOT NULL) AS t_last_done_ns
     FROM requests
     WHERE kind = 'measured' AND session_id IS NOT NULL
+    GROUP BY run_id, session_id
+),
+judged AS (
+    SELECT
+        run_id,
+        session_id,
+        count(*) FILTER (WHERE attained) AS turns_attained,
+        bool_and(attained) AS attained
+    FROM slo_attainment
+    WHERE session_id IS NOT NULL
+    GROUP BY run_id, session_id
+),
+waves AS (
+    SELECT run_id, session_id, bool_or(first_wave AND turn = 0) AS first_wave
+    FROM request_figures
+    WHERE session_id IS NOT NULL
     GROUP BY run_id, session_id
 )
 SELECT
@@ -42,9 +71,19 @@ SELECT
     last_value(t.ttft_ms ORDER BY t.turn) FILTER (WHERE t.outcome = 'ok') AS last_ttft_ms,
     max(t.ttft_ms) AS ttft_max_ms,
     CAST(s.t_last_done_ns - s.t_first_sent_ns AS DOUBLE) / 1e6 AS duration_ms,
+    s.t_first_sent_ns,
+    s.t_last_done_ns,
     sum(t.prompt_tokens) AS prompt_tokens,
     sum(t.cached_tokens) AS cached_tokens,
-    bool_or(t.foreign_canary_count > 0) AS contaminated
+    bool_or(t.foreign_canary_count > 0) AS contaminated,
+    coalesce(w.first_wave, false) AS first_wave,
+    j.turns_attained,
+    j.attained,
+    sum(t.completion_tokens) AS completion_tokens
 FROM session_turns t
 JOIN sent s ON s.run_id = t.run_id AND s.session_id = t.session_id
-GROUP BY t.run_id, t.arm, t.cell_id, t.session_id, s.t_last_done_ns, s.t_first_sent_ns
+LEFT JOIN judged j ON j.run_id = t.run_id AND j.session_id = t.session_id
+LEFT JOIN waves w ON w.run_id = t.run_id AND w.session_id = t.session_id
+GROUP BY
+    t.run_id, t.arm, t.cell_id, t.session_id, s.t_last_done_ns, s.t_first_sent_ns,
+    w.first_wave, j.turns_attained, j.attained

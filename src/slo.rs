@@ -8,6 +8,12 @@
 //! query layer all go through [`Slo::parse`]. A campaign may give SLOs per workload class
 //! ([`SloSpec`]: `{"default": [...], "context-curve": [...]}`): a class's own list replaces
 //! the default for its runs, since a 32K prompt cannot meet a 2 s TTFT by construction.
+//!
+//! A bound may hold for some turns of a session workload only ([`Turns`]): turn k's TTFT
+//! includes its history's prefill, so `turn 0: ttft_ms<=2000` and `turns 1+: ttft_ms<=800`
+//! may bound the same metric for different turns. A request of any other workload is turn
+//! 0. A request attains when every bound that applies to its turn holds; a session attains
+//! when every turn does.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -16,12 +22,83 @@ use serde::Serialize;
 
 use crate::metric::{Direction, MetricId};
 
-/// One bound on one metric.
+/// One bound on one metric, for the turns it applies to.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Slo {
     pub metric: MetricId,
     /// The bound, in the metric's unit.
     pub bound: f64,
+    /// The turns it bounds (every request when unscoped).
+    pub turns: Turns,
+}
+
+/// The turns of a session an SLO bounds: `first ..= last` (0-based; no `last`: every later
+/// turn too). A request outside a session is turn 0.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Turns {
+    pub first: u32,
+    pub last: Option<u32>,
+}
+
+impl Turns {
+    /// Every turn: an unscoped bound.
+    pub const ALL: Turns = Turns {
+        first: 0,
+        last: None,
+    };
+
+    /// Read `turn 0`, `turns 1+`, `turns 1-3` (`turn`/`turns` either way).
+    fn parse(scope: &str) -> Option<Turns> {
+        let s = scope.trim();
+        let rest = s
+            .strip_prefix("turns")
+            .or_else(|| s.strip_prefix("turn"))?
+            .trim();
+        let number = |t: &str| t.trim().parse::<u32>().ok();
+        if let Some(first) = rest.strip_suffix('+') {
+            return Some(Turns {
+                first: number(first)?,
+                last: None,
+            });
+        }
+        if let Some((a, b)) = rest.split_once('-') {
+            let (first, last) = (number(a)?, number(b)?);
+            return (first <= last).then_some(Turns {
+                first,
+                last: Some(last),
+            });
+        }
+        let k = number(rest)?;
+        Some(Turns {
+            first: k,
+            last: Some(k),
+        })
+    }
+
+    /// Whether turn `turn` is among these.
+    pub fn holds_turn(&self, turn: u32) -> bool {
+        turn >= self.first && self.last.is_none_or(|l| turn <= l)
+    }
+
+    /// Whether some turn is among both.
+    pub fn overlaps(&self, other: &Turns) -> bool {
+        self.first.max(other.first)
+            <= self
+                .last
+                .unwrap_or(u32::MAX)
+                .min(other.last.unwrap_or(u32::MAX))
+    }
+}
+
+impl fmt::Display for Turns {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.last {
+            None if self.first == 0 => Ok(()),
+            None => write!(f, "turns {}+", self.first),
+            Some(l) if l == self.first => write!(f, "turn {l}"),
+            Some(l) => write!(f, "turns {}-{l}", self.first),
+        }
+    }
 }
 
 /// Why an SLO text was refused.
@@ -46,7 +123,13 @@ pub enum SloError {
     },
     #[error("SLO `{text}`: the bound `{bound}` must be a finite, non-negative number")]
     BadBound { text: String, bound: String },
-    #[error("SLO `{text}`: {metric} already has a bound (`{earlier}`); give each metric one")]
+    #[error(
+        "SLO `{text}`: write the turns it bounds as `turn 0: …`, `turns 1+: …` or `turns 1-3: …` (0-based, first ≤ last)"
+    )]
+    BadTurns { text: String },
+    #[error(
+        "SLO `{text}`: {metric} already has a bound for some of these turns (`{earlier}`); give each metric one bound per turn"
+    )]
     Duplicate {
         text: String,
         metric: &'static str,
@@ -55,9 +138,18 @@ pub enum SloError {
 }
 
 impl Slo {
-    /// Parse `METRIC<=VALUE` or `METRIC>=VALUE` (spaces around the parts allowed).
+    /// Parse `METRIC<=VALUE` or `METRIC>=VALUE` (spaces around the parts allowed), after
+    /// an optional turn scope (`turns 1+: ttft_ms<=800`).
     pub fn parse(text: &str) -> Result<Self, SloError> {
-        let trimmed = text.trim();
+        let (turns, trimmed) = match text.split_once(':') {
+            Some((scope, rest)) => (
+                Turns::parse(scope).ok_or_else(|| SloError::BadTurns {
+                    text: text.to_owned(),
+                })?,
+                rest.trim(),
+            ),
+            None => (Turns::ALL, text.trim()),
+        };
         let (name, op, bound) = match (trimmed.find("<="), trimmed.find(">=")) {
             (Some(at), None) => (&trimmed[..at], "<=", &trimmed[at + 2..]),
             (None, Some(at)) => (&trimmed[..at], ">=", &trimmed[at + 2..]),
@@ -96,6 +188,7 @@ impl Slo {
         Ok(Slo {
             metric,
             bound: value,
+            turns,
         })
     }
 
@@ -124,17 +217,23 @@ impl Slo {
 
 impl fmt::Display for Slo {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.turns != Turns::ALL {
+            write!(f, "{}: ", self.turns)?;
+        }
         write!(f, "{}{}{}", self.metric, self.op(), self.bound)
     }
 }
 
-/// Parse every text, in the order written, one bound per metric.
+/// Parse every text, in the order written, one bound per metric and turn.
 pub fn parse_list<S: AsRef<str>>(texts: &[S]) -> Result<Vec<Slo>, SloError> {
     let mut slos: Vec<Slo> = Vec::new();
     for text in texts {
         let text = text.as_ref();
         let slo = Slo::parse(text)?;
-        if let Some(earlier) = slos.iter().find(|s| s.metric == slo.metric) {
+        if let Some(earlier) = slos
+            .iter()
+            .find(|s| s.metric == slo.metric && s.turns.overlaps(&slo.turns))
+        {
             return Err(SloError::Duplicate {
                 text: text.to_owned(),
                 metric: slo.metric.as_str(),
@@ -356,7 +455,7 @@ impl Slos {
     /// (none when no class has any).
     pub fn of_spec(mut spec: SloSpec, source: SloSource) -> Self {
         for slos in std::iter::once(&mut spec.default).chain(spec.classes.values_mut()) {
-            slos.sort_by_key(|s| s.metric);
+            slos.sort_by_key(|s| (s.metric, s.turns.first));
         }
         let source = if spec.is_empty() {
             SloSource::None
@@ -403,15 +502,6 @@ impl Slos {
     /// The texts as JSON: a list, or a map of class to list when a class has its own.
     pub fn to_json(&self) -> serde_json::Value {
         self.spec.to_json()
-    }
-
-    /// Whether every bound holds for the values `value_of` gives (a metric without a value,
-    /// such as TPOT of a one-token reply, does not hold).
-    pub fn all_hold(&self, value_of: impl Fn(MetricId) -> Option<f64>) -> bool {
-        self.spec
-            .default
-            .iter()
-            .all(|s| value_of(s.metric).is_some_and(|v| s.holds(v)))
     }
 }
 
@@ -460,15 +550,65 @@ mod tests {
         assert!(
             dup.unwrap_err()
                 .to_string()
-                .contains("already has a bound (`tpot_ms<=50`)")
+                .contains("already has a bound for some of these turns (`tpot_ms<=50`)")
         );
         let none = Slos::parse_all::<&str>(&[], SloSource::Flags).unwrap();
         assert_eq!(
             (none.text().as_str(), none.source),
             ("no SLO given", SloSource::None)
         );
-        assert!(set.all_hold(|m| Some(if m == MetricId::TtftMs { 1500.0 } else { 40.0 })));
-        assert!(!set.all_hold(|m| (m == MetricId::TtftMs).then_some(1500.0)));
+    }
+
+    #[test]
+    fn a_bound_may_hold_for_some_turns_and_one_metric_has_one_bound_per_turn() {
+        let first = Slo::parse("turn 0: ttft_ms<=2000").unwrap();
+        assert_eq!(
+            first.turns,
+            Turns {
+                first: 0,
+                last: Some(0)
+            }
+        );
+        assert_eq!(first.to_string(), "turn 0: ttft_ms<=2000");
+        let later = Slo::parse(" turns 1+ : ttft_ms <= 800").unwrap();
+        assert_eq!(later.to_string(), "turns 1+: ttft_ms<=800");
+        assert!(later.turns.holds_turn(1) && later.turns.holds_turn(40));
+        assert!(!later.turns.holds_turn(0));
+        let middle = Slo::parse("turns 1-3: tpot_ms<=50").unwrap();
+        assert_eq!(middle.to_string(), "turns 1-3: tpot_ms<=50");
+        assert!(middle.turns.holds_turn(3) && !middle.turns.holds_turn(4));
+        assert_eq!(Slo::parse("ttft_ms<=1").unwrap().turns, Turns::ALL);
+        let set = Slos::parse_all(
+            &[
+                "turns 1+: ttft_ms<=800",
+                "tpot_ms<=50",
+                "turn 0: ttft_ms<=2000",
+            ],
+            SloSource::Flags,
+        )
+        .unwrap();
+        assert_eq!(
+            set.text(),
+            "turn 0: ttft_ms<=2000, turns 1+: ttft_ms<=800, tpot_ms<=50"
+        );
+        let err = |t: &[&str]| parse_list(t).unwrap_err().to_string();
+        assert!(
+            err(&["ttft_ms<=2000", "turns 2+: ttft_ms<=800"])
+                .contains("already has a bound for some of these turns (`ttft_ms<=2000`)")
+        );
+        assert!(err(&["turns 1-3: ttft_ms<=1", "turn 3: ttft_ms<=2"]).contains("`turns 1-3"));
+        for bad in [
+            "turn x: ttft_ms<=1",
+            "turns 3-1: ttft_ms<=1",
+            "first: ttft_ms<=1",
+        ] {
+            assert!(
+                err(&[bad]).contains("`turns 1+: …`"),
+                "{bad}: {}",
+                err(&[bad])
+            );
+        }
+        assert!(parse_list(&["turns 0-0: ttft_ms<=1", "turns 1+: ttft_ms<=2"]).is_ok());
     }
 
     #[test]

@@ -192,6 +192,8 @@ pub struct RunArgs {
     pub api_key_env: Option<String>,
     /// Open loop: release R requests per second (all replicas together) instead of closed
     /// loop; each goes to the next free worker (C per replica), so C caps what is in flight.
+    /// A session class (with --off-manifest): R sessions arriving per second (Poisson), at
+    /// most C in flight per replica.
     #[arg(long, value_name = "R", allow_negative_numbers = true)]
     pub rate: Option<f64>,
     /// With --rate: exponential (Poisson-process) gaps instead of constant ones.

@@ -94,6 +94,31 @@ impl std::fmt::Display for Vary {
     }
 }
 
+/// What a search's attainment counts: requests, or for a session workload sessions (a
+/// session attains when every turn does; the load is then sessions in flight per replica,
+/// or sessions arriving per second).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Judged {
+    #[default]
+    Requests,
+    Sessions,
+}
+
+impl Judged {
+    /// `requests` or `sessions`: the unit attainment counts and a load is stated in.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Judged::Requests => "requests",
+            Judged::Sessions => "sessions",
+        }
+    }
+
+    fn is_requests(&self) -> bool {
+        *self == Judged::Requests
+    }
+}
+
 /// How a search ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum CapacityStatus {
@@ -134,9 +159,9 @@ pub struct Observation {
     pub repeat: u32,
     pub run_id: String,
     pub dir: PathBuf,
-    /// Requests in the window that succeeded and met every SLO.
+    /// Requests (a session search: sessions) in the window that succeeded and met every SLO.
     pub attained: u64,
-    /// Measured requests in the window.
+    /// Measured requests (a session search: sessions) in the window.
     pub requests: u64,
     /// Goodput over the window (tok/s of the attained requests, the `goodput` view's
     /// `goodput_tps`), when the probe's usage reported tokens.
@@ -195,6 +220,10 @@ pub struct CapacityResult {
     pub target: f64,
     /// The requests attainment is computed over.
     pub window: Window,
+    /// What attainment counts: requests, or sessions for a session workload's search (the
+    /// probes' and bracket sides' `attained` and `requests` then count sessions).
+    #[serde(default, skip_serializing_if = "Judged::is_requests")]
+    pub judged: Judged,
     pub slo: Vec<String>,
     /// Measured requests per probe, when the search fixed them.
     #[serde(default, skip_serializing_if = "Option::is_none")]

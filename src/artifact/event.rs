@@ -29,6 +29,11 @@ pub struct ParsedEvent {
     pub usage_completion_tokens: Option<i64>,
     /// Server-reported cached prompt tokens.
     pub usage_cached_tokens: Option<i64>,
+    /// Server-reported reasoning tokens among the completion tokens
+    /// (`completion_tokens_details.reasoning_tokens`; Responses:
+    /// `output_tokens_details.reasoning_tokens`). Not a column: a session's history counts
+    /// it out when the reasoning is not resent.
+    pub usage_reasoning_tokens: Option<i64>,
     /// Error message carried inside the stream.
     pub stream_error: Option<String>,
     /// The `[DONE]` sentinel.
@@ -83,6 +88,7 @@ fn bound_usage(out: &mut ParsedEvent) {
         ("prompt_tokens", &mut out.usage_prompt_tokens),
         ("completion_tokens", &mut out.usage_completion_tokens),
         ("cached_tokens", &mut out.usage_cached_tokens),
+        ("reasoning_tokens", &mut out.usage_reasoning_tokens),
     ] {
         if let Some(n) = *slot
             && !(0..=MAX_USAGE_TOKENS).contains(&n)
@@ -266,6 +272,7 @@ fn general_path(event_name: Option<&str>, trimmed: &str) -> ParsedEvent {
         out.usage_prompt_tokens = int_at(usage, "/prompt_tokens");
         out.usage_completion_tokens = int_at(usage, "/completion_tokens");
         out.usage_cached_tokens = int_at(usage, "/prompt_tokens_details/cached_tokens");
+        out.usage_reasoning_tokens = int_at(usage, "/completion_tokens_details/reasoning_tokens");
     }
     out
 }
@@ -339,6 +346,8 @@ fn parse_responses_event(ty: &str, value: &Value, out: &mut ParsedEvent) {
                 out.usage_prompt_tokens = int_at(usage, "/input_tokens");
                 out.usage_completion_tokens = int_at(usage, "/output_tokens");
                 out.usage_cached_tokens = int_at(usage, "/input_tokens_details/cached_tokens");
+                out.usage_reasoning_tokens =
+                    int_at(usage, "/output_tokens_details/reasoning_tokens");
             }
             if let Some(err) = response.get("error").filter(|e| !e.is_null()) {
                 out.stream_error = Some(error_text(err));
@@ -461,6 +470,12 @@ mod tests {
         assert_eq!(e.usage_prompt_tokens, Some(4096));
         assert_eq!(e.usage_completion_tokens, Some(300));
         assert_eq!(e.usage_cached_tokens, Some(128));
+        assert_eq!(e.usage_reasoning_tokens, None);
+        let r = parse_event(
+            None,
+            br#"{"choices":[],"usage":{"prompt_tokens":10,"completion_tokens":90,"completion_tokens_details":{"reasoning_tokens":60}}}"#,
+        );
+        assert_eq!(r.usage_reasoning_tokens, Some(60));
         assert_eq!(e.content_delta, None);
     }
 

@@ -535,6 +535,7 @@ impl CampaignFile {
                     &format!("arm `{}` (arm {}): search", arm.arm, i + 1),
                     replicas,
                     &self.slo,
+                    self.class_kind(&search.class),
                 ));
             }
         }
@@ -663,6 +664,40 @@ impl CampaignFile {
             .chain(self.workloads.iter().map(|w| w.class.as_str()))
             .collect();
         let ids: Vec<String> = self.cells(file, manifest).iter().map(|c| c.id()).collect();
+        // Every request of a one-shot class is turn 0: a list it is judged by with no bound
+        // for turn 0 would let every request that succeeds attain.
+        let one_shot = |class: &str| {
+            !matches!(
+                self.class_kind(class),
+                super::search::ClassKind::Sessions { .. }
+            )
+        };
+        let bounds_turn_0 = |slos: &[crate::slo::Slo]| {
+            slos.is_empty() || slos.iter().any(|s| s.turns.holds_turn(0))
+        };
+        let default_users = classes
+            .iter()
+            .any(|c| one_shot(c) && !self.slo.classes.contains_key(*c));
+        if default_users && !bounds_turn_0(&self.slo.default) {
+            out.push(Problem::new(
+                "slo.default",
+                "every bound is scoped to later turns, but classes without a list of their own \
+                 are one-shot (every request is turn 0): give a bound for turn 0 (unscoped, or \
+                 `turn 0: ...`)"
+                    .to_owned(),
+            ));
+        }
+        for (class, slos) in &self.slo.classes {
+            if one_shot(class) && !bounds_turn_0(slos) {
+                out.push(Problem::new(
+                    format!("slo.{class}"),
+                    format!(
+                        "every bound is scoped to later turns, but `{class}` is not a session \
+                         class (every request is turn 0): give a bound for turn 0"
+                    ),
+                ));
+            }
+        }
         for class in self.slo.classes.keys() {
             if class == cells::FUNCTIONAL {
                 out.push(Problem::new(

@@ -149,6 +149,23 @@ impl CampaignFile {
 }
 
 impl CampaignFile {
+    /// What kind of class `class` is: a declared session or trace class, else one-shot
+    /// requests (the manifest's classes and prefix groups).
+    pub fn class_kind(&self, class: &str) -> search::ClassKind {
+        match crate::workload::declared::find(&self.workloads, class) {
+            Some(d) if d.trace.is_some() => search::ClassKind::Trace,
+            Some(d) => match &d.session {
+                Some(spec) => search::ClassKind::Sessions {
+                    sessions: spec.sessions,
+                    turns: spec.turn_bounds().1,
+                    open: spec.rate_per_s.is_some(),
+                },
+                None => search::ClassKind::Requests,
+            },
+            None => search::ClassKind::Requests,
+        }
+    }
+
     /// The campaign file itself when `class` is declared in its `workloads` section (what
     /// `anvil-capture run --workloads` reads it from); `None` for the manifest's classes.
     fn workloads_file(&self, file: &Path, class: &str) -> Option<PathBuf> {
@@ -158,7 +175,9 @@ impl CampaignFile {
     /// Run `repeat` of the probe of `arm`'s capacity search at `load`: its artifact folder,
     /// what `out` already holds there, and the `anvil-capture run` command that records it
     /// (the search's class and context off the manifest's lists, `--probe capacity`, the load
-    /// as `--concurrency` or `--rate`, `--repeat` when the bracket's sides are repeated).
+    /// as `--concurrency` or `--rate`, `--repeat` when the bracket's sides are repeated). A
+    /// session class's probe measures its declared sessions, the load being sessions in
+    /// flight per replica or sessions arriving per second.
     #[allow(clippy::too_many_arguments)]
     pub fn probe(
         &self,
@@ -176,6 +195,11 @@ impl CampaignFile {
             search::Vary::Concurrency => load as u32,
             search::Vary::Rate => search.concurrency.unwrap_or(1),
         };
+        let sessions = matches!(
+            self.class_kind(&search.class),
+            search::ClassKind::Sessions { .. }
+        );
+        let rate = (search.vary == search::Vary::Rate).then_some(load);
         let chosen = crate::workload::declared::choose_among(
             manifest,
             &self.workloads,
@@ -184,15 +208,19 @@ impl CampaignFile {
                 class: search.class.clone(),
                 context: Some(search.context),
                 concurrency: Some(concurrency),
-                requests: Some(search.probe_requests(load, arm.replicas())),
+                // A session class measures its declared sessions.
+                requests: (!sessions).then(|| search.probe_requests(load, arm.replicas())),
+                rate,
                 off_manifest: true,
             },
         )
         .map_err(|e| e.to_string())?;
         let cell = chosen.cell;
-        let schedule = match search.vary {
-            search::Vary::Concurrency => crate::artifact::Schedule::Closed,
-            search::Vary::Rate => crate::artifact::Schedule::Open {
+        let schedule = match (search.vary, sessions) {
+            // Sessions arrive as the class plans them (at the probe's rate: Poisson).
+            (_, true) => cell.schedule(),
+            (search::Vary::Concurrency, false) => crate::artifact::Schedule::Closed,
+            (search::Vary::Rate, false) => crate::artifact::Schedule::Open {
                 rate_per_s: load,
                 arrivals: crate::artifact::Arrivals::Constant,
             },

@@ -315,6 +315,23 @@ fn slos_per_workload_class_are_read_and_checked_against_the_manifest() {
         err.contains("`context-curve`: SLO `ttft<=20000`: unknown metric"),
         "{err}"
     );
+    // Every request of a one-shot class is turn 0: a list bounding later turns only would
+    // let every request that succeeds attain.
+    let err = with(r#"{"context-curve": ["turns 1+: ttft_ms<=20000"]}"#).unwrap_err();
+    assert!(
+        err.contains("slo.context-curve") && err.contains("is not a session class"),
+        "{err}"
+    );
+    let err = with(r#"["turns 1+: ttft_ms<=2000"]"#).unwrap_err();
+    assert!(
+        err.contains("slo.default") && err.contains("give a bound for turn 0"),
+        "{err}"
+    );
+    let scoped = with(r#"["turn 0: ttft_ms<=2000", "turns 1+: ttft_ms<=800"]"#).unwrap();
+    assert_eq!(
+        crate::slo::texts(scoped.slo.for_class("context-curve")),
+        ["turn 0: ttft_ms<=2000", "turns 1+: ttft_ms<=800"]
+    );
 }
 
 /// A declared workload class is checked against the plan's open gates and the manifest's

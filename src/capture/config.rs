@@ -171,6 +171,7 @@ impl RunConfig {
                 context: a.cell.context,
                 concurrency: a.cell.concurrency,
                 requests: a.cell.requests,
+                rate: a.load.rate,
                 off_manifest: a.cell.off_manifest,
             },
         )?;

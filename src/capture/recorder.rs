@@ -98,6 +98,8 @@ pub struct TurnReply {
     pub reply: crate::workload::session::Reply,
     pub prompt_tokens: Option<i64>,
     pub completion_tokens: Option<i64>,
+    /// Reasoning tokens among the completion tokens, where the usage counts them.
+    pub reasoning_tokens: Option<i64>,
     /// When the reply ended (`CLOCK_MONOTONIC`, ns).
     pub t_done_ns: i64,
 }
@@ -138,6 +140,9 @@ fn note_event(f: &mut RequestFacts, parsed: &artifact::ParsedEvent, t: i64) {
     }
     if let Some(p) = parsed.usage_prompt_tokens {
         f.prompt_tokens = Some(p);
+    }
+    if let Some(r) = parsed.usage_reasoning_tokens {
+        f.reasoning_tokens = Some(r);
     }
     if let Some(r) = &parsed.finish_reason {
         f.finish_reason = Some(r.clone());
@@ -348,6 +353,7 @@ impl Recorder {
                 reply: replies.text.remove(&o.request_index).unwrap_or_default(),
                 prompt_tokens: facts.and_then(|f| f.prompt_tokens),
                 completion_tokens: facts.and_then(|f| f.completion_tokens),
+                reasoning_tokens: facts.and_then(|f| f.reasoning_tokens),
                 t_done_ns: o.t_done_ns,
             });
         }

@@ -13,8 +13,9 @@ use crate::workload::cells::Cell;
 pub const MAX_SCHEDULE_S: f64 = 86_400.0;
 
 /// The schedule and the ramp of a run of `cell` asked as `a`: a trace class at its own times
-/// and a session class at its sessions' (neither takes --rate, --poisson or --ramp), every
-/// other cell as its flags say.
+/// (no --rate, --poisson or --ramp), a session class at its sessions' (no --ramp or --shard;
+/// --rate with --off-manifest was taken as its sessions' arrival rate when the cell was
+/// chosen), every other cell as its flags say.
 pub(super) fn schedule_for(
     a: &RunRequest,
     cell: &Cell,
@@ -33,14 +34,21 @@ pub(super) fn schedule_for(
         }
         (Schedule::Trace, None)
     } else if let Some(sessions) = &cell.sessions {
-        if a.load.rate.is_some() || a.load.ramp.is_some() || a.shard.is_some() {
+        // --rate (with --off-manifest) became the sessions' arrival rate when the cell was
+        // chosen; the sessions arrive by their plan, Poisson.
+        if a.load.ramp.is_some() || a.shard.is_some() {
+            let (name, value) = match a.load.ramp {
+                Some(r) => ("--ramp", r.to_string()),
+                None => ("--shard", "given".to_owned()),
+            };
             return Err(flag(
-                "--rate",
-                a.load.rate.or(a.load.ramp).unwrap_or_default(),
+                name,
+                value,
                 format!(
                     "class `{}` is a session workload: its sessions arrive by its own \
-                     `session.rate_per_s` (or `concurrency` at a time), on one host; leave \
-                     out --rate, --poisson, --ramp and --shard",
+                     `session.rate_per_s` (or --rate with --off-manifest: sessions per \
+                     second), or `concurrency` at a time, on one host; leave out --ramp and \
+                     --shard",
                     cell.class
                 ),
             ));

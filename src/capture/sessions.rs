@@ -420,10 +420,7 @@ fn converse(
             session: Some(SessionTurn {
                 session_id: s,
                 turn: turn + 1,
-                history_tokens: r
-                    .prompt_tokens
-                    .zip(r.completion_tokens)
-                    .map(|(p, c)| (p + c).max(0) as u64),
+                history_tokens: history_tokens(&r, spec.keep_reasoning),
             }),
         };
         if msgs
@@ -444,5 +441,65 @@ fn converse(
                 t_due_ns: due,
             }));
         }
+    }
+}
+
+/// The conversation the next turn carries before its new message, in tokens: the reply's
+/// prompt and completion tokens, less the reasoning tokens the history does not carry (all
+/// of them unless `keep_reasoning`; kept, only what was streamed can be resent: reasoning
+/// the server counted but never streamed is never in the history). Unknown (`None`) without
+/// usage, or when the reply streamed reasoning that the history drops and the usage does not
+/// count.
+fn history_tokens(r: &TurnReply, keep_reasoning: bool) -> Option<u64> {
+    let (prompt, completion) = r.prompt_tokens.zip(r.completion_tokens)?;
+    let dropped = if keep_reasoning && !r.reply.reasoning.is_empty() {
+        0
+    } else if r.reply.reasoning.is_empty() {
+        r.reasoning_tokens.unwrap_or(0)
+    } else {
+        r.reasoning_tokens?
+    };
+    Some((prompt + completion - dropped).max(0) as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn reply(reasoning: &str, reasoning_tokens: Option<i64>) -> TurnReply {
+        TurnReply {
+            index: 0,
+            outcome: crate::artifact::Outcome::Ok,
+            reply: crate::workload::session::Reply {
+                content: "an answer".into(),
+                reasoning: reasoning.into(),
+            },
+            prompt_tokens: Some(500),
+            completion_tokens: Some(120),
+            reasoning_tokens,
+            t_done_ns: 0,
+        }
+    }
+
+    #[test]
+    fn the_history_counts_the_reasoning_only_when_it_is_resent() {
+        assert_eq!(history_tokens(&reply("", None), false), Some(620));
+        assert_eq!(
+            history_tokens(&reply("thinking", Some(80)), false),
+            Some(540)
+        );
+        assert_eq!(
+            history_tokens(&reply("thinking", Some(80)), true),
+            Some(620)
+        );
+        // Reasoning dropped from the history but not counted by the usage: unknown.
+        assert_eq!(history_tokens(&reply("thinking", None), false), None);
+        assert_eq!(history_tokens(&reply("thinking", None), true), Some(620));
+        // Hidden reasoning (counted, never streamed) is never resent.
+        assert_eq!(history_tokens(&reply("", Some(80)), false), Some(540));
+        assert_eq!(history_tokens(&reply("", Some(80)), true), Some(540));
+        let mut none = reply("", None);
+        none.completion_tokens = None;
+        assert_eq!(history_tokens(&none, false), None);
     }
 }

@@ -19,6 +19,8 @@ pub struct RequestFacts {
     pub first_content_ns: Option<i64>,
     pub completion_tokens: Option<i64>,
     pub prompt_tokens: Option<i64>,
+    /// Reasoning tokens among the completion tokens, where the usage counts them.
+    pub reasoning_tokens: Option<i64>,
     /// The last finish reason its stream carried.
     pub finish_reason: Option<String>,
     /// The first error its stream reported.
@@ -240,6 +242,7 @@ mod tests {
                 first_content_ns: Some(i64::from(i + 1) * 1_000_000),
                 completion_tokens: Some(100),
                 prompt_tokens: Some(10),
+                reasoning_tokens: None,
                 finish_reason: None,
                 stream_error: None,
             };

@@ -26,6 +26,7 @@ pub fn capacity_schema() -> SchemaRef {
         text("arm", false),
         text("status", false),
         text("vary", false),
+        text("judged", false),
         text("window", false),
         Field::new("target", DataType::Float64, false),
         text("slos", false),
@@ -79,6 +80,7 @@ pub fn capacity_table(found: &[CapacityFound]) -> Result<MemTable, QueryError> {
         text(&|c| c.search.arm.clone()),
         text(&|c| c.search.status.as_str().to_owned()),
         text(&|c| c.search.vary.as_str().to_owned()),
+        text(&|c| c.search.judged.as_str().to_owned()),
         text(&|c| c.search.window.as_str().to_owned()),
         Arc::new(Float64Array::from_iter_values(
             found.iter().map(|c| c.search.target),

@@ -128,6 +128,18 @@ pub async fn cache_figures(
                 ))
                 .await?,
         )?;
+        if !session.slos().is_empty() {
+            out.sessions = decode(
+                &session
+                    .query(&format!(
+                        "SELECT run_id, sessions, attained, attained_share, share_ci95_low, \
+                         share_ci95_high, goodput_sps FROM session_goodput \
+                         WHERE run_id IN ({runs}) AND window = 'after_first_wave' \
+                         ORDER BY run_id"
+                    ))
+                    .await?,
+            )?;
+        }
     }
     out.replicas = decode(
         &session

@@ -554,6 +554,8 @@ fn slos_table(slos: &Slos) -> Result<MemTable, QueryError> {
         Field::new("metric_order", DataType::Int64, false),
         Field::new("op", DataType::Utf8, false),
         Field::new("bound", DataType::Float64, false),
+        Field::new("turn_first", DataType::Int64, false),
+        Field::new("turn_last", DataType::Int64, true),
         Field::new("unit", DataType::Utf8, false),
         Field::new("source", DataType::Utf8, false),
         Field::new("target", DataType::Float64, false),
@@ -594,6 +596,14 @@ fn slos_table(slos: &Slos) -> Result<MemTable, QueryError> {
         )),
         Arc::new(StringArray::from_iter_values(list.iter().map(|s| s.op()))),
         Arc::new(Float64Array::from_iter_values(list.iter().map(|s| s.bound))),
+        Arc::new(Int64Array::from_iter_values(
+            list.iter().map(|s| i64::from(s.turns.first)),
+        )),
+        Arc::new(
+            list.iter()
+                .map(|s| s.turns.last.map(i64::from))
+                .collect::<Int64Array>(),
+        ),
         Arc::new(StringArray::from_iter_values(
             list.iter().map(|s| s.metric.unit()),
         )),

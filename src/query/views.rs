@@ -67,6 +67,7 @@ pub const VIEWS: &[ViewFile] = &[
     view!("sessions", "88_sessions.sql"),
     view!("trace_bursts", "89_trace_bursts.sql"),
     view!("functional_results", "90_functional_results.sql"),
+    view!("session_goodput", "91_session_goodput.sql"),
 ];
 
 impl ViewFile {

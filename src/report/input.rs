@@ -196,6 +196,21 @@ pub struct CacheFigures {
     pub replicas: Vec<CacheReplica>,
     /// `kv_cache_timeline` during the runs: (run, replica, t_s, kv usage).
     pub kv: Vec<(String, u32, f64, f64)>,
+    /// `session_goodput` after the first wave (the decision window), by run; empty with no
+    /// SLO given.
+    pub sessions: Vec<SessionAttainment>,
+}
+
+/// One session run's attainment after its first wave (the `session_goodput` view).
+#[derive(Debug, Clone, PartialEq, serde::Deserialize)]
+pub struct SessionAttainment {
+    pub run_id: String,
+    pub sessions: i64,
+    pub attained: i64,
+    pub attained_share: Option<f64>,
+    pub share_ci95_low: Option<f64>,
+    pub share_ci95_high: Option<f64>,
+    pub goodput_sps: Option<f64>,
 }
 
 /// One turn index of one session run (the `turn_stats` view).

@@ -11,7 +11,7 @@
 
 use serde::Serialize;
 
-use crate::artifact::capacity::{CapacityResult, CapacityStatus, PerGpu};
+use crate::artifact::capacity::{CapacityResult, CapacityStatus, Judged, PerGpu};
 use crate::stats::{Interval, Sample, welch_interval};
 
 /// One arm's place in the ranking.
@@ -34,6 +34,8 @@ pub struct CapacityRow {
     pub verdict: String,
     /// The failing load as requests in flight per GPU, when there is one.
     pub failing_per_gpu: Option<f64>,
+    /// What attainment counted: requests, or a session workload's sessions.
+    pub judged: Judged,
     /// Goodput per GPU of each passing run, for the tie-breaker.
     #[serde(skip)]
     runs: Vec<f64>,
@@ -98,6 +100,7 @@ fn row(r: &CapacityResult) -> CapacityRow {
             (Some(f), Some(rep), Some(g)) => Some(f.load * f64::from(rep) / f64::from(g)),
             _ => None,
         },
+        judged: r.judged,
         runs,
     }
 }
@@ -126,12 +129,19 @@ pub fn decide(results: &[CapacityResult]) -> CapacityDecision {
             .as_ref()
             .map_or(f64::NEG_INFINITY, |g| g.mean)
     };
+    // Sessions in flight and requests in flight are different loads: grouped by unit, and
+    // ranked only when one unit is all there is.
     ranked.sort_by(|a, b| {
-        b.capacity_per_gpu
-            .unwrap_or(0.0)
-            .total_cmp(&a.capacity_per_gpu.unwrap_or(0.0))
+        (a.judged as u8)
+            .cmp(&(b.judged as u8))
+            .then(
+                b.capacity_per_gpu
+                    .unwrap_or(0.0)
+                    .total_cmp(&a.capacity_per_gpu.unwrap_or(0.0)),
+            )
             .then(goodput(b).total_cmp(&goodput(a)))
     });
+    let mixed = ranked.iter().any(|r| r.judged != ranked[0].judged);
     let unresolved: Vec<String> = rest
         .iter()
         .map(|r| format!("{} ({})", r.arm, r.status.as_str()))
@@ -164,12 +174,29 @@ pub fn decide(results: &[CapacityResult]) -> CapacityDecision {
             None => String::new(),
         };
         format!(
-            "{} {} in flight per GPU{goodput}",
+            "{} {}{} in flight per GPU{goodput}",
             r.arm,
-            crate::figure::count_or_sig3(r.capacity_per_gpu.unwrap_or(0.0))
+            crate::figure::count_or_sig3(r.capacity_per_gpu.unwrap_or(0.0)),
+            if r.judged == Judged::Sessions {
+                " sessions"
+            } else {
+                ""
+            }
         )
     };
     let (winner, verdict) = match ranked.as_slice() {
+        _ if mixed => (
+            None,
+            format!(
+                "no ranking: the searches judge different units ({}); sessions in flight and \
+                 requests in flight are different loads, so search every arm over one class{caveat}",
+                ranked
+                    .iter()
+                    .map(|r| format!("{}: {}", r.judged.as_str(), describe(r)))
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            ),
+        ),
         [] => (
             None,
             format!("no capacity search resolved: no topology is ranked at capacity{caveat}"),
@@ -265,6 +292,42 @@ mod tests {
         assert_eq!(order, ["TP1", "TP2", "DP2"]);
         assert!(d.verdict.starts_with("TP1 leads at capacity: more users per GPU under the SLOs: TP1 18 in flight per GPU, goodput 400 [399, 401] tok/s per GPU over 3 runs against TP2 10 in flight per GPU"), "{}", d.verdict);
         assert!(d.verdict.ends_with("not ranked: DP2 (not resolved at this sample size) (record more requests per probe or more repeats)"), "{}", d.verdict);
+    }
+
+    #[test]
+    fn sessions_in_flight_and_requests_in_flight_are_not_ranked_together() {
+        let mut sessions = search("DP2", 2, Some(30.0), &[780.0, 800.0, 820.0]);
+        sessions.judged = Judged::Sessions;
+        for results in [
+            vec![
+                search("TP1", 1, Some(18.0), &[390.0, 400.0, 410.0]),
+                sessions.clone(),
+                search("TP2", 2, Some(10.0), &[700.0, 710.0, 720.0]),
+            ],
+            vec![
+                sessions.clone(),
+                search("TP2", 2, Some(10.0), &[700.0, 710.0, 720.0]),
+                search("TP1", 1, Some(18.0), &[390.0, 400.0, 410.0]),
+            ],
+        ] {
+            let d = decide(&results);
+            assert_eq!(d.winner, None, "{}", d.verdict);
+            let order: Vec<&str> = d.rows.iter().map(|r| r.arm.as_str()).collect();
+            assert_eq!(order, ["TP1", "TP2", "DP2"]);
+            assert!(
+                d.verdict.starts_with(
+                    "no ranking: the searches judge different units (requests: TP1 18 in flight per GPU"
+                ),
+                "{}",
+                d.verdict
+            );
+            assert!(
+                d.verdict
+                    .contains("sessions: DP2 30 sessions in flight per GPU"),
+                "{}",
+                d.verdict
+            );
+        }
     }
 
     /// 19 against 18 in flight per GPU is no lead where the 18's arm was never shown to miss

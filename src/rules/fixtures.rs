@@ -288,6 +288,7 @@ pub fn capacity_search(
         max: 64.0,
         target: 0.9,
         window: Window::AfterFirstWave,
+        judged: Default::default(),
         slo: vec!["ttft_ms<=2000".into()],
         requests_per_probe: None,
         window_requests: Some(60),

@@ -6,7 +6,8 @@
 //! `after_first_wave`) their statistics (n, mean, sd, 95% CI, min, percentiles by nearest
 //! rank with their distribution-free 95% intervals, max) and the aggregate output
 //! throughput; with SLOs given, each request's attainment and per window the attained share,
-//! its exact interval and goodput. [`compare`] puts them beside `request_figures`, `cell_stats` and
+//! its exact interval and goodput, and for a session workload the same per session
+//! (`session_goodput`). [`compare`] puts them beside `request_figures`, `cell_stats` and
 //! `aggregate_throughput` from DataFusion and reports, per metric, the largest relative
 //! difference |a − b| / max(|a|, |b|); a value present on one side only, or a request or
 //! statistic missing on one side, is an infinite difference. [`capacity`] recomputes each
@@ -100,7 +101,7 @@ impl Tracker {
 
 /// Recompute every capacity search of `searches` from `recomputed` (the probes are ordinary
 /// artifacts of the session) and compare with what `capacity.json` states: each probe's
-/// attained and measured requests and goodput in the search's window; each bracket side's
+/// attained and measured requests (a session search's: sessions) and goodput in the search's window; each bracket side's
 /// pooled share and exact interval; goodput per GPU at capacity.
 pub fn capacity(
     recomputed: &[Recomputed],
@@ -116,11 +117,23 @@ pub fn capacity(
     let mut per_gpu = Tracker::default();
     for s in searches {
         let window = s.window.as_str();
+        // A session search counts sessions (a session attains when every turn does).
         let of = |run_id: &str| {
-            by_run
-                .get(run_id)
-                .and_then(|r| r.goodput.get(window))
-                .copied()
+            let run = by_run.get(run_id)?;
+            match s.judged {
+                crate::artifact::capacity::Judged::Requests => run.goodput.get(window).copied(),
+                crate::artifact::capacity::Judged::Sessions => {
+                    run.session_goodput.get(window).map(|g| Goodput {
+                        requests: g.sessions,
+                        attained: g.attained,
+                        share: g.share,
+                        low: g.low,
+                        high: g.high,
+                        rps: g.sps,
+                        tps: g.tps,
+                    })
+                }
+            }
         };
         for o in &s.probes {
             let g = of(&o.run_id);
@@ -170,6 +183,76 @@ pub fn capacity(
         brackets.difference("capacity brackets (share, exact CI)".to_owned()),
         per_gpu.difference("capacity goodput per GPU".to_owned()),
     ]
+}
+
+/// Compare the `session_goodput` view with the recomputed session goodput: sessions, those
+/// attained, their turns, the share and its exact interval, goodput per second; a row on one
+/// side only counts in `missing`.
+async fn compare_session_goodput(
+    session: &AnvilSession,
+    by_run: &BTreeMap<&str, &Recomputed>,
+    sessions: &mut Tracker,
+    missing: &mut Tracker,
+) -> Result<(), QueryError> {
+    let g = session
+        .query(
+            "SELECT run_id, window, CAST(sessions AS DOUBLE) AS sessions, \
+             CAST(attained AS DOUBLE) AS attained, CAST(turns AS DOUBLE) AS turns, \
+             CAST(turns_attained AS DOUBLE) AS turns_attained, attained_share, \
+             share_ci95_low, share_ci95_high, goodput_sps, goodput_tps FROM session_goodput",
+        )
+        .await?;
+    let (runs, windows) = (column_str(&g, "run_id")?, column_str(&g, "window")?);
+    let names = [
+        "sessions",
+        "attained",
+        "turns",
+        "turns_attained",
+        "attained_share",
+        "share_ci95_low",
+        "share_ci95_high",
+        "goodput_sps",
+        "goodput_tps",
+    ];
+    let columns = names
+        .iter()
+        .map(|n| column_f64(&g, n))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut rows = 0usize;
+    for (row, run) in runs.iter().enumerate() {
+        let window = windows[row].as_str();
+        let Some(t) = by_run
+            .get(run.as_str())
+            .and_then(|r| r.session_goodput.get(window))
+        else {
+            missing.add(Some(0.0), None, || {
+                format!("run {run} session_goodput {window}: in SQL, not recomputed")
+            });
+            continue;
+        };
+        rows += 1;
+        let theirs = [
+            Some(t.sessions),
+            Some(t.attained),
+            Some(t.turns),
+            Some(t.turns_attained),
+            t.share,
+            t.low,
+            t.high,
+            t.sps,
+            t.tps,
+        ];
+        for ((name, column), value) in names.iter().zip(&columns).zip(theirs) {
+            sessions.add(column[row], value, || format!("run {run} {window} {name}"));
+        }
+    }
+    let expected: usize = by_run.values().map(|r| r.session_goodput.len()).sum();
+    if rows != expected {
+        missing.add(None, Some(0.0), || {
+            format!("{expected} session_goodput rows recomputed, {rows} in SQL")
+        });
+    }
+    Ok(())
 }
 
 /// Compare the session's `request_figures` and `cell_stats` with `recomputed` (one entry
@@ -313,6 +396,7 @@ pub async fn compare(
     let mut shares = Tracker::default();
     let mut share_intervals = Tracker::default();
     let mut goodputs = Tracker::default();
+    let mut sessions = Tracker::default();
     if !session.slos().is_empty() {
         let a = session
             .query(
@@ -381,6 +465,7 @@ pub async fn compare(
                 format!("{expected} goodput rows recomputed, {goodput_rows} in SQL")
             });
         }
+        compare_session_goodput(session, &by_run, &mut sessions, &mut missing).await?;
     }
 
     let expected_rows: usize = recomputed
@@ -410,6 +495,7 @@ pub async fn compare(
             ("goodput attained_share", shares),
             ("goodput share interval", share_intervals),
             ("goodput goodput_rps, goodput_tps", goodputs),
+            ("session_goodput", sessions),
         ] {
             out.push(t.difference(what.to_owned()));
         }

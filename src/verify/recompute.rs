@@ -30,12 +30,15 @@ pub struct RequestFigures {
 }
 
 /// One SLO as the recomputation applies it: the metric's place in [`METRICS`], whether the
-/// bound is an upper one (`<=`), and the bound.
+/// bound is an upper one (`<=`), the bound, and the turns it holds for (`first ..= last`,
+/// no `last`: every later turn; a request outside a session is turn 0).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Bound {
     pub metric: usize,
     pub upper: bool,
     pub value: f64,
+    pub first_turn: i64,
+    pub last_turn: Option<i64>,
 }
 
 impl Bound {
@@ -51,9 +54,27 @@ impl Bound {
                     .unwrap_or(0),
                 upper: s.op() == "<=",
                 value: s.bound,
+                first_turn: i64::from(s.turns.first),
+                last_turn: s.turns.last.map(i64::from),
             })
             .collect()
     }
+}
+
+/// Session goodput of one window (a session workload's run with SLOs given): its sessions,
+/// those whose every turn attained, their turns, the share's exact 95% interval and goodput
+/// per second of the window's sessions' span.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct SessionGoodput {
+    pub sessions: f64,
+    pub attained: f64,
+    pub turns: f64,
+    pub turns_attained: f64,
+    pub share: Option<f64>,
+    pub low: Option<f64>,
+    pub high: Option<f64>,
+    pub sps: Option<f64>,
+    pub tps: Option<f64>,
 }
 
 /// Goodput of one window: the requests, those attained, their share's exact 95% interval
@@ -105,6 +126,8 @@ pub struct Recomputed {
     pub output_tps: BTreeMap<&'static str, Option<f64>>,
     /// Goodput per window; empty with no SLO given.
     pub goodput: BTreeMap<&'static str, Goodput>,
+    /// Session goodput per window; empty with no SLO given or for any other workload.
+    pub session_goodput: BTreeMap<&'static str, SessionGoodput>,
 }
 
 /// One Parquet file's `columns` as a polars frame (polars' own reader, eager).
@@ -171,6 +194,8 @@ pub fn recompute(artifact: &ArtifactSource, slos: &[Bound]) -> PolarsResult<Reco
     }
     // A session workload's runs are anvil-artifact/3, which has the session columns.
     let sessions = artifact.run.workload.sessions.is_some();
+    // Per session: its turns never sent because an earlier one failed.
+    let mut cut_turns: BTreeMap<i64, u64> = BTreeMap::new();
     for f in files {
         let mut columns = vec![
             "request_index",
@@ -208,6 +233,9 @@ pub fn recompute(artifact: &ArtifactSource, slos: &[Bound]) -> PolarsResult<Reco
                 && error[i]
                     .as_deref()
                     .is_some_and(|e| e.starts_with("never sent: turn "));
+            if kind[i].as_deref() == Some("measured") && cut {
+                *cut_turns.entry(session[i].unwrap_or(-1)).or_default() += 1;
+            }
             if kind[i].as_deref() == Some("measured") && !cut {
                 requests.push(MeasuredRequest {
                     index: index[i],
@@ -285,9 +313,6 @@ pub fn recompute(artifact: &ArtifactSource, slos: &[Bound]) -> PolarsResult<Reco
     };
 
     let mut figures = Vec::with_capacity(requests.len());
-    // (first wave, usage completion tokens, t_sent, t_done, attained) of each measured
-    // request.
-    type Span = (bool, Option<i64>, Option<i64>, Option<i64>, bool);
     let mut tokens: Vec<Span> = Vec::new();
     for (position, r) in requests.iter().enumerate() {
         let facts = r
@@ -320,12 +345,18 @@ pub fn recompute(artifact: &ArtifactSource, slos: &[Bound]) -> PolarsResult<Reco
         let first_wave = in_first_wave(position, r);
         let metrics = [ttft_ms, prefill, decode, tpot, tpot, e2e];
         let ok = r.outcome.as_deref() == Some("ok");
-        // Attained: succeeded, and every bound holds (a metric without a value does not).
+        // Attained: succeeded, and every bound for its turn holds (a metric without a value
+        // does not).
+        let turn = r.session.map_or(0, |(_, t)| t);
         let attained = !slos.is_empty()
             && ok
-            && slos.iter().all(|b| {
-                metrics[b.metric].is_some_and(|v| if b.upper { v <= b.value } else { v >= b.value })
-            });
+            && slos
+                .iter()
+                .filter(|b| turn >= b.first_turn && b.last_turn.is_none_or(|l| turn <= l))
+                .all(|b| {
+                    metrics[b.metric]
+                        .is_some_and(|v| if b.upper { v <= b.value } else { v >= b.value })
+                });
         tokens.push((first_wave, facts.completion_tokens, sent, done, attained));
         figures.push(RequestFigures {
             request_index: r.index.unwrap_or(-1),
@@ -412,13 +443,126 @@ pub fn recompute(artifact: &ArtifactSource, slos: &[Bound]) -> PolarsResult<Reco
             );
         }
     }
+    let session_goodput = if slos.is_empty() {
+        BTreeMap::new()
+    } else {
+        sessions_goodput(&requests, &tokens, &cut_turns)
+    };
     Ok(Recomputed {
         run_id: artifact.run.run_id.clone(),
         requests: figures,
         stats,
         output_tps,
         goodput,
+        session_goodput,
     })
+}
+
+/// (first wave, usage completion tokens, t_sent, t_done, attained) of a measured request.
+type Span = (bool, Option<i64>, Option<i64>, Option<i64>, bool);
+
+/// One session as its turns give it.
+#[derive(Debug, Clone, Copy)]
+struct SessionFacts {
+    first_wave: bool,
+    turns: u64,
+    turns_attained: u64,
+    attained: bool,
+    tokens: Option<i64>,
+    first_sent: Option<i64>,
+    last_done: Option<i64>,
+}
+
+/// Session goodput per window: a session attains when every turn does (a cut turn never
+/// does); the `after_first_wave` window leaves out the sessions whose first turn is in the
+/// first wave; the span runs from the window's first turn sent to its last stream completion.
+fn sessions_goodput(
+    requests: &[MeasuredRequest],
+    spans: &[Span],
+    cut_turns: &BTreeMap<i64, u64>,
+) -> BTreeMap<&'static str, SessionGoodput> {
+    let mut by_session: BTreeMap<i64, SessionFacts> = BTreeMap::new();
+    for (r, &(first_wave, tokens, sent, done, attained)) in requests.iter().zip(spans) {
+        let Some((session, turn)) = r.session else {
+            continue;
+        };
+        let e = by_session.entry(session).or_insert(SessionFacts {
+            first_wave: false,
+            turns: 0,
+            turns_attained: 0,
+            attained: true,
+            tokens: None,
+            first_sent: None,
+            last_done: None,
+        });
+        e.first_wave |= turn == 0 && first_wave;
+        e.turns += 1;
+        e.turns_attained += u64::from(attained);
+        e.attained &= attained;
+        e.tokens = match (e.tokens, tokens) {
+            (Some(a), Some(b)) => Some(a + b),
+            (a, b) => a.or(b),
+        };
+        e.first_sent = e.first_sent.into_iter().chain(sent).min();
+        if sent.is_some() {
+            e.last_done = e.last_done.max(done);
+        }
+    }
+    for (session, cut) in cut_turns {
+        if let Some(e) = by_session.get_mut(session) {
+            e.turns += cut;
+            e.attained = false;
+        }
+    }
+    let mut out = BTreeMap::new();
+    if by_session.is_empty() {
+        return out;
+    }
+    for window in WINDOWS {
+        let kept: Vec<&SessionFacts> = by_session
+            .values()
+            .filter(|s| window == "all" || !s.first_wave)
+            .collect();
+        let n = kept.len() as u64;
+        let attained: Vec<&&SessionFacts> = kept.iter().filter(|s| s.attained).collect();
+        let k = attained.len() as u64;
+        let first = kept.iter().filter_map(|s| s.first_sent).min();
+        let last = kept.iter().filter_map(|s| s.last_done).max();
+        let seconds = last
+            .zip(first)
+            .map(|(l, f)| l - f)
+            .filter(|s| *s != 0)
+            .map(|s| s as f64 / 1e9);
+        let tokens: Option<i64> = if attained.is_empty() {
+            Some(0)
+        } else {
+            attained
+                .iter()
+                .filter_map(|s| s.tokens)
+                .reduce(|a, b| a + b)
+        };
+        let (low, high) = if n > 0 {
+            let (l, h) = exact_interval(k, n);
+            (Some(l), Some(h))
+        } else {
+            (None, None)
+        };
+        out.insert(
+            window,
+            SessionGoodput {
+                sessions: n as f64,
+                attained: k as f64,
+                turns: kept.iter().map(|s| s.turns).sum::<u64>() as f64,
+                turns_attained: kept.iter().map(|s| s.turns_attained).sum::<u64>() as f64,
+                share: (n > 0).then(|| k as f64 / n as f64),
+                low,
+                high,
+                sps: seconds.map(|s| k as f64 / s),
+                tps: tokens.zip(seconds).map(|(g, s)| g as f64 / s),
+            },
+        );
+    }
+    out
 }
 
 /// The exact (Clopper–Pearson) 95% interval of k successes in n, written out from its

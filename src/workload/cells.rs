@@ -397,12 +397,16 @@ pub enum CellError {
 }
 
 /// What the command line asked for.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct CellQuery {
     pub class: String,
     pub context: Option<u64>,
     pub concurrency: Option<u32>,
     pub requests: Option<u64>,
+    /// An open loop's rate; for a declared session class, its sessions' arrival rate per
+    /// second (replacing `session.rate_per_s`, off the manifest). Other classes take the
+    /// rate as their schedule, not their cell.
+    pub rate: Option<f64>,
     pub off_manifest: bool,
 }
 

@@ -458,6 +458,37 @@ pub fn choose_among(
             _ => cell.requests = v,
         }
     }
+    // A session class's arrival rate: its sessions' plan is drawn again at that rate (the
+    // same turns and think times: they are drawn before the arrivals).
+    if let (Some(rate), Some(sessions)) = (q.rate, cell.sessions.as_mut())
+        && sessions.spec.rate_per_s != Some(rate)
+    {
+        if let Err(why) = sessions.spec.arrival_rate_problem(rate) {
+            return Err(CellError::Declared {
+                why: format!("--rate {why} (class `{}`)", q.class),
+            });
+        }
+        if !q.off_manifest {
+            return Err(CellError::Declared {
+                why: format!(
+                    "class `{}` declares its sessions' arrival rate ({}); --rate {rate} \
+                     replaces it only with --off-manifest",
+                    q.class,
+                    sessions
+                        .spec
+                        .rate_per_s
+                        .map_or_else(|| "closed loop".to_owned(), |r| format!("{r}/s"))
+                ),
+            });
+        }
+        off = true;
+        sessions.spec.rate_per_s = Some(rate);
+        sessions.plan = std::sync::Arc::new(
+            sessions
+                .spec
+                .plan(manifest.selection.random_prefix_seed, &q.class),
+        );
+    }
     Ok(Chosen {
         cell,
         off_manifest: off,
@@ -577,5 +608,71 @@ mod tests {
                 .iter()
                 .any(|p| p.field == "w.prefix_groups")
         );
+    }
+
+    #[test]
+    fn a_session_class_takes_a_rate_as_its_sessions_arrivals_only_off_the_manifest() {
+        let manifest = crate::manifest::WorkloadManifest::load(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/sample-data/workload-manifest.json"
+        ))
+        .unwrap();
+        let mut chat = groups(1, 1);
+        chat.class = "chat-sessions".into();
+        chat.prefix_groups = None;
+        chat.requests = None;
+        chat.session = Some(
+            serde_json::from_value(
+                serde_json::json!({"sessions": 12, "turns": {"min": 2, "max": 4}}),
+            )
+            .unwrap(),
+        );
+        let declared = [chat];
+        let q = |rate: Option<f64>, off_manifest: bool| CellQuery {
+            class: "chat-sessions".into(),
+            rate,
+            off_manifest,
+            ..CellQuery::default()
+        };
+        let base = Path::new(".");
+        let closed = choose_among(&manifest, &declared, base, &q(None, false)).unwrap();
+        assert_eq!(closed.cell.schedule(), crate::artifact::Schedule::Closed);
+        let err = choose_among(&manifest, &declared, base, &q(Some(2.0), false)).unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("replaces it only with --off-manifest"),
+            "{err}"
+        );
+        let open = choose_among(&manifest, &declared, base, &q(Some(2.0), true)).unwrap();
+        assert!(open.off_manifest);
+        let (a, b) = (
+            closed.cell.sessions.as_ref().unwrap(),
+            open.cell.sessions.as_ref().unwrap(),
+        );
+        // The same sessions and think times, now arriving at 2 per second.
+        assert_eq!(
+            (&a.plan.turns, &a.plan.think_ns),
+            (&b.plan.turns, &b.plan.think_ns)
+        );
+        assert_eq!(a.plan.arrivals_ns, None);
+        assert_eq!(b.plan.arrivals_ns.as_ref().map(Vec::len), Some(12));
+        assert_eq!(
+            open.cell.schedule(),
+            crate::artifact::Schedule::Open {
+                rate_per_s: 2.0,
+                arrivals: crate::artifact::Arrivals::Poisson
+            }
+        );
+        for bad in [0.0, -1.0, f64::NAN, 1e9] {
+            let err = choose_among(&manifest, &declared, base, &q(Some(bad), true)).unwrap_err();
+            assert!(
+                err.to_string().contains("arrival rate is above 0"),
+                "{bad}: {err}"
+            );
+        }
+        for slow in [1e-4, 1e-9] {
+            let err = choose_among(&manifest, &declared, base, &q(Some(slow), true)).unwrap_err();
+            assert!(err.to_string().contains("take over a day"), "{slow}: {err}");
+        }
     }
 }

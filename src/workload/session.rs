@@ -98,6 +98,10 @@ impl Eq for SessionSpec {}
 pub const MAX_TURNS: u32 = 64;
 /// The most sessions a class may declare.
 pub const MAX_SESSIONS: u32 = 100_000;
+/// The fastest session arrival rate, per second.
+pub const MAX_SESSION_RATE: f64 = 1e5;
+/// The longest the sessions of an open loop may take to arrive, on average (a day).
+pub const MAX_ARRIVAL_SPAN_S: f64 = 86_400.0;
 
 impl SessionSpec {
     /// What the declaration states wrongly, fields under `at` (e.g. `workloads[0].session`).
@@ -142,15 +146,29 @@ impl SessionSpec {
                 "0: give k ≥ 1 (every k-th later turn a tool turn), or leave it out".into(),
             );
         }
-        if let Some(r) = self.rate_per_s
-            && (!r.is_finite() || r <= 0.0 || r > 1e5)
-        {
-            say(
-                "rate_per_s",
-                format!("{r}: a session arrival rate is above 0 and at most 100000 per second"),
-            );
+        if let Some(Err(why)) = self.rate_per_s.map(|r| self.arrival_rate_problem(r)) {
+            say("rate_per_s", why);
         }
         out
+    }
+
+    /// Why `rate` cannot be these sessions' arrival rate: not above 0, above
+    /// [`MAX_SESSION_RATE`], or so slow the sessions take over a day to arrive.
+    pub fn arrival_rate_problem(&self, rate: f64) -> Result<(), String> {
+        if !rate.is_finite() || rate <= 0.0 || rate > MAX_SESSION_RATE {
+            return Err(format!(
+                "{rate}: a session arrival rate is above 0 and at most {MAX_SESSION_RATE} per \
+                 second"
+            ));
+        }
+        if f64::from(self.sessions) / rate > MAX_ARRIVAL_SPAN_S {
+            return Err(format!(
+                "{rate}: {} sessions arriving at that rate take over a day on average; give a \
+                 higher rate",
+                self.sessions
+            ));
+        }
+        Ok(())
     }
 
     /// Whether later turn `turn` is a tool turn.

@@ -320,3 +320,100 @@ fn a_dp2_search_after_the_first_wave_states_capacity_and_goodput_per_gpu() {
     assert_eq!(rows[0]["passing_runs"], 2);
     assert!((rows[0]["goodput_per_gpu_tps"].as_f64().unwrap() - mean).abs() < 1e-9);
 }
+
+/// A session workload's search judges sessions: each probe measures the class's 20 declared
+/// sessions of 3 turns (think time 0), and a session attains when every turn meets its
+/// turn's bound (`turn 0: ttft_ms<=60`, `turns 1+: ttft_ms<=50`). The simulator runs at most
+/// 4 sequences (decode 200 steps/s, replies of 20 words: about 100 ms), so up to 4 sessions
+/// in flight every turn is admitted on arrival (TTFT about one 5 ms decode step); with 5,
+/// in every round of replies one turn waits a whole reply for a free sequence (over 100 ms),
+/// so most sessions miss (about a quarter attained). Capacity at 80% attainment: 4 sessions
+/// in flight (20 of 20 attained there clears 80% by the exact interval), judged per session, and
+/// `anvil verify` recomputes every probe's session attainment with polars.
+#[test]
+fn a_session_search_finds_the_sessions_in_flight_the_batch_limit_allows() {
+    let f = Fixture::with_campaign(|ports| {
+        campaign_json(
+            sim_launch(&["--model", "qwen"]),
+            ports[0],
+            json!({
+                "slo": {"default": ["ttft_ms<=60"],
+                        "chat-sessions": ["turn 0: ttft_ms<=60", "turns 1+: ttft_ms<=50"]},
+                "workloads": [{
+                    "class": "chat-sessions",
+                    "gate": "broad repeated quality, agentic, SWE, and endurance",
+                    "context": 512,
+                    "concurrency": 4,
+                    "reply_words": 20,
+                    "max_tokens": 40,
+                    "session": {"sessions": 20, "turns": 3, "turn_words": 32}
+                }],
+                "arms": [{
+                    "arm": "TP1",
+                    "launch": {"argv": [
+                        SIM, "--port", "{port}", "--no-realtime", "--max-model-len", "65536",
+                        "--prefill-tps", "1000000", "--decode-tps", "200", "--max-batch", "4",
+                        "--batch-cost", "0", "--chunked-prefill", "0"
+                    ]},
+                    "ports": [ports[1]],
+                    "readiness": {"timeout_s": 30},
+                    "stop": {"grace_s": 5},
+                    "config": {"topology": "TP1"},
+                    "runtime": "anvil-sim",
+                    "search": {
+                        "class": "chat-sessions",
+                        "context": 512,
+                        "vary": "concurrency",
+                        "min": 3,
+                        "max": 8,
+                        "target": 0.8
+                    }
+                }]
+            }),
+        )
+    });
+    let o = f.run(false);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let s = &capacity(&f)["searches"][0];
+    assert_eq!(s["status"], "resolved", "{s:#}");
+    assert_eq!(s["judged"], "sessions", "{s:#}");
+    assert_eq!(s["capacity"], json!(4.0), "{s:#}");
+    assert_eq!(
+        s["slo"],
+        json!(["turn 0: ttft_ms<=60", "turns 1+: ttft_ms<=50"]),
+        "{s:#}"
+    );
+    for p in s["probes"].as_array().unwrap() {
+        assert_eq!(
+            p["requests"], 20,
+            "every probe judges its 20 sessions: {p:#}"
+        );
+        let c = p["load"].as_f64().unwrap() as u64;
+        assert!(
+            p["dir"]
+                .as_str()
+                .unwrap()
+                .contains(&format!("chat-sessions.ctx512.c{c}.n60.probe-capacity")),
+            "{p:#}"
+        );
+    }
+    let failing = &s["bracket"]["failing"];
+    assert_eq!(failing["load"], 5.0, "{s:#}");
+    assert!(failing["high"].as_f64().unwrap() < 0.8, "{failing:#}");
+    says(
+        s["verdict"].as_str().unwrap(),
+        "capacity 4 sessions in flight per replica at 80.0% attainment: 4 sessions in flight per replica: 100.0%",
+    );
+    let o = Command::new(ANVIL)
+        .args(["verify", "--data"])
+        .arg(&f.out)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{text}{}", stderr(&o));
+    assert!(text.contains("session_goodput "), "{text}");
+    assert!(
+        text.contains("capacity probes (attainment, goodput)"),
+        "{text}"
+    );
+}

@@ -252,18 +252,15 @@ pub fn anvil_check(data: &Path, plan: &str, manifest: &Path) -> (Option<i32>, St
 /// The rows `anvil sql --data data --format json query` prints (one JSON array per
 /// statement, flattened); fails the test, naming the query, when anvil does.
 pub fn sql_rows(data: &Path, query: &str) -> Vec<serde_json::Value> {
-    let o = run(
-        ANVIL,
-        &[
-            "sql",
-            "--data",
-            data.to_str().unwrap(),
-            "--format",
-            "json",
-            query,
-        ],
-        &[],
-    );
+    sql_rows_with(data, &[], query)
+}
+
+/// [`sql_rows`] with further `anvil sql` arguments (`--slo ...`).
+pub fn sql_rows_with(data: &Path, args: &[&str], query: &str) -> Vec<serde_json::Value> {
+    let mut argv = vec!["sql", "--data", data.to_str().unwrap(), "--format", "json"];
+    argv.extend_from_slice(args);
+    argv.push(query);
+    let o = run(ANVIL, &argv, &[]);
     assert!(
         o.status.success(),
         "{query}: {}",

@@ -10,7 +10,7 @@ use std::process::Output;
 use anvil::artifact::RunJson;
 use serde_json::{Value, json};
 
-use super::common::{Sim, artifact_of, output_text, small_manifest, sql_rows};
+use super::common::{Sim, artifact_of, output_text, small_manifest, sql_rows, sql_rows_with};
 
 fn declare(dir: &Path, session: Value, concurrency: u32) -> PathBuf {
     let path = dir.join("workloads.json");
@@ -165,6 +165,83 @@ fn each_turn_carries_the_actual_replies_and_the_cache_serves_the_history_as_the_
             .iter()
             .all(|s| s["turns"] == 3 && s["all_ok"] == true && s["contaminated"] == false),
         "{sessions:?}"
+    );
+
+    // Per-turn SLOs: turn 0 at its median TTFT, later turns just under their slowest. A
+    // session attains when every turn meets its own turn's bound, as counted here from the
+    // turns' TTFTs.
+    let sorted = |first: bool| {
+        let mut v: Vec<f64> = rows
+            .iter()
+            .filter(|r| (int(r, "turn") == 0) == first)
+            .map(|r| r["ttft_ms"].as_f64().unwrap())
+            .collect();
+        v.sort_by(f64::total_cmp);
+        v
+    };
+    let (first, later) = (sorted(true), sorted(false));
+    let (first_bound, later_bound) = (first[(first.len() - 1) / 2], later[later.len() - 2]);
+    let slos = [
+        format!("turn 0: ttft_ms<={first_bound}"),
+        format!("turns 1+: ttft_ms<={later_bound}"),
+    ];
+    let args = ["--slo", &slos[0], "--slo", &slos[1]];
+    let meets = |r: &Value| {
+        let bound = if int(r, "turn") == 0 {
+            first_bound
+        } else {
+            later_bound
+        };
+        r["ttft_ms"].as_f64().unwrap() <= bound
+    };
+    // The first wave: the first turns of sessions 0 and 1 (2 in flight, one replica).
+    let expect = |window: &str| {
+        let kept: Vec<&[Value]> = rows
+            .chunks(3)
+            .filter(|s| window == "all" || int(&s[0], "session_id") >= 2)
+            .collect();
+        let attained = kept.iter().filter(|s| s.iter().all(meets)).count() as i64;
+        let turns_attained = kept
+            .iter()
+            .flat_map(|s| s.iter())
+            .filter(|r| meets(r))
+            .count();
+        (kept.len() as i64, attained, turns_attained as i64)
+    };
+    let per_turn = sql_rows_with(
+        &out,
+        &args,
+        "SELECT turn, slos, missed FROM slo_attainment ORDER BY session_id, turn",
+    );
+    assert_eq!(per_turn.len(), 18);
+    assert!(per_turn.iter().all(|r| r["slos"] == 1), "{per_turn:?}");
+    let goodput = sql_rows_with(
+        &out,
+        &args,
+        "SELECT window, sessions, completed, attained, turns, turns_attained, attained_share, \
+         goodput_sps, span_s FROM session_goodput ORDER BY window",
+    );
+    assert_eq!(goodput.len(), 2, "{goodput:?}");
+    for g in &goodput {
+        let window = g["window"].as_str().unwrap();
+        let (n, k, turns_k) = expect(window);
+        assert_eq!(
+            (
+                int(g, "sessions"),
+                int(g, "attained"),
+                int(g, "turns_attained")
+            ),
+            (n, k, turns_k),
+            "{window}: {g}"
+        );
+        assert_eq!((int(g, "completed"), int(g, "turns")), (n, 3 * n));
+        let sps = g["goodput_sps"].as_f64().unwrap();
+        assert!((sps - k as f64 / g["span_s"].as_f64().unwrap()).abs() < 1e-9);
+    }
+    let (_, k_all, _) = expect("all");
+    assert!(
+        (1..6).contains(&k_all),
+        "the bounds leave some sessions attained and some not: {k_all}"
     );
 }
 

@@ -536,8 +536,9 @@ pub struct SloArgs {
     /// A service-level objective on a per-request metric: 'METRIC<=VALUE' for a time,
     /// 'METRIC>=VALUE' for a rate (quote it: a shell reads < and >), e.g. --slo
     /// 'ttft_ms<=2000' --slo 'tpot_ms<=50'. Metrics: ttft_ms, effective_prefill_tps,
-    /// decode_tps, tpot_ms, itl_ms, e2e_ms. Repeatable, one per metric; replaces the
-    /// campaign file's `slo` section.
+    /// decode_tps, tpot_ms, itl_ms, e2e_ms. Repeatable, one per metric; a session workload's
+    /// bound may hold for some turns only ('turn 0: ttft_ms<=2000', 'turns 1+: ttft_ms<=800',
+    /// 'turns 1-3: ...'), one per metric and turn. Replaces the campaign file's `slo` section.
     #[arg(long = "slo", value_name = "'METRIC<=VALUE'")]
     pub slo: Vec<String>,
     /// The campaign file whose `slo` section applies when no --slo is given [default: a

@@ -107,12 +107,14 @@ fn searches(
             .find(|st| st.arms.iter().flatten().any(|a| *a == arm.arm))
             .map(|st| st.stage.clone())
             .unwrap_or_default();
+        let kind = campaign.class_kind(&s.class);
+        let counted = kind.judged().as_str();
         let (what, unit) = match s.vary {
             Vary::Concurrency => (
                 "concurrency",
-                " requests in flight per replica, bisected over integers",
+                format!(" {counted} in flight per replica, bisected over integers"),
             ),
-            Vary::Rate => ("rate", " requests/s, bisected geometrically"),
+            Vary::Rate => ("rate", format!(" {counted}/s, bisected geometrically")),
         };
         text.push_str(&format!(
             "\ncapacity search on {}: {what} {} to {}{unit}{}; target {} attainment of {} over window {}; probes of {} of {} at {} prompt tokens (marked --probe {}), at most {} probes ({}); result in {}\n",
@@ -123,14 +125,17 @@ fn searches(
             s.target,
             crate::slo::texts(s.slos(&campaign.slo)).join(", "),
             s.window.as_str(),
-            match (s.requests, s.window_requests) {
-                (Some(n), _) => format!("{n} requests"),
-                (None, Some(w)) => format!(
+            match (kind, s.requests, s.window_requests) {
+                (crate::campaign::search::ClassKind::Sessions { sessions, .. }, _, _) => {
+                    format!("the class's {sessions} sessions, each attaining when every turn does")
+                }
+                (_, Some(n), _) => format!("{n} requests"),
+                (_, None, Some(w)) => format!(
                     "the first wave (load × {} replica{}) plus {w} requests",
                     arm.replicas().max(1),
                     if arm.replicas() > 1 { "s" } else { "" }
                 ),
-                (None, None) => "no stated number of requests".to_owned(),
+                (_, None, None) => "no stated number of requests".to_owned(),
             },
             s.class,
             s.context,

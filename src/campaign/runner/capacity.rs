@@ -165,7 +165,7 @@ impl Runner<'_> {
     }
 
     /// A probe's attainment over the search's window, read from its complete artifact as
-    /// `anvil sql` reads the `goodput` view.
+    /// `anvil sql` reads the `goodput` view (a session class's: `session_goodput`).
     pub(super) fn observe(
         &self,
         planned: &PlannedCell,
@@ -180,10 +180,17 @@ impl Runner<'_> {
         if run.status != Status::Complete {
             return Err(format!("its status is {}", run.status.as_str()));
         }
-        let sql = format!(
-            "SELECT requests, attained, goodput_tps FROM goodput WHERE window = '{}'",
-            spec.window.as_str()
-        );
+        let sql = match self.campaign.class_kind(&spec.class).judged() {
+            search::Judged::Requests => format!(
+                "SELECT requests, attained, goodput_tps FROM goodput WHERE window = '{}'",
+                spec.window.as_str()
+            ),
+            search::Judged::Sessions => format!(
+                "SELECT sessions AS requests, attained, goodput_tps FROM session_goodput \
+                 WHERE window = '{}'",
+                spec.window.as_str()
+            ),
+        };
         let rows = self
             .rt
             .block_on(async {
@@ -198,7 +205,7 @@ impl Runner<'_> {
             })
             .map_err(|e| format!("its attainment could not be read ({e})"))?;
         let (Some(Some(requests)), Some(Some(attained))) = (rows.0.first(), rows.1.first()) else {
-            return Err("it has no measured request in the window".to_owned());
+            return Err("it has no measured request (or session) in the window".to_owned());
         };
         Ok(search::Observation {
             load,
@@ -257,6 +264,7 @@ impl Runner<'_> {
         let result = search::result(
             &arm.arm,
             spec,
+            self.campaign.class_kind(&spec.class).judged(),
             &texts,
             state.seen.clone(),
             ended,

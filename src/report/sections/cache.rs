@@ -210,7 +210,8 @@ pub fn cache_view(input: &ReportInput<'_>) -> CacheView {
 }
 
 /// The one line: per session run, the first and last turn's TTFT p50 and the cache's share
-/// of the last turn; the server's hit rate per run of every declared class; contamination.
+/// of the last turn, and with SLOs the sessions whose every turn attained them after the
+/// first wave; the server's hit rate per run of every declared class; contamination.
 fn verdict(input: &ReportInput<'_>, session_runs: &[&str]) -> String {
     let c = input.cache;
     let arm = |run_id: &str| arm_of(input, run_id);
@@ -233,6 +234,33 @@ fn verdict(input: &ReportInput<'_>, session_runs: &[&str]) -> String {
         parts.push(format!(
             "TTFT p50 from a session's first turn: {}",
             turns.join(", ")
+        ));
+    }
+    // A session attains when every turn meets its turn's SLOs: the decision window's share.
+    let attained: Vec<String> = c
+        .sessions
+        .iter()
+        .filter(|s| session_runs.contains(&s.run_id.as_str()))
+        .map(|s| {
+            if s.sessions == 0 {
+                return format!("{} none (every session in the first wave)", arm(&s.run_id));
+            }
+            format!(
+                "{} {} of {} ({} [{}, {}], {} sessions/s)",
+                arm(&s.run_id),
+                s.attained,
+                s.sessions,
+                percent(s.attained_share),
+                percent(s.share_ci95_low),
+                percent(s.share_ci95_high),
+                fmt_num(s.goodput_sps)
+            )
+        })
+        .collect();
+    if !attained.is_empty() {
+        parts.push(format!(
+            "sessions attaining the SLOs in every turn (after the first wave): {}",
+            attained.join(", ")
         ));
     }
     // The server's hit rate per class, each arm's beside the others' (replicas averaged).

@@ -1,5 +1,6 @@
 //! Capacity search: the largest load (requests in flight per replica, or an open loop's
-//! request rate) at which an arm's attainment of its SLOs meets a target, found by bisection
+//! request rate; for a session workload, sessions in flight per replica or sessions arriving
+//! per second) at which an arm's attainment of its SLOs meets a target, found by bisection
 //! through the campaign runner. Each load tried is a probe: an ordinary artifact recorded by
 //! the `anvil-capture run` code path, marked `--probe capacity` (part of its workload, so a
 //! probe never matches a manifest cell's fingerprint), one journal line each.
@@ -13,12 +14,17 @@
 //! resolved at this sample size". [`next_step`] is the whole decision, a pure function of
 //! what has been observed, so `--resume` replays a search from its recorded probes and
 //! continues where it stopped.
+//!
+//! A session workload's search judges sessions, not requests: a session attains when every
+//! turn does (the `session_goodput` view), and each probe measures the class's declared
+//! sessions. A trace replays at its own times, so no load of it can be varied: a search
+//! refuses a trace class.
 
 use serde::Deserialize;
 
 pub use crate::artifact::capacity::{
-    Bracket, CAPACITY_JSON, CAPACITY_SCHEMA, CapacityResult, CapacityStatus, Observation, PerGpu,
-    Side, Vary, Window,
+    Bracket, CAPACITY_JSON, CAPACITY_SCHEMA, CapacityResult, CapacityStatus, Judged, Observation,
+    PerGpu, Side, Vary, Window,
 };
 use crate::figure::count_or_sig3 as trim;
 use crate::manifest::Problem;
@@ -71,20 +77,111 @@ fn one() -> u32 {
     1
 }
 
+/// The kind of workload class a search probes, as the campaign declares it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClassKind {
+    /// The manifest's classes and declared prefix groups: one-shot requests.
+    Requests,
+    /// A declared session class: `sessions` conversations per probe of at most `turns`
+    /// turns; `open`: its sessions arrive at a declared rate.
+    Sessions {
+        sessions: u32,
+        turns: u32,
+        open: bool,
+    },
+    /// A declared trace class: replayed at its own times.
+    Trace,
+}
+
+impl ClassKind {
+    /// What attainment counts for this kind.
+    pub const fn judged(self) -> Judged {
+        match self {
+            ClassKind::Sessions { .. } => Judged::Sessions,
+            _ => Judged::Requests,
+        }
+    }
+}
+
 impl CapacitySearch {
     /// What the search states wrongly on its own; `at` is its JSON path, `replicas` the
-    /// arm's replica count, `campaign_slo` the campaign's `slo` section.
+    /// arm's replica count, `campaign_slo` the campaign's `slo` section, `kind` what its
+    /// class is.
     pub fn problems(
         &self,
         at: &str,
         replicas: usize,
         campaign_slo: &crate::slo::SloSpec,
+        kind: ClassKind,
     ) -> Vec<Problem> {
         let mut out = Vec::new();
         let mut bad =
             |field: &str, why: String| out.push(Problem::new(format!("{at}.{field}"), why));
         if self.class.trim().is_empty() {
             bad("class", "must name a workload class".to_owned());
+        }
+        match kind {
+            ClassKind::Trace => bad(
+                "class",
+                format!(
+                    "`{}` replays a trace at its own times, so no load of it can be varied: \
+                     search a session, prefix-group or manifest class (or declare the trace \
+                     at several time_scale values as cells)",
+                    self.class
+                ),
+            ),
+            ClassKind::Sessions { open: true, .. } if self.vary == Vary::Concurrency => bad(
+                "vary",
+                format!(
+                    "`{}` declares `session.rate_per_s` (an open loop): a concurrency search \
+                     varies closed-loop sessions in flight; search `vary: rate` (sessions \
+                     per second) or declare the class without a rate",
+                    self.class
+                ),
+            ),
+            _ => {}
+        }
+        // A bound that applies to no turn the class can have judges nothing: every request
+        // that succeeded would attain.
+        let last_turn = match kind {
+            ClassKind::Sessions { turns, .. } => turns.saturating_sub(1),
+            _ => 0,
+        };
+        let slos = self.slos(campaign_slo);
+        if !slos.is_empty() && !slos.iter().any(|s| s.turns.first <= last_turn) {
+            bad(
+                "slo",
+                format!(
+                    "no bound applies to a turn `{}` has (turns 0 to {last_turn}): the search \
+                     would judge nothing but success; scope a bound to turn 0 or leave it \
+                     unscoped",
+                    self.class
+                ),
+            );
+        }
+        if let (ClassKind::Sessions { sessions, .. }, Vary::Rate) = (kind, self.vary) {
+            if self.max > crate::workload::session::MAX_SESSION_RATE {
+                bad(
+                    "max",
+                    format!(
+                        "{}: sessions arrive at most {} per second",
+                        self.max,
+                        crate::workload::session::MAX_SESSION_RATE
+                    ),
+                );
+            }
+            if self.min > 0.0
+                && f64::from(sessions) / self.min > crate::workload::session::MAX_ARRIVAL_SPAN_S
+            {
+                bad(
+                    "min",
+                    format!(
+                        "{}: {sessions} sessions arriving at that rate take over a day; give a \
+                         higher minimum rate",
+                        self.min
+                    ),
+                );
+            }
         }
         if self.context == 0 {
             bad(
@@ -142,6 +239,38 @@ impl CapacitySearch {
                 "target",
                 format!("{} must lie strictly between 0 and 1", self.target),
             );
+        } else if let (Some(need), ClassKind::Sessions { sessions, .. }) =
+            (crate::stats::min_requests_to_resolve(self.target), kind)
+        {
+            if self.requests.is_some() || self.window_requests.is_some() {
+                bad(
+                    "requests",
+                    format!(
+                        "a session search's probes each measure the class's declared sessions \
+                         ({sessions}), judged per session: leave `requests` and \
+                         `window_requests` out"
+                    ),
+                );
+            }
+            let lost = self.first_wave_loss(replicas);
+            if u64::from(sessions) < need + lost {
+                bad(
+                    "class",
+                    format!(
+                        "`{}` declares {sessions} sessions per probe, which cannot resolve target \
+                         {}: even with every session attained, the exact 95% lower bound exceeds \
+                         it only from {need} sessions in the window{}; declare at least {}",
+                        self.class,
+                        self.target,
+                        if lost > 0 {
+                            format!(" (after a first wave of up to {lost})")
+                        } else {
+                            String::new()
+                        },
+                        need + lost
+                    ),
+                );
+            }
         } else if let Some(need) = crate::stats::min_requests_to_resolve(self.target) {
             match (self.requests, self.window_requests) {
                 (Some(_), Some(_)) | (None, None) => bad(
@@ -167,13 +296,7 @@ impl CapacitySearch {
                     }
                 }
                 (Some(requests), None) => {
-                    // After the first wave a closed-loop probe loses concurrency × replicas.
-                    let lost = match (self.window, self.vary) {
-                        (Window::AfterFirstWave, Vary::Concurrency) => {
-                            self.max.max(0.0) as u64 * replicas.max(1) as u64
-                        }
-                        _ => 0,
-                    };
+                    let lost = self.first_wave_loss(replicas);
                     if requests < need + lost {
                         bad(
                             "requests",
@@ -207,6 +330,18 @@ impl CapacitySearch {
             );
         }
         out
+    }
+
+    /// What a probe judged after its first wave can lose to it at most: a closed loop's
+    /// first wave is the load (in flight per replica) × replicas, at most `max` × replicas;
+    /// an open loop has none, and the `all` window loses nothing.
+    fn first_wave_loss(&self, replicas: usize) -> u64 {
+        match (self.window, self.vary) {
+            (Window::AfterFirstWave, Vary::Concurrency) => {
+                self.max.max(0.0) as u64 * replicas.max(1) as u64
+            }
+            _ => 0,
+        }
     }
 
     /// The measured requests of a probe at `load` on an arm of `replicas` replicas: the fixed
@@ -442,22 +577,25 @@ pub type MeanInterval = dyn Fn(&[f64]) -> Option<(f64, f64)>;
 
 /// The result of a search that ended with `bracket` (or stopped before, `why`), as
 /// `capacity.json` states it; `shape` gives the per-GPU figures.
+#[allow(clippy::too_many_arguments)]
 pub fn result(
     arm: &str,
     search: &CapacitySearch,
+    judged: Judged,
     slo: &[String],
     probes: Vec<Observation>,
     ended: Result<Bracket, String>,
     shape: ArmShape,
     mean_interval: &MeanInterval,
 ) -> CapacityResult {
+    let counted = judged.as_str();
     let unit = match search.vary {
-        Vary::Concurrency => "requests in flight per replica",
-        Vary::Rate => "requests/s",
+        Vary::Concurrency => format!("{counted} in flight per replica"),
+        Vary::Rate => format!("{counted}/s"),
     };
     let show = |s: &Side| {
         format!(
-            "{} {unit}: {:.1}% [{:.1}%, {:.1}%] of {} requests attained",
+            "{} {unit}: {:.1}% [{:.1}%, {:.1}%] of {} {counted} attained",
             s.load,
             s.share * 100.0,
             s.low * 100.0,
@@ -508,7 +646,7 @@ pub fn result(
                     CapacityStatus::NotResolved,
                     None,
                     format!(
-                        "not resolved at this sample size: the bracket's intervals straddle {target} ({}); record more requests per probe or more repeats",
+                        "not resolved at this sample size: the bracket's intervals straddle {target} ({}); record more {counted} per probe or more repeats",
                         [p.as_ref().map(show), f.as_ref().map(show)]
                             .into_iter()
                             .flatten()
@@ -552,8 +690,13 @@ pub fn result(
     if let (Some(c), Some(p)) = (capacity_per_gpu, capacity) {
         let gpus = shape.gpus.unwrap_or(1);
         verdict.push_str(&format!(
-            "; {} in flight per GPU ({} × {} replica{} on {gpus} GPU{})",
+            "; {}{} in flight per GPU ({} × {} replica{} on {gpus} GPU{})",
             trim(c),
+            if judged == Judged::Sessions {
+                " sessions"
+            } else {
+                ""
+            },
             trim(p),
             shape.replicas,
             if shape.replicas == 1 { "" } else { "s" },
@@ -579,6 +722,7 @@ pub fn result(
         max: search.max,
         target: search.target,
         window: search.window,
+        judged,
         slo: slo.to_vec(),
         requests_per_probe: search.requests,
         window_requests: search.window_requests,
@@ -596,296 +740,4 @@ pub fn result(
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn search(min: f64, max: f64, repeats: u32) -> CapacitySearch {
-        CapacitySearch {
-            class: "headline-sustained-output".into(),
-            context: 512,
-            vary: Vary::Concurrency,
-            min,
-            max,
-            requests: Some(400),
-            window_requests: None,
-            target: 0.9,
-            window: Window::All,
-            slo: vec![Slo::parse("ttft_ms<=2000").unwrap()],
-            repeats,
-            resolution: None,
-            concurrency: None,
-        }
-    }
-
-    /// Drive the search against a server whose attainment at load c is `attained(c)` of
-    /// 400; the exact interval here is a fixed ±2 points, enough to test the logic.
-    fn drive(s: &CapacitySearch, attained: impl Fn(f64) -> u64) -> (Vec<f64>, Bracket) {
-        let interval = |k: u64, n: u64| {
-            let p = k as f64 / n as f64;
-            ((p - 0.02).max(0.0), (p + 0.02).min(1.0))
-        };
-        let mut seen: Vec<Observation> = Vec::new();
-        loop {
-            match next_step(s, &seen, &interval) {
-                Step::Probe { load, repeat } => seen.push(Observation {
-                    load,
-                    repeat,
-                    run_id: format!("r{}", seen.len()),
-                    dir: std::path::PathBuf::new(),
-                    attained: attained(load),
-                    requests: 400,
-                    goodput_tps: None,
-                }),
-                Step::Done(b) => return (seen.iter().map(|o| o.load).collect(), b),
-            }
-            assert!(seen.len() < 50, "the search does not end: {seen:?}");
-        }
-    }
-
-    #[test]
-    fn bisection_finds_the_last_load_that_meets_the_target() {
-        // Attainment 100% up to 5 in flight, 50% beyond.
-        let s = search(1.0, 32.0, 1);
-        let (order, b) = drive(&s, |c| if c <= 5.0 { 400 } else { 200 });
-        assert_eq!(order, [1.0, 32.0, 16.0, 8.0, 4.0, 6.0, 5.0]);
-        assert_eq!(b.passing.as_ref().unwrap().load, 5.0);
-        assert_eq!(b.failing.as_ref().unwrap().load, 6.0);
-        assert!(b.resolved);
-    }
-
-    #[test]
-    fn repeats_at_the_boundary_pool_and_a_straddle_is_not_resolved() {
-        // 90.5% up to 3 (interval straddles 0.9), 50% beyond: the passing side widens down
-        // to the range's minimum without ever clearing the target.
-        let s = search(1.0, 8.0, 2);
-        let (order, b) = drive(&s, |c| if c <= 3.0 { 362 } else { 200 });
-        assert_eq!(order, [1.0, 8.0, 4.0, 2.0, 3.0, 3.0, 4.0, 2.0, 1.0]);
-        let p = b.passing.unwrap();
-        assert_eq!(
-            (p.load, p.runs.len(), p.attained, p.requests),
-            (1.0, 2, 724, 800)
-        );
-        assert!(!b.resolved);
-    }
-
-    /// The minimum misses the target by its point estimate but not by its interval, and the
-    /// failing side widens up to a load shown to miss it: the loads below stay unresolved,
-    /// so the search must not say that no load meets the target.
-    #[test]
-    fn a_minimum_missing_only_by_its_point_estimate_is_not_resolved() {
-        let s = search(3.0, 8.0, 1);
-        // 89.5% at 3 and 4 (intervals straddle 0.9), 10% from 5 on.
-        let (order, b) = drive(&s, |c| if c <= 4.0 { 358 } else { 40 });
-        assert_eq!(order, [3.0, 4.0, 5.0]);
-        assert!(b.passing.is_none());
-        assert_eq!(b.failing.as_ref().unwrap().load, 5.0);
-        assert!(!b.resolved, "{b:?}");
-        // Shown to miss at the minimum itself: resolved, no capacity in the range.
-        let (_, b) = drive(&s, |_| 40);
-        assert!(b.passing.is_none() && b.resolved);
-    }
-
-    /// Attainment falling gradually: 16 meets the target by its point estimate but not by
-    /// its interval, 17 misses it but not by its interval. The bracket widens to 15 (shown
-    /// to meet) and 18 (shown to miss): resolved, capacity 15.
-    #[test]
-    fn a_gradual_boundary_widens_the_bracket_until_each_side_resolves() {
-        let s = search(1.0, 32.0, 1);
-        let share = |c: f64| -> u64 {
-            match c as u64 {
-                0..=14 => 400,
-                15 => 372, // 93%: [91, 95]
-                16 => 364, // 91%: [89, 93]
-                17 => 356, // 89%: [87, 91]
-                _ => 348,  // 87%: [85, 89]
-            }
-        };
-        let (order, b) = drive(&s, share);
-        assert_eq!(
-            order,
-            [1.0, 32.0, 16.0, 24.0, 20.0, 18.0, 17.0, 15.0],
-            "{order:?}"
-        );
-        assert!(b.resolved, "{b:?}");
-        assert_eq!(b.passing.as_ref().unwrap().load, 15.0);
-        assert_eq!(b.failing.as_ref().unwrap().load, 18.0);
-        let r = result(
-            "TP1",
-            &s,
-            &[],
-            Vec::new(),
-            Ok(b),
-            ArmShape {
-                replicas: 1,
-                gpus: Some(1),
-            },
-            &|_| None,
-        );
-        assert_eq!(r.status, CapacityStatus::Resolved);
-        assert_eq!(r.capacity, Some(15.0));
-    }
-
-    #[test]
-    fn out_of_range_ends_say_so() {
-        let s = search(2.0, 16.0, 1);
-        let (order, b) = drive(&s, |_| 100);
-        assert_eq!(order, [2.0]);
-        assert!(b.passing.is_none() && b.resolved);
-        let (order, b) = drive(&s, |_| 400);
-        assert_eq!(order, [2.0, 16.0]);
-        assert_eq!(b.passing.unwrap().load, 16.0);
-        assert!(b.failing.is_none());
-    }
-
-    #[test]
-    fn rates_bisect_geometrically_to_the_resolution() {
-        let mut s = search(1.0, 16.0, 1);
-        s.vary = Vary::Rate;
-        s.resolution = Some(0.25);
-        s.concurrency = Some(8);
-        let (order, b) = drive(&s, |r| if r <= 5.0 { 400 } else { 0 });
-        assert_eq!(order, [1.0, 16.0, 4.0, 8.0, 5.657, 4.757]);
-        let (p, f) = (b.passing.unwrap().load, b.failing.unwrap().load);
-        assert!(f / p <= 1.25, "{p} {f}");
-    }
-
-    #[test]
-    fn a_probe_too_small_to_resolve_the_target_is_refused_naming_the_minimum() {
-        let mut s = search(1.0, 8.0, 1);
-        s.target = 0.99;
-        s.requests = Some(300);
-        let problems = s.problems("arms[0].search", 1, &Default::default());
-        let text = format!("{problems:?}");
-        assert!(text.contains("only from 368 requests"), "{text}");
-        s.requests = Some(368);
-        assert!(
-            s.problems("arms[0].search", 1, &Default::default())
-                .is_empty()
-        );
-        s.window = Window::AfterFirstWave;
-        let text = format!("{:?}", s.problems("arms[0].search", 2, &Default::default()));
-        assert!(text.contains("give at least 384"), "{text}");
-    }
-
-    #[test]
-    fn window_requests_size_each_probe_by_its_first_wave_and_are_checked() {
-        let mut s = search(4.0, 64.0, 3);
-        s.requests = None;
-        s.window_requests = Some(60);
-        let text = format!("{:?}", s.problems("arms[0].search", 2, &Default::default()));
-        assert!(
-            text.contains("needs `vary: concurrency` and `window: after_first_wave`"),
-            "{text}"
-        );
-        s.window = Window::AfterFirstWave;
-        assert!(
-            s.problems("arms[0].search", 2, &Default::default())
-                .is_empty()
-        );
-        // Two replicas at 12 in flight each: a first wave of 24, then 60 measured.
-        assert_eq!(s.probe_requests(12.0, 2), 84);
-        assert_eq!(s.probe_requests(4.0, 1), 64);
-        s.window_requests = Some(20);
-        let text = format!("{:?}", s.problems("arms[0].search", 2, &Default::default()));
-        assert!(text.contains("give at least 36"), "{text}");
-        s.requests = Some(400);
-        let text = format!("{:?}", s.problems("arms[0].search", 2, &Default::default()));
-        assert!(text.contains("not both and not neither"), "{text}");
-    }
-
-    #[test]
-    fn capacity_is_stated_per_gpu_with_goodput_per_gpu_across_the_passing_runs() {
-        let s = search(1.0, 32.0, 3);
-        let (_, bracket) = drive(&s, |c| if c <= 5.0 { 400 } else { 200 });
-        let mut bracket = bracket;
-        // Goodput of the passing load's three runs: 300, 330, 360 tok/s.
-        for (i, run) in bracket
-            .passing
-            .as_mut()
-            .unwrap()
-            .runs
-            .iter_mut()
-            .enumerate()
-        {
-            run.goodput_tps = Some(300.0 + 30.0 * i as f64);
-        }
-        let mean_interval = |v: &[f64]| (v.len() > 1).then_some((-1.0, 1.0));
-        let shape = ArmShape {
-            replicas: 2,
-            gpus: Some(2),
-        };
-        let r = result(
-            "DP2",
-            &s,
-            &[],
-            Vec::new(),
-            Ok(bracket.clone()),
-            shape,
-            &mean_interval,
-        );
-        assert_eq!(r.capacity, Some(5.0));
-        assert_eq!(r.capacity_per_gpu, Some(5.0));
-        let g = r.goodput_per_gpu.as_ref().unwrap();
-        assert_eq!(
-            (g.mean, g.runs, g.low, g.high),
-            (165.0, 3, Some(-1.0), Some(1.0))
-        );
-        assert!(
-            r.verdict
-                .contains("5 in flight per GPU (5 × 2 replicas on 2 GPUs)"),
-            "{}",
-            r.verdict
-        );
-        assert!(
-            r.verdict
-                .contains("goodput there 165.0 [-1.0, 1.0] tok/s per GPU over 3 runs"),
-            "{}",
-            r.verdict
-        );
-        // TP2: one replica over two GPUs holds half as many per GPU.
-        let tp2 = ArmShape {
-            replicas: 1,
-            gpus: Some(2),
-        };
-        let r = result(
-            "TP2",
-            &s,
-            &[],
-            Vec::new(),
-            Ok(bracket.clone()),
-            tp2,
-            &mean_interval,
-        );
-        assert_eq!(r.capacity_per_gpu, Some(2.5));
-        // GPUs unknown: no per-GPU figure is invented.
-        let unknown = ArmShape {
-            replicas: 1,
-            gpus: None,
-        };
-        let r = result(
-            "X",
-            &s,
-            &[],
-            Vec::new(),
-            Ok(bracket),
-            unknown,
-            &mean_interval,
-        );
-        assert_eq!((r.capacity_per_gpu, r.goodput_per_gpu), (None, None));
-    }
-
-    #[test]
-    fn a_context_above_the_largest_prompt_target_is_refused() {
-        let mut s = search(1.0, 8.0, 1);
-        s.context = crate::manifest::MAX_PROMPT_TOKEN_TARGET;
-        assert!(
-            s.problems("arms[0].search", 1, &Default::default())
-                .is_empty()
-        );
-        s.context = i64::MAX as u64;
-        let problems = s.problems("arms[0].search", 1, &Default::default());
-        assert_eq!(problems.len(), 1, "{problems:?}");
-        assert_eq!(problems[0].field, "arms[0].search.context");
-        assert!(problems[0].message.contains("16777216"), "{problems:?}");
-    }
-}
+mod tests;
