@@ -26,7 +26,8 @@
 --       the cell without its load.
 --   concurrency_per_replica (requests): requests in flight per replica (runs).
 --   replicas (-): replicas the requests went to (runs.replicas).
---   rate_per_s (requests/s): the open loop's release rate; NULL in closed loop.
+--   rate_per_s (requests/s): the open loop's release rate (a session workload's: sessions
+--       arriving per second); NULL in closed loop.
 --   gpus (GPUs): the arm's GPUs (runs.gpus); NULL when the run does not say.
 --   gpus_derived (-): true when gpus was read off the topology name (runs.gpus_derived).
 --   runs (count): the complete runs averaged.

@@ -4,7 +4,8 @@
 -- up and found; llama.cpp's prompt_tokens_cached_total over it plus prompt_tokens_total, which
 -- excludes the cached), their increases over the run as counter_increases computes them, give
 -- an exact hit rate (`server_source` = 'counters'); SGLang exports only a recent-hit-rate gauge,
--- whose time-weighted mean over the scrapes taken during the run stands in, labelled
+-- whose time-weighted mean over the scrapes taken during the run (each value held until the
+-- replica's next scrape, the last one until the `after` scrape) stands in, labelled
 -- approximate (`server_source` = 'gauge'). The counters cover what the server saw between
 -- the run's `before` scrape (taken after calibration) and its `after` scrape: warm-up and
 -- measured requests.
@@ -62,15 +63,22 @@ counted AS (
     )
     GROUP BY c.run_id, c.replica
 ),
-during AS (
+-- Each sample holds until the next scrape of the replica, whatever its phase: the last
+-- sample during the run holds until the scrape after it.
+held AS (
     SELECT
         run_id,
         replica,
+        phase,
         t_ns,
         kv_usage,
         cache_hit_rate,
         lead(t_ns) OVER (PARTITION BY run_id, replica ORDER BY t_ns) - t_ns AS held_ns
     FROM kv_cache_timeline
+),
+during AS (
+    SELECT run_id, replica, t_ns, kv_usage, cache_hit_rate, held_ns
+    FROM held
     WHERE phase = 'during'
 ),
 gauges AS (

@@ -346,8 +346,21 @@ impl<'a> Calibrator<'a> {
                 .collect());
         }
         let builder = self.counted_builder();
+        let sessions = self.cfg.cell.sessions.as_ref().map(|s| s.plan.clone());
         let mut out: Vec<Calibration> = Vec::with_capacity(count as usize);
         for idx in 0..count {
+            // A session's later turn is built from the conversation, not sized: it takes its
+            // first turn's figures (indices are session-major) and costs no count.
+            if let (Some((_, turn)), Some(prev)) =
+                (sessions.as_ref().and_then(|p| p.turn_of(idx)), out.last())
+                && turn > 0
+            {
+                out.push(Calibration {
+                    oracle_calls: 0,
+                    ..*prev
+                });
+                continue;
+            }
             // Start from the previous request's size: one count usually settles it.
             let hint = out.last().map(|c| c.filler_units);
             let c = calibrate_from(

@@ -155,7 +155,9 @@ impl RunConfig {
         let cpu = check_cpu(a.host.cpu.unwrap_or(CpuPlacement::Start))?;
         let manifest = WorkloadManifest::load(&a.manifest)?;
         let declared = match &a.cell.workloads {
-            Some(file) => crate::workload::declared::load_section(file)?,
+            Some(file) => {
+                crate::workload::declared::load_section(file).map_err(ConfigError::Workloads)?
+            }
             None => Vec::new(),
         };
         let chosen = crate::workload::declared::choose_among(

@@ -7,17 +7,20 @@ use super::endpoint::EndpointError;
 use crate::manifest::ManifestError;
 use crate::workload::cells::CellError;
 
-/// Why `run` arguments were refused.
+/// Why `run` arguments were refused. Each message is whole (the flag, the file or value,
+/// what is wrong): the wrapped errors are not sources, so an error chain prints each once.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
     #[error("--manifest: {0}")]
-    Manifest(#[from] ManifestError),
+    Manifest(ManifestError),
+    #[error("--workloads: {0}")]
+    Workloads(ManifestError),
     #[error(transparent)]
     Cell(#[from] CellError),
     #[error("--endpoint: {0}")]
-    Endpoint(#[source] EndpointError),
+    Endpoint(EndpointError),
     #[error("--metrics-url: {0}")]
-    MetricsUrl(#[source] EndpointError),
+    MetricsUrl(EndpointError),
     #[error("{flag} `{value}`: {reason}")]
     Flag {
         flag: &'static str,
@@ -26,6 +29,12 @@ pub enum ConfigError {
     },
     #[error("--out `{}`: {reason}", path.display())]
     Out { path: PathBuf, reason: String },
+}
+
+impl From<ManifestError> for ConfigError {
+    fn from(e: ManifestError) -> Self {
+        ConfigError::Manifest(e)
+    }
 }
 
 pub(crate) fn flag(

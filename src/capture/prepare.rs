@@ -7,8 +7,8 @@
 //!   another salt, so what they leave in the server's cache is never a measured row's.
 //! - A session class: the first turn of every session, and the warm-up requests. A later
 //!   turn's body depends on the reply before it, so it is built during the run
-//!   (`super::sessions`); here it gets its place (the session and turn it is) and, so that
-//!   every index has a body, a one-shot prompt of its own index that is never sent.
+//!   (`super::sessions`); here it gets its place (the session and turn it is, its canary)
+//!   and no body ([`request::placeholder`]): nothing of it is built or sent.
 //! - Every other cell: each request's calibrated prompt.
 
 use super::config::RunConfig;
@@ -93,6 +93,36 @@ pub fn requests(i: &Inputs<'_>) -> Prepared {
         }
         let calibrated = i.calibrations.get(idx as usize);
         let session = sessions.as_ref().and_then(|plan| plan.turn_of(idx));
+        if let Some((session_id, turn)) = session.filter(|(_, turn)| *turn > 0) {
+            // A later turn: its place only; the conversation builds it once the turn before
+            // it has replied.
+            let canary = i.builder.canary(idx);
+            out.metas.push(RequestMeta {
+                kind: RequestKind::Measured,
+                replica_hint: idx % replicas,
+                canary: canary.clone(),
+                prompt_sha256: String::new(),
+                prompt_chars: 0,
+                prompt_tokens_calibrated: None,
+                request_body: None,
+                check: None,
+                api: None,
+                asked: None,
+                ignore_eos: None,
+                session: Some(SessionTurn {
+                    session_id,
+                    turn,
+                    history_tokens: None,
+                }),
+            });
+            if calibrated.is_some() {
+                match request::placeholder(i.opts, i.run_id, idx, canary) {
+                    Ok(p) => out.prepared.push(p),
+                    Err(e) => fail(format!("preparing requests: {e}")),
+                }
+            }
+            continue;
+        }
         // A trace row asks for its own lengths: its prompt's, and its reply's in full.
         let (prompt, asked) = match (&trace, i.density) {
             (Some(t), Some(d)) if !t.trace.rows.is_empty() => {
@@ -114,8 +144,6 @@ pub fn requests(i: &Inputs<'_>) -> Prepared {
             ),
         };
         let ignore_eos = asked.is_some() && i.opts.api != Api::Responses;
-        // A later turn's body is built when the turn before it has replied.
-        let later_turn = session.is_some_and(|(_, turn)| turn > 0);
         let mut meta = RequestMeta {
             kind: if idx < n {
                 RequestKind::Measured
@@ -124,13 +152,9 @@ pub fn requests(i: &Inputs<'_>) -> Prepared {
             },
             replica_hint: idx % replicas,
             canary: prompt.canary.clone(),
-            prompt_sha256: if later_turn {
-                String::new()
-            } else {
-                prompt.sha256.clone()
-            },
-            prompt_chars: if later_turn { 0 } else { prompt.chars },
-            prompt_tokens_calibrated: calibrated.filter(|_| !later_turn).map(|c| c.prompt_tokens),
+            prompt_sha256: prompt.sha256.clone(),
+            prompt_chars: prompt.chars,
+            prompt_tokens_calibrated: calibrated.map(|c| c.prompt_tokens),
             request_body: None,
             check: None,
             api: None,
@@ -139,7 +163,7 @@ pub fn requests(i: &Inputs<'_>) -> Prepared {
             session: session.map(|(session_id, turn)| SessionTurn {
                 session_id,
                 turn,
-                history_tokens: (turn == 0).then_some(0),
+                history_tokens: Some(0),
             }),
         };
         if calibrated.is_some() {
@@ -151,11 +175,9 @@ pub fn requests(i: &Inputs<'_>) -> Prepared {
             };
             match made {
                 Ok(p) => {
-                    if !later_turn {
-                        // The body is shared with the prepared request, not copied.
-                        meta.request_body = Some(p.body.clone());
-                        meta.ignore_eos = Some(ignore_eos);
-                    }
+                    // The body is shared with the prepared request, not copied.
+                    meta.request_body = Some(p.body.clone());
+                    meta.ignore_eos = Some(ignore_eos);
                     out.prepared.push(p);
                 }
                 Err(e) => fail(format!("preparing requests: {e}")),

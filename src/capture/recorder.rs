@@ -119,8 +119,9 @@ pub struct Recorded {
     pub error: Option<ArtifactError>,
     /// Per-request facts for the quick look, indexed by request index.
     pub facts: Vec<RequestFacts>,
-    /// Prompt-token usage outside the calibration tolerance (request index, usage).
-    pub off_target: Vec<(u32, i64)>,
+    /// Prompt-token usage outside the calibration tolerance (request index, usage, the
+    /// request's target).
+    pub off_target: Vec<(u32, i64, u64)>,
     /// Times the hot path found the event channel full.
     pub channel_full: u64,
 }
@@ -165,7 +166,7 @@ pub struct Recorder {
     /// Indexed by request index, one per request of `meta` from the start: no map node is
     /// allocated per request as the run goes, and each event finds its request by index.
     facts: Vec<RequestFacts>,
-    off_target: Vec<(u32, i64)>,
+    off_target: Vec<(u32, i64, u64)>,
     error: Option<ArtifactError>,
     /// A session workload's later turns, as they were built (overriding `meta.requests`).
     turns: std::collections::HashMap<u32, RequestMeta>,
@@ -275,21 +276,21 @@ impl Recorder {
                 .push_str(row.parsed.reasoning_delta.as_deref().unwrap_or(""));
         }
         if let Some(p) = row.parsed.usage_prompt_tokens {
-            let target = self.meta.prompt_tokens_target;
+            let meta = self.meta.requests.get(e.request_index as usize);
+            // A trace row asks its own input length; every other request the cell's target.
+            let target = meta
+                .and_then(|m| m.asked)
+                .map_or(self.meta.prompt_tokens_target, |a| a.0);
             let tol = crate::workload::calibration::tolerance(target);
-            let measured = self
-                .meta
-                .requests
-                .get(e.request_index as usize)
-                // Functional requests have no prompt-token target to meet, a session's later
-                // turns none but their first turn's.
-                .is_some_and(|m| {
-                    m.kind == RequestKind::Measured
-                        && m.check.is_none()
-                        && m.session.is_none_or(|s| s.turn == 0)
-                });
+            // Functional requests have no prompt-token target to meet, a session's later
+            // turns none but their first turn's.
+            let measured = meta.is_some_and(|m| {
+                m.kind == RequestKind::Measured
+                    && m.check.is_none()
+                    && m.session.is_none_or(|s| s.turn == 0)
+            });
             if measured && (p.max(0) as u64).abs_diff(target) > tol {
-                self.off_target.push((e.request_index, p));
+                self.off_target.push((e.request_index, p, target));
             }
         }
         let r = self.writer.push_event(row);

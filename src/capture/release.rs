@@ -20,7 +20,7 @@ pub(super) fn schedule_for(
     a: &RunRequest,
     cell: &Cell,
 ) -> Result<(Schedule, Option<Duration>), ConfigError> {
-    Ok(if cell.trace.is_some() {
+    Ok(if let Some(trace) = &cell.trace {
         if a.load.rate.is_some() || a.load.ramp.is_some() {
             return Err(flag(
                 "--rate",
@@ -29,6 +29,18 @@ pub(super) fn schedule_for(
                     "class `{}` replays a trace at its own times: leave out --rate, \
                      --poisson and --ramp (the trace's time_scale stretches it)",
                     cell.class
+                ),
+            ));
+        }
+        let span_s = trace.offsets_ns().last().copied().unwrap_or(0) as f64 / 1e9;
+        if span_s > MAX_SCHEDULE_S {
+            return Err(flag(
+                "--class",
+                &cell.class,
+                format!(
+                    "its trace replays over {span_s:.0} s; a schedule may span at most \
+                     {MAX_SCHEDULE_S:.0} s (a day): declare a smaller time_scale or fewer rows \
+                     (`requests`)"
                 ),
             ));
         }

@@ -824,12 +824,11 @@ impl<'c> Run<'c> {
                 cfg.artifact_dir.display()
             ))
         })?;
-        if let Some((request, used)) = recorded.off_target.first() {
-            let tol = crate::workload::calibration::tolerance(cfg.cell.context);
+        if let Some((request, used, target)) = recorded.off_target.first() {
+            let tol = crate::workload::calibration::tolerance(*target);
             self.hooks.notices.say(&format!(
-                "anvil-capture: warning: {} measured requests report prompt tokens outside {} ± {tol} (e.g. request {request} used {used})",
+                "anvil-capture: warning: {} measured requests report prompt tokens outside their target ± the calibration tolerance (e.g. request {request} used {used} of {target} ± {tol})",
                 recorded.off_target.len(),
-                cfg.cell.context,
             ));
         }
         if cfg.api == Api::Responses

@@ -111,6 +111,12 @@ pub fn build(input: &ReportInput<'_>) -> ReportView {
             &input.check.stages,
             input.tradeoff,
             input.capacity,
+            &input
+                .artifacts
+                .iter()
+                .filter(|a| a.facts.workload.sessions.is_some())
+                .map(|a| a.facts.workload.class.clone())
+                .collect::<Vec<_>>(),
         ),
         spec_decode: spec_decode_view(
             input.plan,

@@ -171,16 +171,26 @@ fn max_tokens(
     o: &serde_json::Map<String, Value>,
     keys: &[&'static str],
 ) -> Result<Option<u32>, ApiError> {
+    token_count(o, keys, 1)
+}
+
+/// The first of `keys` present: an integer from `least` to 2^32 - 1 (`max_tokens` from 1;
+/// vLLM's `min_tokens` from 0, its default).
+fn token_count(
+    o: &serde_json::Map<String, Value>,
+    keys: &[&'static str],
+    least: u64,
+) -> Result<Option<u32>, ApiError> {
     for &k in keys {
         match o.get(k) {
             None | Some(Value::Null) => continue,
             Some(v) => {
                 let n = v
                     .as_u64()
-                    .filter(|n| *n >= 1 && *n <= u32::MAX as u64)
+                    .filter(|n| *n >= least && *n <= u32::MAX as u64)
                     .ok_or_else(|| {
                         ApiError::bad(
-                            format!("`{k}` must be a positive integer, got {v}"),
+                            format!("`{k}` must be an integer of at least {least}, got {v}"),
                             Some(k),
                         )
                     })?;
@@ -319,7 +329,7 @@ pub fn parse_gen(api: Api, body: &[u8]) -> Result<GenRequest, ApiError> {
     let (tools, forced_tool) = parse_tools(o)?;
     let thinking = thinking(o);
     let ignore_eos = opt_bool(o, "ignore_eos")?;
-    let min_tokens = max_tokens(o, &["min_tokens"])?.unwrap_or(0);
+    let min_tokens = token_count(o, &["min_tokens"], 0)?.unwrap_or(0);
     match api {
         Api::Chat => {
             let msgs = o
@@ -523,6 +533,19 @@ mod tests {
         )
         .unwrap_err();
         assert_eq!(e.param, Some("max_tokens"));
+        // vLLM's min_tokens defaults to 0, and 0 is a value a client may send.
+        let g = parse_gen(
+            Api::Chat,
+            br#"{"messages":[{"content":"x"}],"min_tokens":0}"#,
+        )
+        .unwrap();
+        assert_eq!(g.min_tokens, 0);
+        let e = parse_gen(
+            Api::Chat,
+            br#"{"messages":[{"content":"x"}],"min_tokens":-1}"#,
+        )
+        .unwrap_err();
+        assert_eq!(e.param, Some("min_tokens"));
     }
 
     #[test]

@@ -454,7 +454,13 @@ pub fn choose_among(
         off = true;
         match flag {
             "--context" => cell.context = v,
-            "--concurrency" => cell.concurrency = super::cells::clamp_u32(v),
+            "--concurrency" => {
+                cell.concurrency = super::cells::clamp_u32(v);
+                // A trace run with a cap on what is in flight is a capped replay.
+                if let Some(t) = cell.trace.as_mut() {
+                    t.capped = true;
+                }
+            }
             _ => cell.requests = v,
         }
     }
@@ -587,6 +593,21 @@ mod tests {
         assert_eq!((record.rows, record.capped), (40, false));
         assert_eq!(record.file, "mooncake_conversation_head.jsonl");
         assert_eq!(t.offsets_ns()[0], 1_000_000_000);
+        // A cap asked off the manifest makes the replay a capped one.
+        let capped = choose_among(
+            &manifest,
+            &[mooncake(Some(40))],
+            base,
+            &CellQuery {
+                class: "mooncake-replay".into(),
+                concurrency: Some(8),
+                off_manifest: true,
+                ..CellQuery::default()
+            },
+        )
+        .unwrap();
+        assert_eq!(capped.cell.concurrency, 8);
+        assert!(capped.cell.trace.as_ref().unwrap().capped);
         let err = mooncake(Some(1000)).cell(&manifest, base).unwrap_err();
         assert!(err.contains("has 120 rows to replay"), "{err}");
         let err = mooncake(None)

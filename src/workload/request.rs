@@ -310,6 +310,31 @@ pub fn prepare(
     prepare_asking(opts, run_id, prompt, opts.max_tokens, false)
 }
 
+/// The place of a request whose body is built during the run (a session's later turn,
+/// which needs the reply before it): its index, id and canary, and no body. Never sent.
+pub fn placeholder(
+    opts: &RequestOptions,
+    run_id: &str,
+    request_index: u32,
+    canary: Option<String>,
+) -> Result<PreparedRequest, RequestError> {
+    let request_id = HeaderValue::from_str(&format!("{run_id}-{request_index}")).map_err(|_| {
+        RequestError::BadRunId {
+            run_id: run_id.to_owned(),
+        }
+    })?;
+    Ok(PreparedRequest {
+        request_index,
+        api: opts.api,
+        body: Bytes::new(),
+        request_id,
+        canary,
+        prompt_sha256: String::new(),
+        prompt_chars: 0,
+        filler_units: 0,
+    })
+}
+
 /// [`prepare`] with this request's own ceiling, and `ignore_eos` to have the server generate
 /// all of it (a trace row's reply length; the Responses API takes no `ignore_eos`).
 pub fn prepare_asking(

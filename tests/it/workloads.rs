@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 
 use anvil::artifact::RunJson;
-use serde_json::json;
+use serde_json::{Value, json};
 
 use super::common::{CAPTURE, Sim, artifact_of, output_text, run, small_manifest, sql_rows};
 
@@ -217,6 +217,27 @@ fn a_declared_class_is_refused_with_its_field_named() {
     let said = output_text(&o);
     assert_eq!(o.status.code(), Some(2), "{said}");
     assert!(said.contains("declared beside it: prefix-groups"), "{said}");
+    // A trace stretched past a day is refused before anything is written.
+    let workloads = mooncake_replay(tmp.path(), 120);
+    let mut doc: Value =
+        serde_json::from_str(&std::fs::read_to_string(&workloads).unwrap()).unwrap();
+    doc["workloads"][0]["trace"]["time_scale"] = 1000.into();
+    doc["workloads"][0]["trace"]["start_offset_s"] = 50_000.into();
+    std::fs::write(&workloads, doc.to_string()).unwrap();
+    let o = capture(
+        &manifest,
+        &workloads,
+        "mooncake-replay",
+        "http://127.0.0.1:9",
+        &out,
+    );
+    let said = output_text(&o);
+    assert_eq!(o.status.code(), Some(2), "{said}");
+    assert!(
+        said.contains("--class") && said.contains("a schedule may span at most 86400 s"),
+        "{said}"
+    );
+    assert!(!out.exists(), "nothing is written: {said}");
 }
 
 /// The first `rows` rows of the Mooncake excerpt replayed 20 times faster than recorded.

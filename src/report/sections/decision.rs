@@ -519,7 +519,8 @@ fn gaps(input: &ReportInput<'_>) -> Vec<GapView> {
 }
 
 /// The `anvil-capture run` command line that records the cell of `workload` for `arm` (the
-/// arm's server URL is the one thing left to fill in).
+/// arm's server URL is the one thing left to fill in; a class declared beside the manifest
+/// is read from the data folder's `campaign.json`, else from `CAMPAIGN_FILE` to fill in).
 fn capture_command(
     input: &ReportInput<'_>,
     arm: &str,
@@ -527,11 +528,20 @@ fn capture_command(
     workload: &crate::artifact::Workload,
 ) -> String {
     let mut request = crate::capture::request::RunRequest::for_workload(workload);
+    let data = input.data_folder.split(", ").next().unwrap_or(".");
     request.manifest = input.manifest_file.into();
     request.arm.name = arm.to_owned();
     request.arm.stage = Some(stage.to_owned());
     request.endpoints = vec!["URL".to_owned()];
-    request.out = input.data_folder.split(", ").next().unwrap_or(".").into();
+    request.out = data.into();
+    if workload.sessions.is_some() || workload.trace.is_some() || workload.prefix_groups.is_some() {
+        let beside = std::path::Path::new(data).join("campaign.json");
+        request.cell.workloads = Some(if beside.is_file() {
+            beside
+        } else {
+            "CAMPAIGN_FILE".into()
+        });
+    }
     crate::shell::join(&request.to_argv())
 }
 

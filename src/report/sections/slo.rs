@@ -127,12 +127,14 @@ pub fn stage_goodput(stages: &[StageComparison]) -> Vec<(&StageComparison, &ArmG
         .collect()
 }
 
-/// Build the section.
+/// Build the section; `session_classes` are the workload classes whose open loop releases
+/// sessions, not requests.
 pub fn slo_view(
     slos: &str,
     stages: &[StageComparison],
     points: &[TradeoffPoint],
     capacity: &[crate::report::input::CapacityFound],
+    session_classes: &[String],
 ) -> SloView {
     let goodput = stage_goodput(stages)
         .into_iter()
@@ -162,7 +164,18 @@ pub fn slo_view(
             workload: p.frontier_group.clone(),
             arm: p.arm.clone(),
             load: match (p.rate_per_s, p.concurrency_per_replica, p.replicas) {
-                (Some(r), _, _) => format!("{} req/s", fmt_num(Some(r))),
+                (Some(r), _, _) => format!(
+                    "{} {}/s",
+                    fmt_num(Some(r)),
+                    if session_classes
+                        .iter()
+                        .any(|c| p.frontier_group.starts_with(&format!("{c}.ctx")))
+                    {
+                        "sessions"
+                    } else {
+                        "req"
+                    }
+                ),
                 (None, Some(c), Some(1)) => format!("C{c} × 1 replica"),
                 (None, Some(c), Some(n)) => format!("C{c} × {n} replicas"),
                 _ => crate::report::format::NA.to_owned(),
