@@ -65,6 +65,7 @@ pub mod scrape;
 pub mod sessions;
 pub mod sse;
 pub mod summary;
+pub mod telemetry;
 
 pub use error::CaptureError;
 pub use run::{RunHooks, RunSummary, run};
