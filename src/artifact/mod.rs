@@ -48,6 +48,7 @@ pub mod rows;
 pub mod run;
 pub mod schema;
 pub mod shard;
+pub mod telemetry;
 pub mod testing;
 pub mod writer;
 

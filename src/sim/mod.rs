@@ -39,6 +39,7 @@ pub mod config;
 pub mod engine;
 pub mod faults;
 pub mod metrics;
+pub mod power;
 pub use crate::realtime;
 pub mod render;
 pub mod reply;

@@ -1,0 +1,190 @@
+//! The simulator's GPU power and thermal model: the ground truth the telemetry figures are
+//! held to. Pure arithmetic over the replica's activity, advanced interval by interval.
+//!
+//! Over an interval in which a GPU does `decode_tps` decode tokens and `prefill_tps`
+//! prefill tokens per second (its replica's, shared evenly across the replica's GPUs):
+//!
+//! - **power** = `idle_w + w_per_decode_tps × decode_tps + w_per_kprefill_tps × prefill_tps
+//!   / 1000`, held at `limit_w` when it would exceed it (the SW power cap reason set);
+//! - **energy** grows by power × the interval, exactly: power is constant over an interval,
+//!   so the counter is the integral a real GPU's counter approximates;
+//! - **temperature** relaxes towards `ambient_c + c_per_w × power` with time constant
+//!   `tau_s` (first order, exact over the interval);
+//! - at or above `slowdown_c` the GPU slows down: the HW thermal slowdown reason is set and
+//!   its SM clock drops to `slowdown_clock` of the maximum (the engine's steps take that
+//!   much longer), until it has cooled `hysteresis_c` below.
+
+use crate::artifact::telemetry::Reasons;
+
+/// The model's constants, per GPU.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PowerModel {
+    pub idle_w: f64,
+    /// W per decode token per second.
+    pub w_per_decode_tps: f64,
+    /// W per thousand prefill tokens per second.
+    pub w_per_kprefill_tps: f64,
+    /// The power-management limit, W.
+    pub limit_w: f64,
+    pub ambient_c: f64,
+    /// Steady-state temperature rise per W.
+    pub c_per_w: f64,
+    /// Thermal time constant, s.
+    pub tau_s: f64,
+    /// Temperature at which the GPU slows down.
+    pub slowdown_c: f64,
+    pub hysteresis_c: f64,
+    pub max_sm_clock_mhz: f64,
+    /// The SM clock while slowed down, as a share of the maximum.
+    pub slowdown_clock: f64,
+}
+
+impl Default for PowerModel {
+    /// An H100-like GPU: 90 W idle, 700 W limit, slowing down at 87 °C; at 600 W it settles
+    /// at 30 + 0.08 × 600 = 78 °C, so only a raised `c_per_w` (a hot chassis) throttles it.
+    fn default() -> Self {
+        Self {
+            idle_w: 90.0,
+            w_per_decode_tps: 0.35,
+            w_per_kprefill_tps: 25.0,
+            limit_w: 700.0,
+            ambient_c: 30.0,
+            c_per_w: 0.08,
+            tau_s: 20.0,
+            slowdown_c: 87.0,
+            hysteresis_c: 2.0,
+            max_sm_clock_mhz: 1980.0,
+            slowdown_clock: 0.7,
+        }
+    }
+}
+
+/// One GPU's state.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct GpuState {
+    /// Energy since the simulator started, mJ.
+    pub energy_mj: f64,
+    pub power_w: f64,
+    pub temp_c: f64,
+    pub reasons: Reasons,
+}
+
+impl GpuState {
+    /// An idle GPU at ambient temperature.
+    pub fn idle(m: &PowerModel) -> Self {
+        Self {
+            energy_mj: 0.0,
+            power_w: m.idle_w,
+            temp_c: m.ambient_c,
+            reasons: Reasons(Reasons::GPU_IDLE),
+        }
+    }
+
+    /// The SM clock now, MHz.
+    pub fn sm_clock_mhz(&self, m: &PowerModel) -> f64 {
+        m.max_sm_clock_mhz * self.clock_factor(m)
+    }
+
+    /// The share of its maximum speed the GPU runs at now (1, or `slowdown_clock` while
+    /// thermally slowed down).
+    pub fn clock_factor(&self, m: &PowerModel) -> f64 {
+        if self.reasons.0 & Reasons::HW_THERMAL_SLOWDOWN != 0 {
+            m.slowdown_clock
+        } else {
+            1.0
+        }
+    }
+
+    /// Advance by `dt_s` seconds of `decode_tps` and `prefill_tps` tokens per second.
+    pub fn advance(&mut self, m: &PowerModel, dt_s: f64, decode_tps: f64, prefill_tps: f64) {
+        let asked = m.idle_w
+            + m.w_per_decode_tps * decode_tps
+            + m.w_per_kprefill_tps * prefill_tps / 1000.0;
+        let power = asked.min(m.limit_w);
+        let dt = dt_s.max(0.0);
+        self.power_w = power;
+        self.energy_mj += power * dt * 1000.0;
+        let settled = m.ambient_c + m.c_per_w * power;
+        self.temp_c = settled + (self.temp_c - settled) * (-dt / m.tau_s.max(1e-9)).exp();
+        let mut bits = self.reasons.0 & !(Reasons::GPU_IDLE | Reasons::SW_POWER_CAP);
+        if decode_tps <= 0.0 && prefill_tps <= 0.0 {
+            bits |= Reasons::GPU_IDLE;
+        }
+        if asked > m.limit_w {
+            bits |= Reasons::SW_POWER_CAP;
+        }
+        if self.temp_c >= m.slowdown_c {
+            bits |= Reasons::HW_THERMAL_SLOWDOWN;
+        } else if self.temp_c < m.slowdown_c - m.hysteresis_c {
+            bits &= !Reasons::HW_THERMAL_SLOWDOWN;
+        }
+        self.reasons = Reasons(bits);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn energy_is_the_exact_integral_of_piecewise_constant_power() {
+        let m = PowerModel::default();
+        let mut g = GpuState::idle(&m);
+        g.advance(&m, 2.0, 0.0, 0.0);
+        assert_eq!(g.power_w, 90.0);
+        assert!(g.reasons.0 & Reasons::GPU_IDLE != 0);
+        // 1,000 decode tokens/s and 8,000 prefill tokens/s: 90 + 350 + 200 = 640 W.
+        g.advance(&m, 3.0, 1000.0, 8000.0);
+        assert!((g.power_w - 640.0).abs() < 1e-9);
+        assert!((g.energy_mj - (90.0 * 2.0 + 640.0 * 3.0) * 1000.0).abs() < 1e-6);
+        assert!(g.reasons.0 & Reasons::GPU_IDLE == 0);
+        assert!(!g.reasons.at_power_limit());
+    }
+
+    #[test]
+    fn power_is_held_at_the_limit_and_said_so_without_throttling() {
+        let m = PowerModel::default();
+        let mut g = GpuState::idle(&m);
+        g.advance(&m, 1.0, 2000.0, 0.0);
+        assert_eq!(g.power_w, 700.0);
+        assert!(g.reasons.at_power_limit() && !g.reasons.throttled());
+        assert_eq!(g.sm_clock_mhz(&m), 1980.0);
+    }
+
+    #[test]
+    fn a_hot_gpu_slows_down_above_its_slowdown_temperature_and_recovers_below_the_hysteresis() {
+        // A hot chassis: 640 W settles at 30 + 0.1 × 640 = 94 °C.
+        let m = PowerModel {
+            c_per_w: 0.1,
+            ..PowerModel::default()
+        };
+        let mut g = GpuState::idle(&m);
+        let mut slowed_at = None;
+        for k in 1..=200 {
+            g.advance(&m, 0.5, 1000.0, 8000.0);
+            if g.reasons.throttled() && slowed_at.is_none() {
+                slowed_at = Some(k as f64 * 0.5);
+            }
+        }
+        // T(t) = 94 − 64 e^{−t/20} reaches 87 at t = 20 ln(64/7) ≈ 44.3 s.
+        let t = slowed_at.expect("it slows down");
+        assert!((44.0..=45.0).contains(&t), "{t}");
+        assert!((g.temp_c - (94.0 - 64.0 * (-100.0f64 / 20.0).exp())).abs() < 1e-9);
+        assert_eq!(g.reasons.names(), ["hw_thermal_slowdown"]);
+        assert!((g.sm_clock_mhz(&m) - 1386.0).abs() < 1e-9);
+        // Idle, it cools: still slowed between 85 and 87 °C, recovered below 85.
+        let mut recovered_at = None;
+        for k in 1..=400 {
+            g.advance(&m, 0.5, 0.0, 0.0);
+            if g.temp_c >= 85.0 {
+                assert!(g.reasons.throttled(), "{}", g.temp_c);
+            }
+            if !g.reasons.throttled() && recovered_at.is_none() {
+                recovered_at = Some(k);
+                assert!(g.temp_c < 85.0);
+            }
+        }
+        assert!(recovered_at.is_some());
+        assert_eq!(g.clock_factor(&m), 1.0);
+    }
+}
