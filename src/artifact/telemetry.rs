@@ -25,16 +25,17 @@ pub enum Field {
     GpuUtilPct,
     /// Framebuffer memory used, MiB.
     FbUsedMib,
-    /// The power-management limit, W.
+    /// The enforced power limit, W (DCGM's `ENFORCED_POWER_LIMIT`, nvidia-smi's
+    /// `enforced.power.limit`).
     PowerLimitW,
     /// The temperature at which the GPU slows down, °C.
     SlowdownTempC,
     /// The clock-event reasons, NVML's bitmask ([`Reasons`]).
     ClockEventReasons,
-    /// Time throttled by the power limit, µs (a counter).
-    PowerViolationUs,
-    /// Time throttled by temperature, µs (a counter).
-    ThermalViolationUs,
+    /// Time throttled by the power limit, ns (a counter; DCGM's field is in ns).
+    PowerViolationNs,
+    /// Time throttled by temperature, ns (a counter).
+    ThermalViolationNs,
 }
 
 impl Field {
@@ -52,8 +53,8 @@ impl Field {
         Field::PowerLimitW,
         Field::SlowdownTempC,
         Field::ClockEventReasons,
-        Field::PowerViolationUs,
-        Field::ThermalViolationUs,
+        Field::PowerViolationNs,
+        Field::ThermalViolationNs,
     ];
 
     /// Its name in the telemetry table and the views.
@@ -71,8 +72,8 @@ impl Field {
             Field::PowerLimitW => "power_limit_w",
             Field::SlowdownTempC => "slowdown_temp_c",
             Field::ClockEventReasons => "clock_event_reasons",
-            Field::PowerViolationUs => "power_violation_us",
-            Field::ThermalViolationUs => "thermal_violation_us",
+            Field::PowerViolationNs => "power_violation_ns",
+            Field::ThermalViolationNs => "thermal_violation_ns",
         }
     }
 
@@ -80,7 +81,7 @@ impl Field {
     pub const fn is_counter(self) -> bool {
         matches!(
             self,
-            Field::EnergyMj | Field::PowerViolationUs | Field::ThermalViolationUs
+            Field::EnergyMj | Field::PowerViolationNs | Field::ThermalViolationNs
         )
     }
 }

@@ -5,14 +5,21 @@
 //! prefill tokens per second (its replica's, shared evenly across the replica's GPUs):
 //!
 //! - **power** = `idle_w + w_per_decode_tps × decode_tps + w_per_kprefill_tps × prefill_tps
-//!   / 1000`, held at `limit_w` when it would exceed it (the SW power cap reason set);
+//!   / 1000`, held at `limit_w` when it would exceed it: the SW power cap reason is set and
+//!   the clocks drop to `(limit − idle) / (asked − idle)` of their maximum, as a GPU
+//!   lowers its clocks to stay at its limit (the steps take that much longer);
 //! - **energy** grows by power × the interval, exactly: power is constant over an interval,
 //!   so the counter is the integral a real GPU's counter approximates;
 //! - **temperature** relaxes towards `ambient_c + c_per_w × power` with time constant
 //!   `tau_s` (first order, exact over the interval);
-//! - at or above `slowdown_c` the GPU slows down: the HW thermal slowdown reason is set and
-//!   its SM clock drops to `slowdown_clock` of the maximum (the engine's steps take that
-//!   much longer), until it has cooled `hysteresis_c` below.
+//! - at or above `slowdown_c` the GPU slows down: the HW slowdown and HW thermal slowdown
+//!   reasons are set (as NVML reports a GPU past its slowdown temperature, whose clocks it
+//!   cuts by half or more) and its SM clock drops to `slowdown_clock` of the maximum, until
+//!   it has cooled `hysteresis_c` below;
+//! - the violation counters grow by the time spent capped by power and slowed by heat, ns
+//!   (DCGM's `POWER_VIOLATION` and `THERMAL_VIOLATION`).
+//!
+//! A rate that is not a finite, non-negative number counts as no work.
 
 use crate::artifact::telemetry::Reasons;
 
@@ -54,7 +61,7 @@ impl Default for PowerModel {
             slowdown_c: 87.0,
             hysteresis_c: 2.0,
             max_sm_clock_mhz: 1980.0,
-            slowdown_clock: 0.7,
+            slowdown_clock: 0.5,
         }
     }
 }
@@ -67,6 +74,11 @@ pub struct GpuState {
     pub power_w: f64,
     pub temp_c: f64,
     pub reasons: Reasons,
+    /// The clocks' share of their maximum that holds power at the limit (1 under it).
+    pub power_clock: f64,
+    /// Time capped by power and slowed by heat so far, ns.
+    pub power_violation_ns: f64,
+    pub thermal_violation_ns: f64,
 }
 
 impl GpuState {
@@ -77,6 +89,9 @@ impl GpuState {
             power_w: m.idle_w,
             temp_c: m.ambient_c,
             reasons: Reasons(Reasons::GPU_IDLE),
+            power_clock: 1.0,
+            power_violation_ns: 0.0,
+            thermal_violation_ns: 0.0,
         }
     }
 
@@ -85,24 +100,39 @@ impl GpuState {
         m.max_sm_clock_mhz * self.clock_factor(m)
     }
 
-    /// The share of its maximum speed the GPU runs at now (1, or `slowdown_clock` while
-    /// thermally slowed down).
+    /// The share of its maximum speed the GPU runs at now: the lower of what holds power
+    /// at the limit and `slowdown_clock` while thermally slowed down.
     pub fn clock_factor(&self, m: &PowerModel) -> f64 {
-        if self.reasons.0 & Reasons::HW_THERMAL_SLOWDOWN != 0 {
+        let thermal = if self.reasons.0 & Reasons::HW_THERMAL_SLOWDOWN != 0 {
             m.slowdown_clock
         } else {
             1.0
-        }
+        };
+        thermal.min(self.power_clock)
     }
 
     /// Advance by `dt_s` seconds of `decode_tps` and `prefill_tps` tokens per second.
     pub fn advance(&mut self, m: &PowerModel, dt_s: f64, decode_tps: f64, prefill_tps: f64) {
+        let work = |r: f64| if r.is_finite() && r > 0.0 { r } else { 0.0 };
+        let (decode_tps, prefill_tps) = (work(decode_tps), work(prefill_tps));
         let asked = m.idle_w
             + m.w_per_decode_tps * decode_tps
             + m.w_per_kprefill_tps * prefill_tps / 1000.0;
         let power = asked.min(m.limit_w);
-        let dt = dt_s.max(0.0);
+        let dt = if dt_s.is_finite() { dt_s.max(0.0) } else { 0.0 };
+        let thermal_before = self.reasons.0 & Reasons::HW_THERMAL_SLOWDOWN != 0;
         self.power_w = power;
+        self.power_clock = if asked > m.limit_w {
+            ((m.limit_w - m.idle_w) / (asked - m.idle_w)).clamp(0.0, 1.0)
+        } else {
+            1.0
+        };
+        if asked > m.limit_w {
+            self.power_violation_ns += dt * 1e9;
+        }
+        if thermal_before {
+            self.thermal_violation_ns += dt * 1e9;
+        }
         self.energy_mj += power * dt * 1000.0;
         let settled = m.ambient_c + m.c_per_w * power;
         self.temp_c = settled + (self.temp_c - settled) * (-dt / m.tau_s.max(1e-9)).exp();
@@ -113,10 +143,11 @@ impl GpuState {
         if asked > m.limit_w {
             bits |= Reasons::SW_POWER_CAP;
         }
+        let slowed = Reasons::HW_SLOWDOWN | Reasons::HW_THERMAL_SLOWDOWN;
         if self.temp_c >= m.slowdown_c {
-            bits |= Reasons::HW_THERMAL_SLOWDOWN;
+            bits |= slowed;
         } else if self.temp_c < m.slowdown_c - m.hysteresis_c {
-            bits &= !Reasons::HW_THERMAL_SLOWDOWN;
+            bits &= !slowed;
         }
         self.reasons = Reasons(bits);
     }
@@ -148,7 +179,14 @@ mod tests {
         g.advance(&m, 1.0, 2000.0, 0.0);
         assert_eq!(g.power_w, 700.0);
         assert!(g.reasons.at_power_limit() && !g.reasons.throttled());
-        assert_eq!(g.sm_clock_mhz(&m), 1980.0);
+        // 790 W asked of a 700 W limit: clocks at (700 − 90) / (790 − 90) of their maximum.
+        assert!((g.sm_clock_mhz(&m) - 1980.0 * 610.0 / 700.0).abs() < 1e-9);
+        assert!((g.power_violation_ns - 1e9).abs() < 1e-3);
+        // Bad rates are no work: idle, not full power.
+        g.advance(&m, 1.0, f64::NAN, -5.0);
+        assert_eq!(g.power_w, 90.0);
+        assert!(!g.reasons.at_power_limit() && g.clock_factor(&m) == 1.0);
+        assert!((g.energy_mj - (700.0 + 90.0) * 1000.0).abs() < 1e-6);
     }
 
     #[test]
@@ -170,8 +208,10 @@ mod tests {
         let t = slowed_at.expect("it slows down");
         assert!((44.0..=45.0).contains(&t), "{t}");
         assert!((g.temp_c - (94.0 - 64.0 * (-100.0f64 / 20.0).exp())).abs() < 1e-9);
-        assert_eq!(g.reasons.names(), ["hw_thermal_slowdown"]);
-        assert!((g.sm_clock_mhz(&m) - 1386.0).abs() < 1e-9);
+        assert_eq!(g.reasons.names(), ["hw_slowdown", "hw_thermal_slowdown"]);
+        assert!((g.sm_clock_mhz(&m) - 990.0).abs() < 1e-9);
+        // Slowed from the interval after the one that crossed 87 °C.
+        assert!((g.thermal_violation_ns - (100.0 - t) * 1e9).abs() < 1.0);
         // Idle, it cools: still slowed between 85 and 87 °C, recovered below 85.
         let mut recovered_at = None;
         for k in 1..=400 {

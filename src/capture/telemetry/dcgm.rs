@@ -23,27 +23,29 @@ pub const FIELDS: &[(&str, Field)] = &[
     ("DCGM_FI_DEV_MEMORY_TEMP", Field::MemTempC),
     ("DCGM_FI_DEV_GPU_UTIL", Field::GpuUtilPct),
     ("DCGM_FI_DEV_FB_USED", Field::FbUsedMib),
-    ("DCGM_FI_DEV_POWER_MGMT_LIMIT", Field::PowerLimitW),
+    ("DCGM_FI_DEV_ENFORCED_POWER_LIMIT", Field::PowerLimitW),
     ("DCGM_FI_DEV_SLOWDOWN_TEMP", Field::SlowdownTempC),
     ("DCGM_FI_DEV_CLOCKS_EVENT_REASONS", Field::ClockEventReasons),
     (
         "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS",
         Field::ClockEventReasons,
     ),
-    ("DCGM_FI_DEV_POWER_VIOLATION", Field::PowerViolationUs),
-    ("DCGM_FI_DEV_THERMAL_VIOLATION", Field::ThermalViolationUs),
+    ("DCGM_FI_DEV_POWER_VIOLATION", Field::PowerViolationNs),
+    ("DCGM_FI_DEV_THERMAL_VIOLATION", Field::ThermalViolationNs),
 ];
 
 /// The collectors-file lines (`DCGM FIELD, Prometheus type, help`) that give anvil what the
-/// default set lacks: the README's advice, and what a reading's absent fields point to.
+/// default set lacks: the README's advice, and what a reading's absent fields point to. The
+/// reasons are one field (112) under two names: DCGM 3.3 on knows the new one, and an
+/// older exporter refuses it, so the old name is the commented alternative.
 pub const EXTRA_COLLECTORS: &str = "\
 DCGM_FI_DEV_CLOCKS_EVENT_REASONS,   gauge,   Current clock event reasons (bitmask).
-DCGM_FI_DEV_CLOCK_THROTTLE_REASONS, gauge,   Current clock throttle reasons (before DCGM 3.3).
-DCGM_FI_DEV_POWER_MGMT_LIMIT,       gauge,   Power management limit (in W).
+# before DCGM 3.3, instead: DCGM_FI_DEV_CLOCK_THROTTLE_REASONS, gauge, Current clock throttle reasons (bitmask).
+DCGM_FI_DEV_ENFORCED_POWER_LIMIT,   gauge,   Enforced power limit (in W).
 DCGM_FI_DEV_SLOWDOWN_TEMP,          gauge,   Slowdown temperature (in C).
 DCGM_FI_DEV_MAX_SM_CLOCK,           gauge,   Maximum SM clock (in MHz).
-DCGM_FI_DEV_POWER_VIOLATION,        counter, Throttling duration due to power constraints (in us).
-DCGM_FI_DEV_THERMAL_VIOLATION,      counter, Throttling duration due to thermal constraints (in us).
+DCGM_FI_DEV_POWER_VIOLATION,        counter, Throttling duration due to power constraints (in ns).
+DCGM_FI_DEV_THERMAL_VIOLATION,      counter, Throttling duration due to thermal constraints (in ns).
 ";
 
 /// The field a DCGM series name stands for.
@@ -51,10 +53,12 @@ pub fn field_of(name: &str) -> Option<Field> {
     FIELDS.iter().find(|(n, _)| *n == name).map(|(_, f)| *f)
 }
 
-/// Whether `line` is a DCGM sample whose value is not a number (a string field such as the
-/// device name), which the exposition grammar would count as broken.
+/// Whether `line` is a sample of a DCGM field anvil does not read whose value is not a
+/// number (a string field such as the device name), which the exposition grammar would
+/// count as broken. A field anvil reads is never blanked: its broken line is counted.
 fn string_field(line: &str) -> bool {
-    if !line.starts_with("DCGM_") {
+    let name_end = line.find(['{', ' ', '\t']).unwrap_or(line.len());
+    if !line.starts_with("DCGM_") || field_of(&line[..name_end]).is_some() {
         return false;
     }
     let rest = match line.rfind('}') {
@@ -140,7 +144,7 @@ mod tests {
         assert!(gpus[0].uuid.as_deref().unwrap().starts_with("GPU-"));
         assert_eq!(r.get(0, Field::PowerW), Some(612.58));
         assert_eq!(r.get(1, Field::EnergyMj), Some(88_211_447_012.0));
-        assert_eq!(r.get(1, Field::SmClockMhz), Some(1410.0));
+        assert_eq!(r.get(1, Field::SmClockMhz), Some(990.0));
         assert_eq!(r.get(0, Field::FbUsedMib), Some(74_213.0));
         assert_eq!(
             r.absent(),
@@ -149,8 +153,8 @@ mod tests {
                 Field::PowerLimitW,
                 Field::SlowdownTempC,
                 Field::ClockEventReasons,
-                Field::PowerViolationUs,
-                Field::ThermalViolationUs
+                Field::PowerViolationNs,
+                Field::ThermalViolationNs
             ]
         );
     }
@@ -161,13 +165,15 @@ mod tests {
         assert_eq!((r.bad_lines, &r.first_error), (0, &None), "{r:?}");
         assert!(r.absent().is_empty(), "{:?}", r.absent());
         assert_eq!(r.get(0, Field::PowerLimitW), Some(700.0));
+        assert_eq!(r.get(0, Field::PowerViolationNs), Some(48_211_000_000.0));
         assert_eq!(r.get(0, Field::SlowdownTempC), Some(87.0));
-        // GPU 0 at its power limit (SW power cap), GPU 1 thermally slowed down.
+        // GPU 0 at its power limit (SW power cap), GPU 1 thermally slowed down (HW slowdown
+        // with HW thermal slowdown, as NVML reports a GPU past its slowdown temperature).
         let reasons = |g| Reasons(r.get(g, Field::ClockEventReasons).unwrap() as u64);
         assert!(reasons(0).at_power_limit() && !reasons(0).throttled());
         assert!(reasons(1).throttled());
-        assert_eq!(reasons(1).names(), ["sw_power_cap", "hw_thermal_slowdown"]);
-        assert_eq!(r.get(1, Field::ThermalViolationUs), Some(1_250_000.0));
+        assert_eq!(reasons(1).names(), ["hw_slowdown", "hw_thermal_slowdown"]);
+        assert_eq!(r.get(1, Field::ThermalViolationNs), Some(1_250_000_000.0));
         assert_eq!(r.get(1, Field::MaxSmClockMhz), Some(1980.0));
         // An exporter before DCGM 3.3 names the reasons the old way; a sample's own time
         // stamp is kept as written.
@@ -185,13 +191,17 @@ mod tests {
                     DCGM_FI_DEV_POWER_USAGE{gpu=\"0\",UUID=\"GPU-a\"} 81.5\n\
                     DCGM_FI_DEV_GPU_TEMP{gpu=\"0\",UUID=\"GPU-a\"} NaN\n\
                     DCGM_FI_DEV_SM_CLOCK{gpu=\"0\",UUID=\"GPU-a\" 1410\n\
-                    DCGM_FI_DEV_MEM_CLOCK{UUID=\"GPU-a\"} 2619\n";
+                    DCGM_FI_DEV_MEM_CLOCK{UUID=\"GPU-a\"} 2619\n\
+                    DCGM_FI_DEV_FB_FREE{gpu=\"0\"} 81.5MiB\n\
+                    DCGM_FI_DEV_FB_USED{gpu=\"0\"} 81.5MiB\n";
         let mut body = text.as_bytes().to_vec();
         body.extend_from_slice(b"DCGM_FI_DEV_FB_USED{gpu=\"0\"} 7\xff\n");
         let r = read(&body);
         assert_eq!(r.get(0, Field::PowerW), Some(81.5));
         assert_eq!(r.unavailable, [(0, Field::GpuTempC)]);
-        assert_eq!(r.bad_lines, 2, "{r:?}");
+        // A field anvil reads with a broken value is counted (FB_USED); one it does not
+        // read is skipped (FB_FREE).
+        assert_eq!(r.bad_lines, 3, "{r:?}");
         assert_eq!(r.first_error.as_ref().map(|e| e.0), Some(5));
         // A series without a GPU index is no GPU's.
         assert_eq!(r.values.len(), 1);

@@ -74,10 +74,12 @@ impl Reading {
             .collect()
     }
 
-    /// The value of `field` for GPU `index`, if the reading has one.
+    /// The latest value of `field` for GPU `index` (a CSV of several samples holds them in
+    /// time order), if the reading has one.
     pub fn get(&self, index: u32, field: Field) -> Option<f64> {
         self.values
             .iter()
+            .rev()
             .find(|v| v.gpu.index == index && v.field == field)
             .map(|v| v.value)
     }

@@ -45,10 +45,10 @@ pub fn query_legacy() -> Vec<&'static str> {
 pub fn field_of(name: &str) -> Option<Field> {
     Some(match name {
         "power.draw" | "power.draw.instant" => Field::PowerW,
-        "enforced.power.limit" | "power.limit" => Field::PowerLimitW,
+        "enforced.power.limit" => Field::PowerLimitW,
         "clocks.sm" | "clocks.current.sm" => Field::SmClockMhz,
         "clocks.mem" | "clocks.current.memory" => Field::MemClockMhz,
-        "clocks.max.sm" | "clocks.max.sm_clock" => Field::MaxSmClockMhz,
+        "clocks.max.sm" => Field::MaxSmClockMhz,
         "temperature.gpu" => Field::GpuTempC,
         "temperature.memory" => Field::MemTempC,
         "utilization.gpu" => Field::GpuUtilPct,
@@ -69,12 +69,10 @@ pub enum SmiError {
     NoIndex,
 }
 
-/// Whether a cell is the GPU saying it has no value.
+/// Whether a cell is the GPU saying it has no value: `N/A`, or any bracketed message
+/// (`[N/A]`, `[Not Supported]`, `[Insufficient Permissions]`, `[GPU requires reset]`).
 fn unavailable(cell: &str) -> bool {
-    matches!(
-        cell,
-        "[N/A]" | "N/A" | "[Not Supported]" | "Not Supported" | "[Unknown Error]"
-    )
+    cell == "N/A" || cell == "Not Supported" || (cell.starts_with('[') && cell.ends_with(']'))
 }
 
 /// A cell's number: its first word (a unit after it dropped), or a hexadecimal mask.
@@ -143,6 +141,7 @@ pub fn read(text: &str, fields: Option<&[&str]>) -> Result<Reading, SmiError> {
             host: None,
         };
         let source_time = text_at("timestamp");
+        let mut broken: Option<String> = None;
         for (k, name) in names.iter().enumerate() {
             let Some(field) = field_of(name) else {
                 continue;
@@ -159,8 +158,14 @@ pub fn read(text: &str, fields: Option<&[&str]>) -> Result<Reading, SmiError> {
                     value,
                     source_time: source_time.clone(),
                 }),
-                None => bad(&mut out, format!("{name} `{cell}` is not a number")),
+                None => {
+                    broken.get_or_insert_with(|| format!("{name} `{cell}` is not a number"));
+                }
             }
+        }
+        // A line counts once, however many of its cells are broken; its good cells stay.
+        if let Some(why) = broken {
+            bad(&mut out, why);
         }
     }
     Ok(out)
@@ -189,7 +194,7 @@ mod tests {
             r.values.iter().filter(|v| v.field == Field::PowerW).count(),
             4
         );
-        assert_eq!(r.get(0, Field::PowerW), Some(612.58));
+        assert_eq!(r.get(0, Field::PowerW), Some(609.77), "the latest sample");
         assert_eq!(r.get(1, Field::PowerLimitW), Some(700.0));
         // GPU 1 does not report its memory temperature on this driver.
         assert!(r.unavailable.contains(&(1, Field::MemTempC)));
@@ -198,7 +203,9 @@ mod tests {
             Some("2026/12/07 21:01:09.118")
         );
         let reasons = Reasons(r.get(1, Field::ClockEventReasons).unwrap() as u64);
-        assert!(reasons.throttled() && reasons.at_power_limit());
+        assert!(reasons.throttled() && !reasons.at_power_limit());
+        // The latest of the two samples.
+        assert_eq!(r.get(1, Field::SmClockMhz), Some(975.0));
         assert_eq!(r.gpus()[0].model.as_deref(), Some("NVIDIA H100 80GB HBM3"));
     }
 
@@ -226,6 +233,8 @@ mod tests {
         let text = "2026/12/07 21:01:09.118, 0, GPU-a, NVIDIA H100, 90.5, 700.00\n\
                     2026/12/07 21:01:09.118, x, GPU-b, NVIDIA H100, 91.0, 700.00\n\
                     2026/12/07 21:01:09.118, 2, GPU-c, NVIDIA H100, lots, 700.00\n\
+                    2026/12/07 21:01:09.118, 4, GPU-e, NVIDIA H100, lots, more\n\
+                    2026/12/07 21:01:09.118, 5, GPU-f, NVIDIA H100, [Insufficient Permissions], 700.00\n\
                     2026/12/07 21:01:09.118, 3, GPU-d\n";
         let fields = [
             "timestamp",
@@ -236,7 +245,8 @@ mod tests {
             "enforced.power.limit",
         ];
         let r = read(text, Some(&fields)).unwrap();
-        assert_eq!(r.bad_lines, 3);
+        assert_eq!(r.bad_lines, 4);
+        assert!(r.unavailable.contains(&(5, Field::PowerW)));
         assert_eq!(r.first_error.as_ref().map(|e| e.0), Some(2));
         assert_eq!(r.get(0, Field::PowerW), Some(90.5));
         assert_eq!(r.get(2, Field::PowerLimitW), Some(700.0));
