@@ -103,10 +103,7 @@ pub async fn cache_figures(
     let declared: Vec<String> = session
         .artifacts()
         .iter()
-        .filter(|a| {
-            let w = &a.run.workload;
-            w.sessions.is_some() || w.trace.is_some() || w.prefix_groups.is_some()
-        })
+        .filter(|a| a.run.workload.is_declared_class())
         .map(|a| format!("'{}'", a.run.run_id.replace('\'', "''")))
         .collect();
     let mut out = crate::report::input::CacheFigures::default();

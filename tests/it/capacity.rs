@@ -12,9 +12,7 @@ use serde_json::{Value, json};
 use super::campaign_run::{Fixture, campaign_json, signal, sim_launch, stderr};
 use super::common::{ANVIL, SIM, says};
 
-/// The simulator of the searched arm: at most 4 running sequences (the rest wait FIFO),
-/// prefill at `prefill_tps` tokens/s (one FIFO lane), 80 decode steps per second, no batch
-/// cost, no chunking, replies of about 40 words (one token each).
+/// The searched arm's simulator ([`sim_arm`]) at 80 decode steps per second.
 ///
 /// At 10^6 prefill tokens/s the timing model fixes the capacity under `ttft_ms<=60`: with at
 /// most 4 requests in flight every request is admitted on arrival, and its TTFT is its
@@ -25,6 +23,13 @@ use super::common::{ANVIL, SIM, says};
 /// ~0.5 s of generation, about 125 ms apart, so most TTFTs exceed 60 ms. Capacity is the
 /// batch limit: 4 in flight meets 90% attainment, 5 does not.
 fn arm_launch(prefill_tps: &str) -> Value {
+    sim_arm(prefill_tps, "80")
+}
+
+/// The simulator of a searched arm: at most 4 running sequences (the rest wait FIFO),
+/// prefill at `prefill_tps` tokens/s (one FIFO lane), `decode_tps` decode steps per second,
+/// no batch cost, no chunking, unasked replies of about 40 words (one token each).
+fn sim_arm(prefill_tps: &str, decode_tps: &str) -> Value {
     let argv = vec![
         SIM,
         "--port",
@@ -35,7 +40,7 @@ fn arm_launch(prefill_tps: &str) -> Value {
         "--prefill-tps",
         prefill_tps,
         "--decode-tps",
-        "80",
+        decode_tps,
         "--max-batch",
         "4",
         "--batch-cost",
@@ -350,11 +355,7 @@ fn a_session_search_finds_the_sessions_in_flight_the_batch_limit_allows() {
                 }],
                 "arms": [{
                     "arm": "TP1",
-                    "launch": {"argv": [
-                        SIM, "--port", "{port}", "--no-realtime", "--max-model-len", "65536",
-                        "--prefill-tps", "1000000", "--decode-tps", "200", "--max-batch", "4",
-                        "--batch-cost", "0", "--chunked-prefill", "0"
-                    ]},
+                    "launch": sim_arm("1000000", "200"),
                     "ports": [ports[1]],
                     "readiness": {"timeout_s": 30},
                     "stop": {"grace_s": 5},

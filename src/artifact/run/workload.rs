@@ -307,6 +307,12 @@ impl fmt::Display for Schedule {
 }
 
 impl Workload {
+    /// Whether this is the workload of a class declared beside the manifest (a campaign
+    /// file's `workloads`): sessions, a trace replay or prefix groups.
+    pub fn is_declared_class(&self) -> bool {
+        self.sessions.is_some() || self.trace.is_some() || self.prefix_groups.is_some()
+    }
+
     /// This workload's fingerprint (`sha256:…`).
     pub fn fingerprint(&self) -> String {
         // Serialising a struct of plain fields to a JSON value cannot fail.

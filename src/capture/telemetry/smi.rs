@@ -236,15 +236,8 @@ mod tests {
                     2026/12/07 21:01:09.118, 4, GPU-e, NVIDIA H100, lots, more\n\
                     2026/12/07 21:01:09.118, 5, GPU-f, NVIDIA H100, [Insufficient Permissions], 700.00\n\
                     2026/12/07 21:01:09.118, 3, GPU-d\n";
-        let fields = [
-            "timestamp",
-            "index",
-            "uuid",
-            "name",
-            "power.draw",
-            "enforced.power.limit",
-        ];
-        let r = read(text, Some(&fields)).unwrap();
+        // The query's first six fields: timestamp, index, uuid, name, power, limit.
+        let r = read(text, Some(&QUERY[..6])).unwrap();
         assert_eq!(r.bad_lines, 4);
         assert!(r.unavailable.contains(&(5, Field::PowerW)));
         assert_eq!(r.first_error.as_ref().map(|e| e.0), Some(2));

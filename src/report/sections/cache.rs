@@ -66,7 +66,7 @@ pub fn declared_classes(input: &ReportInput<'_>) -> Vec<String> {
         .artifacts
         .iter()
         .map(|a| &a.facts.workload)
-        .filter(|w| w.sessions.is_some() || w.trace.is_some() || w.prefix_groups.is_some())
+        .filter(|w| w.is_declared_class())
         .map(|w| w.class.clone())
         .collect();
     out.sort();

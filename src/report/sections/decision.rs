@@ -534,7 +534,7 @@ fn capture_command(
     request.arm.stage = Some(stage.to_owned());
     request.endpoints = vec!["URL".to_owned()];
     request.out = data.into();
-    if workload.sessions.is_some() || workload.trace.is_some() || workload.prefix_groups.is_some() {
+    if workload.is_declared_class() {
         let beside = std::path::Path::new(data).join("campaign.json");
         request.cell.workloads = Some(if beside.is_file() {
             beside
