@@ -9,7 +9,9 @@ use clap::Parser;
 use crate::sim::config::{
     Config, ConfigError, DEFAULT_KV_POOL_TOKENS, PROFILES, RunSpeed, Timing, find_profile,
 };
+use crate::sim::dcgm::GpuSetup;
 use crate::sim::faults::{FaultKind, FaultRates};
+use crate::sim::power::PowerModel;
 
 /// The profile and fault tables and the wire rules, shown after `--help`.
 pub fn long_help() -> String {
@@ -84,7 +86,21 @@ pub fn long_help() -> String {
          FILE replaces any earlier one at start and grows while the simulator runs: rows are\n\
          flushed to it at least once a second, and on SIGINT or SIGTERM every row is flushed\n\
          and the file synced and closed. SIGKILL leaves no chance to flush: the file then\n\
-         lacks at most the last second's rows, and a kill in mid-flush may cut the last row short.\n",
+         lacks at most the last second's rows, and a kill in mid-flush may cut the last row short.\n\
+         \n\
+         GPUs (--dcgm): each replica has --gpus-per-replica GPUs sharing its work. Every tick\n\
+         (at most 100 ms, dividing the collect interval) each GPU is asked for its share of the\n\
+         tokens its replica decoded and prefilled (at full clocks): power = idle + W/decode\n\
+         tok/s x decode + W/kprefill tok/s x prefill / 1000 at full clocks, scaled by the clock\n\
+         factor, which is the lower of (limit - idle) / (asked - idle) (SW power cap) and 0.5\n\
+         while the GPU is past its slowdown temperature (HW slowdown and HW thermal slowdown,\n\
+         until 2 C below it); temperature relaxes towards ambient + C/W x power (20 s time\n\
+         constant); the energy counter is the exact integral. Steps and prefills take 1 / factor\n\
+         as long. GET /dcgm/metrics serves the DCGM exporter's text as of the last collect\n\
+         (--dcgm-interval-ms, default 30000 as the exporter's). --gpu-truth FILE: CSV\n\
+         t_ns,gpu,uuid,replica,power_w,energy_mj,temp_c,sm_clock_mhz,reasons,snapshot, one row\n\
+         per GPU per tick (CLOCK_MONOTONIC ns at the tick's end; power over the tick; reasons\n\
+         NVML's bitmask; snapshot 1 where the exporter's values were taken).\n",
     );
     s.push_str(&format!(
         "\nExit codes:\n  \
@@ -209,6 +225,174 @@ pub struct Args {
     /// HTTP worker threads.
     #[arg(long, default_value_t = 2, hide = true)]
     pub http_threads: usize,
+    #[command(flatten)]
+    pub gpu: GpuArgs,
+}
+
+/// The simulated GPUs: their power and thermal model and the DCGM exporter.
+#[derive(Debug, Clone, clap::Args)]
+#[command(next_help_heading = "GPUs (with --dcgm)")]
+pub struct GpuArgs {
+    /// Simulate each replica's GPUs (power, clocks, temperature, energy) and serve a DCGM
+    /// exporter's text at `GET /dcgm/metrics` on every replica's port; their clocks then
+    /// shape the timing (a GPU at its power limit or too hot runs slower).
+    #[arg(long)]
+    pub dcgm: bool,
+    /// The exporter's collect interval (`dcgm-exporter -c`): how often its values change.
+    #[arg(long, value_name = "MS", default_value_t = crate::sim::dcgm::DEFAULT_COLLECT_MS)]
+    pub dcgm_interval_ms: u64,
+    /// `default`: the exporter's default counter set; `extended`: with the fields anvil's
+    /// README adds (clock-event reasons, power limit, slowdown temperature, maximum SM
+    /// clock, power and thermal violation counters).
+    #[arg(long, value_name = "SET", default_value = "default")]
+    pub dcgm_counters: String,
+    /// GPUs per replica (TP2: 2); each does an equal share of its replica's work.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub gpus_per_replica: usize,
+    /// The index of this process's first GPU (a DP replica launched as its own process:
+    /// e.g. `{replica}`).
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub first_gpu: u32,
+    /// The power-management limit, W.
+    #[arg(long, value_name = "W")]
+    pub gpu_power_limit: Option<f64>,
+    /// Idle power, W.
+    #[arg(long, value_name = "W")]
+    pub gpu_idle_w: Option<f64>,
+    /// W per decode token per second (per GPU).
+    #[arg(long, value_name = "W")]
+    pub gpu_w_per_decode_tps: Option<f64>,
+    /// W per thousand prefill tokens per second (per GPU).
+    #[arg(long, value_name = "W")]
+    pub gpu_w_per_kprefill_tps: Option<f64>,
+    /// Steady temperature rise per W, °C (a hot chassis: more).
+    #[arg(long, value_name = "C")]
+    pub gpu_c_per_w: Option<f64>,
+    /// Ambient temperature, °C.
+    #[arg(long, value_name = "C")]
+    pub gpu_ambient_c: Option<f64>,
+    /// Temperature at which a GPU slows to half clock (HW thermal slowdown), °C.
+    #[arg(long, value_name = "C")]
+    pub gpu_slowdown_c: Option<f64>,
+    /// CSV of each GPU's exact state every tick (see --help).
+    #[arg(long, value_name = "FILE")]
+    pub gpu_truth: Option<PathBuf>,
+}
+
+impl GpuArgs {
+    /// The checked GPU setup, `None` without `--dcgm` (the other GPU flags then refused).
+    fn setup(&self) -> Result<Option<GpuSetup>, ConfigError> {
+        let given = self.gpu_power_limit.is_some()
+            || self.gpu_idle_w.is_some()
+            || self.gpu_w_per_decode_tps.is_some()
+            || self.gpu_w_per_kprefill_tps.is_some()
+            || self.gpu_c_per_w.is_some()
+            || self.gpu_ambient_c.is_some()
+            || self.gpu_slowdown_c.is_some()
+            || self.gpu_truth.is_some();
+        if !self.dcgm {
+            check(
+                !given,
+                "--gpu-*",
+                "given",
+                "used with --dcgm (no GPUs simulated without it)",
+            )?;
+            return Ok(None);
+        }
+        let d = PowerModel::default();
+        let model = PowerModel {
+            idle_w: self.gpu_idle_w.unwrap_or(d.idle_w),
+            w_per_decode_tps: self.gpu_w_per_decode_tps.unwrap_or(d.w_per_decode_tps),
+            w_per_kprefill_tps: self.gpu_w_per_kprefill_tps.unwrap_or(d.w_per_kprefill_tps),
+            limit_w: self.gpu_power_limit.unwrap_or(d.limit_w),
+            ambient_c: self.gpu_ambient_c.unwrap_or(d.ambient_c),
+            c_per_w: self.gpu_c_per_w.unwrap_or(d.c_per_w),
+            slowdown_c: self.gpu_slowdown_c.unwrap_or(d.slowdown_c),
+            ..d
+        };
+        let positive = |x: f64| x.is_finite() && x > 0.0;
+        let non_negative = |x: f64| x.is_finite() && x >= 0.0;
+        check(
+            positive(model.idle_w),
+            "--gpu-idle-w",
+            model.idle_w,
+            "a positive number",
+        )?;
+        check(
+            positive(model.limit_w) && model.limit_w > model.idle_w,
+            "--gpu-power-limit",
+            model.limit_w,
+            "a number of watts above the idle power",
+        )?;
+        check(
+            non_negative(model.w_per_decode_tps),
+            "--gpu-w-per-decode-tps",
+            model.w_per_decode_tps,
+            "a number >= 0",
+        )?;
+        check(
+            non_negative(model.w_per_kprefill_tps),
+            "--gpu-w-per-kprefill-tps",
+            model.w_per_kprefill_tps,
+            "a number >= 0",
+        )?;
+        check(
+            non_negative(model.c_per_w),
+            "--gpu-c-per-w",
+            model.c_per_w,
+            "a number >= 0",
+        )?;
+        check(
+            model.ambient_c.is_finite() && (-40.0..=80.0).contains(&model.ambient_c),
+            "--gpu-ambient-c",
+            model.ambient_c,
+            "in [-40, 80]",
+        )?;
+        check(
+            model.slowdown_c.is_finite() && model.slowdown_c > model.ambient_c,
+            "--gpu-slowdown-c",
+            model.slowdown_c,
+            "above the ambient temperature",
+        )?;
+        check(
+            (100..=3_600_000).contains(&self.dcgm_interval_ms),
+            "--dcgm-interval-ms",
+            self.dcgm_interval_ms,
+            "in 100..=3600000 (the exporter's -c)",
+        )?;
+        let extended = match self.dcgm_counters.as_str() {
+            "default" => false,
+            "extended" => true,
+            other => {
+                return Err(ConfigError::OutOfRange {
+                    flag: "--dcgm-counters",
+                    value: other.to_owned(),
+                    rule: "`default` or `extended`",
+                });
+            }
+        };
+        check(
+            (1..=16).contains(&self.gpus_per_replica),
+            "--gpus-per-replica",
+            self.gpus_per_replica,
+            "in 1..=16",
+        )?;
+        check(
+            self.first_gpu <= 4096,
+            "--first-gpu",
+            self.first_gpu,
+            "at most 4096",
+        )?;
+        writable("--gpu-truth", self.gpu_truth.as_deref())?;
+        Ok(Some(GpuSetup {
+            model,
+            gpus_per_replica: self.gpus_per_replica,
+            first_gpu: self.first_gpu,
+            collect: std::time::Duration::from_millis(self.dcgm_interval_ms),
+            extended,
+            truth: self.gpu_truth.clone(),
+        }))
+    }
 }
 
 fn check(
@@ -226,6 +410,20 @@ fn check(
             rule,
         })
     }
+}
+
+/// A file `flag` names must be in an existing folder (it is created at start).
+fn writable(flag: &'static str, path: Option<&std::path::Path>) -> Result<(), ConfigError> {
+    let Some(t) = path else {
+        return Ok(());
+    };
+    let dir = t.parent().filter(|d| !d.as_os_str().is_empty());
+    check(
+        dir.is_none_or(|d| d.is_dir()),
+        flag,
+        t.display(),
+        "a file in an existing directory",
+    )
 }
 
 /// Turn what was typed into a checked configuration: explicit flags override the chosen
@@ -326,15 +524,7 @@ pub fn config(a: Args) -> Result<Config, ConfigError> {
         "at most 600000",
     )?;
 
-    if let Some(t) = &a.truth {
-        let dir = t.parent().filter(|d| !d.as_os_str().is_empty());
-        check(
-            dir.is_none_or(|d| d.is_dir()),
-            "--truth",
-            t.display(),
-            "a file in an existing directory",
-        )?;
-    }
+    writable("--truth", a.truth.as_deref())?;
 
     let mut faults = FaultRates::default();
     for f in &a.faults {
@@ -377,6 +567,7 @@ pub fn config(a: Args) -> Result<Config, ConfigError> {
         prefix_cache_tokens: a.prefix_cache_tokens,
         kv_pool_tokens: a.kv_pool_tokens,
         dev_mode: a.dev_mode,
+        gpus: a.gpu.setup()?,
         realtime: !a.no_realtime,
         spin_us: a.spin_us.min(10_000),
         http_threads: a.http_threads.clamp(1, 64),
@@ -488,5 +679,44 @@ mod tests {
         assert!(e.contains("--truth"), "{e}");
         assert!(parse(&["--truth", "t.csv"]).is_ok());
         assert!(parse(&["--no-realtime"]).is_ok_and(|c| !c.realtime));
+    }
+
+    #[test]
+    fn gpu_flags_need_dcgm_and_name_themselves() {
+        assert!(parse(&[]).unwrap().gpus.is_none());
+        let e = parse(&["--gpu-power-limit", "300"])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("--dcgm"), "{e}");
+        let g = parse(&[
+            "--dcgm",
+            "--gpu-power-limit",
+            "300",
+            "--gpus-per-replica",
+            "2",
+        ])
+        .unwrap()
+        .gpus
+        .unwrap();
+        assert_eq!(
+            (g.model.limit_w, g.gpus_per_replica, g.extended),
+            (300.0, 2, false)
+        );
+        assert_eq!(g.collect, std::time::Duration::from_secs(30));
+        let e = parse(&["--dcgm", "--dcgm-counters", "all"])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("--dcgm-counters") && e.contains("extended"),
+            "{e}"
+        );
+        let e = parse(&["--dcgm", "--gpu-power-limit", "50"])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("--gpu-power-limit"), "{e}");
+        let e = parse(&["--dcgm", "--dcgm-interval-ms", "10"])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("--dcgm-interval-ms"), "{e}");
     }
 }

@@ -241,6 +241,9 @@ pub struct Config {
     pub kv_pool_tokens: u64,
     /// vLLM's development endpoints mounted (`--dev-mode`): `POST /reset_prefix_cache`.
     pub dev_mode: bool,
+    /// The GPUs' power model and DCGM exporter (`--dcgm`); `None`: no GPUs simulated, the
+    /// clocks never change.
+    pub gpus: Option<super::dcgm::GpuSetup>,
     pub realtime: bool,
     pub spin_us: u32,
     pub http_threads: usize,

@@ -27,7 +27,10 @@
 //!   back to the front of the queue, and on readmission it prefills its prompt and what it
 //!   had generated again before its next token. A lone sequence is never preempted (it may
 //!   overfill the pool). Each preemption counts in `vllm:num_preemptions` and writes a
-//!   `preempt` truth row; `vllm:kv_cache_usage_perc` is the pool's used share.
+//!   `preempt` truth row; `vllm:kv_cache_usage_perc` is the pool's used share;
+//! - with `--dcgm`, the replica's GPUs run at a clock factor its power and thermal model sets
+//!   ([`super::dcgm`]): every step and prefill takes 1 / factor as long (without it the
+//!   factor is 1 and nothing changes).
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, VecDeque};
@@ -40,6 +43,7 @@ use tokio::sync::mpsc::UnboundedSender;
 
 use super::cache::{Lookup, PrefixCache};
 use super::config::Timing;
+use super::dcgm::Activity;
 use super::metrics::ReplicaMetrics;
 use super::truth::{LagHistogram, Record, TruthSink};
 use crate::clock::monotonic_ns;
@@ -127,6 +131,8 @@ pub struct ReplicaShared {
     pub model: String,
     metrics: Mutex<Arc<ReplicaMetrics>>,
     pub cache: Mutex<PrefixCache>,
+    /// What it decoded and prefilled, and the clock factor its GPUs run at (`dcgm`).
+    pub activity: Activity,
     /// The canaries of the last [`SEEN_CANARIES`] prompts served, newest last (the
     /// `cache-leak` fault draws from them).
     seen_canaries: Mutex<std::collections::VecDeque<String>>,
@@ -147,6 +153,7 @@ impl ReplicaShared {
             model: model.to_string(),
             metrics: Mutex::new(ReplicaMetrics::new(model, 0.0)),
             cache: Mutex::new(PrefixCache::with_capacity(cache_tokens)),
+            activity: Activity::default(),
             seen_canaries: Mutex::new(std::collections::VecDeque::new()),
         }
     }
@@ -490,8 +497,11 @@ impl Sched {
             }
             Gate::FirstToken | Gate::Step => {
                 let r = &self.reps[rep];
-                let mut cost =
-                    step_ns(&r.timing, r.running) * (1.0 + 0.06 * (next_unit(&mut seq.rng) - 0.5));
+                // Clocks lowered by the GPUs' power limit or heat stretch every step.
+                let clock = self.shared[rep].activity.clock();
+                let mut cost = step_ns(&r.timing, r.running)
+                    * (1.0 + 0.06 * (next_unit(&mut seq.rng) - 0.5))
+                    / clock;
                 if r.prefill_free_at > d {
                     let left = (r.prefill_free_at - d) as f64;
                     cost += if r.timing.chunked_prefill == 0 {
@@ -527,9 +537,12 @@ impl Sched {
         // The lane is busy for the prefill compute only; the per-chunk step overhead delays
         // this sequence's first token but is shared with other sequences' steps.
         let start = t.max(r.prefill_free_at);
-        let compute = prefill_compute_ns(&r.timing, prefill) as i64;
+        let activity = &self.shared[seq.replica].activity;
+        activity.prefilled(prefill);
+        let clock = activity.clock();
+        let compute = (prefill_compute_ns(&r.timing, prefill) / clock) as i64;
         r.prefill_free_at = start + compute;
-        let end = start + prefill_ns(&r.timing, prefill) as i64;
+        let end = start + (prefill_ns(&r.timing, prefill) / clock) as i64;
         self.heap.push(Reverse((end + delay, id, seq.epoch)));
         let rep = seq.replica;
         self.update_gauges(rep);
@@ -630,6 +643,7 @@ impl Sched {
             return;
         };
         if ev.tokens > 0 || ev.drafts > 0 {
+            self.shared[rep].activity.decoded(ev.tokens);
             let m = self.shared[rep].metrics();
             m.generation_tokens.inc_by(ev.tokens as u64);
             if ev.drafts > 0 {

@@ -36,6 +36,7 @@ pub mod api;
 pub mod body;
 pub mod cache;
 pub mod config;
+pub mod dcgm;
 pub mod engine;
 pub mod faults;
 pub mod metrics;
@@ -197,6 +198,10 @@ fn run_until(cfg: Config, stop: Stop) -> anyhow::Result<()> {
         cfg.realtime && realtime::is_fifo(),
     )
     .context("starting the timer thread")?;
+    let fleet = match cfg.gpus.clone() {
+        Some(setup) => Some(dcgm::Fleet::start(setup, replicas.clone())?),
+        None => None,
+    };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(cfg.http_threads)
         .max_blocking_threads(4)
@@ -211,10 +216,14 @@ fn run_until(cfg: Config, stop: Stop) -> anyhow::Result<()> {
         inflight: Arc::new(Mutex::new(HashMap::new())),
         next_key: AtomicU64::new(0),
         notices: notices.clone(),
+        dcgm: fleet.as_ref().map(dcgm::Fleet::exporter),
     });
     let result = rt.block_on(serve(state, replicas, stop));
     rt.shutdown_timeout(Duration::from_millis(200));
     let timer = engine.shutdown();
+    if let Some(fleet) = fleet {
+        fleet.stop().context("finishing the GPU truth file")?;
+    }
     let hist = truth.finish().context("finishing the truth file")?;
     notices.say(&timer.report_as("timer lag"));
     notices.say(&hist.report());

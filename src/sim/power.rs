@@ -1,21 +1,26 @@
 //! The simulator's GPU power and thermal model: the ground truth the telemetry figures are
 //! held to. Pure arithmetic over the replica's activity, advanced interval by interval.
 //!
-//! Over an interval in which a GPU does `decode_tps` decode tokens and `prefill_tps`
-//! prefill tokens per second (its replica's, shared evenly across the replica's GPUs):
+//! Over an interval in which a GPU is asked for `decode_tps` decode tokens and `prefill_tps`
+//! prefill tokens per second at full clocks (its replica's demand, shared evenly across the
+//! replica's GPUs):
 //!
-//! - **power** = `idle_w + w_per_decode_tps × decode_tps + w_per_kprefill_tps × prefill_tps
-//!   / 1000`, held at `limit_w` when it would exceed it: the SW power cap reason is set and
-//!   the clocks drop to `(limit − idle) / (asked − idle)` of their maximum, as a GPU
-//!   lowers its clocks to stay at its limit (the steps take that much longer);
+//! - the **asked power** is `idle_w + w_per_decode_tps × decode_tps + w_per_kprefill_tps ×
+//!   prefill_tps / 1000`;
+//! - the **clock factor** (the share of its maximum speed the GPU runs at, which stretches
+//!   the replica's steps) is the lower of `slowdown_clock` while thermally slowed (else 1)
+//!   and `(limit_w − idle_w) / (asked − idle_w)`, the clocks that hold power at the limit;
+//!   when the latter is the lower, the SW power cap reason is set;
+//! - **power** is `idle_w + (asked − idle_w) × clock factor`: the work done at the clocks it
+//!   runs at, never above the limit;
 //! - **energy** grows by power × the interval, exactly: power is constant over an interval,
 //!   so the counter is the integral a real GPU's counter approximates;
 //! - **temperature** relaxes towards `ambient_c + c_per_w × power` with time constant
 //!   `tau_s` (first order, exact over the interval);
-//! - at or above `slowdown_c` the GPU slows down: the HW slowdown and HW thermal slowdown
-//!   reasons are set (as NVML reports a GPU past its slowdown temperature, whose clocks it
-//!   cuts by half or more) and its SM clock drops to `slowdown_clock` of the maximum, until
-//!   it has cooled `hysteresis_c` below;
+//! - at or above `slowdown_c` the GPU slows down from the next interval: the HW slowdown and
+//!   HW thermal slowdown reasons are set (as NVML reports a GPU past its slowdown
+//!   temperature, whose clocks it cuts by half or more) until it has cooled `hysteresis_c`
+//!   below; slowed, it draws less and cools, so a GPU too hot for its load cycles;
 //! - the violation counters grow by the time spent capped by power and slowed by heat, ns
 //!   (DCGM's `POWER_VIOLATION` and `THERMAL_VIOLATION`).
 //!
@@ -42,17 +47,21 @@ pub struct PowerModel {
     pub slowdown_c: f64,
     pub hysteresis_c: f64,
     pub max_sm_clock_mhz: f64,
+    /// The SM clock of an idle GPU (it drops its clocks when it has nothing to do).
+    pub idle_sm_clock_mhz: f64,
     /// The SM clock while slowed down, as a share of the maximum.
     pub slowdown_clock: f64,
 }
 
 impl Default for PowerModel {
-    /// An H100-like GPU: 90 W idle, 700 W limit, slowing down at 87 °C; at 600 W it settles
-    /// at 30 + 0.08 × 600 = 78 °C, so only a raised `c_per_w` (a hot chassis) throttles it.
+    /// An H100-like GPU: 90 W idle, 700 W limit, slowing down at 87 °C; 0.6 W per decode
+    /// token per second (a 27B model decoding 16 sequences at 60 tok/s each draws 666 W)
+    /// and 25 W per thousand prefill tokens per second. At 600 W it settles at 30 + 0.08 ×
+    /// 600 = 78 °C, so only a raised `c_per_w` (a hot chassis) throttles it.
     fn default() -> Self {
         Self {
             idle_w: 90.0,
-            w_per_decode_tps: 0.35,
+            w_per_decode_tps: 0.6,
             w_per_kprefill_tps: 25.0,
             limit_w: 700.0,
             ambient_c: 30.0,
@@ -61,6 +70,7 @@ impl Default for PowerModel {
             slowdown_c: 87.0,
             hysteresis_c: 2.0,
             max_sm_clock_mhz: 1980.0,
+            idle_sm_clock_mhz: 345.0,
             slowdown_clock: 0.5,
         }
     }
@@ -95,8 +105,11 @@ impl GpuState {
         }
     }
 
-    /// The SM clock now, MHz.
+    /// The SM clock now, MHz: the idle clock when the last interval did no work.
     pub fn sm_clock_mhz(&self, m: &PowerModel) -> f64 {
+        if self.reasons.0 & Reasons::GPU_IDLE != 0 {
+            return m.idle_sm_clock_mhz;
+        }
         m.max_sm_clock_mhz * self.clock_factor(m)
     }
 
@@ -111,36 +124,42 @@ impl GpuState {
         thermal.min(self.power_clock)
     }
 
-    /// Advance by `dt_s` seconds of `decode_tps` and `prefill_tps` tokens per second.
-    pub fn advance(&mut self, m: &PowerModel, dt_s: f64, decode_tps: f64, prefill_tps: f64) {
+    /// Advance by `dt_s` seconds asked for `decode_tps` and `prefill_tps` tokens per second
+    /// at full clocks; returns the clock factor the interval ran at (its work is the demand
+    /// times it).
+    pub fn advance(&mut self, m: &PowerModel, dt_s: f64, decode_tps: f64, prefill_tps: f64) -> f64 {
         let work = |r: f64| if r.is_finite() && r > 0.0 { r } else { 0.0 };
         let (decode_tps, prefill_tps) = (work(decode_tps), work(prefill_tps));
-        let asked = m.idle_w
-            + m.w_per_decode_tps * decode_tps
-            + m.w_per_kprefill_tps * prefill_tps / 1000.0;
-        let power = asked.min(m.limit_w);
+        let dynamic = m.w_per_decode_tps * decode_tps + m.w_per_kprefill_tps * prefill_tps / 1000.0;
         let dt = if dt_s.is_finite() { dt_s.max(0.0) } else { 0.0 };
-        let thermal_before = self.reasons.0 & Reasons::HW_THERMAL_SLOWDOWN != 0;
-        self.power_w = power;
-        self.power_clock = if asked > m.limit_w {
-            ((m.limit_w - m.idle_w) / (asked - m.idle_w)).clamp(0.0, 1.0)
+        let thermal = if self.reasons.0 & Reasons::HW_THERMAL_SLOWDOWN != 0 {
+            m.slowdown_clock
         } else {
             1.0
         };
-        if asked > m.limit_w {
+        self.power_clock = if m.idle_w + dynamic > m.limit_w && dynamic > 0.0 {
+            ((m.limit_w - m.idle_w) / dynamic).clamp(0.0, 1.0)
+        } else {
+            1.0
+        };
+        let capped = self.power_clock < thermal;
+        let clock = thermal.min(self.power_clock);
+        let power = m.idle_w + dynamic * clock;
+        self.power_w = power;
+        if capped {
             self.power_violation_ns += dt * 1e9;
         }
-        if thermal_before {
+        if thermal < 1.0 {
             self.thermal_violation_ns += dt * 1e9;
         }
         self.energy_mj += power * dt * 1000.0;
         let settled = m.ambient_c + m.c_per_w * power;
         self.temp_c = settled + (self.temp_c - settled) * (-dt / m.tau_s.max(1e-9)).exp();
         let mut bits = self.reasons.0 & !(Reasons::GPU_IDLE | Reasons::SW_POWER_CAP);
-        if decode_tps <= 0.0 && prefill_tps <= 0.0 {
+        if dynamic <= 0.0 {
             bits |= Reasons::GPU_IDLE;
         }
-        if asked > m.limit_w {
+        if capped {
             bits |= Reasons::SW_POWER_CAP;
         }
         let slowed = Reasons::HW_SLOWDOWN | Reasons::HW_THERMAL_SLOWDOWN;
@@ -150,6 +169,7 @@ impl GpuState {
             bits &= !slowed;
         }
         self.reasons = Reasons(bits);
+        clock
     }
 }
 
@@ -157,9 +177,17 @@ impl GpuState {
 mod tests {
     use super::*;
 
+    /// The default model with 0.35 W per decode token per second: round figures below.
+    fn model() -> PowerModel {
+        PowerModel {
+            w_per_decode_tps: 0.35,
+            ..PowerModel::default()
+        }
+    }
+
     #[test]
     fn energy_is_the_exact_integral_of_piecewise_constant_power() {
-        let m = PowerModel::default();
+        let m = model();
         let mut g = GpuState::idle(&m);
         g.advance(&m, 2.0, 0.0, 0.0);
         assert_eq!(g.power_w, 90.0);
@@ -174,7 +202,7 @@ mod tests {
 
     #[test]
     fn power_is_held_at_the_limit_and_said_so_without_throttling() {
-        let m = PowerModel::default();
+        let m = model();
         let mut g = GpuState::idle(&m);
         g.advance(&m, 1.0, 2000.0, 0.0);
         assert_eq!(g.power_w, 700.0);
@@ -190,41 +218,55 @@ mod tests {
     }
 
     #[test]
-    fn a_hot_gpu_slows_down_above_its_slowdown_temperature_and_recovers_below_the_hysteresis() {
-        // A hot chassis: 640 W settles at 30 + 0.1 × 640 = 94 °C.
+    fn a_hot_gpu_slows_down_above_its_slowdown_temperature_and_cycles_under_steady_load() {
+        // A hot chassis: 640 W settles at 30 + 0.1 × 640 = 94 °C; slowed to half clock it
+        // draws 90 + 550 × 0.5 = 365 W, which settles at 66.5 °C, so it cools, recovers
+        // below 85 °C and heats up again.
         let m = PowerModel {
             c_per_w: 0.1,
-            ..PowerModel::default()
+            ..model()
         };
         let mut g = GpuState::idle(&m);
-        let mut slowed_at = None;
-        for k in 1..=200 {
-            g.advance(&m, 0.5, 1000.0, 8000.0);
-            if g.reasons.throttled() && slowed_at.is_none() {
-                slowed_at = Some(k as f64 * 0.5);
+        let (mut slowed_at, mut recoveries, mut slowed_intervals) = (None, 0, 0u32);
+        let mut was_slowed = false;
+        for k in 1..=400 {
+            let clock = g.advance(&m, 0.5, 1000.0, 8000.0);
+            if was_slowed {
+                slowed_intervals += 1;
+                assert_eq!(clock, 0.5);
+                assert!((g.power_w - 365.0).abs() < 1e-9);
+                assert!(
+                    g.temp_c >= 85.0 - 1.0,
+                    "slowed until below 85 °C: {}",
+                    g.temp_c
+                );
+            } else {
+                assert_eq!(clock, 1.0);
+                assert!((g.power_w - 640.0).abs() < 1e-9);
             }
+            let slowed = g.reasons.throttled();
+            if slowed {
+                assert_eq!(g.reasons.names(), ["hw_slowdown", "hw_thermal_slowdown"]);
+                assert!((g.sm_clock_mhz(&m) - 990.0).abs() < 1e-9);
+                slowed_at.get_or_insert(k as f64 * 0.5);
+            }
+            if was_slowed && !slowed {
+                recoveries += 1;
+                assert!(g.temp_c < 85.0);
+            }
+            was_slowed = slowed;
         }
         // T(t) = 94 − 64 e^{−t/20} reaches 87 at t = 20 ln(64/7) ≈ 44.3 s.
         let t = slowed_at.expect("it slows down");
         assert!((44.0..=45.0).contains(&t), "{t}");
-        assert!((g.temp_c - (94.0 - 64.0 * (-100.0f64 / 20.0).exp())).abs() < 1e-9);
-        assert_eq!(g.reasons.names(), ["hw_slowdown", "hw_thermal_slowdown"]);
-        assert!((g.sm_clock_mhz(&m) - 990.0).abs() < 1e-9);
-        // Slowed from the interval after the one that crossed 87 °C.
-        assert!((g.thermal_violation_ns - (100.0 - t) * 1e9).abs() < 1.0);
-        // Idle, it cools: still slowed between 85 and 87 °C, recovered below 85.
-        let mut recovered_at = None;
-        for k in 1..=400 {
+        assert!(recoveries >= 2, "it cycles: {recoveries} recoveries");
+        // Thermal violation time is exactly the intervals that ran slowed.
+        assert!((g.thermal_violation_ns - f64::from(slowed_intervals) * 0.5e9).abs() < 1.0);
+        assert_eq!(g.power_violation_ns, 0.0);
+        // Idle, it cools and runs at full clock.
+        for _ in 0..400 {
             g.advance(&m, 0.5, 0.0, 0.0);
-            if g.temp_c >= 85.0 {
-                assert!(g.reasons.throttled(), "{}", g.temp_c);
-            }
-            if !g.reasons.throttled() && recovered_at.is_none() {
-                recovered_at = Some(k);
-                assert!(g.temp_c < 85.0);
-            }
         }
-        assert!(recovered_at.is_some());
-        assert_eq!(g.clock_factor(&m), 1.0);
+        assert!(!g.reasons.throttled() && g.clock_factor(&m) == 1.0);
     }
 }

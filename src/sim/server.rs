@@ -44,6 +44,8 @@ pub struct ServerState {
     pub next_key: AtomicU64,
     /// Where the operator is told what happens (failed accepts).
     pub notices: crate::notice::Notices,
+    /// The DCGM exporter's text (`--dcgm`).
+    pub dcgm: Option<super::dcgm::Exporter>,
 }
 
 /// One replica's handler context.
@@ -205,6 +207,23 @@ pub async fn handle(
             r
         }
         (Method::GET, "/health") => json_response(200, "{}".into()),
+        (Method::GET, "/dcgm/metrics") => match &ctx.server.dcgm {
+            Some(exporter) => {
+                let mut r = Response::new(SimBody::full(exporter.text()));
+                r.headers_mut().insert(
+                    CONTENT_TYPE,
+                    HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
+                );
+                r
+            }
+            None => error_response(&ApiError::new(
+                404,
+                "not_found_error",
+                Some("not_found"),
+                "no GPUs simulated: start anvil-sim with --dcgm for a DCGM exporter here"
+                    .to_owned(),
+            )),
+        },
         // As vLLM answers it.
         (Method::GET, "/version") => json_response(
             200,
