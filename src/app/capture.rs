@@ -217,6 +217,23 @@ pub struct RunArgs {
     /// /metrics).
     #[arg(long = "metrics-url", value_name = "URL")]
     pub metrics_urls: Vec<String>,
+    /// A GPU telemetry source to read beside the run: `dcgm=URL` (a DCGM exporter's
+    /// /metrics, e.g. dcgm=http://gpu-host:9400/metrics) or `nvidia-smi` (this host). Read
+    /// before the first request (idle), every --telemetry-every seconds, and after the last;
+    /// rows in telemetry.parquet. Repeat for several sources.
+    #[arg(long = "telemetry", value_name = "SOURCE")]
+    pub telemetry: Vec<String>,
+    /// The arm's GPUs of each --telemetry source, as it numbers them (`0,1` for TP2); one
+    /// per source in order, or one for all. Without it every GPU a source reports counts.
+    #[arg(long = "telemetry-gpus", value_name = "LIST")]
+    pub telemetry_gpus: Vec<String>,
+    /// How often each source updates its values, s (a DCGM exporter's `-c` in seconds;
+    /// 30 by default there): one per source, or one for all. Without it the views infer it.
+    #[arg(long = "telemetry-interval", value_name = "S")]
+    pub telemetry_interval: Vec<f64>,
+    /// Seconds between telemetry readings during the run.
+    #[arg(long, value_name = "S", default_value_t = 1.0)]
+    pub telemetry_every: f64,
     /// Seconds from sending a request to its first event (covers queueing and prefill).
     #[arg(long, value_name = "S", allow_negative_numbers = true)]
     pub timeout_first_byte: Option<f64>,
@@ -301,6 +318,12 @@ impl From<RunArgs> for RunRequest {
             },
             endpoints: a.endpoints,
             metrics_urls: a.metrics_urls,
+            telemetry: crate::capture::request::TelemetryRequest {
+                sources: a.telemetry,
+                gpus: a.telemetry_gpus,
+                intervals_s: a.telemetry_interval,
+                every_s: Some(a.telemetry_every),
+            },
             model: a.model,
             api: a.api,
             api_key_env: a.api_key_env,

@@ -9,9 +9,8 @@ use clap::Parser;
 use crate::sim::config::{
     Config, ConfigError, DEFAULT_KV_POOL_TOKENS, PROFILES, RunSpeed, Timing, find_profile,
 };
-use crate::sim::dcgm::GpuSetup;
 use crate::sim::faults::{FaultKind, FaultRates};
-use crate::sim::power::PowerModel;
+use crate::sim::power::{GpuSetup, PowerModel};
 
 /// The profile and fault tables and the wire rules, shown after `--help`.
 pub fn long_help() -> String {

@@ -62,7 +62,7 @@ pub(super) fn writer_properties(
 fn no_dictionary(table: Table) -> &'static [&'static str] {
     match table {
         Table::Events => &["data", "t_ns"],
-        Table::Requests | Table::Scrapes => &[],
+        Table::Requests | Table::Scrapes | Table::Telemetry => &[],
     }
 }
 

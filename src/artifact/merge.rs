@@ -173,7 +173,7 @@ pub(super) fn merge_parts(
 pub(super) fn time_column(table: Table) -> &'static str {
     match table {
         Table::Requests => "t_done_ns",
-        Table::Events | Table::Scrapes => "t_ns",
+        Table::Events | Table::Scrapes | Table::Telemetry => "t_ns",
     }
 }
 

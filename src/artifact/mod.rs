@@ -59,7 +59,10 @@ pub use event::{ParsedEvent, parse_event};
 pub use reader::{OpenedTable, open_table, read_pages, validate, validate_deep};
 pub use recover::{RecoverReport, recover};
 pub use redact::{REDACTED, Redactor};
-pub use rows::{EventRow, RequestRow, ScrapePhase, ScrapeRow, SessionTurn, prompt_sha256};
+pub use rows::{
+    EventRow, RequestRow, ScrapePhase, ScrapeRow, SessionTurn, TelemetryGpu, TelemetryRow,
+    prompt_sha256,
+};
 pub use run::{
     Api, Arm, ArmConfig, Arrivals, CacheHygiene, CacheReset, Calibration, CalibrationMethod, Clock,
     Counts, Endpoint, Outcome, PROMPT_CACHE_GROUPS, PrefixGroupsRecord, Repeat, RequestKind,

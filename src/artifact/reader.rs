@@ -253,7 +253,7 @@ pub fn check_footer(
             path: path.to_owned(),
             key: META_TABLE,
             found: table_name,
-            expected: "requests, events or scrapes".to_owned(),
+            expected: "requests, events, scrapes or telemetry".to_owned(),
             hint: "the file was not written by anvil-capture",
         });
     };
@@ -672,6 +672,10 @@ pub fn validate(dir: &Path) -> Result<ArtifactSummary> {
     let mut rows = BTreeMap::new();
     for table in Table::ALL {
         let path = dir.join(table.file_name());
+        if !path.exists() && table.optional() && !dir.join(table.parts_dir_name()).exists() {
+            // Recorded before the table existed.
+            continue;
+        }
         if !path.exists() {
             let parts = dir.join(table.parts_dir_name());
             let hint = if parts.exists() {
@@ -681,7 +685,7 @@ pub fn validate(dir: &Path) -> Result<ArtifactSummary> {
                     dir.display()
                 )
             } else {
-                "every artifact has requests.parquet, events.parquet and scrapes.parquet".to_owned()
+                "every artifact has requests.parquet, events.parquet and scrapes.parquet (and, recorded since telemetry, telemetry.parquet)".to_owned()
             };
             return Err(ArtifactError::Missing { path, hint });
         }
@@ -705,7 +709,7 @@ pub fn check_counts(
     run_path: &Path,
     rows: &BTreeMap<&'static str, u64>,
     tally: &RequestTally,
-    paths: &[PathBuf; 3],
+    paths: &[PathBuf; 4],
 ) -> Result<ArtifactSummary> {
     let requests_path = paths[Table::Requests as usize].clone();
     if let Some(other) = tally.run_ids.iter().find(|id| **id != run.run_id) {
@@ -776,6 +780,11 @@ pub fn check_counts(
         rows.get("scrapes").copied().unwrap_or(0),
         &scrapes_path,
     )?;
+    if let Some(stated) = c.telemetry {
+        let path = &paths[Table::Telemetry as usize];
+        let found = rows.get("telemetry").copied().unwrap_or(0);
+        expect("telemetry", stated, found, path)?;
+    }
     // A complete run has every event accounted to its request; an interrupted or failed one
     // may hold events of requests that were in flight when it stopped.
     if run.status == Status::Complete && tally.events != event_rows {

@@ -84,6 +84,7 @@ pub fn recover(dir: &Path) -> Result<RecoverReport> {
     tally.apply_to(&mut counts);
     counts.events = report.rows(Table::Events);
     counts.scrapes = report.rows(Table::Scrapes);
+    counts.telemetry = Some(report.rows(Table::Telemetry));
     run.counts = counts;
     run.status = Status::Interrupted;
     run.status_reason = Some(

@@ -1,4 +1,4 @@
-//! Typed rows of the three tables and their conversion to Arrow record batches.
+//! Typed rows of the four tables and their conversion to Arrow record batches.
 //!
 //! The recorder fills these plain structs on its writer thread; [`ArtifactWriter`] buffers
 //! them and turns each buffer into one `RecordBatch` per part file. The `run_id` column is
@@ -14,7 +14,8 @@ use arrow_schema::ArrowError;
 
 use super::event::{ParsedEvent, parse_event, parse_event_text};
 use super::run::{Api, Outcome, RequestKind};
-use super::schema::{events_schema, requests_schema, scrapes_schema};
+use super::schema::{events_schema, requests_schema, scrapes_schema, telemetry_schema};
+use super::telemetry::Field;
 
 /// One request, written when it ends. Times are ns since the run origin.
 #[derive(Debug, Clone, PartialEq)]
@@ -268,6 +269,102 @@ pub fn scrapes_batch(run_id: &str, rows: &[ScrapeRow]) -> Result<RecordBatch, Ar
         Arc::new(Float64Array::from_iter_values(rows.iter().map(|r| r.value))),
     ];
     RecordBatch::try_new(scrapes_schema(), columns)
+}
+
+/// One GPU's values in one telemetry reading.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct TelemetryGpu {
+    pub index: u32,
+    pub uuid: Option<String>,
+    pub model: Option<String>,
+    pub host: Option<String>,
+    /// Whether it belongs to the arm.
+    pub arm_gpu: bool,
+    /// One value per [`Field::ALL`], in that order; `None` where the source gives none.
+    pub values: [Option<f64>; Field::ALL.len()],
+    /// Fields the source reported as unavailable for it.
+    pub unavailable: Vec<Field>,
+    pub source_time: Option<String>,
+}
+
+impl TelemetryGpu {
+    /// The value of `field`, if the reading has one.
+    pub fn get(&self, field: Field) -> Option<f64> {
+        let at = Field::ALL.iter().position(|f| *f == field)?;
+        self.values[at]
+    }
+
+    /// Set the value of `field`.
+    pub fn set(&mut self, field: Field, value: f64) {
+        if let Some(at) = Field::ALL.iter().position(|f| *f == field) {
+            self.values[at] = Some(value);
+        }
+    }
+}
+
+/// One `telemetry` row: a GPU's values in a reading, or a reading that failed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TelemetryRow {
+    /// `dcgm`, `nvidia-smi` or `nvml`.
+    pub source: &'static str,
+    /// The exporter's URL, or the local host.
+    pub endpoint: String,
+    /// When the reading was received, ns since the run origin.
+    pub t_ns: i64,
+    pub phase: ScrapePhase,
+    /// `Err(why)`: the reading failed.
+    pub reading: Result<TelemetryGpu, String>,
+}
+
+/// Telemetry rows as a `telemetry` batch.
+pub fn telemetry_batch(run_id: &str, rows: &[TelemetryRow]) -> Result<RecordBatch, ArrowError> {
+    fn gpu(r: &TelemetryRow) -> Option<&TelemetryGpu> {
+        r.reading.as_ref().ok()
+    }
+    let mut columns: Vec<ArrayRef> = vec![
+        run_id_column(run_id, rows.len()),
+        strings(rows.iter().map(|r| r.source)),
+        strings(rows.iter().map(|r| r.endpoint.as_str())),
+        ints(rows.iter().map(|r| r.t_ns)),
+        strings(rows.iter().map(|r| r.phase.as_str())),
+        opt_ints(rows.iter().map(|r| gpu(r).map(|g| i64::from(g.index)))),
+        opt_strings(rows.iter().map(|r| gpu(r).and_then(|g| g.uuid.as_deref()))),
+        opt_strings(rows.iter().map(|r| gpu(r).and_then(|g| g.model.as_deref()))),
+        opt_strings(rows.iter().map(|r| gpu(r).and_then(|g| g.host.as_deref()))),
+        Arc::new(
+            rows.iter()
+                .map(|r| gpu(r).map(|g| g.arm_gpu))
+                .collect::<BooleanArray>(),
+        ),
+    ];
+    for field in Field::ALL {
+        let values = rows.iter().map(|r| gpu(r).and_then(|g| g.get(field)));
+        columns.push(if field == Field::ClockEventReasons {
+            // A bitmask: whole, so SQL can test its bits.
+            opt_ints(values.map(|v| v.map(|v| v as i64)))
+        } else {
+            Arc::new(values.collect::<Float64Array>())
+        });
+    }
+    let unavailable: Vec<Option<String>> = rows
+        .iter()
+        .map(|r| {
+            gpu(r).filter(|g| !g.unavailable.is_empty()).map(|g| {
+                let names: Vec<&str> = g.unavailable.iter().map(|f| f.as_str()).collect();
+                names.join(",")
+            })
+        })
+        .collect();
+    columns.push(opt_strings(unavailable.iter().map(Option::as_deref)));
+    columns.push(opt_strings(
+        rows.iter()
+            .map(|r| gpu(r).and_then(|g| g.source_time.as_deref())),
+    ));
+    columns.push(opt_strings(
+        rows.iter()
+            .map(|r| r.reading.as_ref().err().map(String::as_str)),
+    ));
+    RecordBatch::try_new(telemetry_schema(), columns)
 }
 
 /// The `prompt_sha256` column value of a prompt: lowercase hex SHA-256 of its UTF-8 text.

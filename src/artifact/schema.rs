@@ -1,4 +1,4 @@
-//! Arrow schemas of the three artifact tables, with each column's type, unit and meaning.
+//! Arrow schemas of the four artifact tables, with each column's type, unit and meaning.
 //!
 //! The column lists below are the contract the SQL in `queries/` is written against; the same
 //! descriptions are in `docs/artifact.md` (a test checks that every column is documented
@@ -24,7 +24,7 @@ pub const META_TABLE: &str = "anvil.table";
 /// file without its `run.json`).
 pub const META_RUN_ID: &str = "anvil.run_id";
 
-/// One of the three tables of an artifact.
+/// One of the four tables of an artifact.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Table {
     /// One row per request.
@@ -33,11 +33,26 @@ pub enum Table {
     Events,
     /// One row per Prometheus sample.
     Scrapes,
+    /// One row per GPU per telemetry reading (power, clocks, temperature, energy), and one
+    /// per failed reading. Added in `anvil-artifact/3`: an artifact recorded before it lacks
+    /// the file, which reads as an empty table ([`Table::optional`]).
+    Telemetry,
 }
 
 impl Table {
     /// All tables, in the order they are written.
-    pub const ALL: [Table; 3] = [Table::Requests, Table::Events, Table::Scrapes];
+    pub const ALL: [Table; 4] = [
+        Table::Requests,
+        Table::Events,
+        Table::Scrapes,
+        Table::Telemetry,
+    ];
+
+    /// Whether an artifact may lack the table's file (one recorded before the table
+    /// existed); it then reads as an empty table.
+    pub fn optional(self) -> bool {
+        self == Table::Telemetry
+    }
 
     /// Table name (`requests`, …), also the `anvil.table` metadata value.
     pub fn name(self) -> &'static str {
@@ -45,6 +60,7 @@ impl Table {
             Table::Requests => "requests",
             Table::Events => "events",
             Table::Scrapes => "scrapes",
+            Table::Telemetry => "telemetry",
         }
     }
 
@@ -54,6 +70,7 @@ impl Table {
             Table::Requests => "requests.parquet",
             Table::Events => "events.parquet",
             Table::Scrapes => "scrapes.parquet",
+            Table::Telemetry => "telemetry.parquet",
         }
     }
 
@@ -63,6 +80,7 @@ impl Table {
             Table::Requests => "requests.parts",
             Table::Events => "events.parts",
             Table::Scrapes => "scrapes.parts",
+            Table::Telemetry => "telemetry.parts",
         }
     }
 
@@ -72,6 +90,7 @@ impl Table {
             Table::Requests => REQUESTS_COLUMNS,
             Table::Events => EVENTS_COLUMNS,
             Table::Scrapes => SCRAPES_COLUMNS,
+            Table::Telemetry => TELEMETRY_COLUMNS,
         }
     }
 
@@ -81,6 +100,7 @@ impl Table {
             Table::Requests => requests_schema(),
             Table::Events => events_schema(),
             Table::Scrapes => scrapes_schema(),
+            Table::Telemetry => telemetry_schema(),
         }
     }
 }
@@ -481,6 +501,129 @@ pub static SCRAPES_COLUMNS: &[Column] = &[
     col("value", Float64, false, "-", "Sample value."),
 ];
 
+/// A telemetry value column of `field`, in its unit.
+const fn telemetry_value(name: &'static str, unit: &'static str, doc: &'static str) -> Column {
+    col3(name, Float64, unit, doc)
+}
+
+/// Columns of `telemetry.parquet`: one row per GPU per reading of a telemetry source (the
+/// GPU's fields NULL where the source does not give them), and one row per failed reading
+/// (`gpu` NULL, `error` set): a gap the figures over it call partial.
+pub static TELEMETRY_COLUMNS: &[Column] = &[
+    RUN_ID,
+    col(
+        "source",
+        Utf8,
+        false,
+        "-",
+        "What was read: `dcgm` (a DCGM exporter's `/metrics`), `nvidia-smi` or `nvml`.",
+    ),
+    col(
+        "endpoint",
+        Utf8,
+        false,
+        "-",
+        "The exporter's URL, or the host a local source (`nvidia-smi`, `nvml`) ran on.",
+    ),
+    col(
+        "t_ns",
+        Int64,
+        false,
+        "ns",
+        "When the reading was received, on the run's clock (a remote source's values may be up to its update interval older).",
+    ),
+    col(
+        "phase",
+        Utf8,
+        false,
+        "-",
+        "`before` (prior to the first request: idle), `during` or `after` (after the last request ended).",
+    ),
+    col3(
+        "gpu",
+        Int64,
+        "-",
+        "The GPU's index as the source numbers it; NULL on a failed reading.",
+    ),
+    col3(
+        "uuid",
+        Utf8,
+        "-",
+        "The GPU's UUID (`GPU-…`), where the source gives it.",
+    ),
+    col3(
+        "model",
+        Utf8,
+        "-",
+        "The GPU's model name (DCGM `modelName`, nvidia-smi `name`).",
+    ),
+    col3(
+        "host",
+        Utf8,
+        "-",
+        "The GPU's host (DCGM `Hostname`; a local source's host).",
+    ),
+    col3(
+        "arm_gpu",
+        Boolean,
+        "-",
+        "Whether the GPU belongs to the arm (declared, or every GPU of a local source when none is declared); the node's other GPUs are recorded and not counted.",
+    ),
+    telemetry_value("power_w", "W", "Power draw."),
+    telemetry_value(
+        "energy_mj",
+        "mJ",
+        "Energy consumed since the driver loaded (a counter: a fall is a reset).",
+    ),
+    telemetry_value("sm_clock_mhz", "MHz", "SM clock."),
+    telemetry_value("mem_clock_mhz", "MHz", "Memory clock."),
+    telemetry_value("max_sm_clock_mhz", "MHz", "The SM clock's maximum."),
+    telemetry_value("gpu_temp_c", "°C", "GPU temperature."),
+    telemetry_value("mem_temp_c", "°C", "Memory temperature."),
+    telemetry_value("gpu_util_pct", "%", "GPU utilisation."),
+    telemetry_value("fb_used_mib", "MiB", "Framebuffer memory used."),
+    telemetry_value("power_limit_w", "W", "The enforced power limit."),
+    telemetry_value(
+        "slowdown_temp_c",
+        "°C",
+        "The temperature at which the GPU slows down.",
+    ),
+    col3(
+        "clock_event_reasons",
+        Int64,
+        "-",
+        "NVML's clock-event (throttle) reasons bitmask: 0x4 SW power cap, 0x8 HW slowdown, 0x20 SW thermal, 0x40 HW thermal, 0x80 HW power brake, 0x1 idle.",
+    ),
+    telemetry_value(
+        "power_violation_ns",
+        "ns",
+        "Time throttled by the power limit so far (a counter).",
+    ),
+    telemetry_value(
+        "thermal_violation_ns",
+        "ns",
+        "Time throttled by temperature so far (a counter).",
+    ),
+    col3(
+        "unavailable",
+        Utf8,
+        "-",
+        "Fields the source reported as unavailable for this GPU (`[N/A]`, `[Not Supported]`), comma-separated; NULL when none.",
+    ),
+    col3(
+        "source_time",
+        Utf8,
+        "-",
+        "The source's own time stamp as it wrote it, where it gives one.",
+    ),
+    col3(
+        "error",
+        Utf8,
+        "-",
+        "Why the reading failed (no answer, HTTP status, unreadable text); NULL on a GPU's row.",
+    ),
+];
+
 fn build_schema(columns: &[Column]) -> SchemaRef {
     Arc::new(Schema::new(
         columns
@@ -506,6 +649,12 @@ pub fn events_schema() -> SchemaRef {
 pub fn scrapes_schema() -> SchemaRef {
     static S: OnceLock<SchemaRef> = OnceLock::new();
     S.get_or_init(|| build_schema(SCRAPES_COLUMNS)).clone()
+}
+
+/// Schema of `telemetry.parquet` (see [`TELEMETRY_COLUMNS`]).
+pub fn telemetry_schema() -> SchemaRef {
+    static S: OnceLock<SchemaRef> = OnceLock::new();
+    S.get_or_init(|| build_schema(TELEMETRY_COLUMNS)).clone()
 }
 
 /// Canonical label text: `k="v"` pairs sorted by key, joined by `,`, with `\`, `"` and

@@ -147,3 +147,41 @@ impl Reasons {
         .collect()
     }
 }
+/// run.json `telemetry`: one entry per telemetry source the run read, what it gave and
+/// which GPUs were the arm's.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TelemetrySource {
+    /// `dcgm`, `nvidia-smi` or `nvml`.
+    pub source: String,
+    /// The exporter's URL, or the local host.
+    pub endpoint: String,
+    /// The GPUs declared to be the arm's (`--telemetry-gpus`); `None`: none declared, every
+    /// GPU the source reported counts (discovered, and said so).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpus_declared: Option<Vec<u32>>,
+    /// The arm's GPUs the source reported.
+    pub gpus: Vec<u32>,
+    /// The GPUs it reported that are not the arm's: recorded, not counted.
+    #[serde(default)]
+    pub other_gpus: Vec<u32>,
+    /// Declared GPUs it never reported.
+    #[serde(default)]
+    pub missing_gpus: Vec<u32>,
+    /// The source's update interval as declared (`--telemetry-interval`), s; `None`: not
+    /// declared (the views infer it from value changes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interval_s: Option<f64>,
+    /// How often anvil read it, s.
+    pub every_s: f64,
+    /// Fields no reading gave (the source does not export them).
+    #[serde(default)]
+    pub absent: Vec<String>,
+    /// Readings, and readings that failed (recorded as gaps).
+    pub readings: u64,
+    #[serde(default)]
+    pub failed_readings: u64,
+    /// Why the first failed reading failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_error: Option<String>,
+}

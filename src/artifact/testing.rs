@@ -93,6 +93,7 @@ pub fn run_json(run_id: &str) -> RunJson {
             salted: true,
             resets: Vec::new(),
         }),
+        telemetry: None,
     }
 }
 

@@ -32,7 +32,9 @@ use super::files::{
 };
 use super::merge::merge_parts;
 use super::reader::RequestTally;
-use super::rows::{EventRow, RequestRow, ScrapeRow, requests_batch, scrapes_batch};
+use super::rows::{
+    EventRow, RequestRow, ScrapeRow, TelemetryRow, requests_batch, scrapes_batch, telemetry_batch,
+};
 use super::run::{Counts, RunJson, SCHEMA, Status, utc_now};
 use super::schema::Table;
 use super::{ArtifactPaths, RUN_JSON};
@@ -97,7 +99,8 @@ pub struct ArtifactWriter {
     /// Event rows, kept as columns (reused from part to part: see [`EventColumns`]).
     events: EventColumns,
     scrapes: Vec<ScrapeRow>,
-    states: [TableState; 3],
+    telemetry: Vec<TelemetryRow>,
+    states: [TableState; 4],
     tally: RequestTally,
     last_roll: Instant,
     /// Held for the writer's lifetime (see [`LOCK_FILE`]).
@@ -166,7 +169,8 @@ impl ArtifactWriter {
             requests: Vec::new(),
             events: EventColumns::default(),
             scrapes: Vec::new(),
-            states: [TableState::new(), TableState::new(), TableState::new()],
+            telemetry: Vec::new(),
+            states: Table::ALL.map(|_| TableState::new()),
             tally: RequestTally::default(),
             last_roll: Instant::now(),
             lock,
@@ -227,6 +231,15 @@ impl ArtifactWriter {
         self.scrapes.push(row);
         if self.scrapes.len() >= self.opts.max_rows_per_part {
             self.roll(Table::Scrapes)?;
+        }
+        Ok(())
+    }
+
+    /// Buffer one telemetry row.
+    pub fn push_telemetry(&mut self, row: TelemetryRow) -> Result<()> {
+        self.telemetry.push(row);
+        if self.telemetry.len() >= self.opts.max_rows_per_part {
+            self.roll(Table::Telemetry)?;
         }
         Ok(())
     }
@@ -322,6 +335,11 @@ impl ArtifactWriter {
             Table::Scrapes if !self.scrapes.is_empty() => {
                 Some(encode_and_clear(&mut self.scrapes, |r| {
                     scrapes_batch(run_id, r)
+                }))
+            }
+            Table::Telemetry if !self.telemetry.is_empty() => {
+                Some(encode_and_clear(&mut self.telemetry, |r| {
+                    telemetry_batch(run_id, r)
                 }))
             }
             _ => None,
@@ -422,6 +440,7 @@ impl ArtifactWriter {
             match table {
                 Table::Events => counts.events = merged.rows,
                 Table::Scrapes => counts.scrapes = merged.rows,
+                Table::Telemetry => counts.telemetry = Some(merged.rows),
                 Table::Requests => {}
             }
         }

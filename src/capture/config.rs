@@ -44,6 +44,8 @@ pub struct RunConfig {
     pub runtime_given: bool,
     pub endpoints: Vec<Endpoint>,
     pub metrics: Vec<MetricsTarget>,
+    /// The GPU telemetry sources and how often they are read.
+    pub telemetry: super::telemetry::sampler::Telemetry,
     pub model: Option<String>,
     pub api: Api,
     pub api_key: Option<ApiKey>,
@@ -124,7 +126,7 @@ fn default_metrics_url(url: &str) -> String {
     format!("http://{authority}/metrics")
 }
 
-fn metrics_target(replica: u32, url: &str) -> Result<MetricsTarget, EndpointError> {
+pub(crate) fn metrics_target(replica: u32, url: &str) -> Result<MetricsTarget, EndpointError> {
     let rest = url
         .strip_prefix("http://")
         .ok_or_else(|| EndpointError::Url {
@@ -293,6 +295,7 @@ impl RunConfig {
             arm,
             endpoints,
             metrics,
+            telemetry: super::telemetry::sampler::declared(&a.telemetry)?,
             model: a.model.clone(),
             api: a.api,
             api_key,

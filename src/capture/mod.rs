@@ -63,6 +63,7 @@ pub mod run;
 pub mod schedule;
 pub mod scrape;
 pub mod sessions;
+pub mod sidecar;
 pub mod sse;
 pub mod summary;
 pub mod telemetry;

@@ -69,6 +69,10 @@ pub enum Msg {
     /// A ready row (calibration probes).
     Row(Box<RequestRow>),
     Scrapes(Vec<ScrapeRow>),
+    /// One telemetry reading's rows.
+    Telemetry(Vec<crate::artifact::TelemetryRow>),
+    /// What the telemetry sources gave (run.json `telemetry`), after their last reading.
+    TelemetrySummary(Vec<crate::artifact::telemetry::TelemetrySource>),
     /// Record every measured request that has no row yet as `cancelled`, never sent.
     CancelRest {
         t_ns: i64,
@@ -124,6 +128,8 @@ pub struct Recorded {
     pub off_target: Vec<(u32, i64, u64)>,
     /// Times the hot path found the event channel full.
     pub channel_full: u64,
+    /// run.json `telemetry`, when sources were read.
+    pub telemetry: Option<Vec<crate::artifact::telemetry::TelemetrySource>>,
 }
 
 /// What one parsed event of a request, received at `t`, tells about the request.
@@ -172,6 +178,8 @@ pub struct Recorder {
     turns: std::collections::HashMap<u32, RequestMeta>,
     /// A session workload: each turn's reply text so far, and where replies go.
     sessions: Option<SessionReplies>,
+    /// What the telemetry sources gave, once they are done.
+    telemetry: Option<Vec<crate::artifact::telemetry::TelemetrySource>>,
 }
 
 /// What the writer keeps of a session workload's replies.
@@ -215,6 +223,7 @@ impl Recorder {
             error: None,
             turns: std::collections::HashMap::new(),
             sessions: None,
+            telemetry: None,
         }
     }
 
@@ -484,6 +493,13 @@ impl Recorder {
                     self.keep(r);
                 }
             }
+            Msg::Telemetry(rows) => {
+                for row in rows {
+                    let r = self.writer.push_telemetry(row);
+                    self.keep(r);
+                }
+            }
+            Msg::TelemetrySummary(sources) => self.telemetry = Some(sources),
             Msg::CancelRest { t_ns, reason } => self.cancel_rest(t_ns, &reason, 0..u32::MAX),
             Msg::Turn { index, meta } => {
                 self.turns.insert(index, *meta);
@@ -570,6 +586,7 @@ impl Recorder {
             facts: self.facts,
             off_target: self.off_target,
             channel_full: self.events.channel_full_count(),
+            telemetry: self.telemetry,
         }
     }
 

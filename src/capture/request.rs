@@ -17,6 +17,20 @@ use serde::Deserialize;
 pub use crate::artifact::Api;
 pub use crate::workload::shard::ShardArg;
 
+/// The GPU telemetry sources (`--telemetry`, `--telemetry-gpus`, `--telemetry-interval`,
+/// `--telemetry-every`), as typed.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct TelemetryRequest {
+    /// `dcgm=URL` or `nvidia-smi`, one per source.
+    pub sources: Vec<String>,
+    /// The arm's GPUs of each source (`0,1`), in source order; empty: every GPU each reports.
+    pub gpus: Vec<String>,
+    /// Each source's update interval, s (one for all, or one per source).
+    pub intervals_s: Vec<f64>,
+    /// Seconds between readings during the run.
+    pub every_s: Option<f64>,
+}
+
 /// What `anvil-capture run` records, as typed values (`anvil-capture run --help` for each
 /// flag's meaning).
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -29,6 +43,8 @@ pub struct RunRequest {
     pub endpoints: Vec<String>,
     /// Prometheus URL of each replica; empty: each endpoint's origin + `/metrics`.
     pub metrics_urls: Vec<String>,
+    /// The GPU telemetry sources to read.
+    pub telemetry: TelemetryRequest,
     /// The model to send; `None`: the first one the first endpoint lists.
     pub model: Option<String>,
     pub api: Api,

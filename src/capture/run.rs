@@ -41,11 +41,9 @@ use super::error::CaptureError;
 use super::hotpath::{Cancel, EventSink, event_channel};
 use super::preflight::{ServerFacts, connection_checks, preflight};
 use super::recorder::{Msg, Progress, Recorded, Recorder, RequestMeta, RunMeta};
-use super::scrape::MetricsScraper;
+use super::sidecar::Sidecars;
 use super::{schedule, summary};
-use crate::artifact::{
-    self, ArtifactWriter, Clock, Counts, RunJson, ScrapePhase, Status, Tool, Topology,
-};
+use crate::artifact::{self, ArtifactWriter, Clock, Counts, RunJson, Status, Tool, Topology};
 use crate::clock::{Origin, monotonic_ns};
 use crate::notice::Notices;
 use crate::workload::functional;
@@ -527,6 +525,7 @@ impl<'c> Run<'c> {
                 salted: !cfg.cache.warm,
                 resets: Vec::new(),
             }),
+            telemetry: None,
         };
         ArtifactWriter::create(&cfg.artifact_dir, header.redacted(&cfg.redactor))
             .map_err(|e| CaptureError::BadInput(format!("--out: {e}")))
@@ -694,21 +693,14 @@ impl<'c> Run<'c> {
         )>,
     ) {
         let cfg = self.cfg;
-        let scraper = MetricsScraper::new(
-            &cfg.metrics,
+        let sidecars = Sidecars::new(
+            cfg,
             self.auth.clone(),
-            self.msgs.clone(),
+            &self.msgs,
             self.origin,
-            self.hooks.notices.clone(),
+            &self.hooks.notices,
         );
-        // Of a run's shards only shard 0 scrapes the servers: one client's scrapes, in its
-        // own time order, make the counter series (several hosts' interleaved scrapes would
-        // not be in order, and a counter that seems to fall counts as a restart).
-        let scrapes = cfg.shard.as_ref().is_none_or(|p| p.spec.index == 0);
-        if scrapes {
-            scraper.round(ScrapePhase::Before).await;
-        }
-        let during = scrapes.then(|| scraper.every_second());
+        let running = sidecars.before().await;
         let n = self.measured();
         let drive = schedule::Drive {
             cfg,
@@ -750,10 +742,7 @@ impl<'c> Run<'c> {
                 }
             },
         };
-        if let Some(during) = during {
-            during.stop().await;
-            scraper.round(ScrapePhase::After).await;
-        }
+        sidecars.after(running).await;
         if let Some(why) = failure {
             self.fail(why);
         }
@@ -788,6 +777,7 @@ impl<'c> Run<'c> {
 
         let channel_full = recorded.channel_full;
         let mut final_run = recorded.writer.run().clone();
+        final_run.telemetry = recorded.telemetry;
         if let Some(h) = final_run.cache_hygiene.as_mut() {
             h.resets = self.resets.clone();
         }

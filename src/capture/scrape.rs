@@ -120,14 +120,38 @@ pub struct MetricsScraper {
     notices: Notices,
 }
 
-/// The once-a-second `during` scrapes, until [`During::stop`].
+/// A task repeating a round (the `during` scrapes and telemetry readings) until
+/// [`During::stop`].
 pub struct During {
     stop: Cancel,
     task: tokio::task::JoinHandle<()>,
 }
 
 impl During {
-    /// Stop scraping and wait for the round in progress.
+    /// Run `round` every `period`, from one `period` on.
+    pub fn every<F, Fut>(period: Duration, round: F) -> During
+    where
+        F: Fn() -> Fut + Send + 'static,
+        Fut: std::future::Future<Output = ()> + Send,
+    {
+        let stop = Cancel::new();
+        let until = stop.clone();
+        let task = tokio::spawn(async move {
+            let mut tick = tokio::time::interval(period);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            tick.tick().await;
+            loop {
+                tokio::select! {
+                    () = until.cancelled() => break,
+                    _ = tick.tick() => {}
+                }
+                round().await;
+            }
+        });
+        During { stop, task }
+    }
+
+    /// Stop and wait for the round in progress.
     pub async fn stop(self) {
         self.stop.cancel();
         let _ = self.task.await;
@@ -196,20 +220,11 @@ impl MetricsScraper {
 
     /// A `during` round every second from one second on.
     pub fn every_second(&self) -> During {
-        let stop = Cancel::new();
-        let (this, until) = (self.clone(), stop.clone());
-        let task = tokio::spawn(async move {
-            let mut tick = tokio::time::interval(Duration::from_secs(1));
-            tick.tick().await;
-            loop {
-                tokio::select! {
-                    () = until.cancelled() => break,
-                    _ = tick.tick() => {}
-                }
-                this.round(ScrapePhase::During).await;
-            }
-        });
-        During { stop, task }
+        let this = self.clone();
+        During::every(Duration::from_secs(1), move || {
+            let this = this.clone();
+            async move { this.round(ScrapePhase::During).await }
+        })
     }
 }
 

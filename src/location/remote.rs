@@ -292,7 +292,7 @@ impl ObjectRef {
 pub struct RemoteArtifact {
     pub url: String,
     pub remote: Arc<Remote>,
-    pub tables: [Option<ObjectRef>; 3],
+    pub tables: [Option<ObjectRef>; 4],
     pub parts: bool,
 }
 
@@ -435,7 +435,7 @@ pub async fn mirror(remote: &Arc<Remote>) -> Result<Mirror, LocationError> {
             }
         })
     };
-    let mut tables: Vec<[Option<ObjectRef>; 3]> = vec![[None, None, None]; artifacts.len()];
+    let mut tables: Vec<[Option<ObjectRef>; 4]> = vec![Default::default(); artifacts.len()];
     let mut parts = vec![false; artifacts.len()];
     let mut small: Vec<(String, ObjectRef)> = Vec::new();
     for (rel, meta) in &visible {
@@ -553,7 +553,7 @@ pub async fn cached_table(
         return Err(LocationError::object(
             &artifact.url,
             artifact.file_url(table.file_name()),
-            "missing: every artifact has requests.parquet, events.parquet and scrapes.parquet",
+            "missing: every artifact has requests.parquet, events.parquet and scrapes.parquet (and, recorded since telemetry, telemetry.parquet)",
         ));
     };
     let path = local_path(&mirror_base(remote), &o.key);

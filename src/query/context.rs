@@ -37,7 +37,15 @@ type Workers = super::distributed::Workers;
 type Workers = ();
 
 /// The base tables, in the order `--list` shows them.
-pub const TABLES: [&str; 6] = ["runs", "shards", "slos", "requests", "events", "scrapes"];
+pub const TABLES: [&str; 7] = [
+    "runs",
+    "shards",
+    "slos",
+    "requests",
+    "events",
+    "scrapes",
+    "telemetry",
+];
 
 /// The tables of the decisions anvil draws from the artifacts (a capacity search's
 /// bracket, …): computed above the query layer (`gather/`) and registered into a session

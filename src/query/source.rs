@@ -22,7 +22,7 @@ pub struct ArtifactSource {
     pub run: RunJson,
     /// Parquet files per table, in [`Table::ALL`] order (none for a remote artifact: see
     /// `remote`).
-    pub files: [Vec<PathBuf>; 3],
+    pub files: [Vec<PathBuf>; 4],
     /// The remote artifacts (one, or a run group's remote shards) whose tables are objects.
     #[cfg(feature = "object-store")]
     pub remote: Vec<std::sync::Arc<crate::location::RemoteArtifact>>,
@@ -55,6 +55,9 @@ impl ArtifactSource {
         #[cfg(feature = "object-store")]
         for remote in std::mem::take(&mut local.remote) {
             for table in Table::ALL {
+                if table.optional() && remote.tables[table as usize].is_none() {
+                    continue;
+                }
                 let path = crate::location::block_on(crate::location::cached_table(&remote, table))
                     .map_err(|e| QueryError::Artifact {
                         dir: self.location.clone().into(),
@@ -101,6 +104,7 @@ impl ArtifactSource {
         let files = Table::ALL.map(|table| table_files(dir, table));
         let finished = Table::ALL
             .iter()
+            .filter(|table| !table.optional())
             .all(|table| dir.join(table.file_name()).is_file());
         // Only a run whose run.json says it is still being recorded is read from its parts; a
         // finished one is validated whole (a missing table with an empty parts folder beside
@@ -321,7 +325,7 @@ fn union(group: &str, shards: Vec<ArtifactSource>) -> Result<ArtifactSource, Que
     // The union: counts summed, the worst status (with each shard's reason, named), the
     // last end.
     let mut run = first.run.clone();
-    let mut files: [Vec<PathBuf>; 3] = Default::default();
+    let mut files: [Vec<PathBuf>; 4] = Default::default();
     let rank = |s: Status| match s {
         Status::Complete => 0,
         Status::Interrupted => 1,
@@ -339,6 +343,9 @@ fn union(group: &str, shards: Vec<ArtifactSource>) -> Result<ArtifactSource, Que
         t.succeeded += c.succeeded;
         t.events += c.events;
         t.scrapes += c.scrapes;
+        if let Some(n) = c.telemetry {
+            *t.telemetry.get_or_insert(0) += n;
+        }
         t.channel_full += c.channel_full;
         for (o, n) in &c.failed {
             *t.failed.entry(*o).or_default() += n;
@@ -501,39 +508,44 @@ mod remote {
             });
         }
         let objects = Table::ALL.map(|t| remote.tables[t as usize].clone());
-        for table in Table::ALL {
-            if objects[table as usize].is_none() {
-                let hint = if remote.parts {
-                    "only its part files were uploaded: run `anvil-capture recover` on the local \
-                     folder and push it again"
-                } else {
-                    "every artifact has requests.parquet, events.parquet and scrapes.parquet: \
-                     push the folder again"
-                };
-                return Err(refused(ArtifactError::Missing {
-                    path: PathBuf::from(remote.file_url(table.file_name())),
-                    hint: hint.to_owned(),
-                }));
-            }
-        }
-        let [requests, events, scrapes] = objects.map(Option::unwrap);
+        let missing = |table: Table| {
+            let hint = if remote.parts {
+                "only its part files were uploaded: run `anvil-capture recover` on the local \
+                 folder and push it again"
+            } else {
+                "every artifact has requests.parquet, events.parquet and scrapes.parquet \
+                 (and, recorded since telemetry, telemetry.parquet): push the folder again"
+            };
+            refused(ArtifactError::Missing {
+                path: PathBuf::from(remote.file_url(table.file_name())),
+                hint: hint.to_owned(),
+            })
+        };
+        let [requests, events, scrapes, telemetry] = objects;
+        let requests = requests.ok_or_else(|| missing(Table::Requests))?;
+        let events = events.ok_or_else(|| missing(Table::Events))?;
+        let scrapes = scrapes.ok_or_else(|| missing(Table::Scrapes))?;
         let (requests_rows, tally, measured) =
             read_requests(&remote, &requests, &run.run_id).await?;
         let events_rows = footer(&remote, &events, &run.run_id).await?;
         let scrapes_rows = footer(&remote, &scrapes, &run.run_id).await?;
-        let rows: BTreeMap<&'static str, u64> = [
+        let mut rows: BTreeMap<&'static str, u64> = [
             (Table::Requests.name(), requests_rows),
             (Table::Events.name(), events_rows),
             (Table::Scrapes.name(), scrapes_rows),
         ]
         .into();
+        if let Some(telemetry) = &telemetry {
+            let n = footer(&remote, telemetry, &run.run_id).await?;
+            rows.insert(Table::Telemetry.name(), n);
+        }
         let paths = Table::ALL.map(|t| PathBuf::from(remote.file_url(t.file_name())));
         check_counts(run.clone(), &run_url, &rows, &tally, &paths).map_err(refused)?;
         Ok(ArtifactSource {
             dir: dir.to_owned(),
             location: remote.url.clone(),
             run,
-            files: [vec![], vec![], vec![]],
+            files: Default::default(),
             remote: vec![remote],
             shards: Vec::new(),
             measured,

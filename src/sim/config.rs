@@ -243,7 +243,7 @@ pub struct Config {
     pub dev_mode: bool,
     /// The GPUs' power model and DCGM exporter (`--dcgm`); `None`: no GPUs simulated, the
     /// clocks never change.
-    pub gpus: Option<super::dcgm::GpuSetup>,
+    pub gpus: Option<super::power::GpuSetup>,
     pub realtime: bool,
     pub spin_us: u32,
     pub http_threads: usize,

@@ -23,8 +23,6 @@
 //! exporter's snapshot was taken at that row), with a first row per GPU at start.
 
 use std::io::{BufWriter, Write};
-use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -32,7 +30,7 @@ use std::time::Duration;
 use anyhow::Context;
 
 use super::engine::ReplicaShared;
-use super::power::{GpuState, PowerModel};
+use super::power::{GpuSetup, GpuState};
 use crate::clock::monotonic_ns;
 
 /// The exporter's default collect interval (`dcgm-exporter -c 30000`).
@@ -46,68 +44,6 @@ const FB_TOTAL_MIB: f64 = 81_559.0;
 const FB_USED_MIB: f64 = 74_213.0;
 const MEM_CLOCK_MHZ: f64 = 2_619.0;
 const MODEL_NAME: &str = "NVIDIA H100 80GB HBM3 (anvil-sim)";
-
-/// The simulator's GPUs as `--dcgm` and its flags set them.
-#[derive(Debug, Clone, PartialEq)]
-pub struct GpuSetup {
-    pub model: PowerModel,
-    pub gpus_per_replica: usize,
-    /// The index of the process's first GPU (`--first-gpu`, e.g. a DP replica launched as
-    /// its own process).
-    pub first_gpu: u32,
-    pub collect: Duration,
-    /// The extended field set beside the default counters.
-    pub extended: bool,
-    pub truth: Option<PathBuf>,
-}
-
-/// What a replica did since the power thread last looked, and the clock factor it runs at:
-/// the engine adds tokens and reads the factor; the power thread takes the tokens and sets
-/// the factor. Without `--dcgm` the factor stays 1.
-#[derive(Debug)]
-pub struct Activity {
-    decoded: AtomicU64,
-    prefilled: AtomicU64,
-    clock_bits: AtomicU64,
-}
-
-impl Default for Activity {
-    fn default() -> Self {
-        Self {
-            decoded: AtomicU64::new(0),
-            prefilled: AtomicU64::new(0),
-            clock_bits: AtomicU64::new(1.0f64.to_bits()),
-        }
-    }
-}
-
-impl Activity {
-    /// `n` tokens decoded.
-    pub fn decoded(&self, n: u32) {
-        self.decoded.fetch_add(u64::from(n), Ordering::Relaxed);
-    }
-
-    /// `n` prompt tokens prefilled.
-    pub fn prefilled(&self, n: u32) {
-        self.prefilled.fetch_add(u64::from(n), Ordering::Relaxed);
-    }
-
-    /// The share of full speed the replica runs at now (its steps take 1 / this as long).
-    pub fn clock(&self) -> f64 {
-        f64::from_bits(self.clock_bits.load(Ordering::Relaxed))
-    }
-
-    fn set_clock(&self, f: f64) {
-        self.clock_bits.store(f.to_bits(), Ordering::Relaxed);
-    }
-
-    fn take(&self) -> (u64, u64) {
-        (
-            self.decoded.swap(0, Ordering::Relaxed),
-            self.prefilled.swap(0, Ordering::Relaxed),
-        )
-    }
-}
 
 /// One simulated GPU.
 #[derive(Debug, Clone)]

@@ -43,8 +43,8 @@ use tokio::sync::mpsc::UnboundedSender;
 
 use super::cache::{Lookup, PrefixCache};
 use super::config::Timing;
-use super::dcgm::Activity;
 use super::metrics::ReplicaMetrics;
+use super::power::Activity;
 use super::truth::{LagHistogram, Record, TruthSink};
 use crate::clock::monotonic_ns;
 

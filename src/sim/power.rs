@@ -25,6 +25,13 @@
 //!   (DCGM's `POWER_VIOLATION` and `THERMAL_VIOLATION`).
 //!
 //! A rate that is not a finite, non-negative number counts as no work.
+//!
+//! [`GpuSetup`] is what `--dcgm` and its flags set, and [`Activity`] the tokens a replica's
+//! engine hands the GPU thread (`super::dcgm`) and the clock factor it gets back.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
 
 use crate::artifact::telemetry::Reasons;
 
@@ -170,6 +177,68 @@ impl GpuState {
         }
         self.reasons = Reasons(bits);
         clock
+    }
+}
+
+/// The simulator's GPUs as `--dcgm` and its flags set them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GpuSetup {
+    pub model: PowerModel,
+    pub gpus_per_replica: usize,
+    /// The index of the process's first GPU (`--first-gpu`, e.g. a DP replica launched as
+    /// its own process).
+    pub first_gpu: u32,
+    pub collect: Duration,
+    /// The extended field set beside the default counters.
+    pub extended: bool,
+    pub truth: Option<PathBuf>,
+}
+
+/// What a replica did since the power thread last looked, and the clock factor it runs at:
+/// the engine adds tokens and reads the factor; the power thread takes the tokens and sets
+/// the factor. Without `--dcgm` the factor stays 1.
+#[derive(Debug)]
+pub struct Activity {
+    decoded: AtomicU64,
+    prefilled: AtomicU64,
+    clock_bits: AtomicU64,
+}
+
+impl Default for Activity {
+    fn default() -> Self {
+        Self {
+            decoded: AtomicU64::new(0),
+            prefilled: AtomicU64::new(0),
+            clock_bits: AtomicU64::new(1.0f64.to_bits()),
+        }
+    }
+}
+
+impl Activity {
+    /// `n` tokens decoded.
+    pub fn decoded(&self, n: u32) {
+        self.decoded.fetch_add(u64::from(n), Ordering::Relaxed);
+    }
+
+    /// `n` prompt tokens prefilled.
+    pub fn prefilled(&self, n: u32) {
+        self.prefilled.fetch_add(u64::from(n), Ordering::Relaxed);
+    }
+
+    /// The share of full speed the replica runs at now (its steps take 1 / this as long).
+    pub fn clock(&self) -> f64 {
+        f64::from_bits(self.clock_bits.load(Ordering::Relaxed))
+    }
+
+    pub(super) fn set_clock(&self, f: f64) {
+        self.clock_bits.store(f.to_bits(), Ordering::Relaxed);
+    }
+
+    pub(super) fn take(&self) -> (u64, u64) {
+        (
+            self.decoded.swap(0, Ordering::Relaxed),
+            self.prefilled.swap(0, Ordering::Relaxed),
+        )
     }
 }
 

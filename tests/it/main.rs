@@ -84,6 +84,8 @@ mod skip;
 #[cfg(feature = "analysis")]
 mod sql;
 #[cfg(feature = "analysis")]
+mod telemetry;
+#[cfg(feature = "analysis")]
 mod text;
 #[cfg(feature = "analysis")]
 mod workloads;

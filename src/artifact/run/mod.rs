@@ -99,6 +99,9 @@ pub struct RunJson {
     /// files: salted, no reset).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache_hygiene: Option<CacheHygiene>,
+    /// The GPU telemetry sources read (`--telemetry`); absent when none was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub telemetry: Option<Vec<crate::artifact::telemetry::TelemetrySource>>,
 }
 
 impl RunJson {

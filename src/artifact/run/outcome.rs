@@ -178,6 +178,9 @@ pub struct Counts {
     pub events: u64,
     /// Rows of `scrapes`.
     pub scrapes: u64,
+    /// Rows of `telemetry`; absent in a run recorded before the table existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub telemetry: Option<u64>,
     /// Times the capture hot path found the writer channel full and had to wait.
     pub channel_full: u64,
 }

@@ -12,6 +12,7 @@
 //! are NVML's bitmask ([`Reasons`]).
 
 pub mod dcgm;
+pub mod sampler;
 pub mod smi;
 
 pub use crate::artifact::telemetry::{Field, Reasons};

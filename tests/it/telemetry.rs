@@ -1,0 +1,211 @@
+//! GPU telemetry end to end: the simulator's DCGM exporter read by anvil's DCGM reader, a
+//! capture that reads it beside the run (every recorded value one the exporter held, per
+//! the simulator's GPU truth), and a source that dies mid-run (a recorded gap; the run
+//! unaffected).
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::time::Duration;
+
+use anvil::artifact::telemetry::Field;
+use anvil::capture::telemetry::dcgm;
+
+use super::common::{Recording, Sim, artifact_of, run_jsons, small_manifest, sql_rows};
+use super::sim::get;
+
+/// The GPU flags of a simulator whose fast profile stays under its power limit.
+const COOL: [&str; 2] = ["--gpu-w-per-decode-tps", "0.02"];
+
+#[test]
+fn the_simulators_exporter_reads_as_a_dcgm_exporters_default_and_extended_sets() {
+    let sim = Sim::start(&["--dcgm", "--gpus-per-replica", "2", "--first-gpu", "4"]);
+    let r = dcgm::read(get(&format!("{}/dcgm/metrics", sim.url(0))).as_bytes());
+    assert_eq!(r.bad_lines, 0, "{:?}", r.first_error);
+    let gpus: Vec<u32> = r.gpus().iter().map(|g| g.index).collect();
+    assert_eq!(gpus, [4, 5]);
+    assert!(
+        r.gpus()[0]
+            .uuid
+            .as_deref()
+            .is_some_and(|u| u.starts_with("GPU-"))
+    );
+    assert_eq!(r.get(4, Field::PowerW), Some(90.0), "idle");
+    assert_eq!(
+        r.absent(),
+        [
+            Field::MaxSmClockMhz,
+            Field::PowerLimitW,
+            Field::SlowdownTempC,
+            Field::ClockEventReasons,
+            Field::PowerViolationNs,
+            Field::ThermalViolationNs
+        ],
+        "the exporter's default counters lack what the collectors file adds"
+    );
+    drop(sim);
+    let sim = Sim::start(&[
+        "--dcgm",
+        "--dcgm-counters",
+        "extended",
+        "--gpu-power-limit",
+        "450",
+    ]);
+    let r = dcgm::read(get(&format!("{}/dcgm/metrics", sim.url(0))).as_bytes());
+    assert!(r.absent().is_empty(), "{:?}", r.absent());
+    assert_eq!(r.get(0, Field::PowerLimitW), Some(450.0));
+    assert_eq!(r.get(0, Field::ClockEventReasons), Some(1.0), "idle");
+    // Without --dcgm there is no exporter, and the answer says how to get one.
+    let plain = Sim::start(&[]);
+    let e = ureq::get(&format!("{}/dcgm/metrics", plain.url(0))).call();
+    assert!(matches!(e, Err(ureq::Error::StatusCode(404))), "{e:?}");
+}
+
+/// The simulator's GPU truth rows taken at the exporter's snapshots: (energy floored to mJ,
+/// power) per GPU.
+fn snapshots(truth: &Path) -> HashMap<i64, Vec<(f64, f64)>> {
+    let text = std::fs::read_to_string(truth).unwrap();
+    let mut out: HashMap<i64, Vec<(f64, f64)>> = HashMap::new();
+    for line in text.lines().skip(1) {
+        let cells: Vec<&str> = line.split(',').collect();
+        if cells[9] == "1" {
+            let gpu: i64 = cells[1].parse().unwrap();
+            let energy: f64 = cells[5].parse().unwrap();
+            let power: f64 = cells[4].parse().unwrap();
+            out.entry(gpu).or_default().push((energy.floor(), power));
+        }
+    }
+    out
+}
+
+#[test]
+fn a_capture_records_what_the_exporter_held_at_each_reading() {
+    let dir = tempfile::tempdir().unwrap();
+    let truth = dir.path().join("gpu-truth.csv");
+    let truth_s = truth.to_str().unwrap();
+    let mut args = vec![
+        "--dcgm",
+        "--dcgm-counters",
+        "extended",
+        "--dcgm-interval-ms",
+        "200",
+    ];
+    args.extend(["--gpus-per-replica", "2", "--gpu-truth", truth_s]);
+    args.extend(COOL);
+    let sim = Sim::start(&args);
+    let manifest = small_manifest(dir.path(), |_| {});
+    let out = dir.path().join("runs");
+    let exporter = format!("dcgm={}/dcgm/metrics", sim.url(0));
+    let o = Recording::cell(&manifest, &out, 4, 240)
+        .arm("A")
+        .endpoint(&sim.url(0))
+        .args(&["--telemetry", &exporter, "--telemetry-gpus", "1"])
+        .args(&["--telemetry-interval", "0.2", "--telemetry-every", "0.1"])
+        .run();
+    let artifact = artifact_of(&o);
+    sim.terminate();
+    let run: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(artifact.join("run.json")).unwrap()).unwrap();
+    let source = &run["telemetry"][0];
+    assert_eq!(source["source"], "dcgm");
+    assert_eq!(source["gpus"], serde_json::json!([1]), "{source}");
+    assert_eq!(source["other_gpus"], serde_json::json!([0]), "{source}");
+    assert_eq!(source["absent"], serde_json::json!([]), "{source}");
+    assert_eq!(source["failed_readings"], 0, "{source}");
+    let rows = sql_rows(
+        &out,
+        "SELECT phase, gpu, arm_gpu, energy_mj, power_w, error FROM telemetry ORDER BY t_ns, gpu",
+    );
+    let during = rows.iter().filter(|r| r["phase"] == "during").count();
+    assert!(during >= 2 * 10, "{during} rows during the run");
+    assert_eq!(rows.first().unwrap()["phase"], "before");
+    assert_eq!(rows.last().unwrap()["phase"], "after");
+    let truth = snapshots(&truth);
+    let mut moved = 0;
+    for r in &rows {
+        assert!(r["error"].is_null(), "{r}");
+        let gpu = r["gpu"].as_i64().unwrap();
+        assert_eq!(r["arm_gpu"], gpu == 1, "{r}");
+        let (energy, power) = (
+            r["energy_mj"].as_f64().unwrap(),
+            r["power_w"].as_f64().unwrap(),
+        );
+        let held = truth[&gpu]
+            .iter()
+            .any(|(e, p)| *e == energy && (p - power).abs() < 5e-4);
+        assert!(held, "{r}: not a value the exporter held");
+        moved += usize::from(power > 90.0);
+    }
+    assert!(moved > 0, "the GPUs did work");
+}
+
+/// Whether a complete part file of a telemetry table is beneath `dir` (tolerating folders
+/// that appear and go while the recorder works).
+fn telemetry_part_written(dir: &Path) -> bool {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return false;
+    };
+    entries.flatten().any(|e| {
+        let path = e.path();
+        if path.ends_with("telemetry.parts") {
+            std::fs::read_dir(&path).is_ok_and(|parts| {
+                parts.flatten().any(|p| {
+                    let name = p.file_name();
+                    let name = name.to_string_lossy();
+                    name.ends_with(".parquet") && !name.starts_with('_')
+                })
+            })
+        } else {
+            path.is_dir() && telemetry_part_written(&path)
+        }
+    })
+}
+
+#[test]
+fn a_source_that_dies_mid_run_leaves_a_recorded_gap_and_the_run_completes() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Sim::start(&[]);
+    let exporter = Sim::start(&["--dcgm", "--dcgm-interval-ms", "100"]);
+    let manifest = small_manifest(dir.path(), |_| {});
+    let out = dir.path().join("runs");
+    let source = format!("dcgm={}/dcgm/metrics", exporter.url(0));
+    let child = Recording::cell(&manifest, &out, 2, 400)
+        .arm("A")
+        .endpoint(&server.url(0))
+        .args(&["--telemetry", &source, "--telemetry-every", "0.1"])
+        .spawn();
+    // Killed once readings are on disk (a part file of the telemetry table).
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while !telemetry_part_written(&out) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no telemetry recorded"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    exporter.signal(libc::SIGKILL);
+    let o = child.wait_with_output().unwrap();
+    let artifact = artifact_of(&o);
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("the gap is recorded"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let run: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(artifact.join("run.json")).unwrap()).unwrap();
+    assert_eq!(run["status"], "complete");
+    assert_eq!(run["counts"]["succeeded"], 400);
+    let source = &run["telemetry"][0];
+    assert!(source["failed_readings"].as_u64().unwrap() >= 1, "{source}");
+    let (readings, failed) = (
+        source["readings"].as_u64().unwrap(),
+        source["failed_readings"].as_u64().unwrap(),
+    );
+    assert!(readings > failed, "{source}");
+    let gaps = sql_rows(
+        &out,
+        "SELECT count(*) AS n, bool_and(gpu IS NULL) AS no_gpu FROM telemetry WHERE error IS NOT NULL",
+    );
+    assert!(gaps[0]["n"].as_i64().unwrap() >= 1, "{gaps:?}");
+    assert_eq!(gaps[0]["no_gpu"], true);
+    assert_eq!(run_jsons(&out).len(), 1);
+}
