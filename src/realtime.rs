@@ -68,6 +68,29 @@ pub fn ordinary_priority() {
     }
 }
 
+/// Put the calling thread on ordinary scheduling and let it run on any CPU: what a helper
+/// process started from a pinned real-time thread calls between fork and exec (it would
+/// otherwise inherit both, and take the hot path's CPU). Only system calls: safe in a
+/// `pre_exec` hook.
+pub fn ordinary_anywhere() -> std::io::Result<()> {
+    let param = libc::sched_param { sched_priority: 0 };
+    // SAFETY: as in `fifo`; pid 0 means the calling thread.
+    if unsafe { libc::sched_setscheduler(0, libc::SCHED_OTHER, &param) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: an all-zero cpu_set_t is the empty set; every index is below CPU_SETSIZE.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    for cpu in 0..libc::CPU_SETSIZE as usize {
+        unsafe { libc::CPU_SET(cpu, &mut set) };
+    }
+    // SAFETY: `set` is a valid cpu_set_t of the size given; the kernel keeps the CPUs the
+    // process may use.
+    if unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 /// Whether the calling thread runs SCHED_FIFO.
 pub fn is_fifo() -> bool {
     // SAFETY: pid 0 means the calling thread.

@@ -231,9 +231,9 @@ pub struct RunArgs {
     /// 30 by default there): one per source, or one for all. Without it the views infer it.
     #[arg(long = "telemetry-interval", value_name = "S")]
     pub telemetry_interval: Vec<f64>,
-    /// Seconds between telemetry readings during the run.
-    #[arg(long, value_name = "S", default_value_t = 1.0)]
-    pub telemetry_every: f64,
+    /// Seconds between telemetry readings during the run (default 1).
+    #[arg(long, value_name = "S")]
+    pub telemetry_every: Option<f64>,
     /// Seconds from sending a request to its first event (covers queueing and prefill).
     #[arg(long, value_name = "S", allow_negative_numbers = true)]
     pub timeout_first_byte: Option<f64>,
@@ -322,7 +322,7 @@ impl From<RunArgs> for RunRequest {
                 sources: a.telemetry,
                 gpus: a.telemetry_gpus,
                 intervals_s: a.telemetry_interval,
-                every_s: Some(a.telemetry_every),
+                every_s: a.telemetry_every,
             },
             model: a.model,
             api: a.api,
@@ -692,6 +692,18 @@ mod tests {
             "http://127.0.0.1:9000/m",
             "--metrics-url",
             "http://127.0.0.1:9001/m",
+            "--telemetry",
+            "dcgm=http://gpu-host:9400/metrics",
+            "--telemetry",
+            "nvidia-smi",
+            "--telemetry-gpus",
+            "0,1",
+            "--telemetry-gpus",
+            "2",
+            "--telemetry-interval",
+            "1",
+            "--telemetry-every",
+            "0.5",
             "--timeout-first-byte",
             "240",
             "--timeout-idle",

@@ -273,6 +273,9 @@ pub struct GpuArgs {
     /// Temperature at which a GPU slows to half clock (HW thermal slowdown), °C.
     #[arg(long, value_name = "C")]
     pub gpu_slowdown_c: Option<f64>,
+    /// The thermal time constant, s (how fast a GPU heats up and cools down).
+    #[arg(long, value_name = "S")]
+    pub gpu_tau_s: Option<f64>,
     /// CSV of each GPU's exact state every tick (see --help).
     #[arg(long, value_name = "FILE")]
     pub gpu_truth: Option<PathBuf>,
@@ -288,11 +291,16 @@ impl GpuArgs {
             || self.gpu_c_per_w.is_some()
             || self.gpu_ambient_c.is_some()
             || self.gpu_slowdown_c.is_some()
-            || self.gpu_truth.is_some();
+            || self.gpu_tau_s.is_some()
+            || self.gpu_truth.is_some()
+            || self.gpus_per_replica != 1
+            || self.first_gpu != 0
+            || self.dcgm_interval_ms != crate::sim::dcgm::DEFAULT_COLLECT_MS
+            || self.dcgm_counters != "default";
         if !self.dcgm {
             check(
                 !given,
-                "--gpu-*",
+                "--gpu-*, --gpus-per-replica, --first-gpu, --dcgm-*",
                 "given",
                 "used with --dcgm (no GPUs simulated without it)",
             )?;
@@ -307,6 +315,7 @@ impl GpuArgs {
             ambient_c: self.gpu_ambient_c.unwrap_or(d.ambient_c),
             c_per_w: self.gpu_c_per_w.unwrap_or(d.c_per_w),
             slowdown_c: self.gpu_slowdown_c.unwrap_or(d.slowdown_c),
+            tau_s: self.gpu_tau_s.unwrap_or(d.tau_s),
             ..d
         };
         let positive = |x: f64| x.is_finite() && x > 0.0;
@@ -352,6 +361,12 @@ impl GpuArgs {
             "--gpu-slowdown-c",
             model.slowdown_c,
             "above the ambient temperature",
+        )?;
+        check(
+            model.tau_s.is_finite() && (0.1..=3600.0).contains(&model.tau_s),
+            "--gpu-tau-s",
+            model.tau_s,
+            "in [0.1, 3600] seconds",
         )?;
         check(
             (100..=3_600_000).contains(&self.dcgm_interval_ms),

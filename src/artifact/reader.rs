@@ -652,12 +652,16 @@ pub fn read_pages(path: &Path) -> Result<u64> {
     Ok(rows)
 }
 
-/// [`validate`], then decode every page of the events and scrapes tables (requests are
+/// [`validate`], then decode every page of the events, scrapes and telemetry tables (requests are
 /// decoded by the counts check already): `anvil validate`'s full check.
 pub fn validate_deep(dir: &Path) -> Result<ArtifactSummary> {
     let summary = validate(dir)?;
-    for table in [Table::Events, Table::Scrapes] {
-        read_pages(&dir.join(table.file_name()))?;
+    for table in [Table::Events, Table::Scrapes, Table::Telemetry] {
+        let path = dir.join(table.file_name());
+        // An artifact recorded before the telemetry table has none (`validate` said so).
+        if path.exists() || !table.optional() {
+            read_pages(&path)?;
+        }
     }
     Ok(summary)
 }

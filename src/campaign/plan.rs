@@ -369,6 +369,7 @@ fn cell_request(
             reset: arm.cells.resets(cell),
             ..Default::default()
         },
+        telemetry: arm.service.telemetry_request(),
         ..RunRequest::default()
     }
 }

@@ -394,3 +394,37 @@ fn declared_workloads_are_checked_planned_and_recorded_through_the_campaign_file
     );
     assert!(err.contains("workloads[0].prefix_groups"), "{err}");
 }
+
+#[test]
+fn an_arms_telemetry_reaches_its_commands_one_source_per_replica_port() {
+    let telemetry = r#""ports": [8101, 8103],
+  "telemetry": [{ "source": "dcgm=http://127.0.0.1:{port}/dcgm/metrics", "interval_s": 1 }],"#;
+    let text = campaign_json("Inferact target-only").replacen("\"ports\": [8101],", telemetry, 1);
+    let (dir, file) = write_campaign(&text);
+    let (campaign, manifest, plan) = CampaignFile::load_checked(&file).unwrap();
+    let cells = campaign.plan(&file, &manifest, &plan, &dir.path().join("out"));
+    let cell = cells
+        .iter()
+        .find(|c| c.arm == "Inferact target-only")
+        .unwrap();
+    let line = cell.request.to_argv().join(" ");
+    assert!(
+        line.contains(
+            "--telemetry dcgm=http://127.0.0.1:8101/dcgm/metrics \
+             --telemetry dcgm=http://127.0.0.1:8103/dcgm/metrics --telemetry-interval 1 \
+             --telemetry-interval 1"
+        ),
+        "{line}"
+    );
+    // GPUs given for some sources only, and a bad source, are named by field.
+    let bad = r#""ports": [8101],
+  "telemetry": [{ "source": "dcgm=http://h:9400/metrics", "gpus": [0] }, { "source": "smi" }],"#;
+    let text = campaign_json("Inferact target-only").replacen("\"ports\": [8101],", bad, 1);
+    let (_dir, file) = write_campaign(&text);
+    let err = CampaignFile::load(&file).unwrap_err().to_string();
+    assert!(
+        err.contains("arms[0].telemetry") && err.contains("`gpus`"),
+        "{err}"
+    );
+    assert!(err.contains("`smi`"), "{err}");
+}

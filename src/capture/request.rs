@@ -324,6 +324,16 @@ impl RunRequest {
         for url in &self.metrics_urls {
             argv.pair("--metrics-url", url);
         }
+        for source in &self.telemetry.sources {
+            argv.pair("--telemetry", source);
+        }
+        for gpus in &self.telemetry.gpus {
+            argv.pair("--telemetry-gpus", gpus);
+        }
+        for interval in &self.telemetry.intervals_s {
+            argv.pair("--telemetry-interval", interval);
+        }
+        argv.option("--telemetry-every", self.telemetry.every_s);
         argv.flag("--quiet", self.host.quiet);
         argv.flag("--no-thinking-switch", self.host.no_thinking_switch);
         argv.flag("--no-realtime", self.host.no_realtime);

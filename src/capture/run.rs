@@ -525,7 +525,7 @@ impl<'c> Run<'c> {
                 salted: !cfg.cache.warm,
                 resets: Vec::new(),
             }),
-            telemetry: None,
+            telemetry: super::telemetry::sampler::declared_summary(&cfg.telemetry),
         };
         ArtifactWriter::create(&cfg.artifact_dir, header.redacted(&cfg.redactor))
             .map_err(|e| CaptureError::BadInput(format!("--out: {e}")))
@@ -777,7 +777,9 @@ impl<'c> Run<'c> {
 
         let channel_full = recorded.channel_full;
         let mut final_run = recorded.writer.run().clone();
-        final_run.telemetry = recorded.telemetry;
+        if recorded.telemetry.is_some() {
+            final_run.telemetry = recorded.telemetry;
+        }
         if let Some(h) = final_run.cache_hygiene.as_mut() {
             h.resets = self.resets.clone();
         }

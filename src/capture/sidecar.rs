@@ -42,8 +42,11 @@ impl Sidecars {
             scraper: first.then(|| {
                 MetricsScraper::new(&cfg.metrics, auth, msgs.clone(), origin, notices.clone())
             }),
-            gpus: (first && !t.sources.is_empty())
-                .then(|| Sampler::new(&t.sources, t.every, msgs.clone(), origin, notices.clone())),
+            gpus: (first && !t.sources.is_empty()).then(|| {
+                let key = |k: &str| cfg.arm.config.get(k).or_else(|| cfg.arm.defaults.get(k));
+                let arm_gpus = crate::artifact::gpus::gpus(key).map(|g| g.count);
+                Sampler::new(t, arm_gpus, msgs.clone(), origin, notices.clone())
+            }),
         }
     }
 

@@ -37,7 +37,7 @@ type Workers = super::distributed::Workers;
 type Workers = ();
 
 /// The base tables, in the order `--list` shows them.
-pub const TABLES: [&str; 7] = [
+pub const TABLES: [&str; 8] = [
     "runs",
     "shards",
     "slos",
@@ -45,6 +45,7 @@ pub const TABLES: [&str; 7] = [
     "events",
     "scrapes",
     "telemetry",
+    "telemetry_sources",
 ];
 
 /// The tables of the decisions anvil draws from the artifacts (a capacity search's
@@ -181,6 +182,11 @@ impl AnvilSession {
         register(&ctx, "runs", Arc::new(runs_table(&artifacts)?))?;
         register(&ctx, "slos", Arc::new(slos_table(slos)?))?;
         register(&ctx, "shards", Arc::new(shards_table(&artifacts)?))?;
+        register(
+            &ctx,
+            "telemetry_sources",
+            Arc::new(super::telemetry_sources::table(&artifacts)?),
+        )?;
         for table in Table::ALL {
             let provider = parquet_table(table, &artifacts)?;
             register(&ctx, table.name(), provider)?;

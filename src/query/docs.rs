@@ -80,7 +80,7 @@ fn parse_entry(text: &str) -> Option<ColumnDoc> {
 /// (`| column | type | null | unit | meaning |`) after the heading naming it.
 pub fn table_columns(table: &str) -> Vec<ColumnDoc> {
     let heading = match table {
-        "runs" | "slos" | "shards" => format!("### `{table}`"),
+        "runs" | "slos" | "shards" | "telemetry_sources" => format!("### `{table}`"),
         t if super::context::DECISION_TABLES.contains(&t) => format!("### `{t}`"),
         other => format!("### `{other}.parquet`"),
     };

@@ -23,6 +23,7 @@ pub mod ordered_concat;
 pub mod output;
 pub mod rows;
 pub mod source;
+pub mod telemetry_sources;
 pub mod udf;
 pub mod views;
 

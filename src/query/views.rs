@@ -68,6 +68,10 @@ pub const VIEWS: &[ViewFile] = &[
     view!("trace_bursts", "89_trace_bursts.sql"),
     view!("functional_results", "90_functional_results.sql"),
     view!("session_goodput", "91_session_goodput.sql"),
+    view!("gpu_timeline", "92_gpu_timeline.sql"),
+    view!("gpu_energy", "93_gpu_energy.sql"),
+    view!("gpu_throttle", "94_gpu_throttle.sql"),
+    view!("run_energy", "95_run_energy.sql"),
 ];
 
 impl ViewFile {

@@ -5,11 +5,14 @@
 //! `dcgm-exporter` does (values updated every `-c` milliseconds, 30 s by default).
 //!
 //! Each replica has `gpus_per_replica` GPUs (TP2: two), numbered from `first_gpu` on across
-//! the process's replicas; the replica's demand (the tokens it decoded and prefilled over
-//! the tick, divided by the clock factor it ran at: what it would have done at full
-//! clocks) is shared evenly among them, and a replica runs at its slowest GPU's clock. The
-//! tick divides the collect interval (at most 100 ms), so every snapshot is the state at a
-//! tick's end.
+//! the process's replicas. The replica's demand over a tick is the tokens it decoded, and
+//! the prompt tokens its prefill lane worked through (admitted prompts wait in a backlog the
+//! lane drains at the replica's prefill rate times its clock, so a prefill counts over the
+//! time it takes), each divided by the clock factor it ran at: what it would have done at
+//! full clocks. It is shared evenly among the replica's GPUs, and a replica runs at its
+//! slowest GPU's clock. The tick divides the collect interval (at most 100 ms), so every
+//! snapshot is the state at a tick's end; ticks missed while the thread was held up are
+//! skipped, one longer tick standing for them.
 //!
 //! `--dcgm-counters default` exposes the exporter's default counter set (power, the energy
 //! counter, clocks, temperatures, utilisation, memory, PCIe replays); `extended` adds the
@@ -90,8 +93,13 @@ impl Exporter {
 }
 
 impl Fleet {
-    /// Start advancing `replicas`' GPUs; the first snapshot is taken at once.
-    pub fn start(setup: GpuSetup, replicas: Vec<Arc<ReplicaShared>>) -> anyhow::Result<Fleet> {
+    /// Start advancing `replicas`' GPUs (`prefill_tps`: each replica's prefill rate at full
+    /// clocks); the first snapshot is taken at once.
+    pub fn start(
+        setup: GpuSetup,
+        replicas: Vec<Arc<ReplicaShared>>,
+        prefill_tps: Vec<f64>,
+    ) -> anyhow::Result<Fleet> {
         let mut truth = match &setup.truth {
             Some(p) => Some(BufWriter::new(std::fs::File::create(p).with_context(
                 || format!("creating the GPU truth file {}", p.display()),
@@ -126,7 +134,13 @@ impl Fleet {
         let s2 = shared.clone();
         let thread = std::thread::Builder::new()
             .name("anvil-sim-gpus".into())
-            .spawn(move || run(&setup, &replicas, gpus, truth, &s2))
+            .spawn(move || {
+                let truth = TruthFile {
+                    w: truth,
+                    error: None,
+                };
+                run(&setup, &replicas, &prefill_tps, gpus, truth, &s2)
+            })
             .context("starting the GPU thread")?;
         Ok(Fleet {
             shared,
@@ -167,34 +181,72 @@ pub fn tick_of(collect: Duration) -> Duration {
     Duration::from_nanos((collect.as_nanos() / n) as u64)
 }
 
+/// The truth file while it can be written; the first write error is kept (and returned at
+/// stop) and the file left alone, the GPUs ticking on.
+struct TruthFile {
+    w: Option<BufWriter<std::fs::File>>,
+    error: Option<std::io::Error>,
+}
+
+impl TruthFile {
+    fn write(&mut self, f: impl FnOnce(&mut BufWriter<std::fs::File>) -> std::io::Result<()>) {
+        if let Some(w) = self.w.as_mut()
+            && let Err(e) = f(w)
+        {
+            self.error = Some(e);
+            self.w = None;
+        }
+    }
+
+    fn finish(mut self) -> anyhow::Result<()> {
+        self.write(|w| {
+            w.flush()?;
+            w.get_ref().sync_all()
+        });
+        match self.error {
+            Some(e) => Err(anyhow::Error::new(e).context("writing the GPU truth file")),
+            None => Ok(()),
+        }
+    }
+}
+
+/// What a replica asks of its GPUs: the prompt tokens admitted and not yet prefilled (the
+/// lane prefills them at the replica's rate times its clock, as the engine's lane does), so
+/// a prompt's prefill is spread over the time it takes rather than counted at admission.
+#[derive(Debug, Default, Clone, Copy)]
+struct Backlog {
+    prefill_tokens: f64,
+}
+
 fn run(
     setup: &GpuSetup,
     replicas: &[Arc<ReplicaShared>],
+    prefill_tps: &[f64],
     mut gpus: Vec<Gpu>,
-    mut truth: Option<BufWriter<std::fs::File>>,
+    mut truth: TruthFile,
     shared: &Shared,
 ) -> anyhow::Result<()> {
-    let tick = tick_of(setup.collect);
-    let per_collect = (setup.collect.as_nanos() / tick.as_nanos().max(1)).max(1) as u64;
+    let tick = tick_of(setup.collect).as_nanos() as i64;
+    let per_collect = (setup.collect.as_nanos() as i64 / tick.max(1)).max(1);
     let start = monotonic_ns();
     let mut last = start;
-    if let Some(w) = truth.as_mut() {
-        for g in &gpus {
-            truth_row(w, setup, g, start, true)?;
-        }
-    }
+    truth.write(|w| {
+        gpus.iter()
+            .try_for_each(|g| truth_row(w, setup, g, start, true))
+    });
     let mut last_flush = start;
-    for k in 1u64.. {
-        let due = start + (k as i64) * tick.as_nanos() as i64;
+    let mut backlog = vec![Backlog::default(); replicas.len()];
+    let mut k: i64 = 0;
+    loop {
+        // The next tick; ticks missed while the thread was held up are skipped (one long
+        // tick instead of a burst of empty ones).
+        k = (k + 1).max((monotonic_ns() - start) / tick);
+        let due = start + k * tick;
         {
             let mut stop = shared.stop.lock().unwrap_or_else(|e| e.into_inner());
             loop {
                 if *stop {
-                    if let Some(w) = truth.as_mut() {
-                        w.flush()?;
-                        w.get_ref().sync_all()?;
-                    }
-                    return Ok(());
+                    return truth.finish();
                 }
                 let now = monotonic_ns();
                 if now >= due {
@@ -209,32 +261,40 @@ fn run(
         }
         let now = monotonic_ns();
         let dt = (now - last) as f64 / 1e9;
+        // A snapshot whenever this tick crossed a collect boundary.
+        let snapshot = (now - start) / (tick * per_collect) > (last - start) / (tick * per_collect);
         last = now;
-        let snapshot = k % per_collect == 0;
         for (r, rep) in replicas.iter().enumerate() {
             let (decoded, prefilled) = rep.activity.take();
-            let ran_at = rep.activity.clock().max(1e-6);
+            let ran_at = rep.activity.clock();
+            let lane = &mut backlog[r];
+            lane.prefill_tokens += prefilled as f64;
+            let rate = prefill_tps.get(r).copied().unwrap_or(f64::INFINITY);
+            let done = lane.prefill_tokens.min(rate * ran_at * dt);
+            lane.prefill_tokens -= done;
             let share = setup.gpus_per_replica.max(1) as f64 * dt.max(1e-9) * ran_at;
-            let (decode_tps, prefill_tps) = (decoded as f64 / share, prefilled as f64 / share);
+            let (decode_tps, prefill_tps) = (decoded as f64 / share, done / share);
             let mut clock = 1.0f64;
             for g in gpus.iter_mut().filter(|g| g.replica == r) {
                 g.state.advance(&setup.model, dt, decode_tps, prefill_tps);
                 g.ticks += 1;
-                if decoded + prefilled > 0 {
+                if decoded > 0 || done > 0.0 {
                     g.busy += 1;
                 }
                 clock = clock.min(g.state.clock_factor(&setup.model));
             }
             rep.activity.set_clock(clock);
         }
-        if let Some(w) = truth.as_mut() {
-            for g in &gpus {
-                truth_row(w, setup, g, now, snapshot)?;
-            }
+        truth.write(|w| {
+            gpus.iter()
+                .try_for_each(|g| truth_row(w, setup, g, now, snapshot))?;
             if now - last_flush >= 1_000_000_000 {
                 w.flush()?;
-                last_flush = now;
             }
+            Ok(())
+        });
+        if now - last_flush >= 1_000_000_000 {
+            last_flush = now;
         }
         if snapshot {
             let text = render(setup, &gpus);
@@ -245,7 +305,6 @@ fn run(
             }
         }
     }
-    Ok(())
 }
 
 fn truth_row(

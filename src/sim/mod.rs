@@ -199,7 +199,12 @@ fn run_until(cfg: Config, stop: Stop) -> anyhow::Result<()> {
     )
     .context("starting the timer thread")?;
     let fleet = match cfg.gpus.clone() {
-        Some(setup) => Some(dcgm::Fleet::start(setup, replicas.clone())?),
+        Some(setup) => {
+            let prefill_tps = (0..cfg.replicas)
+                .map(|i| cfg.run_speed.timing(&cfg.timing, i).prefill_tps)
+                .collect();
+            Some(dcgm::Fleet::start(setup, replicas.clone(), prefill_tps)?)
+        }
         None => None,
     };
     let rt = tokio::runtime::Builder::new_multi_thread()

@@ -9,8 +9,9 @@
 //!   prefill_tps / 1000`;
 //! - the **clock factor** (the share of its maximum speed the GPU runs at, which stretches
 //!   the replica's steps) is the lower of `slowdown_clock` while thermally slowed (else 1)
-//!   and `(limit_w − idle_w) / (asked − idle_w)`, the clocks that hold power at the limit;
-//!   when the latter is the lower, the SW power cap reason is set;
+//!   and `(limit_w − idle_w) / (asked − idle_w)`, the clocks that hold power at the limit
+//!   (never below [`MIN_CLOCK`]); when the latter is the lower, the SW power cap reason is
+//!   set;
 //! - **power** is `idle_w + (asked − idle_w) × clock factor`: the work done at the clocks it
 //!   runs at, never above the limit;
 //! - **energy** grows by power × the interval, exactly: power is constant over an interval,
@@ -34,6 +35,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use crate::artifact::telemetry::Reasons;
+
+/// The lowest clock factor: a GPU's clocks go no lower (with a demand so high that holding
+/// the limit would need less, its power exceeds the limit).
+pub const MIN_CLOCK: f64 = 0.05;
 
 /// The model's constants, per GPU.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -145,7 +150,7 @@ impl GpuState {
             1.0
         };
         self.power_clock = if m.idle_w + dynamic > m.limit_w && dynamic > 0.0 {
-            ((m.limit_w - m.idle_w) / dynamic).clamp(0.0, 1.0)
+            ((m.limit_w - m.idle_w) / dynamic).clamp(MIN_CLOCK, 1.0)
         } else {
             1.0
         };

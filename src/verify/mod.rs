@@ -13,8 +13,11 @@
 //! statistic missing on one side, is an infinite difference. [`capacity`] recomputes each
 //! capacity search's probes (attainment and goodput in the search's window), its bracket's
 //! pooled shares and exact intervals and goodput per GPU at capacity from the polars figures
-//! and puts them beside `capacity.json`.
+//! and puts them beside `capacity.json`. [`energy`] recomputes the arm's GPU energy per
+//! window from the telemetry table, its bound and joules per output token, put beside
+//! `run_energy`.
 
+pub mod energy;
 pub mod recompute;
 
 use std::collections::BTreeMap;
@@ -255,6 +258,47 @@ async fn compare_session_goodput(
     Ok(())
 }
 
+/// Compare the `run_energy` view with the recomputed energy: the GPUs' energy, its bound and
+/// joules per output token per run and window; a row on one side only counts in `missing`.
+async fn compare_energy(
+    session: &AnvilSession,
+    by_run: &BTreeMap<&str, &Recomputed>,
+    energy: &mut Tracker,
+    missing: &mut Tracker,
+) -> Result<(), QueryError> {
+    let e = session
+        .query("SELECT run_id, window, energy_j, bound_j, j_per_output_token FROM run_energy")
+        .await?;
+    let (runs, windows) = (column_str(&e, "run_id")?, column_str(&e, "window")?);
+    let names = ["energy_j", "bound_j", "j_per_output_token"];
+    let columns = names
+        .iter()
+        .map(|n| column_f64(&e, n))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut rows = 0usize;
+    for (row, run) in runs.iter().enumerate() {
+        let window = windows[row].as_str();
+        let Some(t) = by_run.get(run.as_str()).and_then(|r| r.energy.get(window)) else {
+            missing.add(Some(0.0), None, || {
+                format!("run {run} run_energy {window}: in SQL, not recomputed")
+            });
+            continue;
+        };
+        rows += 1;
+        let theirs = [Some(t.energy_j), t.bound_j, t.j_per_output_token];
+        for ((name, column), value) in names.iter().zip(&columns).zip(theirs) {
+            energy.add(column[row], value, || format!("run {run} {window} {name}"));
+        }
+    }
+    let expected: usize = by_run.values().map(|r| r.energy.len()).sum();
+    if rows != expected {
+        missing.add(None, Some(0.0), || {
+            format!("{expected} run_energy rows recomputed, {rows} in SQL")
+        });
+    }
+    Ok(())
+}
+
 /// Compare the session's `request_figures` and `cell_stats` with `recomputed` (one entry
 /// per artifact of the session). One [`Difference`] per metric and figure family.
 pub async fn compare(
@@ -489,6 +533,11 @@ pub async fn compare(
         out.extend(named.map(|(t, metric)| t.difference(format!("{table} {metric}"))));
     }
     out.push(throughput.difference("aggregate_throughput output_tps".to_owned()));
+    let mut energy = Tracker::default();
+    compare_energy(session, &by_run, &mut energy, &mut missing).await?;
+    if energy.compared > 0 {
+        out.push(energy.difference("run_energy energy_j, bound_j, j_per_output_token".to_owned()));
+    }
     if !session.slos().is_empty() {
         for (what, t) in [
             ("slo_attainment attained", attained),

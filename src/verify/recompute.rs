@@ -128,10 +128,12 @@ pub struct Recomputed {
     pub goodput: BTreeMap<&'static str, Goodput>,
     /// Session goodput per window; empty with no SLO given or for any other workload.
     pub session_goodput: BTreeMap<&'static str, SessionGoodput>,
+    /// The arm's GPU energy per window; empty without telemetry.
+    pub energy: BTreeMap<&'static str, super::energy::Energy>,
 }
 
 /// One Parquet file's `columns` as a polars frame (polars' own reader, eager).
-fn read(path: &Path, columns: &[&str]) -> PolarsResult<DataFrame> {
+pub(super) fn read(path: &Path, columns: &[&str]) -> PolarsResult<DataFrame> {
     let file = std::fs::File::open(path)
         .map_err(|e| PolarsError::ComputeError(format!("{}: {e}", path.display()).into()))?;
     ParquetReader::new(file)
@@ -139,7 +141,7 @@ fn read(path: &Path, columns: &[&str]) -> PolarsResult<DataFrame> {
         .finish()
 }
 
-fn i64_column(df: &DataFrame, name: &str) -> PolarsResult<Vec<Option<i64>>> {
+pub(super) fn i64_column(df: &DataFrame, name: &str) -> PolarsResult<Vec<Option<i64>>> {
     Ok(df
         .column(name)?
         .cast(&DataType::Int64)?
@@ -148,7 +150,7 @@ fn i64_column(df: &DataFrame, name: &str) -> PolarsResult<Vec<Option<i64>>> {
         .collect())
 }
 
-fn str_column(df: &DataFrame, name: &str) -> PolarsResult<Vec<Option<String>>> {
+pub(super) fn str_column(df: &DataFrame, name: &str) -> PolarsResult<Vec<Option<String>>> {
     Ok(df
         .column(name)?
         .str()?
@@ -370,6 +372,7 @@ pub fn recompute(artifact: &ArtifactSource, slos: &[Bound]) -> PolarsResult<Reco
     let mut stats = BTreeMap::new();
     let mut output_tps = BTreeMap::new();
     let mut goodput = BTreeMap::new();
+    let mut spans = BTreeMap::new();
     let mut intervals = Intervals::default();
     // A functional cell counts in no attainment or goodput (it checks tools and formats).
     let slos: &[Bound] = if artifact.run.workload.class == crate::rules::headline::FUNCTIONAL_CLASS
@@ -395,6 +398,17 @@ pub fn recompute(artifact: &ArtifactSource, slos: &[Bound]) -> PolarsResult<Reco
         let first = rows.iter().filter_map(|t| t.2).min();
         let last = rows.iter().filter_map(|t| t.3).max();
         let span = last.zip(first).map(|(l, f)| l - f).filter(|s| *s != 0);
+        if let (Some(a), Some(b)) = (first, last) {
+            let completion_tokens = sum;
+            spans.insert(
+                window,
+                super::energy::Window {
+                    a,
+                    b,
+                    completion_tokens,
+                },
+            );
+        }
         output_tps.insert(
             window,
             sum.zip(span).map(|(k, s)| k as f64 / (s as f64 / 1e9)),
@@ -448,6 +462,13 @@ pub fn recompute(artifact: &ArtifactSource, slos: &[Bound]) -> PolarsResult<Reco
     } else {
         sessions_goodput(&requests, &tokens, &cut_turns)
     };
+    // The sources' declared update intervals (a sharded run's are its shards').
+    let declared: BTreeMap<(String, String), f64> = std::iter::once(&artifact.run)
+        .chain(artifact.shards.iter().map(|s| &s.run))
+        .flat_map(|run| run.telemetry.iter().flatten())
+        .filter_map(|t| Some(((t.source.clone(), t.endpoint.clone()), t.interval_s?)))
+        .collect();
+    let energy = super::energy::energy(artifact.files(Table::Telemetry), &declared, &spans)?;
     Ok(Recomputed {
         run_id: artifact.run.run_id.clone(),
         requests: figures,
@@ -455,6 +476,7 @@ pub fn recompute(artifact: &ArtifactSource, slos: &[Bound]) -> PolarsResult<Reco
         output_tps,
         goodput,
         session_goodput,
+        energy,
     })
 }
 

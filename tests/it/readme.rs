@@ -187,6 +187,11 @@ const SHOWN: &[(&str, &[&str])] = &[
         "FROM prefix_cache ORDER BY cell_id",
         &["chat-sessions", "mooncake-replay", "prefix-groups"],
     ),
+    (
+        "FROM run_energy ORDER BY window",
+        &["all", "after_first_wave", "counter", "false"],
+    ),
+    ("FROM gpu_throttle WHERE window", &["reasons and SM clock"]),
     ("--format csv --out result.csv", &[]),
     ("anvil summary --data runs", &["K12"]),
     ("anvil verify --data runs", &["agree"]),

@@ -13,8 +13,14 @@ use anvil::capture::telemetry::dcgm;
 use super::common::{Recording, Sim, artifact_of, run_jsons, small_manifest, sql_rows};
 use super::sim::get;
 
-/// The GPU flags of a simulator whose fast profile stays under its power limit.
-const COOL: [&str; 2] = ["--gpu-w-per-decode-tps", "0.02"];
+/// The GPU flags of a simulator whose fast profile (2,000 decode and 400,000 prefill tokens
+/// per second per sequence) stays under its power limit.
+const COOL: [&str; 4] = [
+    "--gpu-w-per-decode-tps",
+    "0.02",
+    "--gpu-w-per-kprefill-tps",
+    "1",
+];
 
 #[test]
 fn the_simulators_exporter_reads_as_a_dcgm_exporters_default_and_extended_sets() {
@@ -80,8 +86,8 @@ fn snapshots(truth: &Path) -> HashMap<i64, Vec<(f64, f64)>> {
 #[test]
 fn a_capture_records_what_the_exporter_held_at_each_reading() {
     let dir = tempfile::tempdir().unwrap();
-    let truth = dir.path().join("gpu-truth.csv");
-    let truth_s = truth.to_str().unwrap();
+    let truth_path = dir.path().join("gpu-truth.csv");
+    let truth_s = truth_path.to_str().unwrap();
     let mut args = vec![
         "--dcgm",
         "--dcgm-counters",
@@ -95,11 +101,11 @@ fn a_capture_records_what_the_exporter_held_at_each_reading() {
     let manifest = small_manifest(dir.path(), |_| {});
     let out = dir.path().join("runs");
     let exporter = format!("dcgm={}/dcgm/metrics", sim.url(0));
-    let o = Recording::cell(&manifest, &out, 4, 240)
+    let o = Recording::cell(&manifest, &out, 4, 480)
         .arm("A")
         .endpoint(&sim.url(0))
         .args(&["--telemetry", &exporter, "--telemetry-gpus", "1"])
-        .args(&["--telemetry-interval", "0.2", "--telemetry-every", "0.1"])
+        .args(&["--telemetry-interval", "0.1", "--telemetry-every", "0.1"])
         .run();
     let artifact = artifact_of(&o);
     sim.terminate();
@@ -119,7 +125,7 @@ fn a_capture_records_what_the_exporter_held_at_each_reading() {
     assert!(during >= 2 * 10, "{during} rows during the run");
     assert_eq!(rows.first().unwrap()["phase"], "before");
     assert_eq!(rows.last().unwrap()["phase"], "after");
-    let truth = snapshots(&truth);
+    let truth = snapshots(&truth_path);
     let mut moved = 0;
     for r in &rows {
         assert!(r["error"].is_null(), "{r}");
@@ -136,6 +142,76 @@ fn a_capture_records_what_the_exporter_held_at_each_reading() {
         moved += usize::from(power > 90.0);
     }
     assert!(moved > 0, "the GPUs did work");
+
+    // The energy over the measured window, against the truth: within the bound stated.
+    let origin = run["clock"]["monotonic_origin_ns"].as_i64().unwrap();
+    let e = sql_rows(
+        &out,
+        "SELECT e.window, e.gpus, e.method, e.energy_j, e.bound_j, e.too_coarse, e.partial, \
+         e.j_per_output_token, a.completion_tokens, a.t_first_sent_ns, a.t_last_done_ns \
+         FROM run_energy e JOIN aggregate_throughput a ON a.run_id = e.run_id \
+         AND a.window = e.window AND a.scope = 'run' ORDER BY e.window",
+    );
+    assert_eq!(e.len(), 2, "{e:?}");
+    for w in &e {
+        assert_eq!(
+            (w["gpus"].as_i64(), w["method"].as_str()),
+            (Some(1), Some("counter"))
+        );
+        assert_eq!(
+            (w["partial"].as_bool(), w["too_coarse"].as_bool()),
+            (Some(false), Some(false))
+        );
+        let at = |k: &str| origin + w[k].as_i64().unwrap();
+        let truth_j = truth_energy_j(&truth_path, 1, at("t_last_done_ns"))
+            - truth_energy_j(&truth_path, 1, at("t_first_sent_ns"));
+        let (sql_j, bound) = (
+            w["energy_j"].as_f64().unwrap(),
+            w["bound_j"].as_f64().unwrap(),
+        );
+        assert!((sql_j - truth_j).abs() <= bound, "{w}: truth {truth_j} J");
+        assert!(bound < truth_j, "a bound that says something: {w}");
+        let tokens = w["completion_tokens"].as_f64().unwrap();
+        assert!((w["j_per_output_token"].as_f64().unwrap() - sql_j / tokens).abs() < 1e-9);
+    }
+    // Cool and under its limit: not throttled, judged from its reasons, never at the limit.
+    let t = sql_rows(
+        &out,
+        "SELECT throttled, judged_by, at_power_limit_share FROM gpu_throttle WHERE window = 'all'",
+    );
+    assert_eq!(t[0]["throttled"], false, "{t:?}");
+    assert_eq!(t[0]["judged_by"], "reasons and SM clock", "{t:?}");
+    assert_eq!(t[0]["at_power_limit_share"].as_f64(), Some(0.0), "{t:?}");
+    // anvil verify recomputes the energy with polars and agrees.
+    let o = super::common::run(
+        super::common::ANVIL,
+        &["verify", "--data", out.to_str().unwrap()],
+        &[],
+    );
+    let said = super::common::output_text(&o);
+    assert!(o.status.success() && said.contains("run_energy"), "{said}");
+}
+
+/// The exact energy of GPU `gpu` at CLOCK_MONOTONIC `t_ns`, J, from the simulator's truth:
+/// power is constant over each tick, so energy is linear between two rows.
+fn truth_energy_j(truth: &Path, gpu: i64, t_ns: i64) -> f64 {
+    let text = std::fs::read_to_string(truth).unwrap();
+    let rows: Vec<(i64, f64)> = text
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').collect::<Vec<_>>())
+        .filter(|c| c[1].parse::<i64>().unwrap() == gpu)
+        .map(|c| (c[0].parse().unwrap(), c[5].parse::<f64>().unwrap() / 1000.0))
+        .collect();
+    let after = rows
+        .iter()
+        .position(|(t, _)| *t >= t_ns)
+        .expect("truth covers the time");
+    let (t1, e1) = rows[after];
+    let Some(&(t0, e0)) = after.checked_sub(1).map(|i| &rows[i]) else {
+        return e1;
+    };
+    e0 + (e1 - e0) * (t_ns - t0) as f64 / (t1 - t0) as f64
 }
 
 /// Whether a complete part file of a telemetry table is beneath `dir` (tolerating folders
@@ -172,6 +248,8 @@ fn a_source_that_dies_mid_run_leaves_a_recorded_gap_and_the_run_completes() {
         .arm("A")
         .endpoint(&server.url(0))
         .args(&["--telemetry", &source, "--telemetry-every", "0.1"])
+        // Declared 1 s: a run of a few seconds is shorter than 20 intervals.
+        .args(&["--telemetry-interval", "1"])
         .spawn();
     // Killed once readings are on disk (a part file of the telemetry table).
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
@@ -207,5 +285,97 @@ fn a_source_that_dies_mid_run_leaves_a_recorded_gap_and_the_run_completes() {
     );
     assert!(gaps[0]["n"].as_i64().unwrap() >= 1, "{gaps:?}");
     assert_eq!(gaps[0]["no_gpu"], true);
+    let energy = sql_rows(
+        &out,
+        "SELECT partial, too_coarse FROM run_energy WHERE window = 'all'",
+    );
+    assert_eq!(energy[0]["partial"], true, "{energy:?}");
+    assert_eq!(energy[0]["too_coarse"], true, "{energy:?}");
     assert_eq!(run_jsons(&out).len(), 1);
+}
+
+/// The README gives the collectors-file lines anvil's reader knows, exactly.
+#[test]
+fn the_readme_gives_the_exporter_lines_anvil_reads() {
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    assert!(
+        readme.contains(dcgm::EXTRA_COLLECTORS),
+        "README lacks:\n{}",
+        dcgm::EXTRA_COLLECTORS
+    );
+    assert!(readme.contains("dcgm-exporter -c 1000"));
+}
+
+/// One capture against a simulator whose GPU runs hot (70 °C ambient, 2 s thermal time
+/// constant: past its 87 °C slowdown temperature within seconds of load), reading its
+/// exporter with `counters`; the `gpu_throttle` row of window `all` and the truth's reasons.
+fn hot_run(counters: &str) -> (serde_json::Value, Vec<i64>) {
+    let dir = tempfile::tempdir().unwrap();
+    let truth_path = dir.path().join("gpu-truth.csv");
+    let mut args = vec![
+        "--dcgm",
+        "--dcgm-counters",
+        counters,
+        "--dcgm-interval-ms",
+        "100",
+    ];
+    args.extend([
+        "--gpu-ambient-c",
+        "70",
+        "--gpu-c-per-w",
+        "0.1",
+        "--gpu-tau-s",
+        "2",
+    ]);
+    args.extend(["--gpu-truth", truth_path.to_str().unwrap()]);
+    args.extend(COOL);
+    let sim = Sim::start(&args);
+    let manifest = small_manifest(dir.path(), |_| {});
+    let out = dir.path().join("runs");
+    let exporter = format!("dcgm={}/dcgm/metrics", sim.url(0));
+    artifact_of(
+        &Recording::cell(&manifest, &out, 4, 480)
+            .arm("A")
+            .endpoint(&sim.url(0))
+            .args(&["--telemetry", &exporter, "--telemetry-interval", "0.1"])
+            .args(&["--telemetry-every", "0.1"])
+            .run(),
+    );
+    sim.terminate();
+    let row = sql_rows(&out, "SELECT * FROM gpu_throttle WHERE window = 'all'");
+    assert_eq!(row.len(), 1, "{row:?}");
+    // The reasons of every snapshot the exporter took.
+    let text = std::fs::read_to_string(&truth_path).unwrap();
+    let reasons = text
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').collect::<Vec<_>>())
+        .filter(|c| c[9] == "1")
+        .map(|c| c[8].parse().unwrap())
+        .collect();
+    (row[0].clone(), reasons)
+}
+
+#[test]
+fn a_thermally_slowed_gpu_is_found_throttled_from_its_reasons_or_its_clock_alone() {
+    let (row, truth) = hot_run("extended");
+    assert!(
+        truth.iter().any(|r| r & 0x40 != 0),
+        "the truth has a thermal slowdown"
+    );
+    assert_eq!(row["throttled"], true, "{row}");
+    assert_eq!(row["judged_by"], "reasons and SM clock", "{row}");
+    assert_eq!(
+        row["throttle_reasons"], "hw_slowdown,hw_thermal_slowdown",
+        "{row}"
+    );
+    assert!(row["throttle_readings"].as_i64().unwrap() > 0, "{row}");
+    // The default counters give no reasons: the halved SM clock alone says it.
+    let (row, truth) = hot_run("default");
+    assert!(truth.iter().any(|r| r & 0x40 != 0));
+    assert_eq!(row["judged_by"], "SM clock only", "{row}");
+    assert_eq!(row["max_clock_source"], "highest seen", "{row}");
+    assert_eq!(row["throttled"], true, "{row}");
+    assert!(row["low_clock_share"].as_f64().unwrap() > 0.1, "{row}");
 }

@@ -455,6 +455,40 @@ fn service_problems(at: &str, service: &Service, out: &mut Vec<Problem>) {
     if service.runtime.trim().is_empty() {
         out.push(Problem::new(format!("{at}.runtime"), "must not be empty"));
     }
+    telemetry_problems(at, service, out);
+}
+
+/// An arm's telemetry sources must read as `anvil-capture run --telemetry` reads them, with
+/// GPUs and intervals declared for every source or none.
+fn telemetry_problems(at: &str, service: &Service, out: &mut Vec<Problem>) {
+    let t = &service.telemetry;
+    if t.is_empty() {
+        return;
+    }
+    let at = format!("{at}.telemetry");
+    for (what, some) in [
+        ("gpus", t.iter().filter(|d| d.gpus.is_some()).count()),
+        (
+            "interval_s",
+            t.iter().filter(|d| d.interval_s.is_some()).count(),
+        ),
+    ] {
+        if some != 0 && some != t.len() {
+            out.push(Problem::new(
+                &at,
+                format!("`{what}` is given for some sources and not others: give it for each, or for none"),
+            ));
+        }
+    }
+    if t.iter().any(|d| d.source.contains("{port}")) && service.launch.is_none() {
+        out.push(Problem::new(
+            &at,
+            "`{port}` stands for a launched replica's port: this service is not launched",
+        ));
+    }
+    if let Err(e) = crate::capture::telemetry::sampler::declared(&service.telemetry_request()) {
+        out.push(Problem::new(&at, e.to_string()));
+    }
 }
 
 /// The `{…}` groups of `arg` that are not known placeholders.

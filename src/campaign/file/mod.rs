@@ -196,6 +196,51 @@ pub struct Service {
     pub config: BTreeMap<String, String>,
     /// The runtime, e.g. `vllm 0.11.0` (recorded as `--set runtime=…`).
     pub runtime: String,
+    /// The GPU telemetry its runs read (`--telemetry`).
+    #[serde(default)]
+    pub telemetry: Vec<TelemetryDecl>,
+}
+
+/// A GPU telemetry source an arm's runs read (`anvil-capture run --telemetry`).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TelemetryDecl {
+    /// `dcgm=URL` (a DCGM exporter) or `nvidia-smi`; in a launched service's URL `{port}`
+    /// stands for each replica's port (one source per replica: each replica process's own
+    /// exporter, as `anvil-sim --dcgm` serves it).
+    pub source: String,
+    /// The arm's GPUs as the source numbers them; absent: every GPU it reports.
+    #[serde(default)]
+    pub gpus: Option<Vec<u32>>,
+    /// The source's update interval, s (a DCGM exporter's `-c` in seconds).
+    #[serde(default)]
+    pub interval_s: Option<f64>,
+}
+
+impl Service {
+    /// The `--telemetry` flags of its runs: each source, `{port}` expanded per replica.
+    pub fn telemetry_request(&self) -> crate::capture::request::TelemetryRequest {
+        let mut t = crate::capture::request::TelemetryRequest::default();
+        for d in &self.telemetry {
+            let sources: Vec<String> = if d.source.contains("{port}") {
+                self.ports
+                    .iter()
+                    .map(|p| d.source.replace("{port}", &p.to_string()))
+                    .collect()
+            } else {
+                vec![d.source.clone()]
+            };
+            for source in sources {
+                t.sources.push(source);
+                if let Some(gpus) = &d.gpus {
+                    let list: Vec<String> = gpus.iter().map(u32::to_string).collect();
+                    t.gpus.push(list.join(","));
+                }
+                t.intervals_s.extend(d.interval_s);
+            }
+        }
+        t
+    }
 }
 
 /// A launch command.

@@ -93,6 +93,8 @@ struct Seen {
     warned: bool,
     /// nvidia-smi refused the new clock-event field name: ask the old one.
     legacy: bool,
+    /// Told that an undeclared source reports more GPUs than the arm has.
+    warned_gpus: bool,
 }
 
 /// Reads every source, and sends its rows to the writer thread.
@@ -101,93 +103,147 @@ pub struct Sampler {
     sources: Arc<[SourceSpec]>,
     seen: Arc<Mutex<Vec<Seen>>>,
     every: Duration,
+    /// The arm's GPU count, where its configuration says (`gpus`, `topology`).
+    arm_gpus: Option<u32>,
     msgs: Sender<Msg>,
     origin: Origin,
     notices: Notices,
 }
 
-/// Why a reading gave nothing.
-type Failed = String;
+/// Why a reading gave nothing, and whether the source is not there at all (a local
+/// command missing), which stops it.
+#[derive(Debug)]
+struct Failed {
+    why: String,
+    absent: bool,
+}
+
+impl From<String> for Failed {
+    fn from(why: String) -> Self {
+        Failed { why, absent: false }
+    }
+}
 
 impl Sampler {
     pub fn new(
-        sources: &[SourceSpec],
-        every: Duration,
+        telemetry: &Telemetry,
+        arm_gpus: Option<u32>,
         msgs: Sender<Msg>,
         origin: Origin,
         notices: Notices,
     ) -> Self {
+        let sources = &telemetry.sources;
         Self {
-            sources: sources.into(),
+            sources: sources.as_slice().into(),
             seen: Arc::new(Mutex::new(
                 sources.iter().map(|_| Seen::default()).collect(),
             )),
-            every,
+            every: telemetry.every,
+            arm_gpus,
             msgs,
             origin,
             notices,
         }
     }
 
+    /// How long one reading may take: twice the time between readings, from 1 s to 10 s (a
+    /// source that does not answer never holds the run's start back longer).
+    fn timeout(&self) -> Duration {
+        (self.every * 2).clamp(Duration::from_secs(1), SIDE_TIMEOUT)
+    }
+
     fn seen(&self) -> std::sync::MutexGuard<'_, Vec<Seen>> {
         self.seen.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Read every source once.
+    /// Read every source once, all at the same time.
     pub async fn round(&self, phase: ScrapePhase) {
-        for (i, spec) in self.sources.iter().enumerate() {
-            let (disabled, legacy) = {
-                let seen = self.seen();
-                (seen[i].disabled, seen[i].legacy)
-            };
-            if disabled {
-                continue;
-            }
-            let read = self.read(spec, legacy, i).await;
-            let t_ns = self.origin.elapsed_ns();
-            let endpoint = spec.endpoint();
-            let rows = match read {
-                Ok(reading) => self.rows_of(i, spec, &reading, &endpoint, t_ns, phase),
-                Err(why) => {
-                    let local = !matches!(spec.kind, Kind::Dcgm(_));
-                    self.failed(i, spec, &why, phase == ScrapePhase::Before && local);
-                    vec![TelemetryRow {
-                        source: spec.source(),
-                        endpoint,
-                        t_ns,
-                        phase,
-                        reading: Err(why),
-                    }]
-                }
-            };
-            let _ = self.msgs.send(Msg::Telemetry(rows));
+        let tasks: Vec<_> = (0..self.sources.len())
+            .map(|i| {
+                let this = self.clone();
+                tokio::spawn(async move { this.read_one(i, phase).await })
+            })
+            .collect();
+        for task in tasks {
+            let _ = task.await;
         }
+    }
+
+    async fn read_one(&self, i: usize, phase: ScrapePhase) {
+        let spec = &self.sources[i];
+        let (disabled, legacy) = {
+            let seen = self.seen();
+            (seen[i].disabled, seen[i].legacy)
+        };
+        if disabled {
+            return;
+        }
+        let attempted = self.origin.elapsed_ns();
+        let read = match tokio::time::timeout(self.timeout(), self.read(spec, legacy, i)).await {
+            Ok(read) => read,
+            Err(_) => Err(Failed::from(format!(
+                "no answer within {} s",
+                self.timeout().as_secs_f64()
+            ))),
+        };
+        let endpoint = spec.endpoint();
+        let rows = match read {
+            Ok(reading) => {
+                let t_ns = self.origin.elapsed_ns();
+                self.rows_of(i, spec, &reading, &endpoint, t_ns, phase)
+            }
+            Err(failed) => {
+                self.failed(i, spec, &failed);
+                // Stamped when attempted: the gap begins there.
+                vec![TelemetryRow {
+                    source: spec.source(),
+                    endpoint,
+                    t_ns: attempted,
+                    phase,
+                    reading: Err(failed.why),
+                }]
+            }
+        };
+        let _ = self.msgs.send(Msg::Telemetry(rows));
     }
 
     async fn read(&self, spec: &SourceSpec, legacy: bool, i: usize) -> Result<Reading, Failed> {
         match &spec.kind {
             Kind::Dcgm(target) => {
-                let (status, body) = http::get(&target.server, &target.path, None, SIDE_TIMEOUT)
+                let (status, body) = http::get(&target.server, &target.path, None, self.timeout())
                     .await
                     .map_err(|e| e.to_string())?;
                 if !(200..300).contains(&status) {
-                    return Err(format!("{}: HTTP {status}", target.url));
+                    return Err(format!("{}: HTTP {status}", target.url).into());
                 }
-                Ok(dcgm::read(&body))
+                let reading = dcgm::read(&body);
+                if reading.values.is_empty() {
+                    return Err(format!(
+                        "{}: no DCGM GPU values in the answer (not a DCGM exporter, or one still \
+                         starting)",
+                        target.url
+                    )
+                    .into());
+                }
+                Ok(reading)
             }
             Kind::Smi => {
                 let legacy_query = smi::query_legacy();
                 let query: &[&str] = if legacy { &legacy_query } else { smi::QUERY };
-                match nvidia_smi(query).await {
-                    Err(why) if !legacy && why.contains("clocks_event_reasons") => {
+                let reading = match nvidia_smi(query).await {
+                    Err(f) if !legacy && f.why.contains("clocks_event_reasons") => {
                         // A driver before 535: the reasons under their old name.
                         self.seen()[i].legacy = true;
                         let text = nvidia_smi(&legacy_query).await?;
-                        smi::read(&text, Some(&legacy_query)).map_err(|e| e.to_string())
+                        smi::read(&text, Some(&legacy_query)).map_err(|e| e.to_string())?
                     }
-                    Err(why) => Err(why),
-                    Ok(text) => smi::read(&text, Some(query)).map_err(|e| e.to_string()),
+                    Err(f) => return Err(f),
+                    Ok(text) => smi::read(&text, Some(query)).map_err(|e| e.to_string())?,
+                };
+                if reading.values.is_empty() {
+                    return Err(Failed::from("nvidia-smi listed no GPU".to_owned()));
                 }
+                Ok(reading)
             }
         }
     }
@@ -244,6 +300,18 @@ impl Sampler {
         let s = &mut seen[i];
         s.readings += 1;
         s.gpus.extend(reading.gpus().iter().map(|g| g.index));
+        if let Some(arm) = self.arm_gpus
+            && spec.gpus.is_none()
+            && s.gpus.len() > arm as usize
+            && !s.warned_gpus
+        {
+            s.warned_gpus = true;
+            self.notices.say(&format!(
+                "anvil-capture: warning: telemetry {endpoint} reports {} GPUs and the arm has {arm}: \
+                 with no --telemetry-gpus every one counts in its energy; name the arm's GPUs",
+                s.gpus.len()
+            ));
+        }
         s.fields.extend(reading.values.iter().map(|v| v.field));
         if let Some((line, why)) = &reading.first_error
             && !s.warned
@@ -258,7 +326,8 @@ impl Sampler {
         rows
     }
 
-    fn failed(&self, i: usize, spec: &SourceSpec, why: &str, disable: bool) {
+    fn failed(&self, i: usize, spec: &SourceSpec, failed: &Failed) {
+        let why = &failed.why;
         let mut seen = self.seen();
         let s = &mut seen[i];
         s.readings += 1;
@@ -266,7 +335,7 @@ impl Sampler {
         if s.first_error.is_none() {
             s.first_error = Some(why.to_owned());
         }
-        if disable {
+        if failed.absent {
             s.disabled = true;
             self.notices.say(&format!(
                 "anvil-capture: warning: telemetry {}: {why}; it will not be read again in this run",
@@ -304,71 +373,78 @@ impl Sampler {
         self.sources
             .iter()
             .zip(seen.iter())
-            .map(|(spec, s)| {
-                let (gpus, other_gpus): (Vec<u32>, Vec<u32>) =
-                    s.gpus.iter().partition(|g| spec.arm_gpu(**g));
-                TelemetrySource {
-                    source: spec.source().to_owned(),
-                    endpoint: spec.endpoint(),
-                    gpus_declared: spec.gpus.clone(),
-                    missing_gpus: spec
-                        .gpus
-                        .iter()
-                        .flatten()
-                        .filter(|g| !s.gpus.contains(g))
-                        .copied()
-                        .collect(),
-                    gpus,
-                    other_gpus,
-                    interval_s: spec.interval_s,
-                    every_s: self.every.as_secs_f64(),
-                    absent: Field::ALL
-                        .into_iter()
-                        .filter(|f| !s.fields.contains(f))
-                        .map(|f| f.as_str().to_owned())
-                        .collect(),
-                    readings: s.readings,
-                    failed_readings: s.failed,
-                    first_error: s.first_error.clone(),
-                }
-            })
+            .map(|(spec, s)| summarise(spec, s, self.every))
             .collect()
     }
 }
 
+/// run.json `telemetry` before any reading: what is declared (the recorder's header, so a
+/// killed and recovered run keeps it).
+pub fn declared_summary(telemetry: &Telemetry) -> Option<Vec<TelemetrySource>> {
+    let sources = &telemetry.sources;
+    (!sources.is_empty()).then(|| {
+        sources
+            .iter()
+            .map(|spec| summarise(spec, &Seen::default(), telemetry.every))
+            .collect()
+    })
+}
+
+fn summarise(spec: &SourceSpec, s: &Seen, every: Duration) -> TelemetrySource {
+    let (gpus, other_gpus): (Vec<u32>, Vec<u32>) = s.gpus.iter().partition(|g| spec.arm_gpu(**g));
+    TelemetrySource {
+        source: spec.source().to_owned(),
+        endpoint: spec.endpoint(),
+        gpus_declared: spec.gpus.clone(),
+        missing_gpus: spec
+            .gpus
+            .iter()
+            .flatten()
+            .filter(|g| !s.gpus.contains(g))
+            .copied()
+            .collect(),
+        gpus,
+        other_gpus,
+        interval_s: spec.interval_s,
+        every_s: every.as_secs_f64(),
+        absent: Field::ALL
+            .into_iter()
+            .filter(|f| !s.fields.contains(f))
+            .map(|f| f.as_str().to_owned())
+            .collect(),
+        readings: s.readings,
+        failed_readings: s.failed,
+        first_error: s.first_error.clone(),
+    }
+}
+
 /// Run `nvidia-smi --query-gpu=QUERY --format=csv,noheader,nounits` and return its output.
+/// The child runs on ordinary scheduling on any CPU: the recorder's runtime thread that
+/// starts it is pinned to the hot path's CPU and may be real-time, which a child inherits.
 async fn nvidia_smi(query: &[&str]) -> Result<String, Failed> {
-    let out = tokio::time::timeout(
-        SIDE_TIMEOUT,
-        tokio::process::Command::new("nvidia-smi")
-            .arg(format!("--query-gpu={}", query.join(",")))
-            .arg("--format=csv,noheader,nounits")
-            .kill_on_drop(true)
-            .output(),
-    )
-    .await
-    .map_err(|_| {
-        format!(
-            "nvidia-smi gave no answer within {} s",
-            SIDE_TIMEOUT.as_secs()
-        )
-    })?
-    .map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => "nvidia-smi is not on the PATH: install the NVIDIA \
-                                         driver's utilities, or read a DCGM exporter instead \
-                                         (--telemetry dcgm=URL)"
-            .to_owned(),
-        _ => format!("running nvidia-smi: {e}"),
+    let mut command = tokio::process::Command::new("nvidia-smi");
+    command
+        .arg(format!("--query-gpu={}", query.join(",")))
+        .arg("--format=csv,noheader,nounits")
+        .kill_on_drop(true);
+    // SAFETY: the hook makes two system calls and allocates nothing (async-signal-safe).
+    unsafe {
+        command.pre_exec(crate::realtime::ordinary_anywhere);
+    }
+    let out = command.output().await.map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => Failed {
+            why: "nvidia-smi is not on the PATH: install the NVIDIA driver's utilities, or \
+                  read a DCGM exporter instead (--telemetry dcgm=URL)"
+                .to_owned(),
+            absent: true,
+        },
+        _ => Failed::from(format!("running nvidia-smi: {e}")),
     })?;
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
     if !out.status.success() {
         let err = String::from_utf8_lossy(&out.stderr);
         let said = if err.trim().is_empty() { &text } else { &*err };
-        return Err(format!(
-            "nvidia-smi failed ({}): {}",
-            out.status,
-            said.trim()
-        ));
+        return Err(format!("nvidia-smi failed ({}): {}", out.status, said.trim()).into());
     }
     Ok(text)
 }
@@ -409,7 +485,8 @@ pub fn declared(req: &TelemetryRequest) -> Result<Telemetry, ConfigError> {
         }
     };
     let mut sources = Vec::with_capacity(n);
-    for (i, spec) in req.sources.iter().enumerate() {
+    for (i, spec_text) in req.sources.iter().enumerate() {
+        let spec = spec_text;
         let kind = match spec.split_once('=') {
             Some(("dcgm", url)) => Kind::Dcgm(Box::new(
                 super::super::config::metrics_target(i as u32, url.trim())
@@ -460,11 +537,78 @@ pub fn declared(req: &TelemetryRequest) -> Result<Telemetry, ConfigError> {
                 ));
             }
         };
-        sources.push(SourceSpec {
+        let spec = SourceSpec {
             kind,
             gpus,
             interval_s,
-        });
+        };
+        if sources
+            .iter()
+            .any(|s: &SourceSpec| s.source() == spec.source() && s.endpoint() == spec.endpoint())
+        {
+            return Err(flag_error(
+                "--telemetry",
+                spec_text,
+                "is given twice: read each source once",
+            ));
+        }
+        sources.push(spec);
     }
     Ok(Telemetry { sources, every })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn req(sources: &[&str], gpus: &[&str], intervals: &[f64]) -> TelemetryRequest {
+        TelemetryRequest {
+            sources: sources.iter().map(|s| (*s).to_owned()).collect(),
+            gpus: gpus.iter().map(|s| (*s).to_owned()).collect(),
+            intervals_s: intervals.to_vec(),
+            every_s: None,
+        }
+    }
+
+    #[test]
+    fn sources_gpus_and_intervals_are_read_per_source_or_for_all() {
+        let t = declared(&req(
+            &["dcgm=http://gpu-node:9400/metrics", "nvidia-smi"],
+            &["0,1", "2"],
+            &[1.0],
+        ))
+        .unwrap();
+        assert_eq!(t.every, DEFAULT_EVERY);
+        assert_eq!(t.sources[0].source(), "dcgm");
+        assert_eq!(t.sources[0].endpoint(), "http://gpu-node:9400/metrics");
+        assert_eq!(t.sources[0].gpus, Some(vec![0, 1]));
+        assert_eq!(t.sources[1].gpus, Some(vec![2]));
+        assert_eq!(t.sources[1].interval_s, Some(1.0), "one interval for all");
+        assert!(t.sources[0].arm_gpu(1) && !t.sources[0].arm_gpu(2));
+        let summary = declared_summary(&t).unwrap();
+        assert_eq!(summary[0].gpus_declared, Some(vec![0, 1]));
+        assert_eq!(summary[0].readings, 0);
+        assert!(declared_summary(&Telemetry::default()).is_none());
+    }
+
+    #[test]
+    fn a_bad_declaration_names_its_flag() {
+        let e = |r: TelemetryRequest| declared(&r).unwrap_err().to_string();
+        assert!(e(req(&["prometheus=http://h/metrics"], &[], &[])).contains("dcgm=URL"));
+        assert!(e(req(&["dcgm=https://h/metrics"], &[], &[])).contains("--telemetry"));
+        let twice = req(&["nvidia-smi", "nvidia-smi"], &[], &[]);
+        assert!(e(twice).contains("twice"));
+        let gpus = req(
+            &["nvidia-smi", "dcgm=http://h:9400/metrics"],
+            &["0", "1", "2"],
+            &[],
+        );
+        assert!(e(gpus).contains("--telemetry-gpus"));
+        assert!(e(req(&["nvidia-smi"], &["zero"], &[])).contains("GPU indices"));
+        assert!(e(req(&["nvidia-smi"], &[], &[0.0])).contains("--telemetry-interval"));
+        assert!(e(req(&[], &["0"], &[])).contains("--telemetry-gpus"));
+        let mut fast = req(&["nvidia-smi"], &[], &[]);
+        fast.every_s = Some(0.001);
+        assert!(e(fast).contains("--telemetry-every"));
+    }
 }
