@@ -129,3 +129,10 @@ fuzz target="all" seconds="600":
 # prints the module tree with each module's first doc line).
 cycles *ARGS:
     python3 scripts/module_cycles.py src --layers README.md {{ARGS}}
+
+# On a GPU machine: read nvidia-smi and NVML for SECONDS (put the GPUs to work meanwhile) and
+# hold each GPU's energy counter against its power integrated over the same time, within 5%
+# (`anvil-capture gpu-check`; its table goes into BENCHMARKS.md).
+gpu-check seconds="60":
+    cargo build --bin anvil-capture
+    target/debug/anvil-capture gpu-check --seconds {{seconds}}

@@ -10,7 +10,7 @@
 --   run_id (-): the artifact (runs.run_id).
 --   arm (-): the arm (runs.arm).
 --   cell_id (-): the cell (runs.cell_id).
---   source (-): `dcgm` or `nvidia-smi` (telemetry.source).
+--   source (-): `dcgm`, `nvidia-smi` or `nvml` (telemetry.source).
 --   endpoint (-): the exporter's URL or the local host (telemetry.endpoint).
 --   gpu (-): the GPU's index as the source numbers it (telemetry.gpu).
 --   uuid (-): the GPU's UUID, where the source gives it.

@@ -23,7 +23,7 @@
 --   arm (-): the arm (runs.arm).
 --   cell_id (-): the cell (runs.cell_id).
 --   window (-): `all` or `after_first_wave`.
---   source (-): `dcgm` or `nvidia-smi`.
+--   source (-): `dcgm`, `nvidia-smi` or `nvml`.
 --   endpoint (-): the exporter's URL or the local host.
 --   gpu (-): the GPU's index as the source numbers it.
 --   uuid (-): the GPU's UUID, where the source gives it.

@@ -67,6 +67,10 @@ pub enum Command {
     Run(Box<RunArgs>),
     /// Turn what a killed run left in DIR into a valid artifact marked `interrupted`.
     Recover(RecoverArgs),
+    /// Read the GPUs' telemetry for a while and hold each GPU's energy counter against its
+    /// power integrated over the same time: within 5% passes (exit 0), outside fails (1).
+    #[command(name = "gpu-check")]
+    GpuCheck(super::gpu_check::GpuCheckArgs),
 }
 
 #[derive(Debug, Args)]
@@ -218,7 +222,7 @@ pub struct RunArgs {
     #[arg(long = "metrics-url", value_name = "URL")]
     pub metrics_urls: Vec<String>,
     /// A GPU telemetry source to read beside the run: `dcgm=URL` (a DCGM exporter's
-    /// /metrics, e.g. dcgm=http://gpu-host:9400/metrics) or `nvidia-smi` (this host). Read
+    /// /metrics, e.g. dcgm=http://gpu-host:9400/metrics), `nvidia-smi` or `nvml` (this host). Read
     /// before the first request (idle), every --telemetry-every seconds, and after the last;
     /// rows in telemetry.parquet. Repeat for several sources.
     #[arg(long = "telemetry", value_name = "SOURCE")]
@@ -407,6 +411,7 @@ pub fn run(cli: Cli) -> anyhow::Result<Exit> {
             Ok(exit)
         }
         Command::Recover(a) => recover(&a),
+        Command::GpuCheck(a) => super::gpu_check::gpu_check(&a),
     }
 }
 

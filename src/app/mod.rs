@@ -4,7 +4,7 @@
 //! standard output being success.
 //!
 //! - [`anvil`]: `anvil validate | sql | summary | verify | compare | check | report | demo`;
-//! - [`capture`]: `anvil-capture cells | run | recover`;
+//! - [`capture`]: `anvil-capture cells | run | recover | gpu-check` ([`gpu_check`]);
 //! - [`sim`]: `anvil-sim`'s flags, turned into [`crate::sim::Config`].
 //!
 //! Below this layer nothing prints or exits: libraries return typed results and errors,
@@ -14,6 +14,7 @@
 
 pub mod anvil;
 pub mod capture;
+pub mod gpu_check;
 pub mod output;
 pub mod sim;
 

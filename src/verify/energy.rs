@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 
 use polars_core::prelude::*;
 
-use super::recompute::{i64_column, read, str_column};
+use super::frame::{i64_column, read, str_column};
 
 /// One window's energy figures.
 #[derive(Debug, Clone, Copy, PartialEq)]

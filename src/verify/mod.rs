@@ -18,6 +18,7 @@
 //! `run_energy`.
 
 pub mod energy;
+pub mod frame;
 pub mod recompute;
 
 use std::collections::BTreeMap;

@@ -9,11 +9,10 @@
 //! function), so a mistake in one path shows as a difference.
 
 use std::collections::BTreeMap;
-use std::path::Path;
 
 use polars_core::prelude::*;
-use polars_io::prelude::{ParquetReader, SerReader};
 
+use super::frame::{i64_column, read, str_column};
 use crate::query::ArtifactSource;
 
 /// Per-request figures of one measured request (NULL where the definition has no value).
@@ -130,33 +129,6 @@ pub struct Recomputed {
     pub session_goodput: BTreeMap<&'static str, SessionGoodput>,
     /// The arm's GPU energy per window; empty without telemetry.
     pub energy: BTreeMap<&'static str, super::energy::Energy>,
-}
-
-/// One Parquet file's `columns` as a polars frame (polars' own reader, eager).
-pub(super) fn read(path: &Path, columns: &[&str]) -> PolarsResult<DataFrame> {
-    let file = std::fs::File::open(path)
-        .map_err(|e| PolarsError::ComputeError(format!("{}: {e}", path.display()).into()))?;
-    ParquetReader::new(file)
-        .with_columns(Some(columns.iter().map(|c| c.to_string()).collect()))
-        .finish()
-}
-
-pub(super) fn i64_column(df: &DataFrame, name: &str) -> PolarsResult<Vec<Option<i64>>> {
-    Ok(df
-        .column(name)?
-        .cast(&DataType::Int64)?
-        .i64()?
-        .iter()
-        .collect())
-}
-
-pub(super) fn str_column(df: &DataFrame, name: &str) -> PolarsResult<Vec<Option<String>>> {
-    Ok(df
-        .column(name)?
-        .str()?
-        .iter()
-        .map(|s| s.map(str::to_owned))
-        .collect())
 }
 
 /// What one request's events say: the first non-empty content delta's time and the largest

@@ -379,3 +379,83 @@ fn a_thermally_slowed_gpu_is_found_throttled_from_its_reasons_or_its_clock_alone
     assert_eq!(row["throttled"], true, "{row}");
     assert!(row["low_clock_share"].as_f64().unwrap() > 0.1, "{row}");
 }
+
+/// Local sources on a machine without the NVIDIA driver: the run completes, each source is
+/// tried once, said to be absent with what to install, and not read again. On a machine
+/// with the driver, both read its GPUs.
+#[test]
+fn local_sources_without_the_driver_are_named_and_the_run_goes_on() {
+    let driver = std::process::Command::new("nvidia-smi").output().is_ok();
+    let dir = tempfile::tempdir().unwrap();
+    let sim = Sim::start(&[]);
+    let manifest = small_manifest(dir.path(), |_| {});
+    let out = dir.path().join("runs");
+    let o = Recording::cell(&manifest, &out, 2, 8)
+        .arm("A")
+        .endpoint(&sim.url(0))
+        .args(&["--telemetry", "nvidia-smi", "--telemetry", "nvml"])
+        .loud()
+        .run();
+    let artifact = artifact_of(&o);
+    let run: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(artifact.join("run.json")).unwrap()).unwrap();
+    if driver {
+        for source in run["telemetry"].as_array().unwrap() {
+            assert_eq!(source["failed_readings"], 0, "{source}");
+            assert!(!source["gpus"].as_array().unwrap().is_empty(), "{source}");
+        }
+        return;
+    }
+    let said = String::from_utf8_lossy(&o.stderr);
+    assert!(said.contains("nvidia-smi is not on the PATH"), "{said}");
+    assert!(
+        said.contains("NVML not loaded") && said.contains("libnvidia-ml.so.1"),
+        "{said}"
+    );
+    let run: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(artifact.join("run.json")).unwrap()).unwrap();
+    assert_eq!(run["status"], "complete");
+    for source in run["telemetry"].as_array().unwrap() {
+        assert_eq!(source["readings"], 1, "tried once: {source}");
+        assert_eq!(source["failed_readings"], 1, "{source}");
+    }
+}
+
+/// `anvil-capture gpu-check` against the simulator's exporter: each GPU's counter and
+/// integrated power agree within 5% (exit 0); with no source that answers, exit 5.
+#[test]
+fn the_gpu_check_holds_the_counter_against_integrated_power() {
+    let sim = Sim::start(&[
+        "--dcgm",
+        "--dcgm-interval-ms",
+        "100",
+        "--gpus-per-replica",
+        "2",
+    ]);
+    let source = format!("dcgm={}/dcgm/metrics", sim.url(0));
+    let o = super::common::run(
+        super::common::CAPTURE,
+        &[
+            "gpu-check",
+            "--telemetry",
+            &source,
+            "--seconds",
+            "2",
+            "--every",
+            "0.1",
+        ],
+        &[],
+    );
+    let said = super::common::output_text(&o);
+    assert_eq!(o.status.code(), Some(0), "{said}");
+    assert!(said.contains("2 of 2 within it"), "{said}");
+    drop(sim);
+    let o = super::common::run(
+        super::common::CAPTURE,
+        &["gpu-check", "--telemetry", &source, "--seconds", "1"],
+        &[],
+    );
+    let said = super::common::output_text(&o);
+    assert_eq!(o.status.code(), Some(5), "{said}");
+    assert!(said.contains("no GPU with an energy counter"), "{said}");
+}

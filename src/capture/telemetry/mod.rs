@@ -1,7 +1,8 @@
 //! GPU telemetry as its sources give it: per GPU, power, the energy counter, SM and memory
 //! clocks, temperatures, utilisation, memory used, the power limit, the slowdown
 //! temperature, the clock-event (throttle) reasons and the violation counters, read from a
-//! DCGM exporter's Prometheus text ([`dcgm`]) or `nvidia-smi --query-gpu` CSV ([`smi`]).
+//! DCGM exporter's Prometheus text ([`dcgm`]), `nvidia-smi --query-gpu` CSV ([`smi`]) or NVML
+//! ([`nvml`]); [`sampler`] reads them during a run, [`check`] is `anvil-capture gpu-check`.
 //!
 //! A source is read as it is: a field it does not export is *absent* (named, so the run can
 //! say what is missing and the README what to add), a field it exports as unavailable
@@ -11,7 +12,9 @@
 //! `clocks_event_reasons.active` and `clocks_throttle_reasons.active` before it. The reasons
 //! are NVML's bitmask ([`Reasons`]).
 
+pub mod check;
 pub mod dcgm;
+pub mod nvml;
 pub mod sampler;
 pub mod smi;
 

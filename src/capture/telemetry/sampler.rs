@@ -37,6 +37,8 @@ pub enum Kind {
     Dcgm(Box<MetricsTarget>),
     /// `nvidia-smi --query-gpu` on this host.
     Smi,
+    /// NVML on this host.
+    Nvml,
 }
 
 /// One declared telemetry source.
@@ -55,6 +57,7 @@ impl SourceSpec {
         match self.kind {
             Kind::Dcgm(_) => "dcgm",
             Kind::Smi => "nvidia-smi",
+            Kind::Nvml => "nvml",
         }
     }
 
@@ -62,7 +65,7 @@ impl SourceSpec {
     pub fn endpoint(&self) -> String {
         match &self.kind {
             Kind::Dcgm(t) => t.url.clone(),
-            Kind::Smi => local_host(),
+            Kind::Smi | Kind::Nvml => local_host(),
         }
     }
 
@@ -105,6 +108,8 @@ pub struct Sampler {
     every: Duration,
     /// The arm's GPU count, where its configuration says (`gpus`, `topology`).
     arm_gpus: Option<u32>,
+    /// NVML, loaded when a source reads it.
+    nvml: Option<Arc<super::nvml::NvmlSource>>,
     msgs: Sender<Msg>,
     origin: Origin,
     notices: Notices,
@@ -140,6 +145,10 @@ impl Sampler {
             )),
             every: telemetry.every,
             arm_gpus,
+            nvml: sources
+                .iter()
+                .any(|s| matches!(s.kind, Kind::Nvml))
+                .then(|| Arc::new(super::nvml::NvmlSource::start())),
             msgs,
             origin,
             notices,
@@ -227,6 +236,22 @@ impl Sampler {
                 }
                 Ok(reading)
             }
+            Kind::Nvml => {
+                let Some(nvml) = &self.nvml else {
+                    return Err(Failed::from("NVML was not started".to_owned()));
+                };
+                if let Some(why) = nvml.absent() {
+                    return Err(Failed {
+                        why: why.to_owned(),
+                        absent: true,
+                    });
+                }
+                let reading = nvml.read().await?;
+                if reading.values.is_empty() {
+                    return Err(Failed::from("NVML listed no GPU".to_owned()));
+                }
+                Ok(reading)
+            }
             Kind::Smi => {
                 let legacy_query = smi::query_legacy();
                 let query: &[&str] = if legacy { &legacy_query } else { smi::QUERY };
@@ -257,7 +282,7 @@ impl Sampler {
         t_ns: i64,
         phase: ScrapePhase,
     ) -> Vec<TelemetryRow> {
-        let host = matches!(spec.kind, Kind::Smi).then(local_host);
+        let host = matches!(spec.kind, Kind::Smi | Kind::Nvml).then(local_host);
         let rows: Vec<TelemetryRow> = reading
             .gpus()
             .into_iter()
@@ -493,11 +518,12 @@ pub fn declared(req: &TelemetryRequest) -> Result<Telemetry, ConfigError> {
                     .map_err(|e| flag_error("--telemetry", spec, e.to_string()))?,
             )),
             None if spec == "nvidia-smi" => Kind::Smi,
+            None if spec == "nvml" => Kind::Nvml,
             _ => {
                 return Err(flag_error(
                     "--telemetry",
                     spec,
-                    "expected dcgm=URL (a DCGM exporter, e.g. dcgm=http://gpu-host:9400/metrics) or nvidia-smi (this host)",
+                    "expected dcgm=URL (a DCGM exporter, e.g. dcgm=http://gpu-host:9400/metrics), nvidia-smi or nvml (this host)",
                 ));
             }
         };
