@@ -85,6 +85,31 @@ impl GoodputRow {
     }
 }
 
+const ENERGY_SQL: &str = "\
+SELECT run_id, window, energy_j, bound_j, j_per_output_token, throttled, throttle_judged_by, \
+       at_power_limit_share, power_limit_w, power_limit_min_w, too_coarse, partial \
+FROM run_energy ORDER BY run_id, window";
+
+/// A row of [`ENERGY_SQL`].
+#[derive(Deserialize)]
+struct EnergyRow {
+    run_id: String,
+    window: String,
+    energy_j: f64,
+    bound_j: Option<f64>,
+    j_per_output_token: Option<f64>,
+    #[serde(default)]
+    throttled: Option<bool>,
+    throttle_judged_by: Option<String>,
+    at_power_limit_share: Option<f64>,
+    power_limit_w: Option<f64>,
+    power_limit_min_w: Option<f64>,
+    #[serde(default)]
+    too_coarse: Option<bool>,
+    #[serde(default)]
+    partial: Option<bool>,
+}
+
 const TRADEOFF_SQL: &str = "\
 SELECT arm, cell_id, window, frontier_group, concurrency_per_replica, replicas, rate_per_s, gpus, \
        gpus_derived, runs, output_tps, output_tps_per_gpu, tpot_p50_ms, output_tps_per_user, \
@@ -421,6 +446,30 @@ pub async fn read_artifacts(session: &AnvilSession) -> Result<Vec<Artifact>, Que
                 },
             );
         }
+    }
+
+    for row in decode::<EnergyRow>(&session.query(ENERGY_SQL).await?)? {
+        let (Some(f), Some(window)) = (
+            slot(&mut artifacts, &index, &row.run_id),
+            Window::parse(&row.window),
+        ) else {
+            continue;
+        };
+        f.energy.insert(
+            window,
+            crate::rules::input::EnergyFigures {
+                energy_j: row.energy_j,
+                bound_j: row.bound_j,
+                j_per_output_token: row.j_per_output_token,
+                throttled: row.throttled.unwrap_or(false),
+                throttle_judged_by: row.throttle_judged_by,
+                at_power_limit_share: row.at_power_limit_share,
+                power_limit_w: row.power_limit_w,
+                power_limit_min_w: row.power_limit_min_w,
+                too_coarse: row.too_coarse.unwrap_or(true),
+                partial: row.partial.unwrap_or(false),
+            },
+        );
     }
 
     for row in decode::<ParseErrorRow>(&session.query(PARSE_ERRORS_SQL).await?)? {

@@ -158,6 +158,7 @@ pub fn artifact_of(facts: ArtifactFacts, metrics: BTreeMap<MetricId, Stats>, tps
             })
             .collect(),
         goodput: Default::default(),
+        energy: Default::default(),
     };
     Artifact { facts, figures }
 }
@@ -332,5 +333,21 @@ pub fn capacity_search(
         }),
         probes: runs,
         verdict: String::new(),
+    }
+}
+
+/// The arm's GPUs over a window: 1,000 J, at a `limit_w` power limit, throttled or not.
+pub fn energy(limit_w: f64, throttled: bool) -> super::input::EnergyFigures {
+    super::input::EnergyFigures {
+        energy_j: 1000.0,
+        bound_j: Some(10.0),
+        j_per_output_token: Some(0.5),
+        throttled,
+        throttle_judged_by: Some("reasons and SM clock".to_owned()),
+        at_power_limit_share: Some(0.0),
+        power_limit_w: Some(limit_w),
+        power_limit_min_w: Some(limit_w),
+        too_coarse: false,
+        partial: false,
     }
 }

@@ -359,6 +359,29 @@ pub struct GoodputFigures {
     pub goodput_tps: Option<f64>,
 }
 
+/// The arm's GPUs over one window of one run, from their telemetry (`run_energy`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct EnergyFigures {
+    /// The GPUs' energy over the window, J, and the most it may be off by.
+    pub energy_j: f64,
+    pub bound_j: Option<f64>,
+    /// Joules per usage output token.
+    pub j_per_output_token: Option<f64>,
+    /// A GPU was throttled in the window (a slowdown reason, or a low SM clock).
+    pub throttled: bool,
+    /// `reasons and SM clock`, or `SM clock only` where a source gave no reasons.
+    pub throttle_judged_by: Option<String>,
+    /// The largest share of the window a GPU spent at its power limit (SW power cap).
+    pub at_power_limit_share: Option<f64>,
+    /// The enforced power limits read: the largest and the smallest, W.
+    pub power_limit_w: Option<f64>,
+    pub power_limit_min_w: Option<f64>,
+    /// Shorter than 20 update intervals.
+    pub too_coarse: bool,
+    /// A source failed inside the window.
+    pub partial: bool,
+}
+
 /// What the query layer computed from one artifact's tables.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct ArtifactFigures {
@@ -410,6 +433,8 @@ pub struct ArtifactFigures {
     pub functional: Vec<FunctionalResult>,
     /// Attainment and goodput per window; empty with no SLO given.
     pub goodput: BTreeMap<Window, GoodputFigures>,
+    /// The arm's GPUs per window; empty without telemetry.
+    pub energy: BTreeMap<Window, EnergyFigures>,
 }
 
 /// A measured request with events that could not be parsed (`events.parse_error`).
@@ -454,6 +479,17 @@ impl ArtifactFigures {
             .filter(|v| window == Window::All || !self.first_wave.contains(&v.request_index))
             .copied()
             .collect()
+    }
+
+    /// That the run's GPUs were throttled in its measured window (a slowdown reason set, or
+    /// the SM clock held low), if they were: every figure of it stands on slowed GPUs.
+    pub fn throttle_note(&self, run_id: &str) -> Option<String> {
+        let e = self.energy.get(&Window::All).filter(|e| e.throttled)?;
+        let judged = e.throttle_judged_by.as_deref().unwrap_or("SM clock only");
+        Some(format!(
+            "run {run_id}: its GPUs were throttled in the measured window (judged by {judged}): \
+             its figures stand on slowed GPUs"
+        ))
     }
 
     /// Why the artifact's token figures are incomplete ([`usage_gap`]).

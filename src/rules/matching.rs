@@ -1,5 +1,7 @@
 //! Matching: two or more artifacts may be compared head to head only when their workload
-//! fingerprints are equal, every run is `complete`, and they drove the same API.
+//! fingerprints are equal, every run is `complete`, they drove the same API, and, where
+//! their GPUs' telemetry says, their GPUs' power limits are within 1% of each other (the
+//! limit is an observed fact of the arm, not part of its configuration).
 //!
 //! [`MatchedSet`] has private fields and no public constructor: the only way to obtain one
 //! is [`match_artifacts`], so holding a `MatchedSet` proves the check passed.
@@ -13,6 +15,9 @@ use crate::artifact::run::{Api, Status};
 
 use super::input::{Artifact, show};
 use super::refusal::{FieldDifference, Refusal, RefusalKind};
+
+/// How far apart two runs' GPU power limits may be (of the lower) and still match.
+pub const POWER_LIMIT_TOLERANCE: f64 = 0.01;
 
 /// Artifacts that passed the matching check: equal fingerprints, all complete, one API.
 #[derive(Debug, Clone)]
@@ -114,6 +119,28 @@ pub fn match_artifacts(artifacts: &[Artifact]) -> Result<MatchedSet<'_>, Refusal
                 first: first.facts.fingerprint.clone(),
                 other: other.facts.fingerprint.clone(),
             });
+        }
+    }
+    // The GPUs' power limit, as read: arms at limits more than 1% apart are not matched.
+    let limit = |a: &Artifact| {
+        a.figures
+            .energy
+            .get(&super::input::Window::All)
+            .and_then(|e| e.power_limit_w)
+    };
+    if let Some(first_limit) = limit(first) {
+        for other in rest {
+            if let Some(other_limit) = limit(other)
+                && (first_limit - other_limit).abs()
+                    > POWER_LIMIT_TOLERANCE * first_limit.min(other_limit)
+            {
+                differences.push(FieldDifference {
+                    run_id: other.facts.run_id.clone(),
+                    field: "power_limit_w (read)".to_owned(),
+                    first: format!("{} W", super::input::num(first_limit)),
+                    other: format!("{} W", super::input::num(other_limit)),
+                });
+            }
         }
     }
     for artifact in artifacts {
@@ -242,5 +269,34 @@ mod tests {
                 .reason,
             "matching needs two or more artifacts, found one (r-a)"
         );
+    }
+
+    #[test]
+    fn arms_at_power_limits_more_than_one_percent_apart_are_not_matched() {
+        use crate::rules::input::Window;
+        let with_limit = |id: &str, arm: &str, limit: f64| {
+            let mut a = artifact(id, arm, &[], 1000.0);
+            a.figures
+                .energy
+                .insert(Window::All, super::super::fixtures::energy(limit, false));
+            a
+        };
+        let close = [with_limit("r-a", "A", 700.0), with_limit("r-b", "B", 695.0)];
+        assert!(match_artifacts(&close).is_ok());
+        let apart = [with_limit("r-a", "A", 700.0), with_limit("r-b", "B", 450.0)];
+        let refusal = match_artifacts(&apart).unwrap_err();
+        assert!(
+            refusal
+                .reason
+                .contains("power_limit_w (read): 700 W vs 450 W"),
+            "{}",
+            refusal.reason
+        );
+        // A run without telemetry says nothing of its limit: no difference.
+        let unknown = [
+            with_limit("r-a", "A", 700.0),
+            artifact("r-b", "B", &[], 1000.0),
+        ];
+        assert!(match_artifacts(&unknown).is_ok());
     }
 }

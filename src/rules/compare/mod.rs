@@ -282,6 +282,7 @@ pub fn compare(
     }
     for member in set.members() {
         warnings.extend(member.figures.usage_gap(&member.facts.run_id));
+        warnings.extend(member.figures.throttle_note(&member.facts.run_id));
     }
     let mut controls = Vec::new();
     let mut output_length = Vec::new();

@@ -505,3 +505,26 @@ fn confounded_arm_is_warned_and_missing_baseline_refused() {
         "baseline arm C is not in the matched set (arms: A, B)"
     );
 }
+
+#[test]
+fn a_comparison_standing_on_a_throttled_run_says_so() {
+    let base = artifact("r-a", "A", &[("k", "1")], 1000.0);
+    let mut hot = artifact("r-b", "B", &[("k", "2")], 900.0);
+    hot.figures
+        .energy
+        .insert(Window::All, super::super::fixtures::energy(700.0, true));
+    let artifacts = [base, hot];
+    let comparison = compare(
+        &match_artifacts(&artifacts).unwrap(),
+        &References::Baseline("A".to_owned()),
+        Scope::Headline,
+    )
+    .unwrap();
+    assert_eq!(
+        comparison.warnings,
+        [
+            "run r-b: its GPUs were throttled in the measured window (judged by reasons and SM \
+          clock): its figures stand on slowed GPUs"
+        ]
+    );
+}
