@@ -8,7 +8,7 @@ use serde::Deserialize;
 
 use super::rules_input::MetricColumns;
 use crate::metric::{Direction, MetricId, Window};
-use crate::query::rows::{column_stats, decode};
+use crate::query::rows::{column_stats, column_str, decode};
 use crate::query::{AnvilSession, QueryError};
 use crate::report::input::{ClientQueue, ServerTimings};
 use crate::report::summary::{
@@ -263,6 +263,7 @@ pub async fn read(session: &AnvilSession) -> Result<Summary, QueryError> {
             first_wave_tails: Vec::new(),
             client_queue: None,
             server_timings: None,
+            gpus: None,
         })
         .collect();
     let index: BTreeMap<String, usize> = artifacts
@@ -403,6 +404,21 @@ pub async fn read(session: &AnvilSession) -> Result<Summary, QueryError> {
     for q in client_queues(session).await? {
         if let Some(&at) = index.get(&q.run_id) {
             artifacts[at].client_queue = Some(q);
+        }
+    }
+    let energy = session
+        .query(
+            "SELECT run_id, gpus, method, energy_j, bound_j, j_per_output_token, mean_power_w, \
+             idle_power_w, power_limit_w, at_power_limit_share, throttled, throttle_judged_by, \
+             too_coarse, partial FROM run_energy WHERE window = 'all'",
+        )
+        .await?;
+    for (run_id, g) in column_str(&energy, "run_id")?
+        .into_iter()
+        .zip(decode::<crate::report::summary::GpuSummary>(&energy)?)
+    {
+        if let Some(&at) = index.get(&run_id) {
+            artifacts[at].gpus = Some(g);
         }
     }
     for t in server_timings(session).await? {

@@ -153,6 +153,27 @@ pub struct ArtifactStats {
     pub first_wave_tails: Vec<FirstWaveTail>,
     pub client_queue: Option<ClientQueue>,
     pub server_timings: Option<ServerTimings>,
+    /// The arm's GPUs over the `all` window (`run_energy`); `None` without telemetry.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gpus: Option<GpuSummary>,
+}
+
+/// The arm's GPUs over a run's measured window, from their telemetry.
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+pub struct GpuSummary {
+    pub gpus: i64,
+    pub method: String,
+    pub energy_j: f64,
+    pub bound_j: Option<f64>,
+    pub j_per_output_token: Option<f64>,
+    pub mean_power_w: Option<f64>,
+    pub idle_power_w: Option<f64>,
+    pub power_limit_w: Option<f64>,
+    pub at_power_limit_share: Option<f64>,
+    pub throttled: Option<bool>,
+    pub throttle_judged_by: Option<String>,
+    pub too_coarse: Option<bool>,
+    pub partial: Option<bool>,
 }
 
 /// The summary of every artifact, in run id order.
@@ -357,6 +378,44 @@ pub fn render(summary: &Summary) -> String {
                     let _ = writeln!(out, "; after the first wave {}", one(after));
                 }
                 None => out.push('\n'),
+            }
+        }
+        if let Some(g) = &a.gpus {
+            let bound = g
+                .bound_j
+                .map_or(String::new(), |b| format!(" ± {}", fmt_num(Some(b))));
+            let limit = g.power_limit_w.map_or(String::new(), |l| {
+                format!(
+                    ", power limit {} W (at it {} of the window)",
+                    fmt_num(Some(l)),
+                    g.at_power_limit_share
+                        .map_or_else(|| NA.to_owned(), |s| format!("{:.0}%", s * 100.0))
+                )
+            });
+            let _ = writeln!(
+                out,
+                "  GPUs ({} {}): {}{bound} J over the window, {} J per output token, mean {} W \
+                 (idle {} W){limit}{}{}",
+                g.gpus,
+                g.method,
+                fmt_num(Some(g.energy_j)),
+                fmt_num(g.j_per_output_token),
+                fmt_num(g.mean_power_w),
+                fmt_num(g.idle_power_w),
+                if g.too_coarse == Some(true) {
+                    "; telemetry too coarse (under 20 update intervals)"
+                } else {
+                    ""
+                },
+                if g.partial == Some(true) {
+                    "; partial (a telemetry source failed in the window)"
+                } else {
+                    ""
+                },
+            );
+            if g.throttled == Some(true) {
+                let note = crate::rules::throttle_note(&a.run_id, g.throttle_judged_by.as_deref());
+                let _ = writeln!(out, "  WARNING: {note}");
             }
         }
         if let Some(q) = &a.client_queue {

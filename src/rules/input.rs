@@ -485,17 +485,23 @@ impl ArtifactFigures {
     /// the SM clock held low), if they were: every figure of it stands on slowed GPUs.
     pub fn throttle_note(&self, run_id: &str) -> Option<String> {
         let e = self.energy.get(&Window::All).filter(|e| e.throttled)?;
-        let judged = e.throttle_judged_by.as_deref().unwrap_or("SM clock only");
-        Some(format!(
-            "run {run_id}: its GPUs were throttled in the measured window (judged by {judged}): \
-             its figures stand on slowed GPUs"
-        ))
+        Some(throttle_note(run_id, e.throttle_judged_by.as_deref()))
     }
 
     /// Why the artifact's token figures are incomplete ([`usage_gap`]).
     pub fn usage_gap(&self, run_id: &str) -> Option<String> {
         usage_gap(run_id, self.succeeded_without_usage, self.requests.ok)
     }
+}
+
+/// That run `run_id`'s GPUs were throttled in its measured window, judged as `judged_by`
+/// says (`gpu_throttle.judged_by`): the one text `compare`, `summary` and the report print.
+pub fn throttle_note(run_id: &str, judged_by: Option<&str>) -> String {
+    let judged = judged_by.unwrap_or("SM clock only");
+    format!(
+        "run {run_id}: its GPUs were throttled in the measured window (judged by {judged}): its \
+         figures stand on slowed GPUs"
+    )
 }
 
 /// Why a run's token figures are incomplete: successful measured requests without API usage

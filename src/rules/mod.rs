@@ -56,7 +56,7 @@ pub use headline::{
 pub use input::{
     Artifact, ArtifactFacts, ArtifactFigures, CanaryResult, FunctionalFailure, FunctionalResult,
     MetricId, ParseErrors, ReplicaThroughput, RequestCounts, RequestValue, Restart, RestartSignal,
-    ServerError, SpecDecode, Stats, Topology, Window, WindowFigures, usage_gap,
+    ServerError, SpecDecode, Stats, Topology, Window, WindowFigures, throttle_note, usage_gap,
 };
 pub use matching::{MatchedSet, match_artifacts};
 pub use refusal::{FieldDifference, Refusal, RefusalKind};

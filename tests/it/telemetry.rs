@@ -182,6 +182,18 @@ fn a_capture_records_what_the_exporter_held_at_each_reading() {
     assert_eq!(t[0]["throttled"], false, "{t:?}");
     assert_eq!(t[0]["judged_by"], "reasons and SM clock", "{t:?}");
     assert_eq!(t[0]["at_power_limit_share"].as_f64(), Some(0.0), "{t:?}");
+    // anvil summary states the GPUs' energy beside the run's figures.
+    let o = super::common::run(
+        super::common::ANVIL,
+        &["summary", "--data", out.to_str().unwrap()],
+        &[],
+    );
+    let said = super::common::output_text(&o);
+    assert!(
+        said.contains("GPUs (1 counter): ") && said.contains("J per output token"),
+        "{said}"
+    );
+    assert!(!said.contains("throttled"), "{said}");
     // anvil verify recomputes the energy with polars and agrees.
     let o = super::common::run(
         super::common::ANVIL,
@@ -343,6 +355,16 @@ fn hot_run(counters: &str) -> (serde_json::Value, Vec<i64>) {
             .run(),
     );
     sim.terminate();
+    let o = super::common::run(
+        super::common::ANVIL,
+        &["summary", "--data", out.to_str().unwrap()],
+        &[],
+    );
+    let said = super::common::output_text(&o);
+    assert!(
+        said.contains("its GPUs were throttled in the measured window"),
+        "{said}"
+    );
     let row = sql_rows(&out, "SELECT * FROM gpu_throttle WHERE window = 'all'");
     assert_eq!(row.len(), 1, "{row:?}");
     // The reasons of every snapshot the exporter took.
