@@ -66,6 +66,17 @@ fn the_simulators_exporter_reads_as_a_dcgm_exporters_default_and_extended_sets()
     assert!(matches!(e, Err(ureq::Error::StatusCode(404))), "{e:?}");
 }
 
+/// What `anvil summary` says of the artifacts beneath `data`.
+fn summary(data: &Path) -> String {
+    let o = super::common::run(
+        super::common::ANVIL,
+        &["summary", "--data", data.to_str().unwrap()],
+        &[],
+    );
+    assert!(o.status.success(), "{}", super::common::output_text(&o));
+    super::common::output_text(&o)
+}
+
 /// The simulator's GPU truth rows taken at the exporter's snapshots: (energy floored to mJ,
 /// power) per GPU.
 fn snapshots(truth: &Path) -> HashMap<i64, Vec<(f64, f64)>> {
@@ -183,12 +194,7 @@ fn a_capture_records_what_the_exporter_held_at_each_reading() {
     assert_eq!(t[0]["judged_by"], "reasons and SM clock", "{t:?}");
     assert_eq!(t[0]["at_power_limit_share"].as_f64(), Some(0.0), "{t:?}");
     // anvil summary states the GPUs' energy beside the run's figures.
-    let o = super::common::run(
-        super::common::ANVIL,
-        &["summary", "--data", out.to_str().unwrap()],
-        &[],
-    );
-    let said = super::common::output_text(&o);
+    let said = summary(&out);
     assert!(
         said.contains("GPUs (1 counter): ") && said.contains("J per output token"),
         "{said}"
@@ -355,12 +361,7 @@ fn hot_run(counters: &str) -> (serde_json::Value, Vec<i64>) {
             .run(),
     );
     sim.terminate();
-    let o = super::common::run(
-        super::common::ANVIL,
-        &["summary", "--data", out.to_str().unwrap()],
-        &[],
-    );
-    let said = super::common::output_text(&o);
+    let said = summary(&out);
     assert!(
         said.contains("its GPUs were throttled in the measured window"),
         "{said}"
