@@ -19,7 +19,8 @@
 --   endpoint (-): the exporter's URL or the local host.
 --   gpu (-): the GPU's index as the source numbers it.
 --   readings (count): the GPU's readings inside the window.
---   judged_by (-): `reasons and SM clock`, or `SM clock only` when no reading gave reasons.
+--   judged_by (-): `reasons and SM clock`, `SM clock only` when no reading gave reasons, or
+--       `not assessed` when none gave either.
 --   throttle_readings (count): readings with a slowdown reason set.
 --   throttle_reasons (-): the slowdown reasons seen, e.g. `hw_slowdown,hw_thermal_slowdown`;
 --       NULL when none.
@@ -30,7 +31,7 @@
 --   low_clock_readings (count): busy readings with the SM clock below 70% of the maximum,
 --       the SW power cap not set.
 --   low_clock_share (fraction): low_clock_readings / busy_readings; NULL without busy ones.
---   throttled (-): throttle_readings > 0 or low_clock_share > 0.1.
+--   throttled (-): throttle_readings > 0 or low_clock_share > 0.1; NULL when not assessed.
 --   at_power_limit_share (fraction): readings with the SW power cap set / readings with
 --       reasons; NULL without reasons.
 CREATE VIEW gpu_throttle AS
@@ -67,6 +68,7 @@ counts AS (
         run_id, window, source, endpoint, gpu,
         count(*) AS readings,
         count(reasons) AS with_reasons,
+        count(sm_clock_mhz) AS with_clock,
         count(*) FILTER (WHERE (reasons & 232) <> 0) AS throttle_readings,
         bit_or(reasons & 232) AS throttle_bits,
         count(*) FILTER (WHERE (reasons & 4) <> 0) AS at_limit_readings,
@@ -88,8 +90,11 @@ SELECT
     c.endpoint,
     c.gpu,
     c.readings,
-    CASE WHEN c.with_reasons > 0 THEN 'reasons and SM clock' ELSE 'SM clock only' END
-        AS judged_by,
+    CASE
+        WHEN c.with_reasons > 0 THEN 'reasons and SM clock'
+        WHEN c.with_clock > 0 THEN 'SM clock only'
+        ELSE 'not assessed'
+    END AS judged_by,
     c.throttle_readings,
     CASE WHEN coalesce(c.throttle_bits, 0) = 0 THEN NULL ELSE concat_ws(',',
         CASE WHEN (c.throttle_bits & 8) <> 0 THEN 'hw_slowdown' END,
@@ -102,9 +107,10 @@ SELECT
     c.busy_readings,
     c.low_clock_readings,
     CAST(c.low_clock_readings AS DOUBLE) / nullif(c.busy_readings, 0) AS low_clock_share,
-    c.throttle_readings > 0
+    CASE WHEN c.with_reasons > 0 OR c.with_clock > 0 THEN
+        c.throttle_readings > 0
         OR coalesce(CAST(c.low_clock_readings AS DOUBLE) / nullif(c.busy_readings, 0) > 0.1, false)
-        AS throttled,
+    END AS throttled,
     CAST(c.at_limit_readings AS DOUBLE) / nullif(c.with_reasons, 0) AS at_power_limit_share
 FROM counts c
 JOIN runs ru ON ru.run_id = c.run_id

@@ -5,13 +5,16 @@
 -- it, the power limit seen, and whether any GPU was throttled (gpu_throttle) or the figures
 -- are too coarse or partial. Tokens are the window's usage tokens (aggregate_throughput's
 -- completion tokens; the prompt tokens of the same requests). Only the arm's GPUs count:
--- the node's others are in gpu_timeline, not here. A run without telemetry has no row.
+-- the node's others are in gpu_timeline, not here. A run without telemetry, or without an
+-- energy figure for any GPU, has no row.
 -- Columns:
 --   run_id (-): the artifact (runs.run_id).
 --   arm (-): the arm (runs.arm).
 --   cell_id (-): the cell (runs.cell_id).
 --   window (-): `all` or `after_first_wave`.
---   gpus (count): the arm's GPUs with an energy figure for the window.
+--   gpus (count): the arm's GPUs with an energy figure for the window, each once (a GPU
+--       read by two sources, matched by its UUID, counts by one of them: its counter's figure
+--       where one has it).
 --   method (-): `counter`, `integrated`, or `mixed` when the GPUs' sources differ.
 --   energy_j (J): the GPUs' energy over the window.
 --   bound_j (J): the most energy_j may be off by (the GPUs' bounds added); NULL when a
@@ -30,10 +33,13 @@
 --   j_per_request (J/request): energy_j / succeeded.
 --   interval_s (s): the longest update interval of the GPUs' sources.
 --   too_coarse (-): a GPU's energy is too coarse (gpu_energy.too_coarse).
---   partial (-): a source failed inside the window (gpu_energy.partial).
+--   partial (-): a source failed inside the window (gpu_energy.partial), a GPU has no
+--       energy figure for it, or a declared GPU was never reported
+--       (telemetry_sources.missing_gpus): the energy leaves something out.
 --   power_limit_w (W): the largest enforced power limit read; NULL where not given.
 --   power_limit_min_w (W): the smallest, to see GPUs at different limits.
---   throttled (-): a GPU was throttled in the window (gpu_throttle.throttled).
+--   throttled (-): a GPU was throttled in the window (gpu_throttle.throttled); NULL when no
+--   GPU's throttling could be judged (no reasons and no SM clock).
 --   throttle_judged_by (-): `SM clock only` when a GPU's source gave no reasons, else
 --       `reasons and SM clock`.
 --   at_power_limit_share (fraction): the largest of the GPUs' shares of readings at the SW
@@ -49,23 +55,43 @@ WITH tokens AS (
     WHERE w.window = 'all' OR NOT f.first_wave
     GROUP BY f.run_id, w.window
 ),
+one_per_gpu AS (
+    -- A GPU read by two sources (nvidia-smi and NVML, or a local exporter beside them)
+    -- counts once: by its UUID where the sources give one, its counter's figure first.
+    SELECT *, row_number() OVER (
+        PARTITION BY run_id, window, coalesce(uuid, concat(source, ' ', endpoint, ' ', CAST(gpu AS VARCHAR)))
+        ORDER BY energy_j IS NULL, method <> 'counter', source, endpoint
+    ) AS pick
+    FROM gpu_energy
+),
+missing AS (
+    SELECT run_id, bool_or(missing_gpus <> '') AS missing
+    FROM telemetry_sources
+    GROUP BY run_id
+),
+without AS (
+    SELECT run_id, window, count(*) FILTER (WHERE energy_j IS NULL) AS without_energy
+    FROM one_per_gpu
+    WHERE pick = 1
+    GROUP BY run_id, window
+),
 energy AS (
     SELECT
-        run_id, window,
+        g.run_id, g.window,
         count(*) AS gpus,
-        CASE WHEN min(method) = max(method) THEN min(method) ELSE 'mixed' END AS method,
-        sum(energy_j) AS energy_j,
-        CASE WHEN count(bound_j) = count(*) THEN sum(bound_j) END AS bound_j,
-        max(span_s) AS span_s,
-        CASE WHEN count(idle_power_w) = count(*) THEN sum(idle_power_w) END AS idle_power_w,
-        max(interval_s) AS interval_s,
-        bool_or(too_coarse) AS too_coarse,
-        bool_or(partial) AS partial,
-        max(power_limit_w) AS power_limit_w,
-        min(power_limit_w) AS power_limit_min_w
-    FROM gpu_energy
-    WHERE energy_j IS NOT NULL
-    GROUP BY run_id, window
+        CASE WHEN min(g.method) = max(g.method) THEN min(g.method) ELSE 'mixed' END AS method,
+        sum(g.energy_j) AS energy_j,
+        CASE WHEN count(g.bound_j) = count(*) THEN sum(g.bound_j) END AS bound_j,
+        max(g.span_s) AS span_s,
+        CASE WHEN count(g.idle_power_w) = count(*) THEN sum(g.idle_power_w) END AS idle_power_w,
+        max(g.interval_s) AS interval_s,
+        bool_or(g.too_coarse) AS too_coarse,
+        bool_or(g.partial) AS partial,
+        max(g.power_limit_w) AS power_limit_w,
+        min(g.power_limit_w) AS power_limit_min_w
+    FROM one_per_gpu g
+    WHERE g.pick = 1 AND g.energy_j IS NOT NULL
+    GROUP BY g.run_id, g.window
 ),
 throttle AS (
     SELECT
@@ -99,10 +125,10 @@ SELECT
     e.energy_j / nullif(a.succeeded, 0) AS j_per_request,
     e.interval_s,
     e.too_coarse,
-    e.partial,
+    e.partial OR w.without_energy > 0 OR coalesce(m.missing, false) AS partial,
     e.power_limit_w,
     e.power_limit_min_w,
-    coalesce(h.throttled, false) AS throttled,
+    h.throttled,
     h.judged_by AS throttle_judged_by,
     h.at_power_limit_share
 FROM energy e
@@ -111,3 +137,5 @@ JOIN aggregate_throughput a
     ON a.run_id = e.run_id AND a.window = e.window AND a.scope = 'run'
 LEFT JOIN tokens t ON t.run_id = e.run_id AND t.window = e.window
 LEFT JOIN throttle h ON h.run_id = e.run_id AND h.window = e.window
+LEFT JOIN without w ON w.run_id = e.run_id AND w.window = e.window
+LEFT JOIN missing m ON m.run_id = e.run_id

@@ -1,8 +1,9 @@
 //! `anvil-capture gpu-check`: the prepared check for a GPU machine. Reads the telemetry
 //! sources (by default `nvidia-smi` and NVML on this host) for a while, with no run, and
 //! prints, per GPU, its energy counter against each source's power integrated over the same
-//! span; every pair within 5% passes (exit 0), any outside fails (exit 1), none to compare
-//! (no GPU, no counter) is exit 5 with each source's reason.
+//! span; every pair within 5% passes (exit 0), any outside, or a GPU whose counter no power
+//! source covers, fails (exit 1); none to compare (no GPU, no counter) is exit 5 with each
+//! source's reason.
 
 use std::time::Duration;
 
@@ -22,7 +23,7 @@ pub struct GpuCheckArgs {
     #[arg(long, value_name = "S", default_value_t = 60.0)]
     pub seconds: f64,
     /// Seconds between readings.
-    #[arg(long, value_name = "S", default_value_t = 0.5)]
+    #[arg(long, value_name = "S", default_value_t = 1.0)]
     pub every: f64,
 }
 
@@ -58,21 +59,29 @@ pub fn gpu_check(a: &GpuCheckArgs) -> anyhow::Result<Exit> {
         "gpu", "counter", "power", "s", "counter J", "integrated J", "diff"
     );
     for r in &rows {
-        text.push_str(&format!(
-            "{:<44} {:<10} {:<10} {:>8.1} {:>12.1} {:>12.1} {:>7.2}%  {}\n",
-            r.gpu,
-            r.counter_source,
-            r.power_source,
-            r.seconds,
-            r.counter_j,
-            r.integrated_j,
-            r.difference * 100.0,
-            if r.passes() {
-                "ok"
-            } else {
-                "outside the tolerance"
-            }
-        ));
+        match r.difference {
+            Some(d) => text.push_str(&format!(
+                "{:<44} {:<10} {:<10} {:>8.1} {:>12.1} {:>12.1} {:>7.2}%  {}\n",
+                r.gpu,
+                r.counter_source,
+                r.power_source,
+                r.seconds,
+                r.counter_j,
+                r.integrated_j,
+                d * 100.0,
+                if r.passes() {
+                    "ok"
+                } else {
+                    "outside the tolerance"
+                }
+            )),
+            None => text.push_str(&format!(
+                "{:<44} {:<10} not checked: no power readings cover {}% of its counter's span\n",
+                r.gpu,
+                r.counter_source,
+                check::COVERAGE * 100.0
+            )),
+        }
     }
     if rows.is_empty() {
         // Each source's failure was told as it happened.

@@ -525,7 +525,9 @@ impl<'c> Run<'c> {
                 salted: !cfg.cache.warm,
                 resets: Vec::new(),
             }),
-            telemetry: super::telemetry::sampler::declared_summary(&cfg.telemetry),
+            // Only the shard that reads the sources (shard 0) declares them.
+            telemetry: super::telemetry::sampler::declared_summary(&cfg.telemetry)
+                .filter(|_| cfg.shard.as_ref().is_none_or(|p| p.spec.index == 0)),
         };
         ArtifactWriter::create(&cfg.artifact_dir, header.redacted(&cfg.redactor))
             .map_err(|e| CaptureError::BadInput(format!("--out: {e}")))

@@ -461,7 +461,7 @@ pub async fn read_artifacts(session: &AnvilSession) -> Result<Vec<Artifact>, Que
                 energy_j: row.energy_j,
                 bound_j: row.bound_j,
                 j_per_output_token: row.j_per_output_token,
-                throttled: row.throttled.unwrap_or(false),
+                throttled: row.throttled,
                 throttle_judged_by: row.throttle_judged_by,
                 at_power_limit_share: row.at_power_limit_share,
                 power_limit_w: row.power_limit_w,

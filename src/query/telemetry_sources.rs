@@ -1,5 +1,5 @@
 //! The `telemetry_sources` table: one row per telemetry source each run read (run.json
-//! `telemetry`): which GPUs were the arm's and which were not, the declared update interval,
+//! `telemetry`; of a sharded run, the shard that read it): which GPUs were the arm's and which were not, the declared update interval,
 //! the fields the source never gave, and its failed readings. The energy views take the
 //! declared interval from it; `docs/artifact.md` documents its columns.
 
@@ -50,14 +50,24 @@ pub fn table(artifacts: &[ArtifactSource]) -> Result<MemTable, QueryError> {
         let own = a.shards.is_empty().then_some(&a.run);
         own.into_iter().chain(shards)
     });
-    let rows: Vec<(&str, &TelemetrySource)> = runs
-        .flat_map(|run| {
-            run.telemetry
-                .iter()
-                .flatten()
-                .map(move |t| (run.run_id.as_str(), t))
-        })
-        .collect();
+    // One row per (run, source, endpoint): a sharded run's shards share its run id, and only
+    // the shard that read the source has readings.
+    let mut rows: Vec<(&str, &TelemetrySource)> = Vec::new();
+    for (id, t) in runs.flat_map(|run| {
+        run.telemetry
+            .iter()
+            .flatten()
+            .map(move |t| (run.run_id.as_str(), t))
+    }) {
+        let same = |(i, s): &(&str, &TelemetrySource)| {
+            *i == id && s.source == t.source && s.endpoint == t.endpoint
+        };
+        match rows.iter().position(same) {
+            Some(at) if rows[at].1.readings < t.readings => rows[at] = (id, t),
+            Some(_) => {}
+            None => rows.push((id, t)),
+        }
+    }
     let strings = |f: &dyn Fn(&TelemetrySource) -> String| -> ArrayRef {
         Arc::new(StringArray::from_iter_values(
             rows.iter().map(|(_, t)| f(t)),

@@ -407,10 +407,14 @@ pub fn render(summary: &Summary) -> String {
                 } else {
                     ""
                 },
-                if g.partial == Some(true) {
-                    "; partial (a telemetry source failed in the window)"
-                } else {
-                    ""
+                match (g.partial, g.throttled) {
+                    (Some(true), None) => {
+                        "; partial (a telemetry source failed or a GPU went unread); throttling \
+                         not assessed (no reasons, no SM clock)"
+                    }
+                    (Some(true), _) => "; partial (a telemetry source failed or a GPU went unread)",
+                    (_, None) => "; throttling not assessed (no reasons, no SM clock)",
+                    _ => "",
                 },
             );
             if g.throttled == Some(true) {

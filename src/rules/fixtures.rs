@@ -342,7 +342,7 @@ pub fn energy(limit_w: f64, throttled: bool) -> super::input::EnergyFigures {
         energy_j: 1000.0,
         bound_j: Some(10.0),
         j_per_output_token: Some(0.5),
-        throttled,
+        throttled: Some(throttled),
         throttle_judged_by: Some("reasons and SM clock".to_owned()),
         at_power_limit_share: Some(0.0),
         power_limit_w: Some(limit_w),

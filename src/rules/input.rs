@@ -367,8 +367,9 @@ pub struct EnergyFigures {
     pub bound_j: Option<f64>,
     /// Joules per usage output token.
     pub j_per_output_token: Option<f64>,
-    /// A GPU was throttled in the window (a slowdown reason, or a low SM clock).
-    pub throttled: bool,
+    /// A GPU was throttled in the window (a slowdown reason, or a low SM clock); `None` when
+    /// no GPU's throttling could be judged (no reasons, no SM clock).
+    pub throttled: Option<bool>,
     /// `reasons and SM clock`, or `SM clock only` where a source gave no reasons.
     pub throttle_judged_by: Option<String>,
     /// The largest share of the window a GPU spent at its power limit (SW power cap).
@@ -484,7 +485,10 @@ impl ArtifactFigures {
     /// That the run's GPUs were throttled in its measured window (a slowdown reason set, or
     /// the SM clock held low), if they were: every figure of it stands on slowed GPUs.
     pub fn throttle_note(&self, run_id: &str) -> Option<String> {
-        let e = self.energy.get(&Window::All).filter(|e| e.throttled)?;
+        let e = self
+            .energy
+            .get(&Window::All)
+            .filter(|e| e.throttled == Some(true))?;
         Some(throttle_note(run_id, e.throttle_judged_by.as_deref()))
     }
 

@@ -121,27 +121,38 @@ pub fn match_artifacts(artifacts: &[Artifact]) -> Result<MatchedSet<'_>, Refusal
             });
         }
     }
-    // The GPUs' power limit, as read: arms at limits more than 1% apart are not matched.
-    let limit = |a: &Artifact| {
-        a.figures
-            .energy
-            .get(&super::input::Window::All)
-            .and_then(|e| e.power_limit_w)
-    };
-    if let Some(first_limit) = limit(first) {
-        for other in rest {
-            if let Some(other_limit) = limit(other)
-                && (first_limit - other_limit).abs()
-                    > POWER_LIMIT_TOLERANCE * first_limit.min(other_limit)
-            {
-                differences.push(FieldDifference {
-                    run_id: other.facts.run_id.clone(),
-                    field: "power_limit_w (read)".to_owned(),
-                    first: format!("{} W", super::input::num(first_limit)),
-                    other: format!("{} W", super::input::num(other_limit)),
-                });
-            }
-        }
+    // The GPUs' power limits, as read: the lowest and the highest over every run that read
+    // them (a run's GPUs at different limits count with both); more than 1% apart, the runs
+    // are not matched. A limit read as 0 or less is no reading.
+    let limits: Vec<(&Artifact, f64, f64)> = artifacts
+        .iter()
+        .filter_map(|a| {
+            let e = a.figures.energy.get(&super::input::Window::All)?;
+            let high = e.power_limit_w.filter(|w| *w > 0.0)?;
+            let low = e.power_limit_min_w.filter(|w| *w > 0.0).unwrap_or(high);
+            Some((a, low, high))
+        })
+        .collect();
+    let lowest = limits.iter().min_by(|x, y| x.1.total_cmp(&y.1));
+    let highest = limits.iter().max_by(|x, y| x.2.total_cmp(&y.2));
+    if let (Some((low_run, low, _)), Some((high_run, _, high))) = (lowest, highest)
+        && high - low > POWER_LIMIT_TOLERANCE * low
+    {
+        let same = low_run.facts.run_id == high_run.facts.run_id;
+        differences.push(FieldDifference {
+            run_id: high_run.facts.run_id.clone(),
+            field: if same {
+                "power_limit_w (read, its GPUs)".to_owned()
+            } else {
+                "power_limit_w (read)".to_owned()
+            },
+            first: format!(
+                "{} W (run {})",
+                super::input::num(*low),
+                low_run.facts.run_id
+            ),
+            other: format!("{} W", super::input::num(*high)),
+        });
     }
     for artifact in artifacts {
         if artifact.facts.status != Status::Complete {
@@ -288,7 +299,26 @@ mod tests {
         assert!(
             refusal
                 .reason
-                .contains("power_limit_w (read): 700 W vs 450 W"),
+                .contains("r-a: power_limit_w (read): 450 W (run r-b) vs 700 W"),
+            "{}",
+            refusal.reason
+        );
+        // Each within 1% of the first, 2% apart from each other.
+        let spread = [
+            with_limit("r-a", "A", 700.0),
+            with_limit("r-b", "B", 693.0),
+            with_limit("r-c", "C", 707.0),
+        ];
+        assert!(match_artifacts(&spread).is_err());
+        // A run whose own GPUs are at different limits, beside one at the higher.
+        let mut mixed = with_limit("r-b", "B", 700.0);
+        if let Some(e) = mixed.figures.energy.get_mut(&Window::All) {
+            e.power_limit_min_w = Some(450.0);
+        }
+        let within = [with_limit("r-a", "A", 700.0), mixed];
+        let refusal = match_artifacts(&within).unwrap_err();
+        assert!(
+            refusal.reason.contains("(read, its GPUs)"),
             "{}",
             refusal.reason
         );

@@ -39,8 +39,9 @@ struct Reading {
     energy_mj: Option<f64>,
 }
 
-/// The arm's GPUs' readings, by (source, endpoint, gpu), in time order.
-type Series = BTreeMap<(String, String, i64), Vec<Reading>>;
+/// The arm's GPUs' readings, by (source, endpoint, gpu), in time order, with the largest
+/// UUID the GPU's readings give.
+type Series = BTreeMap<(String, String, i64), (Option<String>, Vec<Reading>)>;
 
 fn read_series(files: &[std::path::PathBuf]) -> PolarsResult<Series> {
     let mut series = Series::new();
@@ -52,6 +53,7 @@ fn read_series(files: &[std::path::PathBuf]) -> PolarsResult<Series> {
                 "endpoint",
                 "gpu",
                 "arm_gpu",
+                "uuid",
                 "t_ns",
                 "power_w",
                 "energy_mj",
@@ -69,6 +71,7 @@ fn read_series(files: &[std::path::PathBuf]) -> PolarsResult<Series> {
                 .collect())
         };
         let (source, endpoint, error) = (text("source")?, text("endpoint")?, text("error")?);
+        let uuid = text("uuid")?;
         let (gpu, t) = (ints("gpu")?, ints("t_ns")?);
         let (power, energy) = (floats("power_w")?, floats("energy_mj")?);
         let arm: Vec<Option<bool>> = df.column("arm_gpu")?.bool()?.iter().collect();
@@ -80,17 +83,16 @@ fn read_series(files: &[std::path::PathBuf]) -> PolarsResult<Series> {
             if error[i].is_some() || arm[i] != Some(true) {
                 continue;
             }
-            series
-                .entry((s.clone(), e.clone(), g))
-                .or_default()
-                .push(Reading {
-                    t,
-                    power: power[i],
-                    energy_mj: energy[i],
-                });
+            let (id, readings) = series.entry((s.clone(), e.clone(), g)).or_default();
+            *id = id.clone().max(uuid[i].clone());
+            readings.push(Reading {
+                t,
+                power: power[i],
+                energy_mj: energy[i],
+            });
         }
     }
-    for readings in series.values_mut() {
+    for (_, readings) in series.values_mut() {
         readings.sort_by_key(|r| r.t);
     }
     Ok(series)
@@ -127,12 +129,13 @@ fn inferred_interval(readings: &[Reading]) -> Option<f64> {
 
 /// One GPU's energy over `w` and its bound, J: `None` when it has no reading from the
 /// window's start on or none up to its end, or neither its counter nor its power readings
-/// cover the window; the bound `None` without power readings.
+/// cover the window; the bound `None` without power readings; whether it came from the
+/// counter.
 fn gpu_energy(
     readings: &[Reading],
     w: &Window,
     declared: Option<f64>,
-) -> Option<(f64, Option<f64>)> {
+) -> Option<(f64, Option<f64>, bool)> {
     let start = readings.iter().rposition(|r| r.t <= w.a).unwrap_or(0);
     let end = readings
         .iter()
@@ -175,7 +178,7 @@ fn gpu_energy(
         .unwrap_or(0.0);
     let edges =
         2.0 * interval + (w.a - t_start).abs() as f64 / 1e9 + (t_end - w.b).abs() as f64 / 1e9;
-    Some((energy, max_power.map(|p| p * edges)))
+    Some((energy, max_power.map(|p| p * edges), counter))
 }
 
 /// The energy of each window of `windows` over the arm's GPUs of `files` (the telemetry
@@ -192,14 +195,30 @@ pub fn energy(
         if w.b <= w.a {
             continue;
         }
+        // Each GPU once: by its UUID where the sources give one (else by source, endpoint
+        // and index), its counter's figure first, then the first source by name.
+        let mut per_gpu: BTreeMap<String, (bool, &str, &str, f64, Option<f64>)> = BTreeMap::new();
+        for ((source, endpoint, gpu), (uuid, readings)) in &series {
+            let interval = declared.get(&(source.clone(), endpoint.clone())).copied();
+            let Some((e, b, counter)) = gpu_energy(readings, w, interval) else {
+                continue;
+            };
+            let id = uuid
+                .clone()
+                .unwrap_or_else(|| format!("{source} {endpoint} {gpu}"));
+            let candidate = (!counter, source.as_str(), endpoint.as_str(), e, b);
+            let keep = per_gpu.get(&id).is_none_or(|kept| {
+                (candidate.0, candidate.1, candidate.2) < (kept.0, kept.1, kept.2)
+            });
+            if keep {
+                per_gpu.insert(id, candidate);
+            }
+        }
         // The GPUs' energies added, and their bounds (none when a GPU has none).
         let mut total: Option<(f64, Option<f64>)> = None;
-        for ((source, endpoint, _), readings) in &series {
-            let interval = declared.get(&(source.clone(), endpoint.clone())).copied();
-            if let Some((e, b)) = gpu_energy(readings, w, interval) {
-                let (te, tb) = total.unwrap_or((0.0, Some(0.0)));
-                total = Some((te + e, tb.zip(b).map(|(x, y)| x + y)));
-            }
+        for (_, _, _, e, b) in per_gpu.into_values() {
+            let (te, tb) = total.unwrap_or((0.0, Some(0.0)));
+            total = Some((te + e, tb.zip(b).map(|(x, y)| x + y)));
         }
         if let Some((energy_j, bound_j)) = total {
             out.insert(
@@ -245,7 +264,8 @@ mod tests {
             completion_tokens: Some(10),
         };
         // From the reading at 0 s to the one at 4 s: 100 + 200 + 150 (reset) + 200.
-        let (e, bound) = gpu_energy(&r, &w, Some(1.0)).unwrap();
+        let (e, bound, counter) = gpu_energy(&r, &w, Some(1.0)).unwrap();
+        assert!(counter);
         assert!((e - 650.0).abs() < 1e-9, "{e}");
         // Each end: the interval plus the 0.5 s from the edge to its reading.
         let bound = bound.unwrap();
@@ -258,7 +278,7 @@ mod tests {
                 ..*x
             })
             .collect();
-        let (e, _) = gpu_energy(&p, &w, Some(1.0)).unwrap();
+        let (e, _, _) = gpu_energy(&p, &w, Some(1.0)).unwrap();
         assert!(
             (e - (100.0 * 0.5 + 200.0 + 200.0 + 200.0 * 0.5)).abs() < 1e-9,
             "{e}"
@@ -266,7 +286,7 @@ mod tests {
         // A reading without power extends the one before it.
         let mut gap = p.clone();
         gap[2].power = None;
-        let (e, _) = gpu_energy(&gap, &w, Some(1.0)).unwrap();
+        let (e, _, _) = gpu_energy(&gap, &w, Some(1.0)).unwrap();
         assert!(
             (e - (100.0 * 0.5 + 200.0 * 2.0 + 200.0 * 0.5)).abs() < 1e-9,
             "{e}"
@@ -276,7 +296,7 @@ mod tests {
         assert_eq!(gpu_energy(&late, &w, Some(1.0)), None);
         // The counter without power: energy, no bound.
         let dark: Vec<Reading> = r.iter().map(|x| Reading { power: None, ..*x }).collect();
-        assert_eq!(gpu_energy(&dark, &w, Some(1.0)), Some((650.0, None)));
+        assert_eq!(gpu_energy(&dark, &w, Some(1.0)), Some((650.0, None, true)));
     }
 
     #[test]

@@ -10,7 +10,7 @@
 //! CPU (the recorder's runtime thread is pinned to the hot path's CPU): a reading is a
 //! request to that thread and its answer.
 
-use std::sync::mpsc;
+use std::sync::{Arc, Mutex, mpsc};
 
 use nvml_wrapper::Nvml;
 use nvml_wrapper::enum_wrappers::device::{
@@ -27,16 +27,24 @@ pub const INSTALL: &str = "install the NVIDIA driver (it ships libnvidia-ml.so.1
 
 type Answer = tokio::sync::oneshot::Sender<Result<Reading, String>>;
 
-/// The NVML thread, or why NVML could not be loaded.
+/// The NVML thread and what it said of loading NVML.
 pub struct NvmlSource {
-    requests: Result<mpsc::Sender<Answer>, String>,
+    requests: mpsc::SyncSender<Answer>,
+    /// `None` while NVML loads; then `Ok` or why it could not be loaded.
+    loaded: Arc<Mutex<Option<Result<(), String>>>>,
 }
 
 impl NvmlSource {
-    /// Load NVML on its own thread; `Err` (through [`NvmlSource::read`]) when it is absent.
+    /// Start loading NVML on its own thread and return at once: loading can take seconds
+    /// (or hang on a wedged driver), and a reading meanwhile waits under its own timeout.
     pub fn start() -> NvmlSource {
-        let (tx, rx) = mpsc::channel::<Answer>();
-        let (ready_tx, ready_rx) = mpsc::channel();
+        // One request at a time: a reading whose caller gave up is not queued behind.
+        let (tx, rx) = mpsc::sync_channel::<Answer>(1);
+        let loaded = Arc::new(Mutex::new(None));
+        let said = loaded.clone();
+        let set = move |r: Result<(), String>| {
+            *said.lock().unwrap_or_else(|e| e.into_inner()) = Some(r);
+        };
         let spawned = std::thread::Builder::new()
             .name("anvil-nvml".into())
             .spawn(move || {
@@ -44,136 +52,172 @@ impl NvmlSource {
                 let nvml = match Nvml::init() {
                     Ok(nvml) => nvml,
                     Err(e) => {
-                        let _ = ready_tx.send(Err(format!("NVML not loaded ({e}): {INSTALL}")));
+                        set(Err(format!("NVML not loaded ({e}): {INSTALL}")));
                         return;
                     }
                 };
-                let _ = ready_tx.send(Ok(()));
+                set(Ok(()));
                 while let Ok(answer) = rx.recv() {
-                    let _ = answer.send(read(&nvml));
+                    if !answer.is_closed() {
+                        let _ = answer.send(read(&nvml));
+                    }
                 }
             });
-        let requests = match spawned {
-            Err(e) => Err(format!("starting the NVML thread: {e}")),
-            Ok(_) => match ready_rx.recv() {
-                Ok(Ok(())) => Ok(tx),
-                Ok(Err(why)) => Err(why),
-                Err(_) => Err("the NVML thread ended while loading NVML".to_owned()),
-            },
-        };
-        NvmlSource { requests }
+        if let Err(e) = spawned {
+            *loaded.lock().unwrap_or_else(|e| e.into_inner()) =
+                Some(Err(format!("starting the NVML thread: {e}")));
+        }
+        NvmlSource {
+            requests: tx,
+            loaded,
+        }
     }
 
-    /// Why NVML is not there, if it is not.
-    pub fn absent(&self) -> Option<&str> {
-        self.requests.as_ref().err().map(String::as_str)
+    /// Why NVML is not there, once that is known.
+    pub fn absent(&self) -> Option<String> {
+        match &*self.loaded.lock().unwrap_or_else(|e| e.into_inner()) {
+            Some(Err(why)) => Some(why.clone()),
+            _ => None,
+        }
     }
 
-    /// One reading of every GPU.
+    /// One reading of every GPU (waiting for NVML to load first).
     pub async fn read(&self) -> Result<Reading, String> {
-        let requests = self.requests.as_ref().map_err(Clone::clone)?;
-        let (tx, rx) = tokio::sync::oneshot::channel();
-        requests
-            .send(tx)
-            .map_err(|_| "the NVML thread has ended".to_owned())?;
-        rx.await
-            .map_err(|_| "the NVML thread has ended".to_owned())?
+        let ended = || {
+            self.absent()
+                .unwrap_or_else(|| "the NVML thread has ended".to_owned())
+        };
+        let (mut request, rx) = tokio::sync::oneshot::channel();
+        // The thread takes a request once the one before is answered.
+        loop {
+            match self.requests.try_send(request) {
+                Ok(()) => break,
+                Err(mpsc::TrySendError::Full(back)) => {
+                    request = back;
+                    tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+                }
+                Err(mpsc::TrySendError::Disconnected(_)) => return Err(ended()),
+            }
+        }
+        rx.await.map_err(|_| ended())?
     }
 }
 
-/// A query's value, its being unsupported, or a failure that fails the reading.
-fn field<T>(r: Result<T, NvmlError>) -> Result<Option<T>, String> {
-    match r {
-        Ok(v) => Ok(Some(v)),
-        Err(NvmlError::NotSupported | NvmlError::NoPermission | NvmlError::FunctionNotFound) => {
-            Ok(None)
-        }
-        Err(e) => Err(e.to_string()),
-    }
+/// A GPU that cannot be read at all now (fallen off the bus, needing a reset): the reading
+/// goes on without it and names it.
+fn gone(e: &NvmlError) -> bool {
+    matches!(e, NvmlError::GpuLost | NvmlError::ResetRequired)
 }
 
 fn read(nvml: &Nvml) -> Result<Reading, String> {
     let mut out = Reading::default();
     let count = nvml.device_count().map_err(|e| e.to_string())?;
+    let mut skipped = Vec::new();
     for index in 0..count {
-        let d = nvml
-            .device_by_index(index)
-            .map_err(|e| format!("GPU {index}: {e}"))?;
-        let gpu = Gpu {
-            index,
-            uuid: d.uuid().ok(),
-            model: d.name().ok(),
-            host: None,
-        };
-        let fields: [(Field, Option<f64>); 13] = [
-            (
-                Field::PowerW,
-                field(d.power_usage())?.map(|mw| f64::from(mw) / 1000.0),
-            ),
-            (
-                Field::EnergyMj,
-                field(d.total_energy_consumption())?.map(|mj| mj as f64),
-            ),
-            (
-                Field::SmClockMhz,
-                field(d.clock_info(Clock::SM))?.map(f64::from),
-            ),
-            (
-                Field::MemClockMhz,
-                field(d.clock_info(Clock::Memory))?.map(f64::from),
-            ),
-            (
-                Field::MaxSmClockMhz,
-                field(d.max_clock_info(Clock::SM))?.map(f64::from),
-            ),
-            (
-                Field::GpuTempC,
-                field(d.temperature(TemperatureSensor::Gpu))?.map(f64::from),
-            ),
-            (
-                Field::GpuUtilPct,
-                field(d.utilization_rates())?.map(|u| f64::from(u.gpu)),
-            ),
-            (
-                Field::FbUsedMib,
-                field(d.memory_info())?.map(|m| m.used as f64 / (1 << 20) as f64),
-            ),
-            (
-                Field::PowerLimitW,
-                field(d.enforced_power_limit())?.map(|mw| f64::from(mw) / 1000.0),
-            ),
-            (
-                Field::SlowdownTempC,
-                field(d.temperature_threshold(TemperatureThreshold::Slowdown))?.map(f64::from),
-            ),
-            (
-                Field::ClockEventReasons,
-                field(d.current_throttle_reasons())?.map(|r| r.bits() as f64),
-            ),
-            (
-                Field::PowerViolationNs,
-                field(d.violation_status(PerformancePolicy::Power))?
-                    .map(|v| v.violation_time as f64),
-            ),
-            (
-                Field::ThermalViolationNs,
-                field(d.violation_status(PerformancePolicy::Thermal))?
-                    .map(|v| v.violation_time as f64),
-            ),
-        ];
-        for (f, v) in fields {
-            match v {
-                Some(value) => out.values.push(Value {
-                    gpu: gpu.clone(),
-                    field: f,
-                    value,
-                    source_time: None,
-                }),
-                None => out.unavailable.push((index, f)),
-            }
+        match read_gpu(nvml, index, &mut out) {
+            Ok(()) => {}
+            Err(why) => skipped.push(format!("GPU {index}: {why}")),
         }
     }
+    if let Some(first) = skipped.first() {
+        // Like a broken line of a text source: counted and the first named.
+        out.bad_lines = skipped.len();
+        out.first_error = Some((0, first.clone()));
+    }
+    if out.values.is_empty() {
+        return Err(if skipped.is_empty() {
+            "NVML listed no GPU".to_owned()
+        } else {
+            skipped.join("; ")
+        });
+    }
     Ok(out)
+}
+
+/// GPU `index`'s fields into `out`: a field it does not give is unavailable; a GPU that
+/// cannot be read (no handle, lost, needing a reset) is an error and adds nothing.
+fn read_gpu(nvml: &Nvml, index: u32, out: &mut Reading) -> Result<(), String> {
+    let d = nvml.device_by_index(index).map_err(|e| e.to_string())?;
+    let gpu = Gpu {
+        index,
+        uuid: d.uuid().ok(),
+        model: d.name().ok(),
+        host: None,
+    };
+    // A query's value; any failure but the GPU's loss leaves the field unavailable.
+    fn field<T>(r: Result<T, NvmlError>) -> Result<Option<T>, String> {
+        match r {
+            Ok(v) => Ok(Some(v)),
+            Err(e) if gone(&e) => Err(e.to_string()),
+            Err(_) => Ok(None),
+        }
+    }
+    let fields: [(Field, Option<f64>); 13] = [
+        (
+            Field::PowerW,
+            field(d.power_usage())?.map(|mw| f64::from(mw) / 1000.0),
+        ),
+        (
+            Field::EnergyMj,
+            field(d.total_energy_consumption())?.map(|mj| mj as f64),
+        ),
+        (
+            Field::SmClockMhz,
+            field(d.clock_info(Clock::SM))?.map(f64::from),
+        ),
+        (
+            Field::MemClockMhz,
+            field(d.clock_info(Clock::Memory))?.map(f64::from),
+        ),
+        (
+            Field::MaxSmClockMhz,
+            field(d.max_clock_info(Clock::SM))?.map(f64::from),
+        ),
+        (
+            Field::GpuTempC,
+            field(d.temperature(TemperatureSensor::Gpu))?.map(f64::from),
+        ),
+        (
+            Field::GpuUtilPct,
+            field(d.utilization_rates())?.map(|u| f64::from(u.gpu)),
+        ),
+        (
+            Field::FbUsedMib,
+            field(d.memory_info())?.map(|m| m.used as f64 / (1 << 20) as f64),
+        ),
+        (
+            Field::PowerLimitW,
+            field(d.enforced_power_limit())?.map(|mw| f64::from(mw) / 1000.0),
+        ),
+        (
+            Field::SlowdownTempC,
+            field(d.temperature_threshold(TemperatureThreshold::Slowdown))?.map(f64::from),
+        ),
+        (
+            Field::ClockEventReasons,
+            field(d.current_throttle_reasons())?.map(|r| r.bits() as f64),
+        ),
+        (
+            Field::PowerViolationNs,
+            field(d.violation_status(PerformancePolicy::Power))?.map(|v| v.violation_time as f64),
+        ),
+        (
+            Field::ThermalViolationNs,
+            field(d.violation_status(PerformancePolicy::Thermal))?.map(|v| v.violation_time as f64),
+        ),
+    ];
+    for (f, v) in fields {
+        match v {
+            Some(value) => out.values.push(Value {
+                gpu: gpu.clone(),
+                field: f,
+                value,
+                source_time: None,
+            }),
+            None => out.unavailable.push((index, f)),
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -185,21 +229,21 @@ mod tests {
     #[test]
     fn an_absent_library_is_named_with_what_to_install() {
         let source = NvmlSource::start();
-        let Some(why) = source.absent() else {
-            // A machine with the driver: the reading must then work.
-            let rt = tokio::runtime::Builder::new_current_thread()
-                .build()
-                .unwrap();
-            assert!(rt.block_on(source.read()).is_ok());
-            return;
-        };
-        assert!(
-            why.contains("NVML not loaded") && why.contains("libnvidia-ml.so.1"),
-            "{why}"
-        );
         let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
             .build()
             .unwrap();
-        assert_eq!(rt.block_on(source.read()).unwrap_err(), why);
+        let read = rt.block_on(source.read());
+        match source.absent() {
+            // A machine with the driver: the reading works.
+            None => assert!(read.is_ok(), "{read:?}"),
+            Some(why) => {
+                assert!(
+                    why.contains("NVML not loaded") && why.contains("libnvidia-ml.so.1"),
+                    "{why}"
+                );
+                assert_eq!(read.unwrap_err(), why);
+            }
+        }
     }
 }

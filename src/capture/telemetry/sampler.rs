@@ -240,13 +240,14 @@ impl Sampler {
                 let Some(nvml) = &self.nvml else {
                     return Err(Failed::from("NVML was not started".to_owned()));
                 };
-                if let Some(why) = nvml.absent() {
-                    return Err(Failed {
-                        why: why.to_owned(),
-                        absent: true,
-                    });
-                }
-                let reading = nvml.read().await?;
+                let reading = match nvml.read().await {
+                    Ok(reading) => reading,
+                    // Known absent (the library is not there): stop reading it.
+                    Err(why) if nvml.absent().is_some() => {
+                        return Err(Failed { why, absent: true });
+                    }
+                    Err(why) => return Err(why.into()),
+                };
                 if reading.values.is_empty() {
                     return Err(Failed::from("NVML listed no GPU".to_owned()));
                 }
@@ -454,7 +455,11 @@ async fn nvidia_smi(query: &[&str]) -> Result<String, Failed> {
         .kill_on_drop(true);
     // SAFETY: the hook makes two system calls and allocates nothing (async-signal-safe).
     unsafe {
-        command.pre_exec(crate::realtime::ordinary_anywhere);
+        // Best effort: a sandbox that refuses the calls leaves the child as it was.
+        command.pre_exec(|| {
+            let _ = crate::realtime::ordinary_anywhere();
+            Ok(())
+        });
     }
     let out = command.output().await.map_err(|e| match e.kind() {
         std::io::ErrorKind::NotFound => Failed {
