@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use super::endpoint::{Endpoint, EndpointError};
+use super::endpoint::{Endpoint, MetricsTarget, metrics_target};
 pub use super::request::{
     ArmRequest, CpuPlacement, LoadRequest, RUNTIME_KEY, RepeatRequest, RunRequest, ShardRequest,
     Timeouts,
@@ -21,17 +21,6 @@ pub use super::error::ConfigError;
 use super::error::flag;
 
 pub use crate::artifact::{Arrivals, Schedule};
-
-/// Where one replica's Prometheus metrics are read.
-#[derive(Debug, Clone)]
-pub struct MetricsTarget {
-    /// The URL as given or derived (for run.json and messages).
-    pub url: String,
-    /// Host and port to connect to.
-    pub server: Endpoint,
-    /// Request target, e.g. `/metrics`.
-    pub path: String,
-}
 
 /// A checked `run` configuration.
 #[derive(Debug)]
@@ -124,26 +113,6 @@ fn default_metrics_url(url: &str) -> String {
     let rest = url.strip_prefix("http://").unwrap_or(url);
     let authority = rest.split('/').next().unwrap_or(rest);
     format!("http://{authority}/metrics")
-}
-
-pub(crate) fn metrics_target(replica: u32, url: &str) -> Result<MetricsTarget, EndpointError> {
-    let rest = url
-        .strip_prefix("http://")
-        .ok_or_else(|| EndpointError::Url {
-            url: url.to_owned(),
-            reason: "expected a URL starting with http://".into(),
-        })?;
-    let (authority, path) = match rest.find('/') {
-        Some(i) => (&rest[..i], &rest[i..]),
-        None => (rest, "/metrics"),
-    };
-    let server = Endpoint::parse(replica, &format!("http://{authority}"))?;
-    server.path_uri(path)?;
-    Ok(MetricsTarget {
-        url: url.to_owned(),
-        server,
-        path: path.to_owned(),
-    })
 }
 
 impl RunConfig {

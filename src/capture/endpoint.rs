@@ -193,6 +193,39 @@ impl Endpoint {
     }
 }
 
+/// Where one replica's Prometheus metrics are read.
+#[derive(Debug, Clone)]
+pub struct MetricsTarget {
+    /// The URL as given or derived (for run.json and messages).
+    pub url: String,
+    /// Host and port to connect to.
+    pub server: Endpoint,
+    /// Request target, e.g. `/metrics`.
+    pub path: String,
+}
+
+/// The metrics target of replica `replica` at `url` (`http://host:port[/path]`, the path
+/// `/metrics` when absent).
+pub fn metrics_target(replica: u32, url: &str) -> Result<MetricsTarget, EndpointError> {
+    let rest = url
+        .strip_prefix("http://")
+        .ok_or_else(|| EndpointError::Url {
+            url: url.to_owned(),
+            reason: "expected a URL starting with http://".into(),
+        })?;
+    let (authority, path) = match rest.find('/') {
+        Some(i) => (&rest[..i], &rest[i..]),
+        None => (rest, "/metrics"),
+    };
+    let server = Endpoint::parse(replica, &format!("http://{authority}"))?;
+    server.path_uri(path)?;
+    Ok(MetricsTarget {
+        url: url.to_owned(),
+        server,
+        path: path.to_owned(),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use hyper::header::HeaderValue;
 
-use super::config::MetricsTarget;
+use super::endpoint::MetricsTarget;
 use super::hotpath::Cancel;
 use super::http::{self, GetError, SIDE_TIMEOUT};
 use super::recorder::Msg;

@@ -285,17 +285,18 @@ fn run(
             }
             rep.activity.set_clock(clock);
         }
+        let flush = now - last_flush >= 1_000_000_000;
+        if flush {
+            last_flush = now;
+        }
         truth.write(|w| {
             gpus.iter()
                 .try_for_each(|g| truth_row(w, setup, g, now, snapshot))?;
-            if now - last_flush >= 1_000_000_000 {
+            if flush {
                 w.flush()?;
             }
             Ok(())
         });
-        if now - last_flush >= 1_000_000_000 {
-            last_flush = now;
-        }
         if snapshot {
             let text = render(setup, &gpus);
             *shared.snapshot.lock().unwrap_or_else(|e| e.into_inner()) = text;

@@ -14,7 +14,7 @@ use std::sync::mpsc::Sender;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use super::super::config::MetricsTarget;
+use super::super::endpoint::{MetricsTarget, metrics_target};
 use super::super::http::{self, SIDE_TIMEOUT};
 use super::super::recorder::Msg;
 use super::super::scrape::During;
@@ -49,6 +49,8 @@ pub struct SourceSpec {
     pub gpus: Option<Vec<u32>>,
     /// The source's update interval as declared, s.
     pub interval_s: Option<f64>,
+    /// The exporter's URL, or this host's name (read once, when declared).
+    pub endpoint: String,
 }
 
 impl SourceSpec {
@@ -62,11 +64,8 @@ impl SourceSpec {
     }
 
     /// The exporter's URL, or this host's name.
-    pub fn endpoint(&self) -> String {
-        match &self.kind {
-            Kind::Dcgm(t) => t.url.clone(),
-            Kind::Smi | Kind::Nvml => local_host(),
-        }
+    pub fn endpoint(&self) -> &str {
+        &self.endpoint
     }
 
     fn arm_gpu(&self, index: u32) -> bool {
@@ -195,7 +194,7 @@ impl Sampler {
                 self.timeout().as_secs_f64()
             ))),
         };
-        let endpoint = spec.endpoint();
+        let endpoint = spec.endpoint.clone();
         let rows = match read {
             Ok(reading) => {
                 let t_ns = self.origin.elapsed_ns();
@@ -283,7 +282,7 @@ impl Sampler {
         t_ns: i64,
         phase: ScrapePhase,
     ) -> Vec<TelemetryRow> {
-        let host = matches!(spec.kind, Kind::Smi | Kind::Nvml).then(local_host);
+        let host = matches!(spec.kind, Kind::Smi | Kind::Nvml).then(|| spec.endpoint.clone());
         let rows: Vec<TelemetryRow> = reading
             .gpus()
             .into_iter()
@@ -420,7 +419,7 @@ fn summarise(spec: &SourceSpec, s: &Seen, every: Duration) -> TelemetrySource {
     let (gpus, other_gpus): (Vec<u32>, Vec<u32>) = s.gpus.iter().partition(|g| spec.arm_gpu(**g));
     TelemetrySource {
         source: spec.source().to_owned(),
-        endpoint: spec.endpoint(),
+        endpoint: spec.endpoint.clone(),
         gpus_declared: spec.gpus.clone(),
         missing_gpus: spec
             .gpus
@@ -519,7 +518,7 @@ pub fn declared(req: &TelemetryRequest) -> Result<Telemetry, ConfigError> {
         let spec = spec_text;
         let kind = match spec.split_once('=') {
             Some(("dcgm", url)) => Kind::Dcgm(Box::new(
-                super::super::config::metrics_target(i as u32, url.trim())
+                metrics_target(i as u32, url.trim())
                     .map_err(|e| flag_error("--telemetry", spec, e.to_string()))?,
             )),
             None if spec == "nvidia-smi" => Kind::Smi,
@@ -568,10 +567,15 @@ pub fn declared(req: &TelemetryRequest) -> Result<Telemetry, ConfigError> {
                 ));
             }
         };
+        let endpoint = match &kind {
+            Kind::Dcgm(t) => t.url.clone(),
+            Kind::Smi | Kind::Nvml => local_host(),
+        };
         let spec = SourceSpec {
             kind,
             gpus,
             interval_s,
+            endpoint,
         };
         if sources
             .iter()
